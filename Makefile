@@ -1,0 +1,33 @@
+# Two entry points: `make run` serves the embedded demo, `make test` runs every test.
+# Both create .venv when it is missing and install what the project needs, system packages
+# included (PostgreSQL client tools for the tests), so they work on a fresh Debian machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test test-fast system-deps clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# psql and pgbench drive the client tests; install them when the machine lacks them.
+system-deps:
+	@command -v psql >/dev/null && command -v pgbench >/dev/null || { \
+	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q postgresql-client; }
+
+run: $(STAMP)
+	$(VENV)/bin/fedgate serve $(ARGS)
+
+test: $(STAMP) system-deps
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not spark and not load" $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,129 @@
+"""Errors that reach the client as an ErrorResponse, each with a real SQLSTATE.
+
+Every failure the gateway reports is a `PgError`. Code below the gateway (planner,
+connectors) raises `PgError` too, so the server never has to guess a SQLSTATE from a
+message; `from_exception` maps the few foreign exceptions we expect (DuckDB's) and
+turns anything else into an internal error that still leaves the session usable.
+"""
+
+from __future__ import annotations
+
+import re
+
+# SQLSTATE codes used across the gateway (PostgreSQL Appendix A).
+SUCCESSFUL_COMPLETION = "00000"
+CONNECTION_EXCEPTION = "08000"
+PROTOCOL_VIOLATION = "08P01"
+FEATURE_NOT_SUPPORTED = "0A000"
+INVALID_PARAMETER_VALUE = "22023"
+DIVISION_BY_ZERO = "22012"
+NUMERIC_VALUE_OUT_OF_RANGE = "22003"
+INVALID_TEXT_REPRESENTATION = "22P02"
+INVALID_BINARY_REPRESENTATION = "22P03"
+DATA_EXCEPTION = "22000"
+INVALID_CURSOR_NAME = "34000"
+INVALID_SQL_STATEMENT_NAME = "26000"
+ACTIVE_SQL_TRANSACTION = "25001"
+NO_ACTIVE_SQL_TRANSACTION = "25P01"
+IN_FAILED_SQL_TRANSACTION = "25P02"
+READ_ONLY_SQL_TRANSACTION = "25006"
+INVALID_AUTHORIZATION = "28000"
+INVALID_PASSWORD = "28P01"
+INVALID_CATALOG_NAME = "3D000"
+SYNTAX_ERROR = "42601"
+UNDEFINED_TABLE = "42P01"
+UNDEFINED_COLUMN = "42703"
+UNDEFINED_FUNCTION = "42883"
+UNDEFINED_OBJECT = "42704"
+DUPLICATE_PREPARED_STATEMENT = "42P05"
+DUPLICATE_CURSOR = "42P03"
+AMBIGUOUS_COLUMN = "42702"
+DATATYPE_MISMATCH = "42804"
+INDETERMINATE_DATATYPE = "42P18"
+UNDEFINED_PARAMETER = "42P02"
+CANT_CHANGE_RUNTIME_PARAM = "55P02"
+QUERY_CANCELED = "57014"
+ADMIN_SHUTDOWN = "57P01"
+TOO_MANY_CONNECTIONS = "53300"
+PROGRAM_LIMIT_EXCEEDED = "54000"
+INTERNAL_ERROR = "XX000"
+
+
+class PgError(Exception):
+    """An error with the fields of a PostgreSQL ErrorResponse."""
+
+    def __init__(
+        self,
+        sqlstate: str,
+        message: str,
+        *,
+        severity: str = "ERROR",
+        detail: str | None = None,
+        hint: str | None = None,
+        position: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        self.message = message
+        self.severity = severity
+        self.detail = detail
+        self.hint = hint
+        self.position = position
+
+    @property
+    def is_fatal(self) -> bool:
+        return self.severity in ("FATAL", "PANIC")
+
+    def __repr__(self) -> str:
+        return f"PgError({self.sqlstate!r}, {self.message!r})"
+
+
+class ProtocolError(PgError):
+    """The client broke the wire protocol; the connection is closed after reporting it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(PROTOCOL_VIOLATION, message, severity="FATAL")
+
+
+# DuckDB reports errors as typed exceptions whose text starts with "<Kind> Error: ".
+# The table below maps (exception class name, message pattern) to a SQLSTATE; the first
+# match wins. Patterns are matched against the message with that prefix removed.
+_DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
+    ("CatalogException", r"^Table with name .* does not exist", UNDEFINED_TABLE),
+    ("CatalogException", r"^Table Function with name .* does not exist", UNDEFINED_FUNCTION),
+    ("CatalogException", r"^Scalar Function with name .* does not exist", UNDEFINED_FUNCTION),
+    ("CatalogException", r"^Type with name .* does not exist", UNDEFINED_OBJECT),
+    ("CatalogException", r"", UNDEFINED_OBJECT),
+    ("BinderException", r"Referenced column .* not found", UNDEFINED_COLUMN),
+    ("BinderException", r"^Referenced table .* not found", UNDEFINED_TABLE),
+    ("BinderException", r"Ambiguous reference", AMBIGUOUS_COLUMN),
+    ("BinderException", r"No function matches", UNDEFINED_FUNCTION),
+    ("BinderException", r"", DATATYPE_MISMATCH),
+    ("ParserException", r"", SYNTAX_ERROR),
+    ("InvalidInputException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
+    ("OutOfRangeException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
+    ("OutOfRangeException", r"", NUMERIC_VALUE_OUT_OF_RANGE),
+    ("ConversionException", r"", INVALID_TEXT_REPRESENTATION),
+    ("InterruptException", r"", QUERY_CANCELED),
+    ("NotImplementedException", r"", FEATURE_NOT_SUPPORTED),
+    ("InvalidInputException", r"", DATA_EXCEPTION),
+    ("PermissionException", r"", READ_ONLY_SQL_TRANSACTION),
+)
+
+_KIND_PREFIX = re.compile(r"^[A-Za-z ]+ Error: ")
+
+
+def from_exception(exc: BaseException) -> PgError:
+    """Turn any exception raised while serving a statement into a `PgError`."""
+    if isinstance(exc, PgError):
+        return exc
+    name = type(exc).__name__
+    text = str(exc).strip()
+    message = _KIND_PREFIX.sub("", text, count=1)
+    first_line, _, rest = message.partition("\n")
+    for cls, pattern, code in _DUCKDB_RULES:
+        if cls == name and re.search(pattern, first_line):
+            if code == QUERY_CANCELED:
+                return PgError(code, "canceling statement due to user request")
+            return PgError(code, first_line, detail=rest.strip() or None)
+    return PgError(INTERNAL_ERROR, f"{name}: {first_line or 'internal error'}")

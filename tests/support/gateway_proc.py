@@ -1,0 +1,73 @@
+"""Start the real gateway as a subprocess on a free loopback port, for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class GatewayProcess:
+    host: str
+    port: int
+    database: str
+    proc: subprocess.Popen
+    log_path: Path
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://fedgate@{self.host}:{self.port}/{self.database}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def start_gateway(config_text: str, workdir: Path, *, timeout: float = 180.0) -> GatewayProcess:
+    """Write `config_text` to workdir/fedgate.toml and serve it; wait until the port accepts.
+
+    The timeout is generous because the first start may generate the demo data.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "fedgate.toml"
+    config.write_text(config_text)
+    port = free_port()
+    log_path = workdir / "gateway.log"
+    log = open(log_path, "wb")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)],
+        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gateway exited with {proc.returncode}:\n{log_path.read_text()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return GatewayProcess("127.0.0.1", port, "fedgate", proc, log_path)
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"gateway did not listen within {timeout}s:\n{log_path.read_text()}")
