@@ -112,6 +112,22 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
 
 _KIND_PREFIX = re.compile(r"^[A-Za-z ]+ Error: ")
 
+# PostgreSQL's wording for the errors clients and people match on.
+_REWORDINGS: dict[str, tuple[re.Pattern[str], str]] = {
+    UNDEFINED_COLUMN: (re.compile(r'Referenced column "?([^"]+?)"? (?:was )?not found'), 'column "{0}" does not exist'),
+    UNDEFINED_TABLE: (re.compile(r"Table with name (\S+?) does not exist"), 'relation "{0}" does not exist'),
+    UNDEFINED_FUNCTION: (re.compile(r"Function with name (\S+?) does not exist"), "function {0} does not exist"),
+    DIVISION_BY_ZERO: (re.compile(r"[Dd]ivision by zero"), "division by zero"),
+}
+
+
+def _reword(code: str, message: str) -> str:
+    rule = _REWORDINGS.get(code)
+    if rule is None:
+        return message
+    found = rule[0].search(message)
+    return rule[1].format(*found.groups()) if found else message
+
 
 def from_exception(exc: BaseException) -> PgError:
     """Turn any exception raised while serving a statement into a `PgError`."""
@@ -125,5 +141,12 @@ def from_exception(exc: BaseException) -> PgError:
         if cls == name and re.search(pattern, first_line):
             if code == QUERY_CANCELED:
                 return PgError(code, "canceling statement due to user request")
-            return PgError(code, first_line, detail=rest.strip() or None)
+            rest = rest.strip()
+            if code == DIVISION_BY_ZERO or rest.startswith("LINE "):
+                # DuckDB's advice (TRY, a setting) does not apply through the gateway, and
+                # its LINE pointer points into the SQL we generated, not the client's.
+                rest = ""
+            hint = rest if rest.startswith("Candidate") or rest.startswith("Did you mean") else None
+            return PgError(code, _reword(code, first_line), detail=None if hint else rest or None,
+                           hint=hint)
     return PgError(INTERNAL_ERROR, f"{name}: {first_line or 'internal error'}")

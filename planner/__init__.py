@@ -1,0 +1,9 @@
+"""SQL text + catalog snapshot -> QueryPlan. Does no I/O (DESIGN.md §1)."""
+
+from planner.cache import PlanCache
+from planner.catalog import CatalogSnapshot, SourceEntry
+from planner.plan import PlanSettings, plan
+from planner.query_plan import QueryPlan, RemoteFragment
+
+__all__ = ["CatalogSnapshot", "PlanCache", "PlanSettings", "QueryPlan", "RemoteFragment",
+           "SourceEntry", "plan"]

@@ -1,0 +1,117 @@
+"""Contracts between the planner, the executor and the outside world (DESIGN.md §2).
+
+The planner imports only this module from `connectors`: it reads each source's dialect and
+capability answers, never the source's code. Sources and engines stream Arrow record
+batches so memory stays bounded whatever the result size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol, runtime_checkable
+
+import pyarrow as pa
+from sqlglot import exp
+
+
+class Pushdown(Enum):
+    """How a source can evaluate a filter (DataFusion's TableProviderFilterPushDown)."""
+
+    EXACT = "exact"  # the source's answer is exactly PostgreSQL's: no re-check needed
+    INEXACT = "inexact"  # the source may return extra rows: ship it and re-check locally
+    UNSUPPORTED = "unsupported"  # keep it local
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """A source's SQL dialect: our name for it and the sqlglot dialect that renders it."""
+
+    name: str
+    sqlglot: str
+    # How the source spells a bind parameter: "$n" (numbered) or "?" (positional).
+    paramstyle: str = "$n"
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table as clients name it (source = schema) and as the source names it."""
+
+    source: str
+    name: str
+    remote_schema: str | None = None
+    remote_name: str | None = None
+
+    @property
+    def remote(self) -> tuple[str | None, str]:
+        return self.remote_schema, self.remote_name or self.name
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    ref: TableRef
+    schema: pa.Schema
+    row_estimate: int | None = None
+    primary_key: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScanRequest:
+    """Semantics: filter, then limit, then projection."""
+
+    table: TableRef
+    columns: list[str]
+    filters: list[exp.Expression] = field(default_factory=list)
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    tag: str
+    rows: int | None = None
+
+
+class BatchStream(Protocol):
+    """An async stream of record batches with a known schema; `aclose()` stops remote work."""
+
+    schema: pa.Schema
+
+    def __aiter__(self) -> AsyncIterator[pa.RecordBatch]: ...
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Source(Protocol):
+    name: str
+    dialect: Dialect
+
+    async def tables(self) -> list[TableInfo]:
+        """Names, Arrow schemas and row estimates of every table the source exposes."""
+
+    def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:
+        """One answer per filter, same order."""
+
+    async def run_remote(self, sql: str, params: Sequence[Any] = ()) -> BatchStream:
+        """Start a whole shipped sub-query (in the source's dialect) and stream its rows."""
+
+    async def describe(self, sql: str, params: Sequence[Any] = ()) -> pa.Schema:
+        """The Arrow schema `run_remote(sql)` would produce, without running the query."""
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Runs residual SQL over fragment inputs (DuckDB in-process, or Spark)."""
+
+    name: str
+
+    async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader],
+                      params: Sequence[Any] = ()) -> BatchStream: ...
+
+    async def describe(self, sql: str, inputs: Mapping[str, pa.Schema],
+                       params: Sequence[Any] = ()) -> pa.Schema: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,457 @@
+"""One client session: settings, transaction status, prepared statements and portals.
+
+The connection feeds it decoded frontend messages (`handle`); the session answers by
+writing backend messages into a buffer that is flushed to the socket at Sync, Flush, the
+end of a simple Query, and every few hundred KB of rows (with `drain()`, so a slow client
+slows the query instead of growing our memory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from connectors.base import BatchStream
+from gateway import utility as util
+from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT,
+                            IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
+                            INVALID_SQL_STATEMENT_NAME, PROTOCOL_VIOLATION, QUERY_CANCELED,
+                            SYNTAX_ERROR, PgError, from_exception)
+from gateway.pgtypes import decode_param, pg_type_by_name, pg_type_by_oid
+from gateway.protocol import codec
+from gateway.protocol import messages as m
+from gateway.results import encode_rows, resolve_formats, row_description
+from gateway.settings import REPORTED, SessionSettings
+from gateway.statements import Utility, parse_utility, split_statements
+from planner import PlanSettings, QueryPlan
+
+if TYPE_CHECKING:
+    from gateway.server import ServerContext
+
+FLUSH_BYTES = 256 * 1024
+# Result batches above this many rows are encoded on a worker thread (pyarrow releases
+# the GIL), so one large result does not stall every other session on the event loop.
+OFFLOAD_ROWS = 8192
+
+
+@dataclass
+class Prepared:
+    sql: str
+    utility: Utility | None
+    plan: QueryPlan | None
+    param_oids: tuple[int, ...]
+    row_schema: pa.Schema | None = None  # cached answer to Describe
+
+    @property
+    def empty(self) -> bool:
+        return self.utility is None and self.plan is None
+
+
+@dataclass
+class Portal:
+    statement: Prepared
+    params: list[Any]
+    formats: tuple[int, ...]
+    stream: BatchStream | None = None
+    pending: list[pa.RecordBatch] = field(default_factory=list)
+    done: bool = False
+
+    async def close(self) -> None:
+        self.done = True
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            await stream.aclose()
+
+
+class Session:
+    def __init__(self, ctx: ServerContext, writer: asyncio.StreamWriter,
+                 startup: dict[str, str], pid: int, key: int) -> None:
+        self.ctx = ctx
+        self.writer = writer
+        self.pid, self.key = pid, key
+        self.user = startup.get("user", "")
+        self.database = startup.get("database") or self.user
+        self.settings = SessionSettings.initial(startup, ctx.config.search_path)
+        if ctx.config.server.statement_timeout_ms and "statement_timeout" not in startup:
+            self.settings.values["statement_timeout"] = str(ctx.config.server.statement_timeout_ms)
+        self._initial = dict(self.settings.values)
+        self.statements: dict[str, Prepared] = {}
+        self.portals: dict[str, Portal] = {}
+        self.in_block = False
+        self.failed = False
+        self.savepoints: list[str] = []
+        self.skipping = False  # after an error in extended protocol, until Sync
+        self.closed = False
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._running: asyncio.Task[Any] | None = None
+        self._cancel_requested = False
+        self._handlers: dict[type, Callable[[Any], Awaitable[None]]] = {
+            m.Query: self._on_query, m.Parse: self._on_parse, m.Bind: self._on_bind,
+            m.Describe: self._on_describe, m.Execute: self._on_execute, m.Close: self._on_close,
+            m.Sync: self._on_sync, m.Flush: self._on_flush, m.Terminate: self._on_terminate,
+            m.CopyData: self._ignore, m.CopyDone: self._ignore, m.CopyFail: self._ignore,
+            m.FunctionCall: self._on_function_call,
+        }
+
+    # --- output -------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        self._out.append(data)
+        self._out_bytes += len(data)
+
+    async def flush(self) -> None:
+        if self._out:
+            self.writer.write(b"".join(self._out))
+            self._out.clear()
+            self._out_bytes = 0
+        await self.writer.drain()
+
+    @property
+    def status(self) -> bytes:
+        return b"E" if self.failed else b"T" if self.in_block else b"I"
+
+    def startup_messages(self) -> None:
+        for name in REPORTED:
+            self.write(codec.parameter_status(name, self.settings.values[name]))
+        self.write(codec.backend_key_data(self.pid, self.key))
+        self.write(codec.ready_for_query(self.status))
+
+    # --- settings and transaction state, used by gateway.utility -------------------------
+
+    def set_setting(self, name: str, value: str) -> None:
+        canonical = self.settings.set(name, value)
+        if canonical in REPORTED:
+            self.write(codec.parameter_status(canonical, self.settings.values[canonical]))
+
+    def reset_setting(self, name: str) -> None:
+        for changed in self.settings.reset(name, self._initial):
+            if changed in REPORTED:
+                self.write(codec.parameter_status(changed, self.settings.values[changed]))
+
+    def begin_block(self) -> None:
+        self.in_block, self.failed, self.savepoints = True, False, []
+
+    def end_block(self) -> None:
+        self.in_block, self.failed, self.savepoints = False, False, []
+        self._close_portals_sync(keep_unnamed=False)
+
+    def recover_block(self) -> None:
+        self.failed = False
+
+    def discard_all(self) -> None:
+        self._close_portals_sync(keep_unnamed=False)
+        self.statements.clear()
+        self.reset_setting("all")
+
+    def _close_portals_sync(self, keep_unnamed: bool) -> None:
+        for name in [n for n in self.portals if not (keep_unnamed and n == "")]:
+            portal = self.portals.pop(name)
+            if portal.stream is not None and not portal.done:
+                asyncio.ensure_future(portal.close())
+
+    # --- cancellation ---------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """A CancelRequest matched this session: stop the running statement, if any."""
+        if self._running is not None and not self._running.done():
+            self._cancel_requested = True
+            self._running.cancel()
+
+    async def _cancellable(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._running = task
+        timeout_ms = self.settings.statement_timeout_ms
+        try:
+            if timeout_ms:
+                done, _ = await asyncio.wait([task], timeout=timeout_ms / 1000)
+                if not done:
+                    task.cancel()
+                    await asyncio.wait([task])
+                    raise PgError(QUERY_CANCELED, "canceling statement due to statement timeout")
+            await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self._cancel_requested and not (current and current.cancelling()):
+                raise PgError(QUERY_CANCELED, "canceling statement due to user request") from None
+            raise
+        finally:
+            self._running = None
+            self._cancel_requested = False
+
+    # --- dispatch -------------------------------------------------------------------------
+
+    async def handle(self, message: m.FrontendMessage) -> None:
+        handler = self._handlers.get(type(message))
+        if handler is None:
+            raise PgError(PROTOCOL_VIOLATION, f"unexpected message {type(message).__name__}",
+                          severity="FATAL")
+        if self.skipping and not isinstance(message, (m.Sync, m.Terminate, m.Query)):
+            return
+        try:
+            await handler(message)
+        except PgError as err:
+            if err.is_fatal:
+                raise
+            self._report(err)
+            if not isinstance(message, m.Query):
+                self.skipping = True
+        except Exception as exc:  # a bug of ours: report it, keep the session usable
+            self._report(from_exception(exc))
+            if not isinstance(message, m.Query):
+                self.skipping = True
+
+    def _report(self, err: PgError) -> None:
+        self.write(codec.error_from(err))
+        if self.in_block:
+            self.failed = True
+
+    async def _ignore(self, message: Any) -> None:
+        return None
+
+    async def _on_function_call(self, message: m.FunctionCall) -> None:
+        raise util.unsupported("the function call protocol message")
+
+    async def _on_terminate(self, message: m.Terminate) -> None:
+        self.closed = True
+
+    async def _on_flush(self, message: m.Flush) -> None:
+        await self.flush()
+
+    async def _on_sync(self, message: m.Sync) -> None:
+        self.skipping = False
+        if not self.in_block:
+            self._close_portals_sync(keep_unnamed=False)  # the implicit transaction ends
+        self.write(codec.ready_for_query(self.status))
+        await self.flush()
+
+    # --- simple query ---------------------------------------------------------------------
+
+    async def _on_query(self, message: m.Query) -> None:
+        self.skipping = False
+        statements = split_statements(message.sql)
+        if not statements:
+            self.write(codec.empty_query_response())
+        for sql in statements:
+            try:
+                prepared = self._prepare(sql, ())
+                portal = Portal(prepared, [], ())
+                await self._cancellable(self._execute(portal, 0, describe=True))
+            except PgError as err:
+                if err.is_fatal:
+                    raise
+                self._report(err)
+                break
+        if not self.in_block:
+            self._close_portals_sync(keep_unnamed=False)
+        self.write(codec.ready_for_query(self.status))
+        await self.flush()
+
+    # --- extended query -------------------------------------------------------------------
+
+    async def _on_parse(self, message: m.Parse) -> None:
+        if message.name and message.name in self.statements:
+            raise PgError(DUPLICATE_PREPARED_STATEMENT,
+                          f'prepared statement "{message.name}" already exists')
+        statements = split_statements(message.query)
+        if len(statements) > 1:
+            raise PgError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
+        prepared = self._prepare(statements[0] if statements else "", message.param_types)
+        self.statements[message.name] = prepared
+        self.write(codec.parse_complete())
+
+    async def _on_bind(self, message: m.Bind) -> None:
+        prepared = self._statement(message.statement)
+        self._check_not_failed(prepared)
+        if message.portal and message.portal in self.portals:
+            raise PgError(DUPLICATE_CURSOR, f'cursor "{message.portal}" already exists')
+        if len(message.params) != len(prepared.param_oids):
+            raise PgError(PROTOCOL_VIOLATION,
+                          f"bind message supplies {len(message.params)} parameters, but prepared "
+                          f'statement "{message.statement}" requires {len(prepared.param_oids)}')
+        formats = resolve_formats(message.param_formats, len(message.params))
+        params = [decode_param(oid, fmt, data, index=i + 1)
+                  for i, (oid, fmt, data) in enumerate(zip(prepared.param_oids, formats, message.params))]
+        old = self.portals.pop(message.portal, None)
+        if old is not None:
+            await old.close()
+        self.portals[message.portal] = Portal(prepared, params, message.result_formats)
+        self.write(codec.bind_complete())
+
+    async def _on_describe(self, message: m.Describe) -> None:
+        if message.kind == "S":
+            prepared = self._statement(message.name)
+            self.write(codec.parameter_description(prepared.param_oids))
+            schema = await self._describe(prepared)
+            self.write(row_description(schema, ()) if schema is not None else codec.no_data())
+            return
+        portal = self._portal(message.name)
+        prepared = portal.statement
+        if prepared.utility is not None or prepared.empty:
+            schema = await self._describe(prepared)
+        else:
+            self._check_not_failed(prepared)
+            await self._cancellable(self._start(portal))
+            schema = portal.stream.schema if portal.stream is not None else prepared.row_schema
+        self.write(row_description(schema, portal.formats) if schema is not None else codec.no_data())
+
+    async def _on_execute(self, message: m.Execute) -> None:
+        portal = self._portal(message.portal)
+        await self._cancellable(self._execute(portal, message.max_rows, describe=False))
+
+    async def _on_close(self, message: m.Close) -> None:
+        if message.kind == "S":
+            self.statements.pop(message.name, None)
+        else:
+            portal = self.portals.pop(message.name, None)
+            if portal is not None:
+                await portal.close()
+        self.write(codec.close_complete())
+
+    # --- shared machinery -----------------------------------------------------------------
+
+    def _statement(self, name: str) -> Prepared:
+        prepared = self.statements.get(name)
+        if prepared is None:
+            raise PgError(INVALID_SQL_STATEMENT_NAME, f'prepared statement "{name}" does not exist')
+        return prepared
+
+    def _portal(self, name: str) -> Portal:
+        portal = self.portals.get(name)
+        if portal is None:
+            raise PgError(INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
+        return portal
+
+    def _check_not_failed(self, prepared: Prepared) -> None:
+        if self.failed and not (prepared.utility and prepared.utility.kind in util.ALLOWED_WHEN_FAILED):
+            raise PgError(IN_FAILED_SQL_TRANSACTION,
+                          "current transaction is aborted, commands ignored until end of transaction block")
+
+    def plan_settings(self, declared: tuple[str | None, ...] = ()) -> PlanSettings:
+        return PlanSettings(search_path=self.settings.search_path, user=self.user,
+                            database=self.database, version=self.ctx.version_string,
+                            declared_param_types=declared)
+
+    def _prepare(self, sql: str, declared_oids: tuple[int, ...]) -> Prepared:
+        if not sql:
+            return Prepared(sql, None, None, tuple(declared_oids))
+        utility = parse_utility(sql)
+        if utility is not None:
+            if utility.kind == "explain":
+                assert utility.value is not None
+                self._plan(utility.value, ())  # report planning errors at Parse time
+            return Prepared(sql, utility, None, tuple(declared_oids))
+        self._check_not_failed(Prepared(sql, None, None, ()))
+        declared = tuple(self._type_name(oid) for oid in declared_oids)
+        plan = self._plan(sql, declared)
+        oids = tuple(declared_oids[i] if i < len(declared_oids) and declared_oids[i]
+                     else self._type_oid(name) for i, name in enumerate(plan.param_types))
+        return Prepared(sql, None, plan, oids)
+
+    def _plan(self, sql: str, declared: tuple[str | None, ...]) -> QueryPlan:
+        return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
+
+    @staticmethod
+    def _type_name(oid: int) -> str | None:
+        found = pg_type_by_oid(oid) if oid else None
+        return found.name if found else None
+
+    @staticmethod
+    def _type_oid(name: str) -> int:
+        found = pg_type_by_name(name)
+        return found.oid if found else 25  # text
+
+    async def _describe(self, prepared: Prepared) -> pa.Schema | None:
+        if prepared.utility is not None:
+            return util.result_schema(prepared.utility)
+        if prepared.plan is None:
+            return None
+        if prepared.row_schema is None:
+            prepared.row_schema = await self.ctx.executor.describe(prepared.plan)
+        return prepared.row_schema
+
+    async def _start(self, portal: Portal) -> None:
+        if portal.stream is None and not portal.done and portal.statement.plan is not None:
+            portal.stream = await self.ctx.executor.run(portal.statement.plan, portal.params)
+
+    async def _execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:
+        prepared = portal.statement
+        if prepared.empty:
+            self.write(codec.empty_query_response())
+            return
+        self._check_not_failed(prepared)
+        if prepared.utility is not None:
+            await self._execute_utility(portal, describe)
+            return
+        if portal.done:
+            self.write(codec.command_complete("SELECT 0"))
+            return
+        try:
+            await self._start(portal)
+            assert portal.stream is not None
+            if describe:
+                self.write(row_description(portal.stream.schema, portal.formats))
+            await self._send_rows(portal, max_rows)
+        except BaseException:
+            await portal.close()
+            raise
+
+    async def _send_rows(self, portal: Portal, max_rows: int) -> None:
+        stream = portal.stream
+        assert stream is not None
+        formats = resolve_formats(portal.formats, len(stream.schema))
+        timezone = self.settings.timezone
+        loop = asyncio.get_running_loop()
+        sent = 0
+        while True:
+            batch = portal.pending.pop() if portal.pending else await anext(aiter(stream), None)
+            if batch is None:
+                await portal.close()
+                self.write(codec.command_complete(f"SELECT {sent}"))
+                return
+            if max_rows and sent + batch.num_rows > max_rows:
+                keep = max_rows - sent
+                portal.pending.append(batch.slice(keep))
+                batch = batch.slice(0, keep)
+            if batch.num_rows > OFFLOAD_ROWS:
+                data = await loop.run_in_executor(None, encode_rows, batch, formats, timezone)
+            else:
+                data = encode_rows(batch, formats, timezone=timezone)
+            self.write(data)
+            sent += batch.num_rows
+            if self._out_bytes >= FLUSH_BYTES:
+                await self.flush()
+            if max_rows and sent >= max_rows:
+                self.write(codec.portal_suspended())
+                return
+
+    async def _execute_utility(self, portal: Portal, describe: bool) -> None:
+        utility = portal.statement.utility
+        assert utility is not None
+        if utility.kind == "explain":
+            assert utility.value is not None
+            plan = self._plan(utility.value, ())
+            result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"],
+                                                                  [(line,) for line in plan.explain()]))
+        else:
+            result = util.HANDLERS[utility.kind](self, utility)
+        for notice in result.notices:
+            self.write(codec.notice_response("WARNING", "25001" if "already" in notice else "25P01", notice))
+        if result.rows is not None:
+            if describe:
+                self.write(row_description(result.rows.schema, portal.formats))
+            formats = resolve_formats(portal.formats, result.rows.num_columns)
+            self.write(encode_rows(result.rows, formats, timezone=self.settings.timezone))
+            if result.tag in ("SHOW", "EXPLAIN"):
+                result.tag = f"SELECT {result.rows.num_rows}" if result.tag == "EXPLAIN" else result.tag
+        self.write(codec.command_complete(result.tag))
+        portal.done = True
+
+    async def close(self) -> None:
+        for portal in list(self.portals.values()):
+            await portal.close()
+        self.portals.clear()

@@ -1,0 +1,52 @@
+"""A frozen snapshot of the federated catalog: each source is a schema of tables.
+
+The planner plans against a snapshot so that a refresh never changes a plan halfway; the
+snapshot's version is part of the plan-cache key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from sqlglot.schema import MappingSchema
+
+from connectors.base import Dialect, TableInfo
+from gateway.errors import UNDEFINED_TABLE, PgError
+from planner.types import sqlglot_type_of
+
+
+@dataclass(frozen=True)
+class SourceEntry:
+    name: str
+    dialect: Dialect
+    tables: Mapping[str, TableInfo]
+
+
+@dataclass(frozen=True)
+class CatalogSnapshot:
+    version: int
+    sources: Mapping[str, SourceEntry] = field(default_factory=dict)
+
+    def resolve(self, name: str, schema: str | None, search_path: Sequence[str]) -> TableInfo:
+        """Find a table as PostgreSQL would: schema-qualified, or first hit on search_path."""
+        candidates = [schema] if schema else list(search_path)
+        for source in candidates:
+            entry = self.sources.get(source)
+            if entry is not None and name in entry.tables:
+                return entry.tables[name]
+        shown = f"{schema}.{name}" if schema else name
+        raise PgError(UNDEFINED_TABLE, f'relation "{shown}" does not exist')
+
+    @cached_property
+    def sqlglot_schema(self) -> MappingSchema:
+        """Column types of every table, keyed as the planner qualifies them (source.table)."""
+        mapping = {
+            source: {
+                name: {f.name: sqlglot_type_of(f.type) for f in info.schema}
+                for name, info in entry.tables.items()
+            }
+            for source, entry in self.sources.items()
+        }
+        return MappingSchema(mapping, dialect="duckdb", normalize=False)

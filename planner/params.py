@@ -1,0 +1,79 @@
+"""Infer the type of each bind parameter from its context, as PostgreSQL's parser does.
+
+A client may declare parameter types in Parse (OID 0 means "infer it"). An undeclared
+parameter takes the type of what it is compared with, cast to, or used as (LIMIT takes
+int8); with no context at all it is text, which is what PostgreSQL reports for `SELECT $1`.
+Every parameter is then wrapped in a cast to its type, so the source sees the same types
+when the statement is described (with NULLs) and when it runs (with values).
+
+>>> import sqlglot
+>>> tree = sqlglot.parse_one("select * from t where a = $1 limit $2", read="postgres")
+>>> [t.sql() for t in infer_param_types(tree, [])]
+['TEXT', 'BIGINT']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlglot import exp
+
+from gateway.errors import UNDEFINED_PARAMETER, PgError
+from planner.types import is_known
+
+TEXT = exp.DataType.build("TEXT")
+BIGINT = exp.DataType.build("BIGINT")
+BOOLEAN = exp.DataType.build("BOOLEAN")
+
+
+def parameters(tree: exp.Expression) -> list[exp.Parameter]:
+    return [p for p in tree.find_all(exp.Parameter) if isinstance(p.this, exp.Literal)]
+
+
+def parameter_count(tree: exp.Expression) -> int:
+    return max((int(p.this.this) for p in parameters(tree)), default=0)
+
+
+def _context_type(param: exp.Parameter) -> exp.DataType | None:
+    parent = param.parent
+    if isinstance(parent, exp.Cast):
+        return parent.to
+    if isinstance(parent, (exp.Limit, exp.Offset, exp.Fetch)):
+        return BIGINT
+    if isinstance(parent, (exp.Binary, exp.Between, exp.In)) and not isinstance(parent, exp.Connector):
+        if isinstance(parent, (exp.And, exp.Or)):
+            return BOOLEAN
+        others = [parent.this] if isinstance(parent, (exp.Between, exp.In)) else []
+        others += [v for v in parent.args.values() if isinstance(v, exp.Expression)]
+        for other in others:
+            if other is not param and is_known(other.type):
+                return other.type
+    if isinstance(parent, (exp.And, exp.Or, exp.Not, exp.Where, exp.Having)):
+        return BOOLEAN
+    return None
+
+
+def infer_param_types(tree: exp.Expression,
+                      declared: Sequence[exp.DataType | None]) -> list[exp.DataType]:
+    """Types of $1..$n; `tree` should be type-annotated when it references columns."""
+    count = max(parameter_count(tree), len(declared))
+    types: list[exp.DataType | None] = [declared[i] if i < len(declared) else None
+                                        for i in range(count)]
+    for param in parameters(tree):
+        index = int(param.this.this) - 1
+        if index < 0:
+            raise PgError(UNDEFINED_PARAMETER, f"there is no parameter ${index + 1}")
+        if types[index] is None:
+            types[index] = _context_type(param)
+    return [t if t is not None else TEXT for t in types]
+
+
+def cast_parameters(tree: exp.Expression, types: Sequence[exp.DataType]) -> exp.Expression:
+    """Wrap every $n in a cast to its type (in place; `tree` is the planner's own copy)."""
+    for param in parameters(tree):
+        target = types[int(param.this.this) - 1]
+        parent = param.parent
+        if isinstance(parent, exp.Cast) and parent.to == target:
+            continue
+        param.replace(exp.Cast(this=param.copy(), to=target.copy()))
+    return tree

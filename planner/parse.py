@@ -1,0 +1,56 @@
+"""Parse one SQL statement with sqlglot's PostgreSQL dialect, reporting errors as 42601."""
+
+from __future__ import annotations
+
+import logging
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from gateway.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, PgError
+
+# sqlglot warns through logging when it falls back to an opaque Command; we raise instead.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+QUERY_TYPES = (exp.Query, exp.Values)
+
+
+def _position(sql: str, line: int, col: int) -> int:
+    """sqlglot's 1-based line/column to PostgreSQL's 1-based character position."""
+    lines = sql.split("\n")
+    before = sum(len(text) + 1 for text in lines[: max(line - 1, 0)])
+    return max(before + col - 1, 1)
+
+
+def _first_word(sql: str) -> str:
+    words = sql.split()
+    return words[0] if words else ""
+
+
+def parse_query(sql: str) -> exp.Expression:
+    """The statement's tree; anything but a query (SELECT, VALUES, TABLE, WITH ...) raises."""
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="postgres") if t is not None]
+    except ParseError as err:
+        info = err.errors[0] if err.errors else {}
+        token = (info.get("highlight") or "").strip()
+        at_end = not token or sql.rstrip().endswith(token)
+        message = "syntax error at end of input" if at_end and not token else \
+            f'syntax error at or near "{token}"'
+        position = _position(sql, info.get("line", 1), info.get("col", 1)) if info else None
+        raise PgError(SYNTAX_ERROR, message, position=position) from err
+    except TokenError as err:
+        raise PgError(SYNTAX_ERROR, f"syntax error: {err}") from err
+    if len(trees) != 1:
+        raise PgError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
+    tree = trees[0]
+    if isinstance(tree, QUERY_TYPES):
+        return tree
+    if isinstance(tree, exp.Command):
+        keyword = str(tree.this).upper()
+        raise PgError(FEATURE_NOT_SUPPORTED, f"{keyword} is not supported by fedgate yet")
+    if isinstance(tree, (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop,
+                         exp.Alter, exp.TruncateTable)):
+        raise PgError(FEATURE_NOT_SUPPORTED, f"{tree.key.upper()} statements are not supported by fedgate yet")
+    raise PgError(SYNTAX_ERROR, f'syntax error at or near "{_first_word(sql)}"', position=1)

@@ -1,0 +1,156 @@
+"""SQL text + catalog snapshot -> QueryPlan: the planner's entry point (DESIGN.md §3).
+
+Today's routing, before the rule-based optimizer arrives:
+- no table: the whole statement runs in the residual engine (`SELECT 1`, `SELECT $1::int`);
+- every table in one source: the whole statement ships to that source, no engine;
+- tables in several sources: each table is fetched whole and the engine runs the query.
+Whatever the route, parameters get their types here and every output column gets the name
+PostgreSQL would give it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+
+from connectors.dialects.duckdb import to_duckdb
+from gateway.errors import PgError, UNDEFINED_COLUMN
+from planner.catalog import CatalogSnapshot
+from planner.colnames import figure_colname
+from planner.params import cast_parameters, infer_param_types, parameters
+from planner.parse import parse_query
+from planner.query_plan import QueryPlan, RemoteFragment
+from planner.types import datatype_from_pg, pg_type_name
+
+ENGINE_DIALECT = "duckdb"
+
+RENDERERS: dict[str, Callable[[exp.Expression], str]] = {"duckdb": to_duckdb}
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    search_path: tuple[str, ...]
+    user: str = "fedgate"
+    database: str = "fedgate"
+    version: str = "PostgreSQL 15.0 (fedgate)"
+    declared_param_types: tuple[str | None, ...] = ()  # PostgreSQL type names, None = infer
+
+
+def render(tree: exp.Expression, dialect: str) -> str:
+    renderer = RENDERERS.get(dialect)
+    return renderer(tree) if renderer else tree.sql(dialect)
+
+
+def _name_outputs(tree: exp.Expression) -> None:
+    """Alias every computed output column with its PostgreSQL name."""
+    select = tree
+    while isinstance(select, exp.SetOperation):
+        select = select.this  # PostgreSQL takes the names from the leftmost branch
+    if not isinstance(select, exp.Select):
+        return
+    for projection in list(select.expressions):
+        if isinstance(projection, (exp.Alias, exp.Column, exp.Star)):
+            continue
+        name = figure_colname(projection)
+        projection.replace(exp.alias_(projection.copy(), name, quoted=True))
+
+
+def _session_values(tree: exp.Expression, settings: PlanSettings) -> None:
+    """Functions that describe the gateway session answer from the session, not a source."""
+    values = {
+        exp.CurrentVersion: settings.version,
+        exp.CurrentDatabase: settings.database,
+        exp.CurrentCatalog: settings.database,
+        exp.CurrentUser: settings.user,
+        exp.SessionUser: settings.user,
+        exp.CurrentSchema: settings.search_path[0] if settings.search_path else None,
+    }
+    for node in list(tree.find_all(*values)):
+        value = values[type(node)]
+        node.replace(exp.Literal.string(value) if value is not None else exp.null())
+
+
+def _catalog_tables(tree: exp.Expression) -> list[exp.Table]:
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    return [t for t in tree.find_all(exp.Table)
+            if isinstance(t.this, exp.Identifier) and not (not t.db and t.name in ctes)]
+
+
+def _annotate(tree: exp.Expression, catalog: CatalogSnapshot) -> exp.Expression:
+    try:
+        qualified = qualify(tree, schema=catalog.sqlglot_schema, dialect="postgres",
+                            quote_identifiers=False, validate_qualify_columns=False,
+                            identify=False)
+    except OptimizeError as exc:  # e.g. a column no table in scope has
+        raise PgError(UNDEFINED_COLUMN, str(exc).split("\n")[0]) from exc
+    return annotate_types(qualified, schema=catalog.sqlglot_schema)
+
+
+def _describe_tree(tree: exp.Expression) -> exp.Expression:
+    if isinstance(tree, exp.Select):
+        return tree.copy().limit(0)
+    return exp.select("*").from_(tree.copy().subquery("described")).limit(0)
+
+
+def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPlan:
+    tree = parse_query(sql)
+    tables = _catalog_tables(tree)
+    infos = []
+    for table in tables:
+        info = catalog.resolve(table.name.lower() if not table.this.quoted else table.name,
+                               table.db or None, settings.search_path)
+        table.set("db", exp.to_identifier(info.ref.source))
+        table.set("catalog", None)
+        infos.append(info)
+
+    _name_outputs(tree)
+    _session_values(tree, settings)
+
+    declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
+    param_types: list[exp.DataType] = []
+    if parameters(tree) or declared or tree.find(exp.Div) is not None:
+        tree = _annotate(tree, catalog)
+        param_types = infer_param_types(tree, declared)
+        cast_parameters(tree, param_types)
+    pg_types = tuple(pg_type_name(t) or "text" for t in param_types)
+
+    sources = {info.ref.source for info in infos}
+    if not sources:
+        return QueryPlan((), render(tree, ENGINE_DIALECT),
+                         render(_describe_tree(tree), ENGINE_DIALECT), pg_types)
+
+    if len(sources) == 1:
+        entry = catalog.sources[next(iter(sources))]
+        for table, info in zip(tables, infos):
+            schema, name = info.ref.remote
+            _point_at(table, name, schema)
+        fragment = RemoteFragment("frag_0", entry.name, render(tree, entry.dialect.sqlglot),
+                                  render(_describe_tree(tree), entry.dialect.sqlglot), True)
+        return QueryPlan((fragment,), None, None, pg_types)
+
+    # Several sources: fetch each table whole; the engine does the rest. The optimizer
+    # replaces this with pushed-down fragments.
+    fragments = []
+    for index, (table, info) in enumerate(zip(tables, infos)):
+        entry = catalog.sources[info.ref.source]
+        schema, name = info.ref.remote
+        scan = exp.select("*").from_(exp.table_(name, db=schema, quoted=True))
+        fragments.append(RemoteFragment(f"frag_{index}", entry.name,
+                                        render(scan, entry.dialect.sqlglot),
+                                        render(scan.copy().limit(0), entry.dialect.sqlglot), False))
+        _point_at(table, f"frag_{index}", None)
+    return QueryPlan(tuple(fragments), render(tree, ENGINE_DIALECT),
+                     render(_describe_tree(tree), ENGINE_DIALECT), pg_types)
+
+
+def _point_at(table: exp.Table, name: str, schema: str | None) -> None:
+    """Make `table` name `schema.name`, keeping the name the query used as its alias."""
+    if not table.alias:
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
+    table.set("this", exp.to_identifier(name, quoted=True))
+    table.set("db", exp.to_identifier(schema, quoted=True) if schema else None)

@@ -1,0 +1,48 @@
+"""What the planner hands the executor: remote fragments plus residual SQL for the engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RemoteFragment:
+    """A sub-query shipped whole to one source, in that source's dialect."""
+
+    name: str  # how the residual SQL refers to its rows: frag_0, frag_1, ...
+    source: str
+    sql: str
+    describe_sql: str  # the same query returning no rows, for its schema
+    uses_params: bool  # whether the statement's parameters are bound to it
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """Fragments run at their sources; the residual (if any) runs in the engine over them.
+
+    With a single fragment and no residual, the fragment's rows are the answer: no engine
+    is involved (the path point queries take). With no fragment, the residual needs no
+    source at all (`SELECT 1`).
+    """
+
+    fragments: tuple[RemoteFragment, ...]
+    residual_sql: str | None
+    residual_describe_sql: str | None
+    param_types: tuple[str, ...]  # PostgreSQL type names of $1..$n
+    column_names: tuple[str, ...] | None = None  # None: take the names the rows carry
+
+    @property
+    def is_passthrough(self) -> bool:
+        return self.residual_sql is None and len(self.fragments) == 1
+
+    def explain(self) -> list[str]:
+        lines = []
+        if self.residual_sql is not None:
+            lines.append(f"Engine: {self.residual_sql}")
+        for fragment in self.fragments:
+            prefix = "  " if self.residual_sql is not None else ""
+            lines.append(f"{prefix}Remote {fragment.name} on {fragment.source}: {fragment.sql}")
+        if self.param_types:
+            lines.append("Parameters: " + ", ".join(
+                f"${i} {t}" for i, t in enumerate(self.param_types, 1)))
+        return lines
