@@ -15,10 +15,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# psql and pgbench drive the client tests; install them when the machine lacks them.
+# psql and pgbench drive the client tests, and some tests compare answers with a real
+# PostgreSQL 15 server; install what the machine lacks.
+PG_BIN := /usr/lib/postgresql/15/bin
 system-deps:
-	@command -v psql >/dev/null && command -v pgbench >/dev/null || { \
-	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q postgresql-client; }
+	@missing=""; \
+	command -v psql >/dev/null && command -v pgbench >/dev/null || missing="$$missing postgresql-client-15"; \
+	test -x $(PG_BIN)/initdb || missing="$$missing postgresql-15"; \
+	if [ -n "$$missing" ]; then \
+	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; fi
 
 run: $(STAMP)
 	$(VENV)/bin/fedgate serve $(ARGS)

@@ -130,6 +130,8 @@ def parse_config(data: dict[str, Any], base_dir: Path = Path(".")) -> Config:
     for raw in data.get("users", []):
         if "name" not in raw:
             raise ConfigError("every [[users]] entry needs a name")
+        if raw.get("password") is not None and not isinstance(raw["password"], str):
+            raise ConfigError(f"user {raw['name']}: password must be a string")
         method = raw.get("auth_method")
         if method is not None and method not in AUTH_METHODS:
             raise ConfigError(f"user {raw['name']}: auth_method must be one of {', '.join(AUTH_METHODS)}")

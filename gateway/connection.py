@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from gateway.auth import AuthRequest, make_authenticator
 from gateway.errors import (INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL_VIOLATION,
                             TOO_MANY_CONNECTIONS, PgError, from_exception)
-from gateway.protocol import codec
+from gateway.protocol import decoder, encoder
 from gateway.protocol import messages as m
 from gateway.session import Session
 
@@ -32,16 +32,16 @@ STARTUP_TIMEOUT_S = 60.0  # PostgreSQL's authentication_timeout default
 def _encode_auth(request: AuthRequest) -> bytes:
     kind = request.kind
     if kind == "ok":
-        return codec.authentication_ok()
+        return encoder.authentication_ok()
     if kind == "cleartext":
-        return codec.authentication_cleartext()
+        return encoder.authentication_cleartext()
     if kind == "md5":
-        return codec.authentication_md5(request.payload)
+        return encoder.authentication_md5(request.payload)
     if kind == "sasl":
-        return codec.authentication_sasl(request.mechanisms)
+        return encoder.authentication_sasl(request.mechanisms)
     if kind == "sasl_continue":
-        return codec.authentication_sasl_continue(request.payload)
-    return codec.authentication_sasl_final(request.payload)
+        return encoder.authentication_sasl_continue(request.payload)
+    return encoder.authentication_sasl_final(request.payload)
 
 
 class Connection:
@@ -50,7 +50,7 @@ class Connection:
         self.ctx = ctx
         self.reader = reader
         self.writer = writer
-        self.decoder = codec.FrontendDecoder(ctx.config.server.max_message_bytes)
+        self.decoder = decoder.FrontendDecoder(ctx.config.server.max_message_bytes)
         self.session: Session | None = None
 
     async def _next(self) -> m.FrontendMessage | None:
@@ -87,7 +87,7 @@ class Connection:
         try:
             if self.session is not None:
                 await self.session.flush()
-            self.writer.write(codec.error_from(err))
+            self.writer.write(encoder.error_from(err))
             await self.writer.drain()
         except (ConnectionError, RuntimeError):
             pass  # the socket is gone already
@@ -109,7 +109,7 @@ class Connection:
                 return None
             if isinstance(message, (m.SSLRequest, m.GSSENCRequest)):
                 # No TLS yet: refuse, and the client carries on in plain text.
-                self.writer.write(codec.ssl_refused())
+                self.writer.write(encoder.ssl_refused())
                 await self.writer.drain()
                 continue
             if isinstance(message, m.CancelRequest):
@@ -125,7 +125,7 @@ class Connection:
         params = startup.params
         config = self.ctx.config
         if startup.protocol & 0xFFFF or any(k.startswith("_pq_.") for k in params):
-            self.writer.write(codec.negotiate_protocol_version(
+            self.writer.write(encoder.negotiate_protocol_version(
                 0, [k for k in params if k.startswith("_pq_.")]))
         user = params.get("user")
         if not user:

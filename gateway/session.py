@@ -22,7 +22,7 @@ from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT,
                             INVALID_SQL_STATEMENT_NAME, PROTOCOL_VIOLATION, QUERY_CANCELED,
                             SYNTAX_ERROR, PgError, from_exception)
 from gateway.pgtypes import decode_param, pg_type_by_name, pg_type_by_oid
-from gateway.protocol import codec
+from gateway.protocol import encoder
 from gateway.protocol import messages as m
 from gateway.results import encode_rows, resolve_formats, row_description
 from gateway.settings import REPORTED, SessionSettings
@@ -117,21 +117,21 @@ class Session:
 
     def startup_messages(self) -> None:
         for name in REPORTED:
-            self.write(codec.parameter_status(name, self.settings.values[name]))
-        self.write(codec.backend_key_data(self.pid, self.key))
-        self.write(codec.ready_for_query(self.status))
+            self.write(encoder.parameter_status(name, self.settings.values[name]))
+        self.write(encoder.backend_key_data(self.pid, self.key))
+        self.write(encoder.ready_for_query(self.status))
 
     # --- settings and transaction state, used by gateway.utility -------------------------
 
     def set_setting(self, name: str, value: str) -> None:
         canonical = self.settings.set(name, value)
         if canonical in REPORTED:
-            self.write(codec.parameter_status(canonical, self.settings.values[canonical]))
+            self.write(encoder.parameter_status(canonical, self.settings.values[canonical]))
 
     def reset_setting(self, name: str) -> None:
         for changed in self.settings.reset(name, self._initial):
             if changed in REPORTED:
-                self.write(codec.parameter_status(changed, self.settings.values[changed]))
+                self.write(encoder.parameter_status(changed, self.settings.values[changed]))
 
     def begin_block(self) -> None:
         self.in_block, self.failed, self.savepoints = True, False, []
@@ -206,7 +206,7 @@ class Session:
                 self.skipping = True
 
     def _report(self, err: PgError) -> None:
-        self.write(codec.error_from(err))
+        self.write(encoder.error_from(err))
         if self.in_block:
             self.failed = True
 
@@ -226,7 +226,7 @@ class Session:
         self.skipping = False
         if not self.in_block:
             self._close_portals_sync(keep_unnamed=False)  # the implicit transaction ends
-        self.write(codec.ready_for_query(self.status))
+        self.write(encoder.ready_for_query(self.status))
         await self.flush()
 
     # --- simple query ---------------------------------------------------------------------
@@ -235,7 +235,7 @@ class Session:
         self.skipping = False
         statements = split_statements(message.sql)
         if not statements:
-            self.write(codec.empty_query_response())
+            self.write(encoder.empty_query_response())
         for sql in statements:
             try:
                 prepared = self._prepare(sql, ())
@@ -248,7 +248,7 @@ class Session:
                 break
         if not self.in_block:
             self._close_portals_sync(keep_unnamed=False)
-        self.write(codec.ready_for_query(self.status))
+        self.write(encoder.ready_for_query(self.status))
         await self.flush()
 
     # --- extended query -------------------------------------------------------------------
@@ -262,7 +262,7 @@ class Session:
             raise PgError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
         prepared = self._prepare(statements[0] if statements else "", message.param_types)
         self.statements[message.name] = prepared
-        self.write(codec.parse_complete())
+        self.write(encoder.parse_complete())
 
     async def _on_bind(self, message: m.Bind) -> None:
         prepared = self._statement(message.statement)
@@ -280,14 +280,14 @@ class Session:
         if old is not None:
             await old.close()
         self.portals[message.portal] = Portal(prepared, params, message.result_formats)
-        self.write(codec.bind_complete())
+        self.write(encoder.bind_complete())
 
     async def _on_describe(self, message: m.Describe) -> None:
         if message.kind == "S":
             prepared = self._statement(message.name)
-            self.write(codec.parameter_description(prepared.param_oids))
+            self.write(encoder.parameter_description(prepared.param_oids))
             schema = await self._describe(prepared)
-            self.write(row_description(schema, ()) if schema is not None else codec.no_data())
+            self.write(row_description(schema, ()) if schema is not None else encoder.no_data())
             return
         portal = self._portal(message.name)
         prepared = portal.statement
@@ -297,7 +297,7 @@ class Session:
             self._check_not_failed(prepared)
             await self._cancellable(self._start(portal))
             schema = portal.stream.schema if portal.stream is not None else prepared.row_schema
-        self.write(row_description(schema, portal.formats) if schema is not None else codec.no_data())
+        self.write(row_description(schema, portal.formats) if schema is not None else encoder.no_data())
 
     async def _on_execute(self, message: m.Execute) -> None:
         portal = self._portal(message.portal)
@@ -310,7 +310,7 @@ class Session:
             portal = self.portals.pop(message.name, None)
             if portal is not None:
                 await portal.close()
-        self.write(codec.close_complete())
+        self.write(encoder.close_complete())
 
     # --- shared machinery -----------------------------------------------------------------
 
@@ -381,14 +381,14 @@ class Session:
     async def _execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:
         prepared = portal.statement
         if prepared.empty:
-            self.write(codec.empty_query_response())
+            self.write(encoder.empty_query_response())
             return
         self._check_not_failed(prepared)
         if prepared.utility is not None:
             await self._execute_utility(portal, describe)
             return
         if portal.done:
-            self.write(codec.command_complete("SELECT 0"))
+            self.write(encoder.command_complete("SELECT 0"))
             return
         try:
             await self._start(portal)
@@ -411,7 +411,7 @@ class Session:
             batch = portal.pending.pop() if portal.pending else await anext(aiter(stream), None)
             if batch is None:
                 await portal.close()
-                self.write(codec.command_complete(f"SELECT {sent}"))
+                self.write(encoder.command_complete(f"SELECT {sent}"))
                 return
             if max_rows and sent + batch.num_rows > max_rows:
                 keep = max_rows - sent
@@ -426,7 +426,7 @@ class Session:
             if self._out_bytes >= FLUSH_BYTES:
                 await self.flush()
             if max_rows and sent >= max_rows:
-                self.write(codec.portal_suspended())
+                self.write(encoder.portal_suspended())
                 return
 
     async def _execute_utility(self, portal: Portal, describe: bool) -> None:
@@ -440,7 +440,7 @@ class Session:
         else:
             result = util.HANDLERS[utility.kind](self, utility)
         for notice in result.notices:
-            self.write(codec.notice_response("WARNING", "25001" if "already" in notice else "25P01", notice))
+            self.write(encoder.notice_response("WARNING", "25001" if "already" in notice else "25P01", notice))
         if result.rows is not None:
             if describe:
                 self.write(row_description(result.rows.schema, portal.formats))
@@ -448,7 +448,7 @@ class Session:
             self.write(encode_rows(result.rows, formats, timezone=self.settings.timezone))
             if result.tag in ("SHOW", "EXPLAIN"):
                 result.tag = f"SELECT {result.rows.num_rows}" if result.tag == "EXPLAIN" else result.tag
-        self.write(codec.command_complete(result.tag))
+        self.write(encoder.command_complete(result.tag))
         portal.done = True
 
     async def close(self) -> None:

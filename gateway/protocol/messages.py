@@ -1,6 +1,6 @@
 """Frontend (client to server) messages of the PostgreSQL v3 protocol, as plain values.
 
-`gateway.protocol.codec.FrontendDecoder` turns bytes into these; the connection layer
+`gateway.protocol.decoder.FrontendDecoder` turns bytes into these; the connection layer
 matches on them. They are frozen, slotted dataclasses so they are cheap to build on the
 hot path and safe to pass around. Field names follow the protocol documentation
 ("Message Formats"); integer fields keep the values as sent, validation that needs

@@ -12,8 +12,8 @@ import struct
 import pytest
 
 from gateway.errors import FEATURE_NOT_SUPPORTED, PROTOCOL_VIOLATION, PgError, ProtocolError
-from gateway.protocol import codec
-from gateway.protocol.codec import FrontendDecoder, parse_password, parse_sasl_initial
+from gateway.protocol import encoder
+from gateway.protocol.decoder import FrontendDecoder, parse_password, parse_sasl_initial
 from gateway.protocol.messages import (
     AuthResponse,
     Bind,
@@ -471,29 +471,29 @@ def test_parse_sasl_initial() -> None:
 
 
 def test_authentication_messages() -> None:
-    assert codec.authentication_ok() == b"R\x00\x00\x00\x08\x00\x00\x00\x00"
-    assert codec.authentication_cleartext() == b"R\x00\x00\x00\x08\x00\x00\x00\x03"
-    assert codec.authentication_md5(b"abcd") == b"R\x00\x00\x00\x0c\x00\x00\x00\x05abcd"
+    assert encoder.authentication_ok() == b"R\x00\x00\x00\x08\x00\x00\x00\x00"
+    assert encoder.authentication_cleartext() == b"R\x00\x00\x00\x08\x00\x00\x00\x03"
+    assert encoder.authentication_md5(b"abcd") == b"R\x00\x00\x00\x0c\x00\x00\x00\x05abcd"
     with pytest.raises(ValueError):
-        codec.authentication_md5(b"abc")
-    assert codec.authentication_sasl(["SCRAM-SHA-256"]) == (
+        encoder.authentication_md5(b"abc")
+    assert encoder.authentication_sasl(["SCRAM-SHA-256"]) == (
         b"R\x00\x00\x00\x17\x00\x00\x00\x0aSCRAM-SHA-256\x00\x00"
     )
-    assert codec.authentication_sasl_continue(b"r=x") == b"R\x00\x00\x00\x0b\x00\x00\x00\x0br=x"
-    assert codec.authentication_sasl_final(b"v=y") == b"R\x00\x00\x00\x0b\x00\x00\x00\x0cv=y"
+    assert encoder.authentication_sasl_continue(b"r=x") == b"R\x00\x00\x00\x0b\x00\x00\x00\x0br=x"
+    assert encoder.authentication_sasl_final(b"v=y") == b"R\x00\x00\x00\x0b\x00\x00\x00\x0cv=y"
 
 
 def test_session_setup_messages() -> None:
-    assert codec.parameter_status("TimeZone", "UTC") == b"S\x00\x00\x00\x11TimeZone\x00UTC\x00"
-    assert codec.backend_key_data(1234, 0xDEADBEEF) == (
+    assert encoder.parameter_status("TimeZone", "UTC") == b"S\x00\x00\x00\x11TimeZone\x00UTC\x00"
+    assert encoder.backend_key_data(1234, 0xDEADBEEF) == (
         b"K\x00\x00\x00\x0c\x00\x00\x04\xd2\xde\xad\xbe\xef"
     )
-    assert codec.ready_for_query(b"I") == b"Z\x00\x00\x00\x05I"
-    assert codec.ready_for_query(b"T") == b"Z\x00\x00\x00\x05T"
-    assert codec.ready_for_query(b"E") == b"Z\x00\x00\x00\x05E"
+    assert encoder.ready_for_query(b"I") == b"Z\x00\x00\x00\x05I"
+    assert encoder.ready_for_query(b"T") == b"Z\x00\x00\x00\x05T"
+    assert encoder.ready_for_query(b"E") == b"Z\x00\x00\x00\x05E"
     with pytest.raises(ValueError):
-        codec.ready_for_query(b"X")
-    assert codec.ssl_refused() == b"N"
+        encoder.ready_for_query(b"X")
+    assert encoder.ssl_refused() == b"N"
 
 
 def test_row_description() -> None:
@@ -511,12 +511,12 @@ def test_row_description() -> None:
         b"\xff\xff" b"\xff\xff\xff\xff" b"\x00\x01"
     )
     assert len(expected) - 1 == 0x32
-    assert codec.row_description(fields) == expected
-    assert codec.row_description([]) == b"T\x00\x00\x00\x06\x00\x00"
+    assert encoder.row_description(fields) == expected
+    assert encoder.row_description([]) == b"T\x00\x00\x00\x06\x00\x00"
 
 
 def test_data_row() -> None:
-    assert codec.data_row([b"1", None, b""]) == (
+    assert encoder.data_row([b"1", None, b""]) == (
         b"D\x00\x00\x00\x13\x00\x03"
         b"\x00\x00\x00\x011"
         b"\xff\xff\xff\xff"
@@ -525,66 +525,66 @@ def test_data_row() -> None:
 
 
 def test_simple_responses() -> None:
-    assert codec.command_complete("SELECT 1") == b"C\x00\x00\x00\x0dSELECT 1\x00"
-    assert codec.empty_query_response() == b"I\x00\x00\x00\x04"
-    assert codec.parse_complete() == b"1\x00\x00\x00\x04"
-    assert codec.bind_complete() == b"2\x00\x00\x00\x04"
-    assert codec.close_complete() == b"3\x00\x00\x00\x04"
-    assert codec.no_data() == b"n\x00\x00\x00\x04"
-    assert codec.portal_suspended() == b"s\x00\x00\x00\x04"
-    assert codec.copy_done() == b"c\x00\x00\x00\x04"
-    assert codec.copy_data(b"a\tb\n") == b"d\x00\x00\x00\x08a\tb\n"
+    assert encoder.command_complete("SELECT 1") == b"C\x00\x00\x00\x0dSELECT 1\x00"
+    assert encoder.empty_query_response() == b"I\x00\x00\x00\x04"
+    assert encoder.parse_complete() == b"1\x00\x00\x00\x04"
+    assert encoder.bind_complete() == b"2\x00\x00\x00\x04"
+    assert encoder.close_complete() == b"3\x00\x00\x00\x04"
+    assert encoder.no_data() == b"n\x00\x00\x00\x04"
+    assert encoder.portal_suspended() == b"s\x00\x00\x00\x04"
+    assert encoder.copy_done() == b"c\x00\x00\x00\x04"
+    assert encoder.copy_data(b"a\tb\n") == b"d\x00\x00\x00\x08a\tb\n"
 
 
 def test_error_response() -> None:
-    assert codec.error_response("ERROR", "42601", "syntax error") == (
+    assert encoder.error_response("ERROR", "42601", "syntax error") == (
         b"E\x00\x00\x00\x28"
         b"SERROR\x00VERROR\x00C42601\x00Msyntax error\x00\x00"
     )
-    full = codec.error_response("ERROR", "42P01", "no t", detail="d", hint="h", position=8)
+    full = encoder.error_response("ERROR", "42P01", "no t", detail="d", hint="h", position=8)
     assert full == b"E\x00\x00\x00\x29SERROR\x00VERROR\x00C42P01\x00Mno t\x00Dd\x00Hh\x00P8\x00\x00"
 
 
 def test_error_from_and_notice() -> None:
     exc = ProtocolError("invalid message length")
-    assert codec.error_from(exc) == codec.error_response("FATAL", "08P01", "invalid message length")
+    assert encoder.error_from(exc) == encoder.error_response("FATAL", "08P01", "invalid message length")
     err = PgError("42601", "bad", hint="fix it", position=3)
-    assert codec.error_from(err) == codec.error_response("ERROR", "42601", "bad", None, "fix it", 3)
-    assert codec.notice_response("NOTICE", "00000", "hi") == (
+    assert encoder.error_from(err) == encoder.error_response("ERROR", "42601", "bad", None, "fix it", 3)
+    assert encoder.notice_response("NOTICE", "00000", "hi") == (
         b"N\x00\x00\x00\x20SNOTICE\x00VNOTICE\x00C00000\x00Mhi\x00\x00"
     )
 
 
 def test_error_response_survives_nul_and_surrogates() -> None:
-    out = codec.error_response("ERROR", "XX000", "a\x00b\udcff")
+    out = encoder.error_response("ERROR", "XX000", "a\x00b\udcff")
     assert out == b"E\x00\x00\x00\x1fSERROR\x00VERROR\x00CXX000\x00Mab?\x00\x00"
 
 
 def test_nul_in_other_strings_is_refused() -> None:
     with pytest.raises(PgError) as info:
-        codec.command_complete("SELECT\x001")
+        encoder.command_complete("SELECT\x001")
     assert info.value.sqlstate == "22021"
 
 
 def test_parameter_description() -> None:
-    assert codec.parameter_description([23, 25]) == (
+    assert encoder.parameter_description([23, 25]) == (
         b"t\x00\x00\x00\x0e\x00\x02\x00\x00\x00\x17\x00\x00\x00\x19"
     )
-    assert codec.parameter_description([]) == b"t\x00\x00\x00\x06\x00\x00"
+    assert encoder.parameter_description([]) == b"t\x00\x00\x00\x06\x00\x00"
 
 
 def test_copy_responses() -> None:
-    assert codec.copy_in_response(0, [0, 0]) == b"G\x00\x00\x00\x0b\x00\x00\x02\x00\x00\x00\x00"
-    assert codec.copy_out_response(1, [1]) == b"H\x00\x00\x00\x09\x01\x00\x01\x00\x01"
+    assert encoder.copy_in_response(0, [0, 0]) == b"G\x00\x00\x00\x0b\x00\x00\x02\x00\x00\x00\x00"
+    assert encoder.copy_out_response(1, [1]) == b"H\x00\x00\x00\x09\x01\x00\x01\x00\x01"
 
 
 def test_negotiate_protocol_version() -> None:
-    assert codec.negotiate_protocol_version(0, ["_pq_.x"]) == (
+    assert encoder.negotiate_protocol_version(0, ["_pq_.x"]) == (
         b"v\x00\x00\x00\x13\x00\x00\x00\x00\x00\x00\x00\x01_pq_.x\x00"
     )
 
 
 def test_constants_match_functions() -> None:
-    assert codec.READY_IDLE == codec.ready_for_query(b"I")
-    assert codec.AUTHENTICATION_OK == codec.authentication_ok()
-    assert codec.SSL_REFUSED == b"N"
+    assert encoder.READY_IDLE == encoder.ready_for_query(b"I")
+    assert encoder.AUTHENTICATION_OK == encoder.authentication_ok()
+    assert encoder.SSL_REFUSED == b"N"
