@@ -274,7 +274,7 @@ class Session:
                           f"bind message supplies {len(message.params)} parameters, but prepared "
                           f'statement "{message.statement}" requires {len(prepared.param_oids)}')
         formats = resolve_formats(message.param_formats, len(message.params))
-        params = [decode_param(oid, fmt, data, index=i + 1)
+        params = [decode_param(oid, fmt, data, index=i + 1, timezone=self.settings.timezone)
                   for i, (oid, fmt, data) in enumerate(zip(prepared.param_oids, formats, message.params))]
         old = self.portals.pop(message.portal, None)
         if old is not None:

@@ -56,6 +56,10 @@ def _strong_name(node: exp.Expression) -> str | None:
         return figure_colname(first) if first is not None else None
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
+    if isinstance(node, exp.Interval):
+        return "interval"  # a typed literal is a cast in PostgreSQL's grammar
+    if isinstance(node, exp.Boolean):
+        return "bool"
     for cls, name in _FUNCTION_NAMES.items():
         if type(node) is cls:
             return name

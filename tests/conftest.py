@@ -11,7 +11,7 @@ from tests.support.gateway_proc import GatewayProcess, start_gateway
 # Small demo for tests: lineitem has about 60,000 rows at this scale.
 TEST_DEMO_SCALE = 0.01
 
-pytest_plugins: list[str] = []
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 
 @pytest.fixture(scope="session")
