@@ -9,7 +9,7 @@ replaces.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -26,12 +26,20 @@ class Executor:
     async def run(self, plan: QueryPlan, params: Sequence[Any]) -> BatchStream:
         if plan.is_passthrough:
             fragment = plan.fragments[0]
-            return await self.sources[fragment.source].run_remote(fragment.sql, params)
-        inputs = await self._gather(plan.fragments, params)
-        assert plan.residual_sql is not None
-        return await self.engine.execute(plan.residual_sql, inputs, params)
+            stream = await self.sources[fragment.source].run_remote(fragment.sql, params)
+        else:
+            inputs = await self._gather(plan.fragments, params)
+            assert plan.residual_sql is not None
+            stream = await self.engine.execute(plan.residual_sql, inputs, params)
+        if plan.column_names is not None:
+            return Renamed(stream, plan.column_names)
+        return stream
 
     async def describe(self, plan: QueryPlan) -> pa.Schema:
+        schema = await self._describe(plan)
+        return _renamed(schema, plan.column_names)
+
+    async def _describe(self, plan: QueryPlan) -> pa.Schema:
         """The result schema, from each piece's zero-row form: nothing is really computed."""
         nulls = [None] * len(plan.param_types)
         if plan.is_passthrough:
@@ -67,3 +75,24 @@ class Executor:
         except ExceptionGroup as failures:
             raise failures.exceptions[0] from None
         return {name: task.result() for name, task in tasks.items()}
+
+
+def _renamed(schema: pa.Schema, names: Sequence[str] | None) -> pa.Schema:
+    if names is None or len(names) != len(schema):
+        return schema
+    return pa.schema([field.with_name(name) for field, name in zip(schema, names)],
+                     metadata=schema.metadata)
+
+
+class Renamed:
+    """A stream whose columns carry the planner's names (batches are passed as they are)."""
+
+    def __init__(self, stream: BatchStream, names: Sequence[str]) -> None:
+        self._stream = stream
+        self.schema = _renamed(stream.schema, names)
+
+    def __aiter__(self) -> AsyncIterator[pa.RecordBatch]:
+        return self._stream.__aiter__()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()

@@ -97,7 +97,10 @@ def _be(values: np.ndarray, layout: str) -> np.ndarray:
 
 
 def date_binary(arr: pa.Array, pgtype: T.PgType) -> Encoded:
-    """int32 days since 2000-01-01; ±infinity stay at the int32 extremes."""
+    """int32 days since 2000-01-01; ±infinity stay at the int32 extremes.
+
+    DuckDB marks -infinity with INT32_MIN + 1, PostgreSQL with INT32_MIN: both mean it.
+    """
     if not pa.types.is_date(arr.type):
         raise unsupported(arr, pgtype)
     valid = validity(arr)
@@ -106,9 +109,8 @@ def date_binary(arr: pa.Array, pgtype: T.PgType) -> Encoded:
         pg = days - PG_EPOCH_DAYS
     else:
         days = primitive_values(arr, np.int32).astype(np.int64)
-        pg = np.where(
-            (days == INT32_MAX) | (days == INT32_MIN), days, days - PG_EPOCH_DAYS
-        )
+        pg = np.where(days >= INT32_MAX, INT32_MAX,
+                      np.where(days <= INT32_MIN + 1, INT32_MIN, days - PG_EPOCH_DAYS))
     return Encoded(
         [piece_for(_be(pg, ">i4"), valid)], with_nulls(np.full(len(arr), 4), valid)
     )
@@ -131,12 +133,12 @@ def timestamp_binary(arr: pa.Array, pgtype: T.PgType, timezone: str) -> Encoded:
         raise unsupported(arr, pgtype)
     valid = validity(arr)
     raw = zero_nulls(primitive_values(arr, np.int64), valid)
-    infinite = (raw == INT64_MAX) | (raw == INT64_MIN)
+    infinite = (raw == INT64_MAX) | (raw <= INT64_MIN + 1)  # DuckDB: -infinity is MIN + 1
     us = zero_nulls(micros(arr, unit_of(arr.type)), valid)
     if pgtype.oid == T.TIMESTAMP.oid and arr.type.tz is not None:
         # Shown as plain timestamp: session wall-clock time.
         us = us + zone_offsets(us, infinite, timezone) * 1_000_000
-    pg = np.where(infinite, raw, us - PG_EPOCH_USECS)
+    pg = np.where(infinite, np.where(raw > 0, INT64_MAX, INT64_MIN), us - PG_EPOCH_USECS)
     return Encoded(
         [piece_for(_be(pg, ">i8"), valid)], with_nulls(np.full(len(arr), 8), valid)
     )

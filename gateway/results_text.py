@@ -197,7 +197,7 @@ def date_text(arr: pa.Array) -> Encoded:
     else:
         days = zero_nulls(primitive_values(arr, np.int32).astype(np.int64), valid)
         # DuckDB hands its ±infinity dates to Arrow as the int32 extremes.
-        infinite = (days == INT32_MAX) | (days == INT32_MIN)
+        infinite = (days == INT32_MAX) | (days <= INT32_MIN + 1)  # DuckDB: -inf is MIN + 1
     mat, odd = date_matrix(days)
     odd |= infinite
     if valid is not None:
@@ -214,7 +214,7 @@ def date_text(arr: pa.Array) -> Encoded:
 def _date_slow(days: int) -> bytes:
     if days == INT32_MAX:
         return b"infinity"
-    if days == INT32_MIN:
+    if days <= INT32_MIN + 1:
         return b"-infinity"
     y, m, d = civil_from_days_py(days)
     if y <= 0:
@@ -243,7 +243,7 @@ def timestamp_text(arr: pa.Array, *, with_zone: bool, timezone: str) -> Encoded:
     """
     valid = validity(arr)
     raw = zero_nulls(primitive_values(arr, np.int64), valid)
-    infinite = (raw == INT64_MAX) | (raw == INT64_MIN)
+    infinite = (raw == INT64_MAX) | (raw <= INT64_MIN + 1)  # DuckDB: -inf is MIN + 1
     us = zero_nulls(micros(arr, unit_of(arr.type)), valid)
     convert = with_zone or arr.type.tz is not None
     offsets = (

@@ -9,6 +9,8 @@ slows the query instead of growing our memory).
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,8 @@ from planner import PlanSettings, QueryPlan
 
 if TYPE_CHECKING:
     from gateway.server import ServerContext
+
+log = logging.getLogger("fedgate.session")
 
 FLUSH_BYTES = 256 * 1024
 # Result batches above this many rows are encoded on a worker thread (pyarrow releases
@@ -197,13 +201,18 @@ class Session:
         except PgError as err:
             if err.is_fatal:
                 raise
-            self._report(err)
-            if not isinstance(message, m.Query):
-                self.skipping = True
+            await self._fail_extended(err, message)
         except Exception as exc:  # a bug of ours: report it, keep the session usable
-            self._report(from_exception(exc))
-            if not isinstance(message, m.Query):
-                self.skipping = True
+            log.exception("internal error while handling %s", type(message).__name__)
+            await self._fail_extended(from_exception(exc), message)
+
+    async def _fail_extended(self, err: PgError, message: m.FrontendMessage) -> None:
+        """Report an error and skip to Sync; like PostgreSQL, send it now, not at Sync
+        (a client that sent Flush instead of Sync is waiting for it)."""
+        self._report(err)
+        if not isinstance(message, m.Query):
+            self.skipping = True
+            await self.flush()
 
     def _report(self, err: PgError) -> None:
         self.write(encoder.error_from(err))
@@ -241,9 +250,12 @@ class Session:
                 prepared = self._prepare(sql, ())
                 portal = Portal(prepared, [], ())
                 await self._cancellable(self._execute(portal, 0, describe=True))
-            except PgError as err:
+            except Exception as exc:  # PgError, or a bug of ours: either way the client hears
+                err = from_exception(exc)
+                if err.sqlstate == "XX000":
+                    log.exception("internal error in %r", sql[:200])
                 if err.is_fatal:
-                    raise
+                    raise err from exc
                 self._report(err)
                 break
         if not self.in_block:
@@ -418,7 +430,8 @@ class Session:
                 portal.pending.append(batch.slice(keep))
                 batch = batch.slice(0, keep)
             if batch.num_rows > OFFLOAD_ROWS:
-                data = await loop.run_in_executor(None, encode_rows, batch, formats, timezone)
+                data = await loop.run_in_executor(
+                    None, functools.partial(encode_rows, batch, formats, timezone=timezone))
             else:
                 data = encode_rows(batch, formats, timezone=timezone)
             self.write(data)

@@ -98,7 +98,9 @@ def validate(name: str, value: str) -> str:
     if name == "TimeZone":
         return _check_timezone(value)
     if name == "client_encoding":
-        if value.upper().replace("-", "") not in ("UTF8", "UNICODE"):
+        # PostgreSQL cleans encoding names (clean_encoding_name): asyncpg sends 'utf-8'.
+        cleaned = "".join(c for c in value if c.isalnum()).upper()
+        if cleaned not in ("UTF8", "UNICODE"):
             raise PgError(FEATURE_NOT_SUPPORTED, f"client_encoding {value!r} is not supported: fedgate speaks UTF8 only")
         return "UTF8"
     if name == "DateStyle":
@@ -135,6 +137,49 @@ def _parse_timeout(value: str) -> str:
     return _check_int("statement_timeout", text, 0, 2**31 - 1)
 
 
+def parse_options(options: str) -> dict[str, str]:
+    """The settings in a startup packet's `options`: `-c name=value` and `--name=value`.
+
+    Words are split on white space; a backslash escapes the next character, as in
+    PostgreSQL's pg_split_opts.
+    """
+    words: list[str] = []
+    current: list[str] = []
+    escaped = False
+    for char in options:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char.isspace():
+            if current:
+                words.append("".join(current))
+                current = []
+        else:
+            current.append(char)
+    if current:
+        words.append("".join(current))
+    found: dict[str, str] = {}
+    pending_c = False
+    for word in words:
+        if pending_c or word.startswith("--"):
+            setting = word if pending_c else word[2:]
+            pending_c = False
+            name, sep, value = setting.partition("=")
+            if not sep:
+                raise PgError(INVALID_PARAMETER_VALUE, f'--{setting} requires a value')
+            found[name.replace("-", "_")] = value
+        elif word == "-c":
+            pending_c = True
+        elif word.startswith("-c"):
+            name, _, value = word[2:].partition("=")
+            found[name] = value
+        else:
+            raise PgError(INVALID_PARAMETER_VALUE, f'invalid command-line argument for server process: {word}')
+    return found
+
+
 @dataclass
 class SessionSettings:
     values: dict[str, str]
@@ -145,7 +190,8 @@ class SessionSettings:
         values["search_path"] = ", ".join(search_path)
         values["session_authorization"] = startup.get("user", "")
         settings = cls(values)
-        for key, value in startup.items():
+        options = parse_options(startup.get("options", ""))
+        for key, value in [*options.items(), *startup.items()]:
             if key not in STARTUP_ONLY:
                 name = canonical(key)
                 if name not in READ_ONLY:

@@ -18,8 +18,9 @@ from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
-from connectors.dialects.duckdb import to_duckdb
+from connectors.dialects.duckdb import needs_types, to_duckdb
 from gateway.errors import PgError, UNDEFINED_COLUMN
+from connectors.base import TableInfo
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.params import cast_parameters, infer_param_types, parameters
@@ -46,18 +47,29 @@ def render(tree: exp.Expression, dialect: str) -> str:
     return renderer(tree) if renderer else tree.sql(dialect)
 
 
-def _name_outputs(tree: exp.Expression) -> None:
-    """Alias every computed output column with its PostgreSQL name."""
+def _name_outputs(tree: exp.Expression) -> tuple[str, ...] | None:
+    """Alias every computed output column with its PostgreSQL name; return all the names.
+
+    The names are returned (None when a `*` leaves them to the source) because engines
+    rename duplicates (`a`, `a_1`) where PostgreSQL keeps `a` twice.
+    """
     select = tree
     while isinstance(select, exp.SetOperation):
         select = select.this  # PostgreSQL takes the names from the leftmost branch
     if not isinstance(select, exp.Select):
-        return
+        return None
+    names: list[str] | None = []
     for projection in list(select.expressions):
-        if isinstance(projection, (exp.Alias, exp.Column, exp.Star)):
+        if isinstance(projection, exp.Star) or (isinstance(projection, exp.Column)
+                                                and isinstance(projection.this, exp.Star)):
+            names = None
             continue
         name = figure_colname(projection)
-        projection.replace(exp.alias_(projection.copy(), name, quoted=True))
+        if names is not None:
+            names.append(name)
+        if not isinstance(projection, (exp.Alias, exp.Column)):
+            projection.replace(exp.alias_(projection.copy(), name, quoted=True))
+    return tuple(names) if names is not None else None
 
 
 def _session_values(tree: exp.Expression, settings: PlanSettings) -> None:
@@ -97,46 +109,54 @@ def _describe_tree(tree: exp.Expression) -> exp.Expression:
     return exp.select("*").from_(tree.copy().subquery("described")).limit(0)
 
 
-def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPlan:
-    tree = parse_query(sql)
-    tables = _catalog_tables(tree)
-    infos = []
-    for table in tables:
-        info = catalog.resolve(table.name.lower() if not table.this.quoted else table.name,
-                               table.db or None, settings.search_path)
+def _resolve_tables(tree: exp.Expression, catalog: CatalogSnapshot,
+                    settings: PlanSettings) -> list[tuple[exp.Table, TableInfo]]:
+    """Pin every catalog table of `tree` to its source (its schema) and return them."""
+    found = []
+    for table in _catalog_tables(tree):
+        name = table.name if table.this.quoted else table.name.lower()
+        info = catalog.resolve(name, table.db or None, settings.search_path)
+        table.set("this", exp.to_identifier(info.ref.name, quoted=table.this.quoted))
         table.set("db", exp.to_identifier(info.ref.source))
         table.set("catalog", None)
-        infos.append(info)
+        found.append((table, info))
+    return found
 
-    _name_outputs(tree)
+
+def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPlan:
+    tree = parse_query(sql)
+    names = _name_outputs(tree)
     _session_values(tree, settings)
+    _resolve_tables(tree, catalog, settings)
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
     param_types: list[exp.DataType] = []
-    if parameters(tree) or declared or tree.find(exp.Div) is not None:
+    if parameters(tree) or declared or needs_types(tree):
         tree = _annotate(tree, catalog)
         param_types = infer_param_types(tree, declared)
         cast_parameters(tree, param_types)
     pg_types = tuple(pg_type_name(t) or "text" for t in param_types)
 
-    sources = {info.ref.source for info in infos}
+    # Collected again: the rewrites above may have replaced nodes of the first tree.
+    tables = _resolve_tables(tree, catalog, settings)
+    sources = {info.ref.source for _, info in tables}
     if not sources:
         return QueryPlan((), render(tree, ENGINE_DIALECT),
-                         render(_describe_tree(tree), ENGINE_DIALECT), pg_types)
+                         render(_describe_tree(tree), ENGINE_DIALECT), pg_types, names)
 
     if len(sources) == 1:
         entry = catalog.sources[next(iter(sources))]
-        for table, info in zip(tables, infos):
+        for table, info in tables:
             schema, name = info.ref.remote
             _point_at(table, name, schema)
         fragment = RemoteFragment("frag_0", entry.name, render(tree, entry.dialect.sqlglot),
                                   render(_describe_tree(tree), entry.dialect.sqlglot), True)
-        return QueryPlan((fragment,), None, None, pg_types)
+        return QueryPlan((fragment,), None, None, pg_types, names)
 
     # Several sources: fetch each table whole; the engine does the rest. The optimizer
     # replaces this with pushed-down fragments.
     fragments = []
-    for index, (table, info) in enumerate(zip(tables, infos)):
+    for index, (table, info) in enumerate(tables):
         entry = catalog.sources[info.ref.source]
         schema, name = info.ref.remote
         scan = exp.select("*").from_(exp.table_(name, db=schema, quoted=True))
@@ -145,7 +165,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
                                         render(scan.copy().limit(0), entry.dialect.sqlglot), False))
         _point_at(table, f"frag_{index}", None)
     return QueryPlan(tuple(fragments), render(tree, ENGINE_DIALECT),
-                     render(_describe_tree(tree), ENGINE_DIALECT), pg_types)
+                     render(_describe_tree(tree), ENGINE_DIALECT), pg_types, names)
 
 
 def _point_at(table: exp.Table, name: str, schema: str | None) -> None:

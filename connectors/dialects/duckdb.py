@@ -5,8 +5,12 @@ rewrites here close the gaps we know of (DESIGN.md §4):
 - integer / integer truncates in PostgreSQL; DuckDB's `/` divides as floats, so it
   becomes DuckDB's `//` (which truncates and raises on a zero divisor);
 - any other division by zero raises in PostgreSQL, while DuckDB returns inf or NULL, so
-  the divisor is guarded with DuckDB's `error()`.
-Both need operand types, so they expect a type-annotated tree.
+  the divisor is guarded with DuckDB's `error()`;
+- an unconstrained `numeric` is exact in PostgreSQL, while DuckDB's bare DECIMAL is
+  DECIMAL(18,3) and silently rounds, so the cast gets the precision its operand needs
+  (a literal's own digits, integers at scale 0, DECIMAL(38,10) when nothing is known:
+  DuckDB's decimals stop at 38 digits).
+These need operand types, so they expect a type-annotated tree.
 """
 
 from __future__ import annotations
@@ -50,8 +54,46 @@ def _postgres_division(node: exp.Expression) -> exp.Expression:
     return exp.Div(this=left, expression=_guard_divisor(right), typed=False)
 
 
+def is_bare_decimal(datatype: exp.DataType) -> bool:
+    return datatype.this == exp.DataType.Type.DECIMAL and not datatype.expressions
+
+
+def needs_types(tree: exp.Expression) -> bool:
+    """Whether rendering `tree` depends on operand types (see the module docstring)."""
+    return tree.find(exp.Div) is not None or any(
+        is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast))
+
+
+def _decimal(precision: int, scale: int) -> exp.DataType:
+    return exp.DataType.build(f"DECIMAL({precision}, {scale})")
+
+
+def _exact_numeric(node: exp.Expression) -> exp.Expression:
+    if not (isinstance(node, exp.Cast) and is_bare_decimal(node.to)):
+        return node
+    operand = node.this
+    if isinstance(operand, exp.Neg):
+        operand = operand.this
+    if isinstance(operand, exp.Literal) and not operand.is_string:
+        digits, _, fraction = operand.this.lstrip("+-").partition(".")
+        if "e" not in operand.this.lower() and len(digits) + len(fraction) <= 38:
+            precision = max(len(digits.lstrip("0")) + len(fraction), len(fraction) + 1, 1)
+            return exp.Cast(this=node.this, to=_decimal(precision, len(fraction)))
+    operand_type = node.this.type
+    if operand_type is not None and operand_type.this in exp.DataType.INTEGER_TYPES:
+        return exp.Cast(this=node.this, to=_decimal(38, 0))
+    if operand_type is not None and operand_type.this == exp.DataType.Type.DECIMAL \
+            and operand_type.expressions:
+        return node.this  # already an exact decimal: the cast changes nothing
+    return exp.Cast(this=node.this, to=_decimal(38, 10))
+
+
+def _postgres_semantics(node: exp.Expression) -> exp.Expression:
+    return _exact_numeric(_postgres_division(node))
+
+
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
-    if tree.find(exp.Div) is not None:
-        tree = tree.transform(_postgres_division)
+    if needs_types(tree):
+        tree = tree.transform(_postgres_semantics)
     return tree.sql("duckdb")

@@ -542,3 +542,18 @@ def test_duckdb_bool8_extension_encodes_as_bool() -> None:
     assert results.row_description(batch.schema, [])[9:].count(b"\x00\x00\x00\x10") == 3  # bool OID 16
     assert results.encode_rows(batch, [0, 0, 0]) == b"D\x00\x00\x00\x14\x00\x03\x00\x00\x00\x01t\x00\x00\x00\x01f\xff\xff\xff\xff"
     assert results.encode_rows(batch, [1, 1, 1]) == b"D\x00\x00\x00\x14\x00\x03\x00\x00\x00\x01\x01\x00\x00\x00\x01\x00\xff\xff\xff\xff"
+
+
+def test_duckdb_infinity_sentinels_encode_as_postgres_infinity() -> None:
+    """DuckDB's -infinity is INT_MIN + 1; PostgreSQL's is INT_MIN (both formats)."""
+    import duckdb
+
+    con = duckdb.connect()
+    batch = con.sql("select '-infinity'::date a, 'infinity'::date b, '-infinity'::timestamp c, "
+                    "'infinity'::timestamp d").to_arrow_table().to_batches()[0]
+    text = results.encode_rows(batch, [0])
+    for word in (b"\x00\x00\x00\t-infinity", b"\x00\x00\x00\x08infinity"):
+        assert text.count(word) == 2
+    binary = results.encode_rows(batch, [1])
+    assert binary[7:] == (b"\x00\x00\x00\x04\x80\x00\x00\x00" + b"\x00\x00\x00\x04\x7f\xff\xff\xff"
+                          + b"\x00\x00\x00\x08\x80" + b"\x00" * 7 + b"\x00\x00\x00\x08\x7f" + b"\xff" * 7)
