@@ -58,8 +58,6 @@ def _strong_name(node: exp.Expression) -> str | None:
         return str(node.this).lower()
     if isinstance(node, exp.Interval):
         return "interval"  # a typed literal is a cast in PostgreSQL's grammar
-    if isinstance(node, exp.Boolean):
-        return "bool"
     for cls, name in _FUNCTION_NAMES.items():
         if type(node) is cls:
             return name
