@@ -418,29 +418,44 @@ class Session:
         formats = resolve_formats(portal.formats, len(stream.schema))
         timezone = self.settings.timezone
         loop = asyncio.get_running_loop()
+        batches = aiter(stream)
+        ahead: asyncio.Future[pa.RecordBatch | None] | None = None
         sent = 0
-        while True:
-            batch = portal.pending.pop() if portal.pending else await anext(aiter(stream), None)
-            if batch is None:
-                await portal.close()
-                self.write(encoder.command_complete(f"SELECT {sent}"))
-                return
-            if max_rows and sent + batch.num_rows > max_rows:
-                keep = max_rows - sent
-                portal.pending.append(batch.slice(keep))
-                batch = batch.slice(0, keep)
-            if batch.num_rows > OFFLOAD_ROWS:
-                data = await loop.run_in_executor(
-                    None, functools.partial(encode_rows, batch, formats, timezone=timezone))
-            else:
-                data = encode_rows(batch, formats, timezone=timezone)
-            self.write(data)
-            sent += batch.num_rows
-            if self._out_bytes >= FLUSH_BYTES:
-                await self.flush()
-            if max_rows and sent >= max_rows:
-                self.write(encoder.portal_suspended())
-                return
+        try:
+            while True:
+                if portal.pending:
+                    batch = portal.pending.pop()
+                elif ahead is not None:
+                    batch, ahead = await ahead, None
+                else:
+                    batch = await anext(batches, None)
+                if batch is None:
+                    await portal.close()
+                    self.write(encoder.command_complete(f"SELECT {sent}"))
+                    return
+                if max_rows and sent + batch.num_rows > max_rows:
+                    keep = max_rows - sent
+                    portal.pending.append(batch.slice(keep))
+                    batch = batch.slice(0, keep)
+                if batch.num_rows > OFFLOAD_ROWS:
+                    if not max_rows:
+                        # The source produces the next batch while this one is encoded.
+                        ahead = asyncio.ensure_future(anext(batches, None))
+                    data = await loop.run_in_executor(
+                        None, functools.partial(encode_rows, batch, formats, timezone=timezone))
+                else:
+                    data = encode_rows(batch, formats, timezone=timezone)
+                self.write(data)
+                sent += batch.num_rows
+                if self._out_bytes >= FLUSH_BYTES:
+                    await self.flush()
+                if max_rows and sent >= max_rows:
+                    self.write(encoder.portal_suspended())
+                    return
+        finally:
+            if ahead is not None and not ahead.done():
+                ahead.cancel()
+                await asyncio.wait([ahead])
 
     async def _execute_utility(self, portal: Portal, describe: bool) -> None:
         utility = portal.statement.utility
