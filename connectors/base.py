@@ -7,7 +7,7 @@ batches so memory stays bounded whatever the result size.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
@@ -22,16 +22,6 @@ class Pushdown(Enum):
     EXACT = "exact"  # the source's answer is exactly PostgreSQL's: no re-check needed
     INEXACT = "inexact"  # the source may return extra rows: ship it and re-check locally
     UNSUPPORTED = "unsupported"  # keep it local
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """A source's SQL dialect: our name for it and the sqlglot dialect that renders it."""
-
-    name: str
-    sqlglot: str
-    # How the source spells a bind parameter: "$n" (numbered) or "?" (positional).
-    paramstyle: str = "$n"
 
 
 @dataclass(frozen=True)
@@ -54,6 +44,48 @@ class TableInfo:
     schema: pa.Schema
     row_estimate: int | None = None
     primary_key: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Classification:
+    """A capability table's answer for one expression, with the reason when not EXACT."""
+
+    pushdown: Pushdown
+    reason: str | None = None
+
+
+EXACT = Classification(Pushdown.EXACT)
+
+
+def _ship_everything(expression: exp.Expression, table: TableInfo | None) -> Classification:
+    return EXACT
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """A source's SQL dialect and what it can evaluate exactly as PostgreSQL does.
+
+    `classify` is the source's capability table as a pure function, so the planner can
+    ask it without any I/O: given a predicate (columns qualified by the table's alias)
+    and the table it filters (None for a predicate over several tables, e.g. a join
+    condition), is the source's answer PostgreSQL's (EXACT), a superset that we re-check
+    (INEXACT), or not to be trusted (UNSUPPORTED, with the reason EXPLAIN shows)?
+    `render` turns a PostgreSQL-dialect sqlglot tree into the source's SQL, raising
+    `PgError` 0A000 for a construct it cannot express. `ships` lists the relational
+    operators the source may run for us: "join", "aggregate", "sort", "limit",
+    "distinct", "union", "window".
+    """
+
+    name: str
+    sqlglot: str
+    # How the source spells a bind parameter: "$n" (numbered) or "?" (positional).
+    paramstyle: str = "$n"
+    classify: Callable[[exp.Expression, TableInfo | None], Classification] = _ship_everything
+    render: Callable[[exp.Expression], str] | None = None
+    ships: frozenset[str] = frozenset()
+
+    def to_sql(self, tree: exp.Expression) -> str:
+        return self.render(tree) if self.render is not None else tree.sql(self.sqlglot)
 
 
 @dataclass(frozen=True)

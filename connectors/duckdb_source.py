@@ -44,7 +44,7 @@ class DuckDBSource:
         return infos
 
     def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:
-        return [duckdb_dialect.classify(f) for f in filters]
+        return [duckdb_dialect.classify(f).pushdown for f in filters]
 
     async def run_remote(self, sql: str, params: Sequence[Any] = ()) -> BatchStream:
         return await self._runner.stream(sql, params)

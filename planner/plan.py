@@ -10,7 +10,6 @@ PostgreSQL would give it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -18,7 +17,8 @@ from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
-from connectors.dialects.duckdb import needs_types, to_duckdb
+from connectors.dialects import duckdb as engine_dialect
+from connectors.dialects.duckdb import needs_types
 from gateway.errors import PgError, UNDEFINED_COLUMN
 from connectors.base import TableInfo
 from planner.catalog import CatalogSnapshot
@@ -28,9 +28,7 @@ from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.types import datatype_from_pg, pg_type_name
 
-ENGINE_DIALECT = "duckdb"
-
-RENDERERS: dict[str, Callable[[exp.Expression], str]] = {"duckdb": to_duckdb}
+ENGINE_DIALECT = engine_dialect.DIALECT
 
 
 @dataclass(frozen=True)
@@ -40,11 +38,6 @@ class PlanSettings:
     database: str = "fedgate"
     version: str = "PostgreSQL 15.0 (fedgate)"
     declared_param_types: tuple[str | None, ...] = ()  # PostgreSQL type names, None = infer
-
-
-def render(tree: exp.Expression, dialect: str) -> str:
-    renderer = RENDERERS.get(dialect)
-    return renderer(tree) if renderer else tree.sql(dialect)
 
 
 def _name_outputs(tree: exp.Expression) -> tuple[str, ...] | None:
@@ -141,16 +134,16 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     tables = _resolve_tables(tree, catalog, settings)
     sources = {info.ref.source for _, info in tables}
     if not sources:
-        return QueryPlan((), render(tree, ENGINE_DIALECT),
-                         render(_describe_tree(tree), ENGINE_DIALECT), pg_types, names)
+        return QueryPlan((), ENGINE_DIALECT.to_sql(tree),
+                         ENGINE_DIALECT.to_sql(_describe_tree(tree)), pg_types, names)
 
     if len(sources) == 1:
         entry = catalog.sources[next(iter(sources))]
         for table, info in tables:
             schema, name = info.ref.remote
             _point_at(table, name, schema)
-        fragment = RemoteFragment("frag_0", entry.name, render(tree, entry.dialect.sqlglot),
-                                  render(_describe_tree(tree), entry.dialect.sqlglot), True)
+        fragment = RemoteFragment("frag_0", entry.name, entry.dialect.to_sql(tree),
+                                  entry.dialect.to_sql(_describe_tree(tree)), True)
         return QueryPlan((fragment,), None, None, pg_types, names)
 
     # Several sources: fetch each table whole; the engine does the rest. The optimizer
@@ -161,11 +154,11 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         schema, name = info.ref.remote
         scan = exp.select("*").from_(exp.table_(name, db=schema, quoted=True))
         fragments.append(RemoteFragment(f"frag_{index}", entry.name,
-                                        render(scan, entry.dialect.sqlglot),
-                                        render(scan.copy().limit(0), entry.dialect.sqlglot), False))
+                                        entry.dialect.to_sql(scan),
+                                        entry.dialect.to_sql(scan.copy().limit(0)), False))
         _point_at(table, f"frag_{index}", None)
-    return QueryPlan(tuple(fragments), render(tree, ENGINE_DIALECT),
-                     render(_describe_tree(tree), ENGINE_DIALECT), pg_types, names)
+    return QueryPlan(tuple(fragments), ENGINE_DIALECT.to_sql(tree),
+                     ENGINE_DIALECT.to_sql(_describe_tree(tree)), pg_types, names)
 
 
 def _point_at(table: exp.Table, name: str, schema: str | None) -> None:

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from connectors.base import Dialect, Pushdown
-
-DIALECT = Dialect(name="duckdb", sqlglot="duckdb", paramstyle="$n")
+from connectors.base import EXACT, Classification, Dialect, Pushdown, TableInfo
 
 DIVISION_BY_ZERO = "division by zero"
 
@@ -27,10 +25,18 @@ DIVISION_BY_ZERO = "division by zero"
 VOLATILE = (exp.Rand, exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.Uuid)
 
 
-def classify(predicate: exp.Expression) -> Pushdown:
-    if any(isinstance(node, VOLATILE) for node in predicate.walk()):
-        return Pushdown.UNSUPPORTED
-    return Pushdown.EXACT
+def volatile_reason(expression: exp.Expression) -> str | None:
+    for node in expression.walk():
+        if isinstance(node, VOLATILE):
+            return f"function {node.sql('postgres').split('(')[0].lower()}() is volatile"
+    return None
+
+
+def classify(expression: exp.Expression, table: TableInfo | None = None) -> Classification:
+    reason = volatile_reason(expression)
+    if reason is not None:
+        return Classification(Pushdown.UNSUPPORTED, reason)
+    return EXACT
 
 
 def _is_integer(datatype: exp.DataType | None) -> bool:
@@ -97,3 +103,8 @@ def to_duckdb(tree: exp.Expression) -> str:
     if needs_types(tree):
         tree = tree.transform(_postgres_semantics)
     return tree.sql("duckdb")
+
+
+DIALECT = Dialect(name="duckdb", sqlglot="duckdb", paramstyle="$n", classify=classify,
+                  render=to_duckdb,
+                  ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union", "window"}))
