@@ -21,6 +21,7 @@ from connectors.dialects import duckdb as engine_dialect
 from connectors.dialects.duckdb import needs_types
 from gateway.errors import PgError, UNDEFINED_COLUMN
 from connectors.base import TableInfo
+from planner import pgcompat
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.params import cast_parameters, infer_param_types, parameters
@@ -117,7 +118,7 @@ def _resolve_tables(tree: exp.Expression, catalog: CatalogSnapshot,
 
 
 def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPlan:
-    tree = parse_query(sql)
+    tree = pgcompat.rewrite(parse_query(pgcompat.normalize(sql)))
     names = _name_outputs(tree)
     _session_values(tree, settings)
     _resolve_tables(tree, catalog, settings)
