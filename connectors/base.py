@@ -16,6 +16,24 @@ import pyarrow as pa
 from sqlglot import exp
 
 
+# Functions whose value changes per call or per statement: never shipped, never moved
+# across joins or projections (DESIGN.md §4).
+VOLATILE = (exp.Rand, exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.Uuid,
+            exp.CurrentTimestampLTZ)
+
+
+def volatile_reason(expression: exp.Expression) -> str | None:
+    """Why `expression` must stay where it is, or None when it is deterministic."""
+    for node in expression.walk():
+        if isinstance(node, VOLATILE):
+            return f"function {node.sql('postgres').split('(')[0].lower()}() is volatile"
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() in (
+                "random", "now", "clock_timestamp", "statement_timestamp", "timeofday",
+                "gen_random_uuid", "nextval", "setseed", "txid_current"):
+            return f"function {str(node.this).lower()}() is volatile"
+    return None
+
+
 class Pushdown(Enum):
     """How a source can evaluate a filter (DataFusion's TableProviderFilterPushDown)."""
 
@@ -36,6 +54,12 @@ class TableRef:
     @property
     def remote(self) -> tuple[str | None, str]:
         return self.remote_schema, self.remote_name or self.name
+
+
+# Arrow field metadata a source sets on a text column whose comparisons follow a collation
+# other than PostgreSQL's "C" (e.g. b"utf8mb4_general_ci" on MySQL); capability tables
+# read it to decide how comparisons on that column may ship. Absent means binary (C) order.
+COLLATION_KEY = "collation"
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,13 @@ class Executor:
     async def run(self, plan: QueryPlan, params: Sequence[Any]) -> BatchStream:
         if plan.is_passthrough:
             fragment = plan.fragments[0]
-            stream = await self.sources[fragment.source].run_remote(fragment.sql, params)
+            stream = await self.sources[fragment.source].run_remote(
+                fragment.sql, _bound(fragment, params))
         else:
             inputs = await self._gather(plan.fragments, params)
             assert plan.residual_sql is not None
-            stream = await self.engine.execute(plan.residual_sql, inputs, params)
+            stream = await self.engine.execute(plan.residual_sql, inputs,
+                                               _pick(plan.residual_params, params))
         if plan.column_names is not None:
             return Renamed(stream, plan.column_names)
         return stream
@@ -42,25 +44,23 @@ class Executor:
     async def _describe(self, plan: QueryPlan) -> pa.Schema:
         """The result schema, from each piece's zero-row form: nothing is really computed."""
         nulls = [None] * len(plan.param_types)
-        if plan.is_passthrough:
-            fragment = plan.fragments[0]
-            stream = await self.sources[fragment.source].run_remote(fragment.describe_sql, nulls)
-            await stream.aclose()
-            return stream.schema
         schemas = {}
         for fragment in plan.fragments:
             stream = await self.sources[fragment.source].run_remote(
-                fragment.describe_sql, nulls if fragment.uses_params else ())
+                fragment.describe_sql, _bound(fragment, nulls))
             await stream.aclose()
             schemas[fragment.name] = stream.schema
+        if plan.is_passthrough:
+            return schemas[plan.fragments[0].name]
         assert plan.residual_describe_sql is not None
-        return await self.engine.describe(plan.residual_describe_sql, schemas, nulls)
+        return await self.engine.describe(plan.residual_describe_sql, schemas,
+                                          _pick(plan.residual_params, nulls))
 
     async def _gather(self, fragments: Sequence[RemoteFragment],
                       params: Sequence[Any]) -> dict[str, pa.Table]:
         async def fetch(fragment: RemoteFragment) -> pa.Table:
             stream = await self.sources[fragment.source].run_remote(
-                fragment.sql, params if fragment.uses_params else ())
+                fragment.sql, _bound(fragment, params))
             try:
                 batches = [batch async for batch in stream]
             finally:
@@ -75,6 +75,17 @@ class Executor:
         except ExceptionGroup as failures:
             raise failures.exceptions[0] from None
         return {name: task.result() for name, task in tasks.items()}
+
+
+def _pick(numbers: Sequence[int], params: Sequence[Any]) -> list[Any]:
+    """The statement's parameters a query text numbers $1, $2, ... (by statement number)."""
+    return [params[n - 1] for n in numbers]
+
+
+def _bound(fragment: RemoteFragment, params: Sequence[Any]) -> Sequence[Any]:
+    if fragment.param_numbers:
+        return _pick(fragment.param_numbers, params)
+    return params if fragment.uses_params else ()
 
 
 def _renamed(schema: pa.Schema, names: Sequence[str] | None) -> pa.Schema:

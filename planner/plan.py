@@ -1,9 +1,11 @@
 """SQL text + catalog snapshot -> QueryPlan: the planner's entry point (DESIGN.md §3).
 
-Today's routing, before the rule-based optimizer arrives:
-- no table: the whole statement runs in the residual engine (`SELECT 1`, `SELECT $1::int`);
-- every table in one source: the whole statement ships to that source, no engine;
-- tables in several sources: each table is fetched whole and the engine runs the query.
+- Every table in one source, and the source's capability table accepts the whole
+  statement: it ships whole, no engine (the path point queries take).
+- Otherwise the statement is qualified, built into a logical plan, optimized by the rule
+  batches of `planner.pipeline`, cut into the largest sub-plans single sources can run
+  (`planner.pushdown`), and rendered as remote fragments plus residual SQL for the engine
+  (`planner.physical`). A statement without tables is all residual.
 Whatever the route, parameters get their types here and every output column gets the name
 PostgreSQL would give it.
 """
@@ -21,7 +23,13 @@ from connectors.dialects import duckdb as engine_dialect
 from connectors.dialects.duckdb import needs_types
 from gateway.errors import PgError, UNDEFINED_COLUMN
 from connectors.base import TableInfo
-from planner import pgcompat
+from connectors.base import Pushdown
+from planner import pgcompat, physical
+from planner.build import build
+from planner.explain import conjunct_lines
+from planner.optimizer import RuleContext, optimize
+from planner.pipeline import BATCHES
+from planner.pushdown import fragments
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.params import cast_parameters, infer_param_types, parameters
@@ -121,45 +129,47 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     tree = pgcompat.rewrite(parse_query(pgcompat.normalize(sql)))
     names = _name_outputs(tree)
     _session_values(tree, settings)
-    _resolve_tables(tree, catalog, settings)
+    tables = _resolve_tables(tree, catalog, settings)
+    sources = {info.ref.source for _, info in tables}
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
+    single = catalog.sources[next(iter(sources))] if len(sources) == 1 else None
+    shippable = single is not None and \
+        single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
     param_types: list[exp.DataType] = []
-    if parameters(tree) or declared or needs_types(tree):
+    if not shippable or parameters(tree) or declared or needs_types(tree):
         tree = _annotate(tree, catalog)
         param_types = infer_param_types(tree, declared)
         cast_parameters(tree, param_types)
     pg_types = tuple(pg_type_name(t) or "text" for t in param_types)
 
-    # Collected again: the rewrites above may have replaced nodes of the first tree.
-    tables = _resolve_tables(tree, catalog, settings)
-    sources = {info.ref.source for _, info in tables}
-    if not sources:
-        return QueryPlan((), ENGINE_DIALECT.to_sql(tree),
-                         ENGINE_DIALECT.to_sql(_describe_tree(tree)), pg_types, names)
-
-    if len(sources) == 1:
-        entry = catalog.sources[next(iter(sources))]
-        for table, info in tables:
+    if shippable:
+        # The whole statement runs where its tables are: no engine, the fast path.
+        assert single is not None
+        for table, info in _resolve_tables(tree, catalog, settings):
             schema, name = info.ref.remote
             _point_at(table, name, schema)
-        fragment = RemoteFragment("frag_0", entry.name, entry.dialect.to_sql(tree),
-                                  entry.dialect.to_sql(_describe_tree(tree)), True)
+        fragment = RemoteFragment("frag_0", single.name, single.dialect.to_sql(tree),
+                                  single.dialect.to_sql(_describe_tree(tree)), True)
         return QueryPlan((fragment,), None, None, pg_types, names)
+    return _federated(tree, catalog, pg_types, names)
 
-    # Several sources: fetch each table whole; the engine does the rest. The optimizer
-    # replaces this with pushed-down fragments.
-    fragments = []
-    for index, (table, info) in enumerate(tables):
-        entry = catalog.sources[info.ref.source]
-        schema, name = info.ref.remote
-        scan = exp.select("*").from_(exp.table_(name, db=schema, quoted=True))
-        fragments.append(RemoteFragment(f"frag_{index}", entry.name,
-                                        entry.dialect.to_sql(scan),
-                                        entry.dialect.to_sql(scan.copy().limit(0)), False))
-        _point_at(table, f"frag_{index}", None)
-    return QueryPlan(tuple(fragments), ENGINE_DIALECT.to_sql(tree),
-                     ENGINE_DIALECT.to_sql(_describe_tree(tree)), pg_types, names)
+
+def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[str, ...],
+               names: tuple[str, ...] | None) -> QueryPlan:
+    """Build, optimize, split into fragments and a residual (DESIGN.md §3 steps 3-6)."""
+    logical = build(tree, catalog)
+    optimized = optimize(logical, RuleContext(catalog), BATCHES)
+    found, _ = fragments(optimized, catalog)
+    pieces, residual, residual_params = physical.render(optimized, found, catalog, ENGINE_DIALECT)
+    explained = tuple(str(optimized).splitlines())
+    conjuncts = tuple(conjunct_lines(optimized, catalog))
+    if residual is None:
+        return QueryPlan((pieces[0],), None, None, pg_types, names,
+                         optimized=explained, conjuncts=conjuncts)
+    return QueryPlan(tuple(pieces), ENGINE_DIALECT.to_sql(residual),
+                     ENGINE_DIALECT.to_sql(physical.describe_tree(residual)), pg_types, names,
+                     residual_params, optimized=explained, conjuncts=conjuncts)
 
 
 def _point_at(table: exp.Table, name: str, schema: str | None) -> None:

@@ -14,6 +14,8 @@ class RemoteFragment:
     sql: str
     describe_sql: str  # the same query returning no rows, for its schema
     uses_params: bool  # whether the statement's parameters are bound to it
+    # Statement parameter numbers bound to this fragment's $1, $2, ... in order.
+    param_numbers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,9 @@ class QueryPlan:
     residual_describe_sql: str | None
     param_types: tuple[str, ...]  # PostgreSQL type names of $1..$n
     column_names: tuple[str, ...] | None = None  # None: take the names the rows carry
+    residual_params: tuple[int, ...] = ()  # statement parameter numbers of the residual's $1..
+    optimized: tuple[str, ...] = ()  # the optimized logical plan, as EXPLAIN shows it
+    conjuncts: tuple[str, ...] = ()  # one line per filter conjunct: where it runs, and why
 
     @property
     def is_passthrough(self) -> bool:
@@ -37,6 +42,10 @@ class QueryPlan:
 
     def explain(self) -> list[str]:
         lines = []
+        if self.optimized:
+            lines.append("Logical plan:")
+            lines.extend("  " + line for line in self.optimized)
+        lines.extend(self.conjuncts)
         if self.residual_sql is not None:
             lines.append(f"Engine: {self.residual_sql}")
         for fragment in self.fragments:

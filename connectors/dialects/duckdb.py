@@ -1,4 +1,4 @@
-"""DuckDB as a target of PostgreSQL SQL: what ships, and the rewrites that keep PG semantics.
+r"""DuckDB as a target of PostgreSQL SQL: what ships, and the rewrites that keep PG semantics.
 
 sqlglot renders DuckDB syntax; it does not make DuckDB compute PostgreSQL's answers. The
 rewrites here close the gaps we know of (DESIGN.md §4):
@@ -10,27 +10,19 @@ rewrites here close the gaps we know of (DESIGN.md §4):
   DECIMAL(18,3) and silently rounds, so the cast gets the precision its operand needs
   (a literal's own digits, integers at scale 0, DECIMAL(38,10) when nothing is known:
   DuckDB's decimals stop at 38 digits).
-These need operand types, so they expect a type-annotated tree.
+These need operand types, so they expect a type-annotated tree. One more needs none:
+- `LIKE` has no default escape in DuckDB while PostgreSQL's is `\`, so every LIKE/ILIKE
+  without an ESCAPE clause gets `ESCAPE '\'` spelled out.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from connectors.base import EXACT, Classification, Dialect, Pushdown, TableInfo
+from connectors.base import (EXACT, Classification, Dialect, Pushdown, TableInfo,
+                             volatile_reason)
 
 DIVISION_BY_ZERO = "division by zero"
-
-# Functions whose value changes per call or per statement: never shipped (DESIGN.md §4).
-VOLATILE = (exp.Rand, exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.Uuid)
-
-
-def volatile_reason(expression: exp.Expression) -> str | None:
-    for node in expression.walk():
-        if isinstance(node, VOLATILE):
-            return f"function {node.sql('postgres').split('(')[0].lower()}() is volatile"
-    return None
-
 
 def classify(expression: exp.Expression, table: TableInfo | None = None) -> Classification:
     reason = volatile_reason(expression)
@@ -98,13 +90,22 @@ def _postgres_semantics(node: exp.Expression) -> exp.Expression:
     return _exact_numeric(_postgres_division(node))
 
 
+def _like_escape(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, (exp.Like, exp.ILike)) and not isinstance(node.parent, exp.Escape):
+        return exp.Escape(this=node.copy(), expression=exp.Literal.string("\\"))
+    return node
+
+
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
     if needs_types(tree):
         tree = tree.transform(_postgres_semantics)
+    if tree.find(exp.Like, exp.ILike) is not None:
+        tree = tree.transform(_like_escape)
     return tree.sql("duckdb")
 
 
 DIALECT = Dialect(name="duckdb", sqlglot="duckdb", paramstyle="$n", classify=classify,
                   render=to_duckdb,
-                  ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union", "window"}))
+                  ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union", "window",
+                                   "subquery"}))

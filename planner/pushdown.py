@@ -1,0 +1,111 @@
+"""Find the largest sub-plans that one source can run exactly, and ship each whole.
+
+A sub-plan is shippable to source S when every scan under it reads S, every expression
+in it is EXACT by S's capability table, and S runs each operator in it (its dialect's
+`ships`). Scans always ship (their filters were classified when pushed). The answer is
+the set of maximal shippable sub-plans: each becomes one remote fragment.
+
+    Join: inner on c.k = o.k                  Join: inner on c.k = o.k
+      Scan: files.customer AS c        =>       [fragment 0 on files] Scan customer
+      Join: inner on o.k = l.k                  [fragment 1 on pg] Join orders/lineitem
+        Scan: pg.orders AS o
+        Scan: pg.lineitem AS l
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from connectors.base import Pushdown
+from planner.catalog import CatalogSnapshot
+from planner.logical import (Aggregate, Distinct, Filter, Join, Limit, Node, OneRow, Opaque,
+                             Project, Scan, SetOp, Sort, Values)
+
+ANY = "*"  # a sub-plan with no table (VALUES, SELECT 1): any source can run it
+
+_OPERATOR = {Join: "join", Aggregate: "aggregate", Sort: "sort", Limit: "limit",
+             Distinct: "distinct", SetOp: "union", Opaque: "subquery"}
+
+
+def _expressions(node: Node) -> list[exp.Expression]:
+    if isinstance(node, Filter):
+        return [node.condition]
+    if isinstance(node, Project):
+        return list(node.exprs)
+    if isinstance(node, Aggregate):
+        return [*node.groups, *node.exprs, *([node.having] if node.having is not None else [])]
+    if isinstance(node, Sort):
+        return list(node.keys)
+    if isinstance(node, Join):
+        return [node.condition] if node.condition is not None else []
+    if isinstance(node, Opaque):
+        return [node.tree]
+    if isinstance(node, Values):
+        return [node.rows]
+    return []
+
+
+@dataclass
+class Homes:
+    """The source each sub-plan can run on whole (ANY, a source name, or None)."""
+
+    catalog: CatalogSnapshot
+    by_node: dict[int, str | None]
+
+    def __init__(self, catalog: CatalogSnapshot, plan: Node) -> None:
+        self.catalog = catalog
+        self.by_node = {}
+        self._visit(plan)
+
+    def __getitem__(self, node: Node) -> str | None:
+        return self.by_node[id(node)]
+
+    def _visit(self, node: Node) -> str | None:
+        homes = [self._visit(child) for child in node.children]
+        home = self._home(node, homes)
+        self.by_node[id(node)] = home
+        return home
+
+    def _home(self, node: Node, child_homes: list[str | None]) -> str | None:
+        if isinstance(node, Scan):
+            return node.table.ref.source
+        if isinstance(node, (Values, OneRow)):
+            home: str | None = ANY
+        elif any(h is None for h in child_homes):
+            return None
+        else:
+            named = {h for h in child_homes if h != ANY}
+            if len(named) > 1:
+                return None
+            home = named.pop() if named else ANY
+        if home == ANY:
+            return ANY
+        dialect = self.catalog.sources[home].dialect
+        operator = next((name for cls, name in _OPERATOR.items() if isinstance(node, cls)), None)
+        if operator is not None and operator not in dialect.ships:
+            return None
+        if isinstance(node, Join) and node.kind in ("semi", "anti"):
+            return None
+        for expression in _expressions(node):
+            if dialect.classify(expression, None).pushdown is not Pushdown.EXACT:
+                return None
+        return home
+
+
+def fragments(plan: Node, catalog: CatalogSnapshot) -> tuple[list[Node], Homes]:
+    """The maximal shippable sub-plans, left to right; tableless ones stay in the engine."""
+    homes = Homes(catalog, plan)
+    found: list[Node] = []
+
+    def walk(node: Node) -> None:
+        home = homes[node]
+        if home is not None and home != ANY:
+            found.append(node)
+            return
+        for child in node.children:
+            walk(child)
+
+    walk(plan)
+    return found, homes

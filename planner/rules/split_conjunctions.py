@@ -1,0 +1,51 @@
+"""Flatten filter conditions into conjunctions and pull factors common to every branch of
+an OR out of it (Drill's CNF step), so more conjuncts can be pushed on their own.
+
+    Filter: (l.a = 1 AND l.b > 2) OR (l.a = 1 AND l.c < 3)
+    =>
+    Filter: l.a = 1 AND (l.b > 2 OR l.c < 3)
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from planner.conjuncts import conjunction, split_conjuncts
+from planner.logical import Filter, Node, replace
+from planner.optimizer import RuleContext
+from planner.rules import transform_up
+
+
+def _disjuncts(e: exp.Expression) -> list[exp.Expression]:
+    if isinstance(e, exp.Paren):
+        return _disjuncts(e.this)
+    if isinstance(e, exp.Or):
+        return _disjuncts(e.this) + _disjuncts(e.expression)
+    return [e]
+
+
+def _pull_common_factors(e: exp.Expression) -> list[exp.Expression]:
+    branches = [split_conjuncts(d) for d in _disjuncts(e)]
+    if len(branches) < 2:
+        return [e]
+    common = [c for c in branches[0] if all(any(c == o for o in b) for b in branches[1:])]
+    if not common:
+        return [e]
+    rests = [[c for c in b if not any(c == x for x in common)] for b in branches]
+    if any(not rest for rest in rests):
+        return common  # one branch is exactly the common part: the OR adds nothing
+    ored = conjunction(rests[0])
+    for rest in rests[1:]:
+        ored = exp.Or(this=ored, expression=conjunction(rest))
+    return common + [exp.Paren(this=ored)]
+
+
+def split_conjunctions(plan: Node, context: RuleContext) -> Node:
+    def rewrite(node: Node) -> Node:
+        if not isinstance(node, Filter):
+            return node
+        conjuncts = [f for c in split_conjuncts(node.condition) for f in _pull_common_factors(c)]
+        condition = conjunction(conjuncts)
+        return node if condition == node.condition else replace(node, condition=condition)
+
+    return transform_up(plan, rewrite)
