@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from planner.optimizer import Batch, FixedPoint, Once
+from planner.rules.cluster_joins import cluster_joins
 from planner.rules.merge_filters import merge_filters
 from planner.rules.prune_columns import prune_columns
 from planner.rules.push_filter_into_scan import push_filter_into_scan
@@ -19,6 +20,7 @@ BATCHES = (
     Batch("push filters", FixedPoint(16), (merge_filters, push_filter_through_project,
                                            push_filter_through_join, split_conjunctions,
                                            push_filter_into_scan)),
+    Batch("cluster joins by source", Once(), (cluster_joins,)),
     Batch("push limits", FixedPoint(8), (remove_redundant, push_limit, push_limit_into_scan)),
     Batch("prune", Once(), (prune_columns, remove_redundant)),
 )

@@ -57,15 +57,18 @@ class Unparser:
 
     def _fix(self, e: exp.Expression, columns: Mapping[Column, Column]) -> exp.Expression:
         """A copy of `e` whose column references follow `columns`."""
-        e = e.copy()
         if not columns:
-            return e
-        for col in list(e.find_all(exp.Column)):
-            key = (col.table or None, col.name)
-            if key in columns:
-                qualifier, name = columns[key]
-                col.replace(exp.column(name, table=qualifier, quoted=True))
-        return e
+            return e.copy()
+
+        def follow(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Column):
+                key = (node.table or None, node.name)
+                if key in columns:
+                    qualifier, name = columns[key]
+                    return exp.column(name, table=qualifier, quoted=True)
+            return node
+
+        return e.transform(follow)
 
     def _column(self, c: Column, columns: Mapping[Column, Column]) -> exp.Expression:
         qualifier, name = columns.get(c, c)

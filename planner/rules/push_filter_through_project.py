@@ -25,17 +25,22 @@ def _substitute(conjunct: exp.Expression, mapping: dict[Column, exp.Expression])
     """`conjunct` with output columns replaced by their definitions, or None if unsafe."""
     if volatile_reason(conjunct) or any(isinstance(n, (exp.Subquery, exp.Exists)) for n in conjunct.walk()):
         return None
-    result = conjunct.copy()
-    for column in list(result.find_all(exp.Column)):
-        key = (column.table or None, column.name)
-        definition = mapping.get(key)
-        if definition is None:
-            return None
-        if definition.find(exp.AggFunc, exp.Window) is not None or volatile_reason(definition):
-            return None
+    unsafe = False
+
+    def substitute(node: exp.Expression) -> exp.Expression:
+        nonlocal unsafe
+        if not isinstance(node, exp.Column):
+            return node
+        definition = mapping.get((node.table or None, node.name))
+        if definition is None or definition.find(exp.AggFunc, exp.Window) is not None \
+                or volatile_reason(definition):
+            unsafe = True
+            return node
         replacement = definition.copy()
-        column.replace(exp.Paren(this=replacement) if not isinstance(replacement, (exp.Column, exp.Literal)) else replacement)
-    return result
+        return replacement if isinstance(replacement, (exp.Column, exp.Literal)) else exp.Paren(this=replacement)
+
+    result = conjunct.transform(substitute)
+    return None if unsafe else result
 
 
 def _definitions(node: Project | SubqueryAlias) -> tuple[Node, dict[Column, exp.Expression]] | None:
