@@ -306,8 +306,9 @@ def collect_ctes(tree: exp.Expression) -> dict[str, exp.Expression]:
 
 
 def build(tree: exp.Expression, catalog: CatalogSnapshot) -> Node:
-    """The logical plan of a qualified query tree (the tree is not modified)."""
-    tree = tree.copy()
+    """The logical plan of a qualified query tree. The tree becomes the plan's: its CTEs
+    are detached and its nodes are shared by the plan's expressions, so the caller must
+    not change it afterwards."""
     builder = Builder(catalog, {})
     try:
         builder.ctes = collect_ctes(tree)

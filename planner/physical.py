@@ -61,7 +61,7 @@ def render_fragment(index: int, node: Node, source: str, dialect: Dialect) -> tu
     tree, renamed = _output_columns(node)
     params = renumber_parameters(tree)
     fragment = RemoteFragment(f"frag_{index}", source, dialect.to_sql(tree),
-                              dialect.to_sql(describe_tree(tree)), bool(params), params)
+                              lambda: dialect.to_sql(describe_tree(tree)), bool(params), params)
     qualifiers = {q for q, _ in node.output}
     name = exp.to_identifier(fragment.name, quoted=True)
     if renamed is not None:

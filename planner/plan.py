@@ -149,8 +149,9 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         for table, info in _resolve_tables(tree, catalog, settings):
             schema, name = info.ref.remote
             _point_at(table, name, schema)
-        fragment = RemoteFragment("frag_0", single.name, single.dialect.to_sql(tree),
-                                  single.dialect.to_sql(_describe_tree(tree)), True)
+        dialect = single.dialect
+        fragment = RemoteFragment("frag_0", single.name, dialect.to_sql(tree),
+                                  lambda: dialect.to_sql(_describe_tree(tree)), True)
         return QueryPlan((fragment,), None, None, pg_types, names)
     return _federated(tree, catalog, pg_types, names)
 
@@ -168,7 +169,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
         return QueryPlan((pieces[0],), None, None, pg_types, names,
                          optimized=explained, conjuncts=conjuncts)
     return QueryPlan(tuple(pieces), ENGINE_DIALECT.to_sql(residual),
-                     ENGINE_DIALECT.to_sql(physical.describe_tree(residual)), pg_types, names,
+                     lambda: ENGINE_DIALECT.to_sql(physical.describe_tree(residual)), pg_types, names,
                      residual_params, optimized=explained, conjuncts=conjuncts)
 
 

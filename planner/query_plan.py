@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -12,10 +14,16 @@ class RemoteFragment:
     name: str  # how the residual SQL refers to its rows: frag_0, frag_1, ...
     source: str
     sql: str
-    describe_sql: str  # the same query returning no rows, for its schema
-    uses_params: bool  # whether the statement's parameters are bound to it
+    # Renders the same query returning no rows, for its schema: only Describe needs it,
+    # so it is rendered on first use rather than for every plan.
+    describe: Callable[[], str] = field(repr=False, compare=False)
+    uses_params: bool = False  # whether the statement's parameters are bound to it
     # Statement parameter numbers bound to this fragment's $1, $2, ... in order.
     param_numbers: tuple[int, ...] = ()
+
+    @cached_property
+    def describe_sql(self) -> str:
+        return self.describe()
 
 
 @dataclass(frozen=True)
@@ -29,12 +37,16 @@ class QueryPlan:
 
     fragments: tuple[RemoteFragment, ...]
     residual_sql: str | None
-    residual_describe_sql: str | None
-    param_types: tuple[str, ...]  # PostgreSQL type names of $1..$n
+    residual_describe: Callable[[], str] | None = field(repr=False, compare=False)
+    param_types: tuple[str, ...] = ()  # PostgreSQL type names of $1..$n
     column_names: tuple[str, ...] | None = None  # None: take the names the rows carry
     residual_params: tuple[int, ...] = ()  # statement parameter numbers of the residual's $1..
     optimized: tuple[str, ...] = ()  # the optimized logical plan, as EXPLAIN shows it
     conjuncts: tuple[str, ...] = ()  # one line per filter conjunct: where it runs, and why
+
+    @cached_property
+    def residual_describe_sql(self) -> str | None:
+        return self.residual_describe() if self.residual_describe is not None else None
 
     @property
     def is_passthrough(self) -> bool:

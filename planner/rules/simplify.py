@@ -17,8 +17,24 @@ from planner.optimizer import RuleContext
 from planner.rules import transform_up
 
 
+_CONSTANT = (exp.Literal, exp.Boolean, exp.Null)
+
+
+def _foldable(condition: exp.Expression) -> bool:
+    """Whether there is anything to fold: a boolean constant inside the condition, or an
+    operator over constants only. sqlglot's simplifier is costly, so it runs only then."""
+    for node in condition.walk():
+        if isinstance(node, exp.Boolean) and node is not condition:
+            return True
+        if isinstance(node, (exp.Binary, exp.Not, exp.Neg)) and not isinstance(node, exp.Dot):
+            operands = [v for v in node.args.values() if isinstance(v, exp.Expression)]
+            if operands and all(isinstance(o, _CONSTANT) for o in operands):
+                return True
+    return False
+
+
 def _simplified(condition: exp.Expression) -> exp.Expression:
-    if isinstance(condition, (exp.Column, exp.Boolean)):
+    if isinstance(condition, (exp.Column, exp.Boolean)) or not _foldable(condition):
         return condition
     result = simplify_expression(condition.copy(), dialect="postgres")
     return condition if result == condition else result

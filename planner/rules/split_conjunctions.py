@@ -40,12 +40,27 @@ def _pull_common_factors(e: exp.Expression) -> list[exp.Expression]:
     return common + [exp.Paren(this=ored)]
 
 
+def _is_flat(condition: exp.Expression) -> bool:
+    """A left-deep AND chain of non-AND conjuncts, as `conjunction` builds it."""
+    while isinstance(condition, exp.And):
+        if isinstance(condition.expression, exp.And) or _is_paren_and(condition.expression):
+            return False
+        condition = condition.this
+    return not _is_paren_and(condition)
+
+
+def _is_paren_and(e: exp.Expression) -> bool:
+    return isinstance(e, exp.Paren) and isinstance(e.this, exp.And)
+
+
 def split_conjunctions(plan: Node, context: RuleContext) -> Node:
     def rewrite(node: Node) -> Node:
         if not isinstance(node, Filter):
             return node
-        conjuncts = [f for c in split_conjuncts(node.condition) for f in _pull_common_factors(c)]
-        condition = conjunction(conjuncts)
-        return node if condition == node.condition else replace(node, condition=condition)
+        parts = split_conjuncts(node.condition)
+        factored = [_pull_common_factors(c) if _disjuncts(c)[1:] else [c] for c in parts]
+        if _is_flat(node.condition) and all(len(f) == 1 and f[0] is c for f, c in zip(factored, parts)):
+            return node  # already flat and nothing to factor: no copies, no comparisons
+        return replace(node, condition=conjunction([f for group in factored for f in group]))
 
     return transform_up(plan, rewrite)
