@@ -20,6 +20,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from connectors.dialects import duckdb as engine_dialect
+from connectors.dialects import spark as spark_dialect
 from connectors.dialects.duckdb import needs_types
 from gateway.errors import PgError, UNDEFINED_COLUMN
 from connectors.base import TableInfo
@@ -38,6 +39,7 @@ from planner.query_plan import QueryPlan, RemoteFragment
 from planner.types import datatype_from_pg, pg_type_name
 
 ENGINE_DIALECT = engine_dialect.DIALECT
+ENGINES = {"duckdb": engine_dialect.DIALECT, "spark": spark_dialect.DIALECT}
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,8 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
                          optimized=explained, conjuncts=conjuncts)
     return QueryPlan(tuple(pieces), ENGINE_DIALECT.to_sql(residual),
                      lambda: ENGINE_DIALECT.to_sql(physical.describe_tree(residual)), pg_types, names,
-                     residual_params, optimized=explained, conjuncts=conjuncts)
+                     residual_params, optimized=explained, conjuncts=conjuncts,
+                     residual_render=lambda engine: ENGINES[engine].to_sql(residual))
 
 
 def _point_at(table: exp.Table, name: str, schema: str | None) -> None:

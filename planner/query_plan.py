@@ -43,6 +43,13 @@ class QueryPlan:
     residual_params: tuple[int, ...] = ()  # statement parameter numbers of the residual's $1..
     optimized: tuple[str, ...] = ()  # the optimized logical plan, as EXPLAIN shows it
     conjuncts: tuple[str, ...] = ()  # one line per filter conjunct: where it runs, and why
+    # Renders the residual for another engine ("spark"); residual_sql is DuckDB's.
+    residual_render: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
+
+    def residual_for(self, engine: str) -> str | None:
+        if engine == "duckdb" or self.residual_render is None:
+            return self.residual_sql
+        return self.residual_render(engine)
 
     @cached_property
     def residual_describe_sql(self) -> str | None:
