@@ -27,6 +27,7 @@ from connectors.base import TableInfo
 from connectors.base import Pushdown
 from planner import pgcompat, physical
 from planner.build import build
+from planner.conjuncts import split_conjuncts
 from planner.explain import conjunct_lines
 from planner.optimizer import RuleContext, optimize
 from planner.pipeline import BATCHES
@@ -154,7 +155,10 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         dialect = single.dialect
         fragment = RemoteFragment("frag_0", single.name, dialect.to_sql(tree),
                                   lambda: dialect.to_sql(_describe_tree(tree)), True)
-        return QueryPlan((fragment,), None, None, pg_types, names)
+        where = tree.args.get("where") if isinstance(tree, exp.Select) else None
+        shipped = tuple(f"Conjunct {c.sql('postgres')}: pushed exact (the whole statement runs "
+                        f"on {single.name})" for c in split_conjuncts(where.this if where else None))
+        return QueryPlan((fragment,), None, None, pg_types, names, conjuncts=shipped)
     return _federated(tree, catalog, pg_types, names)
 
 
