@@ -1,9 +1,9 @@
 """Run a QueryPlan: start its remote fragments, feed the engine, return one batch stream.
 
-A single-fragment plan streams straight from its source (no engine). A plan with
-several fragments gathers them concurrently and hands them to the engine; gathering reads
-each fragment whole, which the streaming executor (bounded buffers, dynamic filters)
-replaces.
+A single-fragment plan streams straight from its source (no engine). Otherwise every
+fragment starts at once and streams into the engine through a bounded queue
+(`gateway.feeds`); the engine's result stream owns the feeds, so closing it (the query
+finished, failed or was cancelled) stops every remote query.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from connectors.base import BatchStream, Engine, Source
+from gateway.feeds import EngineStream, Feed
 from planner.query_plan import QueryPlan, RemoteFragment
 
 
@@ -29,10 +30,7 @@ class Executor:
             stream = await self.sources[fragment.source].run_remote(
                 fragment.sql, _bound(fragment, params))
         else:
-            inputs = await self._gather(plan.fragments, params)
-            assert plan.residual_sql is not None
-            stream = await self.engine.execute(plan.residual_sql, inputs,
-                                               _pick(plan.residual_params, params))
+            stream = await self._through_engine(plan, params)
         if plan.column_names is not None:
             return Renamed(stream, plan.column_names)
         return stream
@@ -56,26 +54,27 @@ class Executor:
         return await self.engine.describe(plan.residual_describe_sql, schemas,
                                           _pick(plan.residual_params, nulls))
 
-    async def _gather(self, fragments: Sequence[RemoteFragment],
-                      params: Sequence[Any]) -> dict[str, pa.Table]:
-        async def fetch(fragment: RemoteFragment) -> pa.Table:
-            stream = await self.sources[fragment.source].run_remote(
-                fragment.sql, _bound(fragment, params))
-            try:
-                batches = [batch async for batch in stream]
-            finally:
-                await stream.aclose()
-            return pa.Table.from_batches(batches, schema=stream.schema)
-
-        # TaskGroup cancels the sibling fetches as soon as one fails; the client hears of
-        # the first failure only.
+    async def _through_engine(self, plan: QueryPlan, params: Sequence[Any]) -> EngineStream:
+        opened = await asyncio.gather(
+            *(self.sources[f.source].run_remote(f.sql, _bound(f, params)) for f in plan.fragments),
+            return_exceptions=True)
+        feeds = [Feed(f.name, f.source, s) for f, s in zip(plan.fragments, opened)
+                 if not isinstance(s, BaseException)]
+        failure = next((s for s in opened if isinstance(s, BaseException)), None)
+        residual = plan.residual_for(self.engine.name)
+        assert residual is not None
         try:
-            async with asyncio.TaskGroup() as group:
-                tasks = {f.name: group.create_task(fetch(f)) for f in fragments}
-        except ExceptionGroup as failures:
-            raise failures.exceptions[0] from None
-        return {name: task.result() for name, task in tasks.items()}
-
+            if failure is not None:
+                raise failure
+            inputs = {feed.stats.name: feed.reader() for feed in feeds}
+            stream = await self.engine.execute(residual, inputs, _pick(plan.residual_params, params))
+        except BaseException as exc:
+            for feed in feeds:
+                await feed.close()
+            if isinstance(exc, Exception):
+                raise next((f.error for f in feeds if f.error is not None), exc) from exc
+            raise
+        return EngineStream(stream, feeds, self.engine.name)
 
 def _pick(numbers: Sequence[int], params: Sequence[Any]) -> list[Any]:
     """The statement's parameters a query text numbers $1, $2, ... (by statement number)."""
