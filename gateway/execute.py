@@ -9,6 +9,7 @@ finished, failed or was cancelled) stops every remote query.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -106,3 +107,30 @@ class Renamed:
 
     async def aclose(self) -> None:
         await self._stream.aclose()
+
+
+async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any]) -> list[str]:
+    """Run the plan to the end, discarding rows, and report what each part did."""
+    started = time.perf_counter()
+    stream = await executor.run(plan, params)
+    rows = 0
+    try:
+        async for batch in stream:
+            rows += batch.num_rows
+    finally:
+        await stream.aclose()
+    elapsed = time.perf_counter() - started
+    inner = stream._stream if isinstance(stream, Renamed) else stream
+    lines = list(plan.explain())
+    if isinstance(inner, EngineStream):
+        for feed in inner.feeds:
+            s = feed.stats
+            lines.append(f"Analyze {s.name} on {s.source}: {s.rows} rows, {s.bytes} bytes fetched "
+                         f"in {s.seconds * 1000:.1f} ms")
+        lines.append(f"Analyze engine {inner.engine}: {rows} rows out, "
+                     f"{elapsed * 1000:.1f} ms in all")
+    else:
+        fragment = plan.fragments[0] if plan.fragments else None
+        where = f"frag_0 on {fragment.source}" if fragment else "engine"
+        lines.append(f"Analyze {where}: {rows} rows in {elapsed * 1000:.1f} ms (no engine)")
+    return lines
