@@ -21,26 +21,32 @@ from planner.query_plan import QueryPlan, RemoteFragment
 
 
 class Executor:
-    def __init__(self, sources: Mapping[str, Source], engine: Engine) -> None:
+    def __init__(self, sources: Mapping[str, Source], engines: Mapping[str, Engine],
+                 default: str = "duckdb") -> None:
         self.sources = sources
-        self.engine = engine
+        self.engines = engines
+        self.default = default
 
-    async def run(self, plan: QueryPlan, params: Sequence[Any]) -> BatchStream:
+    @property
+    def engine(self) -> Engine:
+        return self.engines[self.default]
+
+    async def run(self, plan: QueryPlan, params: Sequence[Any], engine: str | None = None) -> BatchStream:
         if plan.is_passthrough:
             fragment = plan.fragments[0]
             stream = await self.sources[fragment.source].run_remote(
                 fragment.sql, _bound(fragment, params))
         else:
-            stream = await self._through_engine(plan, params)
+            stream = await self._through_engine(plan, params, self.engines[engine or self.default])
         if plan.column_names is not None:
             return Renamed(stream, plan.column_names)
         return stream
 
-    async def describe(self, plan: QueryPlan) -> pa.Schema:
-        schema = await self._describe(plan)
+    async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema:
+        schema = await self._describe(plan, self.engines[engine or self.default])
         return _renamed(schema, plan.column_names)
 
-    async def _describe(self, plan: QueryPlan) -> pa.Schema:
+    async def _describe(self, plan: QueryPlan, engine: Engine) -> pa.Schema:
         """The result schema, from each piece's zero-row form: nothing is really computed."""
         nulls = [None] * len(plan.param_types)
         schemas = {}
@@ -51,31 +57,36 @@ class Executor:
             schemas[fragment.name] = stream.schema
         if plan.is_passthrough:
             return schemas[plan.fragments[0].name]
-        assert plan.residual_describe_sql is not None
-        return await self.engine.describe(plan.residual_describe_sql, schemas,
-                                          _pick(plan.residual_params, nulls))
+        if engine.name == "duckdb":
+            assert plan.residual_describe_sql is not None
+            return await engine.describe(plan.residual_describe_sql, schemas,
+                                         _pick(plan.residual_params, nulls))
+        residual = plan.residual_for(engine.name)
+        assert residual is not None
+        return await engine.describe(residual, schemas, _pick(plan.residual_params, nulls))
 
-    async def _through_engine(self, plan: QueryPlan, params: Sequence[Any]) -> EngineStream:
+    async def _through_engine(self, plan: QueryPlan, params: Sequence[Any],
+                              engine: Engine) -> EngineStream:
         opened = await asyncio.gather(
             *(self.sources[f.source].run_remote(f.sql, _bound(f, params)) for f in plan.fragments),
             return_exceptions=True)
         feeds = [Feed(f.name, f.source, s) for f, s in zip(plan.fragments, opened)
                  if not isinstance(s, BaseException)]
         failure = next((s for s in opened if isinstance(s, BaseException)), None)
-        residual = plan.residual_for(self.engine.name)
+        residual = plan.residual_for(engine.name)
         assert residual is not None
         try:
             if failure is not None:
                 raise failure
             inputs = {feed.stats.name: feed.reader() for feed in feeds}
-            stream = await self.engine.execute(residual, inputs, _pick(plan.residual_params, params))
+            stream = await engine.execute(residual, inputs, _pick(plan.residual_params, params))
         except BaseException as exc:
             for feed in feeds:
                 await feed.close()
             if isinstance(exc, Exception):
                 raise next((f.error for f in feeds if f.error is not None), exc) from exc
             raise
-        return EngineStream(stream, feeds, self.engine.name)
+        return EngineStream(stream, feeds, engine.name)
 
 def _pick(numbers: Sequence[int], params: Sequence[Any]) -> list[Any]:
     """The statement's parameters a query text numbers $1, $2, ... (by statement number)."""
@@ -109,10 +120,11 @@ class Renamed:
         await self._stream.aclose()
 
 
-async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any]) -> list[str]:
+async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
+                  engine: str | None = None, why: str = "") -> list[str]:
     """Run the plan to the end, discarding rows, and report what each part did."""
     started = time.perf_counter()
-    stream = await executor.run(plan, params)
+    stream = await executor.run(plan, params, engine)
     rows = 0
     try:
         async for batch in stream:
@@ -121,7 +133,7 @@ async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any]) ->
         await stream.aclose()
     elapsed = time.perf_counter() - started
     inner = stream._stream if isinstance(stream, Renamed) else stream
-    lines = list(plan.explain())
+    lines = list(plan.explain(engine or executor.default, why))
     if isinstance(inner, EngineStream):
         for feed in inner.feeds:
             s = feed.stats

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from connectors.base import Source
 from connectors.duckdb_source import DuckDBSource
 from connectors.engines.duckdb import DuckDBEngine
+from connectors.engines.spark import SparkEngine
 from gateway.config import Config, ConfigError, demo_path
 from gateway.connection import Connection
 from gateway.execute import Executor
@@ -55,7 +56,8 @@ class ServerContext:
     async def close(self) -> None:
         for source in self.sources.values():
             await source.close()
-        await self.executor.engine.close()
+        for engine in self.executor.engines.values():
+            await engine.close()
 
 
 def open_source(config: Config, name: str, kind: str, options: dict) -> Source:
@@ -79,7 +81,9 @@ async def build_context(config: Config) -> ServerContext:
         entries[source.name] = SourceEntry(source.name, source.dialect,
                                            {t.ref.name: t for t in tables})
     catalog = CatalogSnapshot(version=1, sources=entries)
-    return ServerContext(config, sources, catalog, Executor(sources, DuckDBEngine()))
+    engines = {"duckdb": DuckDBEngine(),
+               "spark": SparkEngine(config.engine.spark_master, config.engine.spark_remote)}
+    return ServerContext(config, sources, catalog, Executor(sources, engines, config.engine.default))
 
 
 async def serve(config: Config) -> None:

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from connectors.base import BatchStream
 from gateway import utility as util
+from gateway.execute import analyze
 from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT,
                             IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
                             INVALID_SQL_STATEMENT_NAME, PROTOCOL_VIOLATION, QUERY_CANCELED,
@@ -80,6 +81,8 @@ class Session:
         self.user = startup.get("user", "")
         self.database = startup.get("database") or self.user
         self.settings = SessionSettings.initial(startup, ctx.config.search_path)
+        if "fedgate.engine" not in startup:
+            self.settings.values["fedgate.engine"] = ctx.config.engine.default
         if ctx.config.server.statement_timeout_ms and "statement_timeout" not in startup:
             self.settings.values["statement_timeout"] = str(ctx.config.server.statement_timeout_ms)
         self._initial = dict(self.settings.values)
@@ -114,6 +117,17 @@ class Session:
             self._out.clear()
             self._out_bytes = 0
         await self.writer.drain()
+
+    @property
+    def engine(self) -> str:
+        """The residual engine for this session's queries (`SET fedgate.engine`)."""
+        return self.settings.values["fedgate.engine"]
+
+    @property
+    def engine_reason(self) -> str:
+        if self.engine == self._initial["fedgate.engine"]:
+            return "" if self.engine == "duckdb" else "the configured default"
+        return "SET fedgate.engine"
 
     @property
     def status(self) -> bytes:
@@ -383,12 +397,13 @@ class Session:
         if prepared.plan is None:
             return None
         if prepared.row_schema is None:
-            prepared.row_schema = await self.ctx.executor.describe(prepared.plan)
+            prepared.row_schema = await self.ctx.executor.describe(prepared.plan, self.engine)
         return prepared.row_schema
 
     async def _start(self, portal: Portal) -> None:
         if portal.stream is None and not portal.done and portal.statement.plan is not None:
-            portal.stream = await self.ctx.executor.run(portal.statement.plan, portal.params)
+            portal.stream = await self.ctx.executor.run(portal.statement.plan, portal.params,
+                                                        self.engine)
 
     async def _execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:
         prepared = portal.statement
@@ -463,8 +478,10 @@ class Session:
         if utility.kind == "explain":
             assert utility.value is not None
             plan = self._plan(utility.value, ())
-            result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"],
-                                                                  [(line,) for line in plan.explain()]))
+            why = self.engine_reason
+            lines = await analyze(self.ctx.executor, plan, [], self.engine, why) if utility.analyze \
+                else plan.explain(self.engine, why)
+            result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
         else:
             result = util.HANDLERS[utility.kind](self, utility)
         for notice in result.notices:

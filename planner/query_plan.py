@@ -59,14 +59,15 @@ class QueryPlan:
     def is_passthrough(self) -> bool:
         return self.residual_sql is None and len(self.fragments) == 1
 
-    def explain(self) -> list[str]:
+    def explain(self, engine: str = "duckdb", why: str = "") -> list[str]:
         lines = []
         if self.optimized:
             lines.append("Logical plan:")
             lines.extend("  " + line for line in self.optimized)
         lines.extend(self.conjuncts)
         if self.residual_sql is not None:
-            lines.append(f"Engine: {self.residual_sql}")
+            label = "Engine" if engine == "duckdb" and not why else f"Engine {engine} ({why})"
+            lines.append(f"{label}: {self.residual_for(engine)}")
         for fragment in self.fragments:
             prefix = "  " if self.residual_sql is not None else ""
             lines.append(f"{prefix}Remote {fragment.name} on {fragment.source}: {fragment.sql}")
