@@ -15,13 +15,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# psql and pgbench drive the client tests, and some tests compare answers with a real
-# PostgreSQL 15 server; install what the machine lacks.
+# psql and pgbench drive the client tests, some tests compare answers with a real
+# PostgreSQL 15 server, and the Spark engine needs a Java runtime; install what is missing.
 PG_BIN := /usr/lib/postgresql/15/bin
 system-deps:
 	@missing=""; \
 	command -v psql >/dev/null && command -v pgbench >/dev/null || missing="$$missing postgresql-client-15"; \
 	test -x $(PG_BIN)/initdb || missing="$$missing postgresql-15"; \
+	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
 	if [ -n "$$missing" ]; then \
 	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; fi
 
