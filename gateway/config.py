@@ -43,6 +43,9 @@ class EngineConfig:
     default: str = "duckdb"
     spark_master: str = "local[*]"
     spark_remote: str | None = None
+    # A federated query whose fragments are estimated to send more rows than this runs on
+    # Spark unless the session chose an engine; 0 turns the automatic choice off.
+    spark_threshold_rows: int = 0
 
 
 @dataclass(frozen=True)

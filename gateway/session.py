@@ -81,7 +81,10 @@ class Session:
         self.user = startup.get("user", "")
         self.database = startup.get("database") or self.user
         self.settings = SessionSettings.initial(startup, ctx.config.search_path)
-        if "fedgate.engine" not in startup:
+        self._startup_keys = set(startup)
+        # An engine named by the client (startup or SET) wins over the size-based choice.
+        self.engine_chosen = "fedgate.engine" in startup
+        if not self.engine_chosen:
             self.settings.values["fedgate.engine"] = ctx.config.engine.default
         if ctx.config.server.statement_timeout_ms and "statement_timeout" not in startup:
             self.settings.values["statement_timeout"] = str(ctx.config.server.statement_timeout_ms)
@@ -118,16 +121,16 @@ class Session:
             self._out_bytes = 0
         await self.writer.drain()
 
-    @property
-    def engine(self) -> str:
-        """The residual engine for this session's queries (`SET fedgate.engine`)."""
-        return self.settings.values["fedgate.engine"]
-
-    @property
-    def engine_reason(self) -> str:
-        if self.engine == self._initial["fedgate.engine"]:
-            return "" if self.engine == "duckdb" else "the configured default"
-        return "SET fedgate.engine"
+    def engine_for(self, plan: QueryPlan) -> tuple[str, str]:
+        """The residual engine for `plan`, and why (for EXPLAIN): the session's choice
+        (`SET fedgate.engine`), else Spark above the configured size, else the default."""
+        chosen = self.settings.values["fedgate.engine"]
+        if self.engine_chosen:
+            return chosen, "SET fedgate.engine"
+        threshold = self.ctx.config.engine.spark_threshold_rows
+        if threshold and plan.estimated_rows is not None and plan.estimated_rows > threshold:
+            return "spark", f"about {plan.estimated_rows} rows to combine, over spark_threshold_rows"
+        return chosen, "" if chosen == "duckdb" else "the configured default"
 
     @property
     def status(self) -> bytes:
@@ -143,10 +146,14 @@ class Session:
 
     def set_setting(self, name: str, value: str) -> None:
         canonical = self.settings.set(name, value)
+        if canonical == "fedgate.engine":
+            self.engine_chosen = True
         if canonical in REPORTED:
             self.write(encoder.parameter_status(canonical, self.settings.values[canonical]))
 
     def reset_setting(self, name: str) -> None:
+        if name in ("all", "fedgate.engine"):
+            self.engine_chosen = "fedgate.engine" in self._startup_keys
         for changed in self.settings.reset(name, self._initial):
             if changed in REPORTED:
                 self.write(encoder.parameter_status(changed, self.settings.values[changed]))
@@ -397,13 +404,14 @@ class Session:
         if prepared.plan is None:
             return None
         if prepared.row_schema is None:
-            prepared.row_schema = await self.ctx.executor.describe(prepared.plan, self.engine)
+            prepared.row_schema = await self.ctx.executor.describe(
+                prepared.plan, self.engine_for(prepared.plan)[0])
         return prepared.row_schema
 
     async def _start(self, portal: Portal) -> None:
         if portal.stream is None and not portal.done and portal.statement.plan is not None:
-            portal.stream = await self.ctx.executor.run(portal.statement.plan, portal.params,
-                                                        self.engine)
+            plan = portal.statement.plan
+            portal.stream = await self.ctx.executor.run(plan, portal.params, self.engine_for(plan)[0])
 
     async def _execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:
         prepared = portal.statement
@@ -478,9 +486,9 @@ class Session:
         if utility.kind == "explain":
             assert utility.value is not None
             plan = self._plan(utility.value, ())
-            why = self.engine_reason
-            lines = await analyze(self.ctx.executor, plan, [], self.engine, why) if utility.analyze \
-                else plan.explain(self.engine, why)
+            engine, why = self.engine_for(plan)
+            lines = await analyze(self.ctx.executor, plan, [], engine, why) if utility.analyze \
+                else plan.explain(engine, why)
             result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
         else:
             result = util.HANDLERS[utility.kind](self, utility)

@@ -32,6 +32,7 @@ from planner.explain import conjunct_lines
 from planner.optimizer import RuleContext, optimize
 from planner.pipeline import BATCHES
 from planner.pushdown import fragments
+from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.params import cast_parameters, infer_param_types, parameters
@@ -177,7 +178,28 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     return QueryPlan(tuple(pieces), ENGINE_DIALECT.to_sql(residual),
                      lambda: ENGINE_DIALECT.to_sql(physical.describe_tree(residual)), pg_types, names,
                      residual_params, optimized=explained, conjuncts=conjuncts,
+                     estimated_rows=estimate_rows(found),
                      residual_render=lambda engine: ENGINES[engine].to_sql(residual))
+
+
+# Textbook selectivity of one pushed filter conjunct when the source gives no statistics.
+FILTER_SELECTIVITY = 1 / 3
+
+
+def estimate_rows(fragment_roots: list[Node]) -> int | None:
+    """What the fragments will send the engine, from the sources' row estimates."""
+    total = 0
+    for root in fragment_roots:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Scan):
+                if node.table.row_estimate is None:
+                    return None
+                rows = node.table.row_estimate * FILTER_SELECTIVITY ** len(node.filters)
+                total += int(min(rows, node.limit) if node.limit is not None else rows)
+            stack.extend(node.children)
+    return total
 
 
 def _point_at(table: exp.Table, name: str, schema: str | None) -> None:

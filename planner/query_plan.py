@@ -43,6 +43,8 @@ class QueryPlan:
     residual_params: tuple[int, ...] = ()  # statement parameter numbers of the residual's $1..
     optimized: tuple[str, ...] = ()  # the optimized logical plan, as EXPLAIN shows it
     conjuncts: tuple[str, ...] = ()  # one line per filter conjunct: where it runs, and why
+    # Rows the engine is expected to read: the fragments' estimated output (None: unknown).
+    estimated_rows: int | None = None
     # Renders the residual for another engine ("spark"); residual_sql is DuckDB's.
     residual_render: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
 

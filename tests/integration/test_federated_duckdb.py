@@ -96,3 +96,24 @@ async def test_cancel_stops_a_cross_source_query(two_sources) -> None:
         assert await conn.fetchval("select count(*) from customers") == 97
     finally:
         await conn.close()
+
+
+async def test_large_federated_work_goes_to_spark_by_estimate(two_sources, tmp_path: Path) -> None:
+    """Above [engine] spark_threshold_rows EXPLAIN picks Spark and says why (no JVM needed)."""
+    gateway, _ = two_sources
+    config = gateway.log_path.parent / "fedgate.toml"
+    auto = start_gateway(config.read_text() + "[engine]\nspark_threshold_rows = 1000\n", tmp_path)
+    try:
+        conn = await asyncpg.connect(auto.dsn)
+        try:
+            federated = "\n".join(r[0] for r in await conn.fetch(
+                "explain select c.tier, count(*) from orders o join customers c on o.cust = c.id group by 1"))
+            await conn.execute("SET fedgate.engine = 'duckdb'")
+            chosen = "\n".join(r[0] for r in await conn.fetch(
+                "explain select c.tier, count(*) from orders o join customers c on o.cust = c.id group by 1"))
+        finally:
+            await conn.close()
+    finally:
+        auto.stop()
+    assert "Engine spark (about " in federated and "over spark_threshold_rows" in federated
+    assert "Engine duckdb (SET fedgate.engine)" in chosen
