@@ -138,6 +138,27 @@ class BatchStream(Protocol):
     async def aclose(self) -> None: ...
 
 
+class TableStream:
+    """A BatchStream over rows already in memory (a finished engine result, or rows read
+    ahead of time), handed out batch by batch."""
+
+    def __init__(self, table: pa.Table, batch_rows: int = 65_536) -> None:
+        self.schema = table.schema
+        self._batches = iter(table.to_batches(max_chunksize=batch_rows))
+
+    def __aiter__(self) -> TableStream:
+        return self
+
+    async def __anext__(self) -> pa.RecordBatch:
+        batch = next(self._batches, None)
+        if batch is None:
+            raise StopAsyncIteration
+        return batch
+
+    async def aclose(self) -> None:
+        self._batches = iter(())
+
+
 @runtime_checkable
 class Source(Protocol):
     name: str

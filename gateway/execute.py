@@ -14,9 +14,12 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from connectors.base import BatchStream, Engine, Source
+from connectors.base import BatchStream, Engine, Source, TableStream
 from gateway.feeds import EngineStream, Feed
+from planner.dynamic_filters import DynamicFilter
+from planner.physical import IN_LIST_LIMIT
 from planner.query_plan import QueryPlan, RemoteFragment
 
 
@@ -31,13 +34,15 @@ class Executor:
     def engine(self) -> Engine:
         return self.engines[self.default]
 
-    async def run(self, plan: QueryPlan, params: Sequence[Any], engine: str | None = None) -> BatchStream:
+    async def run(self, plan: QueryPlan, params: Sequence[Any], engine: str | None = None,
+                  dynamic_filtering: bool = True) -> BatchStream:
         if plan.is_passthrough:
             fragment = plan.fragments[0]
             stream = await self.sources[fragment.source].run_remote(
                 fragment.sql, _bound(fragment, params))
         else:
-            stream = await self._through_engine(plan, params, self.engines[engine or self.default])
+            stream = await self._through_engine(plan, params, self.engines[engine or self.default],
+                                                dynamic_filtering)
         if plan.column_names is not None:
             return Renamed(stream, plan.column_names)
         return stream
@@ -65,19 +70,29 @@ class Executor:
         assert residual is not None
         return await engine.describe(residual, schemas, _pick(plan.residual_params, nulls))
 
-    async def _through_engine(self, plan: QueryPlan, params: Sequence[Any],
-                              engine: Engine) -> EngineStream:
-        opened = await asyncio.gather(
-            *(self.sources[f.source].run_remote(f.sql, _bound(f, params)) for f in plan.fragments),
-            return_exceptions=True)
-        feeds = [Feed(f.name, f.source, s) for f, s in zip(plan.fragments, opened)
-                 if not isinstance(s, BaseException)]
-        failure = next((s for s in opened if isinstance(s, BaseException)), None)
+    async def _through_engine(self, plan: QueryPlan, params: Sequence[Any], engine: Engine,
+                              dynamic: bool = True) -> EngineStream:
+        filters = {f.probe: f for f in plan.dynamic_filters} if dynamic else {}
+        first = [f for f in plan.fragments if f.name not in filters]
+        opened = dict(zip((f.name for f in first), await asyncio.gather(
+            *(self.sources[f.source].run_remote(f.sql, _bound(f, params)) for f in first),
+            return_exceptions=True)))
+        notes: list[str] = []
+        try:
+            failure = next((s for s in opened.values() if isinstance(s, BaseException)), None)
+            if failure is not None:
+                raise failure
+            for probe in (f for f in plan.fragments if f.name in filters):
+                opened[probe.name] = await self._narrowed(probe, filters[probe.name], opened, params, notes)
+        except BaseException:
+            for stream in opened.values():
+                if not isinstance(stream, BaseException):
+                    await stream.aclose()
+            raise
+        feeds = [Feed(f.name, f.source, opened[f.name]) for f in plan.fragments]
         residual = plan.residual_for(engine.name)
         assert residual is not None
         try:
-            if failure is not None:
-                raise failure
             inputs = {feed.stats.name: feed.reader() for feed in feeds}
             stream = await engine.execute(residual, inputs, _pick(plan.residual_params, params))
         except BaseException as exc:
@@ -86,7 +101,26 @@ class Executor:
             if isinstance(exc, Exception):
                 raise next((f.error for f in feeds if f.error is not None), exc) from exc
             raise
-        return EngineStream(stream, feeds, engine.name)
+        result = EngineStream(stream, feeds, engine.name)
+        result.notes = notes
+        return result
+
+    async def _narrowed(self, probe: RemoteFragment, dynamic: DynamicFilter,
+                        opened: dict[str, BatchStream], params: Sequence[Any],
+                        notes: list[str]) -> BatchStream:
+        """Read the build fragment whole, then start `probe` restricted to its keys."""
+        build = opened[dynamic.build]
+        batches = [batch async for batch in build]
+        await build.aclose()
+        table = pa.Table.from_batches(batches, schema=build.schema)
+        opened[dynamic.build] = TableStream(table)
+        keys = pc.unique(table[dynamic.build_field]).drop_null().to_pylist()
+        assert probe.narrow is not None
+        sql = probe.narrow(dynamic.probe_column, keys) if keys else probe.narrow(dynamic.probe_column, [None])
+        shape = "IN list" if len(keys) <= IN_LIST_LIMIT else "range"
+        notes.append(f"Dynamic filter: {probe.name} narrowed to {len(keys)} keys of {dynamic.build} "
+                     f"({'.'.join(c for c in dynamic.probe_column if c)} {shape})")
+        return await self.sources[probe.source].run_remote(sql, _bound(probe, params))
 
 def _pick(numbers: Sequence[int], params: Sequence[Any]) -> list[Any]:
     """The statement's parameters a query text numbers $1, $2, ... (by statement number)."""
@@ -121,10 +155,10 @@ class Renamed:
 
 
 async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
-                  engine: str | None = None, why: str = "") -> list[str]:
+                  engine: str | None = None, why: str = "", dynamic_filtering: bool = True) -> list[str]:
     """Run the plan to the end, discarding rows, and report what each part did."""
     started = time.perf_counter()
-    stream = await executor.run(plan, params, engine)
+    stream = await executor.run(plan, params, engine, dynamic_filtering)
     rows = 0
     try:
         async for batch in stream:
@@ -135,6 +169,7 @@ async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
     inner = stream._stream if isinstance(stream, Renamed) else stream
     lines = list(plan.explain(engine or executor.default, why))
     if isinstance(inner, EngineStream):
+        lines.extend(inner.notes)
         for feed in inner.feeds:
             s = feed.stats
             lines.append(f"Analyze {s.name} on {s.source}: {s.rows} rows, {s.bytes} bytes fetched "
@@ -146,3 +181,4 @@ async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
         where = f"frag_0 on {fragment.source}" if fragment else "engine"
         lines.append(f"Analyze {where}: {rows} rows in {elapsed * 1000:.1f} ms (no engine)")
     return lines
+

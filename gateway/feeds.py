@@ -105,6 +105,7 @@ class EngineStream:
         self.feeds = feeds
         self.schema = stream.schema
         self.engine = engine
+        self.notes: list[str] = []  # what the executor decided at run time (dynamic filters)
         self.rows = 0
         self.started = time.perf_counter()
         self.finished: float | None = None

@@ -121,6 +121,10 @@ class Session:
             self._out_bytes = 0
         await self.writer.drain()
 
+    @property
+    def dynamic_filtering(self) -> bool:
+        return self.settings.values["fedgate.dynamic_filtering"] == "on"
+
     def engine_for(self, plan: QueryPlan) -> tuple[str, str]:
         """The residual engine for `plan`, and why (for EXPLAIN): the session's choice
         (`SET fedgate.engine`), else Spark above the configured size, else the default."""
@@ -411,7 +415,8 @@ class Session:
     async def _start(self, portal: Portal) -> None:
         if portal.stream is None and not portal.done and portal.statement.plan is not None:
             plan = portal.statement.plan
-            portal.stream = await self.ctx.executor.run(plan, portal.params, self.engine_for(plan)[0])
+            portal.stream = await self.ctx.executor.run(plan, portal.params, self.engine_for(plan)[0],
+                                                        self.dynamic_filtering)
 
     async def _execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:
         prepared = portal.statement
@@ -487,8 +492,8 @@ class Session:
             assert utility.value is not None
             plan = self._plan(utility.value, ())
             engine, why = self.engine_for(plan)
-            lines = await analyze(self.ctx.executor, plan, [], engine, why) if utility.analyze \
-                else plan.explain(engine, why)
+            lines = await analyze(self.ctx.executor, plan, [], engine, why, self.dynamic_filtering) \
+                if utility.analyze else plan.explain(engine, why)
             result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
         else:
             result = util.HANDLERS[utility.kind](self, utility)

@@ -14,7 +14,8 @@ from sqlglot import exp
 
 from connectors.base import Dialect
 from planner.catalog import CatalogSnapshot
-from planner.logical import Column, Node, Scan
+from planner import dynamic_filters
+from planner.logical import Column, Filter, Node, Scan, replace
 from planner.query_plan import RemoteFragment
 from planner.unparse import Unparser, _flat
 
@@ -51,17 +52,44 @@ def _output_columns(node: Node) -> tuple[exp.Query, dict[Column, Column] | None]
     if len(qualifiers) <= 1:
         return Unparser(remote_table).query(node), None
     tree = Unparser(remote_table).query(node)
-    assert isinstance(tree, exp.Select)
-    tree.set("expressions", [exp.alias_(exp.column(name, table=q, quoted=True), _flat((q, name)), quoted=True)
-                             for q, name in node.output])
+    assert isinstance(tree, exp.Select) and len(tree.expressions) == len(node.output)
+    # Rename, do not rebuild: the unparser may have wrapped a join input in a derived table
+    # (`_q0`), and its select list already refers to the columns through it.
+    tree.set("expressions", [exp.alias_(e.this if isinstance(e, exp.Alias) else e, _flat(c), quoted=True)
+                             for e, c in zip(tree.expressions, node.output)])
     return tree, {c: (None, _flat(c)) for c in node.output}
+
+
+IN_LIST_LIMIT = 1000  # more keys than this narrow by their range instead
+
+
+def key_condition(column: Column, values: list) -> exp.Expression:
+    """`col IN (v, ...)`, or `col BETWEEN min AND max` for many keys: literals made by
+    sqlglot from the values, never spliced into SQL text."""
+    target = exp.column(column[1], table=column[0], quoted=True)
+    if len(values) <= IN_LIST_LIMIT:
+        return exp.In(this=target, expressions=[exp.convert(v) for v in values])
+    return exp.Between(this=target, low=exp.convert(min(values)), high=exp.convert(max(values)))
+
+
+def _narrowed(node: Node, condition: exp.Expression) -> Node:
+    if isinstance(node, Scan) and node.limit is None:
+        return replace(node, filters=node.filters + (condition,))
+    return Filter(node, condition)
 
 
 def render_fragment(index: int, node: Node, source: str, dialect: Dialect) -> tuple[RemoteFragment, dict]:
     tree, renamed = _output_columns(node)
     params = renumber_parameters(tree)
+
+    def narrow(column: Column, values: list) -> str:
+        narrowed, _ = _output_columns(_narrowed(node, key_condition(column, values)))
+        renumber_parameters(narrowed)  # the key condition comes last: numbering is unchanged
+        return dialect.to_sql(narrowed)
+
     fragment = RemoteFragment(f"frag_{index}", source, dialect.to_sql(tree),
-                              lambda: dialect.to_sql(describe_tree(tree)), bool(params), params)
+                              lambda: dialect.to_sql(describe_tree(tree)), bool(params), params,
+                              narrow=narrow)
     qualifiers = {q for q, _ in node.output}
     name = exp.to_identifier(fragment.name, quoted=True)
     if renamed is not None:
@@ -74,19 +102,23 @@ def render_fragment(index: int, node: Node, source: str, dialect: Dialect) -> tu
 
 
 def render(plan: Node, found: list[Node], catalog: CatalogSnapshot, engine: Dialect):
-    """(fragments, residual tree or None, residual params) for the plan."""
+    """(fragments, residual tree or None, residual params, dynamic filters) for the plan."""
     fragments = []
     replacements = {}
+    names, fields = {}, {}
     for index, node in enumerate(found):
         source = _source_of(node)
         fragment, replacement = render_fragment(index, node, source, catalog.sources[source].dialect)
         fragments.append(fragment)
         replacements[id(node)] = replacement
+        names[id(node)] = fragment.name
+        # How each of the fragment's columns is named in the rows it returns.
+        fields[id(node)] = {c: replacement[1].get(c, (None, c[1]))[1] for c in node.output}
     if len(found) == 1 and found[0] is plan:
-        return fragments, None, ()
+        return fragments, None, (), ()
     residual = Unparser(lambda scan: remote_table(scan), replacements).query(plan)
     params = renumber_parameters(residual)
-    return fragments, residual, params
+    return fragments, residual, params, dynamic_filters.find(plan, names, fields)
 
 
 def _source_of(node: Node) -> str:

@@ -169,7 +169,8 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     logical = build(tree, catalog)
     optimized = optimize(logical, RuleContext(catalog), BATCHES)
     found, _ = fragments(optimized, catalog)
-    pieces, residual, residual_params = physical.render(optimized, found, catalog, ENGINE_DIALECT)
+    pieces, residual, residual_params, dynamic = physical.render(optimized, found, catalog,
+                                                                 ENGINE_DIALECT)
     explained = tuple(str(optimized).splitlines())
     conjuncts = tuple(conjunct_lines(optimized, catalog))
     if residual is None:
@@ -178,7 +179,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     return QueryPlan(tuple(pieces), ENGINE_DIALECT.to_sql(residual),
                      lambda: ENGINE_DIALECT.to_sql(physical.describe_tree(residual)), pg_types, names,
                      residual_params, optimized=explained, conjuncts=conjuncts,
-                     estimated_rows=estimate_rows(found),
+                     estimated_rows=estimate_rows(found), dynamic_filters=dynamic,
                      residual_render=lambda engine: ENGINES[engine].to_sql(residual))
 
 

@@ -20,6 +20,9 @@ class RemoteFragment:
     uses_params: bool = False  # whether the statement's parameters are bound to it
     # Statement parameter numbers bound to this fragment's $1, $2, ... in order.
     param_numbers: tuple[int, ...] = ()
+    # The same fragment with `column IN (values)` (or a range) added: dynamic filtering.
+    narrow: Callable[[tuple[str | None, str], list], str] | None = field(default=None, repr=False,
+                                                                       compare=False)
 
     @cached_property
     def describe_sql(self) -> str:
@@ -43,6 +46,8 @@ class QueryPlan:
     residual_params: tuple[int, ...] = ()  # statement parameter numbers of the residual's $1..
     optimized: tuple[str, ...] = ()  # the optimized logical plan, as EXPLAIN shows it
     conjuncts: tuple[str, ...] = ()  # one line per filter conjunct: where it runs, and why
+    # Fragments to narrow with another fragment's join keys (planner.dynamic_filters).
+    dynamic_filters: tuple = ()
     # Rows the engine is expected to read: the fragments' estimated output (None: unknown).
     estimated_rows: int | None = None
     # Renders the residual for another engine ("spark"); residual_sql is DuckDB's.

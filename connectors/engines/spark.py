@@ -15,12 +15,12 @@ import asyncio
 import itertools
 import logging
 import threading
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from connectors.base import BatchStream
+from connectors.base import BatchStream, TableStream
 from gateway.errors import QUERY_CANCELED, PgError, from_exception
 
 _tags = itertools.count(1)
@@ -42,26 +42,6 @@ def _sparkable(table: pa.Table) -> pa.Table:
         columns.append(column)
         fields.append(pa.field(field.name, column.type))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
-
-
-class TableStream:
-    """A finished result handed out batch by batch."""
-
-    def __init__(self, table: pa.Table) -> None:
-        self.schema = table.schema
-        self._batches = iter(table.to_batches(max_chunksize=65_536))
-
-    def __aiter__(self) -> AsyncIterator[pa.RecordBatch]:
-        return self
-
-    async def __anext__(self) -> pa.RecordBatch:
-        batch = next(self._batches, None)
-        if batch is None:
-            raise StopAsyncIteration
-        return batch
-
-    async def aclose(self) -> None:
-        self._batches = iter(())
 
 
 class SparkEngine:

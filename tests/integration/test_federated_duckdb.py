@@ -117,3 +117,28 @@ async def test_large_federated_work_goes_to_spark_by_estimate(two_sources, tmp_p
         auto.stop()
     assert "Engine spark (about " in federated and "over spark_threshold_rows" in federated
     assert "Engine duckdb (SET fedgate.engine)" in chosen
+
+
+async def test_dynamic_filter_narrows_the_bigger_side(two_sources) -> None:
+    """The 97-row customers fragment is read first and orders fetch only joinable rows."""
+    gateway, reference = two_sources
+    sql = "select count(*), sum(o.total) from orders o join customers c on o.cust = c.id where c.tier = 'gold'"
+    conn = await asyncpg.connect(gateway.dsn)
+    try:
+        narrowed = [r[0] for r in await conn.fetch("explain analyze " + sql)]
+        answer = tuple(await conn.fetchrow(sql))
+        await conn.execute("SET fedgate.dynamic_filtering = off")
+        plain = [r[0] for r in await conn.fetch("explain analyze " + sql)]
+        assert tuple(await conn.fetchrow(sql)) == answer
+    finally:
+        await conn.close()
+    want = reference.sql(sqlglot.transpile(sql, read="postgres", write="duckdb")[0]).fetchall()[0]
+    assert _approx(answer) == _approx(want)
+
+    def fetched(lines: list[str], source: str) -> int:
+        line = next(x for x in lines if x.startswith("Analyze frag_") and f" on {source}:" in x)
+        return int(line.split(": ")[1].split(" rows")[0])
+
+    assert any(line.startswith("Dynamic filter: frag_0 narrowed to 33 keys of frag_1") for line in narrowed)
+    assert not any(line.startswith("Dynamic filter") for line in plain)
+    assert fetched(narrowed, "sales") < fetched(plain, "sales") / 2
