@@ -181,4 +181,3 @@ async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
         where = f"frag_0 on {fragment.source}" if fragment else "engine"
         lines.append(f"Analyze {where}: {rows} rows in {elapsed * 1000:.1f} ms (no engine)")
     return lines
-
