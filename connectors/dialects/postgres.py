@@ -1,0 +1,33 @@
+"""PostgreSQL as a source: its answers are PostgreSQL's by definition.
+
+Everything ships EXACT except volatile functions (`now()`, `random()`, ...), which are
+evaluated once by the gateway, never per source (DESIGN.md §4). The remote session runs in
+UTC with ISO DateStyle and `extra_float_digits = 3` (connectors.postgres sets them), so
+rendered literals and fetched text mean the same on both sides. Text ordering follows the
+remote database's collation, which is the PostgreSQL answer for that data.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from connectors.base import EXACT, Classification, Dialect, Pushdown, TableInfo, volatile_reason
+
+NAME = "postgres"
+
+
+def classify(expression: exp.Expression, table: TableInfo | None = None) -> Classification:
+    reason = volatile_reason(expression)
+    if reason is not None:
+        return Classification(Pushdown.UNSUPPORTED, reason)
+    return EXACT
+
+
+def to_postgres(tree: exp.Expression) -> str:
+    return tree.sql("postgres")
+
+
+DIALECT = Dialect(name=NAME, sqlglot="postgres", paramstyle="$n", classify=classify,
+                  render=to_postgres,
+                  ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union",
+                                   "window", "subquery"}))

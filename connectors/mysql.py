@@ -1,0 +1,228 @@
+"""A MySQL/MariaDB database as a federated source (asyncmy, one pool per source).
+
+Rows stream through an unbuffered cursor (SSCursor) `BATCH_ROWS` at a time, so memory
+stays bounded. `aclose()` of an unfinished stream sends `KILL QUERY <id>` on a separate
+connection: the server stops, and the streaming connection is dropped rather than
+drained. Every session runs with `time_zone = '+00:00'` and a binary NO PAD connection
+collation (so comparisons of literals are PostgreSQL's), in a consistent-snapshot
+read-only transaction per query. `$n` parameters arrive as markers (see
+connectors.dialects.mysql) and are replaced by literals rendered with sqlglot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import asyncmy
+import pyarrow as pa
+import sqlglot
+from asyncmy.cursors import SSCursor
+from sqlglot import exp, tokens
+
+from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
+from connectors.dialects import mysql as mysql_dialect
+from connectors.mysql_types import catalog_field, result_field, to_array
+from connectors.scan_sql import scan_tree
+from gateway.errors import (CONNECTION_EXCEPTION, INTERNAL_ERROR, QUERY_CANCELED,
+                            SYNTAX_ERROR, UNDEFINED_COLUMN, UNDEFINED_TABLE, PgError)
+
+BATCH_ROWS = 65_536
+# MySQL error numbers -> SQLSTATE the client expects from PostgreSQL.
+_ERRORS = {1146: UNDEFINED_TABLE, 1054: UNDEFINED_COLUMN, 1064: SYNTAX_ERROR,
+           1317: QUERY_CANCELED, 3024: QUERY_CANCELED}
+
+
+def mysql_error(exc: BaseException) -> PgError:
+    if isinstance(exc, PgError):
+        return exc
+    args = getattr(exc, "args", ())
+    if len(args) == 2 and isinstance(args[0], int):
+        code = _ERRORS.get(args[0], INTERNAL_ERROR if args[0] < 2000 else CONNECTION_EXCEPTION)
+        return PgError(code, f"mysql: {args[1]}")
+    return PgError(INTERNAL_ERROR, f"mysql: {type(exc).__name__}: {exc}")
+
+
+def bind_markers(sql: str, params: Sequence[Any]) -> str:
+    """Replace the dialect's parameter markers (tokens, never inside strings) by literals."""
+    pieces, last = [], 0
+    for token in tokens.Tokenizer().tokenize(sql) if params else ():
+        text = token.text
+        if text.startswith("__fedgate_param_") and text.endswith("__"):
+            index = int(text[len("__fedgate_param_"):-2]) - 1
+            pieces.append(sql[last:token.start])
+            pieces.append(exp.convert(params[index]).sql("mysql"))
+            last = token.end + 1
+    pieces.append(sql[last:])
+    return "".join(pieces)
+
+
+class MySQLSource:
+    dialect = mysql_dialect.DIALECT
+
+    def __init__(self, name: str, dsn: str, *, pool_size: int = 10) -> None:
+        url = urlparse(dsn)
+        if url.scheme not in ("mysql", "mariadb") or not url.path.strip("/"):
+            raise ValueError("mysql dsn must look like mysql://user:pw@host:port/database")
+        self.name = name
+        self.database = url.path.strip("/")
+        self._connect = dict(host=url.hostname or "127.0.0.1", port=url.port or 3306,
+                             user=unquote(url.username or "root"),
+                             password=unquote(url.password or ""), db=self.database,
+                             charset="utf8mb4", autocommit=True)
+        self.pool_size = pool_size
+        self._pool: Any = None
+        self._lock = asyncio.Lock()
+
+    async def pool(self) -> Any:
+        async with self._lock:
+            if self._pool is None:
+                try:
+                    probe = await asyncmy.connect(**self._connect)
+                    async with probe.cursor() as cur:
+                        await cur.execute("SELECT VERSION()")
+                        version = (await cur.fetchone())[0]
+                    await probe.ensure_closed()
+                except (OSError, asyncmy.errors.Error) as exc:
+                    raise mysql_error(exc) from exc
+                collation = "utf8mb4_nopad_bin" if "MariaDB" in version else "utf8mb4_0900_bin"
+                init = f"SET time_zone = '+00:00', NAMES utf8mb4 COLLATE {collation}"
+                self._pool = await asyncmy.create_pool(minsize=1, maxsize=self.pool_size,
+                                                       init_command=init, **self._connect)
+            return self._pool
+
+    async def tables(self) -> list[TableInfo]:
+        pool = await self.pool()
+        async with pool.acquire() as conn, conn.cursor() as cur:
+            await cur.execute(
+                "SELECT TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES "
+                "WHERE TABLE_SCHEMA = %s ORDER BY TABLE_NAME", (self.database,))
+            tables = await cur.fetchall()
+            await cur.execute(
+                "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, "
+                "NUMERIC_SCALE, COLLATION_NAME, IS_NULLABLE, COLUMN_KEY "
+                "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                "ORDER BY TABLE_NAME, ORDINAL_POSITION", (self.database,))
+            columns = await cur.fetchall()
+        fields: dict[str, list[pa.Field]] = {t[0]: [] for t in tables}
+        keys: dict[str, list[str]] = {}
+        for table, column, dtype, ctype, prec, scale, coll, nullable, key in columns:
+            fields.setdefault(table, []).append(
+                catalog_field(column, dtype, ctype, prec, scale, coll, nullable == "YES"))
+            if key == "PRI":
+                keys.setdefault(table, []).append(column)
+        return [TableInfo(TableRef(self.name, name, remote_name=name), pa.schema(fields[name]),
+                          row_estimate=rows, primary_key=tuple(keys.get(name, ())))
+                for name, rows in tables]
+
+    def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:
+        return [self.dialect.classify(f, None).pushdown for f in filters]
+
+    async def run_remote(self, sql: str, params: Sequence[Any] = (),
+                         schema: pa.Schema | None = None) -> BatchStream:
+        pool = await self.pool()
+        stream = MySQLStream(self, pool, await pool.acquire(), schema)
+        await stream.start(bind_markers(sql, params))
+        return stream
+
+    async def describe(self, sql: str, params: Sequence[Any] = ()) -> pa.Schema:
+        wrapped = exp.select("*").from_(
+            sqlglot.parse_one(bind_markers(sql, params), read="mysql").subquery("described")
+        ).limit(0).sql("mysql", identify=True)
+        stream = await self.run_remote(wrapped)
+        await stream.aclose()
+        return stream.schema
+
+    async def scan(self, req: ScanRequest) -> BatchStream:
+        info = {t.ref.name: t for t in await self.tables()}.get(req.table.name)
+        schema = None
+        if info is not None and req.columns:
+            schema = pa.schema([info.schema.field(c) for c in req.columns])
+        return await self.run_remote(self.dialect.to_sql(scan_tree(req)), schema=schema)
+
+    async def kill_query(self, thread_id: int) -> None:
+        conn = await asyncmy.connect(**self._connect)
+        try:
+            async with conn.cursor() as cur:
+                await cur.execute(f"KILL QUERY {int(thread_id)}")
+        finally:
+            await conn.ensure_closed()
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            await self._pool.wait_closed()
+            self._pool = None
+
+
+class MySQLStream:
+    def __init__(self, source: MySQLSource, pool: Any, conn: Any, schema: pa.Schema | None):
+        self._source, self._pool, self._conn = source, pool, conn
+        self._given = schema
+        self.schema = schema or pa.schema([])
+        self._cursor: Any = None
+        self._first: list[tuple] | None = None
+        self._done = False
+
+    async def start(self, sql: str) -> None:
+        try:
+            self._cursor = self._conn.cursor(SSCursor)
+            await self._cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            await self._cursor.execute(sql)
+            self._first = list(await self._cursor.fetchmany(BATCH_ROWS))
+        except asyncmy.errors.Error as exc:
+            await self.aclose(broken=True)
+            raise mysql_error(exc) from exc
+        if self._given is None:
+            self.schema = pa.schema([result_field(d) for d in self._cursor.description or ()])
+        if len(self._first) < BATCH_ROWS:
+            # The whole result is here; reading the end marker now frees the connection.
+            rest = list(await self._cursor.fetchmany(BATCH_ROWS))
+            self._first.extend(rest)
+            self._done = True
+
+    def _batch(self, rows: list[tuple]) -> pa.RecordBatch:
+        columns = list(zip(*rows))
+        arrays = [to_array(list(c), f.type) for c, f in zip(columns, self.schema)]
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(
+            [f.with_type(a.type) for f, a in zip(self.schema, arrays)]))
+
+    def __aiter__(self) -> MySQLStream:
+        return self
+
+    async def __anext__(self) -> pa.RecordBatch:
+        if self._first:
+            rows, self._first = self._first, None
+            return self._batch(rows)
+        if self._done or self._cursor is None:
+            await self.aclose()
+            raise StopAsyncIteration
+        try:
+            rows = list(await self._cursor.fetchmany(BATCH_ROWS))
+        except asyncmy.errors.Error as exc:
+            await self.aclose(broken=True)
+            raise mysql_error(exc) from exc
+        if not rows:
+            self._done = True  # every row read: the connection can be reused
+            await self.aclose()
+            raise StopAsyncIteration
+        return self._batch(rows)
+
+    async def aclose(self, broken: bool = False) -> None:
+        if self._done and self._conn is None:
+            return
+        exhausted, self._done = self._done, True
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        if not exhausted and not broken:
+            # Unread rows: stop the server's work, then drop the connection unread.
+            await self._source.kill_query(conn.thread_id)
+            conn.close()
+        elif not broken:
+            await conn.rollback()
+        else:
+            conn.close()
+        await self._pool.release(conn)

@@ -1,0 +1,32 @@
+"""A `ScanRequest` as a PostgreSQL-dialect sqlglot query, for sources that run SQL.
+
+Semantics (DESIGN.md §2): filter, then limit, then projection. Filters arrive with columns
+qualified by the query's alias; the scan reads one table, so qualifiers are dropped.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from connectors.base import ScanRequest
+
+
+def scan_tree(req: ScanRequest) -> exp.Select:
+    schema, name = req.table.remote
+    table = exp.table_(name, db=schema, quoted=True)
+    columns = [exp.column(c, quoted=True) for c in req.columns] or [exp.Literal.number(1)]
+    query = exp.select(*columns).from_(table)
+    for condition in req.filters:
+        query = query.where(_unqualified(condition), copy=False)
+    if req.limit is not None:
+        query = query.limit(req.limit, copy=False)
+    return query
+
+
+def _unqualified(condition: exp.Expression) -> exp.Expression:
+    condition = condition.copy()
+    for column in condition.find_all(exp.Column):
+        column.set("table", None)
+        column.set("db", None)
+        column.set("catalog", None)
+    return condition
