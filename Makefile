@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-fast system-deps clean
+.PHONY: run test test-fast system-deps node-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,14 +22,24 @@ system-deps:
 	@missing=""; \
 	command -v psql >/dev/null && command -v pgbench >/dev/null || missing="$$missing postgresql-client-15"; \
 	test -x $(PG_BIN)/initdb || missing="$$missing postgresql-15"; \
+	command -v mariadbd >/dev/null || test -x /usr/sbin/mariadbd || missing="$$missing mariadb-server"; \
 	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
+	command -v javac >/dev/null || missing="$$missing default-jdk-headless"; \
+	test -f /usr/share/java/postgresql.jar || missing="$$missing libpostgresql-jdbc-java"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; fi
 
 run: $(STAMP)
 	$(VENV)/bin/fedgate serve $(ARGS)
 
-test: $(STAMP) system-deps
+# node-postgres and pg-cursor for tests/compat/test_catalog_node.py (versions in its lock file).
+NODE_DIR := tests/compat/node
+node-deps: system-deps
+	test -d $(NODE_DIR)/node_modules/pg-cursor || (cd $(NODE_DIR) && npm ci --no-audit --no-fund)
+
+test: $(STAMP) system-deps node-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP)

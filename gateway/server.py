@@ -23,6 +23,7 @@ from connectors.engines.spark import SparkEngine
 from gateway.config import Config, ConfigError, demo_path
 from gateway.connection import Connection
 from gateway.execute import Executor
+from gateway.pg_catalog.mount import mount as mount_catalog
 from gateway.settings import VERSION_STRING
 from planner import CatalogSnapshot, PlanCache, SourceEntry
 
@@ -61,13 +62,45 @@ class ServerContext:
 
 
 def open_source(config: Config, name: str, kind: str, options: dict) -> Source:
+    """Create the source of one `[sources.<name>]` table (DESIGN.md §10)."""
+
+    def path_option(key: str = "path", required: bool = True) -> str | None:
+        value = options.get(key)
+        if value is None:
+            if required:
+                raise ConfigError(f"[sources.{name}] needs {key}")
+            return None
+        return str(config.base_dir / value) if not os.path.isabs(value) else value
+
+    def dsn_option() -> str:
+        if not isinstance(options.get("dsn"), str):
+            raise ConfigError(f"[sources.{name}] needs dsn")
+        return options["dsn"]
+
     if kind == "duckdb":
         if options.get("demo"):
             from gateway.demo import ensure_demo  # generating data is only the demo's job
             ensure_demo(demo_path(config.demo), config.demo.scale, progress=True)
-        path = config.base_dir / options["path"] if not os.path.isabs(options["path"]) else options["path"]
-        return DuckDBSource(name, path, schema=options.get("schema", "main"))
-    raise ConfigError(f"[sources.{name}] kind {kind!r} is not supported yet")
+        return DuckDBSource(name, path_option(), schema=options.get("schema", "main"),
+                            statement_log=path_option("statement_log", required=False))
+    # Driver imports stay inside their branch: a gateway without MySQL sources does not
+    # need the MySQL driver to start.
+    if kind == "postgres":
+        from connectors.postgres import PostgresSource
+        return PostgresSource(name, dsn_option(), schema=options.get("schema", "public"),
+                              pool_size=int(options.get("pool_size", 10)))
+    if kind == "mysql":
+        from connectors.mysql import MySQLSource
+        return MySQLSource(name, dsn_option(), pool_size=int(options.get("pool_size", 10)))
+    if kind == "sqlite":
+        from connectors.sqlite import SQLiteSource
+        return SQLiteSource(name, path_option(),
+                            statement_log=path_option("statement_log", required=False))
+    if kind in ("parquet", "csv"):
+        from connectors.files import FilesSource
+        return FilesSource(name, path_option(), file_format=kind,
+                           statement_log=path_option("statement_log", required=False))
+    raise ConfigError(f"[sources.{name}] kind {kind!r} is not supported")
 
 
 async def build_context(config: Config) -> ServerContext:
@@ -80,10 +113,14 @@ async def build_context(config: Config) -> ServerContext:
         tables = await source.tables()
         entries[source.name] = SourceEntry(source.name, source.dialect,
                                            {t.ref.name: t for t in tables})
+    # The emulated pg_catalog / information_schema: one more source, two schemas.
+    sessions: dict[int, Session] = {}
+    await mount_catalog(config.server.database, sources, entries, lambda: sessions)
     catalog = CatalogSnapshot(version=1, sources=entries)
     engines = {"duckdb": DuckDBEngine(),
                "spark": SparkEngine(config.engine.spark_master, config.engine.spark_remote)}
-    return ServerContext(config, sources, catalog, Executor(sources, engines, config.engine.default))
+    return ServerContext(config, sources, catalog,
+                         Executor(sources, engines, config.engine.default), sessions=sessions)
 
 
 async def serve(config: Config) -> None:

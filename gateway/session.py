@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from connectors.base import BatchStream
 from gateway import utility as util
+from gateway import copy_out, pg_catalog
 from gateway.execute import analyze
 from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT,
                             IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
@@ -107,6 +108,7 @@ class Session:
             m.CopyData: self._ignore, m.CopyDone: self._ignore, m.CopyFail: self._ignore,
             m.FunctionCall: self._on_function_call,
         }
+        pg_catalog.bind_session(self)  # catalog queries of this connection answer for us
 
     # --- output -------------------------------------------------------------------------
 
@@ -258,6 +260,7 @@ class Session:
 
     async def _on_sync(self, message: m.Sync) -> None:
         self.skipping = False
+        pg_catalog.note_idle(self)
         if not self.in_block:
             self._close_portals_sync(keep_unnamed=False)  # the implicit transaction ends
         self.write(encoder.ready_for_query(self.status))
@@ -271,6 +274,7 @@ class Session:
         if not statements:
             self.write(encoder.empty_query_response())
         for sql in statements:
+            pg_catalog.note_query(self, sql)  # for pg_stat_activity
             try:
                 prepared = self._prepare(sql, ())
                 portal = Portal(prepared, [], ())
@@ -285,6 +289,7 @@ class Session:
                 break
         if not self.in_block:
             self._close_portals_sync(keep_unnamed=False)
+        pg_catalog.note_idle(self)
         self.write(encoder.ready_for_query(self.status))
         await self.flush()
 
@@ -338,6 +343,7 @@ class Session:
 
     async def _on_execute(self, message: m.Execute) -> None:
         portal = self._portal(message.portal)
+        pg_catalog.note_query(self, portal.statement.sql)  # for pg_stat_activity
         await self._cancellable(self._execute(portal, message.max_rows, describe=False))
 
     async def _on_close(self, message: m.Close) -> None:
@@ -369,7 +375,12 @@ class Session:
                           "current transaction is aborted, commands ignored until end of transaction block")
 
     def plan_settings(self, declared: tuple[str | None, ...] = ()) -> PlanSettings:
-        return PlanSettings(search_path=self.settings.search_path, user=self.user,
+        # PostgreSQL searches pg_catalog implicitly. It goes last here rather than first:
+        # the planner takes current_schema() from the path's head.
+        path = self.settings.search_path
+        if "pg_catalog" not in path:
+            path = (*path, "pg_catalog")
+        return PlanSettings(search_path=path, user=self.user,
                             database=self.database, version=self.ctx.version_string,
                             declared_param_types=declared)
 
@@ -488,6 +499,11 @@ class Session:
     async def _execute_utility(self, portal: Portal, describe: bool) -> None:
         utility = portal.statement.utility
         assert utility is not None
+        if utility.kind == "copy":  # COPY ... TO STDOUT streams its own messages
+            assert utility.value is not None
+            await copy_out.run(self, utility.value)
+            portal.done = True
+            return
         if utility.kind == "explain":
             assert utility.value is not None
             plan = self._plan(utility.value, ())

@@ -79,7 +79,7 @@ class Utility:
     """A statement the session answers itself. `kind` names the handler."""
 
     kind: str  # set, reset, show, begin, commit, rollback, savepoint, release,
-    #            rollback_to, discard, deallocate, explain
+    #            rollback_to, discard, deallocate, explain, copy
     name: str | None = None  # GUC, savepoint or statement name
     value: str | None = None  # SET's value as written (quotes removed), EXPLAIN's query
     local: bool = False  # SET LOCAL
@@ -103,10 +103,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("discard", r"DISCARD\s+(ALL|PLANS|SEQUENCES|TEMP|TEMPORARY)"),
         ("deallocate", rf"DEALLOCATE(?:\s+PREPARE)?\s+({_IDENT})"),
         ("explain", r"EXPLAIN(?:\s+\((.*?)\)|\s+(ANALYZE|VERBOSE))*\s+(.+)"),
+        ("copy", r"COPY\s+.+"),  # parsed in full by gateway.copy_out
     ))
 _UTILITY_WORDS = re.compile(
     r"\s*(SET|RESET|SHOW|BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|DISCARD|"
-    r"DEALLOCATE|EXPLAIN)\b", re.IGNORECASE)
+    r"DEALLOCATE|EXPLAIN|COPY)\b", re.IGNORECASE)
 
 
 def _unquote_ident(text: str) -> str:
@@ -155,6 +156,8 @@ def parse_utility(sql: str) -> Utility | None:
         if kind == "explain":
             options = " ".join(g for g in m.groups()[:-1] if g).upper()
             return Utility("explain", value=m.group(3), analyze="ANALYZE" in options)
+        if kind == "copy":
+            return Utility("copy", value=text)
         return Utility(kind)
     return None
 

@@ -4,16 +4,277 @@ Clients' catalog queries use PostgreSQL-only forms (`OPERATOR(pg_catalog.~)`,
 `::regclass`, `COLLATE pg_catalog.default` ...). `normalize` rewrites the SQL text
 before parsing (token by token, never by splicing user values), `rewrite` the parsed tree
 afterwards. Both return their input unchanged when there is nothing to do.
+
+`rewrite` makes these plain:
+- `a OPERATOR(pg_catalog.~) b` -> `a ~ b` (any built-in operator);
+- `x COLLATE pg_catalog.default` / `"C"` / `"POSIX"` -> `x` (fedgate compares in C order);
+- `pg_catalog.f(...)` / `information_schema._pg_expandarray(...)` -> `f(...)`;
+- casts to the reg* types: a literal is looked up (`'t'::regclass` ->
+  `regclass_in('t')`, an OID); any other value stays the OID it is, except where it is
+  shown (a select-list item, or cast on to text), where it becomes its name
+  (`regclass_out(oid)`), which is what PostgreSQL prints;
+- `::oid` -> an unsigned 32-bit integer;
+- a statement with no table that calls a catalog function (`SELECT pg_backend_pid()`,
+  `SELECT 'int4'::regtype::oid`) reads FROM the catalog's one-row relation, so it is routed
+  to the catalog source, where those functions live.
 """
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Tokenizer, TokenType
+
+from gateway.pg_catalog.functions import MACROS
+
+ONE_ROW = "_fedgate_one_row"
+CATALOG_SCHEMAS = ("pg_catalog", "information_schema")
+_REG_TYPES = {"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole"}
+_COLLATIONS = {"default", "c", "posix", "pg_catalog.default", "pg_catalog.c",
+               "pg_catalog.posix", '"default"', '"c"', '"posix"', 'pg_catalog."default"',
+               'pg_catalog."c"', 'pg_catalog."posix"'}
+
+_OPERATORS = {
+    "~": lambda a, b: exp.RegexpLike(this=a, expression=b),
+    "!~": lambda a, b: exp.Not(this=exp.RegexpLike(this=a, expression=b)),
+    "~*": lambda a, b: exp.RegexpILike(this=a, expression=b),
+    "!~*": lambda a, b: exp.Not(this=exp.RegexpILike(this=a, expression=b)),
+    "~~": lambda a, b: exp.Like(this=a, expression=b),
+    "!~~": lambda a, b: exp.Not(this=exp.Like(this=a, expression=b)),
+    "~~*": lambda a, b: exp.ILike(this=a, expression=b),
+    "!~~*": lambda a, b: exp.Not(this=exp.ILike(this=a, expression=b)),
+    "=": lambda a, b: exp.EQ(this=a, expression=b),
+    "<>": lambda a, b: exp.NEQ(this=a, expression=b),
+    "!=": lambda a, b: exp.NEQ(this=a, expression=b),
+    "<": lambda a, b: exp.LT(this=a, expression=b),
+    "<=": lambda a, b: exp.LTE(this=a, expression=b),
+    ">": lambda a, b: exp.GT(this=a, expression=b),
+    ">=": lambda a, b: exp.GTE(this=a, expression=b),
+    "||": lambda a, b: exp.DPipe(this=a, expression=b),
+    "+": lambda a, b: exp.Add(this=a, expression=b),
+    "-": lambda a, b: exp.Sub(this=a, expression=b),
+}
+
+# Catalog functions a table-less statement may call (see the module docstring).
+CATALOG_FUNCTIONS = frozenset(MACROS) | {f"{t}_in" for t in _REG_TYPES} | {
+    f"{t}_out" for t in _REG_TYPES} | {"current_setting", "set_config", "current_schemas"}
+
+_OID_TYPES = {"oid", "regtype", "regclass", "regproc", "regprocedure", "regnamespace", "regrole"}
 
 
 def normalize(sql: str) -> str:
+    """Token-level fixes for what sqlglot cannot parse:
+    - `::oid[]` (and `::pg_catalog.regtype[]` ...): sqlglot reads `oid` as a special type
+      and then fails on `[]`; it becomes `::uint[]`, which the planner reports as `_oid`
+      (asyncpg's type introspection binds `$1::oid[]`, and asyncpg can encode only the
+      parameter types it knows without introspecting: _oid, not _int8);
+    - `OPERATOR(pg_catalog.op)` with an operator sqlglot splits: the bare operator.
+    Only type names and operators are replaced, never a value.
+    """
+    lowered = sql.lower()
+    if "[]" not in sql and "operator" not in lowered:
+        return sql
+    try:
+        tokens = Tokenizer().tokenize(sql)
+    except TokenError:  # the parser reports the same text's error, with its position
+        return sql
+    edits: list[tuple[int, int, str]] = []  # (start, end inclusive, replacement)
+    for i, token in enumerate(tokens):
+        if token.token_type == TokenType.DCOLON:
+            j = i + 1
+            if j + 1 < len(tokens) and tokens[j].text.lower() == "pg_catalog" and \
+                    tokens[j + 1].token_type == TokenType.DOT:
+                j += 2
+            if j + 2 < len(tokens) and tokens[j].text.lower() in _OID_TYPES and \
+                    tokens[j + 1].token_type == TokenType.L_BRACKET and \
+                    tokens[j + 2].token_type == TokenType.R_BRACKET:
+                edits.append((tokens[i + 1].start, tokens[j].end, "uint"))
+        elif token.text.upper() == "OPERATOR" and i + 1 < len(tokens) and \
+                tokens[i + 1].token_type == TokenType.L_PAREN:
+            close = next((k for k in range(i + 2, len(tokens))
+                          if tokens[k].token_type == TokenType.R_PAREN), None)
+            if close is None:
+                continue
+            operator = sql[tokens[i + 1].end + 1:tokens[close].start].strip()
+            if operator.lower().startswith("pg_catalog."):
+                operator = operator[len("pg_catalog."):]
+            if operator in _OPERATORS:
+                edits.append((token.start, tokens[close].end, f" {operator} "))
+    for start, end, text in reversed(edits):
+        sql = sql[:start] + text + sql[end + 1:]
     return sql
 
 
 def rewrite(tree: exp.Expression) -> exp.Expression:
-    return tree
+    # Children before parents, so a rewrite sees its operands already plain
+    # ('int4'::regtype::oid: the inner cast becomes regtype_in() first).
+    for node in reversed(list(tree.dfs())):
+        new = _plain(node)
+        if new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
+    return _route_table_less(tree)
+
+
+def _plain(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Operator):
+        op = str(node.args.get("operator") or "").strip().removeprefix("pg_catalog.")
+        build = _OPERATORS.get(op)
+        if build is not None:
+            return build(node.this, node.expression)
+        return node
+    if isinstance(node, exp.Collate):
+        if node.expression.sql("postgres").lower() in _COLLATIONS:
+            return node.this
+        return node
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func) and \
+            isinstance(node.this, exp.Identifier) and node.this.name.lower() in CATALOG_SCHEMAS:
+        return _unqualified(node.expression)
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Func) and \
+            (node.db or "").lower() in CATALOG_SCHEMAS:
+        node.set("db", None)
+        return node
+    if isinstance(node, exp.DataType):
+        return _unqualified_type(node)
+    if isinstance(node, exp.Cast):
+        return _cast(node)
+    return node
+
+
+def _unqualified_type(datatype: exp.DataType) -> exp.DataType:
+    """`pg_catalog.text` -> `text` (sqlglot reads a qualified type as user-defined)."""
+    if datatype.this != exp.DataType.Type.USERDEFINED:
+        return datatype
+    kind = datatype.args.get("kind")
+    text = kind.sql("postgres") if isinstance(kind, exp.Expression) else str(kind or "")
+    if not text.lower().startswith("pg_catalog."):
+        return datatype
+    name = text[len("pg_catalog."):]
+    if name.lower().strip('"') in _REG_TYPES or name.lower() == "oid":
+        return exp.DataType(this=exp.DataType.Type.USERDEFINED, kind=name.lower())
+    try:
+        return exp.DataType.build(name, dialect="postgres")
+    except (ValueError, ParseError):  # a type sqlglot does not know: keep it user-defined
+        return exp.DataType(this=exp.DataType.Type.USERDEFINED, kind=name)
+
+
+def _unqualified(func: exp.Func) -> exp.Expression:
+    """`pg_catalog.f(args)` as the plain call sqlglot would have parsed for `f(args)`."""
+    if not isinstance(func, exp.Anonymous):
+        return func
+    name = func.name
+    try:
+        return exp.func(name, *func.expressions, dialect="postgres")
+    except (ValueError, TypeError):  # a function sqlglot builds only from other arguments
+        return func
+
+
+def _reg_type(datatype: exp.DataType) -> str | None:
+    if isinstance(datatype, exp.ObjectIdentifier):
+        name = datatype.name.lower()
+    elif datatype.this == exp.DataType.Type.USERDEFINED:
+        kind = datatype.args.get("kind")
+        name = (kind.sql("postgres") if isinstance(kind, exp.Expression) else str(kind or ""))
+        name = name.lower().removeprefix("pg_catalog.")
+    else:
+        return None
+    return name if name in _REG_TYPES or name == "oid" else None
+
+
+def _array_literal(node: exp.Cast) -> exp.Expression:
+    """'{a,"b c",NULL}'::text[] -> ARRAY['a', 'b c', NULL]::text[] (one dimension):
+    PostgreSQL's array input syntax, which no engine of ours parses."""
+    value = node.this
+    if not (node.to.this == exp.DataType.Type.ARRAY and isinstance(value, exp.Literal)
+            and value.is_string):
+        return node
+    text = value.this.strip()
+    if not (text.startswith("{") and text.endswith("}")) or "{" in text[1:-1]:
+        return node
+    items: list[exp.Expression] = []
+    for match in re.finditer(r'\s*(?:"((?:[^"\\]|\\.)*)"|([^,]*?))\s*(?:,|$)', text[1:-1]):
+        quoted, bare = match.group(1), match.group(2)
+        if quoted is None and not bare and match.end() >= len(text) - 2 and not items \
+                and not text[1:-1].strip():
+            break
+        if quoted is not None:
+            items.append(exp.Literal.string(re.sub(r"\\(.)", r"\1", quoted)))
+        elif bare.upper() == "NULL":
+            items.append(exp.null())
+        else:
+            items.append(exp.Literal.string(bare))
+        if match.end() >= len(text) - 2:
+            break
+    return exp.Cast(this=exp.Array(expressions=items), to=node.to)
+
+
+def _cast(node: exp.Cast) -> exp.Expression:
+    target = _reg_type(node.to)
+    if target is None:
+        return _array_literal(node)
+    value = node.this
+    if target == "oid":
+        return exp.Cast(this=value, to=exp.DataType.build("UINT"))
+    kind = "regproc" if target == "regprocedure" else target
+    if _is_text(value):
+        # A name to look up; a bind parameter is a name too ($1::regclass, as psycopg sends).
+        value = exp.Anonymous(this=f"{kind}_in", expressions=[value])
+    elif isinstance(value, exp.Literal):
+        value = exp.Cast(this=value, to=exp.DataType.build("UINT"))
+    if not _shown(node):
+        return value
+    return exp.Anonymous(this=f"{kind}_out", expressions=[value])
+
+
+_TEXT_FUNCTIONS = {"format", "concat", "quote_ident", "lower", "upper", "trim", "btrim",
+                   "replace", "substring", "substr", "current_setting"}
+
+
+def _is_text(value: exp.Expression) -> bool:
+    """Whether a reg* cast's operand is a name (text) rather than an OID."""
+    if isinstance(value, exp.Literal):
+        return value.is_string
+    if isinstance(value, (exp.Placeholder, exp.Parameter, exp.DPipe, exp.Concat)):
+        return True
+    if isinstance(value, exp.Cast):
+        return value.to.is_type(*exp.DataType.TEXT_TYPES, exp.DataType.Type.NAME)
+    if isinstance(value, exp.Func):
+        name = value.name if isinstance(value, exp.Anonymous) else value.sql_name()
+        return name.lower() in _TEXT_FUNCTIONS
+    return False
+
+
+def _shown(node: exp.Expression) -> bool:
+    """Whether the value is printed (a select-list item, or cast on to a text type)."""
+    parent = node.parent
+    if isinstance(parent, exp.Cast):
+        return parent.to.is_type(*exp.DataType.TEXT_TYPES, exp.DataType.Type.NAME)
+    if isinstance(parent, exp.Alias):
+        parent = parent.parent
+    return isinstance(parent, exp.Select) and node.arg_key in ("expressions", "this") and \
+        any(e is node or (isinstance(e, exp.Alias) and e.this is node)
+            for e in parent.expressions)
+
+
+def _calls_catalog(tree: exp.Expression) -> bool:
+    for func in tree.find_all(exp.Func):
+        name = func.name if isinstance(func, exp.Anonymous) else func.sql_name()
+        if name.lower() in CATALOG_FUNCTIONS:
+            return True
+    return False
+
+
+def _route_table_less(tree: exp.Expression) -> exp.Expression:
+    if not isinstance(tree, exp.Select):
+        return tree
+    named_tables = [t for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier)]
+    if named_tables or not _calls_catalog(tree):
+        return tree
+    one_row = exp.table_(ONE_ROW, db="pg_catalog")
+    if tree.args.get("from_") is None and tree.args.get("from") is None:
+        return tree.from_(one_row)
+    return tree.join(one_row, join_type="cross")

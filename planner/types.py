@@ -35,6 +35,12 @@ _FROM_PG: dict[str, str] = {
 def pg_type_name(datatype: exp.DataType | None) -> str | None:
     if datatype is None:
         return None
+    if datatype.this == T.ARRAY and datatype.expressions:
+        # $1::oid[] (asyncpg's type introspection) arrives as uint[] (planner.pgcompat).
+        if datatype.expressions[0].this == T.UINT:
+            return "_oid"
+        element = pg_type_name(datatype.expressions[0])
+        return f"_{element}" if element else None
     return _PG_NAMES.get(datatype.this)
 
 

@@ -1,0 +1,113 @@
+"""Which session a catalog query runs for, and its per-query tables.
+
+The executor calls `Source.run_remote(sql, params)` without naming a session, so the
+session binds itself to a context variable when it is created (`bind_session`); asyncio
+copies the context into every task the connection starts, so the catalog source sees
+the session whose statement it is answering. `session_tables` turns that session into
+the small Arrow tables the macros and views read (`fg_session`, `fg_settings`,
+`fg_activity`); building them costs microseconds, so they are made per query and the
+plan cache can share catalog plans between sessions.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+
+
+# Server settings clients read with current_setting() that sessions cannot change here
+# (asyncpg reads `jit` before its type introspection, inside the client's transaction).
+READ_ONLY_SERVER_SETTINGS = {
+    "jit": "off", "max_index_keys": "32", "block_size": "8192", "max_function_args": "100",
+    "default_text_search_config": "pg_catalog.english", "work_mem": "4MB",
+}
+
+_current: contextvars.ContextVar[Any] = contextvars.ContextVar("fedgate_session", default=None)
+
+
+def bind_session(session: Any) -> None:
+    """Make `session` the one catalog queries from this task (and its children) answer for."""
+    _current.set(session)
+
+
+def current_session() -> Any:
+    return _current.get()
+
+
+@dataclass
+class Activity:
+    """What pg_stat_activity shows for one session (kept on the session by the catalog)."""
+
+    backend_start: datetime
+    query: str = ""
+    query_start: datetime | None = None
+    state: str = "idle"
+
+
+def note_query(session: Any, sql: str) -> None:
+    """Record the statement a session is running, for pg_stat_activity."""
+    activity = activity_of(session)
+    activity.query = sql
+    activity.query_start = datetime.now(timezone.utc)
+    activity.state = "active"
+
+
+def note_idle(session: Any) -> None:
+    activity_of(session).state = "idle"
+
+
+def activity_of(session: Any) -> Activity:
+    activity = getattr(session, "_pg_activity", None)
+    if activity is None:
+        activity = Activity(datetime.now(timezone.utc))
+        session._pg_activity = activity
+    return activity
+
+
+def effective_path(search_path: Iterable[str], schemas: Iterable[str]) -> tuple[list[str], list[str]]:
+    """current_schemas(false) and current_schemas(true): existing schemas of the path, and
+    the same with pg_catalog searched first unless the path names it."""
+    known = set(schemas)
+    explicit = [s for s in search_path if s in known]
+    effective = explicit if "pg_catalog" in explicit else ["pg_catalog", *explicit]
+    return explicit, effective
+
+
+def session_tables(session: Any, schemas: Iterable[str],
+                   sessions: Callable[[], Mapping[int, Any]]) -> dict[str, pa.Table]:
+    if session is None:
+        raise RuntimeError("a catalog query ran outside any session")
+    settings = session.settings
+    explicit, effective = effective_path(settings.search_path, schemas)
+    fg_session = pa.table({
+        "user": [session.user], "database": [session.database], "pid": pa.array([session.pid], pa.int32()),
+        "explicit": pa.array([explicit], pa.list_(pa.string())),
+        "effective": pa.array([effective], pa.list_(pa.string())),
+    })
+    values = {**READ_ONLY_SERVER_SETTINGS, **settings.values}
+    names = sorted(values)
+    fg_settings = pa.table({"name": names, "setting": [values[n] for n in names]})
+    rows = []
+    for pid, other in sorted(sessions().items()):
+        act = activity_of(other)
+        peer = getattr(other.writer, "get_extra_info", lambda _: None)("peername")
+        rows.append((pid, other.user, other.settings.values.get("application_name", ""),
+                     peer[0] if peer else None, peer[1] if peer else None, act.backend_start,
+                     act.query_start if act.state == "active" else None, act.query_start,
+                     act.state, act.query))
+    cols = list(zip(*rows)) if rows else [[] for _ in range(10)]
+    ts = pa.timestamp("us", tz="UTC")
+    fg_activity = pa.table({
+        "pid": pa.array(cols[0], pa.int32()), "usename": pa.array(cols[1], pa.string()),
+        "application_name": pa.array(cols[2], pa.string()),
+        "client_addr": pa.array(cols[3], pa.string()), "client_port": pa.array(cols[4], pa.int32()),
+        "backend_start": pa.array(cols[5], ts), "xact_start": pa.array(cols[6], ts),
+        "query_start": pa.array(cols[7], ts), "state": pa.array(cols[8], pa.string()),
+        "query": pa.array(cols[9], pa.string()),
+    })
+    return {"fg_session": fg_session, "fg_settings": fg_settings, "fg_activity": fg_activity}
