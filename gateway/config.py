@@ -78,6 +78,7 @@ class Config:
     sources: tuple[SourceConfig, ...] = ()
     demo: DemoConfig = DemoConfig()
     base_dir: Path = Path(".")
+    catalog_refresh_s: float = 60.0  # [catalog] refresh_seconds; 0 turns the periodic refresh off
 
     @property
     def uses_demo(self) -> bool:
@@ -152,6 +153,12 @@ def parse_config(data: dict[str, Any], base_dir: Path = Path(".")) -> Config:
         sources.append(SourceConfig(DEMO_SOURCE, "duckdb", {"path": str(demo_path(demo)), "demo": True}))
 
     catalog = data.get("catalog", {})
+    unknown_catalog = set(catalog) - {"search_path", "refresh_seconds"}
+    if unknown_catalog:
+        raise ConfigError(f"unknown key(s) in [catalog]: {', '.join(sorted(unknown_catalog))}")
+    refresh_s = catalog.get("refresh_seconds", 60)
+    if not isinstance(refresh_s, (int, float)) or refresh_s < 0:
+        raise ConfigError("[catalog] refresh_seconds must be a number of seconds >= 0")
     search_path = tuple(catalog.get("search_path", [s.name for s in sources[:1]]))
     names = {s.name for s in sources}
     for schema in search_path:
@@ -161,7 +168,8 @@ def parse_config(data: dict[str, Any], base_dir: Path = Path(".")) -> Config:
     if not is_loopback(server.host) and not users:
         raise ConfigError("a non-loopback [server] host requires [[users]] (trust is loopback-only)")
     return Config(server=server, engine=engine, search_path=search_path, users=tuple(users),
-                  sources=tuple(sources), demo=demo, base_dir=base_dir)
+                  sources=tuple(sources), demo=demo, base_dir=base_dir,
+                  catalog_refresh_s=float(refresh_s))
 
 
 def load_config(path: str | os.PathLike[str] | None = None, **server_overrides: Any) -> Config:

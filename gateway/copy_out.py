@@ -190,8 +190,9 @@ async def run(session: Session, sql: str) -> None:
     """Answer one COPY statement on `session`: CopyOutResponse, CopyData..., CopyDone,
     CommandComplete (the caller sends ReadyForQuery)."""
     copy = parse_copy(sql)
-    plan = session.ctx.plans.get(copy.query, session.ctx.catalog, session.plan_settings())
-    stream = await session.ctx.executor.run(plan, [])
+    plan = await session.plan_query(copy.query)
+    stream = await session.ctx.executor.run(plan, [], session.engine_for(plan)[0],
+                                            session.dynamic_filtering)
     try:
         session.write(encoder.copy_out_response(0, [0] * len(stream.schema)))
         if copy.header:

@@ -13,6 +13,8 @@ import logging
 import os
 import signal
 import sys
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -23,7 +25,9 @@ from connectors.engines.spark import SparkEngine
 from gateway.config import Config, ConfigError, demo_path
 from gateway.connection import Connection
 from gateway.execute import Executor
+from gateway.pg_catalog.mount import SYSTEM_SCHEMAS, with_catalog
 from gateway.pg_catalog.mount import mount as mount_catalog
+from gateway.pg_catalog.source import CatalogSource
 from gateway.settings import VERSION_STRING
 from planner import CatalogSnapshot, PlanCache, SourceEntry
 
@@ -42,7 +46,32 @@ class ServerContext:
     plans: PlanCache = field(default_factory=PlanCache)
     sessions: dict[int, Session] = field(default_factory=dict)
     version_string: str = VERSION_STRING
+    catalog_source: CatalogSource | None = None
     _pids: itertools.count = field(default_factory=lambda: itertools.count(os.getpid() * 1000 % 2**30 + 1))
+    _refreshed: float = field(default_factory=time.monotonic)
+    _refresh_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def refresh_catalog(self, min_interval_s: float = 1.0) -> bool:
+        """Re-read every source's tables; any change becomes a new catalog version (which
+        also retires cached plans). At most one refresh per `min_interval_s`."""
+        async with self._refresh_lock:
+            if time.monotonic() - self._refreshed < min_interval_s:
+                return False
+            self._refreshed = time.monotonic()
+            entries = {}
+            for name, source in self.sources.items():
+                if name in SYSTEM_SCHEMAS:
+                    continue
+                entries[name] = SourceEntry(name, source.dialect,
+                                            {t.ref.name: t for t in await source.tables()})
+            if _shapes(entries) == _shapes(self.catalog.sources):
+                return False
+            snapshot = CatalogSnapshot(self.catalog.version + 1, entries)
+            if self.catalog_source is not None:
+                snapshot = await with_catalog(snapshot, self.catalog_source)
+            self.catalog = snapshot
+            log.info("catalog refreshed: version %d", snapshot.version)
+            return True
 
     def next_pid(self) -> int:
         return next(self._pids)
@@ -59,6 +88,12 @@ class ServerContext:
             await source.close()
         for engine in self.executor.engines.values():
             await engine.close()
+
+
+def _shapes(sources: Mapping[str, SourceEntry]) -> dict:
+    """Each user source's tables and their schemas: what a refresh compares."""
+    return {name: {table: info.schema for table, info in entry.tables.items()}
+            for name, entry in sources.items() if name not in SYSTEM_SCHEMAS}
 
 
 def open_source(config: Config, name: str, kind: str, options: dict) -> Source:
@@ -115,12 +150,13 @@ async def build_context(config: Config) -> ServerContext:
                                            {t.ref.name: t for t in tables})
     # The emulated pg_catalog / information_schema: one more source, two schemas.
     sessions: dict[int, Session] = {}
-    await mount_catalog(config.server.database, sources, entries, lambda: sessions)
+    catalog_source = await mount_catalog(config.server.database, sources, entries, lambda: sessions)
     catalog = CatalogSnapshot(version=1, sources=entries)
     engines = {"duckdb": DuckDBEngine(),
                "spark": SparkEngine(config.engine.spark_master, config.engine.spark_remote)}
     return ServerContext(config, sources, catalog,
-                         Executor(sources, engines, config.engine.default), sessions=sessions)
+                         Executor(sources, engines, config.engine.default), sessions=sessions,
+                         catalog_source=catalog_source)
 
 
 async def serve(config: Config) -> None:
@@ -137,6 +173,7 @@ async def serve(config: Config) -> None:
             connections.discard(task)
 
     server = await asyncio.start_server(accept, config.server.host, config.server.port)
+    refresher = asyncio.ensure_future(_refresh_periodically(ctx, config.catalog_refresh_s))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -149,10 +186,21 @@ async def serve(config: Config) -> None:
         await stop.wait()
         log.info("shutting down")
         server.close()
+        refresher.cancel()
         for task in list(connections):
             task.cancel()
         await asyncio.gather(*connections, return_exceptions=True)
     await ctx.close()
+
+
+async def _refresh_periodically(ctx: ServerContext, every_s: float) -> None:
+    """Pick up tables created or changed in the sources while the gateway runs."""
+    while every_s > 0:
+        await asyncio.sleep(every_s)
+        try:
+            await ctx.refresh_catalog()
+        except Exception:  # a source that is down now is tried again next round
+            log.exception("catalog refresh failed")
 
 
 def run(config: Config) -> None:

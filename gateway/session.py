@@ -24,7 +24,7 @@ from gateway.execute import analyze
 from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT,
                             IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
                             INVALID_SQL_STATEMENT_NAME, PROTOCOL_VIOLATION, QUERY_CANCELED,
-                            SYNTAX_ERROR, PgError, from_exception)
+                            SYNTAX_ERROR, UNDEFINED_TABLE, PgError, from_exception)
 from gateway.pgtypes import decode_param, pg_type_by_name, pg_type_by_oid
 from gateway.protocol import encoder
 from gateway.protocol import messages as m
@@ -276,7 +276,7 @@ class Session:
         for sql in statements:
             pg_catalog.note_query(self, sql)  # for pg_stat_activity
             try:
-                prepared = self._prepare(sql, ())
+                prepared = await self._prepare(sql, ())
                 portal = Portal(prepared, [], ())
                 await self._cancellable(self._execute(portal, 0, describe=True))
             except Exception as exc:  # PgError, or a bug of ours: either way the client hears
@@ -302,7 +302,7 @@ class Session:
         statements = split_statements(message.query)
         if len(statements) > 1:
             raise PgError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
-        prepared = self._prepare(statements[0] if statements else "", message.param_types)
+        prepared = await self._prepare(statements[0] if statements else "", message.param_types)
         self.statements[message.name] = prepared
         self.write(encoder.parse_complete())
 
@@ -384,24 +384,30 @@ class Session:
                             database=self.database, version=self.ctx.version_string,
                             declared_param_types=declared)
 
-    def _prepare(self, sql: str, declared_oids: tuple[int, ...]) -> Prepared:
+    async def _prepare(self, sql: str, declared_oids: tuple[int, ...]) -> Prepared:
         if not sql:
             return Prepared(sql, None, None, tuple(declared_oids))
         utility = parse_utility(sql)
         if utility is not None:
             if utility.kind == "explain":
                 assert utility.value is not None
-                self._plan(utility.value, ())  # report planning errors at Parse time
+                await self.plan_query(utility.value, ())  # report planning errors at Parse time
             return Prepared(sql, utility, None, tuple(declared_oids))
         self._check_not_failed(Prepared(sql, None, None, ()))
         declared = tuple(self._type_name(oid) for oid in declared_oids)
-        plan = self._plan(sql, declared)
+        plan = await self.plan_query(sql, declared)
         oids = tuple(declared_oids[i] if i < len(declared_oids) and declared_oids[i]
                      else self._type_oid(name) for i, name in enumerate(plan.param_types))
         return Prepared(sql, None, plan, oids)
 
-    def _plan(self, sql: str, declared: tuple[str | None, ...]) -> QueryPlan:
-        return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
+    async def plan_query(self, sql: str, declared: tuple[str | None, ...] = ()) -> QueryPlan:
+        try:
+            return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
+        except PgError as err:
+            # A table created in a source since the last refresh: look again, once.
+            if err.sqlstate != UNDEFINED_TABLE or not await self.ctx.refresh_catalog():
+                raise
+            return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
 
     @staticmethod
     def _type_name(oid: int) -> str | None:
@@ -506,7 +512,7 @@ class Session:
             return
         if utility.kind == "explain":
             assert utility.value is not None
-            plan = self._plan(utility.value, ())
+            plan = await self.plan_query(utility.value, ())
             engine, why = self.engine_for(plan)
             lines = await analyze(self.ctx.executor, plan, [], engine, why, self.dynamic_filtering) \
                 if utility.analyze else plan.explain(engine, why)
