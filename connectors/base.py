@@ -107,6 +107,9 @@ class Dialect:
     classify: Callable[[exp.Expression, TableInfo | None], Classification] = _ship_everything
     render: Callable[[exp.Expression], str] | None = None
     ships: frozenset[str] = frozenset()
+    # classify answers EXACT for more than single-table filters only when expressions carry
+    # their types (sqlglot's annotate_types): the planner annotates queries that touch it.
+    wants_types: bool = False
 
     def to_sql(self, tree: exp.Expression) -> str:
         return self.render(tree) if self.render is not None else tree.sql(self.sqlglot)

@@ -99,14 +99,14 @@ def _catalog_tables(tree: exp.Expression) -> list[exp.Table]:
             if isinstance(t.this, exp.Identifier) and not (not t.db and t.name in ctes)]
 
 
-def _annotate(tree: exp.Expression, catalog: CatalogSnapshot) -> exp.Expression:
+def _annotate(tree: exp.Expression, catalog: CatalogSnapshot, typed: bool = True) -> exp.Expression:
     try:
         qualified = qualify(tree, schema=catalog.sqlglot_schema, dialect="postgres",
                             quote_identifiers=False, validate_qualify_columns=False,
                             identify=False)
     except OptimizeError as exc:  # e.g. a column no table in scope has
         raise PgError(UNDEFINED_COLUMN, str(exc).split("\n")[0]) from exc
-    return annotate_types(qualified, schema=catalog.sqlglot_schema)
+    return annotate_types(qualified, schema=catalog.sqlglot_schema) if typed else qualified
 
 
 def _describe_tree(tree: exp.Expression) -> exp.Expression:
@@ -141,8 +141,12 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     shippable = single is not None and \
         single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
     param_types: list[exp.DataType] = []
-    if not shippable or parameters(tree) or declared or needs_types(tree):
-        tree = _annotate(tree, catalog)
+    typed = bool(parameters(tree) or declared or needs_types(tree)) or any(
+        catalog.sources[source].dialect.wants_types for source in sources)
+    if not shippable or typed:
+        # The federated path needs qualified columns; types cost as much again, so they
+        # are computed only when parameters, rewrites or a capability table need them.
+        tree = _annotate(tree, catalog, typed)
         param_types = infer_param_types(tree, declared)
         cast_parameters(tree, param_types)
     pg_types = tuple(pg_type_name(t) or "text" for t in param_types)
@@ -159,7 +163,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         where = tree.args.get("where") if isinstance(tree, exp.Select) else None
         shipped = tuple(f"Conjunct {c.sql('postgres')}: pushed exact (the whole statement runs "
                         f"on {single.name})" for c in split_conjuncts(where.this if where else None))
-        return QueryPlan((fragment,), None, None, pg_types, names, conjuncts=shipped)
+        return QueryPlan((fragment,), None, None, pg_types, names, details=lambda: ((), shipped))
     return _federated(tree, catalog, pg_types, names)
 
 
@@ -171,14 +175,15 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     found, _ = fragments(optimized, catalog)
     pieces, residual, residual_params, dynamic = physical.render(optimized, found, catalog,
                                                                  ENGINE_DIALECT)
-    explained = tuple(str(optimized).splitlines())
-    conjuncts = tuple(conjunct_lines(optimized, catalog))
+    def details() -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return tuple(str(optimized).splitlines()), tuple(conjunct_lines(optimized, catalog))
+
     if residual is None:
         return QueryPlan((pieces[0],), None, None, pg_types, names,
-                         optimized=explained, conjuncts=conjuncts)
+                         details=details)
     return QueryPlan(tuple(pieces), ENGINE_DIALECT.to_sql(residual),
                      lambda: ENGINE_DIALECT.to_sql(physical.describe_tree(residual)), pg_types, names,
-                     residual_params, optimized=explained, conjuncts=conjuncts,
+                     residual_params, details=details,
                      estimated_rows=estimate_rows(found), dynamic_filters=dynamic,
                      residual_render=lambda engine: ENGINES[engine].to_sql(residual))
 

@@ -44,8 +44,11 @@ class QueryPlan:
     param_types: tuple[str, ...] = ()  # PostgreSQL type names of $1..$n
     column_names: tuple[str, ...] | None = None  # None: take the names the rows carry
     residual_params: tuple[int, ...] = ()  # statement parameter numbers of the residual's $1..
-    optimized: tuple[str, ...] = ()  # the optimized logical plan, as EXPLAIN shows it
-    conjuncts: tuple[str, ...] = ()  # one line per filter conjunct: where it runs, and why
+    # EXPLAIN's account, rendered on first use (rendering every plan's text would cost as
+    # much as planning it): the optimized logical plan, and one line per filter conjunct
+    # saying where it runs and why.
+    details: Callable[[], tuple[tuple[str, ...], tuple[str, ...]]] | None = field(
+        default=None, repr=False, compare=False)
     # Fragments to narrow with another fragment's join keys (planner.dynamic_filters).
     dynamic_filters: tuple = ()
     # Rows the engine is expected to read: the fragments' estimated output (None: unknown).
@@ -57,6 +60,18 @@ class QueryPlan:
         if engine == "duckdb" or self.residual_render is None:
             return self.residual_sql
         return self.residual_render(engine)
+
+    @cached_property
+    def _details(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return self.details() if self.details is not None else ((), ())
+
+    @property
+    def optimized(self) -> tuple[str, ...]:
+        return self._details[0]
+
+    @property
+    def conjuncts(self) -> tuple[str, ...]:
+        return self._details[1]
 
     @cached_property
     def residual_describe_sql(self) -> str | None:

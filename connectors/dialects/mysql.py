@@ -180,4 +180,5 @@ def to_mysql(tree: exp.Expression) -> str:
 
 DIALECT = Dialect(name=NAME, sqlglot="mysql", paramstyle="$n", classify=classify,
                   render=to_mysql,
-                  ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union"}))
+                  ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union"}),
+                  wants_types=True)

@@ -122,4 +122,5 @@ def to_sqlite(tree: exp.Expression) -> str:
 
 DIALECT = Dialect(name=NAME, sqlglot="sqlite", paramstyle="?", classify=classify,
                   render=to_sqlite,
-                  ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union"}))
+                  ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union"}),
+                  wants_types=True)
