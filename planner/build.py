@@ -194,9 +194,15 @@ class Builder:
     def opaque(self, select: exp.Expression, reason: str) -> Opaque:
         """The whole scope as SQL, its catalog tables replaced by scan placeholders."""
         tree = select.copy()
+        # CTEs the scope reads are inlined as derived tables, as modelled scopes inline them
+        # (their WITH was detached); an inlined body may read another CTE, hence the loop.
+        while ctes := [t for t in tree.find_all(exp.Table) if not t.db and t.name in self.ctes]:
+            for table in ctes:
+                table.replace(exp.Subquery(this=self.ctes[table.name].copy(), alias=exp.TableAlias(
+                    this=exp.to_identifier(table.alias_or_name))))
         scans: list[Node] = []
         for table in list(tree.find_all(exp.Table)):
-            if not isinstance(table.this, exp.Identifier) or (not table.db and table.name in self.ctes):
+            if not isinstance(table.this, exp.Identifier):
                 continue
             info = self.catalog.resolve(table.name, table.db or None, ())
             alias = table.alias_or_name
@@ -205,8 +211,6 @@ class Builder:
             scans.append(Scan(info, alias))
             table.replace(exp.Table(this=exp.to_identifier(placeholder),
                                     alias=exp.TableAlias(this=exp.to_identifier(alias))))
-        if any(not table.db and table.name in self.ctes for table in tree.find_all(exp.Table)):
-            raise Unmodelled("a CTE used inside an unmodelled scope")
         names = tuple(_output_names(tree))
         positions = {f"__scan_{self.opaque_scans - len(scans) + i}": i for i in range(len(scans))}
         scans = _push_scope_filters(tree, scans, positions)

@@ -304,6 +304,8 @@ class Opaque(Node):
         return self.scans
 
     def with_children(self: N, children: tuple[Node, ...]) -> N:
+        if len(children) == len(self.scans) and all(a is b for a, b in zip(children, self.scans)):
+            return self  # a new tuple of the same scans is no change
         return replace(self, scans=children)
 
     @property

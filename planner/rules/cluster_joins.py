@@ -81,6 +81,16 @@ def _group(leaves: list[Node], builder: _Builder) -> list[Node]:
     return result
 
 
+def _same_shape(a: Node, b: Node) -> bool:
+    """Whether regrouping rebuilt the join tree it was given (already clustered)."""
+    if a is b:
+        return True
+    if isinstance(a, Join) and isinstance(b, Join):
+        return a.kind == b.kind and a.condition == b.condition and \
+            _same_shape(a.left, b.left) and _same_shape(a.right, b.right)
+    return False
+
+
 def cluster_joins(plan: Node, context: RuleContext) -> Node:
     def rewrite(node: Node) -> Node:
         if not (isinstance(node, Join) and node.kind in ("inner", "cross")):
@@ -101,6 +111,6 @@ def cluster_joins(plan: Node, context: RuleContext) -> Node:
             joined = builder.join(joined, group)
         if builder.pending:
             joined = Filter(joined, conjunction(builder.pending))
-        return joined
+        return node if _same_shape(joined, node) else joined
 
     return transform_up(plan, rewrite)

@@ -22,7 +22,10 @@ from planner.rules import transform_up
 
 
 def _limited(node: Node, rows: int) -> Node:
-    if isinstance(node, Limit) and node.offset == 0 and node.limit is not None and node.limit <= rows:
+    inner = node
+    while isinstance(inner, Project):  # a limit this rule already moved below a projection
+        inner = inner.input
+    if isinstance(inner, Limit) and inner.offset == 0 and inner.limit is not None and inner.limit <= rows:
         return node
     return Limit(node, rows, 0)
 
