@@ -37,7 +37,11 @@ class Unmodelled(Exception):
 
 
 def _reason(select: exp.Select) -> str | None:
-    for node in select.walk():
+    # Derived tables and CTE bodies are scopes of their own, built (or judged) separately.
+    def own_scope_ends(node: exp.Expression) -> bool:
+        return node is not select and _is_from_item(node, select)
+
+    for node in select.walk(prune=own_scope_ends):
         if node is select:
             continue
         if isinstance(node, exp.Window):
@@ -56,9 +60,8 @@ def _reason(select: exp.Select) -> str | None:
 
 
 def _is_from_item(node: exp.Expression, select: exp.Select) -> bool:
-    """A derived table directly in this select's FROM/JOIN (not an expression subquery)."""
-    parent = node.parent
-    return isinstance(parent, (exp.From, exp.Join)) and parent.parent is select
+    """A derived table in a FROM or JOIN (not an expression subquery)."""
+    return isinstance(node, exp.Subquery) and isinstance(node.parent, (exp.From, exp.Join))
 
 
 def _int_literal(node: exp.Expression | None, what: str) -> int | None:

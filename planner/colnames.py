@@ -56,6 +56,8 @@ def _strong_name(node: exp.Expression) -> str | None:
         return figure_colname(first) if first is not None else None
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
+    if isinstance(node, exp.Window):
+        return _strong_name(node.this)  # row_number() OVER (...) is "row_number"
     if isinstance(node, exp.Interval):
         return "interval"  # a typed literal is a cast in PostgreSQL's grammar
     for cls, name in _FUNCTION_NAMES.items():

@@ -50,6 +50,32 @@ def _context_type(param: exp.Parameter) -> exp.DataType | None:
                 return other.type
     if isinstance(parent, (exp.And, exp.Or, exp.Not, exp.Where, exp.Having)):
         return BOOLEAN
+    if isinstance(parent, (exp.Coalesce, exp.Nullif, exp.If, exp.Case, exp.Greatest, exp.Least)):
+        # Every branch shares one type: take a sibling's, as PostgreSQL's resolution does.
+        siblings = [v for v in parent.iter_expressions() if v is not param]
+        if isinstance(parent, exp.If):
+            case = parent.parent
+            branches = [parent.args.get("true"), parent.args.get("false")]
+            if isinstance(case, exp.Case):  # CASE WHEN ... THEN $1 ...: every THEN and ELSE
+                branches = [i.args.get("true") for i in case.args.get("ifs") or ()]
+                branches.append(case.args.get("default"))
+            siblings = [v for v in branches if v is not None and v is not param]
+        for sibling in siblings:
+            if is_known(sibling.type):
+                return sibling.type
+        if isinstance(parent, (exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least)) or \
+                isinstance(parent.parent, (exp.Case, exp.Coalesce)):
+            return _context_type_of(parent)
+    return None
+
+
+def _context_type_of(node: exp.Expression) -> exp.DataType | None:
+    """The type the context of `node` (a function over the parameter) expects."""
+    parent = node.parent
+    if isinstance(parent, exp.Binary) and not isinstance(parent, exp.Connector):
+        for other in (parent.this, parent.expression):
+            if other is not node and is_known(other.type):
+                return other.type
     return None
 
 

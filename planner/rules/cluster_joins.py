@@ -106,9 +106,12 @@ def cluster_joins(plan: Node, context: RuleContext) -> Node:
         groups = _group(leaves, builder)
         if len(groups) == len(leaves):
             return node
-        joined = groups[0]
-        for group in groups[1:]:
-            joined = builder.join(joined, group)
+        joined, remaining = groups[0], groups[1:]
+        while remaining:
+            # Prefer a group a join condition connects: never invent a cross product.
+            pick = next((g for g in remaining if builder.connected(joined, g)), remaining[0])
+            remaining = [g for g in remaining if g is not pick]
+            joined = builder.join(joined, pick)
         if builder.pending:
             joined = Filter(joined, conjunction(builder.pending))
         return node if _same_shape(joined, node) else joined
