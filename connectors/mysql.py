@@ -25,7 +25,7 @@ from sqlglot import exp, tokens
 from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
 from connectors.dialects import mysql as mysql_dialect
 from connectors.mysql_types import catalog_field, result_field, to_array
-from connectors.scan_sql import scan_tree
+from connectors.scan_sql import scan_schema, scan_tree
 from gateway.errors import (CONNECTION_EXCEPTION, INTERNAL_ERROR, QUERY_CANCELED,
                             SYNTAX_ERROR, UNDEFINED_COLUMN, UNDEFINED_TABLE, PgError)
 
@@ -136,10 +136,7 @@ class MySQLSource:
         return stream.schema
 
     async def scan(self, req: ScanRequest) -> BatchStream:
-        info = {t.ref.name: t for t in await self.tables()}.get(req.table.name)
-        schema = None
-        if info is not None and req.columns:
-            schema = pa.schema([info.schema.field(c) for c in req.columns])
+        schema = scan_schema(await self.tables(), req)
         return await self.run_remote(self.dialect.to_sql(scan_tree(req)), schema=schema)
 
     async def kill_query(self, thread_id: int) -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from connectors.base import ScanRequest
+import pyarrow as pa
+
+from connectors.base import ScanRequest, TableInfo
 
 
 def scan_tree(req: ScanRequest) -> exp.Select:
@@ -30,3 +32,11 @@ def _unqualified(condition: exp.Expression) -> exp.Expression:
         column.set("db", None)
         column.set("catalog", None)
     return condition
+
+
+def scan_schema(tables: list[TableInfo], req: ScanRequest) -> pa.Schema | None:
+    """The Arrow schema a scan's columns have in the catalog (None: let the rows tell)."""
+    info = next((t for t in tables if t.ref.name == req.table.name), None)
+    if info is None or not req.columns:
+        return None
+    return pa.schema([info.schema.field(c) for c in req.columns])

@@ -27,7 +27,7 @@ from sqlglot import exp
 
 from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
 from connectors.dialects import sqlite as sqlite_dialect
-from connectors.scan_sql import scan_tree
+from connectors.scan_sql import scan_schema, scan_tree
 from gateway.errors import (DIVISION_BY_ZERO, INTERNAL_ERROR, INVALID_TEXT_REPRESENTATION,
                             QUERY_CANCELED, SYNTAX_ERROR, UNDEFINED_TABLE, PgError)
 
@@ -149,10 +149,7 @@ class SQLiteSource:
         return stream.schema
 
     async def scan(self, req: ScanRequest) -> BatchStream:
-        info = {t.ref.name: t for t in await self.tables()}.get(req.table.name)
-        schema = None
-        if info is not None and req.columns:
-            schema = pa.schema([info.schema.field(c) for c in req.columns])
+        schema = scan_schema(await self.tables(), req)
         return await self.run_remote(self.dialect.to_sql(scan_tree(req)), schema=schema)
 
     async def close(self) -> None:

@@ -241,11 +241,9 @@ JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
 
 
 @dataclass(frozen=True, eq=False)
-class Join(Node):
+class TwoInputs(Node):
     left: Node
     right: Node
-    kind: str = "inner"
-    condition: exp.Expression | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -253,6 +251,12 @@ class Join(Node):
 
     def with_children(self: N, children: tuple[Node, ...]) -> N:
         return replace(self, left=children[0], right=children[1])
+
+
+@dataclass(frozen=True, eq=False)
+class Join(TwoInputs):
+    kind: str = "inner"
+    condition: exp.Expression | None = None
 
     @property
     def output(self) -> tuple[Column, ...]:
@@ -266,18 +270,9 @@ class Join(Node):
 
 
 @dataclass(frozen=True, eq=False)
-class SetOp(Node):
-    left: Node
-    right: Node
+class SetOp(TwoInputs):
     kind: str = "union"  # union, intersect, except
     distinct: bool = True
-
-    @property
-    def children(self) -> tuple[Node, ...]:
-        return (self.left, self.right)
-
-    def with_children(self: N, children: tuple[Node, ...]) -> N:
-        return replace(self, left=children[0], right=children[1])
 
     @property
     def output(self) -> tuple[Column, ...]:
