@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # psql and pgbench drive the client tests, some tests compare answers with a real
-# PostgreSQL 15 server, and the Spark engine needs a Java runtime; install what is missing.
+# PostgreSQL 15 server, the Spark engine needs a Java runtime (and the JDBC drivers to read
+# sources itself), the pgbench benchmark compares with PgBouncer; install what is missing.
 PG_BIN := /usr/lib/postgresql/15/bin
 system-deps:
 	@missing=""; \
@@ -26,6 +27,8 @@ system-deps:
 	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
 	command -v javac >/dev/null || missing="$$missing default-jdk-headless"; \
 	test -f /usr/share/java/postgresql.jar || missing="$$missing libpostgresql-jdbc-java"; \
+	test -f /usr/share/java/mariadb-java-client.jar || missing="$$missing libmariadb-java"; \
+	command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || missing="$$missing pgbouncer"; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
 	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
