@@ -28,6 +28,7 @@ from gateway.execute import Executor
 from gateway.pg_catalog.mount import SYSTEM_SCHEMAS, with_catalog
 from gateway.pg_catalog.mount import mount as mount_catalog
 from gateway.pg_catalog.source import CatalogSource
+from gateway.routing import Router
 from gateway.settings import VERSION_STRING
 from planner import CatalogSnapshot, PlanCache, SourceEntry
 
@@ -50,6 +51,12 @@ class ServerContext:
     _pids: itertools.count = field(default_factory=lambda: itertools.count(os.getpid() * 1000 % 2**30 + 1))
     _refreshed: float = field(default_factory=time.monotonic)
     _refresh_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    router: Router = field(init=False)
+    # DDL went to a source: read the catalog again before the next statement needs it.
+    catalog_stale: bool = False
+
+    def __post_init__(self) -> None:
+        self.router = Router(self)
 
     async def refresh_catalog(self, min_interval_s: float = 1.0) -> bool:
         """Re-read every source's tables; any change becomes a new catalog version (which
@@ -72,6 +79,11 @@ class ServerContext:
             self.catalog = snapshot
             log.info("catalog refreshed: version %d", snapshot.version)
             return True
+
+    async def refresh_if_stale(self) -> None:
+        if self.catalog_stale:
+            self.catalog_stale = False
+            await self.refresh_catalog(min_interval_s=0.0)
 
     def next_pid(self) -> int:
         return next(self._pids)

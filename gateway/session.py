@@ -17,11 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from connectors import pg_wire
 from connectors.base import BatchStream
+from connectors.pg_link import PgLink
 from gateway import utility as util
 from gateway import copy_out, pg_catalog
 from gateway.execute import analyze
-from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT,
+from gateway.links import SessionLinks
+from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT, FEATURE_NOT_SUPPORTED,
                             IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
                             INVALID_SQL_STATEMENT_NAME, PROTOCOL_VIOLATION, QUERY_CANCELED,
                             SYNTAX_ERROR, UNDEFINED_TABLE, PgError, from_exception)
@@ -29,6 +32,7 @@ from gateway.pgtypes import decode_param, pg_type_by_name, pg_type_by_oid
 from gateway.protocol import encoder
 from gateway.protocol import messages as m
 from gateway.results import encode_rows, resolve_formats, row_description
+from gateway.routing import Route
 from gateway.settings import REPORTED, SessionSettings
 from gateway.statements import Utility, parse_utility, split_statements
 from planner import PlanSettings, QueryPlan
@@ -51,10 +55,22 @@ class Prepared:
     plan: QueryPlan | None
     param_oids: tuple[int, ...]
     row_schema: pa.Schema | None = None  # cached answer to Describe
+    # Relayed to one PostgreSQL source (gateway.routing): no plan; the source described it.
+    route: Route | None = None
+    remote_fields: list[pg_wire.Field] | None = None
+    declared_oids: tuple[int, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return self.utility is None and self.plan is None
+        return self.utility is None and self.plan is None and self.route is None
+
+
+@dataclass
+class CopyIn:
+    """A COPY FROM STDIN relayed to a source, and the rest of its Query string."""
+    route: Route
+    link: PgLink
+    rest: list[str]
 
 
 @dataclass
@@ -65,6 +81,8 @@ class Portal:
     stream: BatchStream | None = None
     pending: list[pa.RecordBatch] = field(default_factory=list)
     done: bool = False
+    raw_params: list[bytes | None] = field(default_factory=list)  # relayed as the client sent them
+    param_formats: tuple[int, ...] = ()
 
     async def close(self) -> None:
         self.done = True
@@ -105,9 +123,12 @@ class Session:
             m.Query: self._on_query, m.Parse: self._on_parse, m.Bind: self._on_bind,
             m.Describe: self._on_describe, m.Execute: self._on_execute, m.Close: self._on_close,
             m.Sync: self._on_sync, m.Flush: self._on_flush, m.Terminate: self._on_terminate,
-            m.CopyData: self._ignore, m.CopyDone: self._ignore, m.CopyFail: self._ignore,
+            m.CopyData: self._on_copy_data, m.CopyDone: self._on_copy_done,
+            m.CopyFail: self._on_copy_fail,
             m.FunctionCall: self._on_function_call,
         }
+        self.links = SessionLinks(self)
+        self.copy_in: CopyIn | None = None
         pg_catalog.bind_session(self)  # catalog queries of this connection answer for us
 
     # --- output -------------------------------------------------------------------------
@@ -122,6 +143,11 @@ class Session:
             self._out.clear()
             self._out_bytes = 0
         await self.writer.drain()
+
+    async def maybe_flush(self) -> None:
+        """Send what is buffered once it is large (the relay calls this between rows)."""
+        if self._out_bytes >= FLUSH_BYTES:
+            await self.flush()
 
     @property
     def dynamic_filtering(self) -> bool:
@@ -176,6 +202,7 @@ class Session:
 
     def discard_all(self) -> None:
         self._close_portals_sync(keep_unnamed=False)
+        self.links.reset()
         self.statements.clear()
         self.reset_setting("all")
 
@@ -193,7 +220,7 @@ class Session:
             self._cancel_requested = True
             self._running.cancel()
 
-    async def _cancellable(self, work: Awaitable[None]) -> None:
+    async def _cancellable(self, work: Awaitable[Any]) -> Any:
         task = asyncio.ensure_future(work)
         self._running = task
         timeout_ms = self.settings.statement_timeout_ms
@@ -204,7 +231,7 @@ class Session:
                     task.cancel()
                     await asyncio.wait([task])
                     raise PgError(QUERY_CANCELED, "canceling statement due to statement timeout")
-            await task
+            return await task
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if self._cancel_requested and not (current and current.cancelling()):
@@ -273,9 +300,46 @@ class Session:
         statements = split_statements(message.sql)
         if not statements:
             self.write(encoder.empty_query_response())
-        for sql in statements:
+        if await self._run_statements(statements):
+            self._query_done()
+            await self.flush()
+
+    def _query_done(self) -> None:
+        if not self.in_block:
+            self._close_portals_sync(keep_unnamed=False)
+        pg_catalog.note_idle(self)
+        self.write(encoder.ready_for_query(self.status))
+
+    async def _route_fresh(self, sql: str) -> Route | None:
+        """`_route`, after reading the catalog again if DDL ran and the route needs it (a
+        read of a table created since: relayed, it sees this transaction's writes)."""
+        route = self._route(sql)
+        if route is None and self.ctx.catalog_stale:
+            await self.ctx.refresh_if_stale()
+            route = self._route(sql)
+        return route
+
+    def _route(self, sql: str) -> Route | None:
+        route = self.ctx.router.route(sql, self.settings.search_path,
+                                      self.in_block and self.links.active)
+        if route is not None and not route.writes and self.settings.values["fedgate.relay"] != "on":
+            return None
+        return route
+
+    async def _run_statements(self, statements: list[str]) -> bool:
+        """Run a simple Query's statements; False when a COPY FROM STDIN now waits for the
+        client's data (the rest runs when it ends)."""
+        for i, sql in enumerate(statements):
             pg_catalog.note_query(self, sql)  # for pg_stat_activity
             try:
+                route = await self._route_fresh(sql)
+                if route is not None:
+                    link = await self._cancellable(self.links.simple(route, sql))
+                    if link is not None:
+                        self.copy_in = CopyIn(route, link, statements[i + 1:])
+                        await self.flush()
+                        return False
+                    continue
                 prepared = await self._prepare(sql, ())
                 portal = Portal(prepared, [], ())
                 await self._cancellable(self._execute(portal, 0, describe=True))
@@ -287,11 +351,33 @@ class Session:
                     raise err from exc
                 self._report(err)
                 break
-        if not self.in_block:
-            self._close_portals_sync(keep_unnamed=False)
-        pg_catalog.note_idle(self)
-        self.write(encoder.ready_for_query(self.status))
-        await self.flush()
+        return True
+
+    # --- COPY FROM STDIN, relayed ---------------------------------------------------------
+
+    async def _on_copy_data(self, message: m.CopyData) -> None:
+        if self.copy_in is not None:
+            await self.copy_in.link.copy_in(pg_wire.copy_data(message.data))
+
+    async def _on_copy_done(self, message: m.CopyDone) -> None:
+        await self._end_copy(None)
+
+    async def _on_copy_fail(self, message: m.CopyFail) -> None:
+        await self._end_copy(f"COPY from stdin failed: {message.message}")
+
+    async def _end_copy(self, failure: str | None) -> None:
+        state, self.copy_in = self.copy_in, None
+        if state is None:
+            return  # PostgreSQL ignores copy messages outside COPY too
+        try:
+            await self._cancellable(self.links.copy_done(state.route, state.link, failure))
+            finished = await self._run_statements(state.rest)
+        except Exception as exc:
+            self._report(from_exception(exc))
+            finished = True
+        if finished:
+            self._query_done()
+            await self.flush()
 
     # --- extended query -------------------------------------------------------------------
 
@@ -302,9 +388,26 @@ class Session:
         statements = split_statements(message.query)
         if len(statements) > 1:
             raise PgError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
-        prepared = await self._prepare(statements[0] if statements else "", message.param_types)
+        sql = statements[0] if statements else ""
+        route = await self._route_fresh(sql) if sql else None
+        prepared = await self._prepare_relay(route, sql, message.param_types) if route else None
+        if prepared is None:
+            prepared = await self._prepare(sql, message.param_types)
         self.statements[message.name] = prepared
         self.write(encoder.parse_complete())
+
+    async def _prepare_relay(self, route: Route, sql: str, declared: tuple[int, ...]) -> Prepared | None:
+        """A statement relayed to its PostgreSQL source, described by the source. Reads
+        whose result types our catalog cannot describe to clients take the planner."""
+        if route.copy_in:
+            raise PgError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN is supported in simple queries only")
+        self._check_not_failed(Prepared(sql, None, None, ()))
+        remote = await self.links.prepare(route, sql, tuple(declared))
+        if not route.writes and remote.fields and any(pg_type_by_oid(f.type_oid) is None
+                                                      for f in remote.fields):
+            return None
+        return Prepared(sql, None, None, remote.param_oids, route=route,
+                        remote_fields=remote.fields, declared_oids=tuple(declared))
 
     async def _on_bind(self, message: m.Bind) -> None:
         prepared = self._statement(message.statement)
@@ -315,6 +418,15 @@ class Session:
             raise PgError(PROTOCOL_VIOLATION,
                           f"bind message supplies {len(message.params)} parameters, but prepared "
                           f'statement "{message.statement}" requires {len(prepared.param_oids)}')
+        if prepared.route is not None:
+            old = self.portals.pop(message.portal, None)
+            if old is not None:
+                await old.close()
+            self.portals[message.portal] = Portal(prepared, [], message.result_formats,
+                                                  raw_params=list(message.params),
+                                                  param_formats=tuple(message.param_formats))
+            self.write(encoder.bind_complete())
+            return
         formats = resolve_formats(message.param_formats, len(message.params))
         params = [decode_param(oid, fmt, data, index=i + 1, timezone=self.settings.timezone)
                   for i, (oid, fmt, data) in enumerate(zip(prepared.param_oids, formats, message.params))]
@@ -328,11 +440,17 @@ class Session:
         if message.kind == "S":
             prepared = self._statement(message.name)
             self.write(encoder.parameter_description(prepared.param_oids))
+            if prepared.route is not None:
+                self.write(_relayed_description(prepared, ()))
+                return
             schema = await self._describe(prepared)
             self.write(row_description(schema, ()) if schema is not None else encoder.no_data())
             return
         portal = self._portal(message.name)
         prepared = portal.statement
+        if prepared.route is not None:
+            self.write(_relayed_description(prepared, portal.formats))
+            return
         if prepared.utility is not None or prepared.empty:
             schema = await self._describe(prepared)
         else:
@@ -344,7 +462,33 @@ class Session:
     async def _on_execute(self, message: m.Execute) -> None:
         portal = self._portal(message.portal)
         pg_catalog.note_query(self, portal.statement.sql)  # for pg_stat_activity
+        if portal.statement.route is not None:
+            await self._cancellable(self._relay(portal, message.max_rows))
+            return
         await self._cancellable(self._execute(portal, message.max_rows, describe=False))
+
+    async def _relay(self, portal: Portal, max_rows: int) -> None:
+        prepared = portal.statement
+        if portal.done:
+            self.write(encoder.command_complete("SELECT 0"))
+            return
+        if max_rows and prepared.remote_fields and not (prepared.route and prepared.route.writes):
+            # A read fetched in pieces: the relay sends whole answers, the planner's
+            # portals can stop and resume.
+            await self._plan_instead(portal)
+            await self._execute(portal, max_rows, describe=False)
+            return
+        await self.links.execute(portal)
+        portal.done = True
+
+    async def _plan_instead(self, portal: Portal) -> None:
+        prepared = portal.statement
+        declared = tuple(self._type_name(oid) for oid in prepared.param_oids)
+        plan = await self.plan_query(prepared.sql, declared)
+        formats = resolve_formats(portal.param_formats, len(portal.raw_params))
+        portal.params = [decode_param(oid, fmt, data, index=i + 1, timezone=self.settings.timezone)
+                         for i, (oid, fmt, data) in enumerate(zip(prepared.param_oids, formats, portal.raw_params))]
+        portal.statement = Prepared(prepared.sql, None, plan, prepared.param_oids)
 
     async def _on_close(self, message: m.Close) -> None:
         if message.kind == "S":
@@ -389,8 +533,7 @@ class Session:
             return Prepared(sql, None, None, tuple(declared_oids))
         utility = parse_utility(sql)
         if utility is not None:
-            if utility.kind == "explain":
-                assert utility.value is not None
+            if utility.kind == "explain" and utility.value and self._route(utility.value) is None:
                 await self.plan_query(utility.value, ())  # report planning errors at Parse time
             return Prepared(sql, utility, None, tuple(declared_oids))
         self._check_not_failed(Prepared(sql, None, None, ()))
@@ -401,6 +544,7 @@ class Session:
         return Prepared(sql, None, plan, oids)
 
     async def plan_query(self, sql: str, declared: tuple[str | None, ...] = ()) -> QueryPlan:
+        await self.ctx.refresh_if_stale()
         try:
             return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
         except PgError as err:
@@ -510,7 +654,16 @@ class Session:
             await copy_out.run(self, utility.value)
             portal.done = True
             return
-        if utility.kind == "explain":
+        if utility.kind in _TRANSACTION_KINDS:
+            await self._transaction(portal, utility)
+            return
+        route = self._route(utility.value) if utility.kind == "explain" and utility.value else None
+        if route is not None and not utility.analyze:
+            lines = [f'Relay: the whole statement goes to source "{route.source}" (PostgreSQL '
+                     "evaluates all of it; no engine)",
+                     f"  Remote SQL: {route.sql or 'the statement as written'}"]
+            result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
+        elif utility.kind == "explain":
             assert utility.value is not None
             plan = await self.plan_query(utility.value, ())
             engine, why = self.engine_for(plan)
@@ -519,6 +672,27 @@ class Session:
             result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
         else:
             result = util.HANDLERS[utility.kind](self, utility)
+        self._utility_done(portal, result, describe)
+
+    async def _transaction(self, portal: Portal, utility: Utility) -> None:
+        """Transaction control: the session's status, and the sources the block touched."""
+        kind = utility.kind
+        error: PgError | None = None
+        if kind in ("commit", "rollback") and self.in_block:
+            try:
+                await self.links.end(commit=kind == "commit")
+            except PgError as err:
+                error = err
+        if kind == "begin" and not self.in_block:
+            self.links.begin_sql = portal.statement.sql
+        result = util.HANDLERS[kind](self, utility)
+        if kind in ("savepoint", "release", "rollback_to"):
+            await self.links.savepoint(kind, utility.name or "")
+        if error is not None:
+            raise error
+        self._utility_done(portal, result, False)
+
+    def _utility_done(self, portal: Portal, result: util.UtilityResult, describe: bool) -> None:
         for notice in result.notices:
             self.write(encoder.notice_response("WARNING", "25001" if "already" in notice else "25P01", notice))
         if result.rows is not None:
@@ -535,3 +709,13 @@ class Session:
         for portal in list(self.portals.values()):
             await portal.close()
         self.portals.clear()
+        self.links.close()
+
+
+_TRANSACTION_KINDS = frozenset({"begin", "commit", "rollback", "savepoint", "release", "rollback_to"})
+
+
+def _relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
+    if prepared.remote_fields is None:
+        return encoder.no_data()
+    return pg_wire.row_description(prepared.remote_fields, formats)

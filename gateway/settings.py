@@ -48,6 +48,9 @@ DEFAULTS: dict[str, str] = {
     "lc_ctype": "C",
     "fedgate.engine": "duckdb",
     "fedgate.dynamic_filtering": "on",
+    # Statements wholly in one PostgreSQL source go to it as written (gateway.routing).
+    # Off sends reads through the planner instead; writes always go to their source.
+    "fedgate.relay": "on",
 }
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
              "in_hot_standby", "is_superuser", "max_identifier_length", "lc_collate", "lc_ctype",
@@ -123,7 +126,7 @@ def validate(name: str, value: str) -> str:
         if value.lower() not in ("duckdb", "spark"):
             raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb" or "spark"')
         return value.lower()
-    if name in ("default_transaction_read_only", "fedgate.dynamic_filtering"):
+    if name in ("default_transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay"):
         return _check_on_off(name, value)
     return value
 

@@ -1,0 +1,166 @@
+"""A session's PostgreSQL links and the transaction they carry (DESIGN.md §5).
+
+`gateway.routing` decides that a statement goes to one PostgreSQL source; this module
+runs it there over the session's own link (`connectors.pg_link`), opened on first use and
+kept for the session, like a session-pooled connection.
+
+Transactions: BEGIN only moves the session's status. The first statement of the block
+that reaches a source starts the transaction there (BEGIN is pipelined in front of it),
+so a block touching one source costs what it costs on PostgreSQL itself. COMMIT and
+ROLLBACK go to every source the block touched. A block may read from several sources
+but write to one: the first write to a second source is refused (0A000) before anything
+reaches it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from connectors import pg_wire as w
+from connectors.pg_link import Outcome, PgLink, RemoteStatement
+from gateway.errors import FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError
+from gateway.routing import Route
+
+if TYPE_CHECKING:
+    from gateway.session import Portal, Session
+
+
+class SessionLinks:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.links: dict[str, PgLink] = {}
+        self.writer: str | None = None  # the source this transaction block wrote to
+        self.begin_sql = "BEGIN"
+        self.ddl = False  # DDL ran: the catalog is read again once it is visible
+
+    @property
+    def active(self) -> bool:
+        """A transaction block has reached a source (reads must go where writes went)."""
+        return any(link.status != "I" for link in self.links.values())
+
+    async def link(self, source: str) -> PgLink:
+        link = self.links.get(source)
+        if link is not None and not link.broken:
+            return link
+        ctx = self.session.ctx
+        remote = ctx.sources[source]
+        link = await PgLink.connect(source, remote.dsn, schema=remote.schema,  # type: ignore[attr-defined]
+                                    settings=self.session.settings.values,
+                                    read_only=source in ctx.router.read_only)
+        self.links[source] = link
+        return link
+
+    def _prefix(self, link: PgLink, *, begin: bool = True) -> tuple[bytes, int]:
+        """Commands to send ahead of a statement, as one pipelined exchange: the client's
+        formatting settings, and BEGIN when the block has not reached this source yet."""
+        commands = link.setting_commands(self.session.settings.values)
+        if begin and self.session.in_block and link.status == "I":
+            commands.append(self.begin_sql)
+            commands.extend(f'SAVEPOINT "{name}"' for name in self.session.savepoints)
+        return (w.query("; ".join(commands)), 1) if commands else (b"", 0)
+
+    def _check(self, route: Route) -> None:
+        session = self.session
+        if session.failed:
+            raise PgError(IN_FAILED_SQL_TRANSACTION,
+                          "current transaction is aborted, commands ignored until end of transaction block")
+        if route.writes and session.in_block and self.writer not in (None, route.source):
+            raise PgError(FEATURE_NOT_SUPPORTED,
+                          f'this transaction already wrote to source "{self.writer}"; a transaction '
+                          f'may write to one source only (not also "{route.source}")',
+                          hint="COMMIT first, then write to the other source in its own transaction.")
+
+    async def _finish(self, route: Route, outcome: Outcome) -> None:
+        if outcome.error is not None:
+            raise outcome.error
+        if route.writes and self.session.in_block:
+            self.writer = route.source
+        if route.ddl:
+            self.ddl = True
+            if not self.session.in_block:
+                self._stale()
+
+    def _stale(self) -> None:
+        """DDL is visible to other connections now: the catalog is read again before the
+        next statement is planned (once for a run of DDL, as `pgbench -i` sends); routing
+        does not wait for it (gateway.routing sends writes on unknown tables to the
+        first source on search_path, and reads on them to the planner)."""
+        self.ddl = False
+        self.session.ctx.catalog_stale = True
+
+    # --- running statements --------------------------------------------------------------
+
+    async def simple(self, route: Route, sql: str) -> PgLink | None:
+        """Relay one statement of a simple Query; returns the link when the source now
+        waits for COPY data."""
+        self._check(route)
+        link = await self.link(route.source)
+        prefix, quiet = self._prefix(link)
+        outcome = await link.relay(prefix + w.query(route.sql or sql), self.session,
+                                   ready=1 + quiet, quiet=quiet)
+        if outcome.copy_in:
+            return link
+        await self._finish(route, outcome)
+        return None
+
+    async def copy_done(self, route: Route, link: PgLink, failure: str | None) -> None:
+        message = w.COPY_DONE if failure is None else w.copy_fail(failure)
+        outcome = await link.relay(message, self.session)
+        await self._finish(route, outcome)
+
+    async def prepare(self, route: Route, sql: str, param_oids: tuple[int, ...]) -> RemoteStatement:
+        link = await self.link(route.source)
+        prefix, quiet = self._prefix(link, begin=False)
+        return await link.prepare(route.sql or sql, param_oids, prefix, quiet)
+
+    async def execute(self, portal: Portal) -> None:
+        prepared = portal.statement
+        route = prepared.route
+        assert route is not None
+        self._check(route)
+        link = await self.link(route.source)
+        statement = await link.prepare(route.sql or prepared.sql, prepared.declared_oids)
+        prefix, quiet = self._prefix(link)
+        payload = (prefix + w.bind("", statement.name, portal.param_formats, portal.raw_params,
+                                   portal.formats) + w.execute("", 0) + w.SYNC)
+        outcome = await link.relay(payload, self.session, ready=1 + quiet, quiet=quiet)
+        await self._finish(route, outcome)
+
+    # --- transaction control -------------------------------------------------------------
+
+    def _in_transaction(self) -> list[PgLink]:
+        touched = [link for link in self.links.values() if link.status != "I" and not link.broken]
+        # The source that was written to commits last: a failure before it leaves no write.
+        return sorted(touched, key=lambda link: link.source == self.writer)
+
+    async def end(self, commit: bool) -> None:
+        """COMMIT (or ROLLBACK) on every source the block touched."""
+        error: PgError | None = None
+        command = "COMMIT" if commit and not self.session.failed else "ROLLBACK"
+        for link in self._in_transaction():
+            outcome = await link.simple(command if error is None else "ROLLBACK")
+            error = error or outcome.error
+        self.writer = None
+        if self.ddl:
+            self._stale()
+        if error is not None:
+            raise error
+
+    async def savepoint(self, kind: str, name: str) -> None:
+        command = {"savepoint": "SAVEPOINT", "release": "RELEASE SAVEPOINT",
+                   "rollback_to": "ROLLBACK TO SAVEPOINT"}[kind]
+        for link in self._in_transaction():
+            outcome = await link.simple(f'{command} "{name}"')
+            if outcome.error is not None:
+                raise outcome.error
+
+    def reset(self) -> None:
+        """DISCARD ALL: drop the links (their prepared statements and temp tables go too)."""
+        self.close()
+
+    def close(self) -> None:
+        for link in self.links.values():
+            link.close()
+        self.links.clear()
+        self.writer = None
+
