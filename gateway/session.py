@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -300,9 +301,26 @@ class Session:
         statements = split_statements(message.sql)
         if not statements:
             self.write(encoder.empty_query_response())
-        if await self._run_statements(statements):
+        if _implicit_transaction(statements) and not self.in_block:
+            await self._run_implicit(statements)
+        elif await self._run_statements(statements):
             self._query_done()
             await self.flush()
+
+    async def _run_implicit(self, statements: list[str]) -> None:
+        """Several statements in one Query run as one transaction, as in PostgreSQL: a
+        failure undoes the earlier ones. The client sees no transaction block."""
+        self.begin_block()
+        try:
+            await self._run_statements(statements)
+            try:
+                await self.links.end(commit=True)
+            except PgError as err:
+                self._report(err)
+        finally:
+            self.end_block()
+        self._query_done()
+        await self.flush()
 
     def _query_done(self) -> None:
         if not self.in_block:
@@ -713,6 +731,15 @@ class Session:
 
 
 _TRANSACTION_KINDS = frozenset({"begin", "commit", "rollback", "savepoint", "release", "rollback_to"})
+_CONTROL = re.compile(r"\s*(BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE\s+TRANSACTION|"
+                      r"COPY|VACUUM|CREATE\s+DATABASE|DROP\s+DATABASE|CREATE\s+INDEX\s+CONCURRENTLY)\b",
+                      re.IGNORECASE)
+
+
+def _implicit_transaction(statements: list[str]) -> bool:
+    """Whether a multi-statement Query runs as one implicit transaction here: not when it
+    controls transactions itself, copies, or runs what cannot be inside a block."""
+    return len(statements) > 1 and not any(_CONTROL.match(sql) for sql in statements)
 
 
 def _relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
