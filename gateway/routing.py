@@ -18,7 +18,7 @@ pgbench's `... WHERE aid = 4711` is decided once, whatever the number.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import sqlglot
@@ -68,6 +68,8 @@ class Route:
     writes: bool
     sql: str | None = None   # what to send instead of the client's text (names rewritten)
     copy_in: bool = False    # COPY ... FROM STDIN
+    kind: str = "postgres"   # other kinds take writes only (connectors.writes)
+    tree: exp.Expression | None = field(default=None, compare=False)  # parsed, for them
 
     @property
     def ddl(self) -> bool:
@@ -151,10 +153,12 @@ class Router:
         assert source is not None
         kind = self.kinds.get(source)
         if kind != "postgres":
-            if writes:
-                raise PgError(FEATURE_NOT_SUPPORTED, f'writes to {kind} sources are not supported '
-                              f'yet (source "{source}")')
-            return None, True
+            if not writes:
+                return None, True
+            if tree is None or isinstance(tree, exp.Command) or copy is not None:
+                raise PgError(FEATURE_NOT_SUPPORTED,
+                              f'{verb.upper()} on {kind} sources is not supported (source "{source}")')
+            return Route(source, verb, True, kind=kind or "", tree=tree), False
         qualified = any(schema is not None for schema, _ in names)
         if not qualified:
             return Route(source, verb, writes, copy_in=copy is not None), True

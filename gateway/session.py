@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from connectors import pg_wire
+from sqlglot import exp
+
+from connectors import pg_wire, writes
 from connectors.base import BatchStream
 from connectors.pg_link import PgLink
 from gateway import utility as util
@@ -351,6 +353,9 @@ class Session:
             pg_catalog.note_query(self, sql)  # for pg_stat_activity
             try:
                 route = await self._route_fresh(sql)
+                if route is not None and route.kind != "postgres":
+                    await self._cancellable(self._write_elsewhere(route, [], describe=True))
+                    continue
                 if route is not None:
                     link = await self._cancellable(self.links.simple(route, sql))
                     if link is not None:
@@ -420,6 +425,15 @@ class Session:
         if route.copy_in:
             raise PgError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN is supported in simple queries only")
         self._check_not_failed(Prepared(sql, None, None, ()))
+        if route.kind != "postgres":
+            assert route.tree is not None
+            if route.tree.find(exp.Returning):
+                raise PgError(FEATURE_NOT_SUPPORTED, f"RETURNING from {route.kind} sources is "
+                              "supported in simple queries only")
+            count = max((n for n in map(writes.param_number, route.tree.find_all(exp.Placeholder, exp.Parameter))
+                         if n is not None), default=0)
+            oids = tuple(declared[i] if i < len(declared) and declared[i] else 25 for i in range(count))
+            return Prepared(sql, None, None, oids, route=route, declared_oids=tuple(declared))
         remote = await self.links.prepare(route, sql, tuple(declared))
         if not route.writes and remote.fields and any(pg_type_by_oid(f.type_oid) is None
                                                       for f in remote.fields):
@@ -490,6 +504,10 @@ class Session:
         if portal.done:
             self.write(encoder.command_complete("SELECT 0"))
             return
+        if prepared.route is not None and prepared.route.kind != "postgres":
+            await self._write_elsewhere(prepared.route, self._decoded(portal), describe=False)
+            portal.done = True
+            return
         if max_rows and prepared.remote_fields and not (prepared.route and prepared.route.writes):
             # A read fetched in pieces: the relay sends whole answers, the planner's
             # portals can stop and resume.
@@ -503,10 +521,35 @@ class Session:
         prepared = portal.statement
         declared = tuple(self._type_name(oid) for oid in prepared.param_oids)
         plan = await self.plan_query(prepared.sql, declared)
-        formats = resolve_formats(portal.param_formats, len(portal.raw_params))
-        portal.params = [decode_param(oid, fmt, data, index=i + 1, timezone=self.settings.timezone)
-                         for i, (oid, fmt, data) in enumerate(zip(prepared.param_oids, formats, portal.raw_params))]
+        portal.params = self._decoded(portal)
         portal.statement = Prepared(prepared.sql, None, plan, prepared.param_oids)
+
+    def _decoded(self, portal: Portal) -> list[Any]:
+        oids = portal.statement.param_oids
+        formats = resolve_formats(portal.param_formats, len(portal.raw_params))
+        return [decode_param(oid, fmt, data, index=i + 1, timezone=self.settings.timezone)
+                for i, (oid, fmt, data) in enumerate(zip(oids, formats, portal.raw_params))]
+
+    async def _write_elsewhere(self, route: Route, params: list[Any], *, describe: bool) -> None:
+        """A write to a SQLite or MySQL source: rendered in its dialect, committed alone."""
+        if self.failed:
+            raise PgError(IN_FAILED_SQL_TRANSACTION,
+                          "current transaction is aborted, commands ignored until end of transaction block")
+        if self.in_block:
+            raise PgError(FEATURE_NOT_SUPPORTED,
+                          f'writes to {route.kind} sources cannot be part of a transaction block '
+                          f'(source "{route.source}" commits each statement by itself)',
+                          hint="Run the statement outside BEGIN ... COMMIT.")
+        result = await writes.write(self.ctx.sources[route.source], route, params)
+        if result.rows is not None:
+            batch = result.rows.combine_chunks().to_batches()
+            if describe:
+                self.write(row_description(result.rows.schema, ()))
+            for b in batch:
+                self.write(encode_rows(b, resolve_formats((), b.num_columns), timezone=self.settings.timezone))
+        self.write(encoder.command_complete(result.tag))
+        if route.ddl:
+            self.ctx.catalog_stale = True
 
     async def _on_close(self, message: m.Close) -> None:
         if message.kind == "S":

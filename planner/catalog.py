@@ -48,5 +48,8 @@ class CatalogSnapshot:
                 for name, info in entry.tables.items()
             }
             for source, entry in self.sources.items()
+            # A source without tables would make the mapping's depth ambiguous to sqlglot,
+            # which then stops expanding `*` everywhere.
+            if entry.tables
         }
         return MappingSchema(mapping, dialect="duckdb", normalize=False)
