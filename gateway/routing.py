@@ -155,7 +155,9 @@ class Router:
         if kind != "postgres":
             if not writes:
                 return None, True
-            if tree is None or isinstance(tree, exp.Command) or copy is not None:
+            if copy is not None:
+                return Route(source, verb, True, copy_in=True, kind=kind or ""), False
+            if tree is None or isinstance(tree, exp.Command):
                 raise PgError(FEATURE_NOT_SUPPORTED,
                               f'{verb.upper()} on {kind} sources is not supported (source "{source}")')
             return Route(source, verb, True, kind=kind or "", tree=tree), False

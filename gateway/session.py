@@ -25,6 +25,7 @@ from connectors.base import BatchStream
 from connectors.pg_link import PgLink
 from gateway import utility as util
 from gateway import copy_out, pg_catalog
+from gateway import copy_in as copying
 from gateway.execute import analyze
 from gateway.links import SessionLinks
 from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT, FEATURE_NOT_SUPPORTED,
@@ -132,6 +133,8 @@ class Session:
         }
         self.links = SessionLinks(self)
         self.copy_in: CopyIn | None = None
+        self.copy_local: tuple[copying.CopyWriter, list[str]] | None = None
+        self.copy_error: PgError | None = None
         pg_catalog.bind_session(self)  # catalog queries of this connection answer for us
 
     # --- output -------------------------------------------------------------------------
@@ -353,6 +356,9 @@ class Session:
             pg_catalog.note_query(self, sql)  # for pg_stat_activity
             try:
                 route = await self._route_fresh(sql)
+                if route is not None and route.kind != "postgres" and route.copy_in:
+                    await self._start_local_copy(route, sql, statements[i + 1:])
+                    return False
                 if route is not None and route.kind != "postgres":
                     await self._cancellable(self._write_elsewhere(route, [], describe=True))
                     continue
@@ -378,9 +384,37 @@ class Session:
 
     # --- COPY FROM STDIN, relayed ---------------------------------------------------------
 
+    async def _start_local_copy(self, route: Route, sql: str, rest: list[str]) -> None:
+        """COPY FROM STDIN into a SQLite/MySQL source: the gateway takes the data itself."""
+        writes.check_writable(route.kind, route.source)
+        if self.in_block:
+            raise PgError(FEATURE_NOT_SUPPORTED, f"COPY into {route.kind} sources cannot be part of a "
+                          "transaction block")
+        entry = self.ctx.catalog.sources[route.source]
+        target = copying.parse_copy(sql, route.source, route.kind, [])
+        info = entry.tables.get(target.table)
+        if info is None:
+            raise PgError("42P01", f'relation "{target.table}" does not exist')
+        if not target.columns:
+            target.columns = list(info.schema.names)
+        target.types = {f.name: f.type for f in info.schema}
+        writer = copying.CopyWriter(self.ctx.sources[route.source], target)
+        await writer.open()
+        self.copy_local = (writer, rest)
+        self.write(encoder.copy_in_response(0, [0] * len(target.columns)))
+        await self.flush()
+
     async def _on_copy_data(self, message: m.CopyData) -> None:
         if self.copy_in is not None:
             await self.copy_in.link.copy_in(pg_wire.copy_data(message.data))
+        elif self.copy_local is not None:
+            writer = self.copy_local[0]
+            try:
+                chunk = copying.take_lines(writer.target, message.data, final=False)
+                if chunk:
+                    await writer.write(copying.parse_batch(writer.target, chunk))
+            except PgError as err:
+                self.copy_error = self.copy_error or err
 
     async def _on_copy_done(self, message: m.CopyDone) -> None:
         await self._end_copy(None)
@@ -388,7 +422,33 @@ class Session:
     async def _on_copy_fail(self, message: m.CopyFail) -> None:
         await self._end_copy(f"COPY from stdin failed: {message.message}")
 
+    async def _end_local_copy(self, failure: str | None) -> None:
+        assert self.copy_local is not None
+        (writer, rest), self.copy_local = self.copy_local, None
+        error, self.copy_error = self.copy_error, None
+        try:
+            if error is None and failure is None:
+                chunk = copying.take_lines(writer.target, b"", final=True)
+                if chunk:
+                    await writer.write(copying.parse_batch(writer.target, chunk))
+        except PgError as err:
+            error = err
+        error = error or (PgError(QUERY_CANCELED, failure) if failure else None)
+        await writer.finish(commit=error is None)
+        if error is not None:
+            self._report(error)
+            finished = True
+        else:
+            self.write(encoder.command_complete(f"COPY {writer.target.rows}"))
+            finished = await self._run_statements(rest)
+        if finished:
+            self._query_done()
+            await self.flush()
+
     async def _end_copy(self, failure: str | None) -> None:
+        if self.copy_local is not None:
+            await self._end_local_copy(failure)
+            return
         state, self.copy_in = self.copy_in, None
         if state is None:
             return  # PostgreSQL ignores copy messages outside COPY too
@@ -771,6 +831,9 @@ class Session:
             await portal.close()
         self.portals.clear()
         self.links.close()
+        if self.copy_local is not None:  # the client left mid-COPY: nothing of it stays
+            writer, self.copy_local = self.copy_local[0], None
+            await writer.finish(commit=False)
 
 
 _TRANSACTION_KINDS = frozenset({"begin", "commit", "rollback", "savepoint", "release", "rollback_to"})
