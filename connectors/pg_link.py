@@ -19,7 +19,7 @@ import itertools
 import logging
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from connectors import pg_wire as w
@@ -46,6 +46,16 @@ class RemoteStatement:
     name: str
     param_oids: tuple[int, ...]
     fields: list[w.Field] | None  # None: the statement returns no rows
+    _descriptions: dict[tuple[int, ...], bytes] = field(default_factory=dict, compare=False)
+
+    def description(self, formats: tuple[int, ...]) -> bytes | None:
+        """RowDescription for the client's result formats (None: NoData)."""
+        if self.fields is None:
+            return None
+        found = self._descriptions.get(formats)
+        if found is None:
+            found = self._descriptions[formats] = w.row_description(self.fields, formats)
+        return found
 
 
 @dataclass
@@ -92,6 +102,7 @@ class PgLink:
         self.broken = False
         self.settings: dict[str, str] = {}
         self.statements: dict[tuple[str, tuple[int, ...]], RemoteStatement] = {}
+        self._descriptions: dict[bytes, bytes] = {}
         self._names = itertools.count(1)
 
     # --- connecting ----------------------------------------------------------------------
@@ -248,7 +259,7 @@ class PgLink:
                 elif seen < quiet or tag in _SILENT or tag == _S:
                     continue
                 elif tag == _T:
-                    sink.write(w.row_description(w.row_description_fields(wire.body(begin, end)), ()))
+                    sink.write(self._description(wire.body(begin, end)))
                 elif tag == _G:
                     sink.write(bytes(wire.buffer[begin:end]))
                     outcome.copy_in = True
@@ -258,6 +269,16 @@ class PgLink:
         except asyncio.CancelledError:
             await self._interrupt(ready - seen)
             raise
+
+    def _description(self, body: bytes) -> bytes:
+        """The source's RowDescription as the client gets it (catalog references zeroed);
+        a statement run again sends the same bytes, so the answer is kept."""
+        found = self._descriptions.get(body)
+        if found is None:
+            if len(self._descriptions) >= STATEMENT_CACHE:
+                self._descriptions.clear()
+            found = self._descriptions[body] = w.row_description(w.row_description_fields(body), ())
+        return found
 
     async def copy_in(self, data: bytes) -> None:
         self.writer.write(data)

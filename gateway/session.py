@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from connectors import pg_wire, writes
 from connectors.base import BatchStream
-from connectors.pg_link import PgLink
+from connectors.pg_link import PgLink, RemoteStatement
 from gateway import utility as util
 from gateway import copy_out, pg_catalog
 from gateway import copy_in as copying
@@ -62,6 +62,7 @@ class Prepared:
     # Relayed to one PostgreSQL source (gateway.routing): no plan; the source described it.
     route: Route | None = None
     remote_fields: list[pg_wire.Field] | None = None
+    remote: RemoteStatement | None = None
     declared_oids: tuple[int, ...] = ()
 
     @property
@@ -122,7 +123,7 @@ class Session:
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._running: asyncio.Task[Any] | None = None
-        self._cancel_requested = False
+        self._cancel_reason: str | None = None
         self._handlers: dict[type, Callable[[Any], Awaitable[None]]] = {
             m.Query: self._on_query, m.Parse: self._on_parse, m.Bind: self._on_bind,
             m.Describe: self._on_describe, m.Execute: self._on_execute, m.Close: self._on_close,
@@ -220,32 +221,35 @@ class Session:
 
     # --- cancellation ---------------------------------------------------------------------
 
-    def cancel(self) -> None:
-        """A CancelRequest matched this session: stop the running statement, if any."""
-        if self._running is not None and not self._running.done():
-            self._cancel_requested = True
+    def cancel(self, reason: str = "user request") -> None:
+        """A CancelRequest matched this session (or its statement_timeout passed): stop
+        the running statement, if any."""
+        if self._running is not None and self._cancel_reason is None:
+            self._cancel_reason = reason
             self._running.cancel()
 
     async def _cancellable(self, work: Awaitable[Any]) -> Any:
-        task = asyncio.ensure_future(work)
+        """Run `work` in this task, so that a cancel or statement_timeout interrupts it
+        (its own cleanup stops the remote queries) and becomes a 57014 error. No task is
+        created: this is on every statement's path."""
+        task = asyncio.current_task()
+        assert task is not None
         self._running = task
         timeout_ms = self.settings.statement_timeout_ms
+        timer = asyncio.get_running_loop().call_later(
+            timeout_ms / 1000, self.cancel, "statement timeout") if timeout_ms else None
         try:
-            if timeout_ms:
-                done, _ = await asyncio.wait([task], timeout=timeout_ms / 1000)
-                if not done:
-                    task.cancel()
-                    await asyncio.wait([task])
-                    raise PgError(QUERY_CANCELED, "canceling statement due to statement timeout")
-            return await task
+            return await work
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if self._cancel_requested and not (current and current.cancelling()):
-                raise PgError(QUERY_CANCELED, "canceling statement due to user request") from None
+            reason = self._cancel_reason
+            if reason is not None and task.uncancel() == 0:
+                raise PgError(QUERY_CANCELED, f"canceling statement due to {reason}") from None
             raise
         finally:
+            if timer is not None:
+                timer.cancel()
             self._running = None
-            self._cancel_requested = False
+            self._cancel_reason = None
 
     # --- dispatch -------------------------------------------------------------------------
 
@@ -499,7 +503,7 @@ class Session:
                                                       for f in remote.fields):
             return None
         return Prepared(sql, None, None, remote.param_oids, route=route,
-                        remote_fields=remote.fields, declared_oids=tuple(declared))
+                        remote_fields=remote.fields, remote=remote, declared_oids=tuple(declared))
 
     async def _on_bind(self, message: m.Bind) -> None:
         prepared = self._statement(message.statement)
@@ -849,6 +853,5 @@ def _implicit_transaction(statements: list[str]) -> bool:
 
 
 def _relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
-    if prepared.remote_fields is None:
-        return encoder.no_data()
-    return pg_wire.row_description(prepared.remote_fields, formats)
+    found = prepared.remote.description(tuple(formats)) if prepared.remote is not None else None
+    return encoder.no_data() if found is None else found

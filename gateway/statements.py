@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
+# Text the character scanner would split exactly as `strip().rstrip(";")` does.
+_PLAIN = re.compile(r"[^;'\"$/-]*;?\s*")
 
 
 def split_statements(sql: str) -> list[str]:
@@ -19,6 +21,9 @@ def split_statements(sql: str) -> list[str]:
     Statements that hold nothing but white space and comments are dropped, so an empty
     list means an empty query (EmptyQueryResponse).
     """
+    if _PLAIN.fullmatch(sql):  # one statement, no quotes, comments or inner semicolons
+        text = sql.strip().rstrip(";").rstrip()
+        return [text] if text else []
     out: list[str] = []
     start, i, n = 0, 0, len(sql)
     meaningful = False
