@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from typing import Any
+
 from connectors import pg_wire as w
+from connectors import writes
 from connectors.pg_link import Outcome, PgLink, RemoteStatement
 from gateway.errors import FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError
 from gateway.routing import Route
@@ -29,6 +32,7 @@ class SessionLinks:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.links: dict[str, PgLink] = {}
+        self.writers: dict[str, writes.Writer] = {}  # SQLite/MySQL connections a block holds
         self.writer: str | None = None  # the source this transaction block wrote to
         self.begin_sql = "BEGIN"
         self.ddl = False  # DDL ran: the catalog is read again once it is visible
@@ -36,7 +40,7 @@ class SessionLinks:
     @property
     def active(self) -> bool:
         """A transaction block has reached a source (reads must go where writes went)."""
-        return any(link.status != "I" for link in self.links.values())
+        return bool(self.writers) or any(link.status != "I" for link in self.links.values())
 
     async def link(self, source: str) -> PgLink:
         link = self.links.get(source)
@@ -126,6 +130,23 @@ class SessionLinks:
         outcome = await link.relay(payload, self.session, ready=1 + quiet, quiet=quiet)
         await self._finish(route, outcome)
 
+    async def write_elsewhere(self, route: Route, params: list[Any]) -> writes.WriteResult:
+        """A write to a SQLite or MySQL source; inside a block, on a connection the block
+        holds until COMMIT/ROLLBACK (created with the block's savepoints)."""
+        self._check(route)
+        source = self.session.ctx.sources[route.source]
+        if not self.session.in_block:
+            return await writes.write(source, route, params)
+        writer = self.writers.get(route.source)
+        if writer is None:
+            writer = await writes.open_writer(source, route.kind, route.source)
+            self.writers[route.source] = writer
+            for name in self.session.savepoints:
+                await writer.command(f'SAVEPOINT "{name}"')
+        result = await writes.write(source, route, params, writer)
+        self.writer = route.source
+        return result
+
     # --- transaction control -------------------------------------------------------------
 
     def _in_transaction(self) -> list[PgLink]:
@@ -137,6 +158,12 @@ class SessionLinks:
         """COMMIT (or ROLLBACK) on every source the block touched."""
         error: PgError | None = None
         command = "COMMIT" if commit and not self.session.failed else "ROLLBACK"
+        held, self.writers = self.writers, {}
+        for held_writer in held.values():  # only readers, or the writer itself: see _check
+            try:
+                await held_writer.finish(commit=command == "COMMIT" and error is None)
+            except PgError as err:
+                error = error or err
         for link in self._in_transaction():
             outcome = await link.simple(command if error is None else "ROLLBACK")
             error = error or outcome.error
@@ -153,6 +180,8 @@ class SessionLinks:
             outcome = await link.simple(f'{command} "{name}"')
             if outcome.error is not None:
                 raise outcome.error
+        for writer in self.writers.values():
+            await writer.command(f'{command} "{name}"')
 
     def reset(self) -> None:
         """DISCARD ALL: drop the links (their prepared statements and temp tables go too)."""
@@ -163,4 +192,14 @@ class SessionLinks:
             link.close()
         self.links.clear()
         self.writer = None
+
+    async def aclose(self) -> None:
+        """The session ends: whatever a block held is rolled back."""
+        held, self.writers = self.writers, {}
+        for writer in held.values():
+            try:
+                await writer.finish(commit=False)
+            except PgError:
+                pass  # the connection is dropped either way; nothing was committed
+        self.close()
 

@@ -113,6 +113,7 @@ class Router:
                 self._cache.clear()
             self._cache[key] = route
         if route is not None and route.writes and route.source in self.read_only:
+            # A cached route of a source configured read-only: refused every time.
             raise PgError(READ_ONLY_SQL_TRANSACTION,
                           f'cannot execute {verb.upper()}: source "{route.source}" is read-only')
         return route
@@ -126,14 +127,15 @@ class Router:
             return None, True  # COPY ... TO STDOUT: the gateway's own (gateway.copy_out)
         tree = None if verb in _OPAQUE_TABLES or copy is not None else _parse(sql)
         writes = verb in WRITE_VERBS or (tree is not None and _modifies(tree))
+        spans: list[tuple[int, int]] = []  # where the names are, in statements sqlglot keeps opaque
         if copy is not None:
-            names = _split_names(re.sub(r"\(.*\)\s*$", "", copy.group(1), flags=re.S))
+            names, spans = _names_in(sql, copy.start(1), copy.end(1), first_only=True)
         elif tree is None or isinstance(tree, exp.Command):
             if not writes:
                 return None, True
             pattern = _OPAQUE_TABLES.get(verb)
             found = pattern.match(sql) if pattern else None
-            names = _split_names(re.sub(r"\(.*?\)", "", found.group(1), flags=re.S)) if found else []
+            names, spans = _names_in(sql, found.start(1), found.end(1)) if found else ([], [])
         else:
             if not writes and _calls_gateway(tree):
                 return None, True
@@ -151,6 +153,9 @@ class Router:
             return None, True
         source = sources.pop()
         assert source is not None
+        if writes and source in self.read_only:
+            raise PgError(READ_ONLY_SQL_TRANSACTION,
+                          f'cannot execute {verb.upper()}: source "{source}" is read-only')
         kind = self.kinds.get(source)
         if kind != "postgres":
             if not writes:
@@ -164,8 +169,10 @@ class Router:
         qualified = any(schema is not None for schema, _ in names)
         if not qualified:
             return Route(source, verb, writes, copy_in=copy is not None), True
-        if (not writes and not in_transaction) or tree is None or isinstance(tree, exp.Command) \
-                or copy is not None:
+        if spans:  # COPY, VACUUM, TRUNCATE ...: the qualified names rewritten in the text
+            return Route(source, verb, writes, sql=self._respelled(sql, names, spans, source),
+                         copy_in=copy is not None), False
+        if (not writes and not in_transaction) or tree is None or isinstance(tree, exp.Command):
             if writes:
                 raise PgError(FEATURE_NOT_SUPPORTED,
                               f"{verb.upper()} with schema-qualified names is not supported; "
@@ -195,6 +202,19 @@ class Router:
             if source in self.kinds:
                 return source
         raise PgError("3F000", "no schema has been selected to create in")
+
+    def _respelled(self, sql: str, names: list[tuple[str | None, str]],
+                   spans: list[tuple[int, int]], source: str) -> str:
+        """`sql` with each `source.table` spelled as the source's `schema.table`."""
+        remote_schema = getattr(self.ctx.sources[source], "schema", "public")
+        out, last = [], 0
+        for (schema, name), (start, end) in zip(names, spans):
+            if schema is None:
+                continue
+            out.append(sql[last:start])
+            out.append(exp.table_(name, db=remote_schema, quoted=True).sql(dialect="postgres"))
+            last = end
+        return "".join(out) + sql[last:]
 
     def _rewritten(self, tree: exp.Expression, source: str) -> str:
         remote_schema = getattr(self.ctx.sources[source], "schema", "public")
@@ -245,10 +265,17 @@ def _ident(node: exp.Expression | None) -> str | None:
     return node.this if node.quoted else node.this.lower()
 
 
-def _split_names(text: str) -> list[tuple[str | None, str]]:
-    names = []
-    for item in re.findall(_NAME, text.strip()):
+def _names_in(sql: str, start: int, end: int, first_only: bool = False
+              ) -> tuple[list[tuple[str | None, str]], list[tuple[int, int]]]:
+    """Table names in `sql[start:end]` (a comma list; column lists in parentheses are
+    skipped), with their positions in `sql`."""
+    text = re.sub(r"\([^)]*\)", lambda m: " " * len(m.group(0)), sql[start:end])
+    names, spans = [], []
+    for found in re.finditer(_NAME, text):
         parts = [p[1:-1].replace('""', '"') if p.startswith('"') else p.lower()
-                 for p in re.findall(r'"(?:[^"]|"")+"|[^.]+', item)]
+                 for p in re.findall(r'"(?:[^"]|"")+"|[^.]+', found.group(0))]
         names.append((parts[0], parts[1]) if len(parts) == 2 else (None, parts[0]))
-    return names
+        spans.append((start + found.start(), start + found.end()))
+        if first_only:
+            break
+    return names, spans

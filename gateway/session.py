@@ -595,16 +595,8 @@ class Session:
                 for i, (oid, fmt, data) in enumerate(zip(oids, formats, portal.raw_params))]
 
     async def _write_elsewhere(self, route: Route, params: list[Any], *, describe: bool) -> None:
-        """A write to a SQLite or MySQL source: rendered in its dialect, committed alone."""
-        if self.failed:
-            raise PgError(IN_FAILED_SQL_TRANSACTION,
-                          "current transaction is aborted, commands ignored until end of transaction block")
-        if self.in_block:
-            raise PgError(FEATURE_NOT_SUPPORTED,
-                          f'writes to {route.kind} sources cannot be part of a transaction block '
-                          f'(source "{route.source}" commits each statement by itself)',
-                          hint="Run the statement outside BEGIN ... COMMIT.")
-        result = await writes.write(self.ctx.sources[route.source], route, params)
+        """A write to a SQLite or MySQL source, rendered in its dialect (gateway.links)."""
+        result = await self.links.write_elsewhere(route, params)
         if result.rows is not None:
             batch = result.rows.combine_chunks().to_batches()
             if describe:
@@ -834,7 +826,7 @@ class Session:
         for portal in list(self.portals.values()):
             await portal.close()
         self.portals.clear()
-        self.links.close()
+        await self.links.aclose()
         if self.copy_local is not None:  # the client left mid-COPY: nothing of it stays
             writer, self.copy_local = self.copy_local[0], None
             await writer.finish(commit=False)

@@ -1,0 +1,339 @@
+"""pgbench through the gateway, next to direct PostgreSQL and PgBouncer, in one sitting.
+
+    python tests/bench/bench_pgbench.py [--seconds 10] [--rounds 3] [--scale 10] [--no-write]
+
+One throwaway PostgreSQL 15 cluster (tests/support/postgres.py) is loaded directly with
+`pgbench -i -s 10` and a 1,000,000-row × 4-column table. Three targets then run the same
+work against that one server:
+
+- direct PostgreSQL;
+- the gateway, a subprocess with one postgres source `pg` and search_path = pg;
+- PgBouncer in session pooling (tests/support/pgbouncer.py), the peer a user would pick.
+
+Cells: pgbench `-S -c 8 -j 2` in `-M simple`, `extended` and `prepared`; the default
+TPC-B script `-c 8 -j 2`; streaming the 1M rows with `psql -At -c '...' > /dev/null`
+(wall time). Each pgbench cell runs `--rounds` times for `--seconds`, the targets taking
+turns in an order that rotates every round, so drift in machine load hits all of them;
+the table shows medians and the ratios to direct PostgreSQL, next to issue 7's targets.
+A cell that fails (a feature the gateway lacks, a crash) is reported as failed with the
+client's last error lines; the other cells still run. The section between this script's
+markers in BENCHMARKS.md is replaced (appended when missing); nothing else is touched.
+This is a script, not a pytest test: it runs for about seven minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # run as a plain script from anywhere
+    sys.path.insert(0, str(REPO))
+
+from tests.support.gateway_proc import GatewayProcess, start_gateway  # noqa: E402
+from tests.support.pgbouncer import pgbouncer_binary, start_pgbouncer  # noqa: E402
+from tests.support.postgres import start_postgres  # noqa: E402
+
+BENCHMARKS = REPO / "BENCHMARKS.md"
+BEGIN, END = "<!-- bench_pgbench:begin -->", "<!-- bench_pgbench:end -->"
+HEADER = ("# Benchmarks\n\nFigures come from the scripts under tests/bench, run on the 2-core "
+          "CI-class machine; the ratios matter more than the absolute numbers.\n")
+DATABASE = "bench"
+CLIENTS, THREADS = 8, 2
+STREAM_ROWS = 1_000_000
+STREAM_SQL = "SELECT id, grp, x, label FROM stream_rows"
+STREAM_TABLE = ("CREATE TABLE stream_rows AS SELECT g AS id, g % 1000 AS grp, "
+                "g * 0.25::float8 AS x, 'row-' || g AS label "
+                f"FROM generate_series(1, {STREAM_ROWS}) AS g")
+STREAM_TIMEOUT = 120  # seconds per psql run
+TARGETS = ("direct", "gateway", "pgbouncer")
+# name, pgbench arguments, issue 7's goal as a ratio to direct PostgreSQL
+WORKLOADS = [
+    ("-S, -M simple", ["-S", "-M", "simple"], 0.5),
+    ("-S, -M extended", ["-S", "-M", "extended"], 0.5),
+    ("-S, -M prepared", ["-S", "-M", "prepared"], 0.3),
+    ("TPC-B, -M simple", ["-M", "simple"], 0.8),
+]
+STREAM_NAME, STREAM_GOAL = f"stream {STREAM_ROWS:,} rows × 4 (psql -At)", 1.5  # time ≤ 1.5×
+
+_TPS = re.compile(r"^tps = ([\d.]+) \((?:without initial connection time|"
+                  r"excluding connections establishing)\)", re.M)
+_FAILED = re.compile(r"^number of failed transactions: (\d+)", re.M)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str
+    port: int
+    user: str
+    database: str
+
+    def libpq(self) -> list[str]:
+        return ["-h", self.host, "-p", str(self.port), "-U", self.user]
+
+
+@dataclass
+class Cell:
+    """The figures of one workload on one target over the rounds."""
+
+    values: list[float] = field(default_factory=list)  # tps, or seconds when streaming
+    failed_tx: int = 0
+    error: str = ""
+
+    def median(self) -> float | None:
+        return statistics.median(self.values) if self.values and not self.error else None
+
+
+def client_env() -> dict[str, str]:
+    # The caller's PG* settings must not redirect the clients; bounded connection attempts.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    env["PGCONNECT_TIMEOUT"] = "10"
+    return env
+
+
+def last_lines(text: str, n: int = 3) -> str:
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-n:]) or "no output"
+
+
+def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout,
+                          env=client_env())
+
+
+def psql(ep: Endpoint, sql: str) -> None:
+    res = run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", *ep.libpq(), "-d", ep.database,
+               "-c", sql], timeout=600)
+    if res.returncode != 0:
+        raise RuntimeError(f"psql {sql!r} failed: {res.stderr}")
+
+
+def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell) -> None:
+    cmd = ["pgbench", "-n", "-c", str(CLIENTS), "-j", str(THREADS), "-T", str(seconds), *args,
+           *ep.libpq(), ep.database]
+    try:
+        res = run(cmd, timeout=seconds + 60)
+    except subprocess.TimeoutExpired:
+        cell.error = "pgbench did not finish in time"
+        return
+    tps, failed = _TPS.search(res.stdout), _FAILED.search(res.stdout)
+    if res.returncode != 0 or tps is None:
+        cell.error = f"pgbench exit {res.returncode}: {last_lines(res.stderr or res.stdout)}"
+        return
+    cell.values.append(float(tps.group(1)))
+    cell.failed_tx += int(failed.group(1)) if failed else 0
+
+
+def stream_cmd(ep: Endpoint) -> list[str]:
+    return ["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", *ep.libpq(), "-d", ep.database,
+            "-c", STREAM_SQL]
+
+
+def stream_check(ep: Endpoint, cell: Cell) -> None:
+    """Untimed: the stream arrives whole (and the caches are warm for the timed runs)."""
+    try:
+        res = run(stream_cmd(ep), timeout=STREAM_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        cell.error = "psql timed out"
+        return
+    if res.returncode != 0:
+        cell.error = f"psql exit {res.returncode}: {last_lines(res.stderr)}"
+    elif res.stdout.count("\n") != STREAM_ROWS:
+        cell.error = f"psql printed {res.stdout.count(chr(10)):,} rows, not {STREAM_ROWS:,}"
+
+
+def stream_once(ep: Endpoint, cell: Cell) -> None:
+    start = time.perf_counter()
+    try:
+        res = subprocess.run(stream_cmd(ep), check=False, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, env=client_env(),
+                             timeout=STREAM_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        cell.error = "psql timed out"
+        return
+    if res.returncode != 0:
+        cell.error = f"psql exit {res.returncode}: {last_lines(res.stderr)}"
+        return
+    cell.values.append(time.perf_counter() - start)
+
+
+def rotated(round_no: int) -> list[str]:
+    k = round_no % len(TARGETS)
+    return list(TARGETS[k:] + TARGETS[:k])
+
+
+def alive(name: str, gateway: GatewayProcess, cell: Cell) -> bool:
+    if cell.error:
+        return False  # failed once: later rounds would only repeat the error
+    if name == "gateway" and gateway.proc.poll() is not None:
+        cell.error = f"gateway exited with code {gateway.proc.returncode}"
+        return False
+    return True
+
+
+def measure(endpoints: dict[str, Endpoint], gateway: GatewayProcess, seconds: int,
+            rounds: int) -> dict[str, dict[str, Cell]]:
+    cells = {w: {t: Cell() for t in TARGETS} for w, _, _ in WORKLOADS}
+    cells[STREAM_NAME] = {t: Cell() for t in TARGETS}
+    for name in TARGETS:  # warm-up, untimed: connections, caches, the gateway's plan cache
+        say(f"warm-up: {name}")
+        pgbench_once(endpoints[name], ["-S", "-M", "simple"], 2, Cell())
+        stream_check(endpoints[name], cells[STREAM_NAME][name])
+    for r in range(rounds):
+        for workload, args, _ in WORKLOADS:
+            for name in rotated(r):
+                if alive(name, gateway, cells[workload][name]):
+                    say(f"round {r + 1}/{rounds}: {workload} on {name} for {seconds} s")
+                    pgbench_once(endpoints[name], args, seconds, cells[workload][name])
+        for name in rotated(r):
+            if alive(name, gateway, cells[STREAM_NAME][name]):
+                say(f"round {r + 1}/{rounds}: streaming on {name}")
+                stream_once(endpoints[name], cells[STREAM_NAME][name])
+    return cells
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cell_text(cell: Cell, streaming: bool) -> str:
+    if cell.error:
+        return f"failed: {cell.error.replace('|', '/')}"
+    m = cell.median()
+    if m is None:
+        return "–"
+    text = f"{m:.2f} s" if streaming else f"{m:,.0f} tps"
+    return text + (f", {cell.failed_tx:,} failed tx" if cell.failed_tx else "")
+
+
+def ratio_text(cell: Cell, base: Cell, goal: float, streaming: bool) -> str:
+    m, b = cell.median(), base.median()
+    if m is None or b is None:
+        return "–"
+    ratio = m / b
+    met = ratio <= goal if streaming else ratio >= goal
+    return f"{ratio:.2f}× {'✓' if met and not cell.failed_tx else '✗'}"
+
+
+def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
+    lines = [
+        f"### pgbench: gateway vs direct PostgreSQL vs PgBouncer ({facts['date']})",
+        "",
+        (f"One PostgreSQL 15 cluster (test helper settings: fsync off), `pgbench -i -s "
+         f"{facts['scale']}` loaded directly; {facts['cpus']} CPUs, load average "
+         f"{facts['load_before']} before and {facts['load_after']} after; {facts['pgbench']}; "
+         f"{facts['pgbouncer']}. pgbench `-n -c {CLIENTS} -j {THREADS} -T {facts['seconds']}`, "
+         f"{facts['rounds']} round(s) per cell, the three targets taking turns in a rotating "
+         f"order; medians. Gateway: one postgres source, search_path = that source. "
+         f"PgBouncer: session pooling. Streaming: `psql -At -c '{STREAM_SQL}' > /dev/null` "
+         f"(int, int, float8, text), wall time, median of {facts['rounds']}."),
+        "",
+        "| Workload | Direct PostgreSQL | Gateway | PgBouncer | Gateway / direct "
+        "| PgBouncer / direct | Goal (gateway) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    goals = {w: g for w, _, g in WORKLOADS} | {STREAM_NAME: STREAM_GOAL}
+    for workload, row in cells.items():
+        streaming = workload == STREAM_NAME
+        goal = goals[workload]
+        lines.append(
+            f"| {workload} | {cell_text(row['direct'], streaming)} "
+            f"| {cell_text(row['gateway'], streaming)} | {cell_text(row['pgbouncer'], streaming)} "
+            f"| {ratio_text(row['gateway'], row['direct'], goal, streaming)} "
+            f"| {ratio_text(row['pgbouncer'], row['direct'], goal, streaming)} "
+            f"| {'time ≤ ' if streaming else '≥ '}{goal}× |")
+    return "\n".join(lines) + "\n"
+
+
+def write_section(section: str, path: Path = BENCHMARKS) -> None:
+    """Replace this script's section of BENCHMARKS.md, leaving other sections alone."""
+    text = path.read_text() if path.exists() else HEADER
+    block = f"{BEGIN}\n{section}{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def load_average() -> str:
+    return ", ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def version(cmd: list[str]) -> str:
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=30)
+    return (out.stdout or out.stderr).strip().splitlines()[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=int, default=10, help="pgbench -T per run (10)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per cell (3)")
+    parser.add_argument("--scale", type=int, default=10, help="pgbench -i scale (10)")
+    parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    for tool in ("pgbench", "psql"):
+        if shutil.which(tool) is None:
+            parser.error(f"{tool} not found on PATH (Debian: postgresql-client)")
+    facts = {"date": dt.date.today().isoformat(), "scale": args.scale, "seconds": args.seconds,
+             "rounds": args.rounds, "cpus": os.cpu_count(), "load_before": load_average(),
+             "pgbench": version(["pgbench", "--version"]),
+             "pgbouncer": version([pgbouncer_binary(), "--version"])}
+    with tempfile.TemporaryDirectory(prefix="bench-pgbench-") as tmp:
+        workdir = Path(tmp)
+        server = start_postgres(workdir / "postgres")
+        gateway = bouncer = None
+        try:
+            admin = Endpoint(server.host, server.port, server.user, "postgres")
+            psql(admin, f"CREATE DATABASE {DATABASE}")
+            direct = Endpoint(server.host, server.port, server.user, DATABASE)
+            say(f"direct: pgbench -i -s {args.scale} ...")
+            init = run(["pgbench", "-i", "-q", "-s", str(args.scale), *direct.libpq(), DATABASE],
+                       timeout=1200)
+            if init.returncode != 0:
+                raise RuntimeError(f"pgbench -i failed: {init.stderr}")
+            psql(direct, STREAM_TABLE)
+            psql(direct, "VACUUM ANALYZE stream_rows")
+            dsn = server.dsn.rsplit("/", 1)[0] + "/" + DATABASE
+            gateway = start_gateway(
+                f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
+                f'dsn = {json.dumps(dsn)}\nschema = "public"\n', workdir / "gateway")
+            bouncer = start_pgbouncer(server.host, server.port, user=server.user,
+                                      database=DATABASE)
+            endpoints = {"direct": direct,
+                         "gateway": Endpoint(gateway.host, gateway.port, "fedgate",
+                                             gateway.database),
+                         "pgbouncer": Endpoint(bouncer.host, bouncer.port, bouncer.user,
+                                               DATABASE)}
+            cells = measure(endpoints, gateway, args.seconds, args.rounds)
+        finally:
+            for running in (bouncer, gateway):
+                if running is not None:
+                    running.stop()
+            server.stop()
+    facts["load_after"] = load_average()
+    section = render(facts, cells)
+    print(section)
+    if not args.no_write:
+        write_section(section)
+        say(f"wrote {BENCHMARKS.relative_to(REPO)}")
+    failures = [f"{w} on {t}: {c.error}" for w, row in cells.items() for t, c in row.items()
+                if c.error or c.failed_tx]
+    for failure in failures:
+        say(f"FAILED {failure}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Start Debian's PgBouncer in session pooling in front of a PostgreSQL server.
+
+PgBouncer is the peer the pgbench benchmark compares the gateway with: a connection pooler
+that relays the protocol without planning anything. It refuses to run as root, so when the
+caller is root it runs as the same unprivileged `pgtest` user that tests/support/postgres.py
+uses for the server; its config, auth file, log and pid file live in a fresh directory under
+the system temp dir that this user owns. Installing `pgbouncer` is the Makefile's job
+(`system-deps`); a missing binary is a loud failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.support.postgres import PGTEST_USER, _ensure_user, _make_traversable
+
+SEARCH_PATHS = ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer")
+START_TIMEOUT = 30.0
+
+
+def pgbouncer_binary() -> str:
+    found = shutil.which("pgbouncer") or next((p for p in SEARCH_PATHS if os.path.exists(p)), None)
+    if found is None:
+        raise RuntimeError("pgbouncer is not installed; `make system-deps` installs Debian's "
+                           "pgbouncer package")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class PgBouncer:
+    """A running PgBouncer; `stop()` shuts it down and deletes its directory."""
+
+    host: str
+    port: int
+    user: str  # the role clients log in as (trust auth, listed in the auth file)
+    database: str  # the database `dsn` names; any database of the server can be used
+    root: Path
+    proc: subprocess.Popen
+    _stopped: bool = field(default=False, repr=False)
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://{self.user}@{self.host}:{self.port}/{self.database}"
+
+    @property
+    def logfile(self) -> Path:
+        return self.root / "pgbouncer.log"
+
+    def log(self) -> str:
+        try:
+            return self.logfile.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            if self.proc.poll() is None:
+                # SIGTERM: immediate shutdown (1.18), so a benchmark never waits on clients.
+                self.proc.terminate()
+                try:
+                    self.proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(5)
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _config(pg_host: str, pg_port: int, port: int, root: Path, pool_size: int) -> str:
+    # `*` forwards every database name to the same server; session pooling keeps one
+    # server connection per client for the whole session, so prepared statements work.
+    return "\n".join([
+        "[databases]",
+        f"* = host={pg_host} port={pg_port}",
+        "[pgbouncer]",
+        "listen_addr = 127.0.0.1",
+        f"listen_port = {port}",
+        "unix_socket_dir =",
+        "auth_type = trust",
+        f"auth_file = {root / 'userlist.txt'}",
+        "pool_mode = session",
+        "max_client_conn = 200",
+        f"default_pool_size = {pool_size}",
+        # pgbench, psql and the drivers send these at startup; PgBouncer rejects unknown ones.
+        "ignore_startup_parameters = extra_float_digits,options",
+        f"logfile = {root / 'pgbouncer.log'}",
+        f"pidfile = {root / 'pgbouncer.pid'}",
+        "",
+    ])
+
+
+def _wait_listening(proc: subprocess.Popen, port: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def start_pgbouncer(pg_host: str, pg_port: int, *, user: str = "postgres",
+                    database: str = "postgres", pool_size: int = 20) -> PgBouncer:
+    """Run PgBouncer (session pooling, trust auth for `user`) on a free 127.0.0.1 port."""
+    binary = pgbouncer_binary()
+    root = Path(tempfile.mkdtemp(prefix="fedgate-pgbouncer-", dir=tempfile.gettempdir()))
+    run_as = _ensure_user(PGTEST_USER) if os.geteuid() == 0 else None
+    # Trust auth still requires the user name in the auth file (password unused).
+    (root / "userlist.txt").write_text(f'"{user}" ""\n')
+    if run_as is not None:
+        for path in (root, root / "userlist.txt"):
+            os.chown(path, run_as.pw_uid, run_as.pw_gid)
+        os.chmod(root, 0o755)
+        _make_traversable(root.parent)
+    popen_user = {} if run_as is None else {"user": run_as.pw_uid, "group": run_as.pw_gid,
+                                            "extra_groups": []}
+    last_error = ""
+    for _ in range(3):
+        port = _free_port()
+        ini = root / "pgbouncer.ini"
+        ini.write_text(_config(pg_host, pg_port, port, root, pool_size))
+        if run_as is not None:
+            os.chown(ini, run_as.pw_uid, run_as.pw_gid)
+        # Its stderr goes to a file, not a pipe: nobody would drain a pipe during a long
+        # benchmark, and a full pipe would stall PgBouncer. Early errors land there too.
+        with open(root / "stderr.log", "ab") as stderr:
+            proc = subprocess.Popen([binary, str(ini)], cwd=root, stdin=subprocess.DEVNULL,
+                                    stdout=stderr, stderr=subprocess.STDOUT, **popen_user)
+        bouncer = PgBouncer("127.0.0.1", port, user, database, root, proc)
+        if _wait_listening(proc, port, START_TIMEOUT):
+            return bouncer
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        out = (root / "stderr.log").read_text(errors="replace")
+        last_error = f"exit code {proc.returncode}\n{out}"
+        # Another process may have taken the port since we picked it: try a new one.
+        if "Address already in use" not in last_error:
+            break
+    shutil.rmtree(root, ignore_errors=True)
+    raise RuntimeError(f"pgbouncer failed to start: {last_error}")
