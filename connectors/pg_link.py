@@ -307,6 +307,15 @@ class PgLink:
                 pending -= 1
                 self.status = chr(body[0])
 
+    async def copy_out(self, sql: str, prefix: tuple[bytes, int] = (b"", 0)) -> bytes:
+        """The data of a `COPY ... TO STDOUT`, whole."""
+        payload, quiet = prefix
+        sink = _CopyData()
+        outcome = await self.relay(payload + w.query(sql), sink, ready=1 + quiet, quiet=quiet)
+        if outcome.error is not None:
+            raise outcome.error
+        return bytes(sink.data)
+
     async def simple(self, sql: str) -> Outcome:
         """Run a command whose answer nobody reads (COMMIT, ROLLBACK, SET ...)."""
         return await self.relay(w.query(sql), _Discard())
@@ -318,6 +327,20 @@ class PgLink:
             except (OSError, RuntimeError):
                 pass
             self.writer.close()
+
+
+class _CopyData:
+    """Keeps the payload of CopyData messages (the relay passes whole messages)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, data: bytes) -> None:
+        if data[:1] == b"d":
+            self.data += data[5:]
+
+    async def maybe_flush(self) -> None:
+        pass
 
 
 class _Discard:

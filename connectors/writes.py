@@ -69,7 +69,7 @@ def render(tree: exp.Expression, source: str, dialect: str, params: Sequence[Any
         number = param_number(node)
         if number is None or not 1 <= number <= len(params):
             raise PgError("42P02", f"there is no parameter ${number}")
-        node.replace(_literal(params[number - 1]))
+        node.replace(literal(params[number - 1]))
     return tree.sql(dialect=dialect)
 
 
@@ -79,7 +79,7 @@ def param_number(node: exp.Expression) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _literal(value: Any) -> exp.Expression:
+def literal(value: Any) -> exp.Expression:
     if value is None:
         return exp.null()
     if isinstance(value, bool):

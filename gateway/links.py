@@ -21,11 +21,14 @@ from typing import Any
 from connectors import pg_wire as w
 from connectors import writes
 from connectors.pg_link import Outcome, PgLink, RemoteStatement
+from connectors.pg_link_reader import LinkReader
+from gateway.execute import Executor
 from gateway.errors import FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError
 from gateway.routing import Route
 
 if TYPE_CHECKING:
     from gateway.session import Portal, Session
+    from planner import QueryPlan
 
 
 class SessionLinks:
@@ -146,6 +149,22 @@ class SessionLinks:
         result = await writes.write(source, route, params, writer)
         self.writer = route.source
         return result
+
+    def executor_for(self, plan: QueryPlan) -> Executor | None:
+        """An executor whose fragments on sources this block has reached run on the
+        block's links (so they see its writes); None when the shared one will do."""
+        if not (self.session.in_block and self.active):
+            return None
+        needed = {f.source for f in plan.fragments}
+        touched = {name: link for name, link in self.links.items()
+                   if name in needed and link.status != "I" and not link.broken}
+        if not touched:
+            return None
+        base = self.session.ctx.executor
+        sources = dict(base.sources)
+        for name, link in touched.items():
+            sources[name] = LinkReader(base.sources[name], link, self._prefix(link))  # type: ignore[assignment]
+        return Executor(sources, base.engines, base.default)
 
     # --- transaction control -------------------------------------------------------------
 

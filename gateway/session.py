@@ -686,15 +686,16 @@ class Session:
         if prepared.plan is None:
             return None
         if prepared.row_schema is None:
-            prepared.row_schema = await self.ctx.executor.describe(
-                prepared.plan, self.engine_for(prepared.plan)[0])
+            executor = self.links.executor_for(prepared.plan) or self.ctx.executor
+            prepared.row_schema = await executor.describe(prepared.plan, self.engine_for(prepared.plan)[0])
         return prepared.row_schema
 
     async def _start(self, portal: Portal) -> None:
         if portal.stream is None and not portal.done and portal.statement.plan is not None:
             plan = portal.statement.plan
-            portal.stream = await self.ctx.executor.run(plan, portal.params, self.engine_for(plan)[0],
-                                                        self.dynamic_filtering)
+            executor = self.links.executor_for(plan) or self.ctx.executor
+            portal.stream = await executor.run(plan, portal.params, self.engine_for(plan)[0],
+                                               self.dynamic_filtering)
 
     async def _execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:
         prepared = portal.statement
