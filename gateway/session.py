@@ -134,6 +134,7 @@ class Session:
         }
         self.links = SessionLinks(self)
         self.copy_in: CopyIn | None = None
+        self._relayed: dict[tuple, Prepared] = {}  # relayed statements by Parse message
         self.copy_local: tuple[copying.CopyWriter, list[str]] | None = None
         self.copy_error: PgError | None = None
         pg_catalog.bind_session(self)  # catalog queries of this connection answer for us
@@ -210,6 +211,7 @@ class Session:
     def discard_all(self) -> None:
         self._close_portals_sync(keep_unnamed=False)
         self.links.reset()
+        self._relayed.clear()
         self.statements.clear()
         self.reset_setting("all")
 
@@ -472,6 +474,16 @@ class Session:
         if message.name and message.name in self.statements:
             raise PgError(DUPLICATE_PREPARED_STATEMENT,
                           f'prepared statement "{message.name}" already exists')
+        # Clients that re-Parse the unnamed statement for every query (pgbench -M extended,
+        # most drivers) get the relayed statement they had: routing it again changes nothing.
+        key = (message.query, message.param_types, self.ctx.catalog.version,
+               self.settings.values["search_path"], self.settings.values["fedgate.relay"],
+               self.in_block and self.links.active)
+        reused = self._relayed.get(key)
+        if reused is not None and not self.failed:
+            self.statements[message.name] = reused
+            self.write(encoder.parse_complete())
+            return
         statements = split_statements(message.query)
         if len(statements) > 1:
             raise PgError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
@@ -480,6 +492,10 @@ class Session:
         prepared = await self._prepare_relay(route, sql, message.param_types) if route else None
         if prepared is None:
             prepared = await self._prepare(sql, message.param_types)
+        elif prepared.route is not None and prepared.route.kind == "postgres" and prepared.route.sql is None:
+            if len(self._relayed) >= 256:
+                self._relayed.clear()
+            self._relayed[key] = prepared
         self.statements[message.name] = prepared
         self.write(encoder.parse_complete())
 
