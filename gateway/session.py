@@ -4,6 +4,9 @@ The connection feeds it decoded frontend messages (`handle`); the session answer
 writing backend messages into a buffer that is flushed to the socket at Sync, Flush, the
 end of a simple Query, and every few hundred KB of rows (with `drain()`, so a slow client
 slows the query instead of growing our memory).
+
+Statements that go to one PostgreSQL source as written, and writes to other sources, are
+handled by `session_relay.RelayMixin`; COPY FROM STDIN by `session_copy.CopyInMixin`.
 """
 
 from __future__ import annotations
@@ -13,22 +16,16 @@ import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from sqlglot import exp
-
-from connectors import pg_wire, writes
-from connectors.base import BatchStream
-from connectors.pg_link import PgLink, RemoteStatement
 from gateway import utility as util
 from gateway import copy_out, pg_catalog
 from gateway import copy_in as copying
 from gateway.execute import analyze
 from gateway.links import SessionLinks
-from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT, FEATURE_NOT_SUPPORTED,
+from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT,
                             IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
                             INVALID_SQL_STATEMENT_NAME, PROTOCOL_VIOLATION, QUERY_CANCELED,
                             SYNTAX_ERROR, UNDEFINED_TABLE, PgError, from_exception)
@@ -36,7 +33,9 @@ from gateway.pgtypes import decode_param, pg_type_by_name, pg_type_by_oid
 from gateway.protocol import encoder
 from gateway.protocol import messages as m
 from gateway.results import encode_rows, resolve_formats, row_description
-from gateway.routing import Route
+from gateway.portals import CopyIn, Portal, Prepared
+from gateway.session_copy import CopyInMixin
+from gateway.session_relay import RelayMixin
 from gateway.settings import REPORTED, SessionSettings
 from gateway.statements import Utility, parse_utility, split_statements
 from planner import PlanSettings, QueryPlan
@@ -52,51 +51,7 @@ FLUSH_BYTES = 256 * 1024
 OFFLOAD_ROWS = 8192
 
 
-@dataclass
-class Prepared:
-    sql: str
-    utility: Utility | None
-    plan: QueryPlan | None
-    param_oids: tuple[int, ...]
-    row_schema: pa.Schema | None = None  # cached answer to Describe
-    # Relayed to one PostgreSQL source (gateway.routing): no plan; the source described it.
-    route: Route | None = None
-    remote_fields: list[pg_wire.Field] | None = None
-    remote: RemoteStatement | None = None
-    declared_oids: tuple[int, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return self.utility is None and self.plan is None and self.route is None
-
-
-@dataclass
-class CopyIn:
-    """A COPY FROM STDIN relayed to a source, and the rest of its Query string."""
-    route: Route
-    link: PgLink
-    rest: list[str]
-
-
-@dataclass
-class Portal:
-    statement: Prepared
-    params: list[Any]
-    formats: tuple[int, ...]
-    stream: BatchStream | None = None
-    pending: list[pa.RecordBatch] = field(default_factory=list)
-    done: bool = False
-    raw_params: list[bytes | None] = field(default_factory=list)  # relayed as the client sent them
-    param_formats: tuple[int, ...] = ()
-
-    async def close(self) -> None:
-        self.done = True
-        if self.stream is not None:
-            stream, self.stream = self.stream, None
-            await stream.aclose()
-
-
-class Session:
+class Session(RelayMixin, CopyInMixin):
     def __init__(self, ctx: ServerContext, writer: asyncio.StreamWriter,
                  startup: dict[str, str], pid: int, key: int) -> None:
         self.ctx = ctx
@@ -339,22 +294,6 @@ class Session:
         pg_catalog.note_idle(self)
         self.write(encoder.ready_for_query(self.status))
 
-    async def _route_fresh(self, sql: str) -> Route | None:
-        """`_route`, after reading the catalog again if DDL ran and the route needs it (a
-        read of a table created since: relayed, it sees this transaction's writes)."""
-        route = self._route(sql)
-        if route is None and self.ctx.catalog_stale:
-            await self.ctx.refresh_if_stale()
-            route = self._route(sql)
-        return route
-
-    def _route(self, sql: str) -> Route | None:
-        route = self.ctx.router.route(sql, self.settings.search_path,
-                                      self.in_block and self.links.active)
-        if route is not None and not route.writes and self.settings.values["fedgate.relay"] != "on":
-            return None
-        return route
-
     async def _run_statements(self, statements: list[str]) -> bool:
         """Run a simple Query's statements; False when a COPY FROM STDIN now waits for the
         client's data (the rest runs when it ends)."""
@@ -390,86 +329,6 @@ class Session:
 
     # --- COPY FROM STDIN, relayed ---------------------------------------------------------
 
-    async def _start_local_copy(self, route: Route, sql: str, rest: list[str]) -> None:
-        """COPY FROM STDIN into a SQLite/MySQL source: the gateway takes the data itself."""
-        writes.check_writable(route.kind, route.source)
-        if self.in_block:
-            raise PgError(FEATURE_NOT_SUPPORTED, f"COPY into {route.kind} sources cannot be part of a "
-                          "transaction block")
-        entry = self.ctx.catalog.sources[route.source]
-        target = copying.parse_copy(sql, route.source, route.kind, [])
-        info = entry.tables.get(target.table)
-        if info is None:
-            raise PgError("42P01", f'relation "{target.table}" does not exist')
-        if not target.columns:
-            target.columns = list(info.schema.names)
-        target.types = {f.name: f.type for f in info.schema}
-        writer = copying.CopyWriter(self.ctx.sources[route.source], target)
-        await writer.open()
-        self.copy_local = (writer, rest)
-        self.write(encoder.copy_in_response(0, [0] * len(target.columns)))
-        await self.flush()
-
-    async def _on_copy_data(self, message: m.CopyData) -> None:
-        if self.copy_in is not None:
-            await self.copy_in.link.copy_in(pg_wire.copy_data(message.data))
-        elif self.copy_local is not None:
-            writer = self.copy_local[0]
-            try:
-                chunk = copying.take_lines(writer.target, message.data, final=False)
-                if chunk:
-                    await writer.write(copying.parse_batch(writer.target, chunk))
-            except PgError as err:
-                self.copy_error = self.copy_error or err
-
-    async def _on_copy_done(self, message: m.CopyDone) -> None:
-        await self._end_copy(None)
-
-    async def _on_copy_fail(self, message: m.CopyFail) -> None:
-        await self._end_copy(f"COPY from stdin failed: {message.message}")
-
-    async def _end_local_copy(self, failure: str | None) -> None:
-        assert self.copy_local is not None
-        (writer, rest), self.copy_local = self.copy_local, None
-        error, self.copy_error = self.copy_error, None
-        try:
-            if error is None and failure is None:
-                chunk = copying.take_lines(writer.target, b"", final=True)
-                if chunk:
-                    await writer.write(copying.parse_batch(writer.target, chunk))
-        except PgError as err:
-            error = err
-        error = error or (PgError(QUERY_CANCELED, failure) if failure else None)
-        await writer.finish(commit=error is None)
-        if error is not None:
-            self._report(error)
-            finished = True
-        else:
-            self.write(encoder.command_complete(f"COPY {writer.target.rows}"))
-            finished = await self._run_statements(rest)
-        if finished:
-            self._query_done()
-            await self.flush()
-
-    async def _end_copy(self, failure: str | None) -> None:
-        if self.copy_local is not None:
-            await self._end_local_copy(failure)
-            return
-        state, self.copy_in = self.copy_in, None
-        if state is None:
-            return  # PostgreSQL ignores copy messages outside COPY too
-        try:
-            await self._cancellable(self.links.copy_done(state.route, state.link, failure))
-            finished = await self._run_statements(state.rest)
-        except Exception as exc:
-            self._report(from_exception(exc))
-            finished = True
-        if finished:
-            self._query_done()
-            await self.flush()
-
-    # --- extended query -------------------------------------------------------------------
-
     async def _on_parse(self, message: m.Parse) -> None:
         if message.name and message.name in self.statements:
             raise PgError(DUPLICATE_PREPARED_STATEMENT,
@@ -498,28 +357,6 @@ class Session:
             self._relayed[key] = prepared
         self.statements[message.name] = prepared
         self.write(encoder.parse_complete())
-
-    async def _prepare_relay(self, route: Route, sql: str, declared: tuple[int, ...]) -> Prepared | None:
-        """A statement relayed to its PostgreSQL source, described by the source. Reads
-        whose result types our catalog cannot describe to clients take the planner."""
-        if route.copy_in:
-            raise PgError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN is supported in simple queries only")
-        self._check_not_failed(Prepared(sql, None, None, ()))
-        if route.kind != "postgres":
-            assert route.tree is not None
-            if route.tree.find(exp.Returning):
-                raise PgError(FEATURE_NOT_SUPPORTED, f"RETURNING from {route.kind} sources is "
-                              "supported in simple queries only")
-            count = max((n for n in map(writes.param_number, route.tree.find_all(exp.Placeholder, exp.Parameter))
-                         if n is not None), default=0)
-            oids = tuple(declared[i] if i < len(declared) and declared[i] else 25 for i in range(count))
-            return Prepared(sql, None, None, oids, route=route, declared_oids=tuple(declared))
-        remote = await self.links.prepare(route, sql, tuple(declared))
-        if not route.writes and remote.fields and any(pg_type_by_oid(f.type_oid) is None
-                                                      for f in remote.fields):
-            return None
-        return Prepared(sql, None, None, remote.param_oids, route=route,
-                        remote_fields=remote.fields, remote=remote, declared_oids=tuple(declared))
 
     async def _on_bind(self, message: m.Bind) -> None:
         prepared = self._statement(message.statement)
@@ -578,50 +415,6 @@ class Session:
             await self._cancellable(self._relay(portal, message.max_rows))
             return
         await self._cancellable(self._execute(portal, message.max_rows, describe=False))
-
-    async def _relay(self, portal: Portal, max_rows: int) -> None:
-        prepared = portal.statement
-        if portal.done:
-            self.write(encoder.command_complete("SELECT 0"))
-            return
-        if prepared.route is not None and prepared.route.kind != "postgres":
-            await self._write_elsewhere(prepared.route, self._decoded(portal), describe=False)
-            portal.done = True
-            return
-        if max_rows and prepared.remote_fields and not (prepared.route and prepared.route.writes):
-            # A read fetched in pieces: the relay sends whole answers, the planner's
-            # portals can stop and resume.
-            await self._plan_instead(portal)
-            await self._execute(portal, max_rows, describe=False)
-            return
-        await self.links.execute(portal)
-        portal.done = True
-
-    async def _plan_instead(self, portal: Portal) -> None:
-        prepared = portal.statement
-        declared = tuple(self._type_name(oid) for oid in prepared.param_oids)
-        plan = await self.plan_query(prepared.sql, declared)
-        portal.params = self._decoded(portal)
-        portal.statement = Prepared(prepared.sql, None, plan, prepared.param_oids)
-
-    def _decoded(self, portal: Portal) -> list[Any]:
-        oids = portal.statement.param_oids
-        formats = resolve_formats(portal.param_formats, len(portal.raw_params))
-        return [decode_param(oid, fmt, data, index=i + 1, timezone=self.settings.timezone)
-                for i, (oid, fmt, data) in enumerate(zip(oids, formats, portal.raw_params))]
-
-    async def _write_elsewhere(self, route: Route, params: list[Any], *, describe: bool) -> None:
-        """A write to a SQLite or MySQL source, rendered in its dialect (gateway.links)."""
-        result = await self.links.write_elsewhere(route, params)
-        if result.rows is not None:
-            batch = result.rows.combine_chunks().to_batches()
-            if describe:
-                self.write(row_description(result.rows.schema, ()))
-            for b in batch:
-                self.write(encode_rows(b, resolve_formats((), b.num_columns), timezone=self.settings.timezone))
-        self.write(encoder.command_complete(result.tag))
-        if route.ddl:
-            self.ctx.catalog_stale = True
 
     async def _on_close(self, message: m.Close) -> None:
         if message.kind == "S":
