@@ -229,7 +229,7 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
     lines = [
         f"### pgbench: gateway vs direct PostgreSQL vs PgBouncer ({facts['date']})",
         "",
-        (f"One PostgreSQL 15 cluster (test helper settings: fsync off), `pgbench -i -s "
+        (f"One PostgreSQL 15 cluster with default durability (fsync on), `pgbench -i -s "
          f"{facts['scale']}` loaded directly; {facts['cpus']} CPUs, load average "
          f"{facts['load_before']} before and {facts['load_after']} after; {facts['pgbench']}; "
          f"{facts['pgbouncer']}. pgbench `-n -c {CLIENTS} -j {THREADS} -T {facts['seconds']}`, "
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
              "pgbouncer": version([pgbouncer_binary(), "--version"])}
     with tempfile.TemporaryDirectory(prefix="bench-pgbench-") as tmp:
         workdir = Path(tmp)
-        server = start_postgres(workdir / "postgres")
+        server = start_postgres(workdir / "postgres", durable=True)  # default settings, as FACTS
         gateway = bouncer = None
         try:
             admin = Endpoint(server.host, server.port, server.user, "postgres")

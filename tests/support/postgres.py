@@ -67,6 +67,7 @@ class PostgresServer:
     bindir: Path
     workdir: Path  # the caller's directory: the server log is copied here on stop
     run_as: str | None = None
+    durable: bool = False  # fsync on, as PostgreSQL ships (benchmarks); tests run without
     _stopped: bool = field(default=False, repr=False)
 
     @property
@@ -137,7 +138,7 @@ def _make_traversable(path: Path) -> None:
 def _pg_ctl_start(server: PostgresServer) -> None:
     opts = (
         f"-c listen_addresses={server.host} -p {server.port} "
-        f"-k {server.root / 'socket'} -c fsync=off"
+        f"-k {server.root / 'socket'}" + ("" if server.durable else " -c fsync=off")
     )
     _run(
         server.run_as,
@@ -157,7 +158,7 @@ def _pg_ctl_start(server: PostgresServer) -> None:
     )
 
 
-def start_postgres(workdir: Path) -> PostgresServer:
+def start_postgres(workdir: Path, *, durable: bool = False) -> PostgresServer:
     """initdb + pg_ctl start a trust-auth cluster on a free loopback port.
 
     `workdir` is where callers keep their own files; the cluster itself lives in a fresh
@@ -193,6 +194,7 @@ def start_postgres(workdir: Path) -> PostgresServer:
         workdir=workdir,
         bindir=bindir,
         run_as=run_as,
+        durable=durable,
     )
     try:
         _run(
