@@ -13,11 +13,13 @@ projections and filters into the dataset scanner too.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 from sqlglot import exp
 
@@ -27,8 +29,14 @@ from connectors.duckdb_runner import DuckDBRunner
 from connectors.file_filters import to_arrow_filter
 from connectors.scan_sql import scan_tree
 from connectors.statement_log import StatementLog
+from gateway.errors import PgError
 
 BATCH_ROWS = 65_536
+UNDEFINED_FILE = "58P01"  # PostgreSQL's "could not open file"
+# CSV as PostgreSQL's COPY writes it: an unquoted empty field is NULL, a quoted one is the
+# empty string, and "NaN" is a float (pyarrow's default null markers include NaN, NA, null).
+CSV_FORMAT = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(
+    null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=False))
 
 
 class FilesSource:
@@ -60,7 +68,16 @@ class FilesSource:
         return found
 
     def _dataset(self, path: Path) -> ds.Dataset:
-        return ds.dataset(str(path), format=self.file_format, partitioning="hive")
+        if self.file_format == "parquet":
+            return ds.dataset(str(path), format="parquet", partitioning="hive")
+        dataset = ds.dataset(str(path), format=CSV_FORMAT, partitioning="hive")
+        # CSV types are inferred: timestamps come out in nanoseconds, PostgreSQL keeps
+        # microseconds (and DuckDB will not compare the two without a cast).
+        schema = pa.schema([f.with_type(pa.timestamp("us", f.type.tz))
+                            if pa.types.is_timestamp(f.type) else f for f in dataset.schema])
+        if schema == dataset.schema:
+            return dataset
+        return ds.dataset(str(path), format=CSV_FORMAT, partitioning="hive", schema=schema)
 
     async def tables(self) -> list[TableInfo]:
         return [TableInfo(TableRef(self.name, name, remote_name=name), dataset.schema,
@@ -72,7 +89,23 @@ class FilesSource:
 
     async def run_remote(self, sql: str, params: Sequence[Any] = ()) -> BatchStream:
         self.statement_log.write(sql)
-        return await self._runner.stream(sql, params, register=dict(self.datasets))
+        try:
+            return await self._runner.stream(sql, params, register=dict(self.datasets))
+        except PgError as exc:
+            missing = self._missing_file()
+            if missing is None:
+                raise
+            raise missing from exc
+
+    def _missing_file(self) -> PgError | None:
+        """The error to report when a file a dataset lists is gone (checked on failure
+        only: a stat per file on every query would cost too much for large datasets)."""
+        for name, dataset in self.datasets.items():
+            for path in getattr(dataset, "files", ()):
+                if not os.path.exists(path):
+                    return PgError(UNDEFINED_FILE, f'could not open file "{path}" of table '
+                                                   f'{self.name}.{name}: it no longer exists')
+        return None
 
     async def describe(self, sql: str, params: Sequence[Any] = ()) -> pa.Schema:
         stream = await self.run_remote(f"SELECT * FROM ({sql}) AS described LIMIT 0", params)

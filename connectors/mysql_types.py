@@ -1,7 +1,10 @@
 """MySQL/MariaDB column types as Arrow fields, from information_schema or a result header.
 
 Catalog columns carry their collation as Arrow field metadata (`collation`), which the
-MySQL capability table reads. `tinyint(1)` is MySQL's BOOLEAN and becomes bool.
+MySQL capability table reads. `tinyint(1)` is MySQL's BOOLEAN and becomes bool; MariaDB's
+UUID is uuid and its JSON (LONGTEXT checked by json_valid) is json. A result column read
+straight from a table column takes that column's catalog type when the field packet
+cannot tell (uuid and json arrive as plain strings).
 TIMESTAMP is stored in UTC and shown in the session zone (UTC here): timestamp with zone;
 DATETIME is a wall-clock value: timestamp without zone; TIME can exceed a day, so it
 becomes an interval (duration), as PostgreSQL's `interval` holds it.
@@ -9,6 +12,7 @@ becomes an interval (duration), as PostgreSQL's `interval` holds it.
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -26,11 +30,15 @@ _BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", 
 
 
 def catalog_field(name: str, data_type: str, column_type: str, precision: int | None,
-                  scale: int | None, collation: str | None, nullable: bool) -> pa.Field:
+                  scale: int | None, collation: str | None, nullable: bool,
+                  json: bool = False) -> pa.Field:
+    """`json`: MariaDB's JSON is LONGTEXT with a json_valid() check; the check says so."""
     t = data_type.lower()
     meta: dict[str, str] = {}
-    if t == "tinyint" and column_type.lower().startswith("tinyint(1)"):
-        arrow: pa.DataType = pa.bool_()
+    if json:
+        arrow: pa.DataType = pa.json_()
+    elif t == "tinyint" and column_type.lower().startswith("tinyint(1)"):
+        arrow = pa.bool_()
     elif t in _INTS:
         arrow = _INTS[t][1 if "unsigned" in column_type.lower() else 0]
     elif t == "decimal":
@@ -45,6 +53,8 @@ def catalog_field(name: str, data_type: str, column_type: str, precision: int | 
         arrow = pa.binary()
     elif t == "json":
         arrow = pa.json_()
+    elif t == "uuid":
+        arrow = pa.uuid()
     elif t == "date":
         arrow = pa.date32()
     elif t == "datetime":
@@ -56,7 +66,7 @@ def catalog_field(name: str, data_type: str, column_type: str, precision: int | 
     elif t == "year":
         arrow = pa.int16()
     else:
-        arrow = pa.string()  # geometry, uuid (MariaDB 10.7+), inet6: their text form
+        arrow = pa.string()  # geometry, inet6: their text form
     return pa.field(name, arrow, nullable=nullable, metadata=meta or None)
 
 
@@ -64,14 +74,27 @@ def _decimal(precision: int, scale: int) -> pa.DataType:
     return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
 
 
-def result_field(description: tuple) -> pa.Field:
-    """A result column from asyncmy's cursor.description (name, type, _, length, _, scale)."""
-    name, code, _, length, _, scale, _ = description
-    if code == FIELD_TYPE.TINY and length == 1:
+UNSIGNED_FLAG = 32
+BINARY_CHARSET = 63  # charsetnr of binary strings (BLOB, VARBINARY): bytes, not text
+
+
+def result_field(column: Any, boolean: bool = False,
+                 textual: pa.DataType | None = None) -> pa.Field:
+    """A result column from asyncmy's field packet (name, type_code, length, flags,
+    scale, charsetnr), with PostgreSQL's widths: INT is int4, SMALLINT int2, and an
+    unsigned type takes the next wider one. `boolean`: the query's column is boolean in
+    PostgreSQL (MySQL sends it as an integer; see connectors.dialects.mysql.BOOL_HINT).
+    `textual`: the uuid/json type of the table column the result reads, if it reads one."""
+    name, code, length = column.name, column.type_code, column.length
+    unsigned = bool(column.flags & UNSIGNED_FLAG)
+    if boolean or (code == FIELD_TYPE.TINY and length == 1):
         return pa.field(name, pa.bool_())
-    simple = {FIELD_TYPE.TINY: pa.int16(), FIELD_TYPE.SHORT: pa.int16(),
-              FIELD_TYPE.INT24: pa.int32(), FIELD_TYPE.LONG: pa.int64(),
-              FIELD_TYPE.LONGLONG: pa.int64(), FIELD_TYPE.FLOAT: pa.float32(),
+    ints = {FIELD_TYPE.TINY: pa.int16(), FIELD_TYPE.SHORT: pa.int32() if unsigned else pa.int16(),
+            FIELD_TYPE.INT24: pa.int32(), FIELD_TYPE.LONG: pa.int64() if unsigned else pa.int32(),
+            FIELD_TYPE.LONGLONG: pa.uint64() if unsigned else pa.int64()}
+    if code in ints:
+        return pa.field(name, ints[code])
+    simple = {FIELD_TYPE.FLOAT: pa.float32(),
               FIELD_TYPE.DOUBLE: pa.float64(), FIELD_TYPE.DATE: pa.date32(),
               FIELD_TYPE.NEWDATE: pa.date32(), FIELD_TYPE.DATETIME: pa.timestamp("us"),
               FIELD_TYPE.TIMESTAMP: pa.timestamp("us", tz="UTC"),
@@ -80,15 +103,16 @@ def result_field(description: tuple) -> pa.Field:
     if simple is not None:
         return pa.field(name, simple)
     if code in (FIELD_TYPE.DECIMAL, FIELD_TYPE.NEWDECIMAL):
-        # length counts digits plus a sign and a point (when scale > 0).
-        digits = max(length - (1 if scale else 0) - 1, 1)
+        scale = column.scale
+        # length counts digits plus a sign (unless unsigned) and a point (when scale > 0).
+        digits = max(length - (1 if scale else 0) - (0 if unsigned else 1), 1)
         return pa.field(name, _decimal(max(digits, scale), scale))
-    if code in (FIELD_TYPE.BLOB, FIELD_TYPE.TINY_BLOB, FIELD_TYPE.MEDIUM_BLOB,
-                FIELD_TYPE.LONG_BLOB, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING,
-                FIELD_TYPE.VARCHAR):
-        # asyncmy decodes text columns to str and binary ones to bytes; the header's
-        # charset is not in description, so the first value decides (see to_array).
-        return pa.field(name, pa.string())
+    if textual is not None and column.charsetnr != BINARY_CHARSET:
+        return pa.field(name, textual)
+    if column.charsetnr == BINARY_CHARSET and code in (
+            FIELD_TYPE.BLOB, FIELD_TYPE.TINY_BLOB, FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB,
+            FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING, FIELD_TYPE.VARCHAR):
+        return pa.field(name, pa.binary())
     return pa.field(name, pa.string())
 
 
@@ -101,10 +125,11 @@ def to_array(values: list[Any], t: pa.DataType) -> pa.Array:
         if pa.types.is_duration(t):
             return pa.array([v if v is None or isinstance(v, timedelta) else None
                              for v in values], t)
+        if isinstance(t, pa.UuidType):
+            storage = [None if v is None else uuid.UUID(v).bytes for v in values]
+            return pa.ExtensionArray.from_storage(t, pa.array(storage, t.storage_type))
         if isinstance(t, pa.BaseExtensionType):
             return pa.ExtensionArray.from_storage(t, pa.array(values, t.storage_type))
-        if pa.types.is_string(t) and any(isinstance(v, bytes) for v in values):
-            return pa.array(values, pa.binary())
         return pa.array(values, t)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
         raise PgError(INVALID_TEXT_REPRESENTATION,

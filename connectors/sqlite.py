@@ -1,13 +1,10 @@
 """A SQLite database file as a federated source (stdlib sqlite3, off the event loop).
 
 Each query opens its own read-only connection on a worker thread and hands rows over in
-batches of `BATCH_ROWS`, so memory stays bounded; `aclose()` interrupts the statement.
-SQLite values are dynamically typed: a table's Arrow schema comes from the declared
-column types (affinity rules; BOOLEAN as bool, DATE/DATETIME/TIMESTAMP text as Arrow
-temporal types). A shipped query's result columns have no declared type in Python's
-sqlite3, so their type is taken from the first batch's values (and is text when a column
-is all NULL there). A value that does not fit its column's type fails the query with
-22P02 rather than being coerced.
+batches of `BATCH_ROWS`, so memory stays bounded; `aclose()` interrupts the statement and
+closes the connection only after the worker thread has left it.
+SQLite values are dynamically typed; connectors.sqlite_types gives tables and shipped
+queries their Arrow types (a schema the planner passes wins).
 
 `statement_log` (a path) appends every statement SQLite runs, via its trace hook: the
 tests read it to prove what was shipped.
@@ -17,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from sqlglot import exp
@@ -28,45 +25,33 @@ from sqlglot import exp
 from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
 from connectors.dialects import sqlite as sqlite_dialect
 from connectors.scan_sql import scan_schema, scan_tree
-from gateway.errors import (DIVISION_BY_ZERO, INTERNAL_ERROR, INVALID_TEXT_REPRESENTATION,
-                            QUERY_CANCELED, SYNTAX_ERROR, UNDEFINED_TABLE, PgError)
+from connectors.sqlite_types import ResultTypes, arrow_type_for_decl, to_array, value_type
+from connectors.statement_log import StatementLog
+from gateway.errors import (DIVISION_BY_ZERO, INTERNAL_ERROR, QUERY_CANCELED, SYNTAX_ERROR,
+                            UNDEFINED_COLUMN, UNDEFINED_TABLE, PgError)
 
 BATCH_ROWS = 65_536
+UNDEFINED_FILE = "58P01"  # PostgreSQL's "could not open file": the database file is gone
+PROGRESS_STEPS = 10_000
+T = TypeVar("T")
 
 
-def arrow_type_for_decl(declared: str) -> pa.DataType:
-    """SQLite's affinity rules (https://sqlite.org/datatype3.html §3.1), plus temporal names."""
-    d = declared.upper()
-    if d.startswith("BOOL"):
-        return pa.bool_()
-    if "INT" in d:
-        return pa.int64()
-    if "CHAR" in d or "CLOB" in d or "TEXT" in d:
-        return pa.string()
-    if "BLOB" in d or not d:
-        return pa.binary() if d else pa.string()
-    if "REAL" in d or "FLOA" in d or "DOUB" in d:
-        return pa.float64()
-    if d.startswith("DATETIME") or d.startswith("TIMESTAMP"):
-        return pa.timestamp("us")
-    if d.startswith("DATE"):
-        return pa.date32()
-    return pa.float64()  # NUMERIC affinity: SQLite stores these as integer or real
-
-
-def _value_type(value: Any) -> pa.DataType:
-    return {int: pa.int64(), float: pa.float64(), str: pa.string(),
-            bytes: pa.binary()}.get(type(value), pa.string())
-
-
-def to_array(values: list[Any], t: pa.DataType) -> pa.Array:
+def _estimate(con: sqlite3.Connection, table: str) -> int | None:
+    """Rows in `table` as ANALYZE counted them, else the largest rowid (an upper bound
+    read from the b-tree's last page, not a scan); None for a view or a WITHOUT ROWID table."""
     try:
-        if pa.types.is_temporal(t):
-            return pa.array(values, pa.string()).cast(t)
-        return pa.array(values, t)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-        raise PgError(INVALID_TEXT_REPRESENTATION,
-                      f"sqlite value does not fit column type {t}: {exc}") from exc
+        stat = con.execute("SELECT stat FROM sqlite_stat1 WHERE tbl = ? LIMIT 1",
+                           [table]).fetchone()
+    except sqlite3.OperationalError:
+        stat = None  # never analyzed: sqlite_stat1 does not exist
+    if stat is not None and stat[0]:
+        return int(str(stat[0]).split()[0])
+    quoted = exp.to_identifier(table, quoted=True).sql("sqlite")
+    try:
+        row = con.execute(f"SELECT max(rowid) FROM {quoted}").fetchone()
+    except sqlite3.OperationalError:
+        return None  # no rowid
+    return int(row[0]) if row and row[0] is not None else 0
 
 
 def sqlite_error(exc: BaseException, raised: str | None) -> PgError:
@@ -75,8 +60,12 @@ def sqlite_error(exc: BaseException, raised: str | None) -> PgError:
         return PgError(DIVISION_BY_ZERO, "division by zero")
     if text == "interrupted":
         return PgError(QUERY_CANCELED, "canceling statement due to user request")
+    if text == "unable to open database file":
+        return PgError(UNDEFINED_FILE, f"sqlite: could not open the database file: {text}")
     if text.startswith("no such table"):
         return PgError(UNDEFINED_TABLE, f'relation "{text.split(": ", 1)[-1]}" does not exist')
+    if text.startswith("no such column"):
+        return PgError(UNDEFINED_COLUMN, f'column "{text.split(": ", 1)[-1]}" does not exist')
     if "syntax error" in text:
         return PgError(SYNTAX_ERROR, text)
     return PgError(INTERNAL_ERROR, f"sqlite: {text}")
@@ -90,8 +79,8 @@ class SQLiteSource:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"sqlite database {self.path} does not exist")
-        self.statement_log = Path(statement_log) if statement_log else None
-        self._log_lock = threading.Lock()
+        self.statement_log = StatementLog(statement_log)
+        self._types: ResultTypes | None = None  # from the tables' declared types
 
     def connect(self) -> tuple[sqlite3.Connection, dict[str, str | None]]:
         con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
@@ -103,17 +92,15 @@ class SQLiteSource:
             raise ValueError(message)
 
         con.create_function(sqlite_dialect.RAISE_FUNCTION, 1, fedgate_raise)
-        if self.statement_log is not None:
-            con.set_trace_callback(self._log)
+        if self.statement_log.path is not None:
+            con.set_trace_callback(self.statement_log.write)
         return con, state
 
-    def _log(self, statement: str) -> None:
-        assert self.statement_log is not None
-        with self._log_lock, open(self.statement_log, "a") as f:
-            f.write(statement.replace("\n", " ") + "\n")
-
     async def tables(self) -> list[TableInfo]:
-        return await asyncio.to_thread(self._tables)
+        try:
+            return await asyncio.to_thread(self._tables)
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc, None) from exc
 
     def _tables(self) -> list[TableInfo]:
         con, _ = self.connect()
@@ -129,7 +116,9 @@ class SQLiteSource:
                           for c in cols]
                 key = tuple(c[1] for c in sorted((c for c in cols if c[5]), key=lambda c: c[5]))
                 ref = TableRef(self.name, name, remote_name=name)
-                infos.append(TableInfo(ref, pa.schema(fields), row_estimate=None, primary_key=key))
+                infos.append(TableInfo(ref, pa.schema(fields), row_estimate=_estimate(con, name),
+                                       primary_key=key))
+            self._types = ResultTypes({info.ref.name: info.schema for info in infos})
             return infos
         finally:
             con.close()
@@ -139,7 +128,16 @@ class SQLiteSource:
 
     async def run_remote(self, sql: str, params: Sequence[Any] = (),
                          schema: pa.Schema | None = None) -> BatchStream:
-        stream = SQLiteStream(self, schema)
+        types: list[pa.DataType | None] = []
+        if schema is None:
+            if self._types is None:
+                await self.tables()
+            assert self._types is not None
+            types = self._types.of(sql)
+        try:
+            stream = SQLiteStream(self, schema, types)
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc, None) from exc
         await stream.start(sql, list(params))
         return stream
 
@@ -157,21 +155,35 @@ class SQLiteSource:
 
 
 class SQLiteStream:
-    def __init__(self, source: SQLiteSource, schema: pa.Schema | None) -> None:
+    """Batches of one SQLite query. Every call into sqlite3 runs on a worker thread; the
+    connection is closed only once no worker is inside it (closing it under a running
+    statement is undefined behaviour in SQLite's C API)."""
+
+    def __init__(self, source: SQLiteSource, schema: pa.Schema | None,
+                 types: list[pa.DataType | None]) -> None:
         self._source = source
+        self._types = types
         self._con, self._state = source.connect()
+        # Checked by SQLite every PROGRESS_STEPS VM steps: a non-zero answer stops the
+        # statement with "interrupted", even one that started after interrupt() was sent.
+        self._stop = False
+        self._con.set_progress_handler(lambda: 1 if self._stop else 0, PROGRESS_STEPS)
         self._cursor: sqlite3.Cursor | None = None
+        self._worker: asyncio.Future | None = None
         self._given = schema
         self.schema = schema or pa.schema([])
         self._first: pa.RecordBatch | None = None
         self._done = False
 
-    async def _call(self, fn):
+    async def _call(self, fn: Callable[[], T]) -> T:
+        if self._done:
+            raise PgError(QUERY_CANCELED, "canceling statement due to user request")
+        worker = asyncio.get_running_loop().run_in_executor(None, fn)
+        self._worker = worker
         try:
-            return await asyncio.shield(asyncio.to_thread(fn))
+            return await asyncio.shield(worker)
         except asyncio.CancelledError:
-            self._con.interrupt()
-            await self.aclose()
+            await self.aclose()  # stops the worker, then closes
             raise
         except sqlite3.Error as exc:
             await self.aclose()
@@ -187,16 +199,19 @@ class SQLiteStream:
         names = [d[0] for d in self._cursor.description or ()]
         if self._given is None:
             columns = list(zip(*rows)) if rows else [() for _ in names]
-            types = [next((_value_type(v) for v in col if v is not None), pa.string())
-                     for col in columns]
+            known = self._types if len(self._types) == len(names) else [None] * len(names)
+            types = [t or next((value_type(v) for v in col if v is not None), pa.string())
+                     for t, col in zip(known, columns)]
             self.schema = pa.schema([pa.field(n, t) for n, t in zip(names, types)])
         self._first = self._batch(rows) if rows else None
         if not rows:
             await self.aclose()
 
     def _batch(self, rows: list[tuple]) -> pa.RecordBatch:
-        columns = list(zip(*rows))
-        arrays = [to_array(list(col), f.type) for col, f in zip(columns, self.schema)]
+        # One column at a time: zip(*rows) makes an iterator per row, and that churn of
+        # 65,536 tracked objects per batch sets off the garbage collector (~5x slower).
+        columns = [list(map(itemgetter(i), rows)) for i in range(len(self.schema))]
+        arrays = [to_array(col, f.type) for col, f in zip(columns, self.schema)]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def __aiter__(self) -> SQLiteStream:
@@ -216,8 +231,24 @@ class SQLiteStream:
         return self._batch(rows)
 
     async def aclose(self) -> None:
+        """Stop the statement and close the connection once no worker is inside it."""
         if self._done:
             return
         self._done = True
-        self._con.interrupt()
-        self._con.close()
+        self._first = None
+        worker, con = self._worker, self._con
+        if worker is None or worker.done():
+            con.close()
+            return
+        self._stop = True
+        con.interrupt()
+        # The close runs when the worker returns, even if this task is cancelled while
+        # waiting for it below.
+        worker.add_done_callback(lambda done: (_retrieve(done), con.close()))
+        await asyncio.wait([worker])
+
+
+def _retrieve(future: asyncio.Future) -> None:
+    """Mark a stopped worker's outcome as seen (its "interrupted" error is expected)."""
+    if not future.cancelled():
+        future.exception()

@@ -16,11 +16,23 @@ tests/sources/test_traps.py):
 - `\\` escapes in string literals: sqlglot doubles backslashes, and LIKE gets its escape
   spelled out; identifiers are always backquoted, so ANSI_QUOTES does not matter;
 - `$n` parameters are rendered as markers the source replaces by literals (MySQL's
-  text protocol has no numbered parameters).
+  text protocol has no numbered parameters). The planner types each parameter as
+  `CAST($n AS type)`; MySQL's own casts convert where PostgreSQL raises, but these casts
+  only restate the type the gateway already decoded the value as, so for integers,
+  booleans, unsized text and bare numeric (dates and timestamps when compared with a
+  value of the very same type) the cast is dropped and the bound literal carries the
+  type. Floats stay local: a NaN parameter has no MySQL literal;
+- date/time text is read by MySQL's rules (offsets ignored): a string literal compared
+  with a date or timestamp ships only as zone-free ISO text, never against timestamptz;
+- results: MySQL has no boolean type, so the SQL carries a comment naming the columns
+  that are boolean in PostgreSQL (BOOL_HINT).
 """
 
 from __future__ import annotations
 
+import re
+
+import pyarrow as pa
 from sqlglot import exp
 
 from connectors.base import Classification, Dialect, TableInfo
@@ -43,12 +55,23 @@ def collation_problem(collation: str | None) -> str | None:
     return f"collation {collation} compares case-insensitively"
 
 
+T = exp.DataType.Type
+# CAST($n AS type) ships for these (the bound literal has the type); see the docstring.
+PARAM_TYPES = rules.PARAM_INTEGERS | rules.PARAM_TEXT | {T.BOOLEAN, T.DECIMAL}
+PARAM_TEMPORAL = frozenset({T.DATE, T.TIMESTAMP, T.TIMESTAMPTZ})
+
+
+def _is_literal(node: exp.Expression) -> bool:
+    """A literal, or a parameter the source binds as one (a coercible constant in MySQL)."""
+    return isinstance(node, exp.Literal) or rules.is_param_cast(node)
+
+
 def _text_problem(node: exp.Expression, table: TableInfo | None) -> str | None:
     """The collation problem of the text operands of `node`, if any."""
     for side in (node.this, node.args.get("expression")):
         if side is None or rules.operand_kind(side, table) != "text":
             continue
-        if isinstance(side, exp.Literal):
+        if _is_literal(side):
             continue  # literals take the column's collation, or the connection's (binary)
         field = rules.column_field(side, table)
         if field is None:
@@ -63,15 +86,56 @@ def _kinds(node: exp.Expression, table: TableInfo | None) -> set[str]:
     return {rules.operand_kind(side, table) for side in (node.this, node.expression)}
 
 
+# The only date/time text both systems read alike: ISO dates and times without a zone.
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_ISO_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?")
+
+
+def _temporal_literal_problem(value: exp.Expression, other: exp.Expression,
+                              table: TableInfo | None) -> str | None:
+    """Why a text literal compared with a date/time operand reads differently on MySQL.
+
+    PostgreSQL reads the literal as the operand's type (timestamptz: with its UTC offset,
+    or in the session's zone); MySQL compares it as a DATETIME string in its own rules,
+    ignoring offsets. Only zone-free ISO text against date/timestamp columns is exact."""
+    if not (isinstance(value, exp.Literal) and value.is_string):
+        return None
+    if rules.operand_kind(other, table) != "temporal":
+        return None
+    kind = _temporal_type(other, table)
+    if kind == T.TIMESTAMPTZ:
+        return "mysql ignores the UTC offset (or session zone) of timestamptz text"
+    pattern = _ISO_DATE if kind == T.DATE else _ISO_TIMESTAMP if kind == T.TIMESTAMP else None
+    if pattern is None or not pattern.fullmatch(value.this):
+        return f"mysql reads the date/time text {value.sql('postgres')} differently"
+    return None
+
+
+def _temporal_problem(operand: exp.Expression, values: list[exp.Expression],
+                      table: TableInfo | None) -> Classification | None:
+    for value in values:
+        problem = (_temporal_literal_problem(value, operand, table)
+                   or _temporal_literal_problem(operand, value, table))
+        if problem:
+            return unsupported(problem)
+    return None
+
+
 def _equality(node: exp.Expression, table: TableInfo | None) -> Classification | None:
     if "unknown" in _kinds(node, table):
         return unsupported("operand types unknown: mysql converts mixed types implicitly")
+    temporal = _temporal_problem(node.this, [node.expression], table)
+    if temporal:
+        return temporal
     problem = _text_problem(node, table)
     return inexact(problem) if problem else None
 
 
 def _in(node: exp.Expression, table: TableInfo | None) -> Classification | None:
-    if rules.operand_kind(node.this, table) != "text" or isinstance(node.this, exp.Literal):
+    temporal = _temporal_problem(node.this, list(node.expressions), table)
+    if temporal:
+        return temporal
+    if rules.operand_kind(node.this, table) != "text" or _is_literal(node.this):
         return None
     field = rules.column_field(node.this, table)
     if field is None:
@@ -83,6 +147,9 @@ def _in(node: exp.Expression, table: TableInfo | None) -> Classification | None:
 def _ordering(node: exp.Expression, table: TableInfo | None) -> Classification | None:
     if "unknown" in _kinds(node, table):
         return unsupported("operand types unknown: mysql converts mixed types implicitly")
+    temporal = _temporal_problem(node.this, [node.expression], table)
+    if temporal:
+        return temporal
     problem = _text_problem(node, table)
     return unsupported(problem) if problem else None
 
@@ -132,6 +199,38 @@ def _aggregate(node: exp.Expression, table: TableInfo | None) -> Classification 
     return None
 
 
+def _temporal_type(node: exp.Expression, table: TableInfo | None) -> exp.DataType.Type | None:
+    field = rules.column_field(node, table)
+    if field is not None:
+        t = field.type
+        if pa.types.is_timestamp(t):
+            return T.TIMESTAMPTZ if t.tz else T.TIMESTAMP
+        return T.DATE if pa.types.is_date(t) else None
+    if node.type is not None and node.type.this in (T.TIMESTAMP, T.TIMESTAMPTZ, T.DATE):
+        return node.type.this
+    return None
+
+
+def _cast(node: exp.Expression, table: TableInfo | None) -> Classification | None:
+    kind = rules.param_type(node)
+    if kind in PARAM_TYPES:
+        return None
+    if kind in PARAM_TEMPORAL:
+        # Only against an operand of the same type: PostgreSQL converts date or timestamp
+        # to timestamptz in the gateway session's zone, MySQL in its own (UTC).
+        parent = node.parent
+        others = [v for v in (parent.args.values() if parent is not None else ())
+                  if isinstance(v, exp.Expression) and v is not node]
+        if others and all(_temporal_type(o, table) == kind or rules.is_param_cast(o)
+                          for o in others):
+            return None
+        return unsupported("a date/time parameter compared with a value of another type")
+    if rules.is_param_cast(node):
+        return unsupported(f"a {node.to.sql('postgres').lower()} parameter has no exact mysql "
+                           "literal (NaN, sized types)")
+    return unsupported("mysql casts truncate and convert where PostgreSQL raises")
+
+
 CAPABILITIES: dict[type[exp.Expression], Checker] = {
     **rules.STRUCTURAL,
     exp.Literal: ok, exp.Ordered: _ordered,
@@ -145,7 +244,7 @@ CAPABILITIES: dict[type[exp.Expression], Checker] = {
     exp.Avg: _aggregate,
     exp.Lower: rules.never("lower() folds non-ASCII letters on mysql"),
     exp.Upper: rules.never("upper() folds non-ASCII letters on mysql"),
-    exp.Cast: rules.never("mysql casts truncate and convert where PostgreSQL raises"),
+    exp.Cast: _cast,
     exp.BitwiseXor: rules.never("`^` is XOR and bitwise operators are unsigned on mysql"),
     exp.BitwiseAnd: rules.never("bitwise operators are unsigned 64-bit on mysql"),
     exp.BitwiseOr: rules.never("bitwise operators are unsigned 64-bit on mysql"),
@@ -156,8 +255,12 @@ CAPABILITIES[exp.Between] = lambda node, table: _between(node, table)
 
 
 def _between(node: exp.Expression, table: TableInfo | None) -> Classification | None:
-    low = exp.GTE(this=node.this, expression=node.args["low"])
-    return _ordering(low, table)
+    for bound in (node.args["low"], node.args["high"]):
+        # Copies: building a node re-parents its children, and checkers read parents.
+        answer = _ordering(exp.GTE(this=node.this.copy(), expression=bound.copy()), table)
+        if answer is not None:
+            return answer
+    return None
 
 
 def classify(expression: exp.Expression, table: TableInfo | None = None) -> Classification:
@@ -174,8 +277,56 @@ def _postgres_semantics(node: exp.Expression) -> exp.Expression:
     return rules.with_escape(node)
 
 
+def _drop_param_casts(node: exp.Expression) -> exp.Expression:
+    return rules.drop_param_casts(node, PARAM_TYPES | PARAM_TEMPORAL)
+
+
+# MySQL has no boolean result type: `a = b` comes back as an integer, like `1` does, so
+# the rendered SQL starts with a comment naming the result columns that are boolean in
+# PostgreSQL (0-based); connectors.mysql reads it and returns those columns as bool.
+BOOL_HINT = "/* fedgate-bool: {} */ "
+
+
+def _outer_selects(tree: exp.Expression) -> list[exp.Expression]:
+    """The expressions that name a query's result columns (a union's: its first branch)."""
+    while True:
+        if isinstance(tree, (exp.SetOperation, exp.Subquery)):
+            tree = tree.this
+            continue
+        if not isinstance(tree, exp.Select):
+            return []
+        from_ = tree.args.get("from_")
+        if (len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star)
+                and from_ is not None and isinstance(from_.this, exp.Subquery)
+                and not tree.args.get("joins")):
+            tree = from_.this  # SELECT * FROM (query) AS described: the inner query's columns
+            continue
+        return tree.expressions
+
+
+def is_boolean(node: exp.Expression) -> bool:
+    node = node.unalias()
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if node.type is not None and node.type.this == T.BOOLEAN:
+        return True
+    if isinstance(node, exp.Coalesce):  # every branch has one type: a boolean one tells
+        return any(is_boolean(e) for e in (node.this, *node.expressions))
+    if isinstance(node, exp.Case):
+        return any(is_boolean(e) for e in (*(i.args["true"] for i in node.args["ifs"]),
+                                           node.args.get("default")) if e is not None)
+    return isinstance(node, (exp.Predicate, exp.Connector, exp.Not, exp.Boolean))
+
+
+def bool_hint(tree: exp.Expression) -> str:
+    positions = [str(i) for i, e in enumerate(_outer_selects(tree)) if is_boolean(e)]
+    return BOOL_HINT.format(",".join(positions)) if positions else ""
+
+
 def to_mysql(tree: exp.Expression) -> str:
-    return tree.transform(_postgres_semantics).sql("mysql", identify=True)
+    hint = bool_hint(tree)
+    tree = tree.transform(_drop_param_casts)
+    return hint + tree.transform(_postgres_semantics).sql("mysql", identify=True)
 
 
 DIALECT = Dialect(name=NAME, sqlglot="mysql", paramstyle="$n", classify=classify,

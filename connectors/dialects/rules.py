@@ -162,6 +162,34 @@ def is_nonzero_number(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and not node.is_string and float(node.this) != 0
 
 
+# What `CAST($n AS type)` may name when a dialect drops the cast: the planner wraps every
+# bind parameter in a cast to the type the gateway already decoded it as
+# (planner.params), so the bound value carries that type itself. Sized types (char(n),
+# varchar(n), numeric(p, s)) pad, truncate or round: those are real casts, never dropped.
+PARAM_INTEGERS = frozenset({exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
+                            exp.DataType.Type.BIGINT})
+PARAM_TEXT = frozenset({exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR})
+
+
+def is_param_cast(node: exp.Expression) -> bool:
+    """Whether `node` is the planner's typing of a bind parameter: CAST($n AS type)."""
+    return isinstance(node, exp.Cast) and isinstance(node.this, (exp.Parameter, exp.Placeholder))
+
+
+def param_type(node: exp.Expression) -> exp.DataType.Type | None:
+    """The simple type of CAST($n AS type), or None for anything else (or a sized type)."""
+    if not is_param_cast(node):
+        return None
+    return None if node.to.expressions else node.to.this
+
+
+def drop_param_casts(node: exp.Expression, allowed: frozenset) -> exp.Expression:
+    """CAST($n AS t) -> $n for the types a dialect binds natively (a tree transform)."""
+    if param_type(node) in allowed:
+        return node.this.copy()
+    return node
+
+
 def with_escape(node: exp.Expression, escape: str = "\\") -> exp.Expression:
     """`x LIKE p` with PostgreSQL's default escape spelled out (sources differ on it)."""
     if isinstance(node, (exp.Like, exp.ILike)) and not isinstance(node.parent, exp.Escape):

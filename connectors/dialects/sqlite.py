@@ -11,12 +11,18 @@ tests/sources/test_traps.py:
   SQLite, so arithmetic on numeric (decimal) operands does not ship;
 - CAST never fails in SQLite ('abc' becomes 0), `#`/`^` mean different things, dates and
   timestamps are plain text: none of these ship;
-- NULL ordering: sqlglot spells out PostgreSQL's NULLS LAST/FIRST (SQLite ≥ 3.30).
+- identifiers are `backquoted`: a double-quoted unknown column would be a string;
+- NULL ordering: sqlglot spells out PostgreSQL's NULLS LAST/FIRST (SQLite ≥ 3.30);
+- the planner types each bind parameter as `CAST($n AS type)`. For integers, booleans
+  and unsized text that cast only restates the type the gateway decoded the value as, and
+  sqlite3 binds the Python value with that type, so the cast is dropped (`?n`). Floats
+  stay local (SQLite binds NaN as NULL), so do numerics (sqlite3 cannot bind Decimal).
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.dialects.sqlite import SQLite
 
 from connectors.base import Classification, Dialect, TableInfo
 from connectors.dialects import rules
@@ -40,6 +46,19 @@ def _compare(node: exp.Expression, table: TableInfo | None) -> Classification | 
         if field is not None and rules.column_collation(field) not in (None, "BINARY"):
             return unsupported(f"collation {rules.column_collation(field)} on sqlite")
     return None
+
+
+# CAST($n AS type) ships for these: the bound value has the type (see the docstring).
+PARAM_TYPES = rules.PARAM_INTEGERS | rules.PARAM_TEXT | {exp.DataType.Type.BOOLEAN}
+
+
+def _cast(node: exp.Expression, table: TableInfo | None) -> Classification | None:
+    if rules.param_type(node) in PARAM_TYPES:
+        return None
+    if rules.is_param_cast(node):
+        return unsupported(f"sqlite binds a {node.to.sql('postgres').lower()} parameter "
+                           "differently (NaN as NULL, no decimals, dates as text)")
+    return unsupported("casts never fail on sqlite ('abc' becomes 0)")
 
 
 def _arithmetic(node: exp.Expression, table: TableInfo | None) -> Classification | None:
@@ -80,7 +99,7 @@ CAPABILITIES: dict[type[exp.Expression], Checker] = {
     exp.Lower: _text_function, exp.Upper: _text_function, exp.Length: _text_function,
     exp.DPipe: ok, exp.Abs: ok,
     exp.Count: ok, exp.Min: ok, exp.Max: ok, exp.Sum: _aggregate, exp.Avg: _aggregate,
-    exp.Cast: rules.never("casts never fail on sqlite ('abc' becomes 0)"),
+    exp.Cast: _cast,
     exp.BitwiseXor: rules.never("sqlite has no XOR operator"),
     exp.Pow: rules.never("power() is optional in sqlite builds"),
 }
@@ -97,6 +116,7 @@ def _guard(divisor: exp.Expression) -> exp.Expression:
 
 
 def _parameters(node: exp.Expression) -> exp.Expression:
+    node = rules.drop_param_casts(node, PARAM_TYPES)
     if isinstance(node, exp.Parameter):
         return exp.Var(this=f"?{node.name}")  # $1 -> ?1: numbered, so reusable
     return node
@@ -115,9 +135,18 @@ def _postgres_semantics(node: exp.Expression) -> exp.Expression:
     return rules.with_escape(node)
 
 
+class _Backquoted(SQLite):
+    """SQLite with `backquoted` identifiers: a double-quoted name that matches no column
+    is read as a string literal by SQLite (its "DQS" misfeature), so a misspelt column
+    would quietly become text; a backquoted one is always an identifier."""
+
+    class Tokenizer(SQLite.Tokenizer):
+        IDENTIFIERS = ["`", '"', ("[", "]")]  # the first one is what the generator writes
+
+
 def to_sqlite(tree: exp.Expression) -> str:
     tree = tree.transform(_parameters).transform(_postgres_semantics)
-    return tree.sql("sqlite", identify=True)
+    return tree.sql(dialect=_Backquoted, identify=True)
 
 
 DIALECT = Dialect(name=NAME, sqlglot="sqlite", paramstyle="?", classify=classify,

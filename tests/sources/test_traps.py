@@ -9,7 +9,6 @@ re-check, equal), or fetches the rows and evaluates locally when UNSUPPORTED.
 
 from __future__ import annotations
 
-import asyncio
 from contextlib import asynccontextmanager
 
 import asyncpg

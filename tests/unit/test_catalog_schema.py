@@ -15,4 +15,4 @@ def test_star_expands_when_another_source_is_empty() -> None:
     catalog = CatalogSnapshot(1, {"pg": SourceEntry("pg", PG, {}),
                                   "lite": SourceEntry("lite", SQLITE, {"lt": lt})})
     result = plan("select * from lite.lt", catalog, PlanSettings(search_path=("pg",)))
-    assert '"a"' in result.fragments[0].sql and "*" not in result.fragments[0].sql
+    assert "`a`" in result.fragments[0].sql and "*" not in result.fragments[0].sql
