@@ -70,6 +70,9 @@ def render(tree: exp.Expression, source: str, dialect: str, params: Sequence[Any
         if number is None or not 1 <= number <= len(params):
             raise PgError("42P02", f"there is no parameter ${number}")
         node.replace(literal(params[number - 1]))
+    if dialect == "sqlite":
+        from connectors.dialects.sqlite import to_sqlite
+        return to_sqlite(tree)  # backquoted: a double-quoted unknown name would be text there
     return tree.sql(dialect=dialect)
 
 

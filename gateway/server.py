@@ -24,6 +24,7 @@ from connectors.engines.duckdb import DuckDBEngine
 from connectors.engines.spark import SparkEngine
 from gateway.config import Config, ConfigError, demo_path
 from gateway.connection import Connection
+from gateway.errors import PgError
 from gateway.execute import Executor
 from gateway.pg_catalog.mount import SYSTEM_SCHEMAS, with_catalog
 from gateway.pg_catalog.mount import mount as mount_catalog
@@ -69,8 +70,12 @@ class ServerContext:
             for name, source in self.sources.items():
                 if name in SYSTEM_SCHEMAS:
                     continue
-                entries[name] = SourceEntry(name, source.dialect,
-                                            {t.ref.name: t for t in await source.tables()})
+                tables = await _tables_or_none(source)
+                if tables is None:  # unreachable now: keep what we knew of it
+                    previous = self.catalog.sources.get(name)
+                    entries[name] = previous or SourceEntry(name, source.dialect, {})
+                    continue
+                entries[name] = SourceEntry(name, source.dialect, {t.ref.name: t for t in tables})
             if _shapes(entries) == _shapes(self.catalog.sources):
                 return False
             snapshot = CatalogSnapshot(self.catalog.version + 1, entries)
@@ -106,6 +111,17 @@ def _shapes(sources: Mapping[str, SourceEntry]) -> dict:
     """Each user source's tables and their schemas: what a refresh compares."""
     return {name: {table: info.schema for table, info in entry.tables.items()}
             for name, entry in sources.items() if name not in SYSTEM_SCHEMAS}
+
+
+async def _tables_or_none(source: Source) -> list | None:
+    try:
+        return await source.tables()
+    except PgError as err:
+        if not err.sqlstate.startswith(("08", "58", "57P")):
+            raise
+        log.warning("source %s is unreachable (%s %s); it has no tables until it answers",
+                    source.name, err.sqlstate, err.message)
+        return None
 
 
 def open_source(config: Config, name: str, kind: str, options: dict) -> Source:
@@ -157,7 +173,9 @@ async def build_context(config: Config) -> ServerContext:
         source = await asyncio.to_thread(open_source, config, source_config.name,
                                          source_config.kind, source_config.options)
         sources[source.name] = source
-        tables = await source.tables()
+        # A source that cannot be reached does not keep the others from being served: its
+        # tables appear once a catalog refresh reaches it.
+        tables = await _tables_or_none(source) or []
         entries[source.name] = SourceEntry(source.name, source.dialect,
                                            {t.ref.name: t for t in tables})
     # The emulated pg_catalog / information_schema: one more source, two schemas.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import sqlite3
 from pathlib import Path
 
@@ -39,5 +40,35 @@ async def test_a_new_table_is_found_by_the_query_that_names_it(tmp_path: Path) -
             assert names == {"first_t", "later_t"}
         finally:
             await conn.close()
+    finally:
+        gateway.stop()
+
+
+async def test_an_unreachable_source_does_not_stop_the_gateway(tmp_path: Path) -> None:
+    """A source that is down at startup has no tables; the others are served, and the
+    source's tables appear once a refresh reaches it."""
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as con:
+        con.execute("create table t (a integer)")
+        con.execute("insert into t values (1)")
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there
+    gateway = start_gateway(f'[catalog]\nsearch_path = ["lite"]\nrefresh_seconds = 0\n'
+                            f'[sources.lite]\nkind = "sqlite"\npath = "{db}"\n'
+                            f'[sources.down]\nkind = "postgres"\n'
+                            f'dsn = "postgresql://postgres@127.0.0.1:{port}/postgres"\n',
+                            tmp_path / "gw")
+    try:
+        conn = await asyncpg.connect(gateway.dsn)
+        try:
+            assert [r["a"] for r in await conn.fetch("select a from t")] == [1]
+            with pytest.raises(asyncpg.PostgresError) as caught:
+                await conn.fetch("select * from down.anything")
+            assert caught.value.sqlstate in ("42P01", "08000", "08006")
+        finally:
+            await conn.close()
+        assert "unreachable" in gateway.log()
     finally:
         gateway.stop()
