@@ -458,16 +458,20 @@ class Session(RelayMixin, CopyInMixin):
         if not sql:
             return Prepared(sql, None, None, tuple(declared_oids))
         utility = parse_utility(sql)
+        declared = tuple(self._type_name(oid) for oid in declared_oids)
         if utility is not None:
             if utility.kind == "explain" and utility.value and self._route(utility.value) is None:
-                await self.plan_query(utility.value, ())  # report planning errors at Parse time
+                # Planning errors show at Parse time, and EXPLAIN takes the query's parameters.
+                inner = await self.plan_query(utility.value, declared)
+                return Prepared(sql, utility, None, self._param_oids(inner, declared_oids))
             return Prepared(sql, utility, None, tuple(declared_oids))
         self._check_not_failed(Prepared(sql, None, None, ()))
-        declared = tuple(self._type_name(oid) for oid in declared_oids)
         plan = await self.plan_query(sql, declared)
-        oids = tuple(declared_oids[i] if i < len(declared_oids) and declared_oids[i]
+        return Prepared(sql, None, plan, self._param_oids(plan, declared_oids))
+
+    def _param_oids(self, plan: QueryPlan, declared_oids: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(declared_oids[i] if i < len(declared_oids) and declared_oids[i]
                      else self._type_oid(name) for i, name in enumerate(plan.param_types))
-        return Prepared(sql, None, plan, oids)
 
     async def plan_query(self, sql: str, declared: tuple[str | None, ...] = ()) -> QueryPlan:
         await self.ctx.refresh_if_stale()
