@@ -48,7 +48,8 @@ _GATEWAY_EXPRESSIONS = tuple(getattr(exp, name) for name in (
 
 _VERB = re.compile(r"\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*([A-Za-z]+)", re.S)
 _SHAPE = re.compile(r"""("(?:[^"]|"")*")|('(?:[^']|'')*')|((?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)""")
-_UNSAFE_FOR_SHAPES = re.compile(r"""\\|\$\w*\$|(?<![\w])[eEbBxXuU]&?'""")
+_UNSAFE_FOR_SHAPES = re.compile(r"\\|\$\w*\$")
+_STRING_PREFIX = re.compile(r"(?:^|[^\w])(?:[eEbBxXnN]|[uU]&)$")  # E'..', B'..', U&'..' ...
 _COPY_FROM_STDIN = re.compile(r"\s*COPY\s+(.+?)\s+FROM\s+STDIN\b", re.I | re.S)
 # Tables named by statements sqlglot keeps opaque (VACUUM, ANALYZE, TRUNCATE's options ...).
 _NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)(?:\.(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*))?'
@@ -85,7 +86,17 @@ def shape_of(sql: str) -> str:
     """The text with literals blanked out: statements of one shape share a route."""
     if _UNSAFE_FOR_SHAPES.search(sql):
         return sql  # escapes or dollar quoting: the plain tokenizer could misread them
-    return _SHAPE.sub(lambda m: m.group(1) or "?", sql)
+    parts, last = [], 0
+    for found in _SHAPE.finditer(sql):
+        if found.group(1):
+            continue  # a quoted identifier stays
+        if found.group(2) and _STRING_PREFIX.search(sql, max(0, found.start() - 3), found.start()):
+            return sql  # a prefixed string (E'', B'', U&''): its own rules, keep the text
+        parts.append(sql[last:found.start()])
+        parts.append("?")
+        last = found.end()
+    parts.append(sql[last:])
+    return "".join(parts)
 
 
 class Router:
