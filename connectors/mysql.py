@@ -39,7 +39,7 @@ from gateway.errors import (CONNECTION_EXCEPTION, CONNECTION_FAILURE, FEATURE_NO
 log = logging.getLogger("fedgate.mysql")
 
 BATCH_ROWS = 65_536
-FETCH_ROWS = 4_096  # rows decoded per step of the event loop
+FETCH_ROWS = 16_384  # rows per batch after the first: a short pause for other sessions
 _JSON_CHECK = re.compile(r"json_valid\(`([^`]+)`\)")  # how MariaDB declares a JSON column
 # MySQL error numbers -> SQLSTATE the client expects from PostgreSQL.
 _ERRORS = {1146: UNDEFINED_TABLE, 1054: UNDEFINED_COLUMN, 1064: SYNTAX_ERROR,
@@ -268,28 +268,24 @@ class MySQLStream:
     async def __anext__(self) -> pa.RecordBatch:
         if self._first:
             rows, self._first = self._first, None
-            return await asyncio.to_thread(self._batch, rows)
+            return self._batch(rows)
         if self._done or self._cursor is None:
             await self.aclose()
             raise StopAsyncIteration
-        rows: list[tuple] = []
         try:
-            # The driver decodes rows on the event loop: fetch in small steps, so other
-            # sessions run in between, and build the Arrow batch on a worker thread.
-            while len(rows) < BATCH_ROWS:
-                chunk = await self._cursor.fetchmany(FETCH_ROWS)
-                if not chunk:
-                    self._done = True  # every row read: the connection can be reused
-                    break
-                rows.extend(chunk)
-                await asyncio.sleep(0)
+            # Small batches, decoded and converted on the event loop: the driver buffers
+            # whatever the socket delivers without limit, so the loop must stay busy with
+            # this stream while it converts (memory stays flat), and a small batch keeps
+            # the pause short for other sessions.
+            rows = list(await self._cursor.fetchmany(FETCH_ROWS))
         except DRIVER_ERRORS as exc:
             await self.aclose(broken=True)
             raise mysql_error(exc) from exc
         if not rows:
+            self._done = True  # every row read: the connection can be reused
             await self.aclose()
             raise StopAsyncIteration
-        return await asyncio.to_thread(self._batch, rows)
+        return self._batch(rows)
 
     async def aclose(self, broken: bool = False) -> None:
         if self._done and self._conn is None:
