@@ -6,6 +6,12 @@ with a cursor of its own (a cursor is a separate connection to the same database
 connection must not run two queries at once). Cancelling the asyncio task that awaits a
 batch interrupts DuckDB, waits for the worker to stop, and only then re-raises, so a
 cancelled query never keeps running behind the client's back.
+
+Lossless Arrow export (needed so uuid and json keep their types) hands 128-bit integers
+over as opaque 16-byte values, which no consumer understands; DuckDB makes them for
+`sum()` of any integer column. They are re-labelled, without copying, as Arrow
+decimal128(38, 0) (the same 16-byte two's complement layout): PostgreSQL's `numeric`,
+which is what PostgreSQL's own sum of bigints returns.
 """
 
 from __future__ import annotations
@@ -17,9 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
-from gateway.errors import from_exception
+from gateway.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError, from_exception
 
 T = TypeVar("T")
 
@@ -123,11 +130,11 @@ class DuckDBStream:
                 self._cursor.register(name, data)
                 self._registered.append(name)
             reader = self._cursor.sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
+            self.schema = plain_schema(reader.schema)
             # Fetch the first batch in the same hop: most queries are small and finish here.
-            return reader, _read(reader)
+            return reader, self._next(reader)
 
         self._reader, first = await self._call(run)
-        self.schema = self._reader.schema
         if first is None:
             await self._finish()
         else:
@@ -142,11 +149,18 @@ class DuckDBStream:
         if self._done or self._reader is None:
             raise StopAsyncIteration
         reader = self._reader
-        batch = await self._call(lambda: _read(reader))
+        batch = await self._call(lambda: self._next(reader))
         if batch is None:
             await self._finish()
             raise StopAsyncIteration
         return batch
+
+    def _next(self, reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
+        """The next batch, in the stream's schema (on the worker thread)."""
+        batch = _read(reader)
+        if batch is None or self.schema is reader.schema:
+            return batch
+        return plain_batch(batch, self.schema)
 
     async def _finish(self) -> None:
         self._done = True
@@ -172,3 +186,39 @@ def _read(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
         return reader.read_next_batch()
     except StopIteration:
         return None
+
+
+HUGEINT_AS = pa.decimal128(38, 0)
+
+
+def _is_hugeint(t: pa.DataType) -> bool:
+    return isinstance(t, pa.OpaqueType) and t.vendor_name == "DuckDB" and \
+        t.type_name in ("hugeint", "uhugeint")
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """`schema` with 128-bit integers as decimal128(38, 0); the same object if it has none."""
+    if not any(_is_hugeint(f.type) for f in schema):
+        return schema
+    return pa.schema([f.with_type(HUGEINT_AS) if _is_hugeint(f.type) else f for f in schema],
+                     metadata=schema.metadata)
+
+
+def plain_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    columns = [_as_decimal(c) if _is_hugeint(c.type) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _as_decimal(column: pa.Array) -> pa.Array:
+    storage = column.storage
+    validity, data = storage.buffers()
+    if column.type.type_name == "uhugeint" and len(storage):
+        # Above 2**127 an unsigned value would read as negative: refuse it instead.
+        raw = np.frombuffer(data, dtype=np.uint8)[storage.offset * 16:(storage.offset + len(storage)) * 16]
+        high = raw.reshape(-1, 16)[:, 15] >= 0x80
+        if storage.null_count:
+            high &= np.asarray(storage.is_valid())
+        if high.any():
+            raise PgError(NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow")
+    return pa.Array.from_buffers(HUGEINT_AS, len(storage), [validity, data],
+                                 storage.null_count, storage.offset)

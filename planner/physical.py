@@ -15,6 +15,7 @@ from sqlglot import exp
 from connectors.base import Dialect
 from planner.catalog import CatalogSnapshot
 from planner import dynamic_filters
+from planner.fragment_types import fragment_types
 from planner.logical import Column, Filter, Node, Scan, replace
 from planner.query_plan import RemoteFragment
 from planner.unparse import Unparser, _flat
@@ -28,7 +29,7 @@ def remote_table(scan: Scan) -> exp.Expression:
 
 
 def describe_tree(tree: exp.Expression) -> exp.Expression:
-    if isinstance(tree, exp.Select):
+    if isinstance(tree, exp.Select) and tree.args.get("limit") is None:  # LIMIT $n stays bound
         return tree.copy().limit(0)
     return exp.select("*").from_(tree.copy().subquery("described")).limit(0)
 
@@ -102,7 +103,10 @@ def render_fragment(index: int, node: Node, source: str, dialect: Dialect) -> tu
 
 
 def render(plan: Node, found: list[Node], catalog: CatalogSnapshot, engine: Dialect):
-    """(fragments, residual tree or None, residual params, dynamic filters) for the plan."""
+    """(fragments, residual tree or None, residual params, dynamic filters, fragment column
+    types) for the plan. The types are what the residual reads from each `frag_<i>`, as
+    far as the catalog tells them (a sqlglot schema: fragment -> column -> type), worked
+    out on first call: only engines other than DuckDB need them."""
     fragments = []
     replacements = {}
     names, fields = {}, {}
@@ -114,11 +118,15 @@ def render(plan: Node, found: list[Node], catalog: CatalogSnapshot, engine: Dial
         names[id(node)] = fragment.name
         # How each of the fragment's columns is named in the rows it returns.
         fields[id(node)] = {c: replacement[1].get(c, (None, c[1]))[1] for c in node.output}
+
+    def types() -> dict[str, dict[str, str]]:
+        return {names[id(node)]: fragment_types(node, fields[id(node)]) for node in found}
+
     if len(found) == 1 and found[0] is plan:
-        return fragments, None, (), ()
+        return fragments, None, (), (), types
     residual = Unparser(lambda scan: remote_table(scan), replacements).query(plan)
     params = renumber_parameters(residual)
-    return fragments, residual, params, dynamic_filters.find(plan, names, fields)
+    return fragments, residual, params, dynamic_filters.find(plan, names, fields), types
 
 
 def _source_of(node: Node) -> str:

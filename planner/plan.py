@@ -12,12 +12,15 @@ PostgreSQL would give it.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import MappingSchema
 
 from connectors.dialects import duckdb as engine_dialect
 from connectors.dialects import spark as spark_dialect
@@ -110,7 +113,7 @@ def _annotate(tree: exp.Expression, catalog: CatalogSnapshot, typed: bool = True
 
 
 def _describe_tree(tree: exp.Expression) -> exp.Expression:
-    if isinstance(tree, exp.Select):
+    if isinstance(tree, exp.Select) and tree.args.get("limit") is None:  # LIMIT $n stays bound
         return tree.copy().limit(0)
     return exp.select("*").from_(tree.copy().subquery("described")).limit(0)
 
@@ -173,8 +176,8 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     logical = build(tree, catalog)
     optimized = optimize(logical, RuleContext(catalog), BATCHES)
     found, _ = fragments(optimized, catalog)
-    pieces, residual, residual_params, dynamic = physical.render(optimized, found, catalog,
-                                                                 ENGINE_DIALECT)
+    pieces, residual, residual_params, dynamic, frag_types = physical.render(
+        optimized, found, catalog, ENGINE_DIALECT)
     def details() -> tuple[tuple[str, ...], tuple[str, ...]]:
         return tuple(str(optimized).splitlines()), tuple(conjunct_lines(optimized, catalog))
 
@@ -185,7 +188,17 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
                      lambda: ENGINE_DIALECT.to_sql(physical.describe_tree(residual)), pg_types, names,
                      residual_params, details=details,
                      estimated_rows=estimate_rows(found), dynamic_filters=dynamic,
-                     residual_render=lambda engine: ENGINES[engine].to_sql(residual))
+                     residual_render=functools.cache(
+                         lambda engine: _render_residual(residual, frag_types, engine)))
+
+
+def _render_residual(residual: exp.Expression,
+                     frag_types: Callable[[], dict[str, dict[str, str]]], engine: str) -> str:
+    """The residual in another engine's dialect. Those renderers need operand types
+    everywhere (connectors.dialects.spark), so the residual is annotated first over the
+    fragments' column types; only a query that runs there pays for it."""
+    schema = MappingSchema(frag_types(), dialect="duckdb", normalize=False)
+    return ENGINES[engine].to_sql(annotate_types(residual.copy(), schema=schema))
 
 
 # Textbook selectivity of one pushed filter conjunct when the source gives no statistics.

@@ -65,7 +65,12 @@ class Unparser:
                 key = (node.table or None, node.name)
                 if key in columns:
                     qualifier, name = columns[key]
-                    return exp.column(name, table=qualifier, quoted=True)
+                    renamed = exp.column(name, table=qualifier, quoted=True)
+                    # The same value under another name: keep its type, which renderers
+                    # read (integer division, exact numeric casts).
+                    if node.type is not None:
+                        renamed.type = node.type.copy()
+                    return renamed
             return node
 
         return e.transform(follow)

@@ -10,12 +10,16 @@ rewrites here close the gaps we know of (DESIGN.md §4):
   DECIMAL(18,3) and silently rounds, so the cast gets the precision its operand needs
   (a literal's own digits, integers at scale 0, DECIMAL(38,10) when nothing is known:
   DuckDB's decimals stop at 38 digits).
-These need operand types, so they expect a type-annotated tree. One more needs none:
+These need operand types, so they expect a type-annotated tree, and run children before
+parents: a cast inside a division is made exact too (sqlglot's `transform` does not descend
+into a node it replaced). One more needs none:
 - `LIKE` has no default escape in DuckDB while PostgreSQL's is `\`, so every LIKE/ILIKE
   without an ESCAPE clause gets `ESCAPE '\'` spelled out.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from sqlglot import exp
 
@@ -90,6 +94,20 @@ def _postgres_semantics(node: exp.Expression) -> exp.Expression:
     return _exact_numeric(_postgres_division(node))
 
 
+def rewrite_bottom_up(tree: exp.Expression,
+                      rewrite: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
+    """A copy of `tree` with `rewrite` applied to every node, children before parents."""
+    tree = tree.copy()
+    for node in reversed(list(tree.dfs())):
+        new = rewrite(node)
+        if new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
+    return tree
+
+
 def _like_escape(node: exp.Expression) -> exp.Expression:
     if isinstance(node, (exp.Like, exp.ILike)) and not isinstance(node.parent, exp.Escape):
         return exp.Escape(this=node.copy(), expression=exp.Literal.string("\\"))
@@ -99,7 +117,7 @@ def _like_escape(node: exp.Expression) -> exp.Expression:
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
     if needs_types(tree):
-        tree = tree.transform(_postgres_semantics)
+        tree = rewrite_bottom_up(tree, _postgres_semantics)
     if tree.find(exp.Like, exp.ILike) is not None:
         tree = tree.transform(_like_escape)
     return tree.sql("duckdb")

@@ -1,8 +1,24 @@
 """Spark SQL as the residual engine's dialect: PostgreSQL semantics rendered for Spark.
 
-Spark shares DuckDB's gaps (integer division, unconstrained DECIMAL — Spark's default is
-DECIMAL(10,0)), so the same rewrites apply before sqlglot's Spark generator runs. With
-Spark 4's ANSI mode (the default) a zero divisor raises, as in PostgreSQL.
+sqlglot's Spark generator writes Spark syntax (and PostgreSQL's NULL ordering: NULLS LAST
+for ascending keys, NULLS FIRST for descending ones, where Spark's defaults are the
+reverse); the rewrites here make Spark compute PostgreSQL's answers:
+- integer / integer truncates in PostgreSQL: Spark's `DIV`;
+- a division involving a decimal: Spark's decimal division keeps as few as 6 digits of
+  scale once the precision passes 38, where PostgreSQL keeps at least 16 significant
+  digits; it runs in double precision (about 16 significant digits, and the type the
+  DuckDB engine gives the same division);
+- `avg()` of a decimal: Spark keeps 4 more digits of scale than the input (0.050081 for
+  PostgreSQL's 0.05008133906964237698), so the average is taken in double precision too;
+- an unconstrained `numeric` cast is exact in PostgreSQL, Spark's bare DECIMAL is
+  DECIMAL(10,0): the cast gets the precision its operand needs (as for DuckDB);
+- `date - date` is an integer number of days in PostgreSQL, an interval in Spark:
+  `DATEDIFF`;
+- `date ± interval` is a timestamp in PostgreSQL, a date in Spark: the date becomes a
+  TIMESTAMP_NTZ (a timestamp without time zone) first.
+With Spark 4's ANSI mode (the engine turns it on) a zero divisor raises, as in PostgreSQL.
+These need operand types: the planner annotates the residual over the fragments' column
+types before rendering it for Spark (`planner.plan`).
 """
 
 from __future__ import annotations
@@ -10,17 +26,54 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import Dialect
-from connectors.dialects.duckdb import _exact_numeric, _is_integer, classify, needs_types
+from connectors.dialects.duckdb import _exact_numeric, _is_integer, classify, rewrite_bottom_up
+
+T = exp.DataType.Type
+
+
+def _is(datatype: exp.DataType | None, *types: exp.DataType.Type) -> bool:
+    return datatype is not None and datatype.this in types
+
+
+def _is_decimal(datatype: exp.DataType | None) -> bool:
+    return _is(datatype, T.DECIMAL, T.BIGDECIMAL, T.MONEY)
+
+
+def _double(operand: exp.Expression) -> exp.Expression:
+    if _is(operand.type, T.DOUBLE, T.FLOAT):
+        return operand
+    return exp.Cast(this=operand, to=exp.DataType.build("DOUBLE"))
+
+
+def _division(node: exp.Div) -> exp.Expression:
+    left, right = node.this, node.expression
+    if _is_integer(left.type) and _is_integer(right.type):
+        return exp.IntDiv(this=left, expression=right)
+    if _is_decimal(left.type) or _is_decimal(right.type):
+        return exp.Div(this=_double(left), expression=_double(right), typed=False)
+    return exp.Div(this=left, expression=right, typed=False)
+
+
+def _date_arithmetic(node: exp.Add | exp.Sub) -> exp.Expression:
+    left, right = node.this, node.expression
+    if isinstance(node, exp.Sub) and _is(left.type, T.DATE) and _is(right.type, T.DATE):
+        return exp.DateDiff(this=left, expression=right)
+    if _is(left.type, T.DATE) and _is(right.type, T.INTERVAL):
+        left = exp.Cast(this=left, to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
+        return type(node)(this=left, expression=right)
+    if isinstance(node, exp.Add) and _is(left.type, T.INTERVAL) and _is(right.type, T.DATE):
+        right = exp.Cast(this=right, to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
+        return exp.Add(this=left, expression=right)
+    return node
 
 
 def _postgres_semantics(node: exp.Expression) -> exp.Expression:
-    """Integer division truncates (Spark's DIV); other divisions stay `/`, which raises on
-    a zero divisor under ANSI mode like PostgreSQL, so no guard is needed."""
     if isinstance(node, exp.Div):
-        if _is_integer(node.this.type) and _is_integer(node.expression.type):
-            node = exp.IntDiv(this=node.this, expression=node.expression)
-        else:
-            node = exp.Div(this=node.this, expression=node.expression, typed=False)
+        return _division(node)
+    if isinstance(node, exp.Avg) and _is_decimal(node.this.type):
+        return exp.Avg(this=_double(node.this))
+    if isinstance(node, (exp.Add, exp.Sub)):
+        return _date_arithmetic(node)
     return _exact_numeric(node)
 
 
@@ -32,8 +85,7 @@ def _named_parameter(node: exp.Expression) -> exp.Expression:
 
 
 def to_spark(tree: exp.Expression) -> str:
-    if needs_types(tree):
-        tree = tree.transform(_postgres_semantics)
+    tree = rewrite_bottom_up(tree, _postgres_semantics)
     if tree.find(exp.Parameter) is not None:
         tree = tree.transform(_named_parameter)
     return tree.sql("spark")

@@ -1,0 +1,64 @@
+"""The column types of each fragment's rows, as the catalog tells them: for engine renderers.
+
+The residual reads `frag_<i>` tables whose columns are table columns (their catalog
+type) or expressions sqlglot typed while annotating the query. Renderers that need
+operand types everywhere (Spark's: integer division, decimal precision, date arithmetic)
+annotate the residual over these types (`planner.plan`).
+
+    Projection: c.c_custkey, SUM(c.c_acctbal) AS total     c_custkey BIGINT
+      Scan: pg.customer AS c                         =>     total     DECIMAL(38, 2)
+
+A column whose type cannot be told (an opaque scope, a VALUES list, an expression that
+was not annotated) is left out: the annotator then treats it as of unknown type, and the
+renderers leave expressions over it as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlglot import exp
+
+from planner.logical import (Aggregate, Column, Distinct, Filter, Join, Limit, Node, Project, Scan,
+                             SetOp, Sort, SubqueryAlias)
+from planner.types import sqlglot_type_of
+
+
+def fragment_types(node: Node, names: Mapping[Column, str]) -> dict[str, str]:
+    """{name the fragment outputs the column under: sqlglot type} for `node`'s columns."""
+    found = {}
+    for column in node.output:
+        known = column_type(node, column)
+        if known is not None:
+            found[names[column]] = known.sql("duckdb")
+    return found
+
+
+def column_type(node: Node, column: Column) -> exp.DataType | None:
+    if isinstance(node, Scan):
+        index = node.table.schema.get_field_index(column[1])
+        if index < 0:
+            return None
+        return exp.DataType.build(sqlglot_type_of(node.table.schema.field(index).type), dialect="duckdb")
+    if isinstance(node, (Filter, Sort, Limit, Distinct)):
+        return column_type(node.input, column)
+    if isinstance(node, SubqueryAlias):
+        if column[1] not in node.names:
+            return None
+        return column_type(node.input, node.input.output[node.names.index(column[1])])
+    if isinstance(node, Join):
+        side = node.left if column in node.left.output else node.right
+        return column_type(side, column) if column in side.output else None
+    if isinstance(node, (Project, Aggregate)):
+        expression = next((e.this for e in node.exprs if e.alias == column[1]), None)
+        if expression is None:
+            return None
+        if isinstance(expression, exp.Column):
+            return column_type(node.input, (expression.table or None, expression.name))
+        known = expression.type
+        return known if known is not None and known.this != exp.DataType.Type.UNKNOWN else None
+    if isinstance(node, SetOp):
+        position = node.output.index(column)
+        return column_type(node.left, node.left.output[position])
+    return None  # Values, OneRow, Opaque: nothing the catalog says
+
