@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import duckdb
 import numpy as np
 import pyarrow as pa
+from sqlglot import exp
 
 from gateway.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError, from_exception
 
@@ -51,6 +52,8 @@ class DuckDBRunner:
         for stmt in SESSION_SETUP:
             self._con.execute(stmt)
         self._idle: list[duckdb.DuckDBPyConnection] = []
+        # The TimeZone each pooled cursor was last set to (a cursor's settings are its own).
+        self._zones: dict[int, str] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -79,18 +82,31 @@ class DuckDBRunner:
             self._release(cursor)
 
     async def stream(self, sql: str, params: Sequence[Any] = (), *,
-                     register: dict[str, Any] | None = None) -> DuckDBStream:
-        """Start `sql` and return a stream whose schema is known and first batch fetched."""
+                     register: dict[str, Any] | None = None,
+                     timezone: str | None = None) -> DuckDBStream:
+        """Start `sql` and return a stream whose schema is known and first batch fetched.
+
+        `timezone` (the engine passes the client session's) is what zone-dependent
+        expressions are computed in; None keeps the cursor's UTC (sources)."""
         cursor = self._acquire()
         stream = DuckDBStream(self, cursor)
-        await stream.start(sql, list(params), register or {})
+        await stream.start(sql, list(params), register or {}, timezone)
         return stream
+
+    def set_timezone(self, cursor: duckdb.DuckDBPyConnection, zone: str) -> None:
+        """Give `cursor` the session's TimeZone (on the worker thread, before the query)."""
+        if self._zones.get(id(cursor), "UTC") == zone:
+            return
+        # The zone is the client's text: quoted as a literal, never pasted into SQL.
+        cursor.execute(f"SET TimeZone = {exp.Literal.string(zone).sql('duckdb')}")
+        self._zones[id(cursor)] = zone
 
     def close(self) -> None:
         with self._lock:
             for cursor in self._idle:
                 cursor.close()
             self._idle.clear()
+            self._zones.clear()
         self._con.close()
 
 
@@ -123,9 +139,12 @@ class DuckDBStream:
             await self.aclose()
             raise from_exception(exc) from exc
 
-    async def start(self, sql: str, params: list[Any], register: dict[str, Any]) -> None:
+    async def start(self, sql: str, params: list[Any], register: dict[str, Any],
+                    timezone: str | None = None) -> None:
         def run() -> tuple[pa.RecordBatchReader, pa.RecordBatch | None]:
             assert self._cursor is not None
+            if timezone is not None:
+                self._runner.set_timezone(self._cursor, timezone)
             for name, data in register.items():
                 self._cursor.register(name, data)
                 self._registered.append(name)

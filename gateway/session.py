@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from connectors.session_zone import TIMEZONE
 from gateway import utility as util
 from gateway import copy_out, pg_catalog
 from gateway import copy_in as copying
@@ -450,9 +451,13 @@ class Session(RelayMixin, CopyInMixin):
         path = self.settings.search_path
         if "pg_catalog" not in path:
             path = (*path, "pg_catalog")
+        # The zone is part of the plan (zone-dependent expressions stay off the sources)
+        # and of what the engine computes in; setting it here too covers paths that run a
+        # plan without _start (COPY ... TO, EXPLAIN ANALYZE) on this session's task.
+        TIMEZONE.set(self.settings.timezone)
         return PlanSettings(search_path=path, user=self.user,
                             database=self.database, version=self.ctx.version_string,
-                            declared_param_types=declared)
+                            declared_param_types=declared, timezone=self.settings.timezone)
 
     async def _prepare(self, sql: str, declared_oids: tuple[int, ...]) -> Prepared:
         if not sql:
@@ -499,6 +504,7 @@ class Session(RelayMixin, CopyInMixin):
         if prepared.plan is None:
             return None
         if prepared.row_schema is None:
+            TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
             executor = self.links.executor_for(prepared.plan) or self.ctx.executor
             prepared.row_schema = await executor.describe(prepared.plan, self.engine_for(prepared.plan)[0])
         return prepared.row_schema
@@ -506,6 +512,7 @@ class Session(RelayMixin, CopyInMixin):
     async def _start(self, portal: Portal) -> None:
         if portal.stream is None and not portal.done and portal.statement.plan is not None:
             plan = portal.statement.plan
+            TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
             executor = self.links.executor_for(plan) or self.ctx.executor
             portal.stream = await executor.run(plan, portal.params, self.engine_for(plan)[0],
                                                self.dynamic_filtering)

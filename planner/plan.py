@@ -28,7 +28,8 @@ from connectors.dialects.duckdb import needs_types
 from gateway.errors import PgError, UNDEFINED_COLUMN
 from connectors.base import TableInfo
 from connectors.base import Pushdown
-from planner import pgcompat, physical
+from connectors.session_zone import is_utc
+from planner import pgcompat, physical, session_zone
 from planner.build import build
 from planner.conjuncts import split_conjuncts
 from planner.explain import conjunct_lines
@@ -54,6 +55,8 @@ class PlanSettings:
     database: str = "fedgate"
     version: str = "PostgreSQL 15.0 (fedgate)"
     declared_param_types: tuple[str | None, ...] = ()  # PostgreSQL type names, None = infer
+    # The client's TimeZone: outside UTC, zone-dependent expressions stay in the engine.
+    timezone: str = "UTC"
 
 
 def _name_outputs(tree: exp.Expression) -> tuple[str, ...] | None:
@@ -133,6 +136,8 @@ def _resolve_tables(tree: exp.Expression, catalog: CatalogSnapshot,
 
 
 def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPlan:
+    catalog = session_zone.for_zone(catalog, settings.timezone)
+    zoned = not is_utc(settings.timezone)  # then zone-dependent expressions stay local
     tree = pgcompat.rewrite(parse_query(pgcompat.normalize(sql)))
     names = _name_outputs(tree)
     _session_values(tree, settings)
@@ -141,15 +146,21 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
     single = catalog.sources[next(iter(sources))] if len(sources) == 1 else None
+    # Outside UTC the capability check reads operand types (planner.session_zone).
+    annotated = zoned and bool(sources) and \
+        session_zone.needs_check(tree, (info for _, info in tables))
+    if annotated:
+        tree = _annotate(tree, catalog, True)
     shippable = single is not None and \
         single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
     param_types: list[exp.DataType] = []
-    typed = bool(parameters(tree) or declared or needs_types(tree)) or any(
+    typed = bool(annotated or parameters(tree) or declared or needs_types(tree)) or any(
         catalog.sources[source].dialect.wants_types for source in sources)
     if not shippable or typed:
         # The federated path needs qualified columns; types cost as much again, so they
         # are computed only when parameters, rewrites or a capability table need them.
-        tree = _annotate(tree, catalog, typed)
+        if not annotated:
+            tree = _annotate(tree, catalog, typed)
         param_types = infer_param_types(tree, declared)
         cast_parameters(tree, param_types)
     pg_types = tuple(pg_type_name(t) or "text" for t in param_types)

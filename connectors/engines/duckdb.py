@@ -1,4 +1,10 @@
-"""The default residual engine: an in-memory DuckDB that reads fragment inputs as Arrow."""
+"""The default residual engine: an in-memory DuckDB that reads fragment inputs as Arrow.
+
+Each query runs with DuckDB's TimeZone set to the client session's (ICU is built in), so
+zone-dependent expressions (timestamptz to text or date, extract, date_trunc, timestamptz
+plus an interval) give PostgreSQL's answers. Every query has a cursor of its own, so
+sessions in different zones never see each other's setting.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import pyarrow as pa
 
 from connectors.base import BatchStream
 from connectors.duckdb_runner import DuckDBRunner
+from connectors.session_zone import TIMEZONE
 
 
 class DuckDBEngine:
@@ -19,13 +26,15 @@ class DuckDBEngine:
 
     async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader],
                       params: Sequence[Any] = ()) -> BatchStream:
-        return await self._runner.stream(sql, params, register=dict(inputs))
+        # Read here, on the session's task: the worker thread does not inherit the context.
+        return await self._runner.stream(sql, params, register=dict(inputs),
+                                         timezone=TIMEZONE.get())
 
     async def describe(self, sql: str, inputs: Mapping[str, pa.Schema],
                        params: Sequence[Any] = ()) -> pa.Schema:
         empty = {name: schema.empty_table() for name, schema in inputs.items()}
         stream = await self._runner.stream(f"SELECT * FROM ({sql}) AS described LIMIT 0",
-                                           params, register=empty)
+                                           params, register=empty, timezone=TIMEZONE.get())
         await stream.aclose()
         return stream.schema
 
