@@ -48,12 +48,7 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
     if simple is not None:
         return ColumnType(pa.field(name, simple), simple)
     if typname == "numeric":
-        if typmod >= 4:
-            precision, scale = ((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0x7FF
-            if precision <= 38 and scale <= precision:
-                t = pa.decimal128(precision, scale)
-                return ColumnType(pa.field(name, t), t)
-        return ColumnType(_meta(name, pa.string(), "numeric"), pa.string())
+        return _numeric(name, typmod)
     if typname in ("varchar", "bpchar"):
         spelled = {"varchar": "varchar", "bpchar": "char"}[typname]
         shown = f"{spelled}({typmod - 4})" if typmod >= 4 else spelled
@@ -79,6 +74,33 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
     known = pg_type_by_name(shown)
     field = _meta(name, pa.string(), shown) if known is not None else pa.field(name, pa.string())
     return ColumnType(field, pa.string())
+
+
+def _numeric(name: str, typmod: int) -> ColumnType:
+    """numeric(p, s) as decimal128 where every value fits, else PostgreSQL's exact text.
+
+    PostgreSQL 15 allows a scale below zero (numeric(3,-2) rounds to hundreds) and above
+    the precision (numeric(2,5) holds 0.00099); Arrow's CSV reader wants precision ≥ the
+    digits it reads, so those parse into a decimal wide enough for every value, and the
+    `pg_type` metadata keeps the declared type for RowDescription. Unconstrained numeric
+    (no typmod: also sums, averages and arithmetic on numeric) has no fixed scale and
+    stays text, which the result encoders send as numeric in text and binary format.
+    """
+    if typmod < 4:
+        return ColumnType(_meta(name, pa.string(), "numeric"), pa.string())
+    precision = ((typmod - 4) >> 16) & 0xFFFF
+    scale = (((typmod - 4) & 0x7FF) ^ 1024) - 1024  # 11-bit two's complement
+    declared = f"numeric({precision},{scale})"
+    if 0 <= scale <= precision <= 38:
+        t = pa.decimal128(precision, scale)
+        return ColumnType(pa.field(name, t), t)
+    if scale < 0 and precision - scale <= 38:
+        t = pa.decimal128(precision - scale, 0)
+        return ColumnType(_meta(name, t, declared), t)
+    if scale > precision and scale <= 38:
+        t = pa.decimal128(scale, scale)
+        return ColumnType(_meta(name, t, declared), t)
+    return ColumnType(_meta(name, pa.string(), declared), pa.string())
 
 
 _SIMPLE: dict[str, pa.DataType] = {

@@ -8,13 +8,15 @@ COPY stops reading the socket and the server waits. `aclose()` cancels the COPY 
 which makes asyncpg send a CancelRequest, so the backend stops too.
 
 Every remote session runs in UTC with ISO DateStyle, IntervalStyle iso_8601 and
-`extra_float_digits = 3`; each query runs in a REPEATABLE READ READ ONLY transaction.
+`extra_float_digits = 3`; each query runs in a REPEATABLE READ READ ONLY transaction, and
+the fragments one query starts together on this source share one snapshot
+(connectors.pg_snapshot).
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +26,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 from sqlglot import exp
 
+from connectors import pg_snapshot
 from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
 from connectors.dialects import postgres as pg_dialect
 from connectors.pg_describe import describe_columns, discover_tables
@@ -114,7 +117,7 @@ class PostgresSource:
                 raise pg_error(exc) from exc
             raise
         stream = PostgresStream(pool, conn, columns)
-        await stream.start(sql, list(params))
+        await stream.start(sql, list(params), pg_snapshot.share_for(self.name))
         return stream
 
     async def scan(self, req: ScanRequest) -> BatchStream:
@@ -139,6 +142,8 @@ class PostgresStream:
         self._task: asyncio.Task | None = None
         self._pending: list[pa.RecordBatch] = []
         self._done = False
+        self._share: pg_snapshot.SharedSnapshot | None = None
+        self._exporter = False
         self._read = pacsv.ReadOptions(column_names=[f"c{i}" for i in range(len(columns))],
                                        block_size=SEGMENT_BYTES * 2)
         self._convert = pacsv.ConvertOptions(
@@ -146,11 +151,15 @@ class PostgresStream:
             true_values=["t"], false_values=["f"], null_values=[""],
             strings_can_be_null=True, quoted_strings_can_be_null=False)
 
-    async def start(self, sql: str, params: list[Any]) -> None:
+    async def start(self, sql: str, params: list[Any],
+                    share: pg_snapshot.SharedSnapshot | None = None) -> None:
+        """Open the read-only transaction (on the query's shared snapshot, if any) and
+        start the COPY."""
         assert self._conn is not None
         self._transaction = self._conn.transaction(isolation="repeatable_read", readonly=True)
+        self._share = share
         try:
-            await self._transaction.start()
+            self._exporter = await pg_snapshot.begin(self._conn, self._transaction, share)
         except Exception as exc:
             await self.aclose()
             raise pg_error(exc) from exc
@@ -165,8 +174,10 @@ class PostgresStream:
             if len(buffer) >= SEGMENT_BYTES:
                 cut = _record_boundary(buffer)
                 if cut > 0:
-                    await self._queue.put(bytes(buffer[:cut]))
+                    with memoryview(buffer) as view:  # one copy, not two
+                        segment = bytes(view[:cut])
                     del buffer[:cut]
+                    await self._queue.put(segment)
 
         try:
             if not self._columns:
@@ -200,7 +211,7 @@ class PostgresStream:
 
     def _parse(self, segment: bytes) -> list[pa.RecordBatch]:
         try:
-            table = pacsv.read_csv(io.BytesIO(segment), read_options=self._read,
+            table = pacsv.read_csv(pa.BufferReader(segment), read_options=self._read,
                                    convert_options=self._convert)
         except pa.ArrowInvalid as exc:
             raise PgError(INTERNAL_ERROR, f"cannot read PostgreSQL's text as Arrow: {exc}") from exc
@@ -216,10 +227,16 @@ class PostgresStream:
         conn, self._conn = self._conn, None
         if conn is None:
             return
+        self._end_export()
         try:
             await self._transaction.commit()
         finally:
             await self._pool.release(conn)
+
+    def _end_export(self) -> None:
+        # Late importers must not ask for a snapshot whose transaction is ending.
+        if self._exporter and self._share is not None:
+            self._share.exporter_open = False
 
     async def aclose(self) -> None:
         """Stop the COPY (asyncpg sends a CancelRequest) and give the connection back."""
@@ -232,13 +249,17 @@ class PostgresStream:
         if task is not None and not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        self._end_export()
         try:
             if not conn.is_closed():
                 await self._transaction.rollback()
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             # The cancelled COPY left the connection unusable: drop it, not the error.
+            # A connection the server dropped is already back in the pool (asyncpg
+            # releases it when it sees the loss), and the proxy refuses every call.
             log.info("dropping postgres connection after cancel: %s", exc)
-            conn.terminate()
+            with contextlib.suppress(asyncpg.InterfaceError):
+                conn.terminate()
         finally:
             await self._pool.release(conn)
 

@@ -13,6 +13,8 @@ import re
 # SQLSTATE codes used across the gateway (PostgreSQL Appendix A).
 SUCCESSFUL_COMPLETION = "00000"
 CONNECTION_EXCEPTION = "08000"
+SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION = "08001"
+CONNECTION_FAILURE = "08006"
 PROTOCOL_VIOLATION = "08P01"
 FEATURE_NOT_SUPPORTED = "0A000"
 INVALID_PARAMETER_VALUE = "22023"
@@ -44,6 +46,8 @@ UNDEFINED_PARAMETER = "42P02"
 CANT_CHANGE_RUNTIME_PARAM = "55P02"
 QUERY_CANCELED = "57014"
 ADMIN_SHUTDOWN = "57P01"
+CRASH_SHUTDOWN = "57P02"
+CANNOT_CONNECT_NOW = "57P03"
 TOO_MANY_CONNECTIONS = "53300"
 PROGRAM_LIMIT_EXCEEDED = "54000"
 INTERNAL_ERROR = "XX000"
@@ -150,3 +154,31 @@ def from_exception(exc: BaseException) -> PgError:
             return PgError(code, _reword(code, first_line), detail=None if hint else rest or None,
                            hint=hint)
     return PgError(INTERNAL_ERROR, f"{name}: {first_line or 'internal error'}")
+
+
+# The server behind a source went away (as opposed to refusing one statement).
+_SERVER_GONE = (ADMIN_SHUTDOWN, CRASH_SHUTDOWN, CANNOT_CONNECT_NOW)
+
+
+def source_failure(source: str, exc: BaseException) -> BaseException:
+    """`exc`, raised while talking to the source named `source`, as the client should read it.
+
+    A statement error (a syntax error, division by zero, a cancel) passes unchanged:
+    PostgreSQL's own words are what clients match on. A lost connection or a server
+    shutting down is about the source, not the statement, and a gateway has several
+    sources, so the message says which one. A bare socket error gets the SQLSTATE
+    PostgreSQL's clients use for it: 08001 when nothing answered, else 08006.
+    """
+    if isinstance(exc, PgError):
+        code = exc.sqlstate
+        gone = code.startswith("08") or code in _SERVER_GONE
+        if not gone or f'source "{source}"' in exc.message:
+            return exc
+        text, detail, hint = exc.message, exc.detail, exc.hint
+    elif isinstance(exc, OSError):  # ConnectionError, TimeoutError and their kin
+        code = SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION \
+            if isinstance(exc, ConnectionRefusedError) else CONNECTION_FAILURE
+        text, detail, hint = str(exc) or type(exc).__name__, None, None
+    else:
+        return exc
+    return PgError(code, f'source "{source}" is unavailable: {text}', detail=detail, hint=hint)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from connectors.base import BatchStream, Engine, Source, TableStream
-from gateway.feeds import EngineStream, Feed
+from connectors.query_scope import query_scope
+from gateway.feeds import EngineStream, Feed, open_remote, start_engine
+from gateway.fragment_reads import FragmentReads
 from planner.dynamic_filters import DynamicFilter
 from planner.physical import IN_LIST_LIMIT
 from planner.query_plan import QueryPlan, RemoteFragment
@@ -29,6 +32,7 @@ class Executor:
         self.sources = sources
         self.engines = engines
         self.default = default
+        self.reads = FragmentReads(sources)  # copies read once, big PostgreSQL scans split
 
     @property
     def engine(self) -> Engine:
@@ -38,11 +42,14 @@ class Executor:
                   dynamic_filtering: bool = True) -> BatchStream:
         if plan.is_passthrough:
             fragment = plan.fragments[0]
-            stream = await self.sources[fragment.source].run_remote(
-                fragment.sql, _bound(fragment, params))
+            stream = await open_remote(self.sources[fragment.source], fragment.sql,
+                                       _bound(fragment, params))
         else:
-            stream = await self._through_engine(plan, params, self.engines[engine or self.default],
-                                                dynamic_filtering)
+            # Sources learn how many fragments of this query they serve, so theirs can
+            # read one snapshot (connectors.query_scope; gather's tasks copy the context).
+            with query_scope(Counter(f.source for f in plan.fragments)):
+                stream = await self._through_engine(
+                    plan, params, self.engines[engine or self.default], dynamic_filtering)
         if plan.column_names is not None:
             return Renamed(stream, plan.column_names)
         return stream
@@ -73,28 +80,43 @@ class Executor:
     async def _through_engine(self, plan: QueryPlan, params: Sequence[Any], engine: Engine,
                               dynamic: bool = True) -> EngineStream:
         filters = {f.probe: f for f in plan.dynamic_filters} if dynamic else {}
-        first = [f for f in plan.fragments if f.name not in filters]
-        opened = dict(zip((f.name for f in first), await asyncio.gather(
-            *(self.sources[f.source].run_remote(f.sql, _bound(f, params)) for f in first),
-            return_exceptions=True)))
+        builds = {f.build for f in filters.values()}
         notes: list[str] = []
+        # Fragments the engine reads from their sources itself (Spark: JDBC, spark.read)
+        # are described to it, not started here. A dynamic filter's build side is always
+        # read here: its keys narrow the probe before anything starts.
+        direct: dict[str, Any] = {}
+        candidates = [f for f in plan.fragments if f.name not in filters and f.name not in builds]
+        for fragment, read in zip(candidates, await asyncio.gather(
+                *(self._direct(engine, f, f.sql, params, notes) for f in candidates))):
+            if read is not None:
+                direct[fragment.name] = read
+        first = [f for f in plan.fragments if f.name not in filters and f.name not in direct]
+        opened = await self.reads.open_all([(f, f.sql, _bound(f, params)) for f in first], notes)
         try:
             failure = next((s for s in opened.values() if isinstance(s, BaseException)), None)
             if failure is not None:
                 raise failure
             for probe in (f for f in plan.fragments if f.name in filters):
-                opened[probe.name] = await self._narrowed(probe, filters[probe.name], opened, params, notes)
+                sql = await self._narrowed(probe, filters[probe.name], opened, notes)
+                read = await self._direct(engine, probe, sql, params, notes)
+                if read is not None:
+                    direct[probe.name] = read
+                else:
+                    opened[probe.name] = await self.reads.open_one(probe, sql, _bound(probe, params),
+                                                                   notes)
         except BaseException:
             for stream in opened.values():
                 if not isinstance(stream, BaseException):
                     await stream.aclose()
             raise
-        feeds = [Feed(f.name, f.source, opened[f.name]) for f in plan.fragments]
+        feeds = [Feed(f.name, f.source, opened[f.name]) for f in plan.fragments if f.name in opened]
         residual = plan.residual_for(engine.name)
         assert residual is not None
         try:
-            inputs = {feed.stats.name: feed.reader() for feed in feeds}
-            stream = await engine.execute(residual, inputs, _pick(plan.residual_params, params))
+            inputs = {feed.stats.name: feed.reader() for feed in feeds} | direct
+            stream = await start_engine(
+                engine.execute(residual, inputs, _pick(plan.residual_params, params)), feeds)
         except BaseException as exc:
             for feed in feeds:
                 await feed.close()
@@ -105,10 +127,25 @@ class Executor:
         result.notes = notes
         return result
 
+    async def _direct(self, engine: Engine, fragment: RemoteFragment, sql: str,
+                      params: Sequence[Any], notes: list[str]) -> Any | None:
+        """The engine's description of `fragment` when the engine reads it itself, else None
+        (the gateway starts it and hands its rows over). EXPLAIN ANALYZE says which and why."""
+        reads_directly = getattr(engine, "reads_directly", None)
+        if reads_directly is None:
+            return None
+        read = await reads_directly(fragment, self.sources[fragment.source], sql,
+                                    _bound(fragment, params))
+        where = f"{fragment.name} on {fragment.source}"
+        if isinstance(read, str):
+            notes.append(f"Read {where}: handed over to {engine.name} as Arrow ({read})")
+            return None
+        notes.append(f"Read {where}: by {engine.name} itself, {read.summary}")
+        return read
+
     async def _narrowed(self, probe: RemoteFragment, dynamic: DynamicFilter,
-                        opened: dict[str, BatchStream], params: Sequence[Any],
-                        notes: list[str]) -> BatchStream:
-        """Read the build fragment whole, then start `probe` restricted to its keys."""
+                        opened: dict[str, BatchStream], notes: list[str]) -> str:
+        """Read the build fragment whole; `probe`'s SQL restricted to its keys."""
         build = opened[dynamic.build]
         batches = [batch async for batch in build]
         await build.aclose()
@@ -120,7 +157,7 @@ class Executor:
         shape = "IN list" if len(keys) <= IN_LIST_LIMIT else "range"
         notes.append(f"Dynamic filter: {probe.name} narrowed to {len(keys)} keys of {dynamic.build} "
                      f"({'.'.join(c for c in dynamic.probe_column if c)} {shape})")
-        return await self.sources[probe.source].run_remote(sql, _bound(probe, params))
+        return sql
 
 def _pick(numbers: Sequence[int], params: Sequence[Any]) -> list[Any]:
     """The statement's parameters a query text numbers $1, $2, ... (by statement number)."""

@@ -1,17 +1,12 @@
 """Binary-format result values, laid out like PostgreSQL's *send functions.
 
-Fixed-width types become big-endian numpy matrices in one pass. numeric is vectorized for
-decimals whose unscaled value fits in int64 (precision ≤ 18, the common case) and goes
-value by value otherwise. The value is first coerced to the Arrow type matching the
-column's PostgreSQL type, so a `pg_type` metadata override changes the layout as well as
-the OID (an int64 column declared int4 sends four bytes).
+Fixed-width types become big-endian numpy matrices in one pass; numeric lives in
+gateway.results_numeric (re-exported here). The value is first coerced to the Arrow type
+matching the column's PostgreSQL type, so a `pg_type` metadata override changes the layout
+as well as the OID (an int64 column declared int4 sends four bytes).
 """
 
 from __future__ import annotations
-
-import decimal
-import math
-import struct
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +23,6 @@ from gateway.results_common import (
     PG_EPOCH_USECS,
     Encoded,
     bool_values,
-    make_binary,
     micros,
     piece_for,
     primitive_values,
@@ -37,6 +31,7 @@ from gateway.results_common import (
     with_nulls,
     zero_nulls,
 )
+from gateway.results_numeric import numeric_binary, numeric_send  # noqa: F401 (re-export)
 from gateway.results_text import interval_fields, string_text
 from gateway.results_zones import zone_offsets
 
@@ -182,163 +177,6 @@ def bytea_binary(arr: pa.Array, pgtype: T.PgType) -> Encoded:
     ):
         raise unsupported(arr, pgtype)
     return string_text(arr)
-
-
-# ---------------------------------------------------------------------------------------
-# numeric
-# ---------------------------------------------------------------------------------------
-
-_NUMERIC_NEG = 0x4000
-_POW10 = [10**k for k in range(19)]
-
-
-def numeric_binary(arr: pa.Array, pgtype: T.PgType) -> Encoded:
-    """numeric_send: int16 ndigits, weight, sign, dscale, then base-10000 digits."""
-    t = arr.type
-    if pa.types.is_integer(t):
-        valid = validity(arr)
-        values = primitive_values(arr, t.to_pandas_dtype())
-        if pa.types.is_unsigned_integer(t):
-            magnitude = values.astype(np.uint64)
-            negative = np.zeros(len(arr), dtype=bool)
-        else:
-            signed = values.astype(np.int64)
-            magnitude = np.abs(signed).astype(np.uint64)  # |INT64_MIN| wraps right
-            negative = signed < 0
-        return _numeric_fast(magnitude, negative, 0, 5, valid)  # < 10000**5
-    if pa.types.is_floating(t):
-        return _numeric_slow(arr, from_float=True)
-    if not pa.types.is_decimal(t):
-        raise unsupported(arr, pgtype)
-    if t.scale < 0:
-        arr = pc.cast(
-            arr,
-            pa.decimal128(t.precision - t.scale, 0)
-            if t.precision - t.scale <= 38
-            else pa.decimal256(t.precision - t.scale, 0),
-        )
-        t = arr.type
-    if t.bit_width == 128 and t.precision <= 18 and t.scale <= 16:
-        n = len(arr)
-        words = np.frombuffer(arr.buffers()[1], dtype=np.int64)[
-            2 * arr.offset : 2 * (arr.offset + n)
-        ]
-        unscaled = words[0::2]  # low little-endian word; precision ≤ 18: no high part
-        int_groups = max(1, (t.precision - t.scale + 3) // 4)
-        return _numeric_fast(
-            np.abs(unscaled).astype(np.uint64),
-            unscaled < 0,
-            t.scale,
-            int_groups,
-            validity(arr),
-        )
-    return _numeric_slow(arr, from_float=False)
-
-
-def _numeric_fast(
-    magnitude: np.ndarray,
-    negative: np.ndarray,
-    scale: int,
-    int_groups: int,
-    valid: np.ndarray | None,
-) -> Encoded:
-    """Vectorized numeric_send for |unscaled values| < 2**64 (uint64 `magnitude`).
-
-    Every base-10000 group the type can hold is computed for every row, then a mask
-    keeps the 8-byte header and the groups from the first to the last non-zero one and
-    one masked copy compacts the rows. Work is laid out one byte position per numpy
-    row (contiguous vectors) and transposed once: reductions across the few groups of
-    a row are slow in numpy, vector operations across rows are not.
-    """
-    n = len(magnitude)
-    power = _POW10[scale]
-    int_part = magnitude // power
-    # Pad the fraction to whole base-10000 groups.
-    frac_part = (magnitude - int_part * power) * _POW10[(-scale) % 4]
-    frac_groups = (scale + 3) // 4
-    width = int_groups + frac_groups
-    groups = np.empty((width, n), dtype=np.int64)
-    for start, count, v in (
-        (0, int_groups, int_part),
-        (int_groups, frac_groups, frac_part),
-    ):
-        for k in range(start + count - 1, start - 1, -1):
-            q = v // 10000
-            groups[k] = v - q * 10000
-            v = q
-    first = np.full(n, width, dtype=np.int64)
-    last = np.full(n, -1, dtype=np.int64)
-    for k in range(width):
-        nonzero = groups[k] != 0
-        first = np.where(nonzero & (first == width), k, first)
-        last = np.where(nonzero, k, last)
-    any_digit = last >= 0
-    ndigits = np.where(any_digit, last - first + 1, 0)
-    weight = np.where(any_digit, int_groups - 1 - first, 0)
-    sign = np.where(negative & any_digit, _NUMERIC_NEG, 0)
-    data = np.empty((8 + 2 * width, n), dtype=np.uint8)
-    keep = np.ones((8 + 2 * width, n), dtype=bool)
-    for i, field in enumerate((ndigits, weight, sign, np.full(n, scale))):
-        data[2 * i] = (field >> 8) & 0xFF
-        data[2 * i + 1] = field & 0xFF
-    for k in range(width):
-        data[8 + 2 * k] = groups[k] >> 8
-        data[9 + 2 * k] = groups[k] & 0xFF
-        keep[8 + 2 * k] = (k >= first) & (k <= last)
-        keep[9 + 2 * k] = keep[8 + 2 * k]
-    lengths = 8 + 2 * ndigits
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    compact = np.ascontiguousarray(data.T)[np.ascontiguousarray(keep.T)]
-    return Encoded(
-        [make_binary(n, offsets, compact, valid)], with_nulls(lengths, valid)
-    )
-
-
-def _numeric_slow(arr: pa.Array, *, from_float: bool) -> Encoded:
-    """Value by value through Decimal: wide decimals and floats shown as numeric (rare)."""
-    out: list[bytes | None] = []
-    for value in arr.to_pylist():
-        if value is None:
-            out.append(None)
-        elif from_float:
-            nan = math.isnan(value)
-            out.append(numeric_send(decimal.Decimal("NaN" if nan else repr(value))))
-        else:
-            out.append(numeric_send(value))
-    piece = pa.array(out, pa.binary())
-    valid = validity(arr)
-    lengths = np.array([len(b) if b is not None else -1 for b in out], dtype=np.int64)
-    return Encoded([piece], with_nulls(lengths, valid))
-
-
-def numeric_send(value: decimal.Decimal) -> bytes:
-    """One numeric in PostgreSQL's binary layout (NaN and ±Infinity included)."""
-    if value.is_nan():
-        return struct.pack(">hhHH", 0, 0, 0xC000, 0)
-    if value.is_infinite():
-        return struct.pack(">hhHH", 0, 0, 0xF000 if value < 0 else 0xD000, 0)
-    sign, digit_tuple, exponent = value.as_tuple()
-    assert isinstance(exponent, int)
-    dscale = max(0, -exponent)
-    coefficient = int("".join(map(str, digit_tuple)) or "0")
-    # Scale to an integer whose last base-10000 group is the last fraction group.
-    frac_groups = (dscale + 3) // 4
-    scaled = coefficient * 10 ** (4 * frac_groups + exponent)
-    groups: list[int] = []
-    while scaled:
-        scaled, group = divmod(scaled, 10000)
-        groups.append(group)
-    groups.reverse()
-    weight = len(groups) - 1 - frac_groups
-    while groups and groups[-1] == 0:  # PostgreSQL strips trailing zero groups
-        groups.pop()
-    if not groups:
-        return struct.pack(">hhHH", 0, 0, 0, dscale)
-    head = struct.pack(
-        ">hhHH", len(groups), weight, _NUMERIC_NEG if sign else 0, dscale
-    )
-    return head + struct.pack(f">{len(groups)}H", *groups)
 
 
 # ---------------------------------------------------------------------------------------
