@@ -50,3 +50,9 @@ test-fast: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
+
+# Federated TPC-H at scale factor 1 against the local limit and two peers (tens of
+# minutes; data cached under the OS temp dir; ARGS="--queries 1,3 --runs 1" for a taste).
+.PHONY: bench-tpch
+bench-tpch: $(STAMP) system-deps
+	$(PY) tests/bench/bench_tpch.py $(ARGS)

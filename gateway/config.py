@@ -46,6 +46,16 @@ class EngineConfig:
     # A federated query whose fragments are estimated to send more rows than this runs on
     # Spark unless the session chose an engine; 0 turns the automatic choice off.
     spark_threshold_rows: int = 0
+    # Which fragments Spark reads from their sources itself (JDBC, spark.read) instead of
+    # receiving them from the gateway as Arrow: "auto" (those estimated at
+    # spark_read_threshold_rows or more; every one it can on a cluster), "always", "never".
+    spark_reads_sources: str = "auto"
+    spark_read_threshold_rows: int = 1_000_000
+    # A JDBC read is split on a numeric key into about this many rows per partition
+    # (at most one partition per Spark core).
+    spark_partition_rows: int = 500_000
+    # More Spark settings for the session the gateway starts, e.g. {"spark.driver.memory" = "8g"}.
+    spark_conf: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,14 @@ def parse_config(data: dict[str, Any], base_dir: Path = Path(".")) -> Config:
     demo = _section(data, "demo", DemoConfig, "demo")
     if engine.default not in ("duckdb", "spark"):
         raise ConfigError('[engine] default must be "duckdb" or "spark"')
+    if engine.spark_reads_sources not in ("auto", "always", "never"):
+        raise ConfigError('[engine] spark_reads_sources must be "auto", "always" or "never"')
+    if not isinstance(engine.spark_conf, dict) or not all(
+            isinstance(v, (str, int, float, bool)) for v in engine.spark_conf.values()):
+        raise ConfigError("[engine] spark_conf must be a table of Spark settings")
+    if engine.spark_read_threshold_rows < 0 or engine.spark_partition_rows < 1:
+        raise ConfigError("[engine] spark_read_threshold_rows must be >= 0 and "
+                          "spark_partition_rows >= 1")
     if server.auth_method not in AUTH_METHODS:
         raise ConfigError(f"[server] auth_method must be one of {', '.join(AUTH_METHODS)}")
 

@@ -183,7 +183,7 @@ async def build_context(config: Config) -> ServerContext:
     catalog_source = await mount_catalog(config.server.database, sources, entries, lambda: sessions)
     catalog = CatalogSnapshot(version=1, sources=entries)
     engines = {"duckdb": DuckDBEngine(),
-               "spark": SparkEngine(config.engine.spark_master, config.engine.spark_remote)}
+               "spark": SparkEngine.from_config(config)}
     return ServerContext(config, sources, catalog,
                          Executor(sources, engines, config.engine.default), sessions=sessions,
                          catalog_source=catalog_source)

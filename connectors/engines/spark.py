@@ -4,9 +4,13 @@ One SparkSession per gateway process, started on first use (a JVM start costs se
 and reused: `local[*]` by default, a cluster through `spark_master`, or Spark Connect
 through `spark_remote`. Each query runs in its own child session (`newSession()`), so the
 fragment views of concurrent queries never collide, and carries a tag so a cancel
-interrupts exactly its jobs. Fragments arrive as Arrow and become DataFrames; results
-come back as Arrow batches. (On a cluster, large PostgreSQL/MySQL/Parquet fragments are
-better read by Spark itself through JDBC or `spark.read`: the JDBC path is not built yet.)
+interrupts exactly its jobs. Results come back as Arrow batches.
+
+Fragments reach Spark in one of two ways. The executor first asks `reads_directly`: a
+fragment Spark reads itself (PostgreSQL/MySQL through JDBC, partitioned on a key range;
+Parquet/CSV through `spark.read`; see connectors.engines.spark_jdbc) arrives as a
+`DirectRead` description and never passes through the gateway; any other fragment is
+started by the gateway and arrives as Arrow, which becomes a DataFrame.
 """
 
 from __future__ import annotations
@@ -15,15 +19,28 @@ import asyncio
 import itertools
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
-from connectors.base import BatchStream, TableStream
+from connectors.base import BatchStream, Source, TableStream
+from connectors.engines.spark_jdbc import JARS, DirectRead, ReadSettings, SourceCatalog, plan_read
 from gateway.errors import QUERY_CANCELED, PgError, from_exception
 
 _tags = itertools.count(1)
+DEFAULT_CONF = {
+    "spark.sql.ansi.enabled": "true",  # division by zero raises, as in PostgreSQL
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "8",
+    # Handed-over fragments become DataFrames in the driver: Spark's 1g default runs out
+    # of heap on a few million rows (TPC-H SF 1). Only a ceiling: the JVM grows to it.
+    "spark.driver.memory": "4g",
+}
 
 
 def _sparkable(table: pa.Table) -> pa.Table:
@@ -47,11 +64,33 @@ def _sparkable(table: pa.Table) -> pa.Table:
 class SparkEngine:
     name = "spark"
 
-    def __init__(self, master: str = "local[*]", remote: str | None = None) -> None:
+    def __init__(self, master: str = "local[*]", remote: str | None = None, *,
+                 reads: ReadSettings | None = None, dsns: Mapping[str, str] | None = None,
+                 conf: Mapping[str, Any] | None = None) -> None:
         self.master = master
         self.remote = remote
+        self.conf = {**DEFAULT_CONF, **{k: str(v).lower() if isinstance(v, bool) else str(v)
+                                        for k, v in (conf or {}).items()}}
+        cluster = remote is not None or not master.startswith("local")
+        self.reads = reads or ReadSettings(cluster=cluster)
+        self._dsns = dict(dsns or {})  # source name -> DSN, for JDBC reads
+        # Passwords are scrubbed from any error text that reaches a client.
+        self._secrets = {p for p in (_password(d) for d in self._dsns.values()) if p}
+        self._catalog = SourceCatalog()
         self._spark: Any = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, config: Any) -> SparkEngine:
+        """The engine of a gateway `Config`: its [engine] options and its sources' DSNs."""
+        engine = config.engine
+        cluster = engine.spark_remote is not None or not engine.spark_master.startswith("local")
+        reads = ReadSettings(engine.spark_reads_sources, engine.spark_read_threshold_rows,
+                             engine.spark_partition_rows, cluster)
+        dsns = {s.name: s.options["dsn"] for s in config.sources
+                if isinstance(s.options.get("dsn"), str)}
+        return cls(engine.spark_master, engine.spark_remote, reads=reads, dsns=dsns,
+                   conf=engine.spark_conf)
 
     def _session(self) -> Any:
         with self._lock:
@@ -60,14 +99,11 @@ class SparkEngine:
 
                 builder = SparkSession.builder.appName("fedgate")
                 builder = builder.remote(self.remote) if self.remote else builder.master(self.master)
-                for key, value in {
-                    "spark.sql.ansi.enabled": "true",  # division by zero raises, as in PostgreSQL
-                    "spark.sql.session.timeZone": "UTC",
-                    "spark.sql.execution.arrow.pyspark.enabled": "true",
-                    "spark.ui.enabled": "false",
-                    "spark.sql.shuffle.partitions": "8",
-                }.items():
+                for key, value in self.conf.items():
                     builder = builder.config(key, value)
+                jars = [path for path in JARS.values() if Path(path).is_file()]
+                if jars and not self.remote:  # a Spark Connect server brings its own
+                    builder = builder.config("spark.jars", ",".join(jars))
                 self._spark = builder.getOrCreate()
                 # Query errors reach the client as ErrorResponses; Spark would also print
                 # each one with a full JVM stack trace.
@@ -75,24 +111,52 @@ class SparkEngine:
                 logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
             return self._spark
 
-    def _run(self, sql: str, tables: Mapping[str, pa.Table], params: Sequence[Any], tag: str) -> pa.Table:
+    def _parallelism(self) -> int:
+        if self.remote:
+            return 8  # Spark Connect does not expose the cluster's core count
+        return max(1, int(self._session().sparkContext.defaultParallelism))
+
+    async def reads_directly(self, fragment: Any, source: Source, sql: str,
+                             params: Sequence[Any]) -> DirectRead | str:
+        """A `DirectRead` when Spark reads `fragment` (as `sql` with `params`) itself;
+        otherwise why the gateway should hand it over as Arrow."""
+        if self.reads.mode == "never":
+            return "spark_reads_sources = never"
+        dsn = self._dsns.get(source.name) or getattr(source, "dsn", None)
+        if isinstance(dsn, str) and _password(dsn):
+            self._secrets.add(_password(dsn) or "")
+        parallelism = await asyncio.to_thread(self._parallelism)
+        return await plan_read(fragment.name, source, sql, params, dsn, self.reads,
+                               self._catalog, parallelism)
+
+    def _run(self, sql: str, tables: Mapping[str, pa.Table | DirectRead], params: Sequence[Any],
+             tag: str) -> pa.Table:
         session = self._session().newSession()
         session.addTag(tag)
         try:
+            # A plan may hold one fragment twice (the executor then reads it once): Spark
+            # gets one DataFrame for both names, so it reads and converts the rows once.
+            made: list[tuple[pa.Table | DirectRead, Any]] = []
             for name, table in tables.items():
-                session.createDataFrame(_sparkable(table)).createOrReplaceTempView(name)
+                frame = next((f for seen, f in made if _same_input(seen, table)), None)
+                if frame is None:
+                    frame = table.dataframe(session) if isinstance(table, DirectRead) else \
+                        session.createDataFrame(_sparkable(table))
+                    made.append((table, frame))
+                frame.createOrReplaceTempView(name)
             args = {f"p{i}": value for i, value in enumerate(params, 1)}
             frame = session.sql(sql, args=args) if args else session.sql(sql)
             return frame.toArrow()
         finally:
             session.removeTag(tag)
 
-    async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader],
+    async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader | DirectRead],
                       params: Sequence[Any] = ()) -> BatchStream:
         tag = f"fedgate-{next(_tags)}"
-        tables = {}
+        tables: dict[str, pa.Table | DirectRead] = {}
         for name, data in inputs.items():
-            # Fragments are read whole before Spark starts: Spark plans over complete inputs.
+            # Handed-over fragments are read whole before Spark starts: Spark plans over
+            # complete inputs. A DirectRead is read by Spark itself, inside the query.
             tables[name] = await asyncio.to_thread(data.read_all) if isinstance(data, pa.RecordBatchReader) else data
         task = asyncio.ensure_future(asyncio.to_thread(self._run, sql, tables, params, tag))
         try:
@@ -102,7 +166,7 @@ class SparkEngine:
             await asyncio.wait([task])
             raise
         except Exception as exc:
-            raise _error(exc) from exc
+            raise _error(exc, self._secrets) from exc
         return TableStream(result)
 
     async def describe(self, sql: str, inputs: Mapping[str, pa.Schema],
@@ -117,14 +181,43 @@ class SparkEngine:
             self._spark = None
 
 
-def _error(exc: Exception) -> PgError:
-    """Spark's error classes to SQLSTATEs (Spark reports the SQLSTATE of ANSI errors)."""
+def _same_input(a: pa.Table | DirectRead, b: pa.Table | DirectRead) -> bool:
+    if isinstance(a, DirectRead) or isinstance(b, DirectRead):
+        return (isinstance(a, DirectRead) and isinstance(b, DirectRead) and a.kind == b.kind
+                and a.options == b.options and a.views == b.views and a.sql == b.sql
+                and a.drop == b.drop)
+    return a is b or (a.num_rows == b.num_rows and a.schema == b.schema and a.equals(b))
+
+
+def _password(dsn: str) -> str | None:
+    try:
+        password = urlparse(dsn).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
+def _error(exc: Exception, secrets: Collection[str] = ()) -> PgError:
+    """Spark's error classes to SQLSTATEs (Spark reports the SQLSTATE of ANSI errors).
+    A source's password never reaches the client, whatever a JDBC driver put in its text."""
     state = getattr(exc, "getSqlState", lambda: None)()
     text = str(exc).split("\n")[0]
+    for secret in secrets:
+        text = text.replace(secret, "********")
     if state and len(state) == 5:
         if state == "22012":
             return PgError(state, "division by zero")
         return PgError(state, text)
     if "cancel" in text.lower() or "interrupt" in text.lower():
         return PgError(QUERY_CANCELED, "canceling statement due to user request")
-    return from_exception(exc)
+    error = from_exception(exc)
+    if not secrets:
+        return error
+
+    def scrub(value: str | None) -> str | None:
+        for secret in secrets:
+            value = value.replace(secret, "********") if value else value
+        return value
+
+    return PgError(error.sqlstate, scrub(error.message) or "", detail=scrub(error.detail),
+                   hint=scrub(error.hint))
