@@ -6,7 +6,8 @@ end of a simple Query, and every few hundred KB of rows (with `drain()`, so a sl
 slows the query instead of growing our memory).
 
 Statements that go to one PostgreSQL source as written, and writes to other sources, are
-handled by `session_relay.RelayMixin`; COPY FROM STDIN by `session_copy.CopyInMixin`.
+handled by `session_relay.RelayMixin`; COPY FROM STDIN by `session_copy.CopyInMixin`;
+SET/SHOW/EXPLAIN/transaction control by `session_utility.UtilityMixin`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +22,8 @@ import pyarrow as pa
 
 from connectors.session_zone import TIMEZONE
 from gateway import utility as util
-from gateway import copy_out, pg_catalog
+from gateway import pg_catalog
 from gateway import copy_in as copying
-from gateway.execute import analyze
 from gateway.links import SessionLinks
 from gateway.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT,
                             IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
@@ -36,9 +35,10 @@ from gateway.protocol import messages as m
 from gateway.results import encode_rows, resolve_formats, row_description
 from gateway.portals import CopyIn, Portal, Prepared
 from gateway.session_copy import CopyInMixin
-from gateway.session_relay import RelayMixin
+from gateway.session_relay import RelayMixin, implicit_transaction, relayed_description
+from gateway.session_utility import UtilityMixin
 from gateway.settings import REPORTED, SessionSettings
-from gateway.statements import Utility, parse_utility, split_statements
+from gateway.statements import parse_utility, split_statements
 from planner import PlanSettings, QueryPlan
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ FLUSH_BYTES = 256 * 1024
 OFFLOAD_ROWS = 8192
 
 
-class Session(RelayMixin, CopyInMixin):
+class Session(RelayMixin, CopyInMixin, UtilityMixin):
     def __init__(self, ctx: ServerContext, writer: asyncio.StreamWriter,
                  startup: dict[str, str], pid: int, key: int) -> None:
         self.ctx = ctx
@@ -268,7 +268,7 @@ class Session(RelayMixin, CopyInMixin):
         statements = split_statements(message.sql)
         if not statements:
             self.write(encoder.empty_query_response())
-        if _implicit_transaction(statements) and not self.in_block:
+        if implicit_transaction(statements) and not self.in_block:
             await self._run_implicit(statements)
         elif await self._run_statements(statements):
             self._query_done()
@@ -391,7 +391,7 @@ class Session(RelayMixin, CopyInMixin):
             prepared = self._statement(message.name)
             self.write(encoder.parameter_description(prepared.param_oids))
             if prepared.route is not None:
-                self.write(_relayed_description(prepared, ()))
+                self.write(relayed_description(prepared, ()))
                 return
             schema = await self._describe(prepared)
             self.write(row_description(schema, ()) if schema is not None else encoder.no_data())
@@ -399,7 +399,7 @@ class Session(RelayMixin, CopyInMixin):
         portal = self._portal(message.name)
         prepared = portal.statement
         if prepared.route is not None:
-            self.write(_relayed_description(prepared, portal.formats))
+            self.write(relayed_description(prepared, portal.formats))
             return
         if prepared.utility is not None or prepared.empty:
             schema = await self._describe(prepared)
@@ -584,65 +584,6 @@ class Session(RelayMixin, CopyInMixin):
                 ahead.cancel()
                 await asyncio.wait([ahead])
 
-    async def _execute_utility(self, portal: Portal, describe: bool) -> None:
-        utility = portal.statement.utility
-        assert utility is not None
-        if utility.kind == "copy":  # COPY ... TO STDOUT streams its own messages
-            assert utility.value is not None
-            await copy_out.run(self, utility.value)
-            portal.done = True
-            return
-        if utility.kind in _TRANSACTION_KINDS:
-            await self._transaction(portal, utility)
-            return
-        route = self._route(utility.value) if utility.kind == "explain" and utility.value else None
-        if route is not None and not utility.analyze:
-            lines = [f'Relay: the whole statement goes to source "{route.source}" (PostgreSQL '
-                     "evaluates all of it; no engine)",
-                     f"  Remote SQL: {route.sql or 'the statement as written'}"]
-            result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
-        elif utility.kind == "explain":
-            assert utility.value is not None
-            plan = await self.plan_query(utility.value, ())
-            engine, why = self.engine_for(plan)
-            lines = await analyze(self.ctx.executor, plan, [], engine, why, self.dynamic_filtering) \
-                if utility.analyze else plan.explain(engine, why)
-            result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
-        else:
-            result = util.HANDLERS[utility.kind](self, utility)
-        self._utility_done(portal, result, describe)
-
-    async def _transaction(self, portal: Portal, utility: Utility) -> None:
-        """Transaction control: the session's status, and the sources the block touched."""
-        kind = utility.kind
-        error: PgError | None = None
-        if kind in ("commit", "rollback") and self.in_block:
-            try:
-                await self.links.end(commit=kind == "commit")
-            except PgError as err:
-                error = err
-        if kind == "begin" and not self.in_block:
-            self.links.begin_sql = portal.statement.sql
-        result = util.HANDLERS[kind](self, utility)
-        if kind in ("savepoint", "release", "rollback_to"):
-            await self.links.savepoint(kind, utility.name or "")
-        if error is not None:
-            raise error
-        self._utility_done(portal, result, False)
-
-    def _utility_done(self, portal: Portal, result: util.UtilityResult, describe: bool) -> None:
-        for notice in result.notices:
-            self.write(encoder.notice_response("WARNING", "25001" if "already" in notice else "25P01", notice))
-        if result.rows is not None:
-            if describe:
-                self.write(row_description(result.rows.schema, portal.formats))
-            formats = resolve_formats(portal.formats, result.rows.num_columns)
-            self.write(encode_rows(result.rows, formats, timezone=self.settings.timezone))
-            if result.tag in ("SHOW", "EXPLAIN"):
-                result.tag = f"SELECT {result.rows.num_rows}" if result.tag == "EXPLAIN" else result.tag
-        self.write(encoder.command_complete(result.tag))
-        portal.done = True
-
     async def close(self) -> None:
         for portal in list(self.portals.values()):
             await portal.close()
@@ -651,20 +592,3 @@ class Session(RelayMixin, CopyInMixin):
         if self.copy_local is not None:  # the client left mid-COPY: nothing of it stays
             writer, self.copy_local = self.copy_local[0], None
             await writer.finish(commit=False)
-
-
-_TRANSACTION_KINDS = frozenset({"begin", "commit", "rollback", "savepoint", "release", "rollback_to"})
-_CONTROL = re.compile(r"\s*(BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE\s+TRANSACTION|"
-                      r"COPY|VACUUM|CREATE\s+DATABASE|DROP\s+DATABASE|CREATE\s+INDEX\s+CONCURRENTLY)\b",
-                      re.IGNORECASE)
-
-
-def _implicit_transaction(statements: list[str]) -> bool:
-    """Whether a multi-statement Query runs as one implicit transaction here: not when it
-    controls transactions itself, copies, or runs what cannot be inside a block."""
-    return len(statements) > 1 and not any(_CONTROL.match(sql) for sql in statements)
-
-
-def _relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
-    found = prepared.remote.description(tuple(formats)) if prepared.remote is not None else None
-    return encoder.no_data() if found is None else found

@@ -7,6 +7,7 @@ and a relayed read fetched in pieces falls back to the planner.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -105,3 +106,19 @@ class RelayMixin:
         self.write(encoder.command_complete(result.tag))
         if route.ddl:
             self.ctx.catalog_stale = True
+
+
+_CONTROL = re.compile(r"\s*(BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE\s+TRANSACTION|"
+                      r"COPY|VACUUM|CREATE\s+DATABASE|DROP\s+DATABASE|CREATE\s+INDEX\s+CONCURRENTLY)\b",
+                      re.IGNORECASE)
+
+
+def implicit_transaction(statements: list[str]) -> bool:
+    """Whether a multi-statement Query runs as one implicit transaction here: not when it
+    controls transactions itself, copies, or runs what cannot be inside a block."""
+    return len(statements) > 1 and not any(_CONTROL.match(sql) for sql in statements)
+
+
+def relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
+    found = prepared.remote.description(tuple(formats)) if prepared.remote is not None else None
+    return encoder.no_data() if found is None else found
