@@ -41,14 +41,12 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # run as a plain script from anywhere
     sys.path.insert(0, str(REPO))
 
+from tests.bench.sections import write_section  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess, start_gateway  # noqa: E402
 from tests.support.pgbouncer import pgbouncer_binary, start_pgbouncer  # noqa: E402
 from tests.support.postgres import start_postgres  # noqa: E402
 
 BENCHMARKS = REPO / "BENCHMARKS.md"
-BEGIN, END = "<!-- bench_pgbench:begin -->", "<!-- bench_pgbench:end -->"
-HEADER = ("# Benchmarks\n\nFigures come from the scripts under tests/bench, run on the 2-core "
-          "CI-class machine; the ratios matter more than the absolute numbers.\n")
 DATABASE = "bench"
 CLIENTS, THREADS = 8, 2
 STREAM_ROWS = 1_000_000
@@ -255,16 +253,6 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(section: str, path: Path = BENCHMARKS) -> None:
-    """Replace this script's section of BENCHMARKS.md, leaving other sections alone."""
-    text = path.read_text() if path.exists() else HEADER
-    block = f"{BEGIN}\n{section}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
 
 
 def load_average() -> str:
@@ -326,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     section = render(facts, cells)
     print(section)
     if not args.no_write:
-        write_section(section)
+        write_section("bench_pgbench", section)
         say(f"wrote {BENCHMARKS.relative_to(REPO)}")
     failures = [f"{w} on {t}: {c.error}" for w, row in cells.items() for t, c in row.items()
                 if c.error or c.failed_tx]

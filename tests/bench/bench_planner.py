@@ -24,7 +24,6 @@ import argparse
 import datetime as dt
 import os
 import platform
-import re
 import statistics
 import sys
 import time
@@ -38,10 +37,10 @@ import duckdb
 import sqlglot
 
 from planner import PlanCache, PlanSettings
+from tests.bench.sections import write_section
 from tests.unit.test_tpch_planning import SPLITS, query_text, tpch_catalog
 
 BENCHMARKS = REPO / "BENCHMARKS.md"
-BEGIN, END = "<!-- bench_planner:begin -->", "<!-- bench_planner:end -->"
 SPLIT = "facts|dimensions"
 BATCH = 100
 COLD_TARGET_MS, CACHED_TARGET_US = 10.0, 50.0
@@ -118,14 +117,6 @@ def run(runs: int, lookups: int) -> tuple[str, list[str], bool]:
     return section, rows, met
 
 
-def write(section: str) -> None:
-    text = BENCHMARKS.read_text() if BENCHMARKS.exists() else "# Benchmarks\n"
-    block = f"{BEGIN}\n{section}\n{END}"
-    if BEGIN in text and END in text:
-        text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    BENCHMARKS.write_text(text)
 
 
 def main() -> int:
@@ -138,7 +129,7 @@ def main() -> int:
     print()
     print(section)
     if not args.no_write:
-        write(section)
+        write_section("bench_planner", section)
         print(f"\nwritten to {BENCHMARKS.relative_to(REPO)}")
     return 0 if met else 1
 

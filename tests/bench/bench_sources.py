@@ -56,11 +56,11 @@ from connectors.files import FilesSource
 from connectors.mysql import MySQLSource
 from connectors.postgres import PostgresSource
 from connectors.sqlite import SQLiteSource
+from tests.bench.sections import write_section  # noqa: E402
 from tests.support.mariadb import start_mariadb
 from tests.support.postgres import start_postgres
 
 BENCHMARKS = REPO / "BENCHMARKS.md"
-BEGIN, END = "<!-- bench_sources:begin -->", "<!-- bench_sources:end -->"
 TARGET = 0.7
 COLUMNS = ["id", "big", "f", "s"]
 KINDS = ("postgres", "mysql", "sqlite", "duckdb", "parquet", "csv")
@@ -240,16 +240,6 @@ def render(facts: dict, results: dict[str, tuple[list[float], list[float]]]) -> 
     return "\n".join(lines) + "\n"
 
 
-def write_section(section: str, path: Path = BENCHMARKS) -> None:
-    """Replace this script's section of BENCHMARKS.md (appended when missing)."""
-    text = path.read_text()
-    block = f"{BEGIN}\n{section}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
 
 
 def _duckdb_pair(path: Path) -> tuple[Timed, DuckDBSource]:
@@ -330,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     section = render(facts, results)
     print(section)
     if not args.no_write and args.only == set(KINDS):
-        write_section(section)
+        write_section("bench_sources", section)
         print(f"wrote {BENCHMARKS.relative_to(REPO)}", file=sys.stderr)
     below = [k for k, (raw, mine) in results.items()
              if statistics.median(raw) / statistics.median(mine) < TARGET]

@@ -39,6 +39,7 @@ import duckdb
 
 from gateway.config import DemoConfig, demo_path
 from gateway.demo import DUCKDB_CONFIG, ensure_demo
+from tests.bench.sections import write_section  # noqa: E402
 from tests.support.gateway_proc import start_gateway
 
 HOST = "127.0.0.1"
@@ -47,9 +48,6 @@ STREAM_ROWS = 1_000_000
 STREAM_RUNS = 3
 STREAM_TIMEOUT = 120  # seconds per psql run: keeps the script bounded if the gateway stalls
 BENCHMARKS = REPO / "BENCHMARKS.md"
-BEGIN, END = "<!-- bench_spine:begin -->", "<!-- bench_spine:end -->"
-HEADER = ("# Benchmarks\n\nFigures come from the scripts under tests/bench, run on the 2-core "
-          "CI-class machine; the ratios matter more than the absolute numbers.\n")
 
 POINT_SQL = ("SELECT l_orderkey, l_linenumber, l_quantity, l_extendedprice, l_shipdate "
              "FROM lineitem WHERE l_orderkey = {key}")
@@ -213,17 +211,6 @@ def render(facts: dict, point: dict[str, tuple[PgbenchResult, float]],
     return "\n".join(lines) + "\n"
 
 
-def write_section(section: str, path: Path = BENCHMARKS) -> None:
-    """Replace this script's section of BENCHMARKS.md, leaving other sections alone."""
-    text = path.read_text() if path.exists() else HEADER
-    block = f"{BEGIN}\n{section}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        text = head + block + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     section = render(facts, point, (gw_s, error, arrow_s, fetchall_s))
     print(section)
     if not args.no_write:
-        write_section(section)
+        write_section("bench_spine", section)
         print(f"wrote {BENCHMARKS.relative_to(REPO)}", file=sys.stderr)
     failed = [mode for mode, (r, _) in point.items() if not r.ok or r.failed]
     return 1 if failed or error else 0

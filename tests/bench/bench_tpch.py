@@ -59,7 +59,6 @@ LABELS = {"gateway-duckdb": "Gateway, DuckDB engine", "gateway-spark": "Gateway,
 SLOW_S = 10.0  # a first run slower than this is not repeated
 WARM_UP = "select count(*) from nation n join orders o on o.o_custkey = n.n_nationkey"
 BENCHMARKS = REPO / "BENCHMARKS.md"
-BEGIN, END = "<!-- bench_tpch:begin -->", "<!-- bench_tpch:end -->"
 
 
 def query_text(number: int) -> str:
@@ -319,16 +318,6 @@ def render(facts: dict, results: dict[int, dict[str, dict]], systems: list[str])
     return "\n".join(lines)
 
 
-def write_section(section: str, path: Path = BENCHMARKS) -> None:
-    """Replace this script's section of BENCHMARKS.md (append it when missing)."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{BEGIN}\n{section}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
 
 
 # ---------------------------------------------------------------------------------------
@@ -446,7 +435,8 @@ async def bench(args: argparse.Namespace) -> int:
     section = render(facts, results, systems)
     print(section)
     if not args.no_write:
-        write_section(section)
+        from tests.bench.sections import write_section
+        write_section("bench_tpch", section)
         print(f"wrote {BENCHMARKS.relative_to(REPO)}", file=sys.stderr)
     return 0
 
