@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from connectors import pg_wire as w
+from connectors.pg_port import LinkPort
 from gateway.errors import (CONNECTION_EXCEPTION, INVALID_PASSWORD, PgError)
 
 log = logging.getLogger("fedgate.pg_link")
@@ -97,6 +98,7 @@ class PgLink:
         self.reader = reader
         self.writer = writer
         self.wire = w.BackendReader()
+        self.port = LinkPort(writer.transport, self.wire)  # type: ignore[arg-type]
         self.pid = self.key = 0
         self.status = "I"
         self.broken = False
@@ -174,11 +176,16 @@ class PgLink:
             await self._fill()
 
     async def _fill(self) -> None:
-        data = await self.reader.read(READ_BYTES)
-        if not data:
+        if self.port.eof:
             self.broken = True
             raise PgError("08006", f'connection to source "{self.source}" was lost')
-        self.wire.feed(data)
+        await self.port.wait()
+
+    @property
+    def idle(self) -> bool:
+        """Ready for an express exchange: nothing unread, nobody else reading."""
+        return (not self.broken and self.port.consumer is None and not self.port.eof
+                and self.wire.pos == len(self.wire.buffer))
 
     # --- settings and statements ---------------------------------------------------------
 
@@ -259,7 +266,7 @@ class PgLink:
                 elif seen < quiet or tag in _SILENT or tag == _S:
                     continue
                 elif tag == _T:
-                    sink.write(self._description(wire.body(begin, end)))
+                    sink.write(self.client_description(wire.body(begin, end)))
                 elif tag == _G:
                     sink.write(bytes(wire.buffer[begin:end]))
                     outcome.copy_in = True
@@ -270,7 +277,7 @@ class PgLink:
             await self._interrupt(ready - seen)
             raise
 
-    def _description(self, body: bytes) -> bytes:
+    def client_description(self, body: bytes) -> bytes:
         """The source's RowDescription as the client gets it (catalog references zeroed);
         a statement run again sends the same bytes, so the answer is kept."""
         found = self._descriptions.get(body)
@@ -285,15 +292,20 @@ class PgLink:
         if self.writer.transport.get_write_buffer_size() > READ_BYTES:
             await self.writer.drain()
 
+    async def send_cancel(self) -> None:
+        """Ask the source to cancel what this link's backend runs (a CancelRequest on a
+        connection of its own, as libpq does)."""
+        reader, writer = await self.target.open()
+        writer.write(w.cancel_request(self.pid, self.key))
+        await writer.drain()
+        await reader.read(1)  # the server closes the cancel connection when done
+        writer.close()
+
     async def _interrupt(self, pending: int) -> None:
         """A cancel or timeout while the source works: cancel it there too, then read to
         ReadyForQuery so the link stays usable; a link that does not recover is closed."""
         try:
-            reader, writer = await self.target.open()
-            writer.write(w.cancel_request(self.pid, self.key))
-            await writer.drain()
-            await reader.read(1)  # the server closes the cancel connection when done
-            writer.close()
+            await self.send_cancel()
             await asyncio.wait_for(self._drain(pending), CANCEL_DRAIN_S)
         except (OSError, PgError, TimeoutError) as exc:
             log.warning("source %s did not recover from a cancel (%s); closing its link", self.source, exc)

@@ -14,6 +14,8 @@ import secrets
 from typing import TYPE_CHECKING
 
 from gateway.auth import AuthRequest, make_authenticator
+from gateway.client_port import ClientPort
+from gateway.express import ExpressLane
 from gateway.errors import (INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL_VIOLATION,
                             TOO_MANY_CONNECTIONS, PgError, from_exception)
 from gateway.protocol import decoder, encoder
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("fedgate.connection")
 
-READ_BYTES = 256 * 1024
 STARTUP_TIMEOUT_S = 60.0  # PostgreSQL's authentication_timeout default
 
 
@@ -51,6 +52,7 @@ class Connection:
         self.reader = reader
         self.writer = writer
         self.decoder = decoder.FrontendDecoder(ctx.config.server.max_message_bytes)
+        self.port = ClientPort(reader, writer.transport, self.decoder)  # type: ignore[arg-type]
         self.session: Session | None = None
 
     async def _next(self) -> m.FrontendMessage | None:
@@ -59,10 +61,9 @@ class Connection:
             message = self.decoder.next_message()
             if message is not None:
                 return message
-            data = await self.reader.read(READ_BYTES)
-            if not data:
+            if self.port.eof:
                 return None
-            self.decoder.feed(data)
+            await self.port.wait()
 
     async def run(self) -> None:
         try:
@@ -166,6 +167,7 @@ class Connection:
         self.ctx.sessions[pid] = session
         session.startup_messages()
         await session.flush()
+        self.port.lane = session.lane = ExpressLane(session, self.port)
         while not session.closed:
             message = await self._next()
             if message is None:

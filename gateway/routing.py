@@ -47,8 +47,10 @@ _GATEWAY_EXPRESSIONS = tuple(getattr(exp, name) for name in (
     "SessionUser") if hasattr(exp, name))
 
 _VERB = re.compile(r"\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*([A-Za-z]+)", re.S)
-_SHAPE = re.compile(r"""("(?:[^"]|"")*")|('(?:[^']|'')*')|((?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)""")
-_UNSAFE_FOR_SHAPES = re.compile(r"\\|\$\w*\$")
+# Quoted identifiers (kept), string literals and numbers (blanked). The lookahead lets the
+# regex engine skip to candidate characters: this runs on every relayed statement.
+_SHAPE = re.compile(r"""(?=["'0-9])(?:("[^"]*(?:""[^"]*)*")|('[^']*(?:''[^']*)*')|(?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)""")
+_DOLLAR_QUOTE = re.compile(r"\$\w*\$")
 _STRING_PREFIX = re.compile(r"(?:^|[^\w])(?:[eEbBxXnN]|[uU]&)$")  # E'..', B'..', U&'..' ...
 _COPY_FROM_STDIN = re.compile(r"\s*COPY\s+(.+?)\s+FROM\s+STDIN\b", re.I | re.S)
 # Tables named by statements sqlglot keeps opaque (VACUUM, ANALYZE, TRUNCATE's options ...).
@@ -84,19 +86,25 @@ def verb_of(sql: str) -> str:
 
 def shape_of(sql: str) -> str:
     """The text with literals blanked out: statements of one shape share a route."""
-    if _UNSAFE_FOR_SHAPES.search(sql):
+    if "\\" in sql or ("$" in sql and _DOLLAR_QUOTE.search(sql)):
         return sql  # escapes or dollar quoting: the plain tokenizer could misread them
-    parts, last = [], 0
-    for found in _SHAPE.finditer(sql):
+
+    def blank(found: re.Match) -> str:
         if found.group(1):
-            continue  # a quoted identifier stays
-        if found.group(2) and _STRING_PREFIX.search(sql, max(0, found.start() - 3), found.start()):
-            return sql  # a prefixed string (E'', B'', U&''): its own rules, keep the text
-        parts.append(sql[last:found.start()])
-        parts.append("?")
-        last = found.end()
-    parts.append(sql[last:])
-    return "".join(parts)
+            return found.group(1)  # a quoted identifier stays
+        start = found.start()
+        if found.group(2) and _STRING_PREFIX.search(sql, max(0, start - 3), start):
+            raise _Prefixed  # a prefixed string (E'', B'', U&''): its own rules
+        return "?"
+
+    try:
+        return _SHAPE.sub(blank, sql)
+    except _Prefixed:
+        return sql  # keep the text: the shape is the statement itself
+
+
+class _Prefixed(Exception):
+    pass
 
 
 class Router:

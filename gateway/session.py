@@ -42,6 +42,7 @@ from gateway.statements import parse_utility, split_statements
 from planner import PlanSettings, QueryPlan
 
 if TYPE_CHECKING:
+    from gateway.express import ExpressLane
     from gateway.server import ServerContext
 
 log = logging.getLogger("fedgate.session")
@@ -93,6 +94,7 @@ class Session(RelayMixin, CopyInMixin, UtilityMixin):
         self._relayed: dict[tuple, Prepared] = {}  # relayed statements by Parse message
         self.copy_local: tuple[copying.CopyWriter, list[str]] | None = None
         self.copy_error: PgError | None = None
+        self.lane: ExpressLane | None = None  # set by the connection (gateway.express)
         pg_catalog.bind_session(self)  # catalog queries of this connection answer for us
 
     # --- output -------------------------------------------------------------------------
@@ -185,6 +187,8 @@ class Session(RelayMixin, CopyInMixin, UtilityMixin):
         if self._running is not None and self._cancel_reason is None:
             self._cancel_reason = reason
             self._running.cancel()
+        elif self.lane is not None:
+            self.lane.cancel()  # a statement on the express lane: the source cancels it
 
     async def _cancellable(self, work: Awaitable[Any]) -> Any:
         """Run `work` in this task, so that a cancel or statement_timeout interrupts it
@@ -336,9 +340,7 @@ class Session(RelayMixin, CopyInMixin, UtilityMixin):
                           f'prepared statement "{message.name}" already exists')
         # Clients that re-Parse the unnamed statement for every query (pgbench -M extended,
         # most drivers) get the relayed statement they had: routing it again changes nothing.
-        key = (message.query, message.param_types, self.ctx.catalog.version,
-               self.settings.values["search_path"], self.settings.values["fedgate.relay"],
-               self.in_block and self.links.active)
+        key = self.relay_key(message)
         reused = self._relayed.get(key)
         if reused is not None and not self.failed:
             self.statements[message.name] = reused
@@ -358,6 +360,12 @@ class Session(RelayMixin, CopyInMixin, UtilityMixin):
             self._relayed[key] = prepared
         self.statements[message.name] = prepared
         self.write(encoder.parse_complete())
+
+    def relay_key(self, message: m.Parse) -> tuple:
+        """What a relayed statement's Parse depends on (the `_relayed` cache's key)."""
+        return (message.query, message.param_types, self.ctx.catalog.version,
+                self.settings.values["search_path"], self.settings.values["fedgate.relay"],
+                self.in_block and self.links.active)
 
     async def _on_bind(self, message: m.Bind) -> None:
         prepared = self._statement(message.statement)

@@ -6,6 +6,8 @@ session is always UTC, ISO DateStyle, extra_float_digits 3, whatever the client 
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -51,6 +53,9 @@ DEFAULTS: dict[str, str] = {
     # Statements wholly in one PostgreSQL source go to it as written (gateway.routing).
     # Off sends reads through the planner instead; writes always go to their source.
     "fedgate.relay": "on",
+    # Relayed statements answered from the sockets' callbacks (gateway.express); off runs
+    # every statement through the session's task (same answers, more CPU per statement).
+    "fedgate.express": "on",
 }
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
              "in_hot_standby", "is_superuser", "max_identifier_length", "lc_collate", "lc_ctype",
@@ -126,7 +131,8 @@ def validate(name: str, value: str) -> str:
         if value.lower() not in ("duckdb", "spark"):
             raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb" or "spark"')
         return value.lower()
-    if name in ("default_transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay"):
+    if name in ("default_transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
+                "fedgate.express"):
         return _check_on_off(name, value)
     return value
 
@@ -227,7 +233,7 @@ class SessionSettings:
 
     @property
     def search_path(self) -> tuple[str, ...]:
-        return tuple(p.strip().strip('"') for p in self.values["search_path"].split(",") if p.strip())
+        return _path_of(self.values["search_path"])
 
     @property
     def timezone(self) -> str:
@@ -236,3 +242,9 @@ class SessionSettings:
     @property
     def statement_timeout_ms(self) -> int:
         return int(self.values["statement_timeout"])
+
+
+@functools.lru_cache(maxsize=64)
+def _path_of(value: str) -> tuple[str, ...]:
+    """search_path's schemas (read on every statement's route: parsed once per value)."""
+    return tuple(p.strip().strip('"') for p in value.split(",") if p.strip())

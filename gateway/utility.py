@@ -60,6 +60,8 @@ def run_show(session: Session, utility: Utility) -> UtilityResult:
         rows = sorted((k, v, "") for k, v in session.settings.values.items())
         return UtilityResult("SHOW", text_rows(["name", "setting", "description"], rows))
     value = session.settings.get(utility.name)
+    if utility.name.lower() == "fedgate.express_statements":  # read-only: what the lane ran
+        value = str(session.lane.taken if session.lane is not None else 0)
     if value is None:
         raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{utility.name}"')
     return UtilityResult("SHOW", text_rows([utility.name], [(value,)]))

@@ -12,6 +12,7 @@ plan cache can share catalog plans between sessions.
 from __future__ import annotations
 
 import contextvars
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -45,15 +46,19 @@ class Activity:
 
     backend_start: datetime
     query: str = ""
-    query_start: datetime | None = None
+    started: float | None = None  # time.time(): cheaper than a datetime per statement
     state: str = "idle"
+
+    @property
+    def query_start(self) -> datetime | None:
+        return None if self.started is None else datetime.fromtimestamp(self.started, timezone.utc)
 
 
 def note_query(session: Any, sql: str) -> None:
     """Record the statement a session is running, for pg_stat_activity."""
     activity = activity_of(session)
     activity.query = sql
-    activity.query_start = datetime.now(timezone.utc)
+    activity.started = time.time()
     activity.state = "active"
 
 
