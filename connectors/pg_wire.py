@@ -81,6 +81,12 @@ def describe(kind: str, name: str) -> bytes:
     return _message(b"D", kind.encode() + _cstr(name))
 
 
+def rebind(statement: str, rest: bytes) -> bytes:
+    """A Bind of the unnamed portal to `statement`, whose parameter and result format
+    codes and values (`rest`) are a client's Bind body, passed on unchanged."""
+    return _message(b"B", b"\0" + _cstr(statement) + rest)
+
+
 def execute(portal: str = "", max_rows: int = 0) -> bytes:
     return _message(b"E", _cstr(portal) + _I32.pack(max_rows))
 

@@ -39,6 +39,7 @@ from gateway.pg_catalog.session_state import note_idle, note_query
 from gateway.portals import Portal, Prepared
 from gateway.protocol import encoder
 from gateway.protocol import messages as m
+from gateway.protocol import peek
 from gateway.protocol.decoder import FrontendDecoder
 from gateway.routing import Route
 from gateway.session_relay import relayed_description
@@ -351,26 +352,30 @@ class ExpressLane:
         s = self.session
         if s.failed or s.skipping:
             return False
-        decoded = [self._decode(data, start, end) for _, start, end in found]
         parse: m.Parse | None = None
-        if isinstance(decoded[0], m.Parse):
-            parse, decoded = decoded[0], decoded[1:]
-        if len(decoded) not in (3, 4) or not isinstance(decoded[0], m.Bind) \
-                or not isinstance(decoded[-2], m.Execute) or not isinstance(decoded[-1], m.Sync):
+        if found[0][0] == _P:
+            decoded = self._decode(data, found[0][1], found[0][2])
+            if not isinstance(decoded, m.Parse):
+                return False
+            parse, found = decoded, found[1:]
+        tags = [tag for tag, _, _ in found]
+        if tags not in ([_B, _E, _S], [_B, _D, _E, _S]) or found[-1][2] - found[-1][1] != 5:
             return False
-        bind, execute = decoded[0], decoded[-2]
-        describe = decoded[1] if len(decoded) == 4 else None
-        if describe is not None and not isinstance(describe, m.Describe):
+        bind = peek.bind(data, found[0][1], found[0][2])
+        execute = peek.execute(data, found[-2][1], found[-2][2])
+        describe = peek.describe(data, found[1][1], found[1][2]) if len(found) == 4 else None
+        if bind is None or execute is None or (len(found) == 4 and describe is None):
             return False
+        portal_name, max_rows = execute
         prepared = self._statement(parse, bind.statement)
         if prepared is None or prepared.remote is None or prepared.route is None:
             return False
         route = prepared.route
-        if bind.portal or execute.portal or len(bind.params) != len(prepared.param_oids):
+        if bind.portal or portal_name or bind.param_count != len(prepared.param_oids):
             return False
-        if execute.max_rows and s.in_block:
+        if max_rows and s.in_block:
             return False  # the portal outlives Sync: its next Execute takes the task's road
-        if describe is not None and describe.name != (bind.statement if describe.kind == "S" else ""):
+        if describe is not None and describe[1] != (bind.statement if describe[0] == "S" else ""):
             return False
         old = s.portals.get("")
         if old is not None and old.stream is not None:
@@ -385,22 +390,22 @@ class ExpressLane:
         if parse is not None:
             s.statements[parse.name] = prepared
             s.write(encoder.parse_complete())
-        portal = Portal(prepared, [], bind.result_formats, raw_params=list(bind.params),
-                        param_formats=tuple(bind.param_formats))
+        portal = Portal(prepared, [], bind.result_formats)
         s.portals[""] = portal
         s.write(encoder.bind_complete())
         if describe is not None:
-            if describe.kind == "S":
+            if describe[0] == "S":
                 s.write(encoder.parameter_description(prepared.param_oids))
-            s.write(relayed_description(prepared, () if describe.kind == "S" else portal.formats))
+            s.write(relayed_description(prepared, () if describe[0] == "S" else portal.formats))
         note_query(s, prepared.sql)
         prefix, quiet = s.links._prefix(link)
+        # The client's Bind, naming the source's statement; parameters and formats as sent.
         # With a row limit (asyncpg's fetchrow/fetchval) the source stops there and says
         # PortalSuspended; Sync follows at once, so the portal ends as it does here.
-        payload = (prefix + w.bind("", remote.name, portal.param_formats, portal.raw_params,
-                                   portal.formats) + w.execute("", execute.max_rows) + w.SYNC)
+        payload = (prefix + w.rebind(remote.name, data[bind.params_at:found[0][2]])
+                   + w.execute("", max_rows) + w.SYNC)
         self._start(link, payload, quiet, lambda outcome: self._extended_done(route, portal, outcome),
-                    suspended=bool(execute.max_rows))
+                    suspended=bool(max_rows))
         return True
 
     def _statement(self, parse: m.Parse | None, name: str) -> Prepared | None:
