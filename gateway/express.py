@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 from connectors import pg_wire as w
 from connectors.pg_link import Outcome, PgLink
 from gateway.errors import CONNECTION_FAILURE, PgError, from_exception
+from gateway.links import lifted_execute, stale_plan, unlifted
+from gateway.literals import Lifted
 from gateway.pg_catalog.session_state import note_idle, note_query
 from gateway.portals import Portal, Prepared
 from gateway.protocol import encoder
@@ -278,16 +280,36 @@ class ExpressLane:
         link = self._link(route) if route is not None else None
         if route is None or link is None:
             return False
+        lifted = s.links.lifted(route, sql)
+        if lifted is not None:
+            remote = link.statements.get((lifted.sql, lifted.oids))
+            if remote is None:
+                return False  # the task prepares the shape on the link
+            request = lifted_execute(remote.name, lifted)
+        else:
+            request = w.query(route.sql or sql)
         # From here on, as Session._on_query → _run_statements → SessionLinks.simple.
         s.skipping = False
         note_query(s, sql)
         prefix, quiet = s.links._prefix(link)
-        self._start(link, prefix + w.query(route.sql or sql), quiet,
-                    lambda outcome: self._query_done(route, outcome))
+        raw = data[found[1]:found[2]]
+        self._start(link, prefix + request, quiet,
+                    lambda outcome: self._query_done(route, outcome, lifted, raw))
         return True
 
-    def _query_done(self, route: Route, outcome: Outcome) -> None:
+    def _query_done(self, route: Route, outcome: Outcome, lifted: Lifted | None, raw: bytes) -> None:
         s = self.session
+        if lifted is not None:
+            outcome.error = unlifted(outcome.error, lifted)
+            link = s.links.links.get(route.source)
+            if stale_plan(outcome.error) and link is not None and link.status == "I":
+                # The table changed shape since the statement was prepared: the task
+                # runs the Query again, as written (see SessionLinks.simple).
+                link.statements.pop((lifted.sql, lifted.oids), None)
+                self.exchange = None
+                self.port.feed(raw)
+                self._continue()
+                return
         if outcome.error is not None:
             if self._fatal(outcome.error):
                 return

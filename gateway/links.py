@@ -24,11 +24,34 @@ from connectors.pg_link import Outcome, PgLink, RemoteStatement
 from connectors.pg_link_reader import LinkReader
 from gateway.execute import Executor
 from gateway.errors import FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError
+from gateway.literals import Lifted, lift
 from gateway.routing import Route
 
 if TYPE_CHECKING:
     from gateway.session import Portal, Session
     from planner import QueryPlan
+
+
+LIFTED_VERBS = frozenset({"select", "insert", "update", "delete"})
+
+
+def lifted_execute(statement: str, lifted: Lifted) -> bytes:
+    """Bind the numbers to the prepared shape and run it, answering as a simple Query
+    would (the RowDescription comes from Describe; BindComplete/NoData are not passed on)."""
+    return (w.bind("", statement, (), list(lifted.values), ()) + w.describe("P", "")
+            + w.execute("", 0) + w.SYNC)
+
+
+def stale_plan(error: PgError | None) -> bool:
+    return (error is not None and error.sqlstate == FEATURE_NOT_SUPPORTED
+            and "cached plan must not change result type" in error.message)
+
+
+def unlifted(error: PgError | None, lifted: Lifted) -> PgError | None:
+    """A source error about the lifted text, pointing into the client's text."""
+    if error is not None and error.position is not None:
+        error.position = lifted.position(error.position)
+    return error
 
 
 class SessionLinks:
@@ -99,16 +122,41 @@ class SessionLinks:
 
     async def simple(self, route: Route, sql: str) -> PgLink | None:
         """Relay one statement of a simple Query; returns the link when the source now
-        waits for COPY data."""
+        waits for COPY data. Its numbers go as parameters of a statement prepared once
+        per shape, when they can (`gateway.literals`)."""
         self._check(route)
         link = await self.link(route.source)
-        prefix, quiet = self._prefix(link)
-        outcome = await link.relay(prefix + w.query(route.sql or sql), self.session,
-                                   ready=1 + quiet, quiet=quiet)
+        lifted = self.lifted(route, sql)
+        if lifted is not None:
+            try:
+                statement = await link.prepare(lifted.sql, lifted.oids, *self._prefix(link, begin=False))
+            except PgError as err:
+                raise unlifted(err, lifted) from None
+            prefix, quiet = self._prefix(link)
+            outcome = await link.relay(prefix + lifted_execute(statement.name, lifted), self.session,
+                                       ready=1 + quiet, quiet=quiet)
+            outcome.error = unlifted(outcome.error, lifted)
+            if stale_plan(outcome.error) and link.status == "I":
+                # The table changed shape since the statement was prepared: a Query
+                # has no such plan, so this one runs as written (and is prepared anew
+                # next time).
+                link.statements.pop((lifted.sql, lifted.oids), None)
+                outcome = await link.relay(w.query(sql), self.session)
+        else:
+            prefix, quiet = self._prefix(link)
+            outcome = await link.relay(prefix + w.query(route.sql or sql), self.session,
+                                       ready=1 + quiet, quiet=quiet)
         if outcome.copy_in:
             return link
         await self._finish(route, outcome)
         return None
+
+    def lifted(self, route: Route, sql: str) -> Lifted | None:
+        """`sql` with its numbers as parameters, for statements that may be sent so."""
+        if route.sql is not None or route.copy_in or route.verb not in LIFTED_VERBS \
+                or self.session.settings.values["fedgate.parameterize"] != "on":
+            return None
+        return lift(sql)
 
     async def copy_done(self, route: Route, link: PgLink, failure: str | None) -> None:
         message = w.COPY_DONE if failure is None else w.copy_fail(failure)

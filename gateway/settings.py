@@ -56,6 +56,9 @@ DEFAULTS: dict[str, str] = {
     # Relayed statements answered from the sockets' callbacks (gateway.express); off runs
     # every statement through the session's task (same answers, more CPU per statement).
     "fedgate.express": "on",
+    # Numbers of relayed statements sent as parameters of a statement prepared once per
+    # shape (gateway.literals); off sends each statement's text as written.
+    "fedgate.parameterize": "on",
 }
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
              "in_hot_standby", "is_superuser", "max_identifier_length", "lc_collate", "lc_ctype",
@@ -132,7 +135,7 @@ def validate(name: str, value: str) -> str:
             raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb" or "spark"')
         return value.lower()
     if name in ("default_transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
-                "fedgate.express"):
+                "fedgate.express", "fedgate.parameterize"):
         return _check_on_off(name, value)
     return value
 

@@ -1,0 +1,137 @@
+"""Relayed statements whose numbers go as parameters (gateway/literals.py) answer as PostgreSQL.
+
+Each simple Query below runs directly on PostgreSQL, through the gateway with
+`fedgate.parameterize` on (the default: the statement's shape is prepared once on the
+session's link and the numbers are bound) and with it off (the text is sent as written).
+Every statement runs twice, so both the first execution (which prepares the shape) and
+the next ones (the express lane binding a prepared statement) are compared. Answers
+must agree message by message: column names and types, rows, command tags, and errors
+with their SQLSTATE, message, detail and position in the client's text. A table that
+changes shape between two runs of one statement still answers (a Query has no cached
+plan, so neither may the gateway's prepared shape show one).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+from tests.support import rawpg
+from tests.support.gateway_proc import GatewayProcess, start_gateway
+from tests.support.postgres import PostgresServer
+
+STATEMENTS = [
+    "SELECT id, bal FROM acct WHERE id = 2",
+    "SELECT id, bal * 2.5, bal - 1 FROM acct WHERE id >= 2 AND bal < 3000000000 ORDER BY id",
+    "SELECT id FROM acct WHERE id = 99999999999",
+    "SELECT id FROM acct WHERE id = 1.5 OR bal = 300",
+    "SELECT nope FROM acct WHERE id = 12345",
+    "SELECT bal / 0 FROM acct WHERE id = 1",
+    "UPDATE acct SET bal = bal + -5 WHERE id = 1 RETURNING bal",
+    "UPDATE acct SET bal = bal * 2 WHERE id = 77",
+    "INSERT INTO acct VALUES (10, 1000, NULL)",
+    "INSERT INTO acct (id, bal) VALUES (11, 2147483648)",
+    "DELETE FROM acct WHERE id = 10",
+    "SELECT id, bal FROM acct WHERE bal > 150 AND id < 4 ORDER BY bal",
+]
+
+
+@dataclass
+class Setup:
+    gateway: GatewayProcess
+    truth: str
+
+
+@pytest.fixture(scope="module")
+def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    database = f"lifted_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {database}")
+    truth = postgres_server.dsn.rsplit("/", 1)[0] + "/" + database
+    config = (f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
+              f"dsn = {json.dumps(truth)}\n")
+    with psycopg.connect(truth, autocommit=True) as conn:
+        conn.execute("CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, note text)")
+    gateway = start_gateway(config, tmp_path_factory.mktemp("lifted-gateway"))
+    try:
+        yield Setup(gateway, truth)
+    finally:
+        gateway.stop()
+
+
+def reset(setup: Setup) -> None:
+    with psycopg.connect(setup.truth, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS acct")
+        conn.execute("CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, note text)")
+        conn.execute("INSERT INTO acct VALUES (1, 100, 'one'), (2, 200, 'two'), (3, 300, NULL)")
+
+
+def normalized(messages: list[rawpg.Message]) -> list:
+    """What a client sees, without what legitimately differs: the gateway zeroes the
+    table references of RowDescription and sends the main fields of an error."""
+    out: list = []
+    for message in messages:
+        if message.type == "T":
+            out.append(("T", [{k: v for k, v in column.items() if k not in ("table_oid", "attnum")}
+                              for column in rawpg.parse_row_description(message.payload)]))
+        elif message.type == "E":
+            fields = message.fields
+            out.append(("E", {k: fields.get(k) for k in "CMDHP"}))
+        elif message.type != "S":
+            out.append((message.type, message.payload))
+    return out
+
+
+def run(conn: rawpg.RawPG, sql: str) -> list:
+    conn.send(rawpg.query(sql))
+    return normalized(conn.read_until_ready())
+
+
+def connections(setup: Setup) -> dict[str, rawpg.RawPG]:
+    url = urlsplit(setup.truth)
+    return {
+        "direct": rawpg.RawPG.connect(url.hostname, url.port, user=url.username or "postgres",
+                                      database=url.path.lstrip("/")),
+        "lifted": rawpg.RawPG.connect(setup.gateway.host, setup.gateway.port),
+        "as written": rawpg.RawPG.connect(setup.gateway.host, setup.gateway.port,
+                                          options="-c fedgate.parameterize=off"),
+    }
+
+
+def test_lifted_statements_answer_as_postgresql(setup: Setup) -> None:
+    answers: dict[str, list] = {}
+    for target in ("direct", "lifted", "as written"):
+        reset(setup)
+        conns = connections(setup)
+        try:
+            conn = conns[target]
+            run(conn, "SELECT id FROM acct WHERE id = 1")  # opens the gateway's link
+            answers[target] = [(sql, run(conn, sql), run(conn, sql)) for sql in STATEMENTS]
+        finally:
+            for c in conns.values():
+                c.close()
+    for direct, lifted, written in zip(answers["direct"], answers["lifted"], answers["as written"]):
+        assert lifted == direct, direct[0]
+        assert written == direct, direct[0]
+    codes = {e[1]["C"] for _, first, again in answers["lifted"] for e in first + again if e[0] == "E"}
+    assert {"42703", "22012", "23505", "22003"} <= codes, codes
+
+
+def test_a_table_that_changes_shape_still_answers(setup: Setup) -> None:
+    reset(setup)
+    with rawpg.RawPG.connect(setup.gateway.host, setup.gateway.port) as conn:
+        for _ in range(3):  # prepared by the task, then bound by the lane
+            assert [m[0] for m in run(conn, "SELECT * FROM acct WHERE id = 1")] == ["T", "D", "C", "Z"]
+        with psycopg.connect(setup.truth, autocommit=True) as admin:
+            admin.execute("ALTER TABLE acct ADD COLUMN extra int DEFAULT 7")
+        for _ in range(2):
+            answer = run(conn, "SELECT * FROM acct WHERE id = 1")
+            assert [m[0] for m in answer] == ["T", "D", "C", "Z"], answer
+            assert [c["name"] for c in answer[0][1]] == ["id", "bal", "note", "extra"]
+            assert rawpg.parse_data_row(answer[1][1])[-1] == b"7"
