@@ -23,12 +23,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gateway.shapes import scan
+
 INT4, INT8, NUMERIC = 23, 20, 1700
-_NUMBER = re.compile(r"(?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?")
 _OPERATOR_CHARS = frozenset("=<>!+-*/%~^&|#@?")
 _EXPRESSION_OPERATORS = frozenset({"=", "<>", "!=", "<", ">", "<=", ">=", "+", "-", "*", "/"})
 _INSERT_VALUES = re.compile(r"\s*INSERT\s+INTO\s+[\w.]+\s*(?:\([\w\s,]*\))?\s*VALUES\s*\(", re.I)
-_UNREAD = re.compile(r"['\"$\\]|--|/\*")  # quotes, dollars, escapes, comments
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +52,9 @@ class Lifted:
 
 
 def lift(sql: str) -> Lifted | None:
-    if _UNREAD.search(sql):
-        return None
+    numbers = scan(sql).numbers
+    if not numbers:
+        return None  # none, or text this scan does not read (quotes, comments ...)
     insert = _INSERT_VALUES.match(sql)
     values_at = insert.end() - 1 if insert else -1
     parts: list[str] = []
@@ -62,11 +63,10 @@ def lift(sql: str) -> Lifted | None:
     spans: list[tuple[int, int, int, int]] = []
     last = 0
     length = 0
-    for found in _NUMBER.finditer(sql):
-        start, end = found.span()
+    for start, end in numbers:
         if not (_after_operator(sql, start) or (0 <= values_at < start and _in_tuple(sql, values_at, start))):
             return None
-        text = found.group()
+        text = sql[start:end]
         parts.append(sql[last:start])
         length += start - last
         marker = f"${len(values) + 1}"

@@ -26,6 +26,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from gateway.errors import (FEATURE_NOT_SUPPORTED, READ_ONLY_SQL_TRANSACTION, PgError)
+from gateway.shapes import shape_of
 
 if TYPE_CHECKING:
     from gateway.server import ServerContext
@@ -47,11 +48,6 @@ _GATEWAY_EXPRESSIONS = tuple(getattr(exp, name) for name in (
     "SessionUser") if hasattr(exp, name))
 
 _VERB = re.compile(r"\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*([A-Za-z]+)", re.S)
-# Quoted identifiers (kept), string literals and numbers (blanked). The lookahead lets the
-# regex engine skip to candidate characters: this runs on every relayed statement.
-_SHAPE = re.compile(r"""(?=["'0-9])(?:("[^"]*(?:""[^"]*)*")|('[^']*(?:''[^']*)*')|(?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)""")
-_DOLLAR_QUOTE = re.compile(r"\$\w*\$")
-_STRING_PREFIX = re.compile(r"(?:^|[^\w])(?:[eEbBxXnN]|[uU]&)$")  # E'..', B'..', U&'..' ...
 _COPY_FROM_STDIN = re.compile(r"\s*COPY\s+(.+?)\s+FROM\s+STDIN\b", re.I | re.S)
 # Tables named by statements sqlglot keeps opaque (VACUUM, ANALYZE, TRUNCATE's options ...).
 _NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)(?:\.(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*))?'
@@ -82,29 +78,6 @@ class Route:
 def verb_of(sql: str) -> str:
     found = _VERB.match(sql)
     return found.group(1).lower() if found else ""
-
-
-def shape_of(sql: str) -> str:
-    """The text with literals blanked out: statements of one shape share a route."""
-    if "\\" in sql or ("$" in sql and _DOLLAR_QUOTE.search(sql)):
-        return sql  # escapes or dollar quoting: the plain tokenizer could misread them
-
-    def blank(found: re.Match) -> str:
-        if found.group(1):
-            return found.group(1)  # a quoted identifier stays
-        start = found.start()
-        if found.group(2) and _STRING_PREFIX.search(sql, max(0, start - 3), start):
-            raise _Prefixed  # a prefixed string (E'', B'', U&''): its own rules
-        return "?"
-
-    try:
-        return _SHAPE.sub(blank, sql)
-    except _Prefixed:
-        return sql  # keep the text: the shape is the statement itself
-
-
-class _Prefixed(Exception):
-    pass
 
 
 class Router:
