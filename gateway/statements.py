@@ -21,6 +21,10 @@ def split_statements(sql: str) -> list[str]:
     Statements that hold nothing but white space and comments are dropped, so an empty
     list means an empty query (EmptyQueryResponse).
     """
+    if "--" not in sql and "/*" not in sql:
+        text = sql.strip().rstrip(";").rstrip()
+        if ";" not in text:  # one statement, however it is quoted: nothing to split
+            return [text] if text else []
     if _PLAIN.fullmatch(sql):  # one statement, no quotes, comments or inner semicolons
         text = sql.strip().rstrip(";").rstrip()
         return [text] if text else []
