@@ -13,8 +13,7 @@ from gateway.errors import PgError
 
 def _serve(args: argparse.Namespace) -> int:
     from gateway.server import run
-    run(load_config(args.config, host=args.host, port=args.port))
-    return 0
+    return run(load_config(args.config, host=args.host, port=args.port, workers=args.workers))
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -41,6 +40,10 @@ def _hash_password(args: argparse.Namespace) -> int:
     return 0
 
 
+def _workers_arg(text: str) -> int | str:
+    return text if text == "auto" else int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedgate", description="A federated SQL gateway that "
                                      "speaks the PostgreSQL wire protocol.")
@@ -49,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="TOML config file (default: the embedded DuckDB demo)")
     serve.add_argument("--host", help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default 15432)")
+    serve.add_argument("--workers", type=_workers_arg,
+                       help='worker processes sharing the port; 0 or "auto": one per CPU '
+                       '(default 1)')
     serve.set_defaults(func=_serve)
     explain = commands.add_parser("explain", help="print the federated plan of a query")
     explain.add_argument("--config", help="TOML config file")

@@ -36,6 +36,9 @@ class ServerConfig:
     auth_method: str = "scram-sha-256"
     # Frontend messages other than startup are capped here (PostgreSQL allows up to 1 GB).
     max_message_bytes: int = 256 * 1024 * 1024
+    # Worker processes sharing the port (each with its own sources, catalog and plan
+    # cache); 0 or "auto" means one per CPU. Parsed into an int >= 1.
+    workers: int | str = 1
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,22 @@ def _section(data: dict[str, Any], key: str, cls: type, where: str) -> Any:
         raise ConfigError(f"[{where}]: {exc}") from exc
 
 
+MAX_WORKERS = 64
+
+
+def _workers(value: Any) -> int:
+    """`[server] workers`: a count, or 0 / "auto" for one worker per CPU."""
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if value == "auto" or (is_int and value == 0):
+        # The CPUs this process may run on (a container's cpuset), not the machine's.
+        if hasattr(os, "sched_getaffinity"):
+            return min(len(os.sched_getaffinity(0)), MAX_WORKERS)
+        return min(os.cpu_count() or 1, MAX_WORKERS)
+    if not is_int or not 0 < value <= MAX_WORKERS:
+        raise ConfigError(f'[server] workers must be "auto" or a number from 0 to {MAX_WORKERS}')
+    return value
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -147,6 +166,7 @@ def parse_config(data: dict[str, Any], base_dir: Path = Path(".")) -> Config:
                           "spark_partition_rows >= 1")
     if server.auth_method not in AUTH_METHODS:
         raise ConfigError(f"[server] auth_method must be one of {', '.join(AUTH_METHODS)}")
+    server = replace(server, workers=_workers(server.workers))
 
     users = []
     for raw in data.get("users", []):
@@ -191,7 +211,8 @@ def parse_config(data: dict[str, Any], base_dir: Path = Path(".")) -> Config:
 
 
 def load_config(path: str | os.PathLike[str] | None = None, **server_overrides: Any) -> Config:
-    """Read the TOML file at `path` (None: defaults) and apply `--host`/`--port` overrides."""
+    """Read the TOML file at `path` (None: defaults) and apply `--host`/`--port`/`--workers`
+    overrides."""
     data: dict[str, Any] = {}
     base_dir = Path(".")
     if path is not None:

@@ -1,7 +1,9 @@
 """The gateway process: opens the sources, builds the catalog, accepts connections.
 
 `ServerContext` is what every session shares: configuration, the catalog snapshot, the
-plan cache, the executor, and the registry of sessions that CancelRequest looks in.
+plan cache, the executor, and the registry of sessions that CancelRequest looks in. With
+`[server] workers` above 1, `run` hands over to the supervisor in gateway/workers.py and
+each worker process runs `serve` with its own context.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,6 +37,8 @@ from planner import CatalogSnapshot, PlanCache, SourceEntry
 
 if TYPE_CHECKING:
     from gateway.session import Session
+    from gateway.worker_listen import BalancedListener
+    from gateway.workers import WorkerSpec
 
 log = logging.getLogger("fedgate")
 
@@ -55,6 +59,11 @@ class ServerContext:
     router: Router = field(init=False)
     # DDL went to a source: read the catalog again before the next statement needs it.
     catalog_stale: bool = False
+    # Several workers: backend pids encode the worker (pid % worker_count == worker_index),
+    # and a CancelRequest for another worker's pid goes to `forward_cancel(owner, pid, key)`.
+    worker_index: int = 0
+    worker_count: int = 1
+    forward_cancel: Callable[[int, int, int], None] | None = None
 
     def __post_init__(self) -> None:
         self.router = Router(self)
@@ -90,10 +99,22 @@ class ServerContext:
             self.catalog_stale = False
             await self.refresh_catalog(min_interval_s=0.0)
 
+    def as_worker(self, index: int, count: int,
+                  forward_cancel: Callable[[int, int, int], None]) -> None:
+        self.worker_index, self.worker_count, self.forward_cancel = index, count, forward_cancel
+        # Start where a restarted worker is unlikely to reuse its predecessor's pids; the
+        # product stays below 2**31 (pids are int4 on the wire and in pg_backend_pid()).
+        self._pids = itertools.count(os.getpid() * 1000 % (2**30 // count) + 1)
+
     def next_pid(self) -> int:
-        return next(self._pids)
+        return next(self._pids) * self.worker_count + self.worker_index
 
     def cancel(self, pid: int, key: int) -> None:
+        owner = pid % self.worker_count
+        if owner != self.worker_index:
+            if self.forward_cancel is not None:
+                self.forward_cancel(owner, pid, key)
+            return
         session = self.sessions.get(pid)
         # Compare keys in constant time: the key is the only secret a cancel carries.
         if session is not None and hmac.compare_digest(session.key.to_bytes(4, "big"),
@@ -189,7 +210,9 @@ async def build_context(config: Config) -> ServerContext:
                          catalog_source=catalog_source)
 
 
-async def serve(config: Config) -> None:
+async def serve(config: Config, worker: WorkerSpec | None = None,
+                on_ready: Callable[[], None] | None = None) -> None:
+    """Serve until SIGINT/SIGTERM: alone, or as one of several workers (`worker`)."""
     ctx = await build_context(config)
     connections: set[asyncio.Task] = set()
 
@@ -202,7 +225,15 @@ async def serve(config: Config) -> None:
         finally:
             connections.discard(task)
 
-    server = await asyncio.start_server(accept, config.server.host, config.server.port)
+    cancels: asyncio.Server | None = None
+    server: asyncio.Server | BalancedListener
+    if worker is None:
+        server = await asyncio.start_server(accept, config.server.host, config.server.port)
+    else:
+        from gateway import workers
+        ctx.as_worker(worker.index, worker.count, workers.CancelForwarder(worker))
+        cancels = await workers.serve_cancels(ctx, worker)
+        server = await workers.listen(worker, accept)
     refresher = asyncio.ensure_future(_refresh_periodically(ctx, config.catalog_refresh_s))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -212,10 +243,14 @@ async def serve(config: Config) -> None:
     log.info("fedgate listening on %s:%d (database %s; sources: %s; %d tables)",
              config.server.host, config.server.port, config.server.database,
              ", ".join(ctx.sources), tables)
+    if on_ready is not None:
+        on_ready()
     async with server:
         await stop.wait()
         log.info("shutting down")
         server.close()
+        if cancels is not None:
+            cancels.close()
         refresher.cancel()
         for task in list(connections):
             task.cancel()
@@ -233,13 +268,22 @@ async def _refresh_periodically(ctx: ServerContext, every_s: float) -> None:
             log.exception("catalog refresh failed")
 
 
-def run(config: Config) -> None:
+def run(config: Config) -> int:
+    """`fedgate serve`: one process, or a supervisor of `[server] workers` processes."""
+    if config.server.workers > 1:
+        from gateway.workers import supervise
+        return supervise(config)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    run_loop(serve(config))
+    return 0
+
+
+def run_loop(main: Coroutine[object, object, None]) -> None:
     try:
         import uvloop  # the faster event loop, when installed
         loop_factory = uvloop.new_event_loop
     except ImportError:
         loop_factory = None
     with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(serve(config))
+        runner.run(main)

@@ -1,13 +1,15 @@
 """pgbench through the gateway, next to direct PostgreSQL and PgBouncer, in one sitting.
 
-    python tests/bench/bench_pgbench.py [--seconds 10] [--rounds 3] [--scale 10] [--no-write]
+    python tests/bench/bench_pgbench.py [--seconds 10] [--rounds 3] [--scale 10] [--workers N]
+                                        [--only-pgbench] [--no-write]
 
 One throwaway PostgreSQL 15 cluster (tests/support/postgres.py) is loaded directly with
 `pgbench -i -s 10` and a 1,000,000-row × 4-column table. Three targets then run the same
 work against that one server:
 
 - direct PostgreSQL;
-- the gateway, a subprocess with one postgres source `pg` and search_path = pg;
+- the gateway, a subprocess with one postgres source `pg` and search_path = pg, running
+  `--workers N` worker processes (default 1);
 - PgBouncer in session pooling (tests/support/pgbouncer.py), the peer a user would pick.
 
 Cells: pgbench `-S -c 8 -j 2` in `-M simple`, `extended` and `prepared`; the default
@@ -180,20 +182,22 @@ def alive(name: str, gateway: GatewayProcess, cell: Cell) -> bool:
 
 
 def measure(endpoints: dict[str, Endpoint], gateway: GatewayProcess, seconds: int,
-            rounds: int) -> dict[str, dict[str, Cell]]:
+            rounds: int, streaming: bool = True) -> dict[str, dict[str, Cell]]:
     cells = {w: {t: Cell() for t in TARGETS} for w, _, _ in WORKLOADS}
-    cells[STREAM_NAME] = {t: Cell() for t in TARGETS}
+    if streaming:
+        cells[STREAM_NAME] = {t: Cell() for t in TARGETS}
     for name in TARGETS:  # warm-up, untimed: connections, caches, the gateway's plan cache
         say(f"warm-up: {name}")
         pgbench_once(endpoints[name], ["-S", "-M", "simple"], 2, Cell())
-        stream_check(endpoints[name], cells[STREAM_NAME][name])
+        if streaming:
+            stream_check(endpoints[name], cells[STREAM_NAME][name])
     for r in range(rounds):
         for workload, args, _ in WORKLOADS:
             for name in rotated(r):
                 if alive(name, gateway, cells[workload][name]):
                     say(f"round {r + 1}/{rounds}: {workload} on {name} for {seconds} s")
                     pgbench_once(endpoints[name], args, seconds, cells[workload][name])
-        for name in rotated(r):
+        for name in rotated(r) if streaming else []:
             if alive(name, gateway, cells[STREAM_NAME][name]):
                 say(f"round {r + 1}/{rounds}: streaming on {name}")
                 stream_once(endpoints[name], cells[STREAM_NAME][name])
@@ -223,7 +227,12 @@ def ratio_text(cell: Cell, base: Cell, goal: float, streaming: bool) -> str:
     return f"{ratio:.2f}× {'✓' if met and not cell.failed_tx else '✗'}"
 
 
+def gateway_label(workers: int) -> str:
+    return "Gateway" if workers == 1 else f"Gateway ({workers} workers)"
+
+
 def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
+    gw = gateway_label(facts["workers"])
     lines = [
         f"### pgbench: gateway vs direct PostgreSQL vs PgBouncer ({facts['date']})",
         "",
@@ -232,12 +241,13 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
          f"{facts['load_before']} before and {facts['load_after']} after; {facts['pgbench']}; "
          f"{facts['pgbouncer']}. pgbench `-n -c {CLIENTS} -j {THREADS} -T {facts['seconds']}`, "
          f"{facts['rounds']} round(s) per cell, the three targets taking turns in a rotating "
-         f"order; medians. Gateway: one postgres source, search_path = that source. "
+         f"order; medians. Gateway: one postgres source, search_path = that source, "
+         f"{facts['workers']} worker process(es). "
          f"PgBouncer: session pooling. Streaming: `psql -At -c '{STREAM_SQL}' > /dev/null` "
          f"(int, int, float8, text), wall time, median of {facts['rounds']}."),
         "",
-        "| Workload | Direct PostgreSQL | Gateway | PgBouncer | Gateway / direct "
-        "| PgBouncer / direct | Goal (gateway) |",
+        (f"| Workload | Direct PostgreSQL | {gw} | PgBouncer | {gw} / direct "
+         "| PgBouncer / direct | Goal (gateway) |"),
         "|---|---|---|---|---|---|---|",
     ]
     goals = {w: g for w, _, g in WORKLOADS} | {STREAM_NAME: STREAM_GOAL}
@@ -269,12 +279,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=10, help="pgbench -T per run (10)")
     parser.add_argument("--rounds", type=int, default=3, help="runs per cell (3)")
     parser.add_argument("--scale", type=int, default=10, help="pgbench -i scale (10)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="gateway worker processes sharing the port (1)")
+    parser.add_argument("--only-pgbench", action="store_true",
+                        help="skip the 1M-row streaming cell (and loading its table)")
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
     for tool in ("pgbench", "psql"):
         if shutil.which(tool) is None:
             parser.error(f"{tool} not found on PATH (Debian: postgresql-client)")
     facts = {"date": dt.date.today().isoformat(), "scale": args.scale, "seconds": args.seconds,
+             "workers": args.workers,
              "rounds": args.rounds, "cpus": os.cpu_count(), "load_before": load_average(),
              "pgbench": version(["pgbench", "--version"]),
              "pgbouncer": version([pgbouncer_binary(), "--version"])}
@@ -291,12 +308,14 @@ def main(argv: list[str] | None = None) -> int:
                        timeout=1200)
             if init.returncode != 0:
                 raise RuntimeError(f"pgbench -i failed: {init.stderr}")
-            psql(direct, STREAM_TABLE)
-            psql(direct, "VACUUM ANALYZE stream_rows")
+            if not args.only_pgbench:
+                psql(direct, STREAM_TABLE)
+                psql(direct, "VACUUM ANALYZE stream_rows")
             dsn = server.dsn.rsplit("/", 1)[0] + "/" + DATABASE
             gateway = start_gateway(
                 f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
-                f'dsn = {json.dumps(dsn)}\nschema = "public"\n', workdir / "gateway")
+                f'dsn = {json.dumps(dsn)}\nschema = "public"\n', workdir / "gateway",
+                workers=args.workers)
             bouncer = start_pgbouncer(server.host, server.port, user=server.user,
                                       database=DATABASE)
             endpoints = {"direct": direct,
@@ -304,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
                                              gateway.database),
                          "pgbouncer": Endpoint(bouncer.host, bouncer.port, bouncer.user,
                                                DATABASE)}
-            cells = measure(endpoints, gateway, args.seconds, args.rounds)
+            cells = measure(endpoints, gateway, args.seconds, args.rounds,
+                            streaming=not args.only_pgbench)
         finally:
             for running in (bouncer, gateway):
                 if running is not None:

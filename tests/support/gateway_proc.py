@@ -44,10 +44,13 @@ class GatewayProcess:
                 self.proc.wait(5)
 
 
-def start_gateway(config_text: str, workdir: Path, *, timeout: float = 180.0) -> GatewayProcess:
+def start_gateway(config_text: str, workdir: Path, *, timeout: float = 180.0,
+                  workers: int | None = None) -> GatewayProcess:
     """Write `config_text` to workdir/fedgate.toml and serve it; wait until the port accepts.
 
-    The timeout is generous because the first start may generate the demo data.
+    The timeout is generous because the first start may generate the demo data. `workers`
+    passes `--workers N` (worker processes sharing the port); with more than one, this
+    returns once the supervisor logs that every worker serves.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "fedgate.toml"
@@ -56,14 +59,21 @@ def start_gateway(config_text: str, workdir: Path, *, timeout: float = 180.0) ->
     log_path = workdir / "gateway.log"
     log = open(log_path, "wb")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "gateway", "serve", "--config", str(config),
+               "--port", str(port)]
+    if workers is not None:
+        command += ["--workers", str(workers)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
+        command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
     )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"gateway exited with {proc.returncode}:\n{log_path.read_text()}")
+        serving = f"{workers} workers serving" in log_path.read_text(errors="replace")
+        if workers is not None and workers > 1 and not serving:
+            time.sleep(0.1)
+            continue
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return GatewayProcess("127.0.0.1", port, "fedgate", proc, log_path)
