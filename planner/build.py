@@ -203,6 +203,7 @@ class Builder:
             for table in ctes:
                 table.replace(exp.Subquery(this=self.ctes[table.name].copy(), alias=exp.TableAlias(
                     this=exp.to_identifier(table.alias_or_name))))
+        _exists_select_one(tree)
         scans: list[Node] = []
         for table in list(tree.find_all(exp.Table)):
             if not isinstance(table.this, exp.Identifier):
@@ -218,6 +219,25 @@ class Builder:
         positions = {f"__scan_{self.opaque_scans - len(scans) + i}": i for i in range(len(scans))}
         scans = _push_scope_filters(tree, scans, positions)
         return Opaque(tree, tuple(scans), names, reason)
+
+
+def _exists_select_one(tree: exp.Expression) -> None:
+    """`EXISTS (SELECT * FROM t ...)` -> `EXISTS (SELECT 1 FROM t ...)`.
+
+    EXISTS reads only whether a row comes back, never its columns, but qualification has
+    expanded the `*` to every column of the table, and pruning fetches what the SQL names:
+    TPC-H Q21 read all sixteen lineitem columns twice for it. A select list of plain
+    columns cannot change how many rows come back, so it is replaced by a constant; one
+    with aggregates, GROUP BY or HAVING (one row even over no rows) or functions (a
+    set-returning one changes the count) is left alone.
+    """
+    for exists in tree.find_all(exp.Exists):
+        select = exists.this
+        if not isinstance(select, exp.Select) or select.args.get("group") or select.args.get("having"):
+            continue
+        plain = all(isinstance(e.unalias(), (exp.Column, exp.Star)) for e in select.expressions)
+        if plain and select.expressions:
+            select.set("expressions", [exp.Literal.number(1)])
 
 
 def _aliased(e: exp.Expression) -> exp.Alias:

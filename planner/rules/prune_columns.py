@@ -4,9 +4,13 @@
       Filter: l.b > 1                 =>       Filter: l.b > 1
         Scan: s.t AS l                           Scan: s.t AS l projection=[a, b]
 
+    Projection: l.a                          Projection: l.a
+      Scan: s.t AS l filters=[l.b > 1] =>      Scan: s.t AS l projection=[a] filters=[l.b > 1]
+
 Required columns flow top-down: each node asks its inputs for what it outputs and what
 its own expressions reference. A scope the plan does not model (Opaque) asks its scans
-for every column its SQL names with the scan's alias.
+for every column its SQL names with the scan's alias. Filters already pushed into a scan
+run at the source, so their columns are not fetched for them.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ def _refs(*expressions: exp.Expression | None) -> set[Column]:
 
 def _prune(node: Node, required: set[Column]) -> Node:
     if isinstance(node, Scan):
+        # A pushed filter runs at the source, before the projection: its columns need not
+        # travel (an INEXACT one is re-checked by a Filter above, which requires them).
         needed = {name for qualifier, name in required if qualifier == node.alias}
-        needed |= {name for _, name in _refs(*node.filters)}
         columns = tuple(c for c in node.all_columns if c in needed)
         if not columns:
             columns = node.all_columns[:1]  # COUNT(*) still needs rows: fetch the narrowest thing

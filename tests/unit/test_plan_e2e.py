@@ -2,7 +2,8 @@
 fragment in its source's dialect, and the residual SQL the engine runs.
 
 One file per source dialect, tests/fixtures/planner/e2e_<dialect>.sql, each planned against
-a catalog of two sources of that dialect: `main` (orders, items) and `side` (customers).
+a catalog of two sources of that dialect: `main` (orders, items) and `side` (customers);
+orders and customers have primary keys (o_id, c_id).
 The files hold the same queries, so a diff between them shows what each dialect ships.
 A case is a `-- name:` line, the SQL, `----`, and the EXPLAIN lines without the logical
 plan (the rule fixtures cover plan shapes). FEDGATE_UPDATE_FIXTURES=1 rewrites the
@@ -53,11 +54,16 @@ def schemas(dialect: str) -> dict[str, dict[str, pa.Schema]]:
     }
 
 
+# As the sources report them: joins on a key may be grouped into one fragment.
+PRIMARY_KEYS = {"orders": ("o_id",), "customers": ("c_id",)}
+
+
 def catalog_for(dialect_name: str) -> CatalogSnapshot:
     dialect = importlib.import_module(f"connectors.dialects.{dialect_name}").DIALECT
     sources = {}
     for source, tables in schemas(dialect_name).items():
-        infos = {name: TableInfo(TableRef(source, name, REMOTE_SCHEMA[dialect_name], name), schema)
+        infos = {name: TableInfo(TableRef(source, name, REMOTE_SCHEMA[dialect_name], name), schema,
+                                 primary_key=PRIMARY_KEYS.get(name, ()))
                  for name, schema in tables.items()}
         sources[source] = SourceEntry(source, dialect, infos)
     return CatalogSnapshot(1, sources)

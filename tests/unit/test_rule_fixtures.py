@@ -11,10 +11,10 @@ given (the must-not-fire cases), the expected text starts with `(unchanged)`.
 
 FEDGATE_UPDATE_FIXTURES=1 rewrites the expected text from what the rules do now (read the
 diff before committing it). The catalog (also described in each file's header):
-  s1 (DuckDB dialect): t1, t2        s2 (DuckDB dialect): u1, u2
+  s1 (DuckDB dialect): t1, t2, d1    s2 (DuckDB dialect): u1, u2
   lab (test dialect: LIKE is INEXACT, fuzzy() is UNSUPPORTED, ships what DuckDB ships): l1
   bare (test dialect: ships no operator at all, so not even a limit): b1
-  every table: a bigint, b bigint, s text
+  every table: a bigint (its primary key, but d1 has none and 25 rows), b bigint, s text
 """
 
 from __future__ import annotations
@@ -68,9 +68,12 @@ BARE = Dialect("bare", "duckdb", classify=duckdb_dialect.classify, render=duckdb
 
 def rule_catalog() -> CatalogSnapshot:
     def tables(source: str, *names: str) -> dict[str, TableInfo]:
-        return {n: TableInfo(TableRef(source, n, None, n), SCHEMA) for n in names}
+        return {n: TableInfo(TableRef(source, n, None, n), SCHEMA, primary_key=("a",)) for n in names}
     return CatalogSnapshot(1, {
-        "s1": SourceEntry("s1", duckdb_dialect.DIALECT, tables("s1", "t1", "t2")),
+        "s1": SourceEntry("s1", duckdb_dialect.DIALECT, {
+            **tables("s1", "t1", "t2"),
+            # A small table whose source knows no key (like a Parquet file): 25 rows.
+            "d1": TableInfo(TableRef("s1", "d1", None, "d1"), SCHEMA, row_estimate=25)}),
         "s2": SourceEntry("s2", duckdb_dialect.DIALECT, tables("s2", "u1", "u2")),
         "lab": SourceEntry("lab", LAB, tables("lab", "l1")),
         "bare": SourceEntry("bare", BARE, tables("bare", "b1")),
