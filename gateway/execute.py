@@ -22,7 +22,7 @@ from connectors.query_scope import query_scope
 from gateway.feeds import EngineStream, Feed, open_remote, start_engine
 from gateway.fragment_reads import FragmentReads
 from planner.dynamic_filters import DynamicFilter
-from planner.physical import IN_LIST_LIMIT
+from planner.key_sets import shape_for
 from planner.query_plan import QueryPlan, RemoteFragment
 
 
@@ -145,19 +145,30 @@ class Executor:
 
     async def _narrowed(self, probe: RemoteFragment, dynamic: DynamicFilter,
                         opened: dict[str, BatchStream], notes: list[str]) -> str:
-        """Read the build fragment whole; `probe`'s SQL restricted to its keys."""
+        """Read the build fragment whole; `probe`'s SQL restricted to its keys, one
+        condition per join key (its shape for the probe's source: planner.key_sets)."""
         build = opened[dynamic.build]
         batches = [batch async for batch in build]
         await build.aclose()
         table = pa.Table.from_batches(batches, schema=build.schema)
         opened[dynamic.build] = TableStream(table)
-        keys = pc.unique(table[dynamic.build_field]).drop_null().to_pylist()
+        dialect = self.sources[probe.source].dialect.name
+        conditions = []
+        for index, (build_field, column) in enumerate(dynamic.keys):
+            keys = pc.unique(table[build_field]).drop_null().to_pylist() or [None]
+            shape = shape_for(dialect, keys)
+            targets = dynamic.targets[index] if index < len(dynamic.targets) else (column,)
+            name = ", ".join(".".join(c for c in target if c) for target in targets)
+            if shape.kind == "none":
+                notes.append(f"Dynamic filter: {probe.name} not narrowed by the {shape.keys} keys of "
+                             f"{dynamic.build} ({name}: {shape.describe()})")
+                continue
+            notes.append(f"Dynamic filter: {probe.name} narrowed to {shape.keys} keys of {dynamic.build} "
+                         f"({name}: {shape.describe()})")
+            conditions.append((column, keys))
         assert probe.narrow is not None
-        sql = probe.narrow(dynamic.probe_column, keys) if keys else probe.narrow(dynamic.probe_column, [None])
-        shape = "IN list" if len(keys) <= IN_LIST_LIMIT else "range"
-        notes.append(f"Dynamic filter: {probe.name} narrowed to {len(keys)} keys of {dynamic.build} "
-                     f"({'.'.join(c for c in dynamic.probe_column if c)} {shape})")
-        return sql
+        return probe.narrow(conditions) if conditions else probe.sql
+
 
 def _pick(numbers: Sequence[int], params: Sequence[Any]) -> list[Any]:
     """The statement's parameters a query text numbers $1, $2, ... (by statement number)."""

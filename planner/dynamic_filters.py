@@ -2,8 +2,11 @@
 
 When an inner equi-join joins the rows of two fragments, the executor can read the side
 estimated smaller first and add `key IN (...)` (or a min/max range when the keys are
-many) to the other fragment before starting it, so the bigger source sends only rows
-that can join. The planner finds the candidates; the executor decides with real keys.
+many, planner.key_sets) to the other fragment before starting it, so the bigger source
+sends only rows that can join. A join on several keys narrows by each of them; a key
+reaches the columns the probe fragment's own inner joins equate with it, and fragments
+joined to the build only through other fragments (`_through_joins`). The planner finds
+the candidates; the executor decides with real keys.
 
     Join: inner on o.cust = c.id          frag_1 (crm, ~97 rows) read first:
       [frag_0 on sales] Scan orders o       keys of c.id -> frag_0 gets o.cust IN (...)
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from planner.conjuncts import split_conjuncts
-from planner.logical import Column, Join, Node, Scan
+from planner.logical import Column, Filter, Join, Node, Scan
 
 # Key types whose values become exact SQL literals on every source.
 KEY_TYPES = ("int", "uint", "string", "large_string", "string_view", "date32")
@@ -26,9 +29,22 @@ KEY_TYPES = ("int", "uint", "string", "large_string", "string_view", "date32")
 @dataclass(frozen=True)
 class DynamicFilter:
     build: str  # the fragment read first
-    build_field: str  # the key's column name in the build fragment's rows
     probe: str  # the fragment narrowed with the keys
-    probe_column: Column  # the key in the probe fragment's plan
+    # Per equi-join key: its column name in the build fragment's rows, and the column in
+    # the probe fragment's plan. The probe is narrowed by every key (a superset of the
+    # rows matching key tuples), so the choice does not hang on the conjuncts' order.
+    keys: tuple[tuple[str, Column], ...]
+    # Per key, every column of the probe fragment its condition goes on: the key and the
+    # columns the fragment's own inner joins equate with it (`equivalents`).
+    targets: tuple[tuple[Column, ...], ...] = ()
+
+    @property
+    def build_field(self) -> str:
+        return self.keys[0][0]
+
+    @property
+    def probe_column(self) -> Column:
+        return self.keys[0][1]
 
 
 def _estimate(node: Node) -> int | None:
@@ -69,6 +85,7 @@ def find(plan: Node, fragment_names: dict[int, str],
 
     def _consider(join: Join) -> None:
         left_cols, right_cols = set(join.left.output), set(join.right.output)
+        pairs: list[tuple[Column, Column]] = []  # (left key, right key)
         for conjunct in split_conjuncts(join.condition):
             if not (isinstance(conjunct, exp.EQ) and isinstance(conjunct.this, exp.Column)
                     and isinstance(conjunct.expression, exp.Column)):
@@ -77,20 +94,190 @@ def find(plan: Node, fragment_names: dict[int, str],
             b = (conjunct.expression.table or None, conjunct.expression.name)
             if a in right_cols and b in left_cols:
                 a, b = b, a
-            if not (a in left_cols and b in right_cols):
-                continue
-            left_rows, right_rows = _estimate(join.left), _estimate(join.right)
-            if left_rows is None or right_rows is None:
-                return
-            build, probe, build_col, probe_col = (join.left, join.right, a, b) if left_rows <= right_rows \
-                else (join.right, join.left, b, a)
-            probe_name = fragment_names[id(probe)]
-            if probe_name in probed or not (_key_type_ok(build, build_col) and _key_type_ok(probe, probe_col)):
-                continue
-            probed.add(probe_name)
-            found.append(DynamicFilter(fragment_names[id(build)], field_names[id(build)][build_col],
-                                       probe_name, probe_col))
+            if a in left_cols and b in right_cols and (a, b) not in pairs:
+                pairs.append((a, b))
+        if not pairs:
             return
+        left_rows, right_rows = _estimate(join.left), _estimate(join.right)
+        if left_rows is None or right_rows is None:
+            return
+        build, probe = (join.left, join.right) if left_rows <= right_rows else (join.right, join.left)
+        probe_name = fragment_names[id(probe)]
+        if probe_name in probed:
+            return
+        keys = []
+        for a, b in pairs:
+            build_col, probe_col = (a, b) if build is join.left else (b, a)
+            if _key_type_ok(build, build_col) and _key_type_ok(probe, probe_col):
+                keys.append((field_names[id(build)][build_col], probe_col))
+        if keys:
+            probed.add(probe_name)
+            found.append(_made(fragment_names[id(build)], probe, probe_name, keys))
 
     visit(plan)
+    found.extend(_through_joins(plan, fragment_names, field_names, found))
     return tuple(found)
+
+
+def _made(build: str, probe: Node, probe_name: str, keys: list[tuple[str, Column]]) -> DynamicFilter:
+    return DynamicFilter(build, probe_name, tuple(keys),
+                         tuple(tuple(equivalents(probe, column)) for _, column in keys))
+
+
+def _through_joins(plan: Node, fragment_names: dict[int, str], field_names: dict[int, dict[Column, str]],
+                   direct: list[DynamicFilter]) -> list[DynamicFilter]:
+    """Candidates a chain of inner joins makes: in `part ⋈ lineitem ⋈ partsupp` on
+    p_partkey = l_partkey = ps_partkey, partsupp joins only rows holding part's keys, so
+    part (the smallest fragment of that key's equivalence class) narrows partsupp too.
+    Within one region of inner/cross joins and filters the `a = b` conditions make the
+    classes; a fragment already narrowed, or read first as a build, is left as it is, and
+    only a build that filters its rows is worth reading first."""
+    builds = {f.build for f in direct}
+    probed = {f.probe for f in direct}
+    found: list[DynamicFilter] = []
+    for leaves, pairs in _regions(plan, fragment_names):
+        owner = {c: leaf for leaf in leaves for c in leaf.output}
+        classes: list[list[Column]] = []
+        for a, b in pairs:
+            if a not in owner or b not in owner:
+                continue
+            joined = [c for c in classes if a in c or b in c]
+            merged = [x for c in joined for x in c] + [x for x in (a, b) if not any(x in c for c in joined)]
+            classes = [c for c in classes if c not in joined] + [list(dict.fromkeys(merged))]
+        estimates = {id(leaf): _estimate(leaf) for leaf in leaves}
+        # Smallest builds first: a fragment read first is never narrowed itself.
+        for probe in sorted(leaves, key=lambda leaf: -(estimates[id(leaf)] or 0)):
+            name = fragment_names[id(probe)]
+            if name in probed or name in builds or estimates[id(probe)] is None:
+                continue
+            best: tuple[int, Node, list[tuple[str, Column]]] | None = None
+            for build in leaves:
+                rows = estimates[id(build)]
+                if build is probe or rows is None or rows > estimates[id(probe)] \
+                        or fragment_names[id(build)] in probed or not _filtered(build):
+                    continue
+                keys = [(field_names[id(build)][b], p) for c in classes
+                        for b in c if owner[b] is build and _key_type_ok(build, b)
+                        for p in c if owner[p] is probe and _key_type_ok(probe, p)]
+                keys = list(dict.fromkeys(keys))
+                if keys and (best is None or rows < best[0]):
+                    best = (rows, build, keys)
+            if best is not None:
+                probed.add(name)
+                builds.add(fragment_names[id(best[1])])
+                found.append(_made(fragment_names[id(best[1])], probe, name, best[2]))
+    return found
+
+
+def _filtered(node: Node) -> bool:
+    """Whether `node` drops rows by a condition: a fragment without any holds every key of
+    its tables, which narrows nothing a foreign key refers to (supplier for lineitem)."""
+    if isinstance(node, Scan):
+        return bool(node.filters)
+    if isinstance(node, Filter) or (isinstance(node, Join) and node.kind not in ("inner", "cross")):
+        return True
+    return any(_filtered(child) for child in node.children)
+
+
+def _regions(plan: Node, fragment_names: dict[int, str]) -> list[tuple[list[Node], list[tuple[Column, Column]]]]:
+    """Per maximal region of inner/cross joins and filters: its fragment leaves and the
+    column pairs its `a = b` conditions equate."""
+    regions = []
+
+    def inner(node: Node) -> bool:
+        return id(node) not in fragment_names and (
+            isinstance(node, Filter) or (isinstance(node, Join) and node.kind in ("inner", "cross")))
+
+    def walk(root: Node) -> None:
+        if id(root) in fragment_names:
+            return
+        if not inner(root):
+            for child in root.children:
+                walk(child)
+            return
+        leaves: list[Node] = []
+        pairs: list[tuple[Column, Column]] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if not inner(node):
+                if id(node) in fragment_names:
+                    leaves.append(node)
+                else:
+                    walk(node)  # a region of its own below (a subquery, an outer join, ...)
+                continue
+            for conjunct in split_conjuncts(node.condition):
+                if isinstance(conjunct, exp.EQ) and isinstance(conjunct.this, exp.Column) \
+                        and isinstance(conjunct.expression, exp.Column):
+                    pairs.append(((conjunct.this.table or None, conjunct.this.name),
+                                  (conjunct.expression.table or None, conjunct.expression.name)))
+            stack.extend(node.children)
+        regions.append((leaves, pairs))
+
+    walk(plan)
+    return regions
+
+
+# -- narrowing a probe fragment: where its key conditions go ---------------------------
+#
+#   [frag_1 on pg] Join: inner on ps.ps_partkey = l.l_partkey     keys of p.p_partkey for
+#                    Scan lineitem l                                l.l_partkey go to both
+#                    Scan partsupp ps                               scans: l and ps
+#
+# Below the fragment's top, through filters and inner/cross joins only (their rows are
+# the fragment's rows, filtered), a condition on a column holds for every column the
+# joins equate it with: each of those scans can drop rows before the join.
+
+
+def spine_scans(node: Node) -> dict[str, Scan]:
+    """The scans reached from `node` through filters and inner/cross joins, by alias."""
+    if isinstance(node, Scan):
+        return {node.alias: node}
+    if isinstance(node, Filter) or (isinstance(node, Join) and node.kind in ("inner", "cross")):
+        return {alias: scan for child in node.children for alias, scan in spine_scans(child).items()}
+    return {}
+
+
+def _family(scan: Scan, name: str) -> str | None:
+    if name not in scan.table.schema.names:
+        return None
+    arrow_type = str(scan.table.schema.field(name).type)
+    if arrow_type.startswith(("int", "uint")):
+        return "int"
+    if arrow_type.startswith(("string", "large_string", "string_view")):
+        return "text"
+    return "date" if arrow_type.startswith("date32") else None
+
+
+def equivalents(node: Node, column: Column) -> list[Column]:
+    """`column` and the spine columns the spine's `a = b` conditions equate it with, of the
+    same key type (so the same literals compare the same way)."""
+    scans = spine_scans(node)
+    if column[0] not in scans:
+        return [column]
+    family = _family(scans[column[0]], column[1])
+    pairs: list[tuple[Column, Column]] = []
+
+    def collect(current: Node) -> None:
+        if not (isinstance(current, Filter) or (isinstance(current, Join) and current.kind in ("inner", "cross"))):
+            return
+        for conjunct in split_conjuncts(current.condition):
+            if isinstance(conjunct, exp.EQ) and isinstance(conjunct.this, exp.Column) \
+                    and isinstance(conjunct.expression, exp.Column):
+                pairs.append(((conjunct.this.table or None, conjunct.this.name),
+                              (conjunct.expression.table or None, conjunct.expression.name)))
+        for child in current.children:
+            collect(child)
+
+    collect(node)
+    found = [column]
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            for x, y in ((a, b), (b, a)):
+                if x in found and y not in found and y[0] in scans and family is not None \
+                        and scans[y[0]].limit is None and _family(scans[y[0]], y[1]) == family:
+                    found.append(y)
+                    changed = True
+    return found

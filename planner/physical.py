@@ -10,13 +10,15 @@ renumbered per query text, and each piece records which statement parameters it 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlglot import exp
 
 from connectors.base import Dialect
 from planner.catalog import CatalogSnapshot
-from planner import dynamic_filters
+from planner import dynamic_filters, key_sets
 from planner.fragment_types import fragment_types
-from planner.logical import Column, Filter, Node, Scan, replace
+from planner.logical import Column, Filter, Join, Node, Scan, replace
 from planner.query_plan import RemoteFragment
 from planner.unparse import Unparser, _flat
 
@@ -61,31 +63,57 @@ def _output_columns(node: Node) -> tuple[exp.Query, dict[Column, Column] | None]
     return tree, {c: (None, _flat(c)) for c in node.output}
 
 
-IN_LIST_LIMIT = 1000  # more keys than this narrow by their range instead
+def key_condition(column: Column, values: list, dialect: str = "") -> exp.Expression | None:
+    """The condition narrowing `column` to the join keys `values` on a source of dialect
+    `dialect`: an IN list, one array literal, a range, or None (read whole). The shape
+    per dialect is planner.key_sets'; literals are made by sqlglot, never spliced."""
+    return key_sets.key_condition(column, values, dialect)
 
 
-def key_condition(column: Column, values: list) -> exp.Expression:
-    """`col IN (v, ...)`, or `col BETWEEN min AND max` for many keys: literals made by
-    sqlglot from the values, never spliced into SQL text."""
-    target = exp.column(column[1], table=column[0], quoted=True)
-    if len(values) <= IN_LIST_LIMIT:
-        return exp.In(this=target, expressions=[exp.convert(v) for v in values])
-    return exp.Between(this=target, low=exp.convert(min(values)), high=exp.convert(max(values)))
+def _narrowed(node: Node, keys: Sequence[tuple[Column, list]], dialect: str) -> Node | None:
+    """`node` with a key condition per (column, values) on the scan of each column the
+    fragment's inner joins equate with it (planner.dynamic_filters.equivalents), else on
+    top; None when no key can narrow this source (planner.key_sets)."""
+    scans = dynamic_filters.spine_scans(node)
+    pushed: dict[str, list[exp.Expression]] = {}
+    on_top: list[exp.Expression] = []
+    for column, values in keys:
+        for target in dynamic_filters.equivalents(node, column):
+            condition = key_condition(target, values, dialect)
+            if condition is None:
+                break  # the same shape for every target: none of them narrows
+            scan = scans.get(target[0]) if target[0] is not None else None
+            if scan is not None and scan.limit is None:
+                pushed.setdefault(scan.alias, []).append(condition)
+            elif target == column:
+                on_top.append(condition)
+    if not pushed and not on_top:
+        return None
+    narrowed = _push(node, pushed)
+    if on_top:
+        narrowed = Filter(narrowed, exp.and_(*on_top) if len(on_top) > 1 else on_top[0])
+    return narrowed
 
 
-def _narrowed(node: Node, condition: exp.Expression) -> Node:
-    if isinstance(node, Scan) and node.limit is None:
-        return replace(node, filters=node.filters + (condition,))
-    return Filter(node, condition)
+def _push(node: Node, pushed: dict[str, list[exp.Expression]]) -> Node:
+    if isinstance(node, Scan):
+        return replace(node, filters=node.filters + tuple(pushed.get(node.alias, ())))
+    if isinstance(node, Filter) or (isinstance(node, Join) and node.kind in ("inner", "cross")):
+        return node.with_children(tuple(_push(child, pushed) for child in node.children))
+    return node
 
 
 def render_fragment(index: int, node: Node, source: str, dialect: Dialect) -> tuple[RemoteFragment, dict]:
     tree, renamed = _output_columns(node)
     params = renumber_parameters(tree)
 
-    def narrow(column: Column, values: list) -> str:
-        narrowed, _ = _output_columns(_narrowed(node, key_condition(column, values)))
-        renumber_parameters(narrowed)  # the key condition comes last: numbering is unchanged
+    def narrow(keys: Sequence[tuple[Column, list]]) -> str:
+        """The fragment's SQL with each (column, join key values) condition added."""
+        narrowed_node = _narrowed(node, keys, dialect.name)
+        if narrowed_node is None:
+            return dialect.to_sql(tree)
+        narrowed, _ = _output_columns(narrowed_node)
+        renumber_parameters(narrowed)  # the key conditions come last: numbering is unchanged
         return dialect.to_sql(narrowed)
 
     fragment = RemoteFragment(f"frag_{index}", source, dialect.to_sql(tree),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -20,9 +20,10 @@ class RemoteFragment:
     uses_params: bool = False  # whether the statement's parameters are bound to it
     # Statement parameter numbers bound to this fragment's $1, $2, ... in order.
     param_numbers: tuple[int, ...] = ()
-    # The same fragment with `column IN (values)` (or a range) added: dynamic filtering.
-    narrow: Callable[[tuple[str | None, str], list], str] | None = field(default=None, repr=False,
-                                                                       compare=False)
+    # The same fragment with each (column, join key values) condition added: dynamic
+    # filtering (the condition's shape per source: planner.key_sets).
+    narrow: Callable[[Sequence[tuple[tuple[str | None, str], list]]], str] | None = field(
+        default=None, repr=False, compare=False)
 
     @cached_property
     def describe_sql(self) -> str:
