@@ -10,7 +10,9 @@ Fragments reach Spark in one of two ways. The executor first asks `reads_directl
 fragment Spark reads itself (PostgreSQL/MySQL through JDBC, partitioned on a key range;
 Parquet/CSV through `spark.read`; see connectors.engines.spark_jdbc) arrives as a
 `DirectRead` description and never passes through the gateway; any other fragment is
-started by the gateway and arrives as Arrow, which becomes a DataFrame.
+started by the gateway and arrives as Arrow, which becomes a DataFrame (a big one, on a
+local Spark, through a per-query Parquet file: see connectors.engines.spark_handover).
+Describing a statement only analyzes it: no Spark job runs.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import threading
+import time
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,9 +31,11 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from connectors.base import BatchStream, Source, TableStream
+from connectors.engines.spark_handover import Handover
 from connectors.engines.spark_jdbc import JARS, DirectRead, ReadSettings, SourceCatalog, plan_read
 from gateway.errors import QUERY_CANCELED, PgError, from_exception
 
+log = logging.getLogger("fedgate.spark")
 _tags = itertools.count(1)
 DEFAULT_CONF = {
     "spark.sql.ansi.enabled": "true",  # division by zero raises, as in PostgreSQL
@@ -69,9 +75,15 @@ class SparkEngine:
                  conf: Mapping[str, Any] | None = None) -> None:
         self.master = master
         self.remote = remote
-        self.conf = {**DEFAULT_CONF, **{k: str(v).lower() if isinstance(v, bool) else str(v)
-                                        for k, v in (conf or {}).items()}}
         cluster = remote is not None or not master.startswith("local")
+        defaults = dict(DEFAULT_CONF)
+        if not cluster:
+            # One shuffle partition per core: the inputs a local Spark gets are at most a
+            # few million rows, and more partitions than cores are only more tasks to
+            # schedule (AQE coalesces small ones afterwards, but each still costs).
+            defaults["spark.sql.shuffle.partitions"] = str(_local_cores(master))
+        self.conf = {**defaults, **{k: str(v).lower() if isinstance(v, bool) else str(v)
+                                    for k, v in (conf or {}).items()}}
         self.reads = reads or ReadSettings(cluster=cluster)
         self._dsns = dict(dsns or {})  # source name -> DSN, for JDBC reads
         # Passwords are scrubbed from any error text that reaches a client.
@@ -129,35 +141,65 @@ class SparkEngine:
         return await plan_read(fragment.name, source, sql, params, dsn, self.reads,
                                self._catalog, parallelism)
 
+    def _views(self, session: Any, tables: Mapping[str, pa.Table | DirectRead],
+               handover: Handover) -> None:
+        """Each input as a temp view of `session`."""
+        # A plan may hold one fragment twice (the executor then reads it once): Spark
+        # gets one DataFrame for both names, so it reads and converts the rows once.
+        made: list[tuple[pa.Table | DirectRead, Any]] = []
+        for name, table in tables.items():
+            frame = next((f for seen, f in made if _same_input(seen, table)), None)
+            if frame is None:
+                frame = table.dataframe(session) if isinstance(table, DirectRead) else \
+                    handover.dataframe(session, _sparkable(table))
+                made.append((table, frame))
+            frame.createOrReplaceTempView(name)
+
     def _run(self, sql: str, tables: Mapping[str, pa.Table | DirectRead], params: Sequence[Any],
              tag: str) -> pa.Table:
         session = self._session().newSession()
         session.addTag(tag)
+        handover = Handover(local=not self.reads.cluster, parts=_local_cores(self.master))
         try:
-            # A plan may hold one fragment twice (the executor then reads it once): Spark
-            # gets one DataFrame for both names, so it reads and converts the rows once.
-            made: list[tuple[pa.Table | DirectRead, Any]] = []
-            for name, table in tables.items():
-                frame = next((f for seen, f in made if _same_input(seen, table)), None)
-                if frame is None:
-                    frame = table.dataframe(session) if isinstance(table, DirectRead) else \
-                        session.createDataFrame(_sparkable(table))
-                    made.append((table, frame))
-                frame.createOrReplaceTempView(name)
+            started = time.perf_counter()
+            self._views(session, tables, handover)
+            planned = time.perf_counter()
             args = {f"p{i}": value for i, value in enumerate(params, 1)}
             frame = session.sql(sql, args=args) if args else session.sql(sql)
-            return frame.toArrow()
+            result = frame.toArrow()
+            log.debug("%s: inputs as DataFrames in %.3f s, query in %.3f s, %d rows", tag,
+                      planned - started, time.perf_counter() - planned, result.num_rows)
+            return result
         finally:
+            handover.close()  # the query's scratch files go with it: nothing can go stale
             session.removeTag(tag)
+
+    def _schema(self, sql: str, inputs: Mapping[str, pa.Schema], params: Sequence[Any]) -> pa.Schema:
+        """The result schema from Spark's analysis alone: nothing is planned or run."""
+        from pyspark.sql.pandas.types import to_arrow_schema  # a heavy import
+
+        session = self._session().newSession()
+        self._views(session, {name: schema.empty_table() for name, schema in inputs.items()},
+                    Handover(local=False))
+        args = {f"p{i}": value for i, value in enumerate(params, 1)}
+        frame = session.sql(sql, args=args) if args else session.sql(sql)
+        # The schema DataFrame.toArrow() gives its result (it casts to this very schema).
+        large = session.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
+        return to_arrow_schema(frame.schema, error_on_duplicated_field_names_in_struct=True,
+                               timezone="UTC", prefers_large_types=large)
 
     async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader | DirectRead],
                       params: Sequence[Any] = ()) -> BatchStream:
         tag = f"fedgate-{next(_tags)}"
-        tables: dict[str, pa.Table | DirectRead] = {}
-        for name, data in inputs.items():
-            # Handed-over fragments are read whole before Spark starts: Spark plans over
-            # complete inputs. A DirectRead is read by Spark itself, inside the query.
-            tables[name] = await asyncio.to_thread(data.read_all) if isinstance(data, pa.RecordBatchReader) else data
+        # Handed-over fragments are read whole before Spark starts: Spark plans over
+        # complete inputs. All at once: each fragment's feed is bounded, so reading them
+        # one after another would stall every other fragment's source meanwhile. A
+        # DirectRead is read by Spark itself, inside the query.
+        names = list(inputs)
+        read = await asyncio.gather(*(
+            asyncio.to_thread(data.read_all) if isinstance(data, pa.RecordBatchReader) else _ready(data)
+            for data in inputs.values()))
+        tables: dict[str, pa.Table | DirectRead] = dict(zip(names, read))
         task = asyncio.ensure_future(asyncio.to_thread(self._run, sql, tables, params, tag))
         try:
             result = await asyncio.shield(task)
@@ -171,14 +213,27 @@ class SparkEngine:
 
     async def describe(self, sql: str, inputs: Mapping[str, pa.Schema],
                        params: Sequence[Any] = ()) -> pa.Schema:
-        empty = {name: schema.empty_table() for name, schema in inputs.items()}
-        stream = await self.execute(f"SELECT * FROM ({sql}) AS described LIMIT 0", empty, params)
-        return stream.schema
+        try:
+            return await asyncio.to_thread(self._schema, sql, inputs, params)
+        except Exception as exc:
+            raise _error(exc, self._secrets) from exc
 
     async def close(self) -> None:
         if self._spark is not None:
             await asyncio.to_thread(self._spark.stop)
             self._spark = None
+
+
+def _local_cores(master: str) -> int:
+    """The cores of a `local`, `local[N]` or `local[*]` master (at least 2)."""
+    threads = master[master.find("[") + 1:master.find("]")].split(",")[0] if "[" in master else "1"
+    if threads == "*":
+        return max(2, os.cpu_count() or 2)
+    return max(2, int(threads)) if threads.isdigit() else 2
+
+
+async def _ready(data: pa.Table | DirectRead) -> pa.Table | DirectRead:
+    return data
 
 
 def _same_input(a: pa.Table | DirectRead, b: pa.Table | DirectRead) -> bool:
