@@ -17,46 +17,30 @@ large answer holds the source back instead of growing the gateway's memory.
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from tests.support import rawpg
-from tests.support.gateway_proc import GatewayProcess, start_gateway
+from tests.support.gateway_proc import PgSourceGateway, gateway_on_new_database
 from tests.support.postgres import PostgresServer
 
 ROWS = [(1, 100, "one"), (2, 200, "two"), (3, 300, None), (4, 400, "four")]
 
 
-@dataclass
-class Setup:
-    gateway: GatewayProcess
-    truth: str  # direct DSN of the source's database
+Setup = PgSourceGateway
 
 
 @pytest.fixture(scope="module")
 def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    database = f"express_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {database}")
-    truth = postgres_server.dsn.rsplit("/", 1)[0] + "/" + database
-    with psycopg.connect(truth, autocommit=True) as conn:
-        conn.execute("CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, note text)")
-    config = (f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
-              f"dsn = {json.dumps(truth)}\n")
-    gateway = start_gateway(config, tmp_path_factory.mktemp("express-gateway"))
-    try:
-        yield Setup(gateway, truth)
-    finally:
-        gateway.stop()
+    with gateway_on_new_database(postgres_server.dsn, tmp_path_factory.mktemp("express-gateway"),
+                                 "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, note text)") as found:
+        yield found
 
 
 def reset(setup: Setup) -> None:

@@ -13,17 +13,14 @@ plan, so neither may the gateway's prepared shape show one).
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 
 from tests.support import rawpg
-from tests.support.gateway_proc import GatewayProcess, start_gateway
+from tests.support.gateway_proc import PgSourceGateway, gateway_on_new_database
 from tests.support.postgres import PostgresServer
 
 STATEMENTS = [
@@ -42,27 +39,14 @@ STATEMENTS = [
 ]
 
 
-@dataclass
-class Setup:
-    gateway: GatewayProcess
-    truth: str
+Setup = PgSourceGateway
 
 
 @pytest.fixture(scope="module")
 def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    database = f"lifted_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {database}")
-    truth = postgres_server.dsn.rsplit("/", 1)[0] + "/" + database
-    config = (f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
-              f"dsn = {json.dumps(truth)}\n")
-    with psycopg.connect(truth, autocommit=True) as conn:
-        conn.execute("CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, note text)")
-    gateway = start_gateway(config, tmp_path_factory.mktemp("lifted-gateway"))
-    try:
-        yield Setup(gateway, truth)
-    finally:
-        gateway.stop()
+    with gateway_on_new_database(postgres_server.dsn, tmp_path_factory.mktemp("lifted-gateway"),
+                                 "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, note text)") as found:
+        yield found
 
 
 def reset(setup: Setup) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,3 +85,33 @@ def start_gateway(config_text: str, workdir: Path, *, timeout: float = 180.0,
             time.sleep(0.1)
     proc.kill()
     raise RuntimeError(f"gateway did not listen within {timeout}s:\n{log_path.read_text()}")
+
+
+@dataclass
+class PgSourceGateway:
+    """A gateway whose one source `pg` (on search_path) is a fresh PostgreSQL database."""
+
+    gateway: GatewayProcess
+    truth: str  # direct DSN of the source's database
+
+
+@contextmanager
+def gateway_on_new_database(server_dsn: str, workdir: Path, ddl: str = "") -> Iterator[PgSourceGateway]:
+    """Create a database on the PostgreSQL server at `server_dsn`, run `ddl` in it, and
+    serve it through a gateway subprocess until the block ends."""
+    import psycopg  # only the tests that use this need the driver
+
+    database = f"gw_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {database}")
+    truth = server_dsn.rsplit("/", 1)[0] + "/" + database
+    if ddl:
+        with psycopg.connect(truth, autocommit=True) as conn:
+            conn.execute(ddl)
+    config = (f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
+              f"dsn = {json.dumps(truth)}\n")
+    gateway = start_gateway(config, workdir)
+    try:
+        yield PgSourceGateway(gateway, truth)
+    finally:
+        gateway.stop()
