@@ -141,6 +141,22 @@ class BatchStream(Protocol):
     async def aclose(self) -> None: ...
 
 
+async def count_rows(stream: BatchStream) -> int:
+    """Read `stream` to the end, discarding its batches, and return how many rows it had.
+
+    The stream is closed however the read ends (finished, failed or cancelled), so the
+    remote work behind it stops. For EXPLAIN ANALYZE, benchmarks and memory tests, which
+    need every row produced but none kept.
+    """
+    rows = 0
+    try:
+        async for batch in stream:
+            rows += batch.num_rows
+    finally:
+        await stream.aclose()
+    return rows
+
+
 class TableStream:
     """A BatchStream over rows already in memory (a finished engine result, or rows read
     ahead of time), handed out batch by batch."""

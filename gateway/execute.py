@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connectors.base import BatchStream, Engine, Source, TableStream
+from connectors.base import BatchStream, Engine, Source, TableStream, count_rows
 from connectors.query_scope import query_scope
 from gateway.feeds import EngineStream, Feed, open_remote, start_engine
 from gateway.fragment_reads import FragmentReads
@@ -207,12 +207,7 @@ async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
     """Run the plan to the end, discarding rows, and report what each part did."""
     started = time.perf_counter()
     stream = await executor.run(plan, params, engine, dynamic_filtering)
-    rows = 0
-    try:
-        async for batch in stream:
-            rows += batch.num_rows
-    finally:
-        await stream.aclose()
+    rows = await count_rows(stream)
     elapsed = time.perf_counter() - started
     inner = stream._stream if isinstance(stream, Renamed) else stream
     lines = list(plan.explain(engine or executor.default, why))

@@ -49,7 +49,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from connectors.base import ScanRequest
+from connectors.base import ScanRequest, count_rows
 from connectors.duckdb_runner import DUCKDB_CONFIG
 from connectors.duckdb_source import DuckDBSource
 from connectors.files import FilesSource
@@ -138,14 +138,7 @@ def setup_files(root: Path, table: pa.Table) -> dict[str, Path]:
 def ours(source) -> Timed:
     async def scan() -> int:
         table = next(t for t in await source.tables() if t.ref.name == "t")
-        stream = await source.scan(ScanRequest(table.ref, list(COLUMNS)))
-        rows = 0
-        try:
-            async for batch in stream:
-                rows += batch.num_rows
-        finally:
-            await stream.aclose()
-        return rows
+        return await count_rows(await source.scan(ScanRequest(table.ref, list(COLUMNS))))
     return scan
 
 

@@ -38,7 +38,7 @@ import duckdb
 import psycopg
 import pytest
 
-from connectors.base import ScanRequest
+from connectors.base import ScanRequest, count_rows
 from connectors.duckdb_source import DuckDBSource
 from connectors.mysql import MySQLSource
 from connectors.postgres import PostgresSource
@@ -150,26 +150,16 @@ async def scan_growth(source: Any) -> tuple[int, float, float]:
     # Warm up first, so that one-time costs are paid before the baseline: pools and
     # connections, worker threads, their allocator arenas, parsers' code paths. What is
     # measured is growth while 5M rows stream, which must not depend on the row count.
-    await _drain(await source.scan(ScanRequest(info.ref, list(COLUMNS), limit=WARM_UP_ROWS)))
+    await count_rows(await source.scan(ScanRequest(info.ref, list(COLUMNS), limit=WARM_UP_ROWS)))
     gc.collect()
     reset_peak()
     base = status_kb()["VmRSS"]
     started = time.monotonic()
     rows = await asyncio.wait_for(
-        _drain(await source.scan(ScanRequest(info.ref, list(COLUMNS)))), SCAN_TIMEOUT_S)
+        count_rows(await source.scan(ScanRequest(info.ref, list(COLUMNS)))), SCAN_TIMEOUT_S)
     seconds = time.monotonic() - started
     growth = (status_kb()["VmHWM"] - base) / 1024
     return rows, growth, seconds
-
-
-async def _drain(stream: Any) -> int:
-    rows = 0
-    try:
-        async for batch in stream:
-            rows += batch.num_rows
-    finally:
-        await stream.aclose()
-    return rows
 
 
 SOURCES: dict[str, Callable[[pytest.FixtureRequest], Any]] = {

@@ -10,22 +10,12 @@ loud failure that names the package to install (`make test` installs it).
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
-import socket
 import subprocess
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.postgres import PGTEST_USER, _ensure_user, _make_traversable
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.system import free_port, server_dir, server_user, wait_listening
 
 
 @dataclass
@@ -67,18 +57,14 @@ def start_mariadb() -> MariaDBServer:
     if not os.path.exists(mariadbd) or install is None:
         raise RuntimeError("MariaDB server is missing; install the mariadb-server package "
                            "(make test does this)")
-    root = Path(tempfile.mkdtemp(prefix="fedgate-mariadb-", dir=tempfile.gettempdir()))
-    user: pwd.struct_passwd | None = _ensure_user(PGTEST_USER) if os.geteuid() == 0 else None
-    if user is not None:
-        os.chown(root, user.pw_uid, user.pw_gid)
-        os.chmod(root, 0o755)
-        _make_traversable(root.parent)
+    user = server_user()
+    root = server_dir("fedgate-mariadb-", user)
     as_user = ["--user=" + user.pw_name] if user is not None else []
     data = root / "data"
     subprocess.run([install, "--no-defaults", f"--datadir={data}", *as_user,
                     "--auth-root-authentication-method=normal", "--skip-test-db"],
                    check=True, capture_output=True, timeout=120)
-    port = _free_port()
+    port = free_port()
     argv = [mariadbd, "--no-defaults", f"--datadir={data}", *as_user,
             "--bind-address=127.0.0.1", f"--port={port}", f"--socket={root / 'mysqld.sock'}",
             f"--pid-file={root / 'mysqld.pid'}", f"--log-error={root / 'error.log'}",
@@ -87,16 +73,11 @@ def start_mariadb() -> MariaDBServer:
             "--innodb-flush-log-at-trx-commit=0", "--skip-log-bin"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     server = MariaDBServer("127.0.0.1", port, root, proc)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            log = server.log()
-            server.stop()
-            raise RuntimeError(f"mariadbd exited with {proc.returncode}:\n{log}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return server
-        except OSError:
-            time.sleep(0.1)
+    if wait_listening(proc, port, 60):
+        return server
+    if proc.poll() is not None:
+        log = server.log()
+        server.stop()
+        raise RuntimeError(f"mariadbd exited with {proc.returncode}:\n{log}")
     server.stop()
     raise RuntimeError("mariadbd did not listen within 60s")

@@ -2,9 +2,9 @@
 
 PgBouncer is the peer the pgbench benchmark compares the gateway with: a connection pooler
 that relays the protocol without planning anything. It refuses to run as root, so when the
-caller is root it runs as the same unprivileged `pgtest` user that tests/support/postgres.py
-uses for the server; its config, auth file, log and pid file live in a fresh directory under
-the system temp dir that this user owns. Installing `pgbouncer` is the Makefile's job
+caller is root it runs as the same unprivileged `pgtest` user as the server
+(tests/support/system.py); its config, auth file, log and pid file live in a fresh
+directory under the system temp dir that this user owns. Installing `pgbouncer` is the Makefile's job
 (`system-deps`); a missing binary is a loud failure, never a skip.
 """
 
@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.postgres import PGTEST_USER, _ensure_user, _make_traversable
+from tests.support.system import (free_port, give, popen_user, server_dir, server_user,
+                                  wait_listening)
 
 SEARCH_PATHS = ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer")
 START_TIMEOUT = 30.0
@@ -31,12 +29,6 @@ def pgbouncer_binary() -> str:
         raise RuntimeError("pgbouncer is not installed; `make system-deps` installs Debian's "
                            "pgbouncer package")
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -105,48 +97,28 @@ def _config(pg_host: str, pg_port: int, port: int, root: Path, pool_size: int) -
     ])
 
 
-def _wait_listening(proc: subprocess.Popen, port: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
 def start_pgbouncer(pg_host: str, pg_port: int, *, user: str = "postgres",
                     database: str = "postgres", pool_size: int = 20) -> PgBouncer:
     """Run PgBouncer (session pooling, trust auth for `user`) on a free 127.0.0.1 port."""
     binary = pgbouncer_binary()
-    root = Path(tempfile.mkdtemp(prefix="fedgate-pgbouncer-", dir=tempfile.gettempdir()))
-    run_as = _ensure_user(PGTEST_USER) if os.geteuid() == 0 else None
+    run_as = server_user()
+    root = server_dir("fedgate-pgbouncer-", run_as)
     # Trust auth still requires the user name in the auth file (password unused).
     (root / "userlist.txt").write_text(f'"{user}" ""\n')
-    if run_as is not None:
-        for path in (root, root / "userlist.txt"):
-            os.chown(path, run_as.pw_uid, run_as.pw_gid)
-        os.chmod(root, 0o755)
-        _make_traversable(root.parent)
-    popen_user = {} if run_as is None else {"user": run_as.pw_uid, "group": run_as.pw_gid,
-                                            "extra_groups": []}
+    give(root / "userlist.txt", run_as)
     last_error = ""
     for _ in range(3):
-        port = _free_port()
+        port = free_port()
         ini = root / "pgbouncer.ini"
         ini.write_text(_config(pg_host, pg_port, port, root, pool_size))
-        if run_as is not None:
-            os.chown(ini, run_as.pw_uid, run_as.pw_gid)
+        give(ini, run_as)
         # Its stderr goes to a file, not a pipe: nobody would drain a pipe during a long
         # benchmark, and a full pipe would stall PgBouncer. Early errors land there too.
         with open(root / "stderr.log", "ab") as stderr:
             proc = subprocess.Popen([binary, str(ini)], cwd=root, stdin=subprocess.DEVNULL,
-                                    stdout=stderr, stderr=subprocess.STDOUT, **popen_user)
+                                    stdout=stderr, stderr=subprocess.STDOUT, **popen_user(run_as))
         bouncer = PgBouncer("127.0.0.1", port, user, database, root, proc)
-        if _wait_listening(proc, port, START_TIMEOUT):
+        if wait_listening(proc, port, START_TIMEOUT, interval=0.05):
             return bouncer
         if proc.poll() is None:
             proc.kill()

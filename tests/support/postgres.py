@@ -4,22 +4,20 @@ The server binaries come from the `postgresql-15` package (installing it is the 
 job). `initdb` refuses to run as root, so when the tests run as root the cluster belongs to
 an unprivileged `pgtest` user and every server binary runs through `runuser`; the cluster
 directory is created under the system temp dir with traversable permissions so that user
-can reach it. Nothing here skips: a missing server is a loud failure.
+can reach it (tests/support/system.py). Nothing here skips: a missing server is a loud
+failure.
 """
 
 from __future__ import annotations
 
-import os
-import pwd
 import shutil
-import socket
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.system import as_user, free_port, give, server_dir, server_user
+
 DEFAULT_BINDIR = Path("/usr/lib/postgresql/15/bin")
-PGTEST_USER = "pgtest"
 
 
 def pg_bindir() -> Path:
@@ -40,20 +38,6 @@ def pg_bindir() -> Path:
         if out and (Path(out) / "initdb").exists():
             return Path(out)
     return DEFAULT_BINDIR
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _ensure_user(name: str) -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(["useradd", "-m", name], check=True, capture_output=True)
-        return pwd.getpwnam(name)
 
 
 @dataclass
@@ -114,8 +98,7 @@ class PostgresServer:
 
 
 def _run(run_as: str | None, argv: list[str]) -> subprocess.CompletedProcess[str]:
-    if run_as is not None:
-        argv = ["runuser", "-u", run_as, "--", *argv]
+    argv = as_user(run_as, argv)
     proc = subprocess.run(
         argv, capture_output=True, text=True, timeout=120, check=False
     )
@@ -125,14 +108,6 @@ def _run(run_as: str | None, argv: list[str]) -> subprocess.CompletedProcess[str
             f"{proc.stdout}\n{proc.stderr}"
         )
     return proc
-
-
-def _make_traversable(path: Path) -> None:
-    """Give 'others' search permission on `path` and its parents where it is missing."""
-    for part in [path, *path.parents]:
-        mode = part.stat().st_mode
-        if not mode & 0o001:
-            os.chmod(part, mode | 0o001)
 
 
 def _pg_ctl_start(server: PostgresServer) -> None:
@@ -173,22 +148,14 @@ def start_postgres(workdir: Path, *, durable: bool = False) -> PostgresServer:
                 f"PostgreSQL server binary {bindir / tool} is missing; "
                 "install the postgresql-15 package (make test does this)"
             )
-    run_as: str | None = None
-    root = Path(tempfile.mkdtemp(prefix="fedgate-pg-", dir=tempfile.gettempdir()))
-    user = _ensure_user(PGTEST_USER) if os.geteuid() == 0 else None
-    if user is not None:
-        run_as = user.pw_name
-        os.chown(root, user.pw_uid, user.pw_gid)
-        # mkdtemp makes the dir 0700; the server user owns it, but every parent must be
-        # traversable too (the system temp dir normally is).
-        os.chmod(root, 0o755)
-        _make_traversable(root.parent)
+    user = server_user()
+    run_as = user.pw_name if user is not None else None
+    root = server_dir("fedgate-pg-", user)
     (root / "socket").mkdir()
-    if user is not None:
-        os.chown(root / "socket", user.pw_uid, user.pw_gid)
+    give(root / "socket", user)
     server = PostgresServer(
         host="127.0.0.1",
-        port=_free_port(),
+        port=free_port(),
         user="postgres",
         root=root,
         workdir=workdir,
@@ -219,7 +186,7 @@ def start_postgres(workdir: Path, *, durable: bool = False) -> PostgresServer:
                 # Another process may have taken the port since we picked it.
                 if attempt == 2 or "could not bind" not in server.log():
                     raise
-                server.port = _free_port()
+                server.port = free_port()
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         log = server.log()
         shutil.rmtree(root, ignore_errors=True)
