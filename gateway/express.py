@@ -35,6 +35,7 @@ from connectors import pg_wire as w
 from connectors.pg_link import Outcome, PgLink
 from gateway.errors import PgError
 from gateway.express_exchange import Exchange, cut
+from gateway.express_hot import HotMixin, HotQuery, HotRun
 from gateway.links import lifted_execute, stale_plan, unlifted
 from gateway.literals import Lifted
 from gateway.pg_catalog.session_state import note_idle, note_query
@@ -60,7 +61,7 @@ _CONTROL = {"BEGIN": "begin", "START TRANSACTION": "begin", "COMMIT": "commit", 
             "ROLLBACK": "rollback"}
 
 
-class ExpressLane:
+class ExpressLane(HotMixin):
     def __init__(self, session: Session, port: ClientPort) -> None:
         self.session = session
         self.port = port
@@ -68,6 +69,8 @@ class ExpressLane:
         self.held: list[bytes] = []  # arrived while an exchange was in flight
         self.closed = False
         self.taken = 0  # statements the lane ran (SHOW fedgate.express_statements)
+        self._shapes: dict[str, HotQuery] = {}  # lifted shapes, by shape (gateway.express_hot)
+        self._runs: dict[bytes, HotRun] = {}  # extended runs, by bytes without values
         self._decoder = FrontendDecoder(session.ctx.config.server.max_message_bytes)
         self._decoder.startup_done()
 
@@ -121,6 +124,9 @@ class ExpressLane:
                 and s.settings.values["statement_timeout"] == "0")
 
     def _run(self, data: bytes) -> bool:
+        if self._hot(data):
+            self.taken += 1
+            return True
         messages, complete = cut(data)
         if not messages:
             return False
@@ -206,6 +212,8 @@ class ExpressLane:
         raw = data[found[1]:found[2]]
         self._start(link, prefix + request, quiet,
                     lambda outcome: self._query_done(route, outcome, lifted, raw))
+        if lifted is not None:
+            self._remember(text, route, lifted)
         return True
 
     def _query_done(self, route: Route, outcome: Outcome, lifted: Lifted | None, raw: bytes) -> None:
@@ -320,16 +328,20 @@ class ExpressLane:
         if remote is None:
             return False
         # As Session._on_parse / _on_bind / _on_describe / _on_execute → SessionLinks.execute.
+        prelude = [encoder.parse_complete()] if parse is not None else []
         if parse is not None:
             s.statements[parse.name] = prepared
-            s.write(encoder.parse_complete())
         portal = Portal(prepared, [], bind.result_formats)
         s.portals[""] = portal
-        s.write(encoder.bind_complete())
+        prelude.append(encoder.bind_complete())
         if describe is not None:
             if describe[0] == "S":
-                s.write(encoder.parameter_description(prepared.param_oids))
-            s.write(relayed_description(prepared, () if describe[0] == "S" else portal.formats))
+                prelude.append(encoder.parameter_description(prepared.param_oids))
+            prelude.append(relayed_description(prepared, () if describe[0] == "S" else portal.formats))
+        s.write(b"".join(prelude))
+        if parse is None or not parse.name:
+            self._remember_run(data, found, prepared, parse, max_rows, bind.result_formats,
+                               b"".join(prelude))
         note_query(s, prepared.sql)
         prefix, quiet = s.links._prefix(link)
         # The client's Bind, naming the source's statement; parameters and formats as sent.
@@ -392,8 +404,9 @@ class ExpressLane:
 
     def flush(self) -> None:
         s = self.session
-        if s._out and not self.closed and not self.port.transport.is_closing():
-            s.writer.write(b"".join(s._out))
+        transport = self.port.transport
+        if s._out and not self.closed and not transport.is_closing():
+            transport.write(b"".join(s._out))  # as s.writer.write, one call less
         s._out.clear()
         s._out_bytes = 0
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("fedgate.express")
 
 _U32 = struct.Struct("!I")
-_T, _Z, _ERR, _PARAM_STATUS, _COPY_IN, _SUSPENDED = (ord(c) for c in "TZESGs")
+_D, _T, _Z, _ERR, _PARAM_STATUS, _COPY_IN, _SUSPENDED = (ord(c) for c in "DTZESGs")
 _SILENT = frozenset(ord(c) for c in "123nts")  # as the relay: Parse/Bind/CloseComplete ...
 FLUSH_BYTES = 256 * 1024
 
@@ -65,41 +65,61 @@ class Exchange:
             self._finish()
 
     def _pump(self) -> None:
+        # The messages are cut here, in place, rather than by `BackendReader.next`: this
+        # loop runs for every answer the lane relays. Messages passed on as they came
+        # (DataRows, CommandComplete, notices) go to the client as one slice per run.
         link, session = self.link, self.lane.session
         wire = link.wire
-        outcome = self.outcome
-        while True:
-            start = wire.pos
-            stop = wire.skip_data_rows()
-            if stop > start and not self.discard:
-                session.write(bytes(wire.buffer[start:stop]))
-            found = wire.next()
-            if found is None:
+        buffer, pos, n = wire.buffer, wire.pos, len(wire.buffer)
+        outcome, discard, unpack = self.outcome, self.discard, _U32.unpack_from
+        run_at = run_end = -1  # the run of messages to pass on, not yet written
+        while pos + 5 <= n:
+            end = pos + 1 + unpack(buffer, pos + 1)[0]
+            if end > n:
                 break
-            tag, begin, end = found
-            if tag == _Z:
+            tag, begin, pos = buffer[pos], pos, end
+            if tag == _D or (tag == _SUSPENDED and self.suspended):
+                passed = not discard
+            elif tag == _Z:
                 self.seen += 1
-                outcome.status = link.status = chr(wire.buffer[begin + 5])
+                outcome.status = link.status = chr(buffer[begin + 5])
                 if self.seen >= self.ready:
+                    if run_at >= 0:
+                        session.write(bytes(buffer[run_at:run_end]))
+                    wire.pos = pos
                     self._finish()
                     return
+                continue
             elif tag == _ERR:
                 if outcome.error is None:
-                    outcome.error = w.error_from_fields(w.error_fields(wire.body(begin, end)))
-            elif tag == _SUSPENDED and self.suspended:
-                session.write(bytes(wire.buffer[begin:end]))
-            elif self.seen < self.quiet or tag in _SILENT or tag == _PARAM_STATUS or self.discard:
+                    outcome.error = w.error_from_fields(w.error_fields(bytes(buffer[begin + 5:end])))
+                continue
+            elif self.seen < self.quiet or tag in _SILENT or tag == _PARAM_STATUS or discard:
                 continue
             elif tag == _T:
-                session.write(link.client_description(wire.body(begin, end)))
+                if run_at >= 0:
+                    session.write(bytes(buffer[run_at:run_end]))
+                    run_at = run_end = -1
+                session.write(link.client_description(bytes(buffer[begin + 5:end])))
+                continue
             elif tag == _COPY_IN:  # not a statement the lane takes: the source misled us
+                wire.pos = pos
                 link.broken = True
                 outcome.error = PgError(CONNECTION_FAILURE, f'source "{link.source}" asked for '
                                         "COPY data where none was expected")
                 self._finish()
                 return
             else:  # CommandComplete, notices, EmptyQuery, notifications
-                session.write(bytes(wire.buffer[begin:end]))
+                passed = True
+            if passed:
+                if run_end != begin:
+                    if run_at >= 0:
+                        session.write(bytes(buffer[run_at:run_end]))
+                    run_at = begin
+                run_end = end
+        if run_at >= 0:
+            session.write(bytes(buffer[run_at:run_end]))
+        wire.pos = pos
         if link.port.eof:
             link.broken = True
             outcome.error = PgError("08006", f'connection to source "{link.source}" was lost')

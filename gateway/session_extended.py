@@ -54,9 +54,12 @@ class ExtendedMixin:
 
     def relay_key(self: Session, message: m.Parse) -> tuple:
         """What a relayed statement's Parse depends on (the `_relayed` cache's key)."""
-        return (message.query, message.param_types, self.ctx.catalog.version,
-                self.settings.values["search_path"], self.settings.values["fedgate.relay"],
-                self.in_block and self.links.active)
+        return self.relay_key_for(message.query, message.param_types)
+
+    def relay_key_for(self: Session, query: str, param_types: tuple[int, ...]) -> tuple:
+        values = self.settings.values
+        return (query, param_types, self.ctx.catalog.version, values["search_path"],
+                values["fedgate.relay"], self.in_block and self.links.active)
 
     async def _on_bind(self: Session, message: m.Bind) -> None:
         prepared = self._statement(message.statement)
