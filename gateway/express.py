@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from connectors import pg_wire as w
-from connectors.pg_link import Outcome, PgLink
+from connectors.pg_link import Outcome, PgLink, RemoteStatement
 from gateway.errors import PgError
 from gateway.express_exchange import Exchange, cut
 from gateway.express_hot import HotMixin, HotQuery, HotRun
@@ -205,16 +205,20 @@ class ExpressLane(HotMixin):
             request = lifted_execute(remote.name, lifted)
         else:
             request = w.query(route.sql or sql)
-        # From here on, as Session._on_query → _run_statements → SessionLinks.simple.
-        s.skipping = False
-        note_query(s, sql)
-        prefix, quiet = s.links._prefix(link)
         raw = data[found[1]:found[2]]
-        self._start(link, prefix + request, quiet,
-                    lambda outcome: self._query_done(route, outcome, lifted, raw))
+        self._send_query(link, request, sql, lambda outcome: self._query_done(route, outcome, lifted, raw))
         if lifted is not None:
             self._remember(text, route, lifted)
         return True
+
+    def _send_query(self, link: PgLink, request: bytes, sql: str, done: Callable[[Outcome], None]) -> None:
+        """Start a simple Query's statement, as Session._on_query → _run_statements →
+        SessionLinks.simple do."""
+        s = self.session
+        s.skipping = False
+        note_query(s, sql)
+        prefix, quiet = s.links._prefix(link)
+        self._start(link, prefix + request, quiet, done)
 
     def _query_done(self, route: Route, outcome: Outcome, lifted: Lifted | None, raw: bytes) -> None:
         s = self.session
@@ -327,31 +331,43 @@ class ExpressLane(HotMixin):
         remote = link.statements.get((route.sql or prepared.sql, prepared.declared_oids))
         if remote is None:
             return False
-        # As Session._on_parse / _on_bind / _on_describe / _on_execute → SessionLinks.execute.
+        # What the session answers itself, before the source: as Session._on_parse /
+        # _on_bind / _on_describe.
         prelude = [encoder.parse_complete()] if parse is not None else []
-        if parse is not None:
-            s.statements[parse.name] = prepared
-        portal = Portal(prepared, [], bind.result_formats)
-        s.portals[""] = portal
         prelude.append(encoder.bind_complete())
         if describe is not None:
             if describe[0] == "S":
                 prelude.append(encoder.parameter_description(prepared.param_oids))
-            prelude.append(relayed_description(prepared, () if describe[0] == "S" else portal.formats))
-        s.write(b"".join(prelude))
+            prelude.append(relayed_description(prepared, () if describe[0] == "S" else bind.result_formats))
+        answered, tail = b"".join(prelude), w.execute("", max_rows) + w.SYNC
         if parse is None or not parse.name:
-            self._remember_run(data, found, prepared, parse, max_rows, bind.result_formats,
-                               b"".join(prelude))
+            self._remember_run(data, found, prepared, parse, bind.result_formats, answered, tail)
+        self._send_run(link, remote, prepared, parse.name if parse is not None else None,
+                       bind.result_formats, answered, data[bind.params_at:found[0][2]], tail,
+                       bool(max_rows))
+        return True
+
+    def _send_run(self, link: PgLink, remote: RemoteStatement, prepared: Prepared, parsed: str | None,
+                  formats: tuple[int, ...], answered: bytes, params: bytes, tail: bytes,
+                  limited: bool) -> None:
+        """Start an extended-protocol run, as Session._on_parse / _on_bind / _on_execute →
+        SessionLinks.execute do: the statement a Parse named (`parsed`), the unnamed portal,
+        the session's own answers, then the client's Bind naming the source's statement,
+        its parameters and formats (`params`) as sent, and Execute and Sync (`tail`). With
+        a row limit (`limited`: asyncpg's fetchrow/fetchval) the source stops there and says
+        PortalSuspended; Sync follows at once, so the portal ends as it does here."""
+        s = self.session
+        if parsed is not None:
+            s.statements[parsed] = prepared
+        portal = Portal(prepared, [], formats)
+        s.portals[""] = portal
+        s.write(answered)
         note_query(s, prepared.sql)
         prefix, quiet = s.links._prefix(link)
-        # The client's Bind, naming the source's statement; parameters and formats as sent.
-        # With a row limit (asyncpg's fetchrow/fetchval) the source stops there and says
-        # PortalSuspended; Sync follows at once, so the portal ends as it does here.
-        payload = (prefix + w.rebind(remote.name, data[bind.params_at:found[0][2]])
-                   + w.execute("", max_rows) + w.SYNC)
-        self._start(link, payload, quiet, lambda outcome: self._extended_done(route, portal, outcome),
-                    suspended=bool(max_rows))
-        return True
+        route = prepared.route
+        self._start(link, prefix + w.rebind(remote.name, params) + tail, quiet,
+                    lambda outcome: self._extended_done(route, portal, outcome),
+                    suspended=limited)
 
     def _statement(self, parse: m.Parse | None, name: str) -> Prepared | None:
         """The relayed statement a Bind names, with the Parse before it (which must repeat

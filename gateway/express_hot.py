@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from connectors import pg_wire as w
 from connectors.pg_link import Outcome, RemoteStatement
 from gateway.literals import INT4, Lifted, _type_of, lift
-from gateway.pg_catalog.session_state import note_query
-from gateway.portals import Portal, Prepared
+from gateway.portals import Prepared
 from gateway.protocol import messages as m
 from gateway.routing import Route
 
@@ -50,7 +49,8 @@ _Q, _P, _B = (ord(c) for c in "QPB")
 _NO_FORMATS = _I16.pack(0)
 # Describe the unnamed portal, run it, Sync: as `gateway.links.lifted_execute`.
 _TAIL = w.describe("P", "") + w.execute("", 0) + w.SYNC
-LIMIT = 256  # shapes kept per session
+LIMIT = 256  # shapes, and runs, kept per session
+_UNLIMITED = w.execute("", 0) + w.SYNC
 
 
 class HotQuery:
@@ -104,17 +104,17 @@ class HotRun:
     without the Bind's values (`run_key`): what the session answers before the source
     does, and how to find again the statement it ran."""
 
-    __slots__ = ("prepared", "statement", "parsed", "max_rows", "formats", "prelude", "tail")
+    __slots__ = ("prepared", "statement", "parsed", "formats", "answered", "tail", "limited")
 
-    def __init__(self, prepared: Any, statement: str, parsed: tuple[str, tuple[int, ...]] | None,
-                 max_rows: int, formats: tuple[int, ...], prelude: bytes) -> None:
-        self.prepared = prepared  # gateway.portals.Prepared
+    def __init__(self, prepared: Prepared, statement: str, parsed: tuple[str, tuple[int, ...]] | None,
+                 formats: tuple[int, ...], answered: bytes, tail: bytes) -> None:
+        self.prepared = prepared
         self.statement = statement  # the name the Bind gives
         self.parsed = parsed  # (query, parameter types) of the run's unnamed Parse, if any
-        self.max_rows = max_rows
-        self.formats = formats
-        self.prelude = prelude  # ParseComplete, BindComplete and the description, as sent
-        self.tail = w.execute("", max_rows) + w.SYNC
+        self.formats = formats  # the Bind's result formats
+        self.answered = answered  # ParseComplete, BindComplete and the description, as sent
+        self.tail = tail  # Execute (with its row limit) and Sync, for the source
+        self.limited = tail != _UNLIMITED
 
 
 def bind_values(data: bytes, start: int, end: int) -> tuple[int, int, int] | None:
@@ -194,12 +194,9 @@ class HotMixin:
         remote = link.statements.get((hot.lifted_sql, parameter_types(numbers)))
         if remote is None:
             return False
-        s.skipping = False
-        note_query(s, sql)
-        prefix, quiet = s.links._prefix(link)
         raw = data[found[1]:found[2]]
-        self._start(link, prefix + bound_request(remote, numbers), quiet,
-                    lambda outcome: self._hot_done(route, outcome, sql, raw))
+        self._send_query(link, bound_request(remote, numbers), sql,
+                         lambda outcome: self._hot_done(route, outcome, sql, raw))
         return True
 
     def _remember(self: ExpressLane, text: str, route: Route, lifted: Lifted) -> None:
@@ -242,7 +239,7 @@ class HotMixin:
                 return False
         elif s.statements.get(hot.statement) is not prepared:
             return False
-        if hot.max_rows and s.in_block:
+        if hot.limited and s.in_block:
             return False
         old = s.portals.get("")
         if old is not None and old.stream is not None:
@@ -254,21 +251,13 @@ class HotMixin:
         remote = link.statements.get((route.sql or prepared.sql, prepared.declared_oids))
         if remote is None:
             return False
-        if hot.parsed is not None:
-            s.statements[""] = prepared
-        portal = Portal(prepared, [], hot.formats)
-        s.portals[""] = portal
-        s.write(hot.prelude)
-        note_query(s, prepared.sql)
-        prefix, quiet = s.links._prefix(link)
-        payload = prefix + w.rebind(remote.name, data[values[0]:end]) + hot.tail
-        self._start(link, payload, quiet, lambda outcome: self._extended_done(route, portal, outcome),
-                    suspended=bool(hot.max_rows))
+        self._send_run(link, remote, prepared, "" if hot.parsed is not None else None, hot.formats,
+                       hot.answered, data[values[0]:end], hot.tail, hot.limited)
         return True
 
-    def _remember_run(self: ExpressLane, data: bytes, found: list[tuple[int, int, int]], prepared: Prepared,
-                      parse: m.Parse | None, max_rows: int, formats: tuple[int, ...],
-                      prelude: bytes) -> None:
+    def _remember_run(self: ExpressLane, data: bytes, found: list[tuple[int, int, int]],
+                      prepared: Prepared, parse: m.Parse | None, formats: tuple[int, ...],
+                      answered: bytes, tail: bytes) -> None:
         """Keep this run for `_hot_extended` (`found`: its messages from the Bind on)."""
         bind = found[0]
         values = bind_values(data, bind[1], bind[2])
@@ -279,7 +268,7 @@ class HotMixin:
             self._runs.clear()
         self._runs[run_key(data, bind[1:], values, found[-1][2])] = HotRun(
             prepared, parse.name if parse is not None else self._bind_name(data, bind, values),
-            parsed, max_rows, formats, prelude)
+            parsed, formats, answered, tail)
 
     @staticmethod
     def _bind_name(data: bytes, bind: tuple[int, int, int], values: tuple[int, int, int]) -> str:
