@@ -16,7 +16,9 @@ Cells: pgbench `-S -c 8 -j 2` in `-M simple`, `extended` and `prepared`; the def
 TPC-B script `-c 8 -j 2`; streaming the 1M rows with `psql -At -c '...' > /dev/null`
 (wall time). Each pgbench cell runs `--rounds` times for `--seconds`, the targets taking
 turns in an order that rotates every round, so drift in machine load hits all of them;
-the table shows medians and the ratios to direct PostgreSQL, next to issue 7's targets.
+the table shows medians and the ratios to direct PostgreSQL, next to issue 7's targets,
+and under it the gateway's own CPU per transaction (its process tree's user + system time
+across each gateway run, divided by the transactions it answered).
 A cell that fails (a feature the gateway lacks, a crash) is reported as failed with the
 client's last error lines; the other cells still run. The section between this script's
 markers in BENCHMARKS.md is replaced (appended when missing); nothing else is touched.
@@ -88,6 +90,7 @@ class Cell:
     """The figures of one workload on one target over the rounds."""
 
     values: list[float] = field(default_factory=list)  # tps, or seconds when streaming
+    cpu_us: list[float] = field(default_factory=list)  # gateway CPU per transaction (µs)
     failed_tx: int = 0
     error: str = ""
 
@@ -118,9 +121,27 @@ def psql(ep: Endpoint, sql: str) -> None:
         raise RuntimeError(f"psql {sql!r} failed: {res.stderr}")
 
 
-def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of process `pid` and all its descendants (the gateway's workers)."""
+    ticks, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a process that ended meanwhile
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell,
+                 cpu_of: int | None = None) -> None:
+    """One pgbench run; with `cpu_of`, also the CPU that process tree spent per transaction."""
     cmd = ["pgbench", "-n", "-c", str(CLIENTS), "-j", str(THREADS), "-T", str(seconds), *args,
            *ep.libpq(), ep.database]
+    cpu_before = cpu_seconds(cpu_of) if cpu_of is not None else 0.0
     try:
         res = run(cmd, timeout=seconds + 60)
     except subprocess.TimeoutExpired:
@@ -131,6 +152,9 @@ def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell) -> Non
         cell.error = f"pgbench exit {res.returncode}: {last_lines(res.stderr or res.stdout)}"
         return
     cell.values.append(float(tps.group(1)))
+    if cpu_of is not None and float(tps.group(1)) > 0:
+        spent = cpu_seconds(cpu_of) - cpu_before
+        cell.cpu_us.append(spent / (float(tps.group(1)) * seconds) * 1e6)
     cell.failed_tx += int(failed.group(1)) if failed else 0
 
 
@@ -196,7 +220,8 @@ def measure(endpoints: dict[str, Endpoint], gateway: GatewayProcess, seconds: in
             for name in rotated(r):
                 if alive(name, gateway, cells[workload][name]):
                     say(f"round {r + 1}/{rounds}: {workload} on {name} for {seconds} s")
-                    pgbench_once(endpoints[name], args, seconds, cells[workload][name])
+                    pgbench_once(endpoints[name], args, seconds, cells[workload][name],
+                                 cpu_of=gateway.proc.pid if name == "gateway" else None)
         for name in rotated(r) if streaming else []:
             if alive(name, gateway, cells[STREAM_NAME][name]):
                 say(f"round {r + 1}/{rounds}: streaming on {name}")
@@ -260,6 +285,11 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
             f"| {ratio_text(row['gateway'], row['direct'], goal, streaming)} "
             f"| {ratio_text(row['pgbouncer'], row['direct'], goal, streaming)} "
             f"| {'time ≤ ' if streaming else '≥ '}{goal}× |")
+    spent = [f"{workload} {statistics.median(row['gateway'].cpu_us):.0f} µs"
+             for workload, row in cells.items() if row["gateway"].cpu_us]
+    if spent:
+        lines += ["", ("Gateway CPU per transaction (user + system, all its processes, median): "
+                       + "; ".join(spent) + ".")]
     return "\n".join(lines) + "\n"
 
 
