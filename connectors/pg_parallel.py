@@ -11,6 +11,9 @@ LIMIT or window), estimated at `SPLIT_ROWS` rows or more:
          SELECT cols FROM t WHERE f AND ctid >= '(N,0)'::tid            (the last is open)
 
 PostgreSQL 14+ answers a ctid range with a TID Range Scan, which reads only those pages.
+A fragment narrowed by a dynamic filter may read its table through a fence,
+`SELECT cols FROM (SELECT ... FROM t WHERE keys OFFSET 0) AS a WHERE f` (see
+planner.physical.fenced): the ctid range goes inside, next to the keys.
 The parts start together and read one snapshot (connectors.pg_snapshot: the first
 exports it, the others import it), so a row an UPDATE moved to another page is seen
 exactly once. Their batches are merged as they come (a scan has no order).
@@ -43,21 +46,57 @@ QUEUE_BATCHES = 4
 
 
 def single_table_scan(sql: str) -> exp.Select | None:
-    """The fragment's tree when it only projects and filters one table, else None."""
+    """The fragment's tree when it only projects and filters one table, else None. The
+    table may sit in a fenced subquery (`fenced`): the split goes inside the fence."""
     try:
         tree = sqlglot.parse_one(sql, read="postgres")
     except SqlglotError:
         return None
-    if not isinstance(tree, exp.Select) or tree.args.get("joins") or tree.args.get("distinct"):
-        return None
-    if any(tree.args.get(k) for k in ("group", "having", "order", "limit", "offset", "with", "qualify")):
+    if not isinstance(tree, exp.Select):
         return None
     source = tree.args.get("from_") or tree.args.get("from")
-    if source is None or not isinstance(source.this, exp.Table):
-        return None
-    for node in tree.walk():
-        if isinstance(node, (exp.AggFunc, exp.Window, exp.Subquery, exp.Query)) and node is not tree:
+    inner = source.this.this if source is not None and isinstance(source.this, exp.Subquery) else None
+    if isinstance(inner, exp.Select) and _is_fence(inner.args.get("offset")):
+        if not (_plain(tree, allow_subquery=inner) and _plain(inner, fence=True)):
             return None
+        return tree
+    return tree if _plain(tree) else None
+
+
+def _is_fence(offset: exp.Expression | None) -> bool:
+    return isinstance(offset, exp.Offset) and offset.expression == exp.Literal.number(0)
+
+
+def _plain(tree: exp.Select, allow_subquery: exp.Select | None = None, fence: bool = False) -> bool:
+    """Whether `tree` only projects and filters its FROM item (one table, or the fence)."""
+    if tree.args.get("joins") or tree.args.get("distinct"):
+        return False
+    if any(tree.args.get(k) for k in ("group", "having", "order", "limit", "with", "qualify")):
+        return False
+    if tree.args.get("offset") is not None and not (fence and _is_fence(tree.args["offset"])):
+        return False
+    source = tree.args.get("from_") or tree.args.get("from")
+    if source is None:
+        return False
+    if allow_subquery is not None:
+        if not (isinstance(source.this, exp.Subquery) and source.this.this is allow_subquery):
+            return False
+    elif not isinstance(source.this, exp.Table):
+        return False
+    inside = allow_subquery.parent if allow_subquery is not None else None
+    for node in tree.walk(prune=lambda n: n is inside):
+        if node is tree or node is inside:
+            continue
+        if isinstance(node, (exp.AggFunc, exp.Window, exp.Subquery, exp.Query)):
+            return False
+    return True
+
+
+def scanned(tree: exp.Select) -> exp.Select:
+    """The select that reads the table: `tree` itself, or the one inside its fence."""
+    source = tree.args.get("from_") or tree.args.get("from")
+    if isinstance(source.this, exp.Subquery):
+        return source.this.this
     return tree
 
 
@@ -71,7 +110,9 @@ def split_sql(tree: exp.Select, pages: int, parts: int) -> list[str]:
         cond: exp.Expression = low
         if i < parts - 1:
             cond = exp.and_(low, exp.LT(this=ctid.copy(), expression=_tid((i + 1) * step)))
-        pieces.append(tree.copy().where(cond, copy=False).sql("postgres"))
+        piece = tree.copy()
+        scanned(piece).where(cond, copy=False)
+        pieces.append(piece.sql("postgres"))
     return pieces
 
 
@@ -83,7 +124,7 @@ async def parts_for(source: Source, tree: exp.Select, rows: int | None) -> tuple
     """(parts, pages) for a single-table scan of about `rows` rows; parts 1: no split."""
     if source.dialect.name != "postgres" or rows is None or rows < SPLIT_ROWS:
         return 1, 0
-    table = (tree.args.get("from_") or tree.args.get("from")).this
+    table = (scanned(tree).args.get("from_") or scanned(tree).args.get("from")).this
     name = exp.Table(this=exp.to_identifier(table.name, quoted=True),
                      db=exp.to_identifier(table.db, quoted=True) if table.db else None).sql("postgres")
     relation = exp.cast(exp.Literal.string(name), exp.DataType.build("regclass", udt=True))

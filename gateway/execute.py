@@ -97,14 +97,7 @@ class Executor:
             failure = next((s for s in opened.values() if isinstance(s, BaseException)), None)
             if failure is not None:
                 raise failure
-            for probe in (f for f in plan.fragments if f.name in filters):
-                sql = await self._narrowed(probe, filters[probe.name], opened, notes)
-                read = await self._direct(engine, probe, sql, params, notes)
-                if read is not None:
-                    direct[probe.name] = read
-                else:
-                    opened[probe.name] = await self.reads.open_one(probe, sql, _bound(probe, params),
-                                                                   notes)
+            await self._open_probes(plan, params, engine, filters, builds, opened, direct, notes)
         except BaseException:
             for stream in opened.values():
                 if not isinstance(stream, BaseException):
@@ -127,6 +120,39 @@ class Executor:
         result.notes = notes
         return result
 
+    async def _open_probes(self, plan: QueryPlan, params: Sequence[Any], engine: Engine,
+                           filters: dict[str, DynamicFilter], builds: set[str],
+                           opened: dict[str, Any], direct: dict[str, Any], notes: list[str]) -> None:
+        """Narrow and start the probe fragments, in waves: a probe whose build is itself a
+        probe (a chain: nation -> supplier -> partsupp) waits for that build's wave. The
+        builds of a wave are read whole concurrently; its probes start together, so copies
+        narrowed the same way are read once (FragmentReads)."""
+        pending = [f for f in plan.fragments if f.name in filters]
+        while pending:
+            names = {f.name for f in pending}
+            wave = [f for f in pending if filters[f.name].build not in names]
+            assert wave, "dynamic filters form a cycle"
+            pending = [f for f in pending if f.name in names - {w.name for w in wave}]
+            wanted = list(dict.fromkeys(filters[f.name].build for f in wave))
+            for name, table in zip(wanted, await asyncio.gather(*(_whole(opened[n]) for n in wanted))):
+                opened[name] = table
+            starts = []
+            for probe in wave:
+                sql = self._narrowed(probe, filters[probe.name], opened, notes)
+                # A probe the engine could read itself is still read here when it is a
+                # build: its keys are needed.
+                read = None if probe.name in builds else \
+                    await self._direct(engine, probe, sql, params, notes)
+                if read is not None:
+                    direct[probe.name] = read
+                else:
+                    starts.append((probe, sql, _bound(probe, params)))
+            started = await self.reads.open_all(starts, notes)
+            opened.update(started)
+            failure = next((s for s in started.values() if isinstance(s, BaseException)), None)
+            if failure is not None:
+                raise failure
+
     async def _direct(self, engine: Engine, fragment: RemoteFragment, sql: str,
                       params: Sequence[Any], notes: list[str]) -> Any | None:
         """The engine's description of `fragment` when the engine reads it itself, else None
@@ -143,15 +169,11 @@ class Executor:
         notes.append(f"Read {where}: by {engine.name} itself, {read.summary}")
         return read
 
-    async def _narrowed(self, probe: RemoteFragment, dynamic: DynamicFilter,
-                        opened: dict[str, BatchStream], notes: list[str]) -> str:
-        """Read the build fragment whole; `probe`'s SQL restricted to its keys, one
+    def _narrowed(self, probe: RemoteFragment, dynamic: DynamicFilter,
+                  opened: dict[str, Any], notes: list[str]) -> str:
+        """`probe`'s SQL restricted to the keys of its build (read whole already), one
         condition per join key (its shape for the probe's source: planner.key_sets)."""
-        build = opened[dynamic.build]
-        batches = [batch async for batch in build]
-        await build.aclose()
-        table = pa.Table.from_batches(batches, schema=build.schema)
-        opened[dynamic.build] = TableStream(table)
+        table = opened[dynamic.build].table
         dialect = self.sources[probe.source].dialect.name
         conditions = []
         for index, (build_field, column) in enumerate(dynamic.keys):
@@ -168,6 +190,24 @@ class Executor:
             conditions.append((column, keys))
         assert probe.narrow is not None
         return probe.narrow(conditions) if conditions else probe.sql
+
+
+class WholeStream(TableStream):
+    """A build fragment read whole: its rows stay at hand for every probe it narrows."""
+
+    def __init__(self, table: pa.Table) -> None:
+        super().__init__(table)
+        self.table = table
+
+
+async def _whole(stream: Any) -> WholeStream:
+    if isinstance(stream, WholeStream):
+        return WholeStream(stream.table)  # a fresh iterator over the same rows
+    try:
+        batches = [batch async for batch in stream]
+    finally:
+        await stream.aclose()
+    return WholeStream(pa.Table.from_batches(batches, schema=stream.schema))
 
 
 def _pick(numbers: Sequence[int], params: Sequence[Any]) -> list[Any]:

@@ -71,15 +71,15 @@ class KeyShape:
         return "read whole: too many text keys for a list, and a text range is unsafe"
 
 
+_KINDS = {int: "int", dt.date: "date", str: "text"}
+
+
 def _kind(values: list) -> str | None:
-    """"int", "date" or "text" when every value has that type, else None."""
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return "int"
-    if all(isinstance(v, dt.date) and not isinstance(v, dt.datetime) for v in values):
-        return "date"
-    if all(isinstance(v, str) for v in values):
-        return "text"
-    return None
+    """"int", "date" or "text" when every value has exactly that type (no bool, no
+    datetime), else None. One pass over the types at C speed: key sets run to 100,000
+    values and are checked while the probe waits."""
+    types = set(map(type, values))
+    return _KINDS.get(types.pop()) if len(types) == 1 else None
 
 
 def shape_for(dialect: str, values: list) -> KeyShape:
@@ -124,7 +124,10 @@ def key_condition(column: tuple[str | None, str], values: list, dialect: str) ->
             # No PostgreSQL text holds a NUL character, so such a key matches nothing
             # there (and the literal could not carry it).
             values = [v for v in values if "\x00" not in v]
-        text = "{" + ",".join(_array_element(v) for v in values) + "}"
+        if shape.element == "BIGINT":  # the common case, without a call per key
+            text = "{" + ",".join(map(str, values)) + "}"
+        else:
+            text = "{" + ",".join(_array_element(v) for v in values) + "}"
         array_type = exp.DataType.build(f"{shape.element}[]", dialect="postgres")
         return exp.EQ(this=target, expression=exp.Any(this=exp.Paren(
             this=exp.Cast(this=exp.Literal.string(text), to=array_type))))
