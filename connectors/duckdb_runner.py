@@ -12,11 +12,24 @@ over as opaque 16-byte values, which no consumer understands; DuckDB makes them 
 `sum()` of any integer column. They are re-labelled, without copying, as Arrow
 decimal128(38, 0) (the same 16-byte two's complement layout): PostgreSQL's `numeric`,
 which is what PostgreSQL's own sum of bigints returns.
+
+PostgreSQL's average of integers and numerics is asked for as Spark's `try_divide(sum,
+count)` of two decimals (planner.pg_aggregates), by the DuckDB engine's residual and by
+queries shipped whole to a DuckDB file or to Parquet/CSV files: an exact division, rounded
+half away from zero at the dividend's scale, NULL for a zero divisor. DuckDB divides
+decimals only in DOUBLE, so `PG_MACROS` defines `try_divide` over 128-bit integers: the
+dividend's digits without its point (its text keeps every digit of its scale), divided by
+the divisor, rounded, and written back with the same scale as text, which the query casts
+to its DECIMAL. A dividend needs |value| < 10^(38 - scale). They are TEMP macros (a
+database file is opened read-only), which belong to one cursor; defining them costs tens
+of milliseconds, so a cursor defines them the first time it runs a query that calls
+`try_divide`, not when it is created.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +54,28 @@ DUCKDB_CONFIG = {
 SESSION_SETUP = ("SET arrow_lossless_conversion = true", "SET TimeZone = 'UTC'")
 BATCH_ROWS = 65_536
 
+PG_MACROS = (
+    # Digits after the point of a decimal's text.
+    ("CREATE TEMP MACRO fedgate_scale_of(digits) AS "
+     "CASE WHEN strpos(digits, '.') = 0 THEN 0 ELSE length(digits) - strpos(digits, '.') END"),
+    # t / n rounded half away from zero (// and % truncate toward zero); NULL for n = 0.
+    ("CREATE TEMP MACRO fedgate_round_div(t, n) AS t // nullif(n, 0) + "
+     "CASE WHEN 2 * abs(t % nullif(n, 0)) >= abs(n) THEN sign(t) * sign(n) ELSE 0 END"),
+    # The digits of |r|, at least s + 1 of them (lpad would cut a longer text).
+    ("CREATE TEMP MACRO fedgate_digits(r, s) AS lpad(CAST(abs(r) AS VARCHAR), "
+     "CAST(greatest(length(CAST(abs(r) AS VARCHAR)), s + 1) AS INTEGER), '0')"),
+    # The integer r read as r / 10^s, as text.
+    ("CREATE TEMP MACRO fedgate_with_scale(r, s) AS "
+     "CASE WHEN r < 0 THEN '-' ELSE '' END || CASE WHEN s = 0 THEN CAST(abs(r) AS VARCHAR) ELSE "
+     "substr(fedgate_digits(r, s), 1, length(fedgate_digits(r, s)) - s) || '.' || "
+     "right(fedgate_digits(r, s), CAST(s AS INTEGER)) END"),
+    ("CREATE TEMP MACRO try_divide(a, b) AS CASE WHEN b = 0 THEN NULL ELSE fedgate_with_scale("
+     "fedgate_round_div(CAST(replace(CAST(a AS VARCHAR), '.', '') AS HUGEINT), CAST(b AS HUGEINT)), "
+     "fedgate_scale_of(CAST(a AS VARCHAR))) END"),
+)
+# A query that may call a macro of PG_MACROS (a false positive only costs their definition).
+_CALLS_MACROS = re.compile(r"\btry_divide\s*\(", re.IGNORECASE)
+
 _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="duckdb")
 
 
@@ -54,6 +89,8 @@ class DuckDBRunner:
         self._idle: list[duckdb.DuckDBPyConnection] = []
         # The TimeZone each pooled cursor was last set to (a cursor's settings are its own).
         self._zones: dict[int, str] = {}
+        # The pooled cursors that have PG_MACROS defined (a TEMP macro is its cursor's own).
+        self._with_macros: set[int] = set()
         self._lock = threading.Lock()
 
     @classmethod
@@ -77,6 +114,7 @@ class DuckDBRunner:
         """Run a small query to completion on the calling thread (catalog discovery)."""
         cursor = self._acquire()
         try:
+            self.define_macros(cursor, sql)
             return cursor.sql(sql, params=list(params) or None).to_arrow_table()
         finally:
             self._release(cursor)
@@ -101,12 +139,22 @@ class DuckDBRunner:
         cursor.execute(f"SET TimeZone = {exp.Literal.string(zone).sql('duckdb')}")
         self._zones[id(cursor)] = zone
 
+    def define_macros(self, cursor: duckdb.DuckDBPyConnection, sql: str) -> None:
+        """Give `cursor` PG_MACROS if `sql` calls them and it has not got them yet (on
+        the thread that then runs `sql`)."""
+        if id(cursor) in self._with_macros or not _CALLS_MACROS.search(sql):
+            return
+        for statement in PG_MACROS:
+            cursor.execute(statement)
+        self._with_macros.add(id(cursor))
+
     def close(self) -> None:
         with self._lock:
             for cursor in self._idle:
                 cursor.close()
             self._idle.clear()
             self._zones.clear()
+            self._with_macros.clear()
         self._con.close()
 
 
@@ -145,6 +193,7 @@ class DuckDBStream:
             assert self._cursor is not None
             if timezone is not None:
                 self._runner.set_timezone(self._cursor, timezone)
+            self._runner.define_macros(self._cursor, sql)
             for name, data in register.items():
                 self._cursor.register(name, data)
                 self._registered.append(name)

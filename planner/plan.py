@@ -1,7 +1,8 @@
 """SQL text + catalog snapshot -> QueryPlan: the planner's entry point (DESIGN.md §3).
 
 - Every table in one source, and the source's capability table accepts the whole
-  statement: it ships whole, no engine (the path point queries take).
+  statement: it ships whole, no engine (the path point queries take). A source that runs
+  it in DuckDB gets its sums and averages typed as PostgreSQL's (planner.pg_aggregates).
 - Otherwise the statement is qualified, built into a logical plan, optimized by the rule
   batches of `planner.pipeline`, cut into the largest sub-plans single sources can run
   (`planner.pushdown`), and rendered as remote fragments plus residual SQL for the engine
@@ -40,6 +41,7 @@ from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.params import cast_parameters, infer_param_types, parameters
+from planner.pg_aggregates import pg_typed_query
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.types import datatype_from_pg, pg_type_name
@@ -153,9 +155,13 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         tree = _annotate(tree, catalog, True)
     shippable = single is not None and \
         single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
+    # Shipped whole to DuckDB (a DuckDB file, Parquet/CSV), sums and averages are retyped
+    # as PostgreSQL types them, as the engine's are (planner.pg_aggregates): that needs types.
+    pg_aggregates = shippable and single is not None and single.dialect.sqlglot == "duckdb" \
+        and tree.find(exp.Sum, exp.Avg) is not None
     param_types: list[exp.DataType] = []
-    typed = bool(annotated or parameters(tree) or declared or needs_types(tree)) or any(
-        catalog.sources[source].dialect.wants_types for source in sources)
+    typed = bool(annotated or pg_aggregates or parameters(tree) or declared or needs_types(tree)) \
+        or any(catalog.sources[source].dialect.wants_types for source in sources)
     if not shippable or typed:
         # The federated path needs qualified columns; types cost as much again, so they
         # are computed only when parameters, rewrites or a capability table need them.
@@ -168,6 +174,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if shippable:
         # The whole statement runs where its tables are: no engine, the fast path.
         assert single is not None
+        if pg_aggregates:
+            pg_typed_query(tree)
         for table, info in _resolve_tables(tree, catalog, settings):
             schema, name = info.ref.remote
             _point_at(table, name, schema)

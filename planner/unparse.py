@@ -6,7 +6,9 @@ ORDER BY, LIMIT); a node that needs an earlier clause than one already used wrap
 is built so far in a derived table. Table references are produced by `table_ref`, so the
 same plan renders against remote tables (a fragment) or against fragment results (the
 residual); `columns` maps a fragment's qualified columns to the names it outputs them
-under when several tables' rows arrive as one fragment.
+under when several tables' rows arrive as one fragment. The residual runs in an engine,
+so the sums and averages it outputs get PostgreSQL's result types there
+(planner.pg_aggregates); a fragment's aggregates are its source's own.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from sqlglot import exp
 
 from gateway.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.conjuncts import conjunction
+from planner.fragment_types import column_type
 from planner.logical import (Aggregate, Column, Distinct, Filter, Join, Limit, Node, OneRow, Opaque,
                              Project, Scan, SetOp, Sort, SubqueryAlias, Values)
+from planner.pg_aggregates import pg_typed, pg_typed_select
 
 FROM, WHERE, GROUP, PROJECT, DISTINCT, ORDER, LIMIT = range(7)
 
@@ -41,9 +45,13 @@ class Rel:
 
 class Unparser:
     def __init__(self, table_ref: Callable[[Scan], exp.Expression],
-                 replacements: Mapping[int, Replacement] | None = None) -> None:
+                 replacements: Mapping[int, Replacement] | None = None, *,
+                 pg_types: bool | None = None) -> None:
         self.table_ref = table_ref
         self.replacements = replacements or {}
+        # Rendering over fragments (replacements given) is rendering the residual for an
+        # engine: sums and averages get PostgreSQL's result types there.
+        self.pg_types = replacements is not None if pg_types is None else pg_types
         self._aliases = itertools.count()
 
     def query(self, node: Node) -> exp.Query:
@@ -160,7 +168,8 @@ class Unparser:
             if rel.stage > WHERE or rel.projected:
                 rel = self._wrap(rel, node.input)
             select = rel.select
-            select.set("expressions", [self._fix(e, rel.columns) for e in node.exprs])
+            select.set("expressions", [self._fix(self._typed(e, node.input), rel.columns)
+                                       for e in node.exprs])
             if node.groups:
                 select = select.group_by(*[self._fix(g, rel.columns) for g in node.groups], copy=False)
             if node.having is not None:
@@ -236,9 +245,20 @@ class Unparser:
         return exp.Subquery(this=select, alias=exp.TableAlias(
             this=exp.to_identifier(node.alias, quoted=True))), {}, []
 
+    def _typed(self, e: exp.Expression, source: Node) -> exp.Expression:
+        """`e` (over `source`'s columns) with PostgreSQL's aggregate types, for an engine."""
+        if not self.pg_types:
+            return e
+        return pg_typed(e, lambda c: column_type(source, (c.table or None, c.name)))
+
     def _opaque(self, node: Opaque) -> exp.Query:
         tree = node.tree.copy()
         placeholders = {t.name: t for t in tree.find_all(exp.Table) if t.name.startswith("__scan_")}
+        if self.pg_types:
+            scans = {placeholders[name].alias_or_name: child for index, child in enumerate(node.scans)
+                     if (name := _placeholder_of(node, index)) in placeholders}
+            pg_typed_select(tree, lambda c: column_type(scans[c.table], (c.table, c.name))
+                            if c.table in scans else None)
         for index, child in enumerate(node.scans):
             table = placeholders.get(_placeholder_of(node, index))
             if table is None:

@@ -4,6 +4,11 @@ Each query runs with DuckDB's TimeZone set to the client session's (ICU is built
 zone-dependent expressions (timestamptz to text or date, extract, date_trunc, timestamptz
 plus an interval) give PostgreSQL's answers. Every query has a cursor of its own, so
 sessions in different zones never see each other's setting.
+
+The residual asks for PostgreSQL's average of integers and numerics as
+`try_divide(sum, count)` (planner.pg_aggregates), which DuckDB lacks: the runner defines
+it on the cursors that need it (connectors.duckdb_runner, shared with the DuckDB and
+Parquet/CSV sources, to which whole queries are shipped with the same aggregates).
 """
 
 from __future__ import annotations

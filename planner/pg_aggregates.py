@@ -1,0 +1,204 @@
+"""Aggregates typed as PostgreSQL types them, for the residual engines (DuckDB and Spark).
+
+PostgreSQL's result types: `sum(int2|int4)` is int8, `sum(int8)` numeric, `sum(float4)`
+float4, `avg()` of any integer or numeric numeric; count is int8, min/max keep their
+argument's type, and the sum of float8/numeric and the average of floats are typed alike
+everywhere. The engines differ: DuckDB sums every integer into HUGEINT (numeric here) and
+averages everything in DOUBLE; Spark sums int8 into int8 (which overflows where
+PostgreSQL does not) and averages integers in DOUBLE. `pg_typed` wraps each such call,
+with its FILTER and OVER, in what gives PostgreSQL's type on both engines:
+
+    sum(i4)                 ->  CAST(SUM(i4) AS BIGINT)
+    sum(i8)                 ->  SUM(CAST(i8 AS DECIMAL(38, 0)))
+    sum(f4) OVER (...)      ->  CAST(SUM(f4) OVER (...) AS REAL)
+    avg(n) (numeric(12,2))  ->  CAST(TRY_DIVIDE(CAST(SUM(n) AS DECIMAL(38, 16)),
+                                    CAST(COUNT(n) AS DECIMAL(19, 0))) AS DECIMAL(38, 16))
+
+An average is an exact numeric division, rounded half away from zero as PostgreSQL
+rounds: Spark's own `try_divide` does that for decimals (and gives NULL for no rows, as
+avg does); DuckDB divides decimals only in DOUBLE, so the DuckDB engine defines
+`try_divide` as an exact division of 128-bit integers (connectors.duckdb_runner). The
+result's scale is fixed per column: 16, PostgreSQL's scale for an average between 1 and
+9999, or the argument's scale if larger, less when the sum would not keep `HEADROOM`
+digits above the argument's integer digits within the engines' 38 (int8: 13; wider
+arguments, such as a DECIMAL(38, 0) sum, keep the engine's float8 average). PostgreSQL
+picks the scale per value (about 16 significant digits: 1.00000000000000000000 for
+avg(1), 20000000000000.0000 for an average of 2e13), which a fixed-scale column cannot
+copy: the values are equal, the number of digits shown differs.
+
+Only the outputs of a scope are rewritten (select-list items), not conditions: a HAVING
+or WHERE compares the same values whatever their type.
+
+The residual gets this from planner.unparse. A query shipped whole to a source that runs
+in DuckDB (a DuckDB file, Parquet/CSV files: the embedded demo among them) never reaches
+the engine, so the planner applies `pg_typed_query` to it: every SELECT of the tree,
+innermost first, with the column types of the tree's annotation (a column of a derived
+table or CTE takes the type of the output it names, as rewritten). Those sources define
+`try_divide` as the DuckDB engine does (connectors.duckdb_runner).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+T = exp.DataType.Type
+
+_SMALL_INTEGERS = {T.TINYINT, T.UTINYINT, T.SMALLINT, T.USMALLINT, T.INT}
+_WIDE_INTEGERS = {T.BIGINT, T.UINT}
+_EXACT = _SMALL_INTEGERS | _WIDE_INTEGERS | {T.UBIGINT, T.INT128, T.DECIMAL, T.BIGDECIMAL}
+DECIMAL_DIGITS = 38  # DuckDB's and Spark's widest DECIMAL
+AVG_SCALE = 16  # PostgreSQL's display scale for an average between 1 and 9999
+# Below this scale an exact average would round away digits PostgreSQL keeps (an average
+# of a DECIMAL(38, 0) sum would come back a whole number): the engine's DOUBLE average,
+# typed float8, is the nearer answer there.
+MIN_AVG_SCALE = 13  # int8's
+HEADROOM = 6  # digits a sum may grow by (a million rows of the largest values) before overflow
+COUNT_TYPE = "DECIMAL(19, 0)"  # a count as a decimal: Spark then divides at the dividend's scale
+
+
+def _type(datatype: exp.DataType | None) -> exp.DataType.Type | None:
+    return datatype.this if datatype is not None else None
+
+
+def _avg_scale(datatype: exp.DataType) -> int:
+    """The fixed scale of an average of `datatype` (see the module docstring)."""
+    if datatype.this == T.DECIMAL and len(datatype.expressions) == 2:
+        precision, scale = (int(e.name) for e in datatype.expressions)
+    elif datatype.this in _SMALL_INTEGERS:
+        precision, scale = 10, 0
+    else:
+        precision, scale = 19, 0  # int8 (and exact types of unknown width)
+    return max(scale, min(AVG_SCALE, DECIMAL_DIGITS - HEADROOM - (precision - scale)))
+
+
+def _cast(e: exp.Expression, to: str) -> exp.Cast:
+    return exp.Cast(this=e, to=exp.DataType.build(to))
+
+
+def _rebuild(outer: exp.Expression, call: exp.Expression) -> exp.Expression:
+    """A copy of `outer` (the call, or the FILTER/OVER around it) holding `call` instead."""
+    if not isinstance(outer, (exp.Filter, exp.Window)):
+        return call
+    outer = outer.copy()
+    target = outer
+    while isinstance(target, (exp.Filter, exp.Window)):
+        target = target.this
+    target.replace(call)
+    return outer
+
+
+def _argument_type(call: exp.AggFunc) -> exp.DataType | None:
+    arg = call.this
+    if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1:
+        arg = arg.expressions[0]
+    return arg.type
+
+
+def _typed_call(outer: exp.Expression, call: exp.AggFunc) -> exp.Expression | None:
+    """PostgreSQL's typing of one aggregate call, or None when the engines agree already."""
+    arg_type = _argument_type(call)
+    if isinstance(call, exp.Sum):
+        if _type(arg_type) in _SMALL_INTEGERS:
+            return _cast(outer.copy(), "BIGINT")
+        if _type(arg_type) in _WIDE_INTEGERS:
+            arg = call.this.copy()
+            if isinstance(arg, exp.Distinct):
+                arg.set("expressions", [_cast(arg.expressions[0], "DECIMAL(38, 0)")])
+            else:
+                arg = _cast(arg, "DECIMAL(38, 0)")
+            return _rebuild(outer, exp.Sum(this=arg))
+        if _type(arg_type) == T.FLOAT:
+            return _cast(outer.copy(), "REAL")
+        return None
+    if isinstance(call, exp.Avg) and arg_type is not None and arg_type.this in _EXACT:
+        scale = _avg_scale(arg_type)
+        if scale < MIN_AVG_SCALE:
+            return None
+        numeric = f"DECIMAL({DECIMAL_DIGITS}, {scale})"
+        total = _cast(_rebuild(outer, exp.Sum(this=call.this.copy())), numeric)
+        count = _cast(_rebuild(outer, exp.Count(this=call.this.copy())), COUNT_TYPE)
+        return _cast(exp.Anonymous(this="TRY_DIVIDE", expressions=[total, count]), numeric)
+    return None
+
+
+def _calls(e: exp.Expression) -> list[tuple[exp.Expression, exp.AggFunc]]:
+    """(outermost node of the call: Window > Filter > call, the call) for each sum/avg in
+    `e` outside subqueries (EXISTS's too: a query is a scope of its own), outermost first."""
+    found = []
+    for node in e.walk(prune=lambda n: isinstance(n, exp.Query)):
+        if isinstance(node, (exp.Sum, exp.Avg)):
+            outer: exp.Expression = node
+            while isinstance(outer.parent, (exp.Filter, exp.Window)) and outer.arg_key == "this":
+                outer = outer.parent
+            found.append((outer, node))
+    return found
+
+
+def pg_typed(e: exp.Expression,
+             column_type: Callable[[exp.Column], exp.DataType | None]) -> exp.Expression:
+    """A copy of select-list item `e` whose sums and averages have PostgreSQL's types;
+    `column_type` tells each column's type (None: unknown, the call is left as it is).
+    The same object when there is nothing to do."""
+    if e.find(exp.Sum, exp.Avg) is None:
+        return e
+    e = e.copy()
+    for column in e.find_all(exp.Column):
+        known = column_type(column)
+        if known is not None:
+            column.type = known
+    annotate_types(e, dialect="postgres", overwrite_types=False)
+    for outer, call in reversed(_calls(e)):  # innermost first: an outer call sees its rewrite
+        typed = _typed_call(outer, call)
+        if typed is None:
+            continue
+        if outer is e:
+            e = typed
+        else:
+            outer.replace(typed)
+    return e
+
+
+def pg_typed_select(select: exp.Expression,
+                    column_type: Callable[[exp.Column], exp.DataType | None]) -> None:
+    """`pg_typed` on each select-list item of `select` (and of each branch of a UNION), in place."""
+    if isinstance(select, exp.SetOperation):
+        pg_typed_select(select.this, column_type)
+        pg_typed_select(select.expression, column_type)
+        return
+    if isinstance(select, exp.Select):
+        select.set("expressions", [pg_typed(item, column_type) for item in select.expressions])
+
+
+def pg_typed_query(tree: exp.Expression) -> None:
+    """`pg_typed_select` on every SELECT of `tree` (qualified and type-annotated), in place.
+
+    Scopes come innermost first, so a derived table's outputs are rewritten before the
+    query reading them asks their type."""
+    for scope in traverse_scope(tree):
+        if isinstance(scope.expression, exp.Select) and \
+                scope.expression.find(exp.Sum, exp.Avg) is not None:
+            pg_typed_select(scope.expression, lambda c, scope=scope: _scope_column_type(scope, c))
+
+
+def _scope_column_type(scope: Scope, column: exp.Column) -> exp.DataType | None:
+    """The type of `column` in `scope`: a derived table's or CTE's output as it now reads,
+    else the annotation's (tables, UNION outputs, outer columns of a correlated subquery)."""
+    source = scope.sources.get(column.table)
+    if isinstance(source, Scope) and isinstance(source.expression, exp.Select):
+        output = next((e for e in source.expression.selects if e.alias_or_name == column.name), None)
+        if output is not None:
+            inner = output.unalias()
+            if isinstance(inner, exp.Column):
+                return _scope_column_type(source, inner)
+            if inner.type is None:  # built by `pg_typed`
+                annotate_types(inner, dialect="postgres", overwrite_types=False)
+            return _known(inner.type)
+    return _known(column.type)
+
+
+def _known(datatype: exp.DataType | None) -> exp.DataType | None:
+    return datatype if datatype is not None and datatype.this != T.UNKNOWN else None
