@@ -89,7 +89,8 @@ def _parse(data: bytes, columns: list[ColumnType]) -> pa.Table:
     convert = pacsv.ConvertOptions(column_types={n: c.parse_as for n, c in zip(names, columns)},
                                    true_values=["t"], false_values=["f"], null_values=[""],
                                    strings_can_be_null=True, quoted_strings_can_be_null=False)
-    parse = pacsv.ParseOptions(newlines_in_values=True)
+    # A one-column NULL is an empty line: a record, not a blank to skip.
+    parse = pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False)
     try:
         table = pacsv.read_csv(io.BytesIO(data), read_options=read, parse_options=parse,
                                convert_options=convert)

@@ -146,6 +146,8 @@ class PostgresStream:
         self._exporter = False
         self._read = pacsv.ReadOptions(column_names=[f"c{i}" for i in range(len(columns))],
                                        block_size=SEGMENT_BYTES * 2)
+        # A one-column NULL is an empty line: a record, not a blank to skip.
+        self._parse_options = pacsv.ParseOptions(ignore_empty_lines=False)
         self._convert = pacsv.ConvertOptions(
             column_types={f"c{i}": c.parse_as for i, c in enumerate(columns)},
             true_values=["t"], false_values=["f"], null_values=[""],
@@ -212,7 +214,7 @@ class PostgresStream:
     def _parse(self, segment: bytes) -> list[pa.RecordBatch]:
         try:
             table = pacsv.read_csv(pa.BufferReader(segment), read_options=self._read,
-                                   convert_options=self._convert)
+                                   parse_options=self._parse_options, convert_options=self._convert)
         except pa.ArrowInvalid as exc:
             raise PgError(INTERNAL_ERROR, f"cannot read PostgreSQL's text as Arrow: {exc}") from exc
         arrays = []
