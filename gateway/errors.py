@@ -112,6 +112,12 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("NotImplementedException", r"", FEATURE_NOT_SUPPORTED),
     ("InvalidInputException", r"", DATA_EXCEPTION),
     ("PermissionException", r"", READ_ONLY_SQL_TRANSACTION),
+    # An error DuckDB raises while a result streams through Arrow's C stream interface
+    # reaches Python as pyarrow's OSError (or ArrowInvalid), its kind prefix gone.
+    ("OSError", r"^[Dd]ivision by zero", DIVISION_BY_ZERO),
+    ("ArrowInvalid", r"^[Dd]ivision by zero", DIVISION_BY_ZERO),
+    ("OSError", r"^Could not convert", INVALID_TEXT_REPRESENTATION),
+    ("ArrowInvalid", r"^Could not convert", INVALID_TEXT_REPRESENTATION),
 )
 
 _KIND_PREFIX = re.compile(r"^[A-Za-z ]+ Error: ")

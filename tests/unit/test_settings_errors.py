@@ -68,3 +68,15 @@ def test_duckdb_errors_map_to_sqlstates(sql: str, sqlstate: str, message: str | 
 def test_unknown_exception_is_internal_error() -> None:
     err = from_exception(RuntimeError("boom"))
     assert err.sqlstate == "XX000" and "boom" in err.message
+
+
+def test_errors_raised_while_a_result_streams_keep_their_sqlstate() -> None:
+    """DuckDB's error reaches Python as pyarrow's OSError when it happens while the rows
+    stream through Arrow's C interface (which of the two depends on timing)."""
+    message = ("Division by zero in expression (id // n). Use TRY(...) to return NULL for "
+               "this expression, or SET error_on_division_by_zero=false to return NULL")
+    err = from_exception(OSError(message))
+    assert (err.sqlstate, err.message) == ("22012", "division by zero")
+    err = from_exception(OSError("Could not convert string 'x' to INT32"))
+    assert err.sqlstate == "22P02"
+    assert from_exception(OSError("No such file or directory")).sqlstate == "XX000"
