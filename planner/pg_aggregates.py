@@ -39,11 +39,13 @@ table or CTE takes the type of the output it names, as rewritten). Those sources
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.schema import Schema
 
 T = exp.DataType.Type
 
@@ -76,7 +78,13 @@ def _avg_scale(datatype: exp.DataType) -> int:
 
 
 def _cast(e: exp.Expression, to: str) -> exp.Cast:
-    return exp.Cast(this=e, to=exp.DataType.build(to))
+    return exp.Cast(this=e, to=_datatype(to).copy())
+
+
+@functools.lru_cache(maxsize=64)
+def _datatype(text: str) -> exp.DataType:
+    """`exp.DataType.build(text)`, parsed once: building parses the text every time."""
+    return exp.DataType.build(text)
 
 
 def _rebuild(outer: exp.Expression, call: exp.Expression) -> exp.Expression:
@@ -91,16 +99,39 @@ def _rebuild(outer: exp.Expression, call: exp.Expression) -> exp.Expression:
     return outer
 
 
-def _argument_type(call: exp.AggFunc) -> exp.DataType | None:
+def _argument_type(call: exp.AggFunc,
+                   column_type: Callable[[exp.Column], exp.DataType | None]) -> exp.DataType | None:
+    """The type of `call`'s argument: as annotated already, its column's, or else that of
+    an annotated copy (annotating only the argument: planning time counts)."""
     arg = call.this
     if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1:
         arg = arg.expressions[0]
-    return arg.type
+    if isinstance(arg, exp.Column):  # the scope's type wins: a derived column may be retyped
+        return column_type(arg) or _known(arg.type)
+    known = _known(arg.type)
+    if known is not None:
+        return known
+    probe = arg.copy()
+    for column in probe.find_all(exp.Column):
+        found = column_type(column)
+        if found is not None:
+            column.type = found
+    annotate_types(probe, dialect="postgres", overwrite_types=False)
+    return _known(probe.type)
 
 
-def _typed_call(outer: exp.Expression, call: exp.AggFunc) -> exp.Expression | None:
+def _retyped(call: exp.AggFunc, arg_type: exp.DataType | None) -> bool:
+    """Whether `_typed_call` rewrites `call`, whose argument has `arg_type`."""
+    kind = _type(arg_type)
+    if isinstance(call, exp.Sum):
+        return kind in _SMALL_INTEGERS or kind in _WIDE_INTEGERS or kind == T.FLOAT
+    return (isinstance(call, exp.Avg) and arg_type is not None and kind in _EXACT
+            and _avg_scale(arg_type) >= MIN_AVG_SCALE)
+
+
+def _typed_call(outer: exp.Expression, call: exp.AggFunc,
+                arg_type: exp.DataType | None) -> exp.Expression | None:
     """PostgreSQL's typing of one aggregate call, or None when the engines agree already."""
-    arg_type = _argument_type(call)
     if isinstance(call, exp.Sum):
         if _type(arg_type) in _SMALL_INTEGERS:
             return _cast(outer.copy(), "BIGINT")
@@ -145,14 +176,11 @@ def pg_typed(e: exp.Expression,
     The same object when there is nothing to do."""
     if e.find(exp.Sum, exp.Avg) is None:
         return e
+    if not any(_retyped(call, _argument_type(call, column_type)) for _, call in _calls(e)):
+        return e
     e = e.copy()
-    for column in e.find_all(exp.Column):
-        known = column_type(column)
-        if known is not None:
-            column.type = known
-    annotate_types(e, dialect="postgres", overwrite_types=False)
     for outer, call in reversed(_calls(e)):  # innermost first: an outer call sees its rewrite
-        typed = _typed_call(outer, call)
+        typed = _typed_call(outer, call, _argument_type(call, column_type))
         if typed is None:
             continue
         if outer is e:
@@ -173,31 +201,46 @@ def pg_typed_select(select: exp.Expression,
         select.set("expressions", [pg_typed(item, column_type) for item in select.expressions])
 
 
-def pg_typed_query(tree: exp.Expression) -> None:
-    """`pg_typed_select` on every SELECT of `tree` (qualified and type-annotated), in place.
+def pg_typed_query(tree: exp.Expression, schema: Schema | None = None) -> None:
+    """`pg_typed_select` on every SELECT of `tree` (qualified), in place; table columns
+    are typed by their annotation or else by `schema`.
 
     Scopes come innermost first, so a derived table's outputs are rewritten before the
     query reading them asks their type."""
     for scope in traverse_scope(tree):
         if isinstance(scope.expression, exp.Select) and \
                 scope.expression.find(exp.Sum, exp.Avg) is not None:
-            pg_typed_select(scope.expression, lambda c, scope=scope: _scope_column_type(scope, c))
+            pg_typed_select(scope.expression,
+                            lambda c, scope=scope: _scope_column_type(scope, c, schema))
 
 
-def _scope_column_type(scope: Scope, column: exp.Column) -> exp.DataType | None:
+def _scope_column_type(scope: Scope, column: exp.Column, schema: Schema | None) -> exp.DataType | None:
     """The type of `column` in `scope`: a derived table's or CTE's output as it now reads,
-    else the annotation's (tables, UNION outputs, outer columns of a correlated subquery)."""
+    else the annotation's (tables, UNION outputs, outer columns of a correlated subquery),
+    else the catalog's for a table's column."""
     source = scope.sources.get(column.table)
     if isinstance(source, Scope) and isinstance(source.expression, exp.Select):
         output = next((e for e in source.expression.selects if e.alias_or_name == column.name), None)
         if output is not None:
             inner = output.unalias()
             if isinstance(inner, exp.Column):
-                return _scope_column_type(source, inner)
-            if inner.type is None:  # built by `pg_typed`
-                annotate_types(inner, dialect="postgres", overwrite_types=False)
+                return _scope_column_type(source, inner, schema)
+            if inner.type is None:  # built by `pg_typed`, or not annotated
+                _annotate_output(inner, source, schema)
             return _known(inner.type)
-    return _known(column.type)
+    known = _known(column.type)
+    if known is None and schema is not None and isinstance(source, exp.Table):
+        known = _known(schema.get_column_type(source, column.name))
+    return known
+
+
+def _annotate_output(output: exp.Expression, scope: Scope, schema: Schema | None) -> None:
+    for column in output.find_all(exp.Column):
+        if _known(column.type) is None:
+            found = _scope_column_type(scope, column, schema)
+            if found is not None:
+                column.type = found
+    annotate_types(output, dialect="postgres", overwrite_types=False)
 
 
 def _known(datatype: exp.DataType | None) -> exp.DataType | None:

@@ -156,13 +156,14 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     shippable = single is not None and \
         single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
     # Shipped whole to DuckDB (a DuckDB file, Parquet/CSV), sums and averages are retyped
-    # as PostgreSQL types them, as the engine's are (planner.pg_aggregates): that needs types.
+    # as PostgreSQL types them, as the engine's are (planner.pg_aggregates): that needs
+    # qualified columns, whose types it reads from the catalog (not a whole annotation).
     pg_aggregates = shippable and single is not None and single.dialect.sqlglot == "duckdb" \
         and tree.find(exp.Sum, exp.Avg) is not None
     param_types: list[exp.DataType] = []
-    typed = bool(annotated or pg_aggregates or parameters(tree) or declared or needs_types(tree)) \
+    typed = bool(annotated or parameters(tree) or declared or needs_types(tree)) \
         or any(catalog.sources[source].dialect.wants_types for source in sources)
-    if not shippable or typed:
+    if not shippable or typed or pg_aggregates:  # pg_aggregates reads qualified columns
         # The federated path needs qualified columns; types cost as much again, so they
         # are computed only when parameters, rewrites or a capability table need them.
         if not annotated:
@@ -175,7 +176,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         # The whole statement runs where its tables are: no engine, the fast path.
         assert single is not None
         if pg_aggregates:
-            pg_typed_query(tree)
+            pg_typed_query(tree, catalog.sqlglot_schema)
         for table, info in _resolve_tables(tree, catalog, settings):
             schema, name = info.ref.remote
             _point_at(table, name, schema)
