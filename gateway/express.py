@@ -315,22 +315,16 @@ class ExpressLane(HotMixin):
         prepared = self._statement(parse, bind.statement)
         if prepared is None or prepared.remote is None or prepared.route is None:
             return False
-        route = prepared.route
         if bind.portal or portal_name or bind.param_count != len(prepared.param_oids):
             return False
         if max_rows and s.in_block:
             return False  # the portal outlives Sync: its next Execute takes the task's road
         if describe is not None and describe[1] != (bind.statement if describe[0] == "S" else ""):
             return False
-        old = s.portals.get("")
-        if old is not None and old.stream is not None:
-            return False  # closing a planner portal takes the task
-        link = self._link(route)
-        if link is None:
+        target = self._run_target(prepared)
+        if target is None:
             return False
-        remote = link.statements.get((route.sql or prepared.sql, prepared.declared_oids))
-        if remote is None:
-            return False
+        link, remote = target
         # What the session answers itself, before the source: as Session._on_parse /
         # _on_bind / _on_describe.
         prelude = [encoder.parse_complete()] if parse is not None else []
@@ -346,6 +340,19 @@ class ExpressLane(HotMixin):
                        bind.result_formats, answered, data[bind.params_at:found[0][2]], tail,
                        bool(max_rows))
         return True
+
+    def _run_target(self, prepared: Prepared) -> tuple[PgLink, RemoteStatement] | None:
+        """The link and the source's statement a run of `prepared` goes to, when the lane
+        may start it now."""
+        old = self.session.portals.get("")
+        if old is not None and old.stream is not None:
+            return None  # closing a planner portal takes the task
+        route = prepared.route
+        link = self._link(route)
+        if link is None:
+            return None
+        remote = link.statements.get((route.sql or prepared.sql, prepared.declared_oids))
+        return None if remote is None else (link, remote)
 
     def _send_run(self, link: PgLink, remote: RemoteStatement, prepared: Prepared, parsed: str | None,
                   formats: tuple[int, ...], answered: bytes, params: bytes, tail: bytes,

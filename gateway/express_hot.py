@@ -241,16 +241,10 @@ class HotMixin:
             return False
         if hot.limited and s.in_block:
             return False
-        old = s.portals.get("")
-        if old is not None and old.stream is not None:
+        target = self._run_target(prepared)
+        if target is None:
             return False
-        route = prepared.route
-        link = self._link(route)
-        if link is None:
-            return False
-        remote = link.statements.get((route.sql or prepared.sql, prepared.declared_oids))
-        if remote is None:
-            return False
+        link, remote = target
         self._send_run(link, remote, prepared, "" if hot.parsed is not None else None, hot.formats,
                        hot.answered, data[values[0]:end], hot.tail, hot.limited)
         return True
