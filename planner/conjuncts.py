@@ -18,6 +18,15 @@ def split_conjuncts(predicate: exp.Expression | None) -> list[exp.Expression]:
     return [predicate]
 
 
+def split_disjuncts(e: exp.Expression) -> list[exp.Expression]:
+    """The branches of an OR (through parentheses); `[e]` when it is not one."""
+    if isinstance(e, exp.Paren):
+        return split_disjuncts(e.this)
+    if isinstance(e, exp.Or):
+        return split_disjuncts(e.this) + split_disjuncts(e.expression)
+    return [e]
+
+
 def conjunction(conjuncts: Iterable[exp.Expression]) -> exp.Expression:
     """[a, b, c] -> `a AND b AND c` (TRUE for none). OR operands get parentheses."""
     items = [c.copy() if c.parent is not None else c for c in conjuncts]

@@ -26,7 +26,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import volatile_reason
-from planner.conjuncts import conjunction, split_conjuncts
+from planner.conjuncts import conjunction, split_conjuncts, split_disjuncts
 from planner.logical import Filter, Join, Node, replace
 from planner.optimizer import RuleContext
 from planner.rules import transform_up
@@ -93,19 +93,11 @@ def _from_where(node: Filter, join: Join) -> Node:
     return _with_filter(new_join, kept)
 
 
-def _disjuncts(e: exp.Expression) -> list[exp.Expression]:
-    if isinstance(e, exp.Paren):
-        return _disjuncts(e.this)
-    if isinstance(e, exp.Or):
-        return _disjuncts(e.this) + _disjuncts(e.expression)
-    return [e]
-
-
 def _implied(conjunct: exp.Expression, columns: set) -> exp.Expression | None:
     """The OR, over the disjuncts of `conjunct`, of each one's conjuncts that name only
     `columns` (None unless every disjunct has some: a disjunct saying nothing about these
     columns lets any row of theirs through)."""
-    disjuncts = _disjuncts(conjunct)
+    disjuncts = split_disjuncts(conjunct)
     if len(disjuncts) < 2:
         return None
     parts = []

@@ -10,22 +10,14 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from planner.conjuncts import conjunction, split_conjuncts
+from planner.conjuncts import conjunction, split_conjuncts, split_disjuncts
 from planner.logical import Filter, Node, replace
 from planner.optimizer import RuleContext
 from planner.rules import transform_up
 
 
-def _disjuncts(e: exp.Expression) -> list[exp.Expression]:
-    if isinstance(e, exp.Paren):
-        return _disjuncts(e.this)
-    if isinstance(e, exp.Or):
-        return _disjuncts(e.this) + _disjuncts(e.expression)
-    return [e]
-
-
 def _pull_common_factors(e: exp.Expression) -> list[exp.Expression]:
-    branches = [split_conjuncts(d) for d in _disjuncts(e)]
+    branches = [split_conjuncts(d) for d in split_disjuncts(e)]
     if len(branches) < 2:
         return [e]
     common = [c for c in branches[0] if all(any(c == o for o in b) for b in branches[1:])]
@@ -58,7 +50,7 @@ def split_conjunctions(plan: Node, context: RuleContext) -> Node:
         if not isinstance(node, Filter):
             return node
         parts = split_conjuncts(node.condition)
-        factored = [_pull_common_factors(c) if _disjuncts(c)[1:] else [c] for c in parts]
+        factored = [_pull_common_factors(c) if split_disjuncts(c)[1:] else [c] for c in parts]
         if _is_flat(node.condition) and all(len(f) == 1 and f[0] is c for f, c in zip(factored, parts)):
             return node  # already flat and nothing to factor: no copies, no comparisons
         return replace(node, condition=conjunction([f for group in factored for f in group]))
