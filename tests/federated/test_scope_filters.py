@@ -29,7 +29,7 @@ import pytest
 
 from connectors import pg_parallel
 from tests.support.gateway_proc import GatewayProcess, start_gateway
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, new_database
 
 DATABASE = "fedgate_scope_filters"
 BIG = 20_000
@@ -56,13 +56,7 @@ def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
         pq.write_table(table, root / "files" / f"{name}.parquet")
 
     async def setup() -> str:
-        admin = await asyncpg.connect(postgres_server.dsn)
-        try:
-            await admin.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
-            await admin.execute(f"CREATE DATABASE {DATABASE}")
-        finally:
-            await admin.close()
-        dsn = postgres_server.dsn.rsplit("/", 1)[0] + f"/{DATABASE}"
+        dsn = await new_database(postgres_server, DATABASE)
         conn = await asyncpg.connect(dsn)
         try:
             await conn.execute(

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.gateway_proc import GatewayProcess, start_gateway
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, new_database
 
 DATABASE = "fedgate_key_sets"
 FACTS, DIMS, EVENTS = 120_000, 30_000, 60_000
@@ -75,13 +75,7 @@ def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
     pq.write_table(tables["events"], root / "files" / "events.parquet")
 
     async def setup() -> str:
-        admin = await asyncpg.connect(postgres_server.dsn)
-        try:
-            await admin.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
-            await admin.execute(f"CREATE DATABASE {DATABASE}")
-        finally:
-            await admin.close()
-        dsn = postgres_server.dsn.rsplit("/", 1)[0] + f"/{DATABASE}"
+        dsn = await new_database(postgres_server, DATABASE)
         conn = await asyncpg.connect(dsn)
         try:
             await conn.execute("CREATE SCHEMA reference")

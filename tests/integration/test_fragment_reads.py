@@ -28,7 +28,7 @@ from connectors.postgres import PostgresSource
 from gateway.execute import Executor, analyze
 from planner import CatalogSnapshot, SourceEntry, plan
 from planner.plan import PlanSettings
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, new_database
 
 DATABASE = "fedgate_fragment_reads"
 ROWS = 40_000
@@ -41,13 +41,7 @@ def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
     root = tmp_path_factory.mktemp("fragment_reads")
 
     async def setup() -> str:
-        admin = await asyncpg.connect(postgres_server.dsn)
-        try:
-            await admin.execute(f"CREATE DATABASE {DATABASE}")
-            await admin.execute(f"ALTER DATABASE {DATABASE} SET log_statement = 'all'")
-        finally:
-            await admin.close()
-        dsn = postgres_server.dsn.rsplit("/", 1)[0] + f"/{DATABASE}"
+        dsn = await new_database(postgres_server, DATABASE, "log_statement = 'all'")
         conn = await asyncpg.connect(dsn)
         try:
             await conn.execute("CREATE TABLE t (id bigint PRIMARY KEY, g int, v int)")

@@ -31,7 +31,7 @@ from connectors.engines.spark_jdbc import jdbc_target
 from connectors.engines.spark_literals import Unbindable, bind
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.mariadb import MariaDBServer, start_mariadb
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, new_database
 
 ORDERS = 20_000
 CUSTOMERS = 3_000
@@ -70,13 +70,7 @@ class Setup:
 
 
 async def _load_postgres(server: PostgresServer) -> str:
-    admin = await asyncpg.connect(server.dsn)
-    try:
-        await admin.execute(f"CREATE DATABASE {DATABASE}")
-        await admin.execute(f"ALTER DATABASE {DATABASE} SET log_statement = 'all'")
-    finally:
-        await admin.close()
-    dsn = server.dsn.rsplit("/", 1)[0] + f"/{DATABASE}"
+    dsn = await new_database(server, DATABASE, "log_statement = 'all'")
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute("CREATE TABLE orders (id bigint PRIMARY KEY, cust int, "

@@ -195,3 +195,19 @@ def start_postgres(workdir: Path, *, durable: bool = False) -> PostgresServer:
             f"PostgreSQL failed to start: {exc}\nserver log:\n{log}"
         ) from exc
     return server
+
+
+async def new_database(server: PostgresServer, name: str, *settings: str) -> str:
+    """Create database `name` on `server` afresh (dropping a leftover of an earlier run),
+    with `ALTER DATABASE name SET <setting>` for each of `settings`; returns its DSN."""
+    import asyncpg  # only the async fixtures that use this need the driver
+
+    admin = await asyncpg.connect(server.dsn)
+    try:
+        await admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        await admin.execute(f"CREATE DATABASE {name}")
+        for setting in settings:
+            await admin.execute(f"ALTER DATABASE {name} SET {setting}")
+    finally:
+        await admin.close()
+    return server.dsn.rsplit("/", 1)[0] + f"/{name}"

@@ -10,12 +10,11 @@ sees it, so the planner types its sums and averages there (every scope of it).
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
 from planner import PlanSettings, plan
-from tests.unit.test_plan_e2e import FIXTURES, catalog_for, read_cases
+from tests.unit.test_plan_e2e import FIXTURES, catalog_for, check_case, read_cases
 from tests.unit.test_plan_engines import residuals
 
 PATH = FIXTURES / "e2e_aggregate_types.sql"
@@ -24,12 +23,7 @@ CASES = read_cases(PATH)
 
 @pytest.mark.parametrize(("name", "sql", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_aggregate_residual(name: str, sql: str, expected: list[str]) -> None:
-    got = residuals(sql)
-    if os.environ.get("FEDGATE_UPDATE_FIXTURES"):
-        old = "\n".join([f"-- name: {name}", sql, "----", *expected])
-        PATH.write_text(PATH.read_text().replace(old, "\n".join([f"-- name: {name}", sql, "----", *got])))
-        return
-    assert got == expected
+    check_case(PATH, name, sql, expected, residuals(sql))
 
 
 @pytest.mark.parametrize("dialect", ["postgres", "duckdb"])

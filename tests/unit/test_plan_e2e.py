@@ -81,6 +81,15 @@ def read_cases(path: Path) -> list[tuple[str, str, list[str]]]:
     return cases
 
 
+def check_case(path: Path, name: str, sql: str, expected: list[str], got: list[str]) -> None:
+    """Assert a case of `read_cases` format; FEDGATE_UPDATE_FIXTURES=1 rewrites it instead."""
+    if os.environ.get("FEDGATE_UPDATE_FIXTURES"):
+        old = "\n".join([f"-- name: {name}", sql, "----", *expected])
+        path.write_text(path.read_text().replace(old, "\n".join([f"-- name: {name}", sql, "----", *got])))
+        return
+    assert got == expected
+
+
 def explain(dialect: str, sql: str) -> list[str]:
     try:
         lines = plan(sql, catalog_for(dialect), PlanSettings(("main", "side"))).explain()
@@ -110,10 +119,4 @@ def test_every_dialect_has_a_fixture_file() -> None:
 @pytest.mark.parametrize(("dialect", "name", "sql", "expected"), CASES,
                          ids=[f"{c[0]}:{c[1]}" for c in CASES])
 def test_e2e_fixture(dialect: str, name: str, sql: str, expected: list[str]) -> None:
-    got = explain(dialect, sql)
-    if os.environ.get("FEDGATE_UPDATE_FIXTURES"):
-        path = FIXTURES / f"e2e_{dialect}.sql"
-        old = "\n".join([f"-- name: {name}", sql, "----", *expected])
-        path.write_text(path.read_text().replace(old, "\n".join([f"-- name: {name}", sql, "----", *got])))
-        return
-    assert got == expected
+    check_case(FIXTURES / f"e2e_{dialect}.sql", name, sql, expected, explain(dialect, sql))

@@ -11,12 +11,11 @@ FEDGATE_UPDATE_FIXTURES=1 rewrites the expected lines from what the planner rend
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
 from planner import PlanSettings, plan
-from tests.unit.test_plan_e2e import FIXTURES, catalog_for, read_cases
+from tests.unit.test_plan_e2e import FIXTURES, catalog_for, check_case, read_cases
 
 PATH = FIXTURES / "e2e_engines.sql"
 ENGINES = ("duckdb", "spark")
@@ -30,9 +29,4 @@ def residuals(sql: str) -> list[str]:
 
 @pytest.mark.parametrize(("name", "sql", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_engine_residual(name: str, sql: str, expected: list[str]) -> None:
-    got = residuals(sql)
-    if os.environ.get("FEDGATE_UPDATE_FIXTURES"):
-        old = "\n".join([f"-- name: {name}", sql, "----", *expected])
-        PATH.write_text(PATH.read_text().replace(old, "\n".join([f"-- name: {name}", sql, "----", *got])))
-        return
-    assert got == expected
+    check_case(PATH, name, sql, expected, residuals(sql))
