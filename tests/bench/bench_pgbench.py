@@ -10,19 +10,22 @@ work against that one server:
 - direct PostgreSQL;
 - the gateway, a subprocess with one postgres source `pg` and search_path = pg, running
   `--workers N` worker processes (default 1);
-- PgBouncer in session pooling (tests/support/pgbouncer.py), the peer a user would pick.
+- PgBouncer in session pooling (tests/support/pgbouncer.py), the peer a user would pick;
+- a bare byte relay in Python on the gateway's event loop (tests/bench/bare_relay.py): no
+  message parsed, nothing routed. It is the floor for any Python proxy on this machine,
+  so it shows how much of the gap to direct PostgreSQL the gateway's own work explains.
 
 Cells: pgbench `-S -c 8 -j 2` in `-M simple`, `extended` and `prepared`; the default
 TPC-B script `-c 8 -j 2`; streaming the 1M rows with `psql -At -c '...' > /dev/null`
 (wall time). Each pgbench cell runs `--rounds` times for `--seconds`, the targets taking
 turns in an order that rotates every round, so drift in machine load hits all of them;
 the table shows medians and the ratios to direct PostgreSQL, next to issue 7's targets,
-and under it the gateway's own CPU per transaction (its process tree's user + system time
-across each gateway run, divided by the transactions it answered).
+and under it the CPU per transaction of each proxy (its process tree's user + system time
+across each of its runs, divided by the transactions it answered).
 A cell that fails (a feature the gateway lacks, a crash) is reported as failed with the
 client's last error lines; the other cells still run. The section between this script's
 markers in BENCHMARKS.md is replaced (appended when missing); nothing else is touched.
-This is a script, not a pytest test: it runs for about seven minutes.
+This is a script, not a pytest test: it runs for about ten minutes.
 """
 
 from __future__ import annotations
@@ -46,9 +49,10 @@ if str(REPO) not in sys.path:  # run as a plain script from anywhere
     sys.path.insert(0, str(REPO))
 
 from tests.bench.sections import write_section  # noqa: E402
-from tests.support.gateway_proc import GatewayProcess, start_gateway  # noqa: E402
+from tests.support.gateway_proc import start_gateway  # noqa: E402
 from tests.support.pgbouncer import pgbouncer_binary, start_pgbouncer  # noqa: E402
 from tests.support.postgres import start_postgres  # noqa: E402
+from tests.support.system import free_port, wait_listening  # noqa: E402
 
 BENCHMARKS = REPO / "BENCHMARKS.md"
 DATABASE = "bench"
@@ -59,7 +63,8 @@ STREAM_TABLE = ("CREATE TABLE stream_rows AS SELECT g AS id, g % 1000 AS grp, "
                 "g * 0.25::float8 AS x, 'row-' || g AS label "
                 f"FROM generate_series(1, {STREAM_ROWS}) AS g")
 STREAM_TIMEOUT = 120  # seconds per psql run
-TARGETS = ("direct", "gateway", "pgbouncer")
+TARGETS = ("direct", "gateway", "pgbouncer", "bare relay")
+PROXIES = TARGETS[1:]  # the targets whose CPU per transaction is measured
 # name, pgbench arguments, issue 7's goal as a ratio to direct PostgreSQL
 WORKLOADS = [
     ("-S, -M simple", ["-S", "-M", "simple"], 0.5),
@@ -196,17 +201,19 @@ def rotated(round_no: int) -> list[str]:
     return list(TARGETS[k:] + TARGETS[:k])
 
 
-def alive(name: str, gateway: GatewayProcess, cell: Cell) -> bool:
+def alive(name: str, procs: dict[str, subprocess.Popen], cell: Cell) -> bool:
     if cell.error:
         return False  # failed once: later rounds would only repeat the error
-    if name == "gateway" and gateway.proc.poll() is not None:
-        cell.error = f"gateway exited with code {gateway.proc.returncode}"
+    proc = procs.get(name)
+    if proc is not None and proc.poll() is not None:
+        cell.error = f"{name} exited with code {proc.returncode}"
         return False
     return True
 
 
-def measure(endpoints: dict[str, Endpoint], gateway: GatewayProcess, seconds: int,
+def measure(endpoints: dict[str, Endpoint], procs: dict[str, subprocess.Popen], seconds: int,
             rounds: int, streaming: bool = True) -> dict[str, dict[str, Cell]]:
+    """Every cell in rotating turns; `procs` are the proxies, whose CPU is measured."""
     cells = {w: {t: Cell() for t in TARGETS} for w, _, _ in WORKLOADS}
     if streaming:
         cells[STREAM_NAME] = {t: Cell() for t in TARGETS}
@@ -218,12 +225,13 @@ def measure(endpoints: dict[str, Endpoint], gateway: GatewayProcess, seconds: in
     for r in range(rounds):
         for workload, args, _ in WORKLOADS:
             for name in rotated(r):
-                if alive(name, gateway, cells[workload][name]):
+                if alive(name, procs, cells[workload][name]):
                     say(f"round {r + 1}/{rounds}: {workload} on {name} for {seconds} s")
+                    proc = procs.get(name)
                     pgbench_once(endpoints[name], args, seconds, cells[workload][name],
-                                 cpu_of=gateway.proc.pid if name == "gateway" else None)
+                                 cpu_of=proc.pid if proc is not None else None)
         for name in rotated(r) if streaming else []:
-            if alive(name, gateway, cells[STREAM_NAME][name]):
+            if alive(name, procs, cells[STREAM_NAME][name]):
                 say(f"round {r + 1}/{rounds}: streaming on {name}")
                 stream_once(endpoints[name], cells[STREAM_NAME][name])
     return cells
@@ -258,6 +266,7 @@ def gateway_label(workers: int) -> str:
 
 def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
     gw = gateway_label(facts["workers"])
+    labels = {"gateway": gw, "pgbouncer": "PgBouncer", "bare relay": "Bare Python relay"}
     lines = [
         f"### pgbench: gateway vs direct PostgreSQL vs PgBouncer ({facts['date']})",
         "",
@@ -265,34 +274,46 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
          f"{facts['scale']}` loaded directly; {facts['cpus']} CPUs, load average "
          f"{facts['load_before']} before and {facts['load_after']} after; {facts['pgbench']}; "
          f"{facts['pgbouncer']}. pgbench `-n -c {CLIENTS} -j {THREADS} -T {facts['seconds']}`, "
-         f"{facts['rounds']} round(s) per cell, the three targets taking turns in a rotating "
-         f"order; medians. Gateway: one postgres source, search_path = that source, "
-         f"{facts['workers']} worker process(es). "
-         f"PgBouncer: session pooling. Streaming: `psql -At -c '{STREAM_SQL}' > /dev/null` "
-         f"(int, int, float8, text), wall time, median of {facts['rounds']}."),
+         f"{facts['rounds']} round(s) per cell, the {len(TARGETS)} targets taking turns in a "
+         f"rotating order; medians. Gateway: one postgres source, search_path = that source, "
+         f"{facts['workers']} worker process(es). PgBouncer: session pooling. Bare Python "
+         f"relay: tests/bench/bare_relay.py, bytes passed on unparsed on the gateway's event "
+         f"loop, one process (the floor for a Python proxy). Streaming: "
+         f"`psql -At -c '{STREAM_SQL}' > /dev/null` (int, int, float8, text), wall time, "
+         f"median of {facts['rounds']}."),
         "",
-        (f"| Workload | Direct PostgreSQL | {gw} | PgBouncer | {gw} / direct "
-         "| PgBouncer / direct | Goal (gateway) |"),
-        "|---|---|---|---|---|---|---|",
+        ("| Workload | Direct PostgreSQL | " + " | ".join(labels[p] for p in PROXIES) + " | "
+         + " | ".join(f"{labels[p]} / direct" for p in PROXIES) + " | Goal (gateway) |"),
+        "|---" * (3 + 2 * len(PROXIES)) + "|",
     ]
     goals = {w: g for w, _, g in WORKLOADS} | {STREAM_NAME: STREAM_GOAL}
     for workload, row in cells.items():
         streaming = workload == STREAM_NAME
         goal = goals[workload]
         lines.append(
-            f"| {workload} | {cell_text(row['direct'], streaming)} "
-            f"| {cell_text(row['gateway'], streaming)} | {cell_text(row['pgbouncer'], streaming)} "
-            f"| {ratio_text(row['gateway'], row['direct'], goal, streaming)} "
-            f"| {ratio_text(row['pgbouncer'], row['direct'], goal, streaming)} "
-            f"| {'time ≤ ' if streaming else '≥ '}{goal}× |")
-    spent = [f"{workload} {statistics.median(row['gateway'].cpu_us):.0f} µs"
-             for workload, row in cells.items() if row["gateway"].cpu_us]
-    if spent:
-        lines += ["", ("Gateway CPU per transaction (user + system, all its processes, median): "
-                       + "; ".join(spent) + ".")]
+            f"| {workload} | {cell_text(row['direct'], streaming)} | "
+            + " | ".join(cell_text(row[p], streaming) for p in PROXIES) + " | "
+            + " | ".join(ratio_text(row[p], row["direct"], goal, streaming) for p in PROXIES)
+            + f" | {'time ≤ ' if streaming else '≥ '}{goal}× |")
+    lines += ["", "CPU per transaction (user + system of the proxy's processes, median):", ""]
+    for proxy in PROXIES:
+        spent = [f"{workload} {statistics.median(row[proxy].cpu_us):.0f} µs"
+                 for workload, row in cells.items() if row[proxy].cpu_us]
+        lines.append(f"- {labels[proxy]}: " + ("; ".join(spent) or "not measured") + ".")
     return "\n".join(lines) + "\n"
 
 
+def start_relay(host: str, port: int) -> tuple[subprocess.Popen, int]:
+    """tests/bench/bare_relay.py in front of the server, on a free loopback port."""
+    for _ in range(5):  # another process may take the port between the check and the bind
+        listen = free_port()
+        proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "bench" / "bare_relay.py"),
+                                 str(listen), host, str(port)], stdin=subprocess.DEVNULL)
+        if wait_listening(proc, listen, 30):
+            return proc, listen
+        proc.kill()
+        proc.wait(10)
+    raise RuntimeError("the bare relay did not start listening")
 
 
 def load_average() -> str:
@@ -328,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-pgbench-") as tmp:
         workdir = Path(tmp)
         server = start_postgres(workdir / "postgres", durable=True)  # default settings, as FACTS
-        gateway = bouncer = None
+        gateway = bouncer = relay = None
         try:
             admin = Endpoint(server.host, server.port, server.user, "postgres")
             psql(admin, f"CREATE DATABASE {DATABASE}")
@@ -348,14 +369,20 @@ def main(argv: list[str] | None = None) -> int:
                 workers=args.workers)
             bouncer = start_pgbouncer(server.host, server.port, user=server.user,
                                       database=DATABASE)
+            relay, relay_port = start_relay(server.host, server.port)
             endpoints = {"direct": direct,
                          "gateway": Endpoint(gateway.host, gateway.port, "fedgate",
                                              gateway.database),
                          "pgbouncer": Endpoint(bouncer.host, bouncer.port, bouncer.user,
-                                               DATABASE)}
-            cells = measure(endpoints, gateway, args.seconds, args.rounds,
+                                               DATABASE),
+                         "bare relay": Endpoint("127.0.0.1", relay_port, server.user, DATABASE)}
+            procs = {"gateway": gateway.proc, "pgbouncer": bouncer.proc, "bare relay": relay}
+            cells = measure(endpoints, procs, args.seconds, args.rounds,
                             streaming=not args.only_pgbench)
         finally:
+            if relay is not None:
+                relay.kill()
+                relay.wait(10)
             for running in (bouncer, gateway):
                 if running is not None:
                     running.stop()
