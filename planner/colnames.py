@@ -7,9 +7,21 @@ of the top-level query and renders it as an explicit alias.
 >>> import sqlglot
 >>> [figure_colname(e) for e in sqlglot.parse_one("select a, t.b, 1, 1::int, x::text, count(*), version()", read="postgres").expressions]
 ['a', 'b', '?column?', 'int4', 'x', 'count', 'version']
+
+sqlglot parses many functions into classes of its own (`substr` and `substring` are both
+Substring, `lpad` is Pad, `now()` is CurrentTimestamp), so the class alone does not say how
+the client spelled the call. Given the statement's text, the name is read from it: sqlglot
+records where a function's name token starts and ends (`meta`).
+
+>>> sql = "select substr(a, 1, 2), lpad(a, 3), now(), string_agg(a, ','), trim(a)"
+>>> [figure_colname(e, sql) for e in sqlglot.parse_one(sql, read="postgres").expressions]
+['substr', 'lpad', 'now', 'string_agg', 'btrim']
 """
 
+
 from __future__ import annotations
+
+import re
 
 from sqlglot import exp
 
@@ -42,22 +54,53 @@ _FUNCTION_NAMES: dict[type[exp.Expression], str] = {
     exp.Sum: "sum",
     exp.Min: "min",
     exp.Max: "max",
+    # Parsed without a name token to read (keyword syntax or special-cased by sqlglot).
+    exp.StrPosition: "position",
+    exp.GroupConcat: "string_agg",
+    exp.JSONArrayAgg: "json_agg",
+    exp.JSONBObjectAgg: "jsonb_object_agg",
+    exp.JSONObjectAgg: "json_object_agg",
 }
+_TRIM_NAMES = {"LEADING": "ltrim", "TRAILING": "rtrim"}  # else btrim, as PostgreSQL names it
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+_NOT_CALLS = (exp.Column, exp.Identifier, exp.Literal, exp.Alias, exp.Star)
 
 
-def _strong_name(node: exp.Expression) -> str | None:
+def _written_name(node: exp.Expression, sql: str | None) -> str | None:
+    """The function name as the statement spells it, when sqlglot recorded where it is."""
+    start, end = node.meta.get("start"), node.meta.get("end")
+    if sql is None or start is None or end is None or isinstance(node, _NOT_CALLS):
+        return None
+    if not sql[end + 1:].lstrip().startswith("("):
+        return None  # a keyword (CURRENT_DATE) or an operator, not a call
+    word = sql[start:end + 1]
+    if _WORD.fullmatch(word):
+        return word.lower()
+    if len(word) > 2 and word[0] == word[-1] == '"':
+        return word[1:-1].replace('""', '"')
+    return None
+
+
+def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
     """A name PostgreSQL takes from the expression itself (strength 2 in its source)."""
     if isinstance(node, exp.Column):
         return None if isinstance(node.this, exp.Star) else node.name
     if isinstance(node, exp.Paren):
-        return _strong_name(node.this)
+        return _strong_name(node.this, sql)
     if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
         first = node.this.expressions[0] if node.this.expressions else None
-        return figure_colname(first) if first is not None else None
+        return figure_colname(first, sql) if first is not None else None
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
-    if isinstance(node, exp.Window):
-        return _strong_name(node.this)  # row_number() OVER (...) is "row_number"
+    if isinstance(node, (exp.Window, exp.WithinGroup)):
+        return _strong_name(node.this, sql)  # row_number() OVER (...) is "row_number"
+    if isinstance(node, exp.Dot):
+        return _strong_name(node.expression, sql)  # pg_catalog.upper(x) is "upper"
+    written = _written_name(node, sql)  # mod(a, b) is a Mod, div(a, b) a Cast
+    if written is not None:
+        return written
+    if isinstance(node, exp.Trim):
+        return _TRIM_NAMES.get(str(node.args.get("position") or "").upper(), "btrim")
     if isinstance(node, exp.Interval):
         return "interval"  # a typed literal is a cast in PostgreSQL's grammar
     for cls, name in _FUNCTION_NAMES.items():
@@ -68,12 +111,13 @@ def _strong_name(node: exp.Expression) -> str | None:
     return None
 
 
-def figure_colname(node: exp.Expression) -> str:
+def figure_colname(node: exp.Expression, sql: str | None = None) -> str:
+    """The output name of select-list item `node`; `sql` is the text it was parsed from."""
     if isinstance(node, exp.Alias):
         return node.alias
-    if isinstance(node, exp.Cast):
-        inner = _strong_name(node.this)
+    if isinstance(node, exp.Cast) and _written_name(node, sql) is None:
+        inner = _strong_name(node.this, sql)
         if inner is not None:
             return inner
         return pg_type_name(node.to) or node.to.sql("postgres").lower()
-    return _strong_name(node) or UNNAMED
+    return _strong_name(node, sql) or UNNAMED

@@ -61,7 +61,7 @@ class PlanSettings:
     timezone: str = "UTC"
 
 
-def _name_outputs(tree: exp.Expression) -> tuple[str, ...] | None:
+def _name_outputs(tree: exp.Expression, sql: str) -> tuple[str, ...] | None:
     """Alias every computed output column with its PostgreSQL name; return all the names.
 
     The names are returned (None when a `*` leaves them to the source) because engines
@@ -78,7 +78,7 @@ def _name_outputs(tree: exp.Expression) -> tuple[str, ...] | None:
                                                 and isinstance(projection.this, exp.Star)):
             names = None
             continue
-        name = figure_colname(projection)
+        name = figure_colname(projection, sql)
         if names is not None:
             names.append(name)
         if not isinstance(projection, (exp.Alias, exp.Column)):
@@ -140,8 +140,9 @@ def _resolve_tables(tree: exp.Expression, catalog: CatalogSnapshot,
 def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPlan:
     catalog = session_zone.for_zone(catalog, settings.timezone)
     zoned = not is_utc(settings.timezone)  # then zone-dependent expressions stay local
-    tree = pgcompat.rewrite(parse_query(pgcompat.normalize(sql)))
-    names = _name_outputs(tree)
+    text = pgcompat.normalize(sql)
+    tree = pgcompat.rewrite(parse_query(text))
+    names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)
     tables = _resolve_tables(tree, catalog, settings)
     sources = {info.ref.source for _, info in tables}

@@ -114,8 +114,22 @@ def _like_escape(node: exp.Expression) -> exp.Expression:
     return node
 
 
+# PostgreSQL functions sqlglot keeps as plain calls, which DuckDB knows by another name.
+_SYNONYMS: dict[str, type[exp.Func]] = {"every": exp.LogicalAnd}
+
+
+def _synonym(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
+        synonym = _SYNONYMS.get(str(node.this).lower())
+        if synonym is not None:
+            return synonym(this=node.expressions[0])
+    return node
+
+
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
+    if any(str(call.this).lower() in _SYNONYMS for call in tree.find_all(exp.Anonymous)):
+        tree = tree.transform(_synonym)
     if needs_types(tree):
         tree = rewrite_bottom_up(tree, _postgres_semantics)
     if tree.find(exp.Like, exp.ILike) is not None:

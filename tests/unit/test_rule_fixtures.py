@@ -86,8 +86,9 @@ SETTINGS = PlanSettings(("s1", "s2", "lab", "bare"))
 
 def logical_plan(sql: str) -> Node:
     """The unoptimized plan, built the way `planner.plan` builds it for a federated query."""
-    tree = pgcompat.rewrite(parse_query(pgcompat.normalize(sql)))
-    _front._name_outputs(tree)
+    text = pgcompat.normalize(sql)
+    tree = pgcompat.rewrite(parse_query(text))
+    _front._name_outputs(tree, text)
     _front._session_values(tree, SETTINGS)
     _front._resolve_tables(tree, CATALOG, SETTINGS)
     return build(_front._annotate(tree, CATALOG), CATALOG)

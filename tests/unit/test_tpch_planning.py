@@ -105,8 +105,9 @@ def _evaluates(fragment: Node, alias: str, table: str, conjunct: exp.Expression)
 
 def misplaced(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> list[str]:
     """The single-table conjuncts no fragment evaluates, as text (empty when all land)."""
-    tree = pgcompat.rewrite(parse_query(pgcompat.normalize(sql)))
-    _front._name_outputs(tree)
+    text = pgcompat.normalize(sql)
+    tree = pgcompat.rewrite(parse_query(text))
+    _front._name_outputs(tree, text)
     _front._session_values(tree, settings)
     _front._resolve_tables(tree, catalog, settings)
     tree = _front._annotate(tree, catalog)

@@ -1,0 +1,58 @@
+"""Output column names through the gateway's engine against a real PostgreSQL 15.
+
+Clients key rows by these names (psql headers, SQLAlchemy and pandas columns, BI tools'
+field lists), so an unaliased `substr(t, 1, 2)` must be called `substr`, not what sqlglot
+calls the function internally (`substring`, `pad`, `str_position`, `group_concat`...).
+Each select list runs over the same VALUES rows on PostgreSQL and through the demo gateway
+(answered by its DuckDB engine), in the extended protocol (asyncpg's prepared statement)
+and in the simple protocol (psql's header line).
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import asyncpg
+import pytest
+
+ROWS = "(VALUES ('abc', 2, 1.5, DATE '2024-03-05')) AS v(t, n, x, d)"
+
+SELECT_LISTS = [
+    "substr(t, 1, 2), substring(t, 1, 2), substring(t from 2), position('b' in t), strpos(t, 'b')",
+    "lpad(t, 5, '*'), rpad(t, 5), trim(t), btrim(t), ltrim(t), rtrim(t), trim(leading 'a' from t)",
+    "length(t), char_length(t), upper(t), lower(t), initcap(t), replace(t, 'b', 'x'), reverse(t)",
+    "left(t, 1), right(t, 1), split_part(t, 'b', 1), repeat(t, 2), concat(t, n), md5(t)",
+    "to_char(d, 'YYYY-MM'), date_trunc('month', d), extract(year from d)",
+    "now() > d, current_date > d, abs(n), ceil(x), ceiling(x), floor(x), round(x), trunc(x)",
+    "pow(n, 2), power(n, 2), sqrt(n), mod(n, 2), div(7, n), n % 2, n ^ 2, sign(x), random() < 2",
+    "coalesce(t, 'z'), nullif(n, 3), greatest(n, 1), least(n, 1), pg_catalog.upper(t)",
+    "cast(n as text), n::bigint, 1::int, 'a'::text, case when n > 1 then 1 end, array[n]",
+]
+AGGREGATES = [
+    "count(*), count(t), sum(n), avg(n), min(t), max(d), string_agg(t, ','), array_agg(n)",
+    "bool_and(n > 1), bool_or(n > 1), every(n > 1), stddev(x), variance(x), var_samp(x)",
+    "percentile_cont(0.5) within group (order by x)",
+]
+STATEMENTS = [f"SELECT {items} FROM {ROWS}" for items in SELECT_LISTS + AGGREGATES]
+
+
+async def _names(dsn: str, sql: str) -> list[str]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        statement = await conn.prepare(sql)
+        return [attribute.name for attribute in statement.get_attributes()]
+    finally:
+        await conn.close()
+
+
+def _psql_header(dsn: str, sql: str) -> list[str]:
+    out = subprocess.run(["psql", "-X", "-A", "-F", "\t", "-v", "ON_ERROR_STOP=1", dsn, "-c", sql],
+                         check=True, capture_output=True, text=True, timeout=60)
+    return out.stdout.splitlines()[0].split("\t")
+
+
+@pytest.mark.parametrize("sql", STATEMENTS, ids=[s[7:40] for s in STATEMENTS])
+async def test_names_equal_postgres(sql: str, gateway, postgres_server) -> None:
+    expected = await _names(postgres_server.dsn, sql)
+    assert await _names(gateway.dsn, sql) == expected
+    assert _psql_header(gateway.dsn, sql) == _psql_header(postgres_server.dsn, sql) == expected
