@@ -56,6 +56,7 @@ class Portal:
     done: bool = False
     raw_params: list[bytes | None] = field(default_factory=list)  # relayed as the client sent them
     param_formats: tuple[int, ...] = ()
+    holdable: bool = False  # a cursor declared WITH HOLD: outlives its transaction
 
     async def close(self) -> None:
         self.done = True

@@ -7,8 +7,9 @@ slows the query instead of growing our memory).
 
 Statements that go to one PostgreSQL source as written, and writes to other sources, are
 handled by `session_relay.RelayMixin`; COPY FROM STDIN by `session_copy.CopyInMixin`;
-SET/SHOW/EXPLAIN/transaction control by `session_utility.UtilityMixin`; the extended
-protocol's Parse/Bind/Describe/Execute/Close by `session_extended.ExtendedMixin`.
+SET/SHOW/EXPLAIN/transaction control by `session_utility.UtilityMixin`; SQL cursors by
+`session_cursors.CursorMixin`; the extended protocol's Parse/Bind/Describe/Execute/Close
+by `session_extended.ExtendedMixin`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from gateway.protocol import messages as m
 from gateway.results import encode_rows, resolve_formats, row_description
 from gateway.portals import CopyIn, Portal, Prepared
 from gateway.session_copy import CopyInMixin
+from gateway.session_cursors import CursorMixin
 from gateway.session_extended import ExtendedMixin
 from gateway.session_relay import RelayMixin, implicit_transaction
 from gateway.session_utility import UtilityMixin
@@ -54,7 +56,7 @@ FLUSH_BYTES = 256 * 1024
 OFFLOAD_ROWS = 8192
 
 
-class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin):
+class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin, CursorMixin):
     def __init__(self, ctx: ServerContext, writer: asyncio.StreamWriter,
                  startup: dict[str, str], pid: int, key: int) -> None:
         self.ctx = ctx
@@ -168,17 +170,22 @@ class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin):
         self.failed = False
 
     def discard_all(self) -> None:
-        self._close_portals_sync(keep_unnamed=False)
+        self._close_portals_sync(keep_unnamed=False, keep_holdable=False)
         self.links.reset()
         self._relayed.clear()
         self.statements.clear()
         self.reset_setting("all")
 
-    def _close_portals_sync(self, keep_unnamed: bool) -> None:
-        for name in [n for n in self.portals if not (keep_unnamed and n == "")]:
-            portal = self.portals.pop(name)
-            if portal.stream is not None and not portal.done:
-                asyncio.ensure_future(portal.close())
+    def _close_portals_sync(self, keep_unnamed: bool, keep_holdable: bool = True) -> None:
+        """Close the portals a transaction's end closes (WITH HOLD cursors stay)."""
+        for name, portal in list(self.portals.items()):
+            if not ((keep_unnamed and name == "") or (keep_holdable and portal.holdable)):
+                self._close_later(self.portals.pop(name))
+
+    @staticmethod
+    def _close_later(portal: Portal) -> None:
+        if portal.stream is not None and not portal.done:
+            asyncio.ensure_future(portal.close())
 
     # --- cancellation ---------------------------------------------------------------------
 
@@ -372,8 +379,10 @@ class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin):
         utility = parse_utility(sql)
         declared = tuple(self._type_name(oid) for oid in declared_oids)
         if utility is not None:
-            if utility.kind == "explain" and utility.value and self._route(utility.value) is None:
-                # Planning errors show at Parse time, and EXPLAIN takes the query's parameters.
+            if utility.value and (utility.kind == "declare" or (
+                    utility.kind == "explain" and self._route(utility.value) is None)):
+                # Planning errors show at Parse time; EXPLAIN and DECLARE take the query's
+                # parameters.
                 inner = await self.plan_query(utility.value, declared)
                 return Prepared(sql, utility, None, self._param_oids(inner, declared_oids))
             return Prepared(sql, utility, None, tuple(declared_oids))
@@ -407,6 +416,8 @@ class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin):
 
     async def _describe(self, prepared: Prepared) -> pa.Schema | None:
         if prepared.utility is not None:
+            if prepared.utility.kind == "fetch":
+                return await self._fetch_schema(prepared)
             return util.result_schema(prepared.utility)
         if prepared.plan is None:
             return None
@@ -447,9 +458,18 @@ class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin):
             raise
 
     async def _send_rows(self, portal: Portal, max_rows: int) -> None:
+        formats = resolve_formats(portal.formats, len(portal.stream.schema))
+        sent, exhausted = await self._write_rows(portal, max_rows, formats)
+        self.write(encoder.command_complete(f"SELECT {sent}") if exhausted
+                   else encoder.portal_suspended())
+
+    async def _write_rows(self, portal: Portal, max_rows: int, formats: list[int],
+                          discard: bool = False) -> tuple[int, bool]:
+        """DataRows of up to `max_rows` rows (0: all) of the portal's stream: how many were
+        sent, and whether the stream ended (the portal is then closed). `discard` counts
+        them without sending (MOVE)."""
         stream = portal.stream
         assert stream is not None
-        formats = resolve_formats(portal.formats, len(stream.schema))
         timezone = self.settings.timezone
         loop = asyncio.get_running_loop()
         batches = aiter(stream)
@@ -465,27 +485,24 @@ class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin):
                     batch = await anext(batches, None)
                 if batch is None:
                     await portal.close()
-                    self.write(encoder.command_complete(f"SELECT {sent}"))
-                    return
+                    return sent, True
                 if max_rows and sent + batch.num_rows > max_rows:
                     keep = max_rows - sent
                     portal.pending.append(batch.slice(keep))
                     batch = batch.slice(0, keep)
-                if batch.num_rows > OFFLOAD_ROWS:
+                if batch.num_rows > OFFLOAD_ROWS and not discard:
                     if not max_rows:
                         # The source produces the next batch while this one is encoded.
                         ahead = asyncio.ensure_future(anext(batches, None))
-                    data = await loop.run_in_executor(
-                        None, functools.partial(encode_rows, batch, formats, timezone=timezone))
-                else:
-                    data = encode_rows(batch, formats, timezone=timezone)
-                self.write(data)
+                    self.write(await loop.run_in_executor(
+                        None, functools.partial(encode_rows, batch, formats, timezone=timezone)))
+                elif not discard:
+                    self.write(encode_rows(batch, formats, timezone=timezone))
                 sent += batch.num_rows
                 if self._out_bytes >= FLUSH_BYTES:
                     await self.flush()
                 if max_rows and sent >= max_rows:
-                    self.write(encoder.portal_suspended())
-                    return
+                    return sent, False
         finally:
             if ahead is not None and not ahead.done():
                 ahead.cancel()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gateway.session import Session
 
 _TRANSACTION_KINDS = frozenset({"begin", "commit", "rollback", "savepoint", "release", "rollback_to"})
+_CURSOR_KINDS = frozenset({"declare", "fetch", "move", "close"})
 
 
 class UtilityMixin:
@@ -35,6 +36,9 @@ class UtilityMixin:
             return
         if utility.kind in _TRANSACTION_KINDS:
             await self._transaction(portal, utility)
+            return
+        if utility.kind in _CURSOR_KINDS:
+            await self._cursor_statement(portal, utility, describe)
             return
         route = self._route(utility.value) if utility.kind == "explain" and utility.value else None
         if route is not None and not utility.analyze:
@@ -52,6 +56,14 @@ class UtilityMixin:
         else:
             result = util.HANDLERS[utility.kind](self, utility)
         self._utility_done(portal, result, describe)
+
+    async def _cursor_statement(self: Session, portal: Portal, utility: Utility, describe: bool) -> None:
+        if utility.kind == "declare":
+            await self._declare(portal, utility)
+        elif utility.kind == "close":
+            self._close_cursor(portal, utility)
+        else:
+            await self._fetch(portal, utility, describe)
 
     async def _transaction(self: Session, portal: Portal, utility: Utility) -> None:
         """Transaction control: the session's status, and the sources the block touched."""

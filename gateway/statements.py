@@ -88,14 +88,19 @@ class Utility:
     """A statement the session answers itself. `kind` names the handler."""
 
     kind: str  # set, reset, show, begin, commit, rollback, savepoint, release,
-    #            rollback_to, discard, deallocate, explain, copy
-    name: str | None = None  # GUC, savepoint or statement name
-    value: str | None = None  # SET's value as written (quotes removed), EXPLAIN's query
+    #            rollback_to, discard, deallocate, explain, copy, declare, fetch, move, close
+    name: str | None = None  # GUC, savepoint, statement or cursor name
+    value: str | None = None  # SET's value as written (quotes removed), EXPLAIN's and
+    #                           DECLARE's query, FETCH's and MOVE's direction
     local: bool = False  # SET LOCAL
     analyze: bool = False  # EXPLAIN ANALYZE
+    options: frozenset[str] = frozenset()  # DECLARE's: BINARY, SCROLL, HOLD
 
 
 _WS = r"\s+"
+_COUNT = r"(?:[+-]?\d+|ALL)"
+_DIRECTION = (rf"NEXT|PRIOR|FIRST|LAST|(?:ABSOLUTE|RELATIVE)\s+[+-]?\d+|(?:FORWARD|BACKWARD)(?:\s+{_COUNT})?"
+              rf"|{_COUNT}")
 _IDENT = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z_0-9$.]*)'
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE | re.DOTALL)) for kind, pattern in (
@@ -113,10 +118,14 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("deallocate", rf"DEALLOCATE(?:\s+PREPARE)?\s+({_IDENT})"),
         ("explain", r"EXPLAIN(?:\s+\((.*?)\)|\s+(ANALYZE|VERBOSE))*\s+(.+)"),
         ("copy", r"COPY\s+.+"),  # parsed in full by gateway.copy_out
+        ("declare", rf"DECLARE\s+({_IDENT})((?:\s+(?:BINARY|ASENSITIVE|INSENSITIVE|NO\s+SCROLL|SCROLL))*)"
+                    r"\s+CURSOR(?:\s+(WITH|WITHOUT)\s+HOLD)?\s+FOR\s+(.+)"),
+        ("fetch", rf"(FETCH|MOVE)(?:\s+({_DIRECTION}))??(?:\s+(?:FROM|IN))?\s+({_IDENT})"),
+        ("close", rf"CLOSE\s+({_IDENT})"),
     ))
 _UTILITY_WORDS = re.compile(
     r"\s*(SET|RESET|SHOW|BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|DISCARD|"
-    r"DEALLOCATE|EXPLAIN|COPY)\b", re.IGNORECASE)
+    r"DEALLOCATE|EXPLAIN|COPY|DECLARE|FETCH|MOVE|CLOSE)\b", re.IGNORECASE)
 
 
 def _unquote_ident(text: str) -> str:
@@ -167,6 +176,17 @@ def parse_utility(sql: str) -> Utility | None:
             return Utility("explain", value=m.group(3), analyze="ANALYZE" in options)
         if kind == "copy":
             return Utility("copy", value=text)
+        if kind == "declare":
+            options = {word.upper() for word in m.group(2).split()}
+            scroll = "SCROLL" in options and "NO" not in options
+            flags = {"BINARY"} & options | ({"SCROLL"} if scroll else set()) | \
+                ({"HOLD"} if (m.group(3) or "").upper() == "WITH" else set())
+            return Utility("declare", _unquote_ident(m.group(1)), m.group(4), options=frozenset(flags))
+        if kind == "fetch":
+            direction = " ".join((m.group(2) or "NEXT").upper().split())
+            return Utility(m.group(1).lower(), _unquote_ident(m.group(3)), direction)
+        if kind == "close":
+            return Utility("close", None if m.group(1).upper() == "ALL" else _unquote_ident(m.group(1)))
         return Utility(kind)
     return None
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.errors import PgError
+from gateway.session_cursors import forward_count
 from gateway.statements import Utility, parse_utility, split_statements
 
 
@@ -55,3 +57,38 @@ def test_parse_utility(sql: str, expected: Utility) -> None:
                                  "values (1)", "beginning"])
 def test_queries_are_not_utilities(sql: str) -> None:
     assert parse_utility(sql) is None
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("DECLARE c CURSOR FOR SELECT 1", Utility("declare", "c", "SELECT 1")),
+    ('declare "Big C" binary no scroll cursor with hold for select * from t where a = $1',
+     Utility("declare", "Big C", "select * from t where a = $1", options=frozenset({"BINARY", "HOLD"}))),
+    ("DECLARE c SCROLL CURSOR WITHOUT HOLD FOR SELECT 1",
+     Utility("declare", "c", "SELECT 1", options=frozenset({"SCROLL"}))),
+    ("FETCH c", Utility("fetch", "c", "NEXT")),
+    ("fetch from c", Utility("fetch", "c", "NEXT")),
+    ("fetch next c", Utility("fetch", "c", "NEXT")),
+    ("FETCH FORWARD 100 FROM \"c\"", Utility("fetch", "c", "FORWARD 100")),
+    ("fetch forward  all in c;", Utility("fetch", "c", "FORWARD ALL")),
+    ("FETCH BACKWARD 2 FROM c", Utility("fetch", "c", "BACKWARD 2")),
+    ("MOVE 5 IN c", Utility("move", "c", "5")),
+    ("close c", Utility("close", "c")),
+    ("CLOSE ALL", Utility("close", None)),
+])
+def test_parse_cursor_statements(sql: str, expected: Utility) -> None:
+    assert parse_utility(sql) == expected
+
+
+@pytest.mark.parametrize(("direction", "count"), [
+    ("NEXT", 1), ("FORWARD", 1), ("7", 7), ("FORWARD 7", 7), ("ALL", 0), ("FORWARD ALL", 0)])
+def test_forward_counts(direction: str, count: int) -> None:
+    assert forward_count(direction) == count
+
+
+@pytest.mark.parametrize(("direction", "sqlstate"), [
+    ("PRIOR", "55000"), ("BACKWARD 2", "55000"), ("-1", "55000"), ("ABSOLUTE 1", "55000"),
+    ("FORWARD -3", "55000"), ("0", "0A000")])
+def test_moves_that_are_refused(direction: str, sqlstate: str) -> None:
+    with pytest.raises(PgError) as caught:
+        forward_count(direction)
+    assert caught.value.sqlstate == sqlstate
