@@ -92,7 +92,7 @@ def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
         return figure_colname(first, sql) if first is not None else None
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
-    if isinstance(node, (exp.Window, exp.WithinGroup)):
+    if isinstance(node, (exp.Window, exp.WithinGroup, exp.Filter)):
         return _strong_name(node.this, sql)  # row_number() OVER (...) is "row_number"
     if isinstance(node, exp.Dot):
         return _strong_name(node.expression, sql)  # pg_catalog.upper(x) is "upper"

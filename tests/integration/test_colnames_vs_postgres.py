@@ -27,11 +27,13 @@ SELECT_LISTS = [
     "pow(n, 2), power(n, 2), sqrt(n), mod(n, 2), div(7, n), n % 2, n ^ 2, sign(x), random() < 2",
     "coalesce(t, 'z'), nullif(n, 3), greatest(n, 1), least(n, 1), pg_catalog.upper(t)",
     "cast(n as text), n::bigint, 1::int, 'a'::text, case when n > 1 then 1 end, array[n]",
+    "row_number() over (order by n), rank() over (), lag(t) over (order by n)",
 ]
 AGGREGATES = [
     "count(*), count(t), sum(n), avg(n), min(t), max(d), string_agg(t, ','), array_agg(n)",
     "bool_and(n > 1), bool_or(n > 1), every(n > 1), stddev(x), variance(x), var_samp(x)",
-    "percentile_cont(0.5) within group (order by x)",
+    "percentile_cont(0.5) within group (order by x), count(*) filter (where n > 1)",
+    "sum(n) filter (where x > 0), max(t) filter (where n > 0)",
 ]
 STATEMENTS = [f"SELECT {items} FROM {ROWS}" for items in SELECT_LISTS + AGGREGATES]
 
