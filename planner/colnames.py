@@ -56,6 +56,7 @@ _FUNCTION_NAMES: dict[type[exp.Expression], str] = {
     exp.Max: "max",
     # Parsed without a name token to read (keyword syntax or special-cased by sqlglot).
     exp.StrPosition: "position",
+    exp.AtTimeZone: "timezone",
     exp.GroupConcat: "string_agg",
     exp.JSONArrayAgg: "json_agg",
     exp.JSONBObjectAgg: "jsonb_object_agg",

@@ -23,7 +23,7 @@ SELECT_LISTS = [
     "length(t), char_length(t), upper(t), lower(t), initcap(t), replace(t, 'b', 'x'), reverse(t)",
     "left(t, 1), right(t, 1), split_part(t, 'b', 1), repeat(t, 2), concat(t, n), md5(t)",
     "to_char(d, 'YYYY-MM'), date_trunc('month', d), extract(year from d)",
-    "now() > d, current_date > d, abs(n), ceil(x), ceiling(x), floor(x), round(x), trunc(x)",
+    "d::timestamp at time zone 'UTC', now() > d, current_date > d, abs(n), ceil(x), ceiling(x), floor(x), round(x), trunc(x)",
     "pow(n, 2), power(n, 2), sqrt(n), mod(n, 2), div(7, n), n % 2, n ^ 2, sign(x), random() < 2",
     "coalesce(t, 'z'), nullif(n, 3), greatest(n, 1), least(n, 1), pg_catalog.upper(t)",
     "cast(n as text), n::bigint, 1::int, 'a'::text, case when n > 1 then 1 end, array[n]",
