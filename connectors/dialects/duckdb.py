@@ -19,10 +19,12 @@ into a node it replaced). One more needs none:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from sqlglot import exp
 
+from gateway.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 from connectors.base import (EXACT, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
@@ -114,6 +116,43 @@ def _like_escape(node: exp.Expression) -> exp.Expression:
     return node
 
 
+_FORMAT_PIECE = re.compile(r"%%|%s|%|[^%]+")
+
+
+def _as_text(value: exp.Expression) -> exp.Expression:
+    """`value` as format()'s %s writes it: its text form, NULL as nothing."""
+    if value.type is not None and value.type.this == exp.DataType.Type.BOOLEAN:
+        text: exp.Expression = exp.If(this=value.copy(), true=exp.Literal.string("t"),
+                                      false=exp.Literal.string("f"))
+    else:
+        text = exp.Cast(this=value.copy(), to=exp.DataType.build("VARCHAR"))
+    return exp.Coalesce(this=text, expressions=[exp.Literal.string("")])
+
+
+def _pg_format(node: exp.Expression) -> exp.Expression:
+    """PostgreSQL's format() as a concatenation: DuckDB's format() reads `{}`, and would
+    return '%s' as written. Only %s and %% are rewritten; other specifiers are refused."""
+    if not isinstance(node, exp.Format):
+        return node
+    spec, args = node.this, list(node.expressions)
+    pieces = _FORMAT_PIECE.findall(spec.name) if isinstance(spec, exp.Literal) and spec.is_string else None
+    if pieces is None or "%" in pieces:
+        raise PgError(FEATURE_NOT_SUPPORTED, "format() with a format other than a literal using "
+                      "%s and %% is not supported by fedgate outside PostgreSQL sources")
+    if pieces.count("%s") > len(args):
+        raise PgError(INVALID_PARAMETER_VALUE, "too few arguments for format()")
+    parts = [_as_text(args.pop(0)) if piece == "%s" else
+             exp.Literal.string("%" if piece == "%%" else piece) for piece in pieces]
+    return _concat(parts) if parts else exp.Literal.string("")
+
+
+def _concat(parts: list[exp.Expression]) -> exp.Expression:
+    result = parts[0]
+    for part in parts[1:]:
+        result = exp.DPipe(this=result, expression=part, safe=True)
+    return result
+
+
 # PostgreSQL functions sqlglot keeps as plain calls, which DuckDB knows by another name.
 _SYNONYMS: dict[str, type[exp.Func]] = {"every": exp.LogicalAnd}
 
@@ -130,6 +169,8 @@ def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
     if any(str(call.this).lower() in _SYNONYMS for call in tree.find_all(exp.Anonymous)):
         tree = tree.transform(_synonym)
+    if tree.find(exp.Format) is not None:
+        tree = tree.transform(_pg_format)
     if needs_types(tree):
         tree = rewrite_bottom_up(tree, _postgres_semantics)
     if tree.find(exp.Like, exp.ILike) is not None:
