@@ -204,9 +204,12 @@ class Builder:
                 table.replace(exp.Subquery(this=self.ctes[table.name].copy(), alias=exp.TableAlias(
                     this=exp.to_identifier(table.alias_or_name))))
         _exists_select_one(tree)
+        # A recursive CTE stays in the tree (it cannot be inlined): its name, read inside
+        # its own body or below the WITH, is the CTE's rows, not a catalog table.
+        local = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
         scans: list[Node] = []
         for table in list(tree.find_all(exp.Table)):
-            if not isinstance(table.this, exp.Identifier):
+            if not isinstance(table.this, exp.Identifier) or (not table.db and table.name in local):
                 continue
             info = self.catalog.resolve(table.name, table.db or None, ())
             alias = table.alias_or_name
@@ -218,6 +221,21 @@ class Builder:
         names = tuple(_output_names(tree))
         positions = {f"__scan_{self.opaque_scans - len(scans) + i}": i for i in range(len(scans))}
         scans = _push_scope_filters(tree, scans, positions)
+        # The engine reads each scan's fragment once, but runs a recursive CTE's body again
+        # at every step (and a CTE may be read twice): inside a WITH RECURSIVE, scans are
+        # read through a MATERIALIZED CTE holding their rows, defined ahead of the others.
+        for with_ in tree.find_all(exp.With):
+            if not with_.args.get("recursive"):
+                continue
+            rows: list[exp.CTE] = []
+            for cte in with_.expressions:
+                for table in [t for t in cte.this.find_all(exp.Table) if t.name in positions]:
+                    name = "__rows_" + table.name.removeprefix("__scan_")
+                    rows.append(exp.CTE(this=exp.select("*").from_(table.copy()), materialized=True,
+                                        alias=exp.TableAlias(this=exp.to_identifier(name))))
+                    table.replace(exp.Table(this=exp.to_identifier(name), alias=exp.TableAlias(
+                        this=exp.to_identifier(table.alias_or_name))))
+            with_.set("expressions", [*rows, *with_.expressions])
         return Opaque(tree, tuple(scans), names, reason)
 
 

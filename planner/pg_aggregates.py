@@ -11,17 +11,20 @@ with its FILTER and OVER, in what gives PostgreSQL's type on both engines:
     sum(i4)                 ->  CAST(SUM(i4) AS BIGINT)
     sum(i8)                 ->  SUM(CAST(i8 AS DECIMAL(38, 0)))
     sum(f4) OVER (...)      ->  CAST(SUM(f4) OVER (...) AS REAL)
-    avg(n) (numeric(12,2))  ->  CAST(TRY_DIVIDE(CAST(SUM(n) AS DECIMAL(38, 16)),
-                                    CAST(COUNT(n) AS DECIMAL(19, 0))) AS DECIMAL(38, 16))
+    avg(n) (numeric(12,2))  ->  CAST(FEDGATE_AVG(SUM(n), COUNT(n), 16) AS DECIMAL(38, 16))
 
 An average is an exact numeric division, rounded half away from zero as PostgreSQL
-rounds: Spark's own `try_divide` does that for decimals (and gives NULL for no rows, as
-avg does); DuckDB divides decimals only in DOUBLE, so the DuckDB engine defines
-`try_divide` as an exact division of 128-bit integers (connectors.duckdb_runner). The
-result's scale is fixed per column: 16, PostgreSQL's scale for an average between 1 and
-9999, or the argument's scale if larger, less when the sum would not keep `HEADROOM`
-digits above the argument's integer digits within the engines' 38 (int8: 13; wider
-arguments, such as a DECIMAL(38, 0) sum, keep the engine's float8 average). PostgreSQL
+rounds. DuckDB divides decimals only in DOUBLE, so `fedgate_avg` is a DuckDB macro
+(connectors.duckdb_runner) dividing 128-bit integers, exact for any sum DuckDB holds
+(a million int8 values near their maximum sum beyond 10^25). Spark's own `try_divide`
+divides decimals exactly, so for Spark (`spark_averages`, when the residual is rendered
+for it) the call becomes `try_divide(CAST(sum AS DECIMAL(38, 16)), CAST(count AS
+DECIMAL(19, 0)))`, NULL for no rows as avg is; that cast needs |sum| < 10^(38 - scale),
+beyond which Spark's ANSI mode raises numeric overflow. The result's scale is fixed per
+column: 16, PostgreSQL's scale for an average between 1 and 9999, or the argument's scale
+if larger, less when the sum would not keep `HEADROOM` digits above the argument's
+integer digits within the engines' 38 (int8: 13; wider arguments, such as a
+DECIMAL(38, 0) sum, keep the engine's float8 average). PostgreSQL
 picks the scale per value (about 16 significant digits: 1.00000000000000000000 for
 avg(1), 20000000000000.0000 for an average of 2e13), which a fixed-scale column cannot
 copy: the values are equal, the number of digits shown differs.
@@ -34,7 +37,7 @@ in DuckDB (a DuckDB file, Parquet/CSV files: the embedded demo among them) never
 the engine, so the planner applies `pg_typed_query` to it: every SELECT of the tree,
 innermost first, with the column types of the tree's annotation (a column of a derived
 table or CTE takes the type of the output it names, as rewritten). Those sources define
-`try_divide` as the DuckDB engine does (connectors.duckdb_runner).
+`fedgate_avg` as the DuckDB engine does (connectors.duckdb_runner).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ AVG_SCALE = 16  # PostgreSQL's display scale for an average between 1 and 9999
 MIN_AVG_SCALE = 13  # int8's
 HEADROOM = 6  # digits a sum may grow by (a million rows of the largest values) before overflow
 COUNT_TYPE = "DECIMAL(19, 0)"  # a count as a decimal: Spark then divides at the dividend's scale
+AVERAGE = "FEDGATE_AVG"  # the DuckDB macro of an exact average (connectors.duckdb_runner)
 
 
 def _type(datatype: exp.DataType | None) -> exp.DataType.Type | None:
@@ -150,10 +154,28 @@ def _typed_call(outer: exp.Expression, call: exp.AggFunc,
         if scale < MIN_AVG_SCALE:
             return None
         numeric = f"DECIMAL({DECIMAL_DIGITS}, {scale})"
-        total = _cast(_rebuild(outer, exp.Sum(this=call.this.copy())), numeric)
-        count = _cast(_rebuild(outer, exp.Count(this=call.this.copy())), COUNT_TYPE)
-        return _cast(exp.Anonymous(this="TRY_DIVIDE", expressions=[total, count]), numeric)
+        total = _rebuild(outer, exp.Sum(this=call.this.copy()))
+        count = _rebuild(outer, exp.Count(this=call.this.copy()))
+        return _cast(exp.Anonymous(this=AVERAGE, expressions=[total, count, exp.Literal.number(scale)]),
+                     numeric)
     return None
+
+
+def spark_averages(tree: exp.Expression) -> exp.Expression:
+    """`tree` with each `fedgate_avg(sum, count, scale)` as Spark computes it:
+    `try_divide(CAST(sum AS DECIMAL(38, scale)), CAST(count AS DECIMAL(19, 0)))`, exact
+    while |sum| < 10^(38 - scale) (beyond, Spark's ANSI mode raises numeric overflow).
+    The same tree when it has none."""
+    def expand(node: exp.Expression) -> exp.Expression:
+        if not (isinstance(node, exp.Anonymous) and node.name.upper() == AVERAGE):
+            return node
+        total, count, scale = node.expressions
+        return exp.Anonymous(this="TRY_DIVIDE", expressions=[
+            _cast(total, f"DECIMAL({DECIMAL_DIGITS}, {scale.name})"), _cast(count, COUNT_TYPE)])
+
+    if not any(n.name.upper() == AVERAGE for n in tree.find_all(exp.Anonymous)):
+        return tree
+    return tree.transform(expand)
 
 
 def _calls(e: exp.Expression) -> list[tuple[exp.Expression, exp.AggFunc]]:
@@ -176,11 +198,17 @@ def pg_typed(e: exp.Expression,
     The same object when there is nothing to do."""
     if e.find(exp.Sum, exp.Avg) is None:
         return e
-    if not any(_retyped(call, _argument_type(call, column_type)) for _, call in _calls(e)):
+    calls = _calls(e)
+    arg_types = [_argument_type(call, column_type) for _, call in calls]
+    if not any(_retyped(call, t) for (_, call), t in zip(calls, arg_types)):
         return e
     e = e.copy()
-    for outer, call in reversed(_calls(e)):  # innermost first: an outer call sees its rewrite
-        typed = _typed_call(outer, call, _argument_type(call, column_type))
+    # Innermost first: an outer call sees its rewrite (`avg(sum(x)) OVER ()`), so a call
+    # around another one has its argument typed again; the others keep theirs.
+    for (outer, call), arg_type in reversed(list(zip(_calls(e), arg_types))):
+        if len(arg_types) > 1 and call.this.find(exp.Sum, exp.Avg) is not None:
+            arg_type = _argument_type(call, column_type)
+        typed = _typed_call(outer, call, arg_type)
         if typed is None:
             continue
         if outer is e:

@@ -16,7 +16,9 @@ afterwards. Both return their input unchanged when there is nothing to do.
 - `::oid` -> an unsigned 32-bit integer;
 - a statement with no table that calls a catalog function (`SELECT pg_backend_pid()`,
   `SELECT 'int4'::regtype::oid`) reads FROM the catalog's one-row relation, so it is routed
-  to the catalog source, where those functions live.
+  to the catalog source, where those functions live (a CTE's name is no table);
+- the items of a WITH RECURSIVE are ordered so that each follows those it reads (0A000
+  for mutual recursion, as PostgreSQL).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
+from gateway.errors import FEATURE_NOT_SUPPORTED, PgError
 from gateway.pg_catalog.functions import MACROS
 
 ONE_ROW = "_fedgate_one_row"
@@ -110,6 +113,10 @@ def normalize(sql: str) -> str:
 def rewrite(tree: exp.Expression) -> exp.Expression:
     # Children before parents, so a rewrite sees its operands already plain
     # ('int4'::regtype::oid: the inner cast becomes regtype_in() first).
+    # The same walk collects what the statement-level rewrites read (one walk, not four).
+    recursive: list[exp.With] = []
+    ctes: set[str] = set()
+    tables: list[exp.Table] = []
     for node in reversed(list(tree.dfs())):
         new = _plain(node)
         if new is not node:
@@ -117,7 +124,48 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
                 tree = new
             else:
                 node.replace(new)
-    return _route_table_less(tree)
+        if isinstance(new, exp.Table):
+            tables.append(new)
+        elif isinstance(new, exp.CTE):
+            ctes.add(new.alias_or_name)
+        elif isinstance(new, exp.With) and new.args.get("recursive"):
+            recursive.append(new)
+    for with_ in recursive:
+        _order_recursive_ctes(with_)
+    return _route_table_less(tree, tables, ctes)
+
+
+def _order_recursive_ctes(with_: exp.With) -> None:
+    """Order a WITH RECURSIVE's items so that each comes after those it reads.
+
+    PostgreSQL lets an item of WITH RECURSIVE read one defined after it; the engines
+    resolve names in order, so the items are sorted by what they read (the order is kept
+    where it does not matter). Two items reading each other are mutual recursion, which
+    PostgreSQL does not implement either (0A000, with its message)."""
+    items = {cte.alias_or_name: cte for cte in with_.expressions}
+    reads = {name: {t.name for t in cte.this.find_all(exp.Table)
+                    if not t.db and t.name in items and t.name != name}
+             for name, cte in items.items()}
+    if not any(reads.values()):
+        return
+    ordered: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in ordered:
+            return
+        if name in visiting:
+            raise PgError(FEATURE_NOT_SUPPORTED, "mutual recursion between WITH items is not implemented")
+        visiting.add(name)
+        for other in sorted(reads[name], key=list(items).index):
+            visit(other)
+        visiting.discard(name)
+        ordered.append(name)
+
+    for name in items:
+        visit(name)
+    if ordered != list(items):
+        with_.set("expressions", [items[name] for name in ordered])
 
 
 def _plain(node: exp.Expression) -> exp.Expression:
@@ -268,11 +316,15 @@ def _calls_catalog(tree: exp.Expression) -> bool:
     return False
 
 
-def _route_table_less(tree: exp.Expression) -> exp.Expression:
+def _route_table_less(tree: exp.Expression, tables: list[exp.Table], ctes: set[str]) -> exp.Expression:
+    """`tree` reading the catalog's one-row relation if it has no table but calls a
+    catalog function; `tables` and `ctes` are its tables and CTE names."""
     if not isinstance(tree, exp.Select):
         return tree
-    named_tables = [t for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier)]
-    if named_tables or not _calls_catalog(tree):
+    # A CTE's name is no table: `WITH RECURSIVE r ... SELECT current_setting(..) FROM r`
+    # has none, and the catalog's functions must answer it, not an engine's namesakes.
+    named = any(isinstance(t.this, exp.Identifier) and (t.db or t.name not in ctes) for t in tables)
+    if named or not _calls_catalog(tree):
         return tree
     one_row = exp.table_(ONE_ROW, db="pg_catalog")
     if tree.args.get("from_") is None and tree.args.get("from") is None:

@@ -41,7 +41,7 @@ from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.params import cast_parameters, infer_param_types, parameters
-from planner.pg_aggregates import pg_typed_query
+from planner.pg_aggregates import pg_typed_query, pg_typed_select, spark_averages
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.types import datatype_from_pg, pg_type_name
@@ -102,9 +102,40 @@ def _session_values(tree: exp.Expression, settings: PlanSettings) -> None:
 
 
 def _catalog_tables(tree: exp.Expression) -> list[exp.Table]:
-    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
-    return [t for t in tree.find_all(exp.Table)
-            if isinstance(t.this, exp.Identifier) and not (not t.db and t.name in ctes)]
+    ctes: set[str] = set()
+    tables: list[exp.Table] = []
+    for node in tree.find_all(exp.CTE, exp.Table):  # one walk for both
+        if isinstance(node, exp.CTE):
+            ctes.add(node.alias_or_name)
+        elif isinstance(node.this, exp.Identifier):
+            tables.append(node)
+    return [t for t in tables if t.db or t.name not in ctes]
+
+
+def _one_table_columns(tree: exp.Expression, tables: list[tuple[exp.Table, TableInfo]],
+                       catalog: CatalogSnapshot) -> Callable[[exp.Column], exp.DataType | None] | None:
+    """For a SELECT over one catalog table and nothing else (no join, WITH, subquery or
+    VALUES), the type of each column read straight from the catalog: every column names
+    that table's, so the statement need not be qualified for its aggregates' types.
+    None for any other statement."""
+    if not isinstance(tree, exp.Select) or len(tables) != 1 or tree.args.get("joins") \
+            or tree.args.get("with_") is not None:
+        return None
+    table = tables[0][0]
+    from_ = tree.args.get("from_")
+    if from_ is None or from_.this is not table or any(
+            child.find(exp.Query, exp.Values, exp.Lateral, exp.Unnest) is not None
+            for child in tree.iter_expressions() if child is not from_):
+        return None
+    schema = catalog.sqlglot_schema
+
+    def column_type(column: exp.Column) -> exp.DataType | None:
+        # Any qualifier names the one table (another would be an error wherever it ran).
+        name = column.name if column.this.quoted else column.name.lower()
+        found = schema.get_column_type(table, exp.to_identifier(name, quoted=True))
+        return found if found.this != exp.DataType.Type.UNKNOWN else None
+
+    return column_type
 
 
 def _annotate(tree: exp.Expression, catalog: CatalogSnapshot, typed: bool = True) -> exp.Expression:
@@ -164,11 +195,16 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     param_types: list[exp.DataType] = []
     typed = bool(annotated or parameters(tree) or declared or needs_types(tree)) \
         or any(catalog.sources[source].dialect.wants_types for source in sources)
-    if not shippable or typed or pg_aggregates:  # pg_aggregates reads qualified columns
-        # The federated path needs qualified columns; types cost as much again, so they
-        # are computed only when parameters, rewrites or a capability table need them.
+    # Over one table, the aggregates' column types come from the catalog directly.
+    one_table = _one_table_columns(tree, tables, catalog) if pg_aggregates and not typed else None
+    qualified = annotated
+    if not shippable or typed or (pg_aggregates and one_table is None):
+        # The federated path needs qualified columns (so does pg_aggregates beyond one
+        # table); types cost as much again, so they are computed only when parameters,
+        # rewrites or a capability table need them.
         if not annotated:
             tree = _annotate(tree, catalog, typed)
+            qualified = True
         param_types = infer_param_types(tree, declared)
         cast_parameters(tree, param_types)
     pg_types = tuple(pg_type_name(t) or "text" for t in param_types)
@@ -176,18 +212,23 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if shippable:
         # The whole statement runs where its tables are: no engine, the fast path.
         assert single is not None
-        if pg_aggregates:
+        if one_table is not None:
+            pg_typed_select(tree, one_table)
+        elif pg_aggregates:
             pg_typed_query(tree, catalog.sqlglot_schema)
-        for table, info in _resolve_tables(tree, catalog, settings):
+        for table, info in _resolve_tables(tree, catalog, settings) if qualified else tables:
             schema, name = info.ref.remote
             _point_at(table, name, schema)
         dialect = single.dialect
         fragment = RemoteFragment("frag_0", single.name, dialect.to_sql(tree),
                                   lambda: dialect.to_sql(_describe_tree(tree)), True)
-        where = tree.args.get("where") if isinstance(tree, exp.Select) else None
-        shipped = tuple(f"Conjunct {c.sql('postgres')}: pushed exact (the whole statement runs "
-                        f"on {single.name})" for c in split_conjuncts(where.this if where else None))
-        return QueryPlan((fragment,), None, None, pg_types, names, details=lambda: ((), shipped))
+
+        def details() -> tuple[tuple[str, ...], tuple[str, ...]]:
+            where = tree.args.get("where") if isinstance(tree, exp.Select) else None
+            return (), tuple(f"Conjunct {c.sql('postgres')}: pushed exact (the whole statement "
+                             f"runs on {single.name})"
+                             for c in split_conjuncts(where.this if where else None))
+        return QueryPlan((fragment,), None, None, pg_types, names, details=details)
     return _federated(tree, catalog, pg_types, names)
 
 
@@ -219,7 +260,12 @@ def _render_residual(residual: exp.Expression,
     everywhere (connectors.dialects.spark), so the residual is annotated first over the
     fragments' column types; only a query that runs there pays for it."""
     schema = MappingSchema(frag_types(), dialect="duckdb", normalize=False)
-    return ENGINES[engine].to_sql(annotate_types(residual.copy(), schema=schema))
+    tree = residual.copy()
+    if engine == "spark":
+        tree = spark_averages(tree)
+        for cte in tree.find_all(exp.CTE):  # Spark re-reads its inputs: nothing to hold
+            cte.set("materialized", None)
+    return ENGINES[engine].to_sql(annotate_types(tree, schema=schema))
 
 
 # Textbook selectivity of one pushed filter conjunct when the source gives no statistics.

@@ -6,9 +6,10 @@ plus an interval) give PostgreSQL's answers. Every query has a cursor of its own
 sessions in different zones never see each other's setting.
 
 The residual asks for PostgreSQL's average of integers and numerics as
-`try_divide(sum, count)` (planner.pg_aggregates), which DuckDB lacks: the runner defines
-it on the cursors that need it (connectors.duckdb_runner, shared with the DuckDB and
-Parquet/CSV sources, to which whole queries are shipped with the same aggregates).
+`fedgate_avg(sum, count, scale)` (planner.pg_aggregates), an exact division DuckDB lacks:
+the runner defines it as a macro on the cursors that need it (connectors.duckdb_runner,
+shared with the DuckDB and Parquet/CSV sources, to which whole queries are shipped with
+the same aggregates).
 """
 
 from __future__ import annotations
