@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.system import free_port
+from tests.support.system import free_port, terminate
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,13 +35,7 @@ class GatewayProcess:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        terminate(self.proc, 10, 5)
 
 
 def start_gateway(config_text: str, workdir: Path, *, timeout: float = 180.0,
@@ -79,7 +73,7 @@ def start_gateway(config_text: str, workdir: Path, *, timeout: float = 180.0,
                 return GatewayProcess("127.0.0.1", port, "fedgate", proc, log_path)
         except OSError:
             time.sleep(0.1)
-    proc.kill()
+    terminate(proc, 5, 5)  # it never listened: stop it, and reap it
     raise RuntimeError(f"gateway did not listen within {timeout}s:\n{log_path.read_text()}")
 
 

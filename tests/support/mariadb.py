@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.system import free_port, server_dir, server_user, wait_listening
+from tests.support.system import free_port, server_dir, server_user, terminate, wait_listening
 
 
 @dataclass
@@ -42,12 +42,7 @@ class MariaDBServer:
         if self._stopped:
             return
         self._stopped = True
-        self.proc.terminate()
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
+        terminate(self.proc, 30, 10)
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.system import (free_port, give, popen_user, server_dir, server_user,
-                                  wait_listening)
+                                  terminate, wait_listening)
 
 SEARCH_PATHS = ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer")
 START_TIMEOUT = 30.0
@@ -62,14 +62,8 @@ class PgBouncer:
             return
         self._stopped = True
         try:
-            if self.proc.poll() is None:
-                # SIGTERM: immediate shutdown (1.18), so a benchmark never waits on clients.
-                self.proc.terminate()
-                try:
-                    self.proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait(5)
+            # SIGTERM: immediate shutdown (1.18), so a benchmark never waits on clients.
+            terminate(self.proc, 10, 5)
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 

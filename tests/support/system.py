@@ -1,11 +1,11 @@
 """Machine-level helpers shared by the throwaway servers the tests start.
 
-PostgreSQL, MariaDB, PgBouncer and the gateway itself each need a free loopback port and a
-way to wait until it accepts connections. The database servers also refuse to run as root
-(initdb, mariadbd, pgbouncer), so when the tests run as root they run as the unprivileged
-`pgtest` user, in a directory under the system temp dir that this user owns and can reach
-(pytest's tmp dirs sit under root's private home). Keeping this in one place keeps the
-servers' users and permissions the same everywhere.
+PostgreSQL, MariaDB, PgBouncer and the gateway itself each need a free loopback port, a
+way to wait until it accepts connections and a way to stop (`terminate`). The database
+servers also refuse to run as root (initdb, mariadbd, pgbouncer), so when the tests run
+as root they run as the unprivileged `pgtest` user, in a directory under the system temp
+dir that this user owns and can reach (pytest's tmp dirs sit under root's private home).
+Keeping this in one place keeps the servers' users and permissions the same everywhere.
 """
 
 from __future__ import annotations
@@ -46,6 +46,22 @@ def wait_listening(proc: subprocess.Popen, port: int, timeout: float,
         except OSError:
             time.sleep(interval)
     return False
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def terminate(proc: subprocess.Popen, grace: float, kill_grace: float) -> None:
+    """Stop `proc`: SIGTERM, up to `grace` seconds to exit, then SIGKILL and up to
+    `kill_grace` more. Nothing to do if it has exited already."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(kill_grace)
 
 
 # --------------------------------------------------------------------------- users
