@@ -371,7 +371,8 @@ class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin, CursorMixin)
         TIMEZONE.set(self.settings.timezone)
         return PlanSettings(search_path=path, user=self.user,
                             database=self.database, version=self.ctx.version_string,
-                            declared_param_types=declared, timezone=self.settings.timezone)
+                            declared_param_types=declared, timezone=self.settings.timezone,
+                            pre_aggregate=self.settings.values["fedgate.pre_aggregate"] == "on")
 
     async def _prepare(self, sql: str, declared_oids: tuple[int, ...]) -> Prepared:
         if not sql:

@@ -59,6 +59,10 @@ DEFAULTS: dict[str, str] = {
     # Numbers of relayed statements sent as parameters of a statement prepared once per
     # shape (gateway.literals); off sends each statement's text as written.
     "fedgate.parameterize": "on",
+    # Aggregates over a cross-source join pre-aggregated at the joined side's source
+    # (planner.rules.push_aggregate_below_join): fewer rows travel, the source works more.
+    # Pays across a network; on one machine it was slower (TPC-H Q13), hence off.
+    "fedgate.pre_aggregate": "off",
 }
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
              "in_hot_standby", "is_superuser", "max_identifier_length", "lc_collate", "lc_ctype",
@@ -135,7 +139,7 @@ def validate(name: str, value: str) -> str:
             raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb" or "spark"')
         return value.lower()
     if name in ("default_transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
-                "fedgate.express", "fedgate.parameterize"):
+                "fedgate.express", "fedgate.parameterize", "fedgate.pre_aggregate"):
         return _check_on_off(name, value)
     return value
 

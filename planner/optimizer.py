@@ -23,6 +23,7 @@ log = logging.getLogger("fedgate.planner")
 @dataclass(frozen=True)
 class RuleContext:
     catalog: CatalogSnapshot
+    pre_aggregate: bool = False  # rules.push_aggregate_below_join may fire (opt-in)
 
 
 Rule = Callable[[Node, RuleContext], Node]

@@ -59,6 +59,8 @@ class PlanSettings:
     declared_param_types: tuple[str | None, ...] = ()  # PostgreSQL type names, None = infer
     # The client's TimeZone: outside UTC, zone-dependent expressions stay in the engine.
     timezone: str = "UTC"
+    # Pre-aggregate a cross-source join's side at its source (`fedgate.pre_aggregate`).
+    pre_aggregate: bool = False
 
 
 def _name_outputs(tree: exp.Expression, sql: str) -> tuple[str, ...] | None:
@@ -229,14 +231,14 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
                              f"runs on {single.name})"
                              for c in split_conjuncts(where.this if where else None))
         return QueryPlan((fragment,), None, None, pg_types, names, details=details)
-    return _federated(tree, catalog, pg_types, names)
+    return _federated(tree, catalog, pg_types, names, settings)
 
 
 def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[str, ...],
-               names: tuple[str, ...] | None) -> QueryPlan:
+               names: tuple[str, ...] | None, settings: PlanSettings) -> QueryPlan:
     """Build, optimize, split into fragments and a residual (DESIGN.md §3 steps 3-6)."""
     logical = build(tree, catalog)
-    optimized = optimize(logical, RuleContext(catalog), BATCHES)
+    optimized = optimize(logical, RuleContext(catalog, settings.pre_aggregate), BATCHES)
     found, _ = fragments(optimized, catalog)
     pieces, residual, residual_params, dynamic, frag_types = physical.render(
         optimized, found, catalog, ENGINE_DIALECT)
