@@ -12,26 +12,11 @@ over as opaque 16-byte values, which no consumer understands; DuckDB makes them 
 `sum()` of any integer column. They are re-labelled, without copying, as Arrow
 decimal128(38, 0) (the same 16-byte two's complement layout): PostgreSQL's `numeric`,
 which is what PostgreSQL's own sum of bigints returns.
-
-PostgreSQL's average of integers and numerics is asked for as `fedgate_avg(sum, count,
-scale)` (planner.pg_aggregates), by the DuckDB engine's residual and by queries shipped
-whole to a DuckDB file or to Parquet/CSV files: an exact division, rounded half away from
-zero at `scale`, NULL for no rows. DuckDB divides decimals only in DOUBLE, so `PG_MACROS`
-defines it over 128-bit integers: the sum's digits without its point (its text keeps every
-digit of its scale) are divided by the count, the quotient and the remainder scaled up
-apart (so a sum of 10^25 at scale 13 needs no 38-digit intermediate), rounded, and written
-back with `scale` digits as text, which the query casts to its DECIMAL. Any sum DuckDB
-holds can be averaged this way. `try_divide(a, b)` (Spark's name) divides at the
-dividend's scale the same way, for a dividend with |a| < 10^(38 - scale). They are TEMP macros (a
-database file is opened read-only), which belong to one cursor; defining them costs tens
-of milliseconds, so a cursor defines them the first time it runs a query that calls
-one, not when it is created.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -56,53 +41,6 @@ DUCKDB_CONFIG = {
 SESSION_SETUP = ("SET arrow_lossless_conversion = true", "SET TimeZone = 'UTC'")
 BATCH_ROWS = 65_536
 
-PG_MACROS = (
-    # Digits after the point of a decimal's text.
-    ("CREATE TEMP MACRO fedgate_scale_of(digits) AS "
-     "CASE WHEN strpos(digits, '.') = 0 THEN 0 ELSE length(digits) - strpos(digits, '.') END"),
-    # t / n rounded half away from zero (// and % truncate toward zero); NULL for n = 0.
-    ("CREATE TEMP MACRO fedgate_round_div(t, n) AS t // nullif(n, 0) + "
-     "CASE WHEN 2 * abs(t % nullif(n, 0)) >= abs(n) THEN sign(t) * sign(n) ELSE 0 END"),
-    # The digits of |r|, at least s + 1 of them (lpad would cut a longer text).
-    ("CREATE TEMP MACRO fedgate_digits(r, s) AS lpad(CAST(abs(r) AS VARCHAR), "
-     "CAST(greatest(length(CAST(abs(r) AS VARCHAR)), s + 1) AS INTEGER), '0')"),
-    # The integer r read as r / 10^s, as text.
-    ("CREATE TEMP MACRO fedgate_with_scale(r, s) AS "
-     "CASE WHEN r < 0 THEN '-' ELSE '' END || CASE WHEN s = 0 THEN CAST(abs(r) AS VARCHAR) ELSE "
-     "substr(fedgate_digits(r, s), 1, length(fedgate_digits(r, s)) - s) || '.' || "
-     "right(fedgate_digits(r, s), CAST(s AS INTEGER)) END"),
-    ("CREATE TEMP MACRO try_divide(a, b) AS CASE WHEN b = 0 THEN NULL ELSE fedgate_with_scale("
-     "fedgate_round_div(CAST(replace(CAST(a AS VARCHAR), '.', '') AS HUGEINT), CAST(b AS HUGEINT)), "
-     "fedgate_scale_of(CAST(a AS VARCHAR))) END"),
-    # 10^k as a 128-bit integer (DuckDB's pow is a DOUBLE).
-    "CREATE TEMP MACRO fedgate_pow10(k) AS CAST('1' || repeat('0', CAST(k AS INTEGER)) AS HUGEINT)",
-    # The integer r read as r / 10^s, as text. A macro's argument is copied wherever it is
-    # used, and DuckDB's planning time grows with the copies, so values used more than
-    # once are bound once, as the element of a one-item list a lambda reads. The lambdas'
-    # names are the macros' own: the query's columns are in scope too (`x.a` would be a
-    # table x's column a).
-    ("CREATE TEMP MACRO fedgate_int_text(r, s) AS list_transform([struct_pack("
-     "neg := r < 0, a := CAST(abs(r) AS VARCHAR))], lambda fedgate_int_v: list_transform("
-     "[lpad(fedgate_int_v.a, CAST(greatest(length(fedgate_int_v.a), s + 1) AS INTEGER), '0')], "
-     "lambda fedgate_int_d: CASE WHEN fedgate_int_v.neg THEN '-' ELSE '' END || CASE WHEN s = 0 "
-     "THEN fedgate_int_d ELSE substr(fedgate_int_d, 1, length(fedgate_int_d) - s) || '.' || "
-     "right(fedgate_int_d, CAST(s AS INTEGER)) END)[1])[1]"),
-    # An average: total / count at `scale` digits, as text (see the module docstring): v is
-    # the sum's digits, k how many digits the result has beyond them; the quotient and
-    # the remainder are scaled apart, so no step holds more digits than the result.
-    ("CREATE TEMP MACRO fedgate_avg(total, count, scale) AS list_transform([struct_pack("
-     "t := CAST(total AS VARCHAR), n := CAST(count AS HUGEINT))], lambda fedgate_avg_in: "
-     "list_transform([struct_pack(v := CAST(replace(fedgate_avg_in.t, '.', '') AS HUGEINT), "
-     "n := nullif(fedgate_avg_in.n, 0), k := scale - fedgate_scale_of(fedgate_avg_in.t))], "
-     "lambda fedgate_avg_p: fedgate_int_text(CASE WHEN fedgate_avg_p.k >= 0 "
-     "THEN fedgate_avg_p.v // fedgate_avg_p.n * fedgate_pow10(fedgate_avg_p.k) + fedgate_round_div("
-     "fedgate_avg_p.v % fedgate_avg_p.n * fedgate_pow10(fedgate_avg_p.k), fedgate_avg_p.n) "
-     "ELSE fedgate_round_div(fedgate_avg_p.v, fedgate_avg_p.n * fedgate_pow10(-fedgate_avg_p.k)) END, "
-     "scale))[1])[1]"),
-)
-# A query that may call a macro of PG_MACROS (a false positive only costs their definition).
-_CALLS_MACROS = re.compile(r"\b(?:try_divide|fedgate_avg)\s*\(", re.IGNORECASE)
-
 _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="duckdb")
 
 
@@ -116,8 +54,6 @@ class DuckDBRunner:
         self._idle: list[duckdb.DuckDBPyConnection] = []
         # The TimeZone each pooled cursor was last set to (a cursor's settings are its own).
         self._zones: dict[int, str] = {}
-        # The pooled cursors that have PG_MACROS defined (a TEMP macro is its cursor's own).
-        self._with_macros: set[int] = set()
         self._lock = threading.Lock()
 
     @classmethod
@@ -141,7 +77,6 @@ class DuckDBRunner:
         """Run a small query to completion on the calling thread (catalog discovery)."""
         cursor = self._acquire()
         try:
-            self.define_macros(cursor, sql)
             return cursor.sql(sql, params=list(params) or None).to_arrow_table()
         finally:
             self._release(cursor)
@@ -166,22 +101,12 @@ class DuckDBRunner:
         cursor.execute(f"SET TimeZone = {exp.Literal.string(zone).sql('duckdb')}")
         self._zones[id(cursor)] = zone
 
-    def define_macros(self, cursor: duckdb.DuckDBPyConnection, sql: str) -> None:
-        """Give `cursor` PG_MACROS if `sql` calls them and it has not got them yet (on
-        the thread that then runs `sql`)."""
-        if id(cursor) in self._with_macros or not _CALLS_MACROS.search(sql):
-            return
-        for statement in PG_MACROS:
-            cursor.execute(statement)
-        self._with_macros.add(id(cursor))
-
     def close(self) -> None:
         with self._lock:
             for cursor in self._idle:
                 cursor.close()
             self._idle.clear()
             self._zones.clear()
-            self._with_macros.clear()
         self._con.close()
 
 
@@ -220,7 +145,6 @@ class DuckDBStream:
             assert self._cursor is not None
             if timezone is not None:
                 self._runner.set_timezone(self._cursor, timezone)
-            self._runner.define_macros(self._cursor, sql)
             for name, data in register.items():
                 self._cursor.register(name, data)
                 self._registered.append(name)

@@ -11,12 +11,13 @@ with its FILTER and OVER, in what gives PostgreSQL's type on both engines:
     sum(i4)                 ->  CAST(SUM(i4) AS BIGINT)
     sum(i8)                 ->  SUM(CAST(i8 AS DECIMAL(38, 0)))
     sum(f4) OVER (...)      ->  CAST(SUM(f4) OVER (...) AS REAL)
-    avg(n) (numeric(12,2))  ->  CAST(FEDGATE_AVG(SUM(n), COUNT(n), 16) AS DECIMAL(38, 16))
+    avg(n) (numeric(12,2))  ->  CAST(FEDGATE_AVG(SUM(n), COUNT(n), 16, 2) AS DECIMAL(38, 16))
 
 An average is an exact numeric division, rounded half away from zero as PostgreSQL
-rounds. DuckDB divides decimals only in DOUBLE, so `fedgate_avg` is a DuckDB macro
-(connectors.duckdb_runner) dividing 128-bit integers, exact for any sum DuckDB holds
-(a million int8 values near their maximum sum beyond 10^25). Spark's own `try_divide`
+rounds. `FEDGATE_AVG(sum, count, scale, sum's scale)` is a marker each engine's renderer
+expands. DuckDB divides decimals only in DOUBLE, so for DuckDB it becomes arithmetic on
+128-bit integers (connectors.dialects.duckdb), exact for any sum DuckDB holds (a million
+int8 values near their maximum sum beyond 10^25). Spark's own `try_divide`
 divides decimals exactly, so for Spark (`spark_averages`, when the residual is rendered
 for it) the call becomes `try_divide(CAST(sum AS DECIMAL(38, 16)), CAST(count AS
 DECIMAL(19, 0)))`, NULL for no rows as avg is; that cast needs |sum| < 10^(38 - scale),
@@ -37,7 +38,7 @@ in DuckDB (a DuckDB file, Parquet/CSV files: the embedded demo among them) never
 the engine, so the planner applies `pg_typed_query` to it: every SELECT of the tree,
 innermost first, with the column types of the tree's annotation (a column of a derived
 table or CTE takes the type of the output it names, as rewritten). Those sources define
-`fedgate_avg` as the DuckDB engine does (connectors.duckdb_runner).
+and render through the same DuckDB dialect, which expands the marker.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import Schema
+
+from connectors.dialects.duckdb import AVERAGE  # the exact average's marker
 
 T = exp.DataType.Type
 
@@ -63,7 +66,6 @@ AVG_SCALE = 16  # PostgreSQL's display scale for an average between 1 and 9999
 MIN_AVG_SCALE = 13  # int8's
 HEADROOM = 6  # digits a sum may grow by (a million rows of the largest values) before overflow
 COUNT_TYPE = "DECIMAL(19, 0)"  # a count as a decimal: Spark then divides at the dividend's scale
-AVERAGE = "FEDGATE_AVG"  # the DuckDB macro of an exact average (connectors.duckdb_runner)
 
 
 def _type(datatype: exp.DataType | None) -> exp.DataType.Type | None:
@@ -156,20 +158,22 @@ def _typed_call(outer: exp.Expression, call: exp.AggFunc,
         numeric = f"DECIMAL({DECIMAL_DIGITS}, {scale})"
         total = _rebuild(outer, exp.Sum(this=call.this.copy()))
         count = _rebuild(outer, exp.Count(this=call.this.copy()))
-        return _cast(exp.Anonymous(this=AVERAGE, expressions=[total, count, exp.Literal.number(scale)]),
-                     numeric)
+        sum_scale = int(arg_type.expressions[1].name) if arg_type.this == T.DECIMAL and \
+            len(arg_type.expressions) == 2 else 0  # DuckDB sums integers into HUGEINT
+        return _cast(exp.Anonymous(this=AVERAGE, expressions=[
+            total, count, exp.Literal.number(scale), exp.Literal.number(sum_scale)]), numeric)
     return None
 
 
 def spark_averages(tree: exp.Expression) -> exp.Expression:
-    """`tree` with each `fedgate_avg(sum, count, scale)` as Spark computes it:
+    """`tree` with each `FEDGATE_AVG(sum, count, scale, sum's scale)` as Spark computes it:
     `try_divide(CAST(sum AS DECIMAL(38, scale)), CAST(count AS DECIMAL(19, 0)))`, exact
     while |sum| < 10^(38 - scale) (beyond, Spark's ANSI mode raises numeric overflow).
     The same tree when it has none."""
     def expand(node: exp.Expression) -> exp.Expression:
         if not (isinstance(node, exp.Anonymous) and node.name.upper() == AVERAGE):
             return node
-        total, count, scale = node.expressions
+        total, count, scale = node.expressions[:3]
         return exp.Anonymous(this="TRY_DIVIDE", expressions=[
             _cast(total, f"DECIMAL({DECIMAL_DIGITS}, {scale.name})"), _cast(count, COUNT_TYPE)])
 

@@ -5,11 +5,10 @@ zone-dependent expressions (timestamptz to text or date, extract, date_trunc, ti
 plus an interval) give PostgreSQL's answers. Every query has a cursor of its own, so
 sessions in different zones never see each other's setting.
 
-The residual asks for PostgreSQL's average of integers and numerics as
-`fedgate_avg(sum, count, scale)` (planner.pg_aggregates), an exact division DuckDB lacks:
-the runner defines it as a macro on the cursors that need it (connectors.duckdb_runner,
-shared with the DuckDB and Parquet/CSV sources, to which whole queries are shipped with
-the same aggregates).
+The residual asks for PostgreSQL's average of integers and numerics as an exact division
+(planner.pg_aggregates), which DuckDB lacks: the DuckDB dialect writes it out as 128-bit
+integer arithmetic (connectors.dialects.duckdb.exact_average), as it does for the whole
+queries shipped to the DuckDB and Parquet/CSV sources with the same aggregates.
 """
 
 from __future__ import annotations

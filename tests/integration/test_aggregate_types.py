@@ -233,7 +233,7 @@ async def test_the_engine_runs_the_aggregates(world: World) -> None:
     finally:
         await conn.close()
     engine = next(line for line in lines if line.startswith("Engine"))
-    assert "FEDGATE_AVG(SUM(" in engine
+    assert "// NULLIF(COUNT(" in engine  # the exact average, written out for DuckDB
 
 
 async def test_describe_alone_gives_the_types_rows_will_have(world: World) -> None:
@@ -293,7 +293,7 @@ async def test_the_whole_query_runs_on_the_source(world: World, name: str, whole
     """The cases above take the no-engine path, where the source computes the aggregates."""
     sql = _sql(name, whole)
     remote = _assert_shipped_whole(await _explain(world.gateway.dsn, sql), whole)
-    typed = "CAST(SUM(" in remote or "FEDGATE_AVG(SUM(" in remote
+    typed = "CAST(SUM(" in remote or "// NULLIF(COUNT(" in remote
     assert typed == ("sum(" in sql or "avg(" in sql), remote
 
 

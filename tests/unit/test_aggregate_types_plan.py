@@ -33,8 +33,13 @@ def test_fragments_keep_the_sources_aggregates(dialect: str) -> None:
            "from orders o group by o.o_cust) x join customers c on c.c_id = x.n")
     query_plan = plan(sql, catalog_for(dialect), PlanSettings(("main", "side")))
     shipped = [f.sql for f in query_plan.fragments if "AVG(" in f.sql.upper()]
-    assert len(shipped) == 1 and "FEDGATE_AVG" not in shipped[0].upper() and "CAST(SUM" not in shipped[0].upper()
-    assert "FEDGATE_AVG" not in (query_plan.residual_sql or "").upper()
+    assert len(shipped) == 1 and not _averages(shipped[0]) and "CAST(SUM" not in shipped[0].upper()
+    assert not _averages(query_plan.residual_sql or "")
+
+
+def _averages(sql: str) -> int:
+    """Exact averages in rendered SQL: the marker, or DuckDB's written-out division."""
+    return sql.upper().count("FEDGATE_AVG(") + sql.upper().count("// NULLIF(COUNT(")
 
 
 def _shipped_whole(sql: str, dialect: str) -> str:
@@ -46,7 +51,7 @@ def _shipped_whole(sql: str, dialect: str) -> str:
 @pytest.mark.parametrize(("dialect", "typed"), [("duckdb", True), ("postgres", False)])
 def test_a_statement_shipped_whole_is_typed_for_duckdb_only(dialect: str, typed: bool) -> None:
     shipped = _shipped_whole("select sum(o.o_id) s, avg(o.o_total) a from orders o", dialect).upper()
-    assert ("FEDGATE_AVG" in shipped) == typed and ("AS DECIMAL(38, 0)" in shipped) == typed
+    assert bool(_averages(shipped)) == typed and ("AS DECIMAL(38, 0)" in shipped) == typed
 
 
 def test_every_scope_of_a_statement_shipped_whole_is_typed() -> None:
@@ -54,7 +59,7 @@ def test_every_scope_of_a_statement_shipped_whole_is_typed() -> None:
     is an exact division too; a scalar subquery's output is typed in its own scope, once."""
     shipped = _shipped_whole("select avg(x.a) from (select o_cust, avg(o_total) a from orders "
                              "group by o_cust) x", "duckdb")
-    assert shipped.upper().count("FEDGATE_AVG") == 2
+    assert _averages(shipped) == 2
     shipped = _shipped_whole("select o.o_cust, (select sum(i.o_id) from orders i "
                              "where i.o_cust = o.o_cust) from orders o", "duckdb")
     assert shipped.count("SUM(CAST(i.o_id AS DECIMAL(38, 0)))") == 1

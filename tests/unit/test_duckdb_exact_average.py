@@ -1,7 +1,9 @@
-"""The DuckDB macro `fedgate_avg(sum, count, scale)`: PostgreSQL's exact average.
+"""PostgreSQL's exact average on DuckDB: `FEDGATE_AVG(sum, count, scale, sum's scale)`.
 
 planner.pg_aggregates asks DuckDB (the engine and the sources that run SQL in DuckDB) for
-`CAST(fedgate_avg(SUM(x), COUNT(x), scale) AS DECIMAL(38, scale))`. Checked here against
+`CAST(FEDGATE_AVG(SUM(x), COUNT(x), scale, s) AS DECIMAL(38, scale))`, which the DuckDB
+dialect (connectors.dialects.duckdb.to_duckdb) writes out as 128-bit integer arithmetic.
+Run by the DuckDB engine and checked here against
 Python's decimal arithmetic, rounded half away from zero as PostgreSQL rounds: random sums
 at the scales DuckDB gives them (HUGEINT for integers, DECIMAL(38, s) for numerics),
 counts up to 10^18, averages that fit the result column, ties, signs, and sums far beyond
@@ -18,6 +20,9 @@ from decimal import ROUND_HALF_UP, Decimal
 import pyarrow as pa
 import pytest
 
+import sqlglot
+
+from connectors.dialects.duckdb import to_duckdb
 from connectors.engines.duckdb import DuckDBEngine
 
 # (DuckDB type of the sum, its scale, the average's scale), as pg_aggregates pairs them.
@@ -43,13 +48,18 @@ def _cases(sum_scale: int, scale: int, rng: random.Random) -> list[tuple[Decimal
     return cases
 
 
-async def _averages(rows: list[tuple[str | None, int]], sum_type: str, scale: int) -> list[Decimal | None]:
+def _rendered(sql: str) -> str:
+    return to_duckdb(sqlglot.parse_one(sql, read="duckdb"))
+
+
+async def _averages(rows: list[tuple[str | None, int]], sum_type: str, scale: int,
+                    sum_scale: int) -> list[Decimal | None]:
     table = pa.table({"s": [s for s, _ in rows], "n": pa.array([n for _, n in rows], pa.int64())})
     engine = DuckDBEngine()
     try:
-        stream = await engine.execute(
-            f"SELECT CAST(fedgate_avg(CAST(s AS {sum_type}), n, {scale}) AS DECIMAL(38, {scale})) AS a "
-            "FROM cases", {"cases": table})
+        stream = await engine.execute(_rendered(
+            f"SELECT CAST(FEDGATE_AVG(CAST(s AS {sum_type}), n, {scale}, {sum_scale}) "
+            f"AS DECIMAL(38, {scale})) AS a FROM cases"), {"cases": table})
         return [row["a"] async for batch in stream for row in batch.to_pylist()]
     finally:
         await engine.close()
@@ -60,7 +70,7 @@ async def test_exact_average_rounds_half_away_from_zero(sum_type: str, sum_scale
     cases = _cases(sum_scale, scale, random.Random(f"{sum_type}/{scale}"))
     if sum_scale < scale:  # then some sums do not fit DECIMAL(38, scale): the point here
         assert any(abs(total) >= Decimal(10) ** (38 - scale) for total, _ in cases)
-    got = await _averages([(str(total), count) for total, count in cases], sum_type, scale)
+    got = await _averages([(str(total), count) for total, count in cases], sum_type, scale, sum_scale)
     with decimal.localcontext() as context:
         context.prec = 100
         want = [(total / count).quantize(Decimal(1).scaleb(-scale), ROUND_HALF_UP)
@@ -69,19 +79,19 @@ async def test_exact_average_rounds_half_away_from_zero(sum_type: str, sum_scale
 
 
 async def test_no_rows_and_null_sums_give_null() -> None:
-    assert await _averages([("1", 0), (None, 0), (None, 3)], "HUGEINT", 16) == [None, None, None]
+    assert await _averages([("1", 0), (None, 0), (None, 3)], "HUGEINT", 16, 0) == [None, None, None]
 
 
-async def test_the_query_s_own_names_do_not_leak_into_the_macro() -> None:
-    """The macro binds its intermediate values with lambdas; a table `x` with a column `a`
-    (or columns named like the intermediate values) must not be read in their place."""
+async def test_aggregates_inside_the_average_are_the_query_s() -> None:
+    """Averages of a qualified column and of a wider decimal, over a derived table whose
+    columns are named like the arithmetic's parts."""
     engine = DuckDBEngine()
     try:
-        stream = await engine.execute(
-            "SELECT CAST(fedgate_avg(SUM(x.a), COUNT(x.a), 16) AS DECIMAL(38, 16)) AS m, "
-            "CAST(fedgate_avg(SUM(x.d), COUNT(x.d), 13) AS DECIMAL(38, 13)) AS k FROM (SELECT "
-            "CAST(i AS DECIMAL(38, 16)) / 3 AS a, i AS d, i AS t, i AS n, i AS v, i AS k, i AS neg "
-            "FROM range(10) AS r(i)) AS x", {})
+        stream = await engine.execute(_rendered(
+            "SELECT CAST(FEDGATE_AVG(SUM(x.a), COUNT(x.a), 16, 16) AS DECIMAL(38, 16)) AS m, "
+            "CAST(FEDGATE_AVG(SUM(x.d), COUNT(x.d), 13, 0) AS DECIMAL(38, 13)) AS k FROM (SELECT "
+            "CAST(CAST(i AS DECIMAL(38, 16)) / 3 AS DECIMAL(38, 16)) AS a, i AS d, i AS t, i AS n, "
+            "i AS v, i AS k, i AS neg FROM range(10) AS r(i)) AS x"), {})
         rows = [row async for batch in stream for row in batch.to_pylist()]
     finally:
         await engine.close()
