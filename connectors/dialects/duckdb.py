@@ -228,14 +228,14 @@ def to_duckdb(tree: exp.Expression) -> str:
     calls = {str(call.this).lower() for call in tree.find_all(exp.Anonymous)}
     if calls & _SYNONYMS.keys():
         tree = tree.transform(_synonym)
-    if AVERAGE.lower() in calls:
-        tree = tree.transform(_average)
     if tree.find(exp.Format) is not None:
         tree = tree.transform(_pg_format)
     if needs_types(tree):
         tree = rewrite_bottom_up(tree, _postgres_semantics)
     if tree.find(exp.Like, exp.ILike) is not None:
         tree = tree.transform(_like_escape)
+    if AVERAGE.lower() in calls:  # last: the written-out averages make a large tree to walk
+        tree = tree.transform(_average)
     return tree.sql("duckdb")
 
 
