@@ -51,7 +51,8 @@ class EngineConfig:
     spark_threshold_rows: int = 0
     # Which fragments Spark reads from their sources itself (JDBC, spark.read) instead of
     # receiving them from the gateway as Arrow: "auto" (those estimated at
-    # spark_read_threshold_rows or more; every one it can on a cluster), "always", "never".
+    # spark_read_threshold_rows or more, PostgreSQL ones never on a local Spark; every one
+    # it can on a cluster), "always", "never".
     spark_reads_sources: str = "auto"
     spark_read_threshold_rows: int = 1_000_000
     # A JDBC read is split on a numeric key into about this many rows per partition

@@ -12,6 +12,9 @@ Parquet/CSV through `spark.read`; see connectors.engines.spark_jdbc) arrives as 
 `DirectRead` description and never passes through the gateway; any other fragment is
 started by the gateway and arrives as Arrow, which becomes a DataFrame (a big one, on a
 local Spark, through a per-query Parquet file: see connectors.engines.spark_handover).
+Under the default `spark_reads_sources = "auto"` a local Spark reads big files and MySQL
+fragments itself but takes PostgreSQL ones from the gateway, whose parallel COPY reads
+beat JDBC on the same machine; a cluster reads every fragment it can.
 Describing a statement only analyzes it: no Spark job runs.
 """
 
@@ -42,6 +45,9 @@ DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.ui.enabled": "false",
+    # The console progress bar is a thread redrawing stderr (the gateway's log) every
+    # 200 ms while a job runs.
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "8",
     # Handed-over fragments become DataFrames in the driver: Spark's 1g default runs out
     # of heap on a few million rows (TPC-H SF 1). Only a ceiling: the JVM grows to it.
@@ -196,10 +202,12 @@ class SparkEngine:
         # one after another would stall every other fragment's source meanwhile. A
         # DirectRead is read by Spark itself, inside the query.
         names = list(inputs)
+        waited = time.perf_counter()
         read = await asyncio.gather(*(
             asyncio.to_thread(data.read_all) if isinstance(data, pa.RecordBatchReader) else _ready(data)
             for data in inputs.values()))
         tables: dict[str, pa.Table | DirectRead] = dict(zip(names, read))
+        log.debug("%s: inputs read whole in %.3f s", tag, time.perf_counter() - waited)
         task = asyncio.ensure_future(asyncio.to_thread(self._run, sql, tables, params, tag))
         try:
             result = await asyncio.shield(task)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +92,14 @@ class Handover:
         folder.mkdir()
         # One file per core: Spark packs files smaller than its open cost (4 MB) into
         # one split, so a single file of a few MB would be scanned by one core only.
+        # The files are written at once, one thread each (Arrow's writer releases the GIL):
+        # Spark waits for the last of them.
         step = -(-table.num_rows // self.parts)
-        for part, start in enumerate(range(0, table.num_rows, step)):
-            pq.write_table(table.slice(start, step), folder / f"part{part}.parquet",
-                           row_group_size=ROW_GROUP_ROWS, compression="none")
+        slices = [(table.slice(start, step), folder / f"part{part}.parquet")
+                  for part, start in enumerate(range(0, table.num_rows, step))]
+        with ThreadPoolExecutor(len(slices)) as pool:
+            list(pool.map(lambda job: pq.write_table(job[0], job[1], row_group_size=ROW_GROUP_ROWS,
+                                                     compression="none"), slices))
         schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=False)
         return session.read.schema(schema).parquet(str(folder))
 

@@ -18,8 +18,20 @@ dialect, with parameters bound as literals) plus its source's connection setting
   projection and filters are applied in Spark's scan.
 
 Which fragments Spark reads this way is the `[engine] spark_reads_sources` setting
-(`ReadSettings`). Credentials travel only in the JDBC options, never in the URL, the
-description EXPLAIN ANALYZE prints, or errors.
+(`ReadSettings`). Under "auto", a cluster reads every fragment it can; a local Spark
+(`local[...]`) reads big Parquet/CSV and MySQL fragments itself but never PostgreSQL ones.
+Its JDBC reads would pass through this same machine anyway, only slower than the
+gateway's own: JDBC converts rows one at a time in the JVM; each partition query scans the
+table again whenever PostgreSQL answers a wide key range with a sequential scan (Q3 at
+SF 1: two partitions, two full scans of lineitem); and a plan that reads one fragment
+twice (Q18's lineitem, for the join and for the IN subquery) runs every scan again. The
+gateway reads the fragment once, narrowed by the dynamic filters, split into ctid ranges
+over several connections (connectors.pg_parallel), shared between identical copies
+(gateway.shared_reads), and hands Spark a Parquet file it scans as often as it likes
+(connectors.engines.spark_handover).
+
+Credentials travel only in the JDBC options, never in the URL, the description EXPLAIN
+ANALYZE prints, or errors.
 """
 
 from __future__ import annotations
@@ -58,6 +70,11 @@ class ReadSettings:
     threshold_rows: int = 1_000_000  # auto: fragments estimated at this many rows or more
     partition_rows: int = 500_000  # about this many rows per JDBC partition
     cluster: bool = False  # auto reads every fragment it can when Spark is a cluster
+
+
+# "auto" on a local Spark: source kinds the gateway reads faster than Spark itself would
+# (see the module docstring); they are always handed over there.
+LOCAL_HANDOVER_KINDS = frozenset({"postgres"})
 
 
 @dataclass(frozen=True)
@@ -165,6 +182,9 @@ async def plan_read(name: str, source: Source, sql: str, params: Sequence[Any], 
         return "spark_reads_sources = never"
     if kind is None:
         return f"Spark does not read {source.dialect.name} sources itself"
+    if settings.mode == "auto" and not settings.cluster and kind in LOCAL_HANDOVER_KINDS:
+        return ("Spark runs locally: the gateway's own reads (parallel COPY, shared, narrowed) "
+                "beat its JDBC reads")
     dialect = source.dialect.sqlglot
     try:
         bound = bind(sql, params, dialect)

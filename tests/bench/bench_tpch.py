@@ -10,7 +10,8 @@ Per query, side by side in one sitting, the systems take turns:
 
 - gateway (DuckDB engine): one postgres source and one parquet source;
 - gateway (Spark engine): the same gateway after `SET fedgate.engine = 'spark'`, with the
-  default `[engine] spark_reads_sources = "auto"` (big fragments read by Spark over JDBC);
+  default `[engine] spark_reads_sources = "auto"` (on this local Spark, PostgreSQL fragments
+  are handed over by the gateway; big Parquet fragments are read by Spark itself);
 - the limit: DuckDB 2.0 in-process over all eight tables as local Parquet;
 - peer: Spark SQL (local[2]) with its JDBC table catalog for the PostgreSQL tables;
 - peer: DuckDB 1.5.5 + postgres_scanner (PyPI wheels, in a venv the script creates in DIR).

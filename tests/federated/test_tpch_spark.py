@@ -3,7 +3,8 @@
 One gateway mounts both splits and runs Spark by default, so the whole run starts one
 Spark session; each connection picks its split with SET search_path. Answers are compared
 with DuckDB's over the same data held locally, as for the DuckDB engine. On split b every
-query runs through Spark (checked from EXPLAIN).
+query runs through Spark (checked from EXPLAIN). The JDBC reads a cluster makes are
+tested in tests/integration/test_spark_jdbc.py (a local Spark hands PostgreSQL over).
 """
 
 from __future__ import annotations
@@ -43,13 +44,16 @@ async def _analyze(dsn: str, split: str, sql: str) -> list[str]:
         await conn.close()
 
 
-async def test_spark_reads_big_fragments_itself_and_takes_small_ones_as_arrow(spark_gateway) -> None:
-    """Q9 on split a: lineitem comes from PostgreSQL over JDBC, the small tables as Arrow;
-    on split b orders is a Parquet file Spark reads with spark.read."""
+async def test_local_spark_takes_postgres_as_arrow_and_reads_big_files_itself(spark_gateway) -> None:
+    """Q9 with `spark_reads_sources = "auto"` on a local Spark: on split a, lineitem comes
+    from PostgreSQL through the gateway's own reads (handed over, never JDBC); on split b
+    orders is a Parquet file Spark reads with spark.read."""
     reads_a = [line for line in await _analyze(spark_gateway.dsn, "a", query_text(9))
                if line.startswith("Read ")]
-    assert any("on a_pg: by spark itself, JDBC" in line for line in reads_a), reads_a
-    assert any("handed over to spark as Arrow" in line for line in reads_a), reads_a
+    pg_reads = [line for line in reads_a if " on a_pg: " in line]
+    assert pg_reads and all("handed over to spark as Arrow (Spark runs locally" in line
+                            for line in pg_reads), reads_a
+    assert not any("by spark itself, JDBC" in line for line in reads_a), reads_a
     reads_b = [line for line in await _analyze(spark_gateway.dsn, "b", query_text(9))
                if line.startswith("Read ")]
     assert any("on b_files: by spark itself, spark.read" in line for line in reads_b), reads_b

@@ -27,8 +27,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from connectors.engines.spark_jdbc import jdbc_target
+from connectors.engines.spark_jdbc import (
+    DirectRead,
+    ReadSettings,
+    SourceCatalog,
+    jdbc_target,
+    plan_read,
+)
 from connectors.engines.spark_literals import Unbindable, bind
+from connectors.mysql import MySQLSource
+from connectors.postgres import PostgresSource
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.mariadb import MariaDBServer, start_mariadb
 from tests.support.postgres import PostgresServer, new_database
@@ -67,6 +75,7 @@ class Setup:
     mariadb: MariaDBServer
     files_log: Path
     reference: duckdb.DuckDBPyConnection
+    pg_dsn: str
 
 
 async def _load_postgres(server: PostgresServer) -> str:
@@ -121,7 +130,7 @@ def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
         for name, table in (("orders", _orders()), ("customers", _customers()), ("items", _items())):
             reference.register(name, table)
         try:
-            yield Setup(gateway, postgres_server, mariadb, files_log, reference)
+            yield Setup(gateway, postgres_server, mariadb, files_log, reference, pg_dsn)
         finally:
             gateway.stop()
     finally:
@@ -251,3 +260,33 @@ def test_jdbc_urls_carry_no_credentials() -> None:
     assert url == "jdbc:mysql://127.0.0.1:3307/crm?permitMysqlScheme" and "pw" not in url
     with pytest.raises(ValueError):
         jdbc_target("postgres", "postgresql:///db?host=/run/postgresql")
+
+
+@pytest.mark.spark
+async def test_auto_hands_postgres_over_to_a_local_spark_and_a_cluster_reads_it(setup: Setup) -> None:
+    """Under "auto", a local Spark gets PostgreSQL fragments from the gateway (its parallel
+    COPY reads are faster than JDBC through the same machine); a cluster reads them itself,
+    partitioned; a local Spark still reads a big MySQL fragment itself."""
+    pg = PostgresSource("pg", setup.pg_dsn)
+    # As root: test_credentials_never_reach_logs_or_errors changes the password of `fed`.
+    my_dsn = f"mysql://root@{setup.mariadb.host}:{setup.mariadb.port}/crm"
+    my = MySQLSource("crm", my_dsn)
+    catalog = SourceCatalog()
+    local = ReadSettings("auto", threshold_rows=1_000, partition_rows=1_000, cluster=False)
+    cluster = ReadSettings("auto", threshold_rows=1_000, partition_rows=1_000, cluster=True)
+    orders = 'SELECT "orders"."id", "orders"."total" FROM "public"."orders" AS "orders"'
+    customers = "SELECT `customers`.`id`, `customers`.`tier` FROM `crm`.`customers` AS `customers`"
+    try:
+        handed = await plan_read("frag_0", pg, orders, (), setup.pg_dsn, local, catalog, 2)
+        assert isinstance(handed, str) and "Spark runs locally" in handed, handed
+        read = await plan_read("frag_0", pg, orders, (), setup.pg_dsn, cluster, catalog, 2)
+        assert isinstance(read, DirectRead) and read.kind == "jdbc", read
+        assert read.options["partitionColumn"] == "id" and read.options["numPartitions"] == "2"
+        mysql = await plan_read("frag_1", my, customers, (), my_dsn, local, catalog, 2)
+        assert isinstance(mysql, DirectRead) and mysql.kind == "jdbc", mysql
+        always = ReadSettings("always", cluster=False)
+        assert isinstance(await plan_read("frag_0", pg, orders, (), setup.pg_dsn, always, catalog, 2),
+                          DirectRead)
+    finally:
+        await pg.close()
+        await my.close()
