@@ -89,13 +89,13 @@ class CursorMixin:
         portal.done = True
 
     def _close_cursor(self: Session, portal: Portal, utility: Utility) -> None:
-        names = [utility.name] if utility.name is not None else list(self.portals)
         if utility.name is not None:
             self._cursor(utility.name)  # an unknown name is an error
+            names = [utility.name]
+        else:  # CLOSE ALL: every cursor, not the portal running this statement
+            names = [name for name, open_ in self.portals.items() if open_ is not portal]
         for name in names:
-            closing = self.portals.pop(name)
-            if closing is not portal:
-                self._close_later(closing)
+            self._close_later(self.portals.pop(name))
         self.write(encoder.command_complete("CLOSE CURSOR"))
         portal.done = True
 

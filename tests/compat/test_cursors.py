@@ -81,8 +81,10 @@ def test_cursor_statements_in_simple_protocol(gateway, postgres_server) -> None:
     (["BEGIN", "DECLARE c NO SCROLL CURSOR FOR SELECT 1", "FETCH PRIOR FROM c"],
      errors.ObjectNotInPrerequisiteState),
     (["BEGIN", "DECLARE c CURSOR FOR SELECT 1", "COMMIT", "FETCH c"], errors.InvalidCursorName),
+    (["BEGIN", "DECLARE c CURSOR FOR SELECT 1", "DECLARE d CURSOR FOR SELECT 2", "CLOSE ALL",
+      "FETCH d"], errors.InvalidCursorName),
 ], ids=["outside a block", "unknown fetch", "unknown close", "duplicate", "backward",
-        "closed by commit"])
+        "closed by commit", "close all"])
 def test_errors_like_postgres(gateway, postgres_server, statements, error) -> None:
     for conn in (gateway_conn(gateway, autocommit=True),
                  postgres_conn(postgres_server, autocommit=True)):
