@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.answers import Answer, described, simple
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer
 
@@ -154,35 +155,6 @@ def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
         gateway.stop()
 
 
-@dataclass
-class Answer:
-    types: list[str]  # type names, by OID
-    rows: list[tuple]
-
-
-async def _described(dsn: str, sql: str, engine: str | None = None) -> Answer:
-    """Parse/Describe, then Bind/Execute with binary rows decoded by the described types."""
-    conn = await asyncpg.connect(dsn, command_timeout=300)
-    try:
-        if engine is not None:
-            await conn.execute(f"SET fedgate.engine = '{engine}'")
-        statement = await conn.prepare(sql)
-        types = [a.type.name for a in statement.get_attributes()]
-        return Answer(types, [tuple(r.values()) for r in await statement.fetch()])
-    finally:
-        await conn.close()
-
-
-def _simple(dsn: str, sql: str) -> Answer:
-    """A simple Query: RowDescription and text rows, parsed by psycopg by the OIDs."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        cursor = conn.execute(sql, prepare=False)
-        names = conn.adapters.types
-        types = [names.get(d.type_code).name if names.get(d.type_code) else str(d.type_code)
-                 for d in cursor.description]
-        return Answer(types, [tuple(r) for r in cursor.fetchall()])
-
-
 def _same(got: object, want: object, pg_type: str) -> bool:
     if got is None or want is None:
         return got is None and want is None
@@ -213,15 +185,15 @@ def _sql(name: str, split: str | None) -> str:
 @pytest.mark.parametrize("split", sorted(SPLITS))
 @pytest.mark.parametrize("name", sorted(QUERIES))
 async def test_duckdb_engine_types_and_values_match_postgres(world: World, name: str, split: str) -> None:
-    want = await _described(world.truth, _sql(name, None))
-    got = await _described(world.gateway.dsn, _sql(name, split))
+    want = await described(world.truth, _sql(name, None))
+    got = await described(world.gateway.dsn, _sql(name, split))
     _assert_matches(got, want, f"{name} on {split}, described")
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_simple_query_row_descriptions_match_postgres(world: World, name: str) -> None:
-    want = _simple(world.truth, _sql(name, None))
-    got = _simple(world.gateway.dsn, _sql(name, "pg_t"))
+    want = simple(world.truth, _sql(name, None))
+    got = simple(world.gateway.dsn, _sql(name, "pg_t"))
     _assert_matches(got, want, f"{name}, simple query")
 
 
@@ -250,24 +222,24 @@ async def test_describe_alone_gives_the_types_rows_will_have(world: World) -> No
 @pytest.mark.spark
 @pytest.mark.parametrize("name", SPARK_QUERIES)
 async def test_spark_engine_types_and_values_match_postgres(world: World, name: str) -> None:
-    want = await _described(world.truth, _sql(name, None))
-    got = await _described(world.gateway.dsn, _sql(name, "pg_t"), engine="spark")
+    want = await described(world.truth, _sql(name, None))
+    got = await described(world.gateway.dsn, _sql(name, "pg_t"), "SET fedgate.engine = 'spark'")
     _assert_matches(got, want, f"{name} on spark")
 
 
 @pytest.mark.parametrize("whole", sorted(WHOLE))
 @pytest.mark.parametrize("name", sorted(QUERIES))
 async def test_queries_shipped_whole_match_postgres(world: World, name: str, whole: str) -> None:
-    want = await _described(world.truth, _sql(name, None))
-    got = await _described(world.gateway.dsn, _sql(name, whole))
+    want = await described(world.truth, _sql(name, None))
+    got = await described(world.gateway.dsn, _sql(name, whole))
     _assert_matches(got, want, f"{name} on {whole}, described")
 
 
 @pytest.mark.parametrize("whole", sorted(WHOLE))
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_simple_query_shipped_whole_matches_postgres(world: World, name: str, whole: str) -> None:
-    want = _simple(world.truth, _sql(name, None))
-    got = _simple(world.gateway.dsn, _sql(name, whole))
+    want = simple(world.truth, _sql(name, None))
+    got = simple(world.gateway.dsn, _sql(name, whole))
     _assert_matches(got, want, f"{name} on {whole}, simple query")
 
 
@@ -349,10 +321,10 @@ async def test_demo_types_and_values_match_postgres(gateway: GatewayProcess, dem
                                                     name: str) -> None:
     sql = DEMO_QUERIES[name]
     _assert_shipped_whole(await _explain(gateway.dsn, sql), "demo")
-    want = await _described(demo_truth, sql)
-    got = await _described(gateway.dsn, sql)
+    want = await described(demo_truth, sql)
+    got = await described(gateway.dsn, sql)
     _assert_matches(got, want, f"demo {name}, described")
-    _assert_matches(_simple(gateway.dsn, sql), _simple(demo_truth, sql), f"demo {name}, simple query")
+    _assert_matches(simple(gateway.dsn, sql), simple(demo_truth, sql), f"demo {name}, simple query")
 
 
 @pytest.mark.parametrize(("name", "place"), WIDE_CASES)
@@ -363,8 +335,8 @@ async def test_averages_of_sums_beyond_the_dividend_match_postgres(world: World,
     w, d = WIDE_PLACES[place]
     truth_sql = WIDE_QUERIES[name].format(w="w", d="d")
     sql = WIDE_QUERIES[name].format(w=w, d=d)
-    _assert_matches(await _described(world.gateway.dsn, sql), await _described(world.truth, truth_sql),
+    _assert_matches(await described(world.gateway.dsn, sql), await described(world.truth, truth_sql),
                     f"{name} on {place}, described")
     if place in ("pg_t", "files"):
-        _assert_matches(_simple(world.gateway.dsn, sql), _simple(world.truth, truth_sql),
+        _assert_matches(simple(world.gateway.dsn, sql), simple(world.truth, truth_sql),
                         f"{name} on {place}, simple query")

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.answers import Answer, described, simple
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer
 
@@ -104,35 +105,10 @@ def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
         gateway.stop()
 
 
-@dataclass
-class Answer:
-    types: list[str]
-    rows: list[tuple]
-
-
-async def _extended(dsn: str, sql: str) -> Answer:
-    conn = await asyncpg.connect(dsn, command_timeout=120)
-    try:
-        statement = await conn.prepare(sql)
-        return Answer([a.type.name for a in statement.get_attributes()],
-                      [tuple(r.values()) for r in await statement.fetch()])
-    finally:
-        await conn.close()
-
-
-def _simple(dsn: str, sql: str) -> Answer:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        cursor = conn.execute(sql, prepare=False)
-        names = conn.adapters.types
-        types = [names.get(d.type_code).name if names.get(d.type_code) else str(d.type_code)
-                 for d in cursor.description]
-        return Answer(types, [tuple(r) for r in cursor.fetchall()])
-
-
 async def _assert_same(gateway_dsn: str, truth_dsn: str, gateway_sql: str, truth_sql: str) -> None:
-    want, got = await _extended(truth_dsn, truth_sql), await _extended(gateway_dsn, gateway_sql)
+    want, got = await described(truth_dsn, truth_sql), await described(gateway_dsn, gateway_sql)
     assert (got.types, got.rows) == (want.types, want.rows), "extended protocol"
-    want, got = _simple(truth_dsn, truth_sql), _simple(gateway_dsn, gateway_sql)
+    want, got = simple(truth_dsn, truth_sql), simple(gateway_dsn, gateway_sql)
     assert (got.types, got.rows) == (want.types, want.rows), "simple protocol"
 
 
@@ -252,7 +228,7 @@ async def test_spark_engine_runs_the_recursion(world: World) -> None:
     """The same walk across both sources with the Spark engine: Spark re-reads its
     inputs, so the scans are not held in MATERIALIZED CTEs there."""
     sql = _walk("walk_joined", "cols_all", *PLACES["mixed"])
-    want = await _extended(world.truth, _walk("walk_joined", "cols_all", "people", "teams"))
+    want = await described(world.truth, _walk("walk_joined", "cols_all", "people", "teams"))
     conn = await asyncpg.connect(world.gateway.dsn, command_timeout=300)
     try:
         await conn.execute("SET fedgate.engine = 'spark'")

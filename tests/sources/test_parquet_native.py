@@ -29,6 +29,7 @@ from connectors.duckdb_runner import DuckDBRunner
 from connectors.files import FilesSource
 from gateway.errors import DATATYPE_MISMATCH, PgError
 from tests.support.gateway_proc import GatewayProcess, start_gateway
+from tests.support.answers import collect
 
 UTC = dt.UTC
 # Every type a Parquet file commonly holds, each with a value, an edge and a NULL.
@@ -94,14 +95,6 @@ def files(tmp_path: Path) -> Path:
     write(root / "parted" / "year=2024" / "part-0.parquet",
           pa.table({"id": pa.array([1, 2], pa.int32()), "v": ["x", None]}))
     return root
-
-
-async def collect(stream) -> pa.Table:
-    try:
-        batches = [b async for b in stream]
-    finally:
-        await stream.aclose()
-    return pa.Table.from_batches(batches, schema=stream.schema)
 
 
 async def pyarrow_path(source: FilesSource, name: str, sql: str) -> pa.Table:

@@ -28,6 +28,7 @@ from connectors.mysql import MySQLSource
 from connectors.postgres import PostgresSource
 from connectors.sqlite import SQLiteSource
 from gateway.errors import PgError
+from tests.support.answers import collect
 
 KINDS = ["postgres", "mysql", "sqlite", "duckdb", "parquet"]
 
@@ -78,14 +79,6 @@ async def open_source(kind, pg_source, mariadb_server, file_sources):
         yield source
     finally:
         await source.close()
-
-
-async def collect(stream) -> pa.Table:
-    try:
-        batches = [b async for b in stream]
-    finally:
-        await stream.aclose()
-    return pa.Table.from_batches(batches, schema=stream.schema)
 
 
 def recheck(rows: pa.Table, predicate: exp.Expression) -> list[int]:

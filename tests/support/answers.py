@@ -1,0 +1,54 @@
+"""What a server answers to one statement, as the tests compare it with PostgreSQL's own.
+
+An `Answer` is the result's column types (by name, as the client library names the OIDs)
+and its rows. `described` asks through the extended protocol (asyncpg: Parse/Describe,
+then binary rows decoded by the described types), `simple` through a simple Query
+(psycopg: text rows parsed by the RowDescription's OIDs), so both encodings are checked.
+`collect` reads a connector's batch stream into one table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+import psycopg
+import pyarrow as pa
+
+
+@dataclass
+class Answer:
+    types: list[str]  # type names, by OID
+    rows: list[tuple]
+
+
+async def described(dsn: str, sql: str, *setup: str, timeout: float = 300) -> Answer:
+    """Parse/Describe, then Bind/Execute; `setup` statements run first on the connection."""
+    conn = await asyncpg.connect(dsn, command_timeout=timeout)
+    try:
+        for statement in setup:
+            await conn.execute(statement)
+        prepared = await conn.prepare(sql)
+        return Answer([a.type.name for a in prepared.get_attributes()],
+                      [tuple(r.values()) for r in await prepared.fetch()])
+    finally:
+        await conn.close()
+
+
+def simple(dsn: str, sql: str) -> Answer:
+    """A simple Query: RowDescription and text rows, parsed by psycopg by the OIDs."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cursor = conn.execute(sql, prepare=False)
+        names = conn.adapters.types
+        types = [names.get(d.type_code).name if names.get(d.type_code) else str(d.type_code)
+                 for d in cursor.description]
+        return Answer(types, [tuple(r) for r in cursor.fetchall()])
+
+
+async def collect(stream) -> pa.Table:
+    """Every batch of a connector's stream as one table (the stream is closed after)."""
+    try:
+        batches = [b async for b in stream]
+    finally:
+        await stream.aclose()
+    return pa.Table.from_batches(batches, schema=stream.schema)
