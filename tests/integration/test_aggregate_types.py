@@ -19,7 +19,6 @@ tables are copied into PostgreSQL for the comparison.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
@@ -33,7 +32,7 @@ import pytest
 
 from tests.support.answers import Answer, described, simple
 from tests.support.gateway_proc import GatewayProcess, start_gateway
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, fresh_database
 
 COLUMNS = (("k", "int4", pa.int32()), ("i2", "int2", pa.int16()), ("i4", "int4", pa.int32()),
            ("i8", "int8", pa.int64()), ("f4", "float4", pa.float32()), ("f8", "float8", pa.float64()),
@@ -114,10 +113,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("aggregate_types")
-    database = f"agg_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {database}")
-    truth = postgres_server.dsn.rsplit("/", 1)[0] + "/" + database
+    truth = fresh_database(postgres_server, "agg")
     rows = _rows()
     with psycopg.connect(truth, autocommit=True) as conn:
         conn.execute("CREATE TABLE t (" + ", ".join(f"{n} {t}" for n, t, _ in COLUMNS) + ")")
@@ -299,10 +295,7 @@ def demo_truth(gateway: GatewayProcess, postgres_server: PostgresServer) -> str:
     """A PostgreSQL database holding copies of the demo's tables, read through the gateway."""
     from gateway.demo import TPCH_SCHEMA
 
-    database = f"agg_demo_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {database}")
-    truth = postgres_server.dsn.rsplit("/", 1)[0] + "/" + database
+    truth = fresh_database(postgres_server, "agg_demo")
     with psycopg.connect(gateway.dsn, autocommit=True) as demo, \
             psycopg.connect(truth, autocommit=True) as conn:
         for table in DEMO_TABLES:

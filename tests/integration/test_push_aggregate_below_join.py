@@ -13,7 +13,6 @@ a fragment is read in page-range parts that each aggregate their own pages
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -28,7 +27,7 @@ from sqlglot import exp
 
 from connectors import pg_parallel
 from tests.support.gateway_proc import GatewayProcess, start_gateway
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, fresh_database
 
 ORDERS = 40_000
 CUSTOMERS = 1_200  # customers 997 .. 1199 have no orders at all
@@ -62,10 +61,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("push_aggregate")
-    database = f"pab_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {database}")
-    truth = postgres_server.dsn.rsplit("/", 1)[0] + "/" + database
+    truth = fresh_database(postgres_server, "pab")
     customer = pa.table({"id": pa.array(range(CUSTOMERS), pa.int32()),
                          "seg": pa.array(["abc"[i % 3] for i in range(CUSTOMERS)])})
     with psycopg.connect(truth, autocommit=True) as conn:

@@ -17,7 +17,6 @@ binary rows by the described types), comparing column types and rows:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ import pytest
 
 from tests.support.answers import Answer, described, simple
 from tests.support.gateway_proc import GatewayProcess, start_gateway
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, fresh_database
 
 # An org chart: 40 people, each reporting to (id - 1) // 3, the root to nobody.
 PEOPLE = [(i, None if i == 0 else (i - 1) // 3, f"p{i}") for i in range(40)]
@@ -78,10 +77,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("recursive_cte")
-    database = f"rec_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {database}")
-    truth = postgres_server.dsn.rsplit("/", 1)[0] + "/" + database
+    truth = fresh_database(postgres_server, "rec")
     with psycopg.connect(truth, autocommit=True) as conn:
         conn.execute("CREATE TABLE people (id int4 PRIMARY KEY, boss int4, name text)")
         conn.execute("CREATE TABLE teams (id int4 PRIMARY KEY, name text)")
@@ -174,10 +170,7 @@ DEMO_WALKS = {
 @pytest.fixture(scope="module")
 def demo_truth(gateway: GatewayProcess, postgres_server: PostgresServer) -> str:
     """A PostgreSQL database holding a copy of the demo's nation table."""
-    database = f"rec_demo_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {database}")
-    truth = postgres_server.dsn.rsplit("/", 1)[0] + "/" + database
+    truth = fresh_database(postgres_server, "rec_demo")
     with psycopg.connect(gateway.dsn, autocommit=True) as demo, \
             psycopg.connect(truth, autocommit=True) as conn:
         conn.execute("CREATE TABLE nation (n_nationkey int8, n_name text, n_regionkey int8, "

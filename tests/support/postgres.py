@@ -197,6 +197,19 @@ def start_postgres(workdir: Path, *, durable: bool = False) -> PostgresServer:
     return server
 
 
+def fresh_database(server: PostgresServer, prefix: str) -> str:
+    """Create a database with a unique name starting with `prefix` on `server` (for the
+    synchronous module fixtures); returns its DSN."""
+    import uuid
+
+    import psycopg  # only the fixtures that use this need the driver
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return server.dsn.rsplit("/", 1)[0] + f"/{name}"
+
+
 async def new_database(server: PostgresServer, name: str, *settings: str) -> str:
     """Create database `name` on `server` afresh (dropping a leftover of an earlier run),
     with `ALTER DATABASE name SET <setting>` for each of `settings`; returns its DSN."""
