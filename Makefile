@@ -7,12 +7,15 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-fast system-deps node-deps clean
+.PHONY: run test test-fast test-latest lock system-deps node-deps clean
 
-$(STAMP): pyproject.toml
+# Exact versions from requirements.lock, so a fresh clone tests what CI tested; fedgate itself
+# goes in editable, without resolving anything again. pip shows its progress: the first
+# install downloads about 600 MB (PySpark is most of it).
+$(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install --disable-pip-version-check --progress-bar on -r requirements.lock
+	$(PY) -m pip install --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
 # psql and pgbench drive the client tests, some tests compare answers with a real
@@ -45,11 +48,28 @@ node-deps: system-deps
 test: $(STAMP) system-deps node-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Leaves out what is slow to start or long to run: Spark (local and clusters), the headless
+# browser and load tests. CI runs them all (`make test`).
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not spark and not load" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not spark and not cluster and not browser and not load" $(PYTEST_ARGS)
+
+# The newest versions pyproject.toml allows, in a venv of their own (requirements.lock untouched).
+LATEST := .venv-latest
+test-latest: system-deps node-deps
+	test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --disable-pip-version-check --upgrade -e '.[test]'
+	$(LATEST)/bin/python -m pytest $(PYTEST_ARGS)
+
+# Write requirements.lock anew from the newest versions the ranges allow.
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --disable-pip-version-check '.[test]'
+	{ sed -n '1,3p' requirements.lock; .venv-lock/bin/python -m pip freeze --exclude-editable \
+	  | grep -v '^fedgate'; } > requirements.lock.new && mv requirements.lock.new requirements.lock
+	rm -rf .venv-lock
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(LATEST) build *.egg-info .pytest_cache
 
 # Federated TPC-H at scale factor 1 against the local limit and two peers (tens of
 # minutes; data cached under the OS temp dir; ARGS="--queries 1,3 --runs 1" for a taste).
