@@ -1,5 +1,5 @@
 import sys
 
-from gateway.cli import main
+from gateway.server.cli import main
 
 sys.exit(main())

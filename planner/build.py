@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
-from gateway.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.catalog import CatalogSnapshot
 from planner.conjuncts import conjunction, split_conjuncts
 from planner.logical import (Aggregate, Distinct, Filter, Join, Limit, Node, OneRow, Opaque, Project,

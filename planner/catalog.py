@@ -13,8 +13,8 @@ from functools import cached_property
 from sqlglot.schema import MappingSchema
 
 from connectors.base import Dialect, TableInfo
-from gateway.errors import UNDEFINED_TABLE, PgError
-from planner.types import sqlglot_type_of
+from pgwire.errors import UNDEFINED_TABLE, PgError
+from planner.type_names import sqlglot_type_of
 
 
 @dataclass(frozen=True)

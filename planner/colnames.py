@@ -25,7 +25,7 @@ import re
 
 from sqlglot import exp
 
-from planner.types import pg_type_name
+from planner.type_names import pg_type_name
 
 UNNAMED = "?column?"
 

@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from planner.logical import (Aggregate, Column, Distinct, Filter, Join, Limit, Node, Project, Scan,
                              SetOp, Sort, SubqueryAlias)
-from planner.types import sqlglot_type_of
+from planner.type_names import sqlglot_type_of
 
 
 def fragment_types(node: Node, names: Mapping[Column, str]) -> dict[str, str]:

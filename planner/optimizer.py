@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gateway.errors import INTERNAL_ERROR, PgError
+from pgwire.errors import INTERNAL_ERROR, PgError
 from planner.catalog import CatalogSnapshot
 from planner.logical import Node
 

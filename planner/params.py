@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
-from gateway.errors import UNDEFINED_PARAMETER, PgError
-from planner.types import is_known
+from pgwire.errors import UNDEFINED_PARAMETER, PgError
+from planner.type_names import is_known
 
 TEXT = exp.DataType.build("TEXT")
 BIGINT = exp.DataType.build("BIGINT")

@@ -8,7 +8,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from gateway.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, PgError
 
 # sqlglot warns through logging when it falls back to an opaque Command; we raise instead.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)

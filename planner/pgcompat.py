@@ -29,7 +29,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
-from gateway.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from gateway.pg_catalog.functions import MACROS
 
 ONE_ROW = "_fedgate_one_row"

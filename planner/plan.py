@@ -26,11 +26,12 @@ from sqlglot.schema import MappingSchema
 from connectors.dialects import duckdb as engine_dialect
 from connectors.dialects import spark as spark_dialect
 from connectors.dialects.duckdb import needs_types
-from gateway.errors import PgError, UNDEFINED_COLUMN
+from pgwire.errors import PgError, UNDEFINED_COLUMN
 from connectors.base import TableInfo
 from connectors.base import Pushdown
-from connectors.session_zone import is_utc
-from planner import pgcompat, physical, session_zone
+from connectors.time_zone import is_utc
+from planner import pgcompat, physical
+from planner import zone_dependent as session_zone
 from planner.build import build
 from planner.conjuncts import split_conjuncts
 from planner.explain import conjunct_lines
@@ -44,7 +45,7 @@ from planner.params import cast_parameters, infer_param_types, parameters
 from planner.pg_aggregates import pg_typed_query, pg_typed_select, spark_averages
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
-from planner.types import datatype_from_pg, pg_type_name
+from planner.type_names import datatype_from_pg, pg_type_name
 
 ENGINE_DIALECT = engine_dialect.DIALECT
 ENGINES = {"duckdb": engine_dialect.DIALECT, "spark": spark_dialect.DIALECT}
@@ -182,7 +183,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
     single = catalog.sources[next(iter(sources))] if len(sources) == 1 else None
-    # Outside UTC the capability check reads operand types (planner.session_zone).
+    # Outside UTC the capability check reads operand types (planner.zone_dependent).
     annotated = zoned and bool(sources) and \
         session_zone.needs_check(tree, (info for _, info in tables))
     if annotated:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from gateway.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.conjuncts import conjunction
 from planner.fragment_types import column_type
 from planner.logical import (Aggregate, Column, Distinct, Filter, Join, Limit, Node, OneRow, Opaque,

@@ -25,7 +25,7 @@ from decimal import Decimal
 
 from sqlglot import exp
 
-from gateway.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 from connectors.base import (EXACT, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 

@@ -283,7 +283,7 @@ def _drop_param_casts(node: exp.Expression) -> exp.Expression:
 
 # MySQL has no boolean result type: `a = b` comes back as an integer, like `1` does, so
 # the rendered SQL starts with a comment naming the result columns that are boolean in
-# PostgreSQL (0-based); connectors.mysql reads it and returns those columns as bool.
+# PostgreSQL (0-based); connectors.mysql.source reads it and returns those columns as bool.
 BOOL_HINT = "/* fedgate-bool: {} */ "
 
 

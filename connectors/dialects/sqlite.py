@@ -29,7 +29,7 @@ from connectors.dialects import rules
 from connectors.dialects.rules import Checker, inexact, ok, unsupported
 
 NAME = "sqlite"
-RAISE_FUNCTION = "fedgate_raise"  # registered by connectors.sqlite on each connection
+RAISE_FUNCTION = "fedgate_raise"  # registered by connectors.sqlite.source on each connection
 DIVISION_BY_ZERO = "division by zero"
 
 

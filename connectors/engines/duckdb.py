@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 
 from connectors.base import BatchStream
-from connectors.duckdb_runner import DuckDBRunner
-from connectors.session_zone import TIMEZONE
+from connectors.duckdb.runner import DuckDBRunner
+from connectors.time_zone import TIMEZONE
 
 
 class DuckDBEngine:

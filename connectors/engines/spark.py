@@ -36,7 +36,7 @@ import pyarrow as pa
 from connectors.base import BatchStream, Source, TableStream
 from connectors.engines.spark_handover import Handover
 from connectors.engines.spark_jdbc import JARS, DirectRead, ReadSettings, SourceCatalog, plan_read
-from gateway.errors import QUERY_CANCELED, PgError, from_exception
+from pgwire.errors import QUERY_CANCELED, PgError, from_exception
 
 log = logging.getLogger("fedgate.spark")
 _tags = itertools.count(1)

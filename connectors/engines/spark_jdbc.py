@@ -26,8 +26,8 @@ table again whenever PostgreSQL answers a wide key range with a sequential scan 
 SF 1: two partitions, two full scans of lineitem); and a plan that reads one fragment
 twice (Q18's lineitem, for the join and for the IN subquery) runs every scan again. The
 gateway reads the fragment once, narrowed by the dynamic filters, split into ctid ranges
-over several connections (connectors.pg_parallel), shared between identical copies
-(gateway.shared_reads), and hands Spark a Parquet file it scans as often as it likes
+over several connections (connectors.postgres.parallel), shared between identical copies
+(gateway.executor.shared_reads), and hands Spark a Parquet file it scans as often as it likes
 (connectors.engines.spark_handover).
 
 Credentials travel only in the JDBC options, never in the URL, the description EXPLAIN

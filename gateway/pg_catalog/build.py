@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from connectors.base import TableInfo, TableRef
-from connectors.duckdb_runner import DUCKDB_CONFIG, DuckDBRunner
+from connectors.duckdb.runner import DUCKDB_CONFIG, DuckDBRunner
 from gateway.pg_catalog import functions, infoschema, procs, relations, types, views
 from gateway.pg_catalog.model import CatalogModel
 from gateway.pg_catalog.tables import PG_CATALOG, PG_CATALOG_VIEWS, create_table_sql

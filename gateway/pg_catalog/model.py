@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from connectors.base import TableInfo
-from gateway.pgtypes import PgType, pg_type_for_field
+from pgwire.types.table import PgType, pg_type_for_field
 
 PG_CATALOG_OID = 11
 PUBLIC_OID = 2200

@@ -1,6 +1,6 @@
 """Mount the emulated catalog into the gateway's sources and catalog snapshot.
 
-`mount` is called once by `gateway.server.build_context`; `with_catalog` is how any later
+`mount` is called once by `gateway.server.listener.build_context`; `with_catalog` is how any later
 refresh of the federated catalog (a new `CatalogSnapshot` version, e.g. a source gained a
 table) brings pg_catalog and information_schema up to date: it rebuilds the catalog
 database for the new version and returns the snapshot with the two system schemas in it.

@@ -20,9 +20,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo
-from connectors.duckdb_runner import DuckDBRunner
+from connectors.duckdb.runner import DuckDBRunner
 from connectors.scan_sql import scan_tree
-from gateway.errors import (DATA_EXCEPTION, UNDEFINED_FUNCTION, UNDEFINED_OBJECT,
+from pgwire.errors import (DATA_EXCEPTION, UNDEFINED_FUNCTION, UNDEFINED_OBJECT,
                             UNDEFINED_TABLE, PgError)
 from gateway.pg_catalog import session_state
 from gateway.pg_catalog.build import build, oid_schema

@@ -18,7 +18,7 @@ row, so TPC-H Q13 fetches ~100k rows from PostgreSQL instead of ~1.5M. The re-ag
 in the engine sums counts and sums, takes the min of mins and the max of maxes. It stays
 correct when the pre-aggregated rows hold several rows per key, since summing partial
 counts per key is the same whether they arrive as one row or several: the fragment may
-be read in page-range parts that each aggregate their own pages (connectors.pg_parallel
+be read in page-range parts that each aggregate their own pages (connectors.postgres.parallel
 splits only plain scans today, so it runs as one query, which PostgreSQL may parallelize).
 
 It runs only when the session asks for it (`SET fedgate.pre_aggregate = on`; the

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-try:  # the loop the gateway runs on (gateway/server.py), when installed
+try:  # the loop the gateway runs on (gateway/server/listener.py), when installed
     import uvloop
 except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
     uvloop = None

@@ -3,7 +3,7 @@
     python tests/bench/bench_planner.py [--runs 20] [--lookups 10000] [--no-write]
 
 The 22 queries of tests/fixtures/tpch are planned against the catalog the planning tests
-use (tests/unit/test_tpch_planning.py, split "facts|dimensions": lineitem, orders and
+use (tests/unit/planner/test_tpch_planning.py, split "facts|dimensions": lineitem, orders and
 partsupp in one DuckDB source, the other five tables in another), so most of them are
 federated plans with several fragments and a residual.
 - Cold: a fresh PlanCache for every run, so each `get` is a miss and plans from the SQL
@@ -38,7 +38,7 @@ import sqlglot
 
 from planner import PlanCache, PlanSettings
 from tests.bench.sections import write_section
-from tests.unit.test_tpch_planning import SPLITS, query_text, tpch_catalog
+from tests.unit.planner.test_tpch_planning import SPLITS, query_text, tpch_catalog
 
 BENCHMARKS = REPO / "BENCHMARKS.md"
 SPLIT = "facts|dimensions"
@@ -109,7 +109,7 @@ def run(runs: int, lookups: int) -> tuple[str, list[str], bool]:
     section = "\n".join([
         f"### Planner: TPC-H planning time ({dt.date.today().isoformat()})", "",
         f"{header}.",
-        f"Catalog split `{SPLIT}` of tests/unit/test_tpch_planning.py (two DuckDB sources). "
+        f"Catalog split `{SPLIT}` of tests/unit/planner/test_tpch_planning.py (two DuckDB sources). "
         f"Cold: a fresh PlanCache per run (parse, qualify, build, optimize, cut into fragments, "
         f"render), median of {runs} runs after one untimed run. Cached: `PlanCache.get` hits, "
         f"median per call over {lookups:,} calls in batches of {BATCH}.", "",

@@ -50,12 +50,12 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from connectors.base import ScanRequest, count_rows
-from connectors.duckdb_runner import DUCKDB_CONFIG
-from connectors.duckdb_source import DuckDBSource
-from connectors.files import FilesSource
-from connectors.mysql import MySQLSource
-from connectors.postgres import PostgresSource
-from connectors.sqlite import SQLiteSource
+from connectors.duckdb.runner import DUCKDB_CONFIG
+from connectors.duckdb.source import DuckDBSource
+from connectors.files.source import FilesSource
+from connectors.mysql.source import MySQLSource
+from connectors.postgres.source import PostgresSource
+from connectors.sqlite.source import SQLiteSource
 from tests.bench.sections import write_section  # noqa: E402
 from tests.support.mariadb import start_mariadb
 from tests.support.postgres import start_postgres

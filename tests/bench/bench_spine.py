@@ -38,7 +38,7 @@ if str(REPO) not in sys.path:  # run as a plain script from anywhere
 import duckdb
 
 from gateway.config import DemoConfig, demo_path
-from gateway.demo import DUCKDB_CONFIG, ensure_demo
+from gateway.server.demo import DUCKDB_CONFIG, ensure_demo
 from tests.bench.sections import write_section  # noqa: E402
 from tests.support.gateway_proc import start_gateway
 

@@ -14,8 +14,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from connectors.duckdb_runner import DuckDBRunner
-from gateway.errors import PgError
+from connectors.duckdb.runner import DuckDBRunner
+from pgwire.errors import PgError
 
 
 async def _rows(runner: DuckDBRunner, sql: str) -> tuple[pa.Schema, list[dict]]:

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from connectors import pg_parallel
+from connectors.postgres import parallel as pg_parallel
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer, new_database
 
@@ -155,7 +155,7 @@ async def test_subquery_scopes_narrow_only_what_their_sql_allows(world, name: st
 
 async def test_a_fenced_scan_split_in_page_ranges_returns_its_rows_once(world) -> None:
     """The form a narrowed scan takes on PostgreSQL (planner.physical.fenced), cut into
-    page ranges inside the fence (connectors.pg_parallel), returns the same rows."""
+    page ranges inside the fence (connectors.postgres.parallel), returns the same rows."""
     _, dsn = world
     sql = ("SELECT b.id, b.g FROM (SELECT b.id, b.g, b.k FROM public.big AS b "
            "WHERE b.k = ANY(CAST('{3,50,700,4999}' AS BIGINT[])) OFFSET 0) AS b WHERE b.g < 5")

@@ -1,7 +1,7 @@
 """TPC-H data for the federated suite: generated once, then spread over three kinds of source.
 
 `generate(root, scale)` runs tpchgen-cli and writes one Parquet file per table with the
-column types the demo exposes (`gateway.demo.TPCH_SCHEMA`: BIGINT keys, DECIMAL(15,2)
+column types the demo exposes (`gateway.server.demo.TPCH_SCHEMA`: BIGINT keys, DECIMAL(15,2)
 money, DATE, VARCHAR), so every source and the reference hold the same values. From those
 files the loaders build each split's sources:
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import asyncpg
 import duckdb
 
-from gateway.demo import DUCKDB_CONFIG, TPCH_SCHEMA, find_tpchgen
+from gateway.server.demo import DUCKDB_CONFIG, TPCH_SCHEMA, find_tpchgen
 
 # Split A: the two big facts in PostgreSQL, the customer side in SQLite, the rest Parquet.
 # Split B: lineitem in SQLite and orders in Parquet (their join crosses sources), parts

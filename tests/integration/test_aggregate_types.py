@@ -293,7 +293,7 @@ def _pg_type(duckdb_type: str) -> str:
 @pytest.fixture(scope="module")
 def demo_truth(gateway: GatewayProcess, postgres_server: PostgresServer) -> str:
     """A PostgreSQL database holding copies of the demo's tables, read through the gateway."""
-    from gateway.demo import TPCH_SCHEMA
+    from gateway.server.demo import TPCH_SCHEMA
 
     truth = fresh_database(postgres_server, "agg_demo")
     with psycopg.connect(gateway.dsn, autocommit=True) as demo, \

@@ -1,4 +1,4 @@
-"""The express lane (gateway/express.py) answers exactly as the session's task does.
+"""The express lane (gateway/relay/express.py) answers exactly as the session's task does.
 
 Relayed statements of one PostgreSQL source are run from the sockets' callbacks when the
 session is idle; everything else takes the task's road. These tests send the same

@@ -1,5 +1,5 @@
 """The executor reads a big PostgreSQL scan over several connections, and a fragment the
-plan holds twice only once (gateway.fragment_reads, connectors.pg_parallel).
+plan holds twice only once (gateway.executor.fragment_reads, connectors.postgres.parallel).
 
 A database of our own on the session PostgreSQL (log_statement = all) holds `t`; a
 Parquet file holds `groups`. The plan of a correlated query has `t` scanned twice under
@@ -21,11 +21,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from connectors import pg_parallel
+from connectors.postgres import parallel as pg_parallel
 from connectors.engines.duckdb import DuckDBEngine
-from connectors.files import FilesSource
-from connectors.postgres import PostgresSource
-from gateway.execute import Executor, analyze
+from connectors.files.source import FilesSource
+from connectors.postgres.source import PostgresSource
+from gateway.executor.execute import Executor, analyze
 from planner import CatalogSnapshot, SourceEntry, plan
 from planner.plan import PlanSettings
 from tests.support.postgres import PostgresServer, new_database

@@ -1,11 +1,11 @@
-"""Relayed statements whose numbers go as parameters (gateway/literals.py) answer as PostgreSQL.
+"""Relayed statements whose numbers go as parameters (gateway/relay/literals.py) answer as PostgreSQL.
 
 Each simple Query below runs directly on PostgreSQL, through the gateway with
 `fedgate.parameterize` on (the default: the statement's shape is prepared once on the
 session's link and the numbers are bound) and with it off (the text is sent as written).
 Every statement runs three times, so the first execution (which prepares the shape), the
 second (the express lane binding the prepared statement) and the later ones (the lane
-recalling the shape it lifted, gateway/express_hot.py) are all compared. Answers
+recalling the shape it lifted, gateway/relay/hot.py) are all compared. Answers
 must agree message by message: column names and types, rows, command tags, and errors
 with their SQLSTATE, message, detail and position in the client's text. A table that
 changes shape between two runs of one statement still answers (a Query has no cached

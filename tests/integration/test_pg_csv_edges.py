@@ -6,7 +6,7 @@ CSV reader skips by default), and a quoted value may hold a newline. Each query 
 runs through the gateway's planner (`fedgate.relay = off`, so nothing is relayed) and
 directly on PostgreSQL; the rows must be equal, NULLs and empty strings apart. Inside a
 transaction block that reached the source, the fragments run on the block's own link
-(connectors.pg_link_reader), which parses its CSV separately: the same queries run there.
+(connectors.postgres.link_reader), which parses its CSV separately: the same queries run there.
 """
 
 from __future__ import annotations

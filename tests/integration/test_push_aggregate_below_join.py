@@ -8,7 +8,7 @@ The gateway must answer each one with PostgreSQL's rows and column types while s
 `orders` grouped by its join key (EXPLAIN shows the pre-aggregate, EXPLAIN ANALYZE the rows
 it fetched). The pre-aggregate stays right when its rows hold a key several times, as when
 a fragment is read in page-range parts that each aggregate their own pages
-(connectors.pg_parallel): the residual re-aggregates per key.
+(connectors.postgres.parallel): the residual re-aggregates per key.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from connectors import pg_parallel
+from connectors.postgres import parallel as pg_parallel
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer, fresh_database
 

@@ -39,10 +39,10 @@ import psycopg
 import pytest
 
 from connectors.base import ScanRequest, count_rows
-from connectors.duckdb_source import DuckDBSource
-from connectors.mysql import MySQLSource
-from connectors.postgres import PostgresSource
-from connectors.sqlite import SQLiteSource
+from connectors.duckdb.source import DuckDBSource
+from connectors.mysql.source import MySQLSource
+from connectors.postgres.source import PostgresSource
+from connectors.sqlite.source import SQLiteSource
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.mariadb import start_mariadb
 from tests.support.postgres import PostgresServer

@@ -23,7 +23,7 @@ import pytest
 from connectors.engines.spark import SparkEngine
 from connectors.engines.spark_handover import FILE_ROWS, Handover
 from connectors.engines.spark_jdbc import ReadSettings
-from gateway.errors import PgError
+from pgwire.errors import PgError
 
 pytestmark = pytest.mark.spark
 

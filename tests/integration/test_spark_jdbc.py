@@ -35,8 +35,8 @@ from connectors.engines.spark_jdbc import (
     plan_read,
 )
 from connectors.engines.spark_literals import Unbindable, bind
-from connectors.mysql import MySQLSource
-from connectors.postgres import PostgresSource
+from connectors.mysql.source import MySQLSource
+from connectors.postgres.source import PostgresSource
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.mariadb import MariaDBServer, start_mariadb
 from tests.support.postgres import PostgresServer, new_database

@@ -25,14 +25,14 @@ import pyarrow as pa
 import pytest
 from duckdb import sqltypes
 
-from gateway.pgparams import DuckText, PgInterval, civil_from_days, days_from_civil
-from gateway.pgtypes import (
+from pgwire.types.params import DuckText, PgInterval, civil_from_days, days_from_civil
+from pgwire.types.table import (
     decode_param,
     numeric_typmod,
     pg_type_by_name,
     pg_type_for_field,
 )
-from gateway.results import encode_rows
+from pgwire.types.rows import encode_rows
 
 TIMEZONES = ("UTC", "America/New_York", "Asia/Kolkata")
 USECS_PER_DAY = 86_400_000_000

@@ -23,7 +23,7 @@ import asyncpg
 import psycopg
 import pytest
 
-from gateway.cli import main as cli_main
+from gateway.server.cli import main as cli_main
 from gateway.config import ConfigError, parse_config
 from tests.support import rawpg
 from tests.support.gateway_proc import GatewayProcess, start_gateway

@@ -1,7 +1,7 @@
 """DuckDB's own Parquet reader behind a Parquet source answers as the pyarrow path did.
 
 A table that is one Parquet file is read through a `read_parquet` view
-(connectors.parquet_views) when DuckDB types its columns as it types the pyarrow dataset
+(connectors.files.parquet_views) when DuckDB types its columns as it types the pyarrow dataset
 the catalog describes. These tests write real Parquet files and compare, for the same
 SQL, the rows and the Arrow types of the native path with the pyarrow path (the dataset
 registered with DuckDB, as every table was read before); they check that a file whose
@@ -25,9 +25,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from connectors.duckdb_runner import DuckDBRunner
-from connectors.files import FilesSource
-from gateway.errors import DATATYPE_MISMATCH, PgError
+from connectors.duckdb.runner import DuckDBRunner
+from connectors.files.source import FilesSource
+from pgwire.errors import DATATYPE_MISMATCH, PgError
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.answers import collect
 

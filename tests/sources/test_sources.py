@@ -18,8 +18,8 @@ import asyncmy
 import asyncpg
 import pytest
 
-from connectors.sqlite import SQLiteSource, SQLiteStream
-from gateway.errors import PgError
+from connectors.sqlite.source import SQLiteSource, SQLiteStream
+from pgwire.errors import PgError
 from tests.sources.conftest import KINDS, SOURCE_OF, TYPE_COLUMNS, Federation
 from tests.support.mariadb import MariaDBServer
 

@@ -21,13 +21,13 @@ from sqlglot.optimizer.qualify import qualify
 
 from connectors.base import Pushdown, ScanRequest, TableInfo
 from connectors.dialects import duckdb as engine
-from connectors.duckdb_runner import DuckDBRunner
-from connectors.duckdb_source import DuckDBSource
-from connectors.files import FilesSource
-from connectors.mysql import MySQLSource
-from connectors.postgres import PostgresSource
-from connectors.sqlite import SQLiteSource
-from gateway.errors import PgError
+from connectors.duckdb.runner import DuckDBRunner
+from connectors.duckdb.source import DuckDBSource
+from connectors.files.source import FilesSource
+from connectors.mysql.source import MySQLSource
+from connectors.postgres.source import PostgresSource
+from connectors.sqlite.source import SQLiteSource
+from pgwire.errors import PgError
 from tests.support.answers import collect
 
 KINDS = ["postgres", "mysql", "sqlite", "duckdb", "parquet"]
@@ -105,7 +105,7 @@ def engine_ids(rows: pa.Table, predicate: exp.Expression) -> list[int]:
 
 
 def _sqltype(t: pa.DataType) -> str:
-    from planner.types import sqlglot_type_of
+    from planner.type_names import sqlglot_type_of
     return sqlglot_type_of(t)
 
 

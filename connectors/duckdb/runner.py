@@ -1,0 +1,243 @@
+"""Run DuckDB queries off the event loop and stream their Arrow batches.
+
+Shared by the DuckDB source (a database file) and the DuckDB engine (in-memory residual
+work). DuckDB releases the GIL while it executes, so each query runs on a worker thread
+with a cursor of its own (a cursor is a separate connection to the same database; one
+connection must not run two queries at once). Cancelling the asyncio task that awaits a
+batch interrupts DuckDB, waits for the worker to stop, and only then re-raises, so a
+cancelled query never keeps running behind the client's back.
+
+Lossless Arrow export (needed so uuid and json keep their types) hands 128-bit integers
+over as opaque 16-byte values, which no consumer understands; DuckDB makes them for
+`sum()` of any integer column. They are re-labelled, without copying, as Arrow
+decimal128(38, 0) (the same 16-byte two's complement layout): PostgreSQL's `numeric`,
+which is what PostgreSQL's own sum of bigints returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError, from_exception
+
+T = TypeVar("T")
+
+# No network here and no surprise downloads in production either: extensions a query
+# needs must be installed ahead of time, never fetched mid-query.
+DUCKDB_CONFIG = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+# uuid and json come out as Arrow extension types, so they keep their PostgreSQL type.
+SESSION_SETUP = ("SET arrow_lossless_conversion = true", "SET TimeZone = 'UTC'")
+BATCH_ROWS = 65_536
+
+_pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="duckdb")
+
+
+class DuckDBRunner:
+    """A DuckDB database plus a pool of idle cursors, each used by one query at a time."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection) -> None:
+        self._con = connection
+        for stmt in SESSION_SETUP:
+            self._con.execute(stmt)
+        self._idle: list[duckdb.DuckDBPyConnection] = []
+        # The TimeZone each pooled cursor was last set to (a cursor's settings are its own).
+        self._zones: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str = ":memory:", *, read_only: bool = False) -> DuckDBRunner:
+        return cls(duckdb.connect(path, read_only=read_only, config=DUCKDB_CONFIG))
+
+    def _acquire(self) -> duckdb.DuckDBPyConnection:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        cursor = self._con.cursor()
+        for stmt in SESSION_SETUP:
+            cursor.execute(stmt)
+        return cursor
+
+    def _release(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        with self._lock:
+            self._idle.append(cursor)
+
+    def query_sync(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+        """Run a small query to completion on the calling thread (catalog discovery)."""
+        cursor = self._acquire()
+        try:
+            return cursor.sql(sql, params=list(params) or None).to_arrow_table()
+        finally:
+            self._release(cursor)
+
+    async def stream(self, sql: str, params: Sequence[Any] = (), *,
+                     register: dict[str, Any] | None = None,
+                     timezone: str | None = None) -> DuckDBStream:
+        """Start `sql` and return a stream whose schema is known and first batch fetched.
+
+        `timezone` (the engine passes the client session's) is what zone-dependent
+        expressions are computed in; None keeps the cursor's UTC (sources)."""
+        cursor = self._acquire()
+        stream = DuckDBStream(self, cursor)
+        await stream.start(sql, list(params), register or {}, timezone)
+        return stream
+
+    def set_timezone(self, cursor: duckdb.DuckDBPyConnection, zone: str) -> None:
+        """Give `cursor` the session's TimeZone (on the worker thread, before the query)."""
+        if self._zones.get(id(cursor), "UTC") == zone:
+            return
+        # The zone is the client's text: quoted as a literal, never pasted into SQL.
+        cursor.execute(f"SET TimeZone = {exp.Literal.string(zone).sql('duckdb')}")
+        self._zones[id(cursor)] = zone
+
+    def close(self) -> None:
+        with self._lock:
+            for cursor in self._idle:
+                cursor.close()
+            self._idle.clear()
+            self._zones.clear()
+        self._con.close()
+
+
+class DuckDBStream:
+    """Batches of one running DuckDB query; iterate it, or `aclose()` to stop early."""
+
+    def __init__(self, runner: DuckDBRunner, cursor: duckdb.DuckDBPyConnection) -> None:
+        self._runner = runner
+        self._cursor: duckdb.DuckDBPyConnection | None = cursor
+        self._reader: pa.RecordBatchReader | None = None
+        self._registered: list[str] = []
+        self._pending: list[pa.RecordBatch] = []
+        self._done = False
+        self.schema: pa.Schema = pa.schema([])
+
+    async def _call(self, fn: Callable[[], T]) -> T:
+        future = asyncio.get_running_loop().run_in_executor(_pool, fn)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # The worker thread is still inside DuckDB: stop it before giving the cursor back.
+            if self._cursor is not None:
+                self._cursor.interrupt()
+            await asyncio.wait([future])
+            if not future.cancelled():
+                future.exception()  # the expected InterruptException: mark it retrieved
+            await self.aclose()
+            raise
+        except Exception as exc:
+            await self.aclose()
+            raise from_exception(exc) from exc
+
+    async def start(self, sql: str, params: list[Any], register: dict[str, Any],
+                    timezone: str | None = None) -> None:
+        def run() -> tuple[pa.RecordBatchReader, pa.RecordBatch | None]:
+            assert self._cursor is not None
+            if timezone is not None:
+                self._runner.set_timezone(self._cursor, timezone)
+            for name, data in register.items():
+                self._cursor.register(name, data)
+                self._registered.append(name)
+            reader = self._cursor.sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
+            self.schema = plain_schema(reader.schema)
+            # Fetch the first batch in the same hop: most queries are small and finish here.
+            return reader, self._next(reader)
+
+        self._reader, first = await self._call(run)
+        if first is None:
+            await self._finish()
+        else:
+            self._pending.append(first)
+
+    def __aiter__(self) -> DuckDBStream:
+        return self
+
+    async def __anext__(self) -> pa.RecordBatch:
+        if self._pending:
+            return self._pending.pop()
+        if self._done or self._reader is None:
+            raise StopAsyncIteration
+        reader = self._reader
+        batch = await self._call(lambda: self._next(reader))
+        if batch is None:
+            await self._finish()
+            raise StopAsyncIteration
+        return batch
+
+    def _next(self, reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
+        """The next batch, in the stream's schema (on the worker thread)."""
+        batch = _read(reader)
+        if batch is None or self.schema is reader.schema:
+            return batch
+        return plain_batch(batch, self.schema)
+
+    async def _finish(self) -> None:
+        self._done = True
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Give the cursor back; an unfinished reader is closed first (stops the query)."""
+        self._done = True
+        cursor, self._cursor = self._cursor, None
+        if cursor is None:
+            return
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
+        for name in self._registered:
+            cursor.unregister(name)
+        self._registered.clear()
+        self._runner._release(cursor)
+
+
+def _read(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
+    try:
+        return reader.read_next_batch()
+    except StopIteration:
+        return None
+
+
+HUGEINT_AS = pa.decimal128(38, 0)
+
+
+def _is_hugeint(t: pa.DataType) -> bool:
+    return isinstance(t, pa.OpaqueType) and t.vendor_name == "DuckDB" and \
+        t.type_name in ("hugeint", "uhugeint")
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """`schema` with 128-bit integers as decimal128(38, 0); the same object if it has none."""
+    if not any(_is_hugeint(f.type) for f in schema):
+        return schema
+    return pa.schema([f.with_type(HUGEINT_AS) if _is_hugeint(f.type) else f for f in schema],
+                     metadata=schema.metadata)
+
+
+def plain_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    columns = [_as_decimal(c) if _is_hugeint(c.type) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _as_decimal(column: pa.Array) -> pa.Array:
+    storage = column.storage
+    validity, data = storage.buffers()
+    if column.type.type_name == "uhugeint" and len(storage):
+        # Above 2**127 an unsigned value would read as negative: refuse it instead.
+        raw = np.frombuffer(data, dtype=np.uint8)[storage.offset * 16:(storage.offset + len(storage)) * 16]
+        high = raw.reshape(-1, 16)[:, 15] >= 0x80
+        if storage.null_count:
+            high &= np.asarray(storage.is_valid())
+        if high.any():
+            raise PgError(NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow")
+    return pa.Array.from_buffers(HUGEINT_AS, len(storage), [validity, data],
+                                 storage.null_count, storage.offset)

@@ -1,0 +1,199 @@
+"""Parquet or CSV files as a federated source: one table per file or folder.
+
+`path` is a folder: each `*.parquet`/`*.csv` file in it is a table named after the file
+stem, and each sub-folder is a table whose files are read together, with Hive-style
+partitions (`year=2024/`) as columns. `path` may also be a single file (one table).
+
+Tables are pyarrow datasets; their Arrow schemas are the catalog. `scan()` hands
+projection and filters to the dataset scanner (row groups whose statistics exclude the
+filter are not read); shipped SQL runs in an in-process DuckDB ("duckdb-over-files").
+There, a table that is one Parquet file is a view over DuckDB's own `read_parquet` when
+DuckDB types its columns exactly as it types the dataset's (connectors.files.parquet_views:
+several times faster, and held to those types on every query); other tables (CSV,
+folders) are the pyarrow datasets, registered with DuckDB, which pushes its projections
+and filters into the dataset scanner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as ds
+from sqlglot import exp
+
+from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
+from connectors.dialects import files as files_dialect
+from connectors.duckdb.runner import DuckDBRunner
+from connectors.files.filters import to_arrow_filter
+from connectors.files.parquet_views import UNDEFINED_FILE, NativeTable, check, create_views
+from connectors.scan_sql import scan_tree
+from connectors.statement_log import StatementLog
+from pgwire.errors import PgError
+
+BATCH_ROWS = 65_536
+# CSV as PostgreSQL's COPY writes it: an unquoted empty field is NULL, a quoted one is the
+# empty string, and "NaN" is a float (pyarrow's default null markers include NaN, NA, null).
+CSV_FORMAT = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(
+    null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=False))
+
+
+class FilesSource:
+    dialect = files_dialect.DIALECT
+
+    def __init__(self, name: str, path: str | Path, *, file_format: str = "parquet",
+                 statement_log: str | Path | None = None) -> None:
+        if file_format not in ("parquet", "csv"):
+            raise ValueError(f"file format must be parquet or csv, not {file_format!r}")
+        self.name = name
+        self.path = Path(path)
+        self.file_format = file_format
+        self.statement_log = StatementLog(statement_log)
+        self.datasets = self._discover()
+        self._runner = DuckDBRunner.open(":memory:")
+        self._native: dict[str, NativeTable] = \
+            create_views(self._runner, self.datasets) if file_format == "parquet" else {}
+        # What DuckDB is handed per query: the tables that have no view of their own.
+        self._registered = {n: d for n, d in self.datasets.items() if n not in self._native}
+
+    @property
+    def native_tables(self) -> frozenset[str]:
+        """The tables DuckDB reads with its own Parquet reader (the rest: pyarrow)."""
+        return frozenset(self._native)
+
+    def _discover(self) -> dict[str, ds.Dataset]:
+        suffix = f".{self.file_format}"
+        if self.path.is_file():
+            return {self.path.stem: self._dataset(self.path)}
+        if not self.path.is_dir():
+            raise FileNotFoundError(f"{self.path} is neither a file nor a folder")
+        found = {}
+        for entry in sorted(self.path.iterdir()):
+            if entry.is_file() and entry.suffix == suffix:
+                found[entry.stem] = self._dataset(entry)
+            elif entry.is_dir() and not entry.name.startswith((".", "_")):
+                found[entry.name] = self._dataset(entry)
+        return found
+
+    def _dataset(self, path: Path) -> ds.Dataset:
+        if self.file_format == "parquet":
+            return ds.dataset(str(path), format="parquet", partitioning="hive")
+        dataset = ds.dataset(str(path), format=CSV_FORMAT, partitioning="hive")
+        # CSV types are inferred: timestamps come out in nanoseconds, PostgreSQL keeps
+        # microseconds (and DuckDB will not compare the two without a cast).
+        schema = pa.schema([f.with_type(pa.timestamp("us", f.type.tz))
+                            if pa.types.is_timestamp(f.type) else f for f in dataset.schema])
+        if schema == dataset.schema:
+            return dataset
+        return ds.dataset(str(path), format=CSV_FORMAT, partitioning="hive", schema=schema)
+
+    async def tables(self) -> list[TableInfo]:
+        return [TableInfo(TableRef(self.name, name, remote_name=name), dataset.schema,
+                          row_estimate=await asyncio.to_thread(_estimate, dataset))
+                for name, dataset in self.datasets.items()]
+
+    def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:
+        return [self.dialect.classify(f, None).pushdown for f in filters]
+
+    async def run_remote(self, sql: str, params: Sequence[Any] = ()) -> BatchStream:
+        self.statement_log.write(sql)
+        await self._check(sql)
+        try:
+            return await self._runner.stream(sql, params, register=dict(self._registered))
+        except PgError as exc:
+            missing = self._missing_file()
+            if missing is None:
+                raise
+            raise missing from exc
+
+    async def _check(self, sql: str) -> None:
+        """The files behind the native views `sql` may read are still the ones described.
+        A table counts as named when its name occurs in the text at all (a false match
+        only costs one `stat`)."""
+        if self._native:
+            text = sql.lower()
+            await check(self._runner, [t for n, t in self._native.items() if n.lower() in text],
+                        self.name)
+
+    def _missing_file(self) -> PgError | None:
+        """The error to report when a file a dataset lists is gone (checked on failure
+        only: a stat per file on every query would cost too much for large datasets)."""
+        for name, dataset in self.datasets.items():
+            for path in getattr(dataset, "files", ()):
+                if not os.path.exists(path):
+                    return PgError(UNDEFINED_FILE, f'could not open file "{path}" of table '
+                                                   f'{self.name}.{name}: it no longer exists')
+        return None
+
+    async def describe(self, sql: str, params: Sequence[Any] = ()) -> pa.Schema:
+        stream = await self.run_remote(f"SELECT * FROM ({sql}) AS described LIMIT 0", params)
+        await stream.aclose()
+        return stream.schema
+
+    async def scan(self, req: ScanRequest) -> BatchStream:
+        """Filters pyarrow can evaluate exactly go into the dataset scanner; else DuckDB."""
+        name = req.table.remote_name or req.table.name
+        dataset = self.datasets[name]
+        if name in self._native:
+            await check(self._runner, [self._native[name]], self.name)
+        arrow_filter = to_arrow_filter(req.filters, dataset.schema)
+        if arrow_filter is None and req.filters:
+            return await self.run_remote(self.dialect.to_sql(scan_tree(req)))
+        self.statement_log.write(f"scan {req.table.name} columns={req.columns} "
+                                 f"filter={arrow_filter} limit={req.limit}")
+        scanner = dataset.scanner(columns=req.columns or None, filter=arrow_filter,
+                                  batch_size=BATCH_ROWS)
+        return ScannerStream(scanner, req.limit)
+
+    async def close(self) -> None:
+        self._runner.close()
+
+
+def _estimate(dataset: ds.Dataset) -> int | None:
+    if isinstance(dataset, ds.FileSystemDataset) and dataset.format.default_extname == "parquet":
+        return sum(f.metadata.num_rows for f in dataset.get_fragments())
+    return None
+
+
+def _next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
+    # StopIteration cannot travel through an asyncio future: answer None instead.
+    try:
+        return reader.read_next_batch()
+    except StopIteration:
+        return None
+
+
+class ScannerStream:
+    """Batches of a pyarrow scanner, read on worker threads; stops at `limit` rows."""
+
+    def __init__(self, scanner: ds.Scanner, limit: int | None) -> None:
+        self.schema = scanner.projected_schema
+        self._reader: pa.RecordBatchReader | None = scanner.to_reader()
+        self._left = limit
+
+    def __aiter__(self) -> ScannerStream:
+        return self
+
+    async def __anext__(self) -> pa.RecordBatch:
+        reader = self._reader
+        if reader is None or self._left == 0:
+            await self.aclose()
+            raise StopAsyncIteration
+        batch = await asyncio.to_thread(_next_batch, reader)
+        if batch is None:
+            await self.aclose()
+            raise StopAsyncIteration
+        if self._left is not None:
+            batch = batch.slice(0, self._left)
+            self._left -= batch.num_rows
+        return batch
+
+    async def aclose(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()

@@ -1,0 +1,126 @@
+"""Catalog discovery and result description for the PostgreSQL source.
+
+Discovery reads pg_catalog once: relations of the schema (tables, views, materialized
+views, partitioned and foreign tables), columns with `format_type`, primary keys and
+`pg_class.reltuples` as the row estimate (-1, never analyzed, becomes unknown).
+
+Describing a query needs each column's typmod (numeric(p, s) becomes decimal128(p, s)),
+which asyncpg does not expose. When a result has numeric columns, the query is wrapped
+in a temporary view inside a transaction that is rolled back, and pg_attribute gives the
+typmods; parameters become typed NULLs for that (a view cannot have parameters).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+import asyncpg
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from connectors.base import TableInfo, TableRef
+from connectors.postgres.types import ColumnType, column_type
+
+log = logging.getLogger("fedgate.postgres")
+
+_RELATIONS = """
+SELECT c.oid, c.relname, c.reltuples::int8 AS reltuples
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relkind IN ('r', 'v', 'm', 'p', 'f') ORDER BY c.relname
+"""
+_COLUMNS = """
+SELECT a.attrelid, a.attname,
+       CASE WHEN t.typtype = 'd' THEN b.typname ELSE t.typname END AS typname,
+       CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END AS typmod,
+       format_type(a.atttypid, a.atttypmod) AS formatted, a.attnotnull
+FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_type b ON b.oid = t.typbasetype
+WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attrelid, a.attnum
+"""
+_PRIMARY_KEYS = """
+SELECT i.indrelid, a.attname
+FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+WHERE i.indisprimary AND i.indrelid = ANY($1::oid[])
+ORDER BY i.indrelid, array_position(i.indkey::int2[], a.attnum)
+"""
+_VIEW_COLUMNS = """
+SELECT a.attname, t.typname, a.atttypmod, format_type(a.atttypid, a.atttypmod)
+FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+WHERE a.attrelid = $1::regclass AND a.attnum > 0 ORDER BY a.attnum
+"""
+_view_names = itertools.count()
+
+
+async def discover_tables(conn: asyncpg.Connection, source: str, schema: str) -> list[TableInfo]:
+    relations = await conn.fetch(_RELATIONS, schema)
+    oids = [r["oid"] for r in relations]
+    columns = await conn.fetch(_COLUMNS, oids)
+    keys = await conn.fetch(_PRIMARY_KEYS, oids)
+    fields: dict[int, list] = {oid: [] for oid in oids}
+    for c in columns:
+        ctype = column_type(c["attname"], c["typname"], c["typmod"], c["formatted"])
+        fields[c["attrelid"]].append(ctype.field.with_nullable(not c["attnotnull"]))
+    primary: dict[int, list[str]] = {}
+    for k in keys:
+        primary.setdefault(k["indrelid"], []).append(k["attname"])
+    infos = []
+    for r in relations:
+        ref = TableRef(source, r["relname"], remote_schema=schema, remote_name=r["relname"])
+        estimate = r["reltuples"] if r["reltuples"] >= 0 else None
+        infos.append(TableInfo(ref, pa_schema(fields[r["oid"]]), row_estimate=estimate,
+                               primary_key=tuple(primary.get(r["oid"], ()))))
+    return infos
+
+
+def pa_schema(fields: list[pa.Field]) -> pa.Schema:
+    return pa.schema(fields)
+
+
+async def describe_columns(conn: asyncpg.Connection, sql: str) -> list[ColumnType]:
+    """The Arrow types of `sql`'s result columns, without running it.
+
+    Runs in a transaction that is rolled back: asyncpg's prepare leaves the protocol's
+    implicit transaction open, which a later `BEGIN ISOLATION LEVEL ...` rejects.
+    """
+    transaction = conn.transaction()
+    await transaction.start()
+    try:
+        statement = await conn.prepare(sql)
+        attributes = statement.get_attributes()
+        if not any(a.type.name == "numeric" for a in attributes):
+            return [column_type(a.name, a.type.name, -1) for a in attributes]
+        params = [p.name for p in statement.get_parameters()]
+        try:
+            typed = await _typmods_via_view(conn, sql, params)
+        except (asyncpg.PostgresError, ParseError) as exc:
+            # e.g. a read-only standby: numeric columns then keep their exact text.
+            log.warning("cannot learn numeric typmods of a postgres query (%s); "
+                        "numeric columns stay unconstrained", exc)
+            return [column_type(a.name, a.type.name, -1) for a in attributes]
+        return [column_type(a.name, typname, typmod, formatted)
+                for a, (typname, typmod, formatted) in zip(attributes, typed)]
+    finally:
+        await transaction.rollback()
+
+
+async def _typmods_via_view(conn: asyncpg.Connection, sql: str,
+                            params: list[str]) -> list[tuple[str, int, str]]:
+    if params:
+        tree = sqlglot.parse_one(sql, read="postgres")
+        for node in list(tree.find_all(exp.Parameter)):
+            index = int(node.name) - 1
+            node.replace(exp.cast(exp.null(), exp.DataType.build(params[index], dialect="postgres")))
+        sql = tree.sql("postgres")
+    view = f"fedgate_describe_{next(_view_names)}"
+    savepoint = conn.transaction()  # nested: a savepoint, so a failure spares the outer one
+    await savepoint.start()
+    try:
+        await conn.execute(f"CREATE TEMP VIEW {view} AS {sql}")
+        rows = await conn.fetch(_VIEW_COLUMNS, f"pg_temp.{view}")
+    finally:
+        await savepoint.rollback()
+    return [(r["typname"], r["atttypmod"], r["format_type"]) for r in rows]

@@ -1,0 +1,363 @@
+"""A PostgreSQL connection owned by one client session: the relay path and transactions.
+
+Statements that live wholly in one PostgreSQL source (pgbench's, most OLTP traffic,
+every write) need no engine and no Arrow: the gateway sends them over a connection it
+holds for the session and passes the source's answer to the client as bytes. DataRows
+are never decoded (`BackendReader.skip_data_rows` only walks their lengths), so a row
+costs the same whatever its types. The link also carries the session's transaction on
+that source: BEGIN is sent (pipelined with the first statement) when a transaction
+block first touches the source, and COMMIT/ROLLBACK go here.
+
+The link's session settings follow the client's (TimeZone, DateStyle, extra_float_digits
+...), since the source formats the values the client receives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pgwire.protocol import client as w
+from connectors.postgres.port import LinkPort
+from pgwire.errors import (CONNECTION_EXCEPTION, INVALID_PASSWORD, PgError)
+
+log = logging.getLogger("fedgate.pg_link")
+
+READ_BYTES = 256 * 1024
+CANCEL_DRAIN_S = 5.0
+STATEMENT_CACHE = 512
+# Client settings that change how PostgreSQL formats values: the link mirrors them.
+MIRRORED = ("TimeZone", "DateStyle", "IntervalStyle", "extra_float_digits", "bytea_output")
+_T, _D, _C, _E, _Z, _N, _S, _G = (ord(c) for c in "TDCEZNSG")
+_SILENT = frozenset(ord(c) for c in "123nts")  # Parse/Bind/CloseComplete, NoData, descriptions
+
+
+class Sink(Protocol):
+    def write(self, data: bytes) -> None: ...
+    async def maybe_flush(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RemoteStatement:
+    name: str
+    param_oids: tuple[int, ...]
+    fields: list[w.Field] | None  # None: the statement returns no rows
+    _descriptions: dict[tuple[int, ...], bytes] = field(default_factory=dict, compare=False)
+
+    def description(self, formats: tuple[int, ...]) -> bytes | None:
+        """RowDescription for the client's result formats (None: NoData)."""
+        if self.fields is None:
+            return None
+        found = self._descriptions.get(formats)
+        if found is None:
+            found = self._descriptions[formats] = w.row_description(self.fields, formats)
+        return found
+
+
+@dataclass
+class Outcome:
+    status: str = "I"  # the source's transaction status after the exchange
+    error: PgError | None = None
+    copy_in: bool = False  # the source waits for CopyData (COPY FROM STDIN)
+
+
+@dataclass(frozen=True)
+class Target:
+    host: str
+    port: int
+    user: str
+    password: str | None
+    database: str
+
+    @classmethod
+    def from_dsn(cls, dsn: str) -> Target:
+        url = urllib.parse.urlsplit(dsn)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        host = query.get("host") or url.hostname or "127.0.0.1"
+        return cls(host=host, port=int(query.get("port") or url.port or 5432),
+                   user=urllib.parse.unquote(url.username or query.get("user") or "postgres"),
+                   password=urllib.parse.unquote(url.password) if url.password else query.get("password"),
+                   database=urllib.parse.unquote(url.path.lstrip("/")) or "postgres")
+
+    async def open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self.host.startswith("/"):
+            return await asyncio.open_unix_connection(f"{self.host}/.s.PGSQL.{self.port}")
+        return await asyncio.open_connection(self.host, self.port)
+
+
+class PgLink:
+    def __init__(self, source: str, target: Target, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.source = source
+        self.target = target
+        self.reader = reader
+        self.writer = writer
+        self.wire = w.BackendReader()
+        self.port = LinkPort(writer.transport, self.wire)  # type: ignore[arg-type]
+        self.pid = self.key = 0
+        self.status = "I"
+        self.broken = False
+        self.settings: dict[str, str] = {}
+        self.statements: dict[tuple[str, tuple[int, ...]], RemoteStatement] = {}
+        self._descriptions: dict[bytes, bytes] = {}
+        self._names = itertools.count(1)
+
+    # --- connecting ----------------------------------------------------------------------
+
+    @classmethod
+    async def connect(cls, source: str, dsn: str, *, schema: str, settings: Mapping[str, str],
+                      read_only: bool = False) -> PgLink:
+        target = Target.from_dsn(dsn)
+        try:
+            reader, writer = await target.open()
+        except OSError as exc:
+            raise PgError(CONNECTION_EXCEPTION, f'cannot connect to source "{source}": {exc.strerror or exc}') from exc
+        link = cls(source, target, reader, writer)
+        params = {"user": target.user, "database": target.database, "application_name": "fedgate",
+                  "client_encoding": "UTF8", "search_path": schema}
+        params.update({k: settings[k] for k in MIRRORED if k in settings})
+        if read_only:
+            params["default_transaction_read_only"] = "on"  # the source itself refuses writes
+        link.settings = {k: settings[k] for k in MIRRORED if k in settings}
+        try:
+            await link._startup(params)
+        except BaseException:
+            link.close()
+            raise
+        return link
+
+    async def _startup(self, params: dict[str, str]) -> None:
+        self.writer.write(w.startup(params))
+        scram: w.ScramClient | None = None
+        while True:
+            tag, body = await self._read_message()
+            if tag == ord("R"):
+                code, data = w.auth_request(body)
+                if code == 0:
+                    continue
+                secret = self.target.password
+                if secret is None:
+                    raise PgError(INVALID_PASSWORD, f'source "{self.source}" asks for a password; '
+                                  "put it in the source's dsn")
+                if code == 3:
+                    self.writer.write(w.password(secret.encode()))
+                elif code == 5:
+                    self.writer.write(w.password(w.md5_password(self.target.user, secret, data[:4])))
+                elif code == 10:
+                    scram = w.ScramClient(secret)
+                    self.writer.write(w.sasl_initial("SCRAM-SHA-256", scram.first()))
+                elif code == 11 and scram is not None:
+                    self.writer.write(w.sasl_response(scram.final(data)))
+                elif code == 12 and scram is not None:
+                    scram.verify(data)
+                else:
+                    raise w.protocol_error(f"authentication method {code}")
+            elif tag == ord("K"):
+                self.pid, self.key = w.backend_key(body)
+            elif tag == _E:
+                err = w.error_from_fields(w.error_fields(body))
+                raise PgError(err.sqlstate, f'source "{self.source}": {err.message}', detail=err.detail)
+            elif tag == _Z:
+                self.status = chr(body[0])
+                return
+            # ParameterStatus and notices during startup are not the client's business.
+
+    async def _read_message(self) -> tuple[int, bytes]:
+        while True:
+            found = self.wire.next()
+            if found is not None:
+                tag, start, end = found
+                return tag, self.wire.body(start, end)
+            await self._fill()
+
+    async def _fill(self) -> None:
+        if self.port.eof:
+            self.broken = True
+            raise PgError("08006", f'connection to source "{self.source}" was lost')
+        await self.port.wait()
+
+    @property
+    def idle(self) -> bool:
+        """Ready for an express exchange: nothing unread, nobody else reading."""
+        return (not self.broken and self.port.consumer is None and not self.port.eof
+                and self.wire.pos == len(self.wire.buffer))
+
+    # --- settings and statements ---------------------------------------------------------
+
+    def setting_commands(self, settings: Mapping[str, str]) -> list[str]:
+        """SET commands that bring the link's formatting settings to the client's."""
+        commands = []
+        for name in MIRRORED:
+            value = settings.get(name)
+            if value is not None and self.settings.get(name) != value:
+                commands.append(f"SET {name} = '{value.replace(chr(39), chr(39) * 2)}'")
+                self.settings[name] = value
+        return commands
+
+    async def prepare(self, sql: str, param_oids: tuple[int, ...], prefix: bytes = b"",
+                      prefix_ready: int = 0) -> RemoteStatement:
+        """A named statement on the source for `sql`, parsed and described once per link."""
+        key = (sql, param_oids)
+        found = self.statements.get(key)
+        if found is not None:
+            return found
+        if len(self.statements) >= STATEMENT_CACHE:
+            prefix += b"".join(w.close("S", s.name) for s in self.statements.values()) + w.SYNC
+            prefix_ready += 1
+            self.statements.clear()
+        name = f"fg_{next(self._names)}"
+        self.writer.write(prefix + w.parse(name, sql, param_oids) + w.describe("S", name) + w.SYNC)
+        oids: tuple[int, ...] = ()
+        fields: list[w.Field] | None = None
+        error: PgError | None = None
+        ready = 0
+        while ready < prefix_ready + 1:
+            tag, body = await self._read_message()
+            if tag == _Z:
+                ready += 1
+                self.status = chr(body[0])
+            elif tag == ord("t"):
+                oids = w.parameter_oids(body)
+            elif tag == _T:
+                fields = w.row_description_fields(body)
+            elif tag == _E and error is None:
+                error = w.error_from_fields(w.error_fields(body))
+        if error is not None:
+            raise error
+        statement = RemoteStatement(name, oids, fields)
+        self.statements[key] = statement
+        return statement
+
+    # --- the relay -----------------------------------------------------------------------
+
+    async def relay(self, payload: bytes, sink: Sink, *, ready: int = 1, quiet: int = 0) -> Outcome:
+        """Send `payload`; pass the answers to `sink` until `ready` ReadyForQuery messages
+        arrived. The first `quiet` exchanges (a pipelined BEGIN or SET) are not passed on,
+        except their errors. Returns the source's status and the first error."""
+        self.writer.write(payload)
+        outcome = Outcome()
+        wire = self.wire
+        seen = 0
+        try:
+            while True:
+                start = wire.pos
+                stop = wire.skip_data_rows()
+                if stop > start:
+                    sink.write(bytes(wire.buffer[start:stop]))
+                    await sink.maybe_flush()
+                found = wire.next()
+                if found is None:
+                    await self._fill()
+                    continue
+                tag, begin, end = found
+                if tag == _Z:
+                    seen += 1
+                    outcome.status = self.status = chr(wire.buffer[begin + 5])
+                    if seen >= ready:
+                        return outcome
+                elif tag == _E:
+                    if outcome.error is None:
+                        outcome.error = w.error_from_fields(w.error_fields(wire.body(begin, end)))
+                elif seen < quiet or tag in _SILENT or tag == _S:
+                    continue
+                elif tag == _T:
+                    sink.write(self.client_description(wire.body(begin, end)))
+                elif tag == _G:
+                    sink.write(bytes(wire.buffer[begin:end]))
+                    outcome.copy_in = True
+                    return outcome
+                else:  # CommandComplete, notices, COPY TO STDOUT, EmptyQuery, notifications
+                    sink.write(bytes(wire.buffer[begin:end]))
+        except asyncio.CancelledError:
+            await self._interrupt(ready - seen)
+            raise
+
+    def client_description(self, body: bytes) -> bytes:
+        """The source's RowDescription as the client gets it (catalog references zeroed);
+        a statement run again sends the same bytes, so the answer is kept."""
+        found = self._descriptions.get(body)
+        if found is None:
+            if len(self._descriptions) >= STATEMENT_CACHE:
+                self._descriptions.clear()
+            found = self._descriptions[body] = w.row_description(w.row_description_fields(body), ())
+        return found
+
+    async def copy_in(self, data: bytes) -> None:
+        self.writer.write(data)
+        if self.writer.transport.get_write_buffer_size() > READ_BYTES:
+            await self.writer.drain()
+
+    async def send_cancel(self) -> None:
+        """Ask the source to cancel what this link's backend runs (a CancelRequest on a
+        connection of its own, as libpq does)."""
+        reader, writer = await self.target.open()
+        writer.write(w.cancel_request(self.pid, self.key))
+        await writer.drain()
+        await reader.read(1)  # the server closes the cancel connection when done
+        writer.close()
+
+    async def _interrupt(self, pending: int) -> None:
+        """A cancel or timeout while the source works: cancel it there too, then read to
+        ReadyForQuery so the link stays usable; a link that does not recover is closed."""
+        try:
+            await self.send_cancel()
+            await asyncio.wait_for(self._drain(pending), CANCEL_DRAIN_S)
+        except (OSError, PgError, TimeoutError) as exc:
+            log.warning("source %s did not recover from a cancel (%s); closing its link", self.source, exc)
+            self.broken = True
+            self.close()
+
+    async def _drain(self, pending: int) -> None:
+        while pending > 0:
+            tag, body = await self._read_message()
+            if tag == _Z:
+                pending -= 1
+                self.status = chr(body[0])
+
+    async def copy_out(self, sql: str, prefix: tuple[bytes, int] = (b"", 0)) -> bytes:
+        """The data of a `COPY ... TO STDOUT`, whole."""
+        payload, quiet = prefix
+        sink = _CopyData()
+        outcome = await self.relay(payload + w.query(sql), sink, ready=1 + quiet, quiet=quiet)
+        if outcome.error is not None:
+            raise outcome.error
+        return bytes(sink.data)
+
+    async def simple(self, sql: str) -> Outcome:
+        """Run a command whose answer nobody reads (COMMIT, ROLLBACK, SET ...)."""
+        return await self.relay(w.query(sql), _Discard())
+
+    def close(self) -> None:
+        if not self.writer.is_closing():
+            try:
+                self.writer.write(w.TERMINATE)
+            except (OSError, RuntimeError):
+                pass
+            self.writer.close()
+
+
+class _CopyData:
+    """Keeps the payload of CopyData messages (the relay passes whole messages)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, data: bytes) -> None:
+        if data[:1] == b"d":
+            self.data += data[5:]
+
+    async def maybe_flush(self) -> None:
+        pass
+
+
+class _Discard:
+    def write(self, data: bytes) -> None:
+        pass
+
+    async def maybe_flush(self) -> None:
+        pass

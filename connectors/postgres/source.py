@@ -1,0 +1,282 @@
+"""A PostgreSQL database as a federated source (asyncpg, one pool per source).
+
+Rows stream as `COPY (query) TO STDOUT (FORMAT csv)`: asyncpg hands us the bytes, we cut
+them at record boundaries into segments of a few MB, and pyarrow's CSV reader turns each
+segment into Arrow batches on a worker thread (connectors.postgres.types has the type rules).
+A bounded queue between the two keeps memory flat: when the consumer stops reading, the
+COPY stops reading the socket and the server waits. `aclose()` cancels the COPY task,
+which makes asyncpg send a CancelRequest, so the backend stops too.
+
+Every remote session runs in UTC with ISO DateStyle, IntervalStyle iso_8601 and
+`extra_float_digits = 3`; each query runs in a REPEATABLE READ READ ONLY transaction, and
+the fragments one query starts together on this source share one snapshot
+(connectors.postgres.snapshot).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from sqlglot import exp
+
+from connectors.postgres import snapshot as pg_snapshot
+from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
+from connectors.dialects import postgres as pg_dialect
+from connectors.postgres.describe import describe_columns, discover_tables
+from connectors.postgres.types import ColumnType
+from connectors.scan_sql import scan_tree
+from pgwire.errors import CONNECTION_EXCEPTION, INTERNAL_ERROR, PgError
+
+log = logging.getLogger("fedgate.postgres")
+
+SESSION = {"TimeZone": "UTC", "DateStyle": "ISO, MDY", "IntervalStyle": "iso_8601",
+           "extra_float_digits": "3", "bytea_output": "hex", "application_name": "fedgate"}
+SEGMENT_BYTES = 4 << 20  # parse unit: big enough for pyarrow's speed, small for memory
+QUEUE_SEGMENTS = 2
+BATCH_ROWS = 65_536
+
+
+def pg_error(exc: BaseException) -> PgError:
+    """An asyncpg error as the PgError the client sees (the remote SQLSTATE kept)."""
+    if isinstance(exc, PgError):
+        return exc
+    if isinstance(exc, asyncpg.PostgresError):
+        return PgError(exc.sqlstate or INTERNAL_ERROR, exc.args[0] if exc.args else str(exc),
+                       detail=getattr(exc, "detail", None), hint=getattr(exc, "hint", None))
+    if isinstance(exc, (OSError, asyncpg.InterfaceError)):
+        return PgError(CONNECTION_EXCEPTION, f"postgres source: {exc}")
+    return PgError(INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+class PostgresSource:
+    dialect = pg_dialect.DIALECT
+
+    def __init__(self, name: str, dsn: str, *, schema: str = "public",
+                 pool_size: int = 10) -> None:
+        self.name = name
+        self.dsn = dsn
+        self.schema = schema
+        self.pool_size = pool_size
+        self._pool: asyncpg.Pool | None = None
+        self._pool_lock = asyncio.Lock()
+        self._described: dict[str, list[ColumnType]] = {}
+
+    async def pool(self) -> asyncpg.Pool:
+        # Created on first use: the gateway builds sources off the event loop.
+        async with self._pool_lock:
+            if self._pool is None:
+                try:
+                    self._pool = await asyncpg.create_pool(
+                        self.dsn, min_size=1, max_size=self.pool_size,
+                        server_settings=SESSION, statement_cache_size=0)
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                    raise pg_error(exc) from exc
+            return self._pool
+
+    async def tables(self) -> list[TableInfo]:
+        pool = await self.pool()
+        async with pool.acquire() as conn:
+            return await discover_tables(conn, self.name, self.schema)
+
+    def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:
+        return [self.dialect.classify(f, None).pushdown for f in filters]
+
+    async def _columns(self, conn: asyncpg.Connection, sql: str) -> list[ColumnType]:
+        found = self._described.get(sql)
+        if found is None:
+            found = await describe_columns(conn, sql)
+            if len(self._described) > 1000:
+                self._described.clear()
+            self._described[sql] = found
+        return found
+
+    async def describe(self, sql: str, params: Sequence[Any] = ()) -> pa.Schema:
+        pool = await self.pool()
+        async with pool.acquire() as conn:
+            try:
+                columns = await self._columns(conn, sql)
+            except Exception as exc:
+                raise pg_error(exc) from exc
+        return pa.schema([c.field for c in columns])
+
+    async def run_remote(self, sql: str, params: Sequence[Any] = ()) -> BatchStream:
+        pool = await self.pool()
+        conn = await pool.acquire()
+        try:
+            columns = await self._columns(conn, sql)
+        except BaseException as exc:
+            await pool.release(conn)
+            if isinstance(exc, Exception):
+                raise pg_error(exc) from exc
+            raise
+        stream = PostgresStream(pool, conn, columns)
+        await stream.start(sql, list(params), pg_snapshot.share_for(self.name))
+        return stream
+
+    async def scan(self, req: ScanRequest) -> BatchStream:
+        return await self.run_remote(self.dialect.to_sql(scan_tree(req)))
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+
+class PostgresStream:
+    """Batches of one COPY; `aclose()` cancels it on the server and frees the connection."""
+
+    def __init__(self, pool: asyncpg.Pool, conn: asyncpg.Connection,
+                 columns: list[ColumnType]) -> None:
+        self._pool = pool
+        self._conn: asyncpg.Connection | None = conn
+        self._columns = columns
+        self.schema = pa.schema([c.field for c in columns])
+        self._queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(QUEUE_SEGMENTS)
+        self._task: asyncio.Task | None = None
+        self._pending: list[pa.RecordBatch] = []
+        self._done = False
+        self._share: pg_snapshot.SharedSnapshot | None = None
+        self._exporter = False
+        self._read = pacsv.ReadOptions(column_names=[f"c{i}" for i in range(len(columns))],
+                                       block_size=SEGMENT_BYTES * 2)
+        # A one-column NULL is an empty line: a record, not a blank to skip.
+        self._parse_options = pacsv.ParseOptions(ignore_empty_lines=False)
+        self._convert = pacsv.ConvertOptions(
+            column_types={f"c{i}": c.parse_as for i, c in enumerate(columns)},
+            true_values=["t"], false_values=["f"], null_values=[""],
+            strings_can_be_null=True, quoted_strings_can_be_null=False)
+
+    async def start(self, sql: str, params: list[Any],
+                    share: pg_snapshot.SharedSnapshot | None = None) -> None:
+        """Open the read-only transaction (on the query's shared snapshot, if any) and
+        start the COPY."""
+        assert self._conn is not None
+        self._transaction = self._conn.transaction(isolation="repeatable_read", readonly=True)
+        self._share = share
+        try:
+            self._exporter = await pg_snapshot.begin(self._conn, self._transaction, share)
+        except Exception as exc:
+            await self.aclose()
+            raise pg_error(exc) from exc
+        self._task = asyncio.create_task(self._copy(sql, params))
+
+    async def _copy(self, sql: str, params: list[Any]) -> None:
+        assert self._conn is not None
+        buffer = bytearray()
+
+        async def sink(chunk: bytes) -> None:
+            buffer.extend(chunk)
+            if len(buffer) >= SEGMENT_BYTES:
+                cut = _record_boundary(buffer)
+                if cut > 0:
+                    with memoryview(buffer) as view:  # one copy, not two
+                        segment = bytes(view[:cut])
+                    del buffer[:cut]
+                    await self._queue.put(segment)
+
+        try:
+            if not self._columns:
+                await self._conn.execute(sql, *params)
+            else:
+                await self._conn.copy_from_query(sql, *params, output=sink, format="csv")
+            if buffer:
+                await self._queue.put(bytes(buffer))
+            await self._queue.put(None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._queue.put(pg_error(exc))
+
+    def __aiter__(self) -> PostgresStream:
+        return self
+
+    async def __anext__(self) -> pa.RecordBatch:
+        while not self._pending:
+            if self._done:
+                raise StopAsyncIteration
+            item = await self._queue.get()
+            if item is None:
+                await self._finish()
+                raise StopAsyncIteration
+            if isinstance(item, BaseException):
+                await self.aclose()
+                raise item
+            self._pending = list(reversed(await asyncio.to_thread(self._parse, item)))
+        return self._pending.pop()
+
+    def _parse(self, segment: bytes) -> list[pa.RecordBatch]:
+        try:
+            table = pacsv.read_csv(pa.BufferReader(segment), read_options=self._read,
+                                   parse_options=self._parse_options, convert_options=self._convert)
+        except pa.ArrowInvalid as exc:
+            raise PgError(INTERNAL_ERROR, f"cannot read PostgreSQL's text as Arrow: {exc}") from exc
+        arrays = []
+        for column, ctype in zip(table.columns, self._columns):
+            array = column.combine_chunks()
+            arrays.append(ctype.convert(array) if ctype.convert else array)
+        whole = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        return [whole.slice(i, BATCH_ROWS) for i in range(0, whole.num_rows, BATCH_ROWS)]
+
+    async def _finish(self) -> None:
+        self._done = True
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        self._end_export()
+        try:
+            await self._transaction.commit()
+        finally:
+            await self._pool.release(conn)
+
+    def _end_export(self) -> None:
+        # Late importers must not ask for a snapshot whose transaction is ending.
+        if self._exporter and self._share is not None:
+            self._share.exporter_open = False
+
+    async def aclose(self) -> None:
+        """Stop the COPY (asyncpg sends a CancelRequest) and give the connection back."""
+        self._done = True
+        self._pending.clear()
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self._end_export()
+        try:
+            if not conn.is_closed():
+                await self._transaction.rollback()
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            # The cancelled COPY left the connection unusable: drop it, not the error.
+            # A connection the server dropped is already back in the pool (asyncpg
+            # releases it when it sees the loss), and the proxy refuses every call.
+            log.info("dropping postgres connection after cancel: %s", exc)
+            with contextlib.suppress(asyncpg.InterfaceError):
+                conn.terminate()
+        finally:
+            await self._pool.release(conn)
+
+
+def _record_boundary(buffer: bytearray) -> int:
+    """Length of the longest prefix of whole CSV records (a newline outside quotes).
+
+    CSV doubles quotes inside quoted values, so a newline ends a record exactly when the
+    count of quote characters before it is even.
+    """
+    end = len(buffer)
+    while True:
+        newline = buffer.rfind(b"\n", 0, end)
+        if newline < 0:
+            return 0
+        if buffer.count(b'"', 0, newline) % 2 == 0:
+            return newline + 1
+        end = newline

@@ -1,0 +1,266 @@
+"""Run a QueryPlan: start its remote fragments, feed the engine, return one batch stream.
+
+A single-fragment plan streams straight from its source (no engine). Otherwise every
+fragment starts at once and streams into the engine through a bounded queue
+(`gateway.executor.feeds`); the engine's result stream owns the feeds, so closing it (the query
+finished, failed or was cancelled) stops every remote query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from connectors.base import BatchStream, Engine, Source, TableStream, count_rows
+from connectors.query_scope import query_scope
+from gateway.executor.feeds import EngineStream, Feed, open_remote, start_engine
+from gateway.executor.fragment_reads import FragmentReads
+from planner.dynamic_filters import DynamicFilter
+from planner.key_sets import shape_for
+from planner.query_plan import QueryPlan, RemoteFragment
+
+
+class Executor:
+    def __init__(self, sources: Mapping[str, Source], engines: Mapping[str, Engine],
+                 default: str = "duckdb") -> None:
+        self.sources = sources
+        self.engines = engines
+        self.default = default
+        self.reads = FragmentReads(sources)  # copies read once, big PostgreSQL scans split
+
+    @property
+    def engine(self) -> Engine:
+        return self.engines[self.default]
+
+    async def run(self, plan: QueryPlan, params: Sequence[Any], engine: str | None = None,
+                  dynamic_filtering: bool = True) -> BatchStream:
+        if plan.is_passthrough:
+            fragment = plan.fragments[0]
+            stream = await open_remote(self.sources[fragment.source], fragment.sql,
+                                       _bound(fragment, params))
+        else:
+            # Sources learn how many fragments of this query they serve, so theirs can
+            # read one snapshot (connectors.query_scope; gather's tasks copy the context).
+            with query_scope(Counter(f.source for f in plan.fragments)):
+                stream = await self._through_engine(
+                    plan, params, self.engines[engine or self.default], dynamic_filtering)
+        if plan.column_names is not None:
+            return Renamed(stream, plan.column_names)
+        return stream
+
+    async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema:
+        schema = await self._describe(plan, self.engines[engine or self.default])
+        return _renamed(schema, plan.column_names)
+
+    async def _describe(self, plan: QueryPlan, engine: Engine) -> pa.Schema:
+        """The result schema, from each piece's zero-row form: nothing is really computed."""
+        nulls = [None] * len(plan.param_types)
+        schemas = {}
+        for fragment in plan.fragments:
+            stream = await self.sources[fragment.source].run_remote(
+                fragment.describe_sql, _bound(fragment, nulls))
+            await stream.aclose()
+            schemas[fragment.name] = stream.schema
+        if plan.is_passthrough:
+            return schemas[plan.fragments[0].name]
+        if engine.name == "duckdb":
+            assert plan.residual_describe_sql is not None
+            return await engine.describe(plan.residual_describe_sql, schemas,
+                                         _pick(plan.residual_params, nulls))
+        residual = plan.residual_for(engine.name)
+        assert residual is not None
+        return await engine.describe(residual, schemas, _pick(plan.residual_params, nulls))
+
+    async def _through_engine(self, plan: QueryPlan, params: Sequence[Any], engine: Engine,
+                              dynamic: bool = True) -> EngineStream:
+        filters = {f.probe: f for f in plan.dynamic_filters} if dynamic else {}
+        builds = {f.build for f in filters.values()}
+        notes: list[str] = []
+        # Fragments the engine reads from their sources itself (Spark: JDBC, spark.read)
+        # are described to it, not started here. A dynamic filter's build side is always
+        # read here: its keys narrow the probe before anything starts.
+        direct: dict[str, Any] = {}
+        candidates = [f for f in plan.fragments if f.name not in filters and f.name not in builds]
+        for fragment, read in zip(candidates, await asyncio.gather(
+                *(self._direct(engine, f, f.sql, params, notes) for f in candidates))):
+            if read is not None:
+                direct[fragment.name] = read
+        first = [f for f in plan.fragments if f.name not in filters and f.name not in direct]
+        opened = await self.reads.open_all([(f, f.sql, _bound(f, params)) for f in first], notes)
+        try:
+            failure = next((s for s in opened.values() if isinstance(s, BaseException)), None)
+            if failure is not None:
+                raise failure
+            await self._open_probes(plan, params, engine, filters, builds, opened, direct, notes)
+        except BaseException:
+            for stream in opened.values():
+                if not isinstance(stream, BaseException):
+                    await stream.aclose()
+            raise
+        feeds = [Feed(f.name, f.source, opened[f.name]) for f in plan.fragments if f.name in opened]
+        residual = plan.residual_for(engine.name)
+        assert residual is not None
+        try:
+            inputs = {feed.stats.name: feed.reader() for feed in feeds} | direct
+            stream = await start_engine(
+                engine.execute(residual, inputs, _pick(plan.residual_params, params)), feeds)
+        except BaseException as exc:
+            for feed in feeds:
+                await feed.close()
+            if isinstance(exc, Exception):
+                raise next((f.error for f in feeds if f.error is not None), exc) from exc
+            raise
+        result = EngineStream(stream, feeds, engine.name)
+        result.notes = notes
+        return result
+
+    async def _open_probes(self, plan: QueryPlan, params: Sequence[Any], engine: Engine,
+                           filters: dict[str, DynamicFilter], builds: set[str],
+                           opened: dict[str, Any], direct: dict[str, Any], notes: list[str]) -> None:
+        """Narrow and start the probe fragments, in waves: a probe whose build is itself a
+        probe (a chain: nation -> supplier -> partsupp) waits for that build's wave. The
+        builds of a wave are read whole concurrently; its probes start together, so copies
+        narrowed the same way are read once (FragmentReads)."""
+        pending = [f for f in plan.fragments if f.name in filters]
+        while pending:
+            names = {f.name for f in pending}
+            wave = [f for f in pending if filters[f.name].build not in names]
+            assert wave, "dynamic filters form a cycle"
+            pending = [f for f in pending if f.name in names - {w.name for w in wave}]
+            wanted = list(dict.fromkeys(filters[f.name].build for f in wave))
+            for name, table in zip(wanted, await asyncio.gather(*(_whole(opened[n]) for n in wanted))):
+                opened[name] = table
+            starts = []
+            for probe in wave:
+                sql = self._narrowed(probe, filters[probe.name], opened, notes)
+                # A probe the engine could read itself is still read here when it is a
+                # build: its keys are needed.
+                read = None if probe.name in builds else \
+                    await self._direct(engine, probe, sql, params, notes)
+                if read is not None:
+                    direct[probe.name] = read
+                else:
+                    starts.append((probe, sql, _bound(probe, params)))
+            started = await self.reads.open_all(starts, notes)
+            opened.update(started)
+            failure = next((s for s in started.values() if isinstance(s, BaseException)), None)
+            if failure is not None:
+                raise failure
+
+    async def _direct(self, engine: Engine, fragment: RemoteFragment, sql: str,
+                      params: Sequence[Any], notes: list[str]) -> Any | None:
+        """The engine's description of `fragment` when the engine reads it itself, else None
+        (the gateway starts it and hands its rows over). EXPLAIN ANALYZE says which and why."""
+        reads_directly = getattr(engine, "reads_directly", None)
+        if reads_directly is None:
+            return None
+        read = await reads_directly(fragment, self.sources[fragment.source], sql,
+                                    _bound(fragment, params))
+        where = f"{fragment.name} on {fragment.source}"
+        if isinstance(read, str):
+            notes.append(f"Read {where}: handed over to {engine.name} as Arrow ({read})")
+            return None
+        notes.append(f"Read {where}: by {engine.name} itself, {read.summary}")
+        return read
+
+    def _narrowed(self, probe: RemoteFragment, dynamic: DynamicFilter,
+                  opened: dict[str, Any], notes: list[str]) -> str:
+        """`probe`'s SQL restricted to the keys of its build (read whole already), one
+        condition per join key (its shape for the probe's source: planner.key_sets)."""
+        table = opened[dynamic.build].table
+        dialect = self.sources[probe.source].dialect.name
+        conditions = []
+        for index, (build_field, column) in enumerate(dynamic.keys):
+            keys = pc.unique(table[build_field]).drop_null().to_pylist() or [None]
+            shape = shape_for(dialect, keys)
+            targets = dynamic.targets[index] if index < len(dynamic.targets) else (column,)
+            name = ", ".join(".".join(c for c in target if c) for target in targets)
+            if shape.kind == "none":
+                notes.append(f"Dynamic filter: {probe.name} not narrowed by the {shape.keys} keys of "
+                             f"{dynamic.build} ({name}: {shape.describe()})")
+                continue
+            notes.append(f"Dynamic filter: {probe.name} narrowed to {shape.keys} keys of {dynamic.build} "
+                         f"({name}: {shape.describe()})")
+            conditions.append((column, keys))
+        assert probe.narrow is not None
+        return probe.narrow(conditions) if conditions else probe.sql
+
+
+class WholeStream(TableStream):
+    """A build fragment read whole: its rows stay at hand for every probe it narrows."""
+
+    def __init__(self, table: pa.Table) -> None:
+        super().__init__(table)
+        self.table = table
+
+
+async def _whole(stream: Any) -> WholeStream:
+    if isinstance(stream, WholeStream):
+        return WholeStream(stream.table)  # a fresh iterator over the same rows
+    try:
+        batches = [batch async for batch in stream]
+    finally:
+        await stream.aclose()
+    return WholeStream(pa.Table.from_batches(batches, schema=stream.schema))
+
+
+def _pick(numbers: Sequence[int], params: Sequence[Any]) -> list[Any]:
+    """The statement's parameters a query text numbers $1, $2, ... (by statement number)."""
+    return [params[n - 1] for n in numbers]
+
+
+def _bound(fragment: RemoteFragment, params: Sequence[Any]) -> Sequence[Any]:
+    if fragment.param_numbers:
+        return _pick(fragment.param_numbers, params)
+    return params if fragment.uses_params else ()
+
+
+def _renamed(schema: pa.Schema, names: Sequence[str] | None) -> pa.Schema:
+    if names is None or len(names) != len(schema):
+        return schema
+    return pa.schema([field.with_name(name) for field, name in zip(schema, names)],
+                     metadata=schema.metadata)
+
+
+class Renamed:
+    """A stream whose columns carry the planner's names (batches are passed as they are)."""
+
+    def __init__(self, stream: BatchStream, names: Sequence[str]) -> None:
+        self._stream = stream
+        self.schema = _renamed(stream.schema, names)
+
+    def __aiter__(self) -> AsyncIterator[pa.RecordBatch]:
+        return self._stream.__aiter__()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
+                  engine: str | None = None, why: str = "", dynamic_filtering: bool = True) -> list[str]:
+    """Run the plan to the end, discarding rows, and report what each part did."""
+    started = time.perf_counter()
+    stream = await executor.run(plan, params, engine, dynamic_filtering)
+    rows = await count_rows(stream)
+    elapsed = time.perf_counter() - started
+    inner = stream._stream if isinstance(stream, Renamed) else stream
+    lines = list(plan.explain(engine or executor.default, why))
+    if isinstance(inner, EngineStream):
+        lines.extend(inner.notes)
+        for feed in inner.feeds:
+            s = feed.stats
+            lines.append(f"Analyze {s.name} on {s.source}: {s.rows} rows, {s.bytes} bytes fetched "
+                         f"in {s.seconds * 1000:.1f} ms")
+        lines.append(f"Analyze engine {inner.engine}: {rows} rows out, "
+                     f"{elapsed * 1000:.1f} ms in all")
+    else:
+        fragment = plan.fragments[0] if plan.fragments else None
+        where = f"frag_0 on {fragment.source}" if fragment else "engine"
+        lines.append(f"Analyze {where}: {rows} rows in {elapsed * 1000:.1f} ms (no engine)")
+    return lines

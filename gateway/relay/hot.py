@@ -1,0 +1,269 @@
+"""The express lane's memory of what it relayed before: a repeat costs one lookup.
+
+pgbench's scripts, and drivers' prepared statements, send a handful of statements over
+and over with new values. The lane (`gateway.relay.express`) checks a statement's bytes, routes
+it and rewrites it for the source the first time; this module keeps the outcome, so a
+repeat skips the router, the lifting, the statement splitter and the message decoder.
+What depends on the moment (the session's state, search_path, the catalog's version, the
+link and its prepared statement) is still checked every time.
+
+Simple Queries are kept by shape, once their numbers were lifted (`gateway.relay.literals`):
+
+    SELECT abalance FROM pgbench_accounts WHERE aid = 54321;
+      shape  SELECT abalance FROM pgbench_accounts WHERE aid = ?        (the key)
+      →      Bind fg_1 ('54321')  Describe  Execute  Sync               (one write)
+
+Only texts without quotes, escapes, dollar signs, question marks, comments, inner
+semicolons or non-ASCII characters are read this way: for them, splitting on numbers
+gives exactly the shape and numbers `gateway.relay.shapes` finds, and `split_statements` the
+statement itself (stripped, one trailing semicolon dropped).
+
+Extended-protocol runs `[Parse] Bind [Describe] Execute Sync` are kept by their bytes
+without the Bind's length and parameter values (`run_key`): two runs with one key differ
+in their values only, so every check `ExpressLane._extended` made of the first holds for
+the second, and the messages the session answers before the source does are the same.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from typing import TYPE_CHECKING
+
+from pgwire.protocol import client as w
+from connectors.postgres.link import Outcome, RemoteStatement
+from gateway.relay.literals import INT4, Lifted, _type_of, lift
+from gateway.session.portals import Prepared
+from pgwire.protocol import messages as m
+from gateway.relay.routing import Route
+
+if TYPE_CHECKING:
+    from gateway.relay.express import ExpressLane
+
+# As gateway.relay.shapes' number alternative (a text read here has no quotes to skip).
+_NUMBER = re.compile(r"(?<![\w$.])(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)")
+# Characters whose rules the split does not read; `;` inside the text makes two statements.
+_UNREAD = re.compile(r"""['"\\$?]|--|/\*""")
+_I16, _I32, _U32 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!I")
+_Q, _P, _B = (ord(c) for c in "QPB")
+_NO_FORMATS = _I16.pack(0)
+# Describe the unnamed portal, run it, Sync: as `gateway.relay.links.lifted_execute`.
+_TAIL = w.describe("P", "") + w.execute("", 0) + w.SYNC
+LIMIT = 256  # shapes, and runs, kept per session
+_UNLIMITED = w.execute("", 0) + w.SYNC
+
+
+class HotQuery:
+    """A lifted shape as the lane first relayed it, with what its route depended on."""
+
+    __slots__ = ("route", "lifted_sql", "search_path", "version", "in_transaction")
+
+    def __init__(self, route: Route, lifted_sql: str, search_path: str, version: int,
+                 in_transaction: bool) -> None:
+        self.route = route
+        self.lifted_sql = lifted_sql
+        self.search_path = search_path
+        self.version = version
+        self.in_transaction = in_transaction
+
+
+def quick_split(text: str) -> tuple[str, str, list[str]] | None:
+    """(statement, shape, numbers) of a one-statement text this module reads, else None."""
+    if not text.isascii() or _UNREAD.search(text):
+        return None
+    sql = text.strip().rstrip(";").rstrip()
+    if ";" in sql:
+        return None
+    parts = _NUMBER.split(sql)
+    if len(parts) == 1:
+        return None  # no numbers: nothing was lifted
+    return sql, "?".join(parts[0::2]), parts[1::2]
+
+
+def parameter_types(numbers: list[str]) -> tuple[int, ...]:
+    """The literals' own types (int4, int8 or numeric), as `gateway.relay.literals.lift` gives."""
+    return tuple(INT4 if len(n) < 10 and n.isdigit() else _type_of(n) for n in numbers)
+
+
+def bound_request(statement: RemoteStatement, numbers: list[str]) -> bytes:
+    """Bind the numbers (text format) to the prepared shape, then Describe/Execute/Sync."""
+    parts = [b"\0", statement.name.encode(), b"\0", _NO_FORMATS, _I16.pack(len(numbers))]
+    for number in numbers:
+        value = number.encode()
+        parts.append(_I32.pack(len(value)))
+        parts.append(value)
+    parts.append(_NO_FORMATS)
+    body = b"".join(parts)
+    return b"B" + _I32.pack(len(body) + 4) + body + _TAIL
+
+
+# --- extended-protocol runs --------------------------------------------------------------
+
+class HotRun:
+    """A `[Parse] Bind [Describe] Execute Sync` run the lane relayed, kept by its bytes
+    without the Bind's values (`run_key`): what the session answers before the source
+    does, and how to find again the statement it ran."""
+
+    __slots__ = ("prepared", "statement", "parsed", "formats", "answered", "tail", "limited")
+
+    def __init__(self, prepared: Prepared, statement: str, parsed: tuple[str, tuple[int, ...]] | None,
+                 formats: tuple[int, ...], answered: bytes, tail: bytes) -> None:
+        self.prepared = prepared
+        self.statement = statement  # the name the Bind gives
+        self.parsed = parsed  # (query, parameter types) of the run's unnamed Parse, if any
+        self.formats = formats  # the Bind's result formats
+        self.answered = answered  # ParseComplete, BindComplete and the description, as sent
+        self.tail = tail  # Execute (with its row limit) and Sync, for the source
+        self.limited = tail != _UNLIMITED
+
+
+def bind_values(data: bytes, start: int, end: int) -> tuple[int, int, int] | None:
+    """Where the Bind at data[start:end] has its parameters (after the two names), its
+    values, and where its values end; None when it does not add up."""
+    first = data.find(b"\0", start + 5, end)
+    second = data.find(b"\0", first + 1, end) if first >= 0 else -1
+    if second < 0:
+        return None
+    params_at = second + 1
+    try:
+        (formats,) = _I16.unpack_from(data, params_at)
+        p = params_at + 2 + 2 * formats
+        (count,) = _I16.unpack_from(data, p)
+        p += 2
+        values_at = p
+        for _ in range(count):
+            (size,) = _I32.unpack_from(data, p)
+            p += 4 + max(size, 0)
+    except struct.error:
+        return None
+    if formats < 0 or count < 0 or p + 2 > end:
+        return None
+    return params_at, values_at, p
+
+
+def run_key(data: bytes, bind: tuple[int, int], values: tuple[int, int, int], stop: int) -> bytes:
+    """The run's bytes up to Sync without the Bind's length and values: runs with equal
+    keys differ only in their parameter values."""
+    return data[:bind[0] + 1] + data[bind[0] + 5:values[1]] + data[values[2]:stop]
+
+
+class HotMixin:
+    """The lane's side of this memory (`gateway.relay.express.ExpressLane` mixes it in): `_hot`
+    tries a chunk against it before the lane cuts the chunk into messages; `_query` and
+    `_extended` call `_remember` and `_remember_run` once they started a statement."""
+
+    def _hot(self: ExpressLane, data: bytes) -> bool:
+        """A chunk that is exactly one simple Query, or one run, of a kind the lane
+        remembers (`gateway.relay.hot`): started without cutting it into messages."""
+        tag, n = data[0], len(data)
+        if n < 5:
+            return False
+        if tag == _Q:
+            return n == 1 + _U32.unpack_from(data, 1)[0] and self._hot_query(data, (tag, 0, n))
+        bind = 1 + _U32.unpack_from(data, 1)[0] if tag == _P else 0 if tag == _B else -1
+        if bind < 0 or bind + 5 > n or data[bind] != _B:
+            return False
+        end = bind + 1 + _U32.unpack_from(data, bind + 1)[0]
+        return end <= n and self._hot_extended(data, bind, end)
+
+    def _hot_query(self: ExpressLane, data: bytes, found: tuple[int, int, int]) -> bool:
+        """A simple Query of a shape `_query` lifted before: as `_query`, with the route and
+        the lifted text from `_remember` once everything they depend on is unchanged."""
+        s = self.session
+        if not self._shapes or s.failed or data[found[2] - 1] != 0:
+            return False
+        try:
+            quick = quick_split(data[found[1] + 5:found[2] - 1].decode())
+        except UnicodeDecodeError:
+            return False
+        if quick is None:
+            return False
+        sql, shape, numbers = quick
+        hot = self._shapes.get(shape)
+        if hot is None:
+            return False
+        values, route = s.settings.values, hot.route
+        if (hot.search_path != values["search_path"] or hot.version != s.ctx.catalog.version
+                or values["fedgate.parameterize"] != "on"
+                or (not route.writes and values["fedgate.relay"] != "on")
+                or hot.in_transaction != (s.in_block and s.links.active)):
+            return False
+        link = self._link(route)
+        if link is None:
+            return False
+        remote = link.statements.get((hot.lifted_sql, parameter_types(numbers)))
+        if remote is None:
+            return False
+        raw = data[found[1]:found[2]]
+        self._send_query(link, bound_request(remote, numbers), sql,
+                         lambda outcome: self._hot_done(route, outcome, sql, raw))
+        return True
+
+    def _remember(self: ExpressLane, text: str, route: Route, lifted: Lifted) -> None:
+        """Keep a lifted shape for `_hot_query`, with what its route was decided on."""
+        quick = quick_split(text)
+        if quick is None:
+            return
+        s = self.session
+        if len(self._shapes) >= LIMIT:
+            self._shapes.clear()
+        self._shapes[quick[1]] = HotQuery(route, lifted.sql, s.settings.values["search_path"],
+                                       s.ctx.catalog.version, s.in_block and s.links.active)
+
+    def _hot_done(self: ExpressLane, route: Route, outcome: Outcome, sql: str, raw: bytes) -> None:
+        if outcome.error is not None:  # positions and stale plans need the whole lifting
+            self._query_done(route, outcome, lift(sql), raw)
+            return
+        s = self.session
+        if route.writes and s.in_block:
+            s.links.writer = route.source
+        s._query_done()
+        self._done()
+
+    def _hot_extended(self: ExpressLane, data: bytes, start: int, end: int) -> bool:
+        """A run `_extended` took before, differing only in its parameter values: as
+        `_extended`, with its checks of the run's own bytes already made. Remembered runs
+        end with their Sync, so a match is a chunk of exactly one run."""
+        s = self.session
+        if not self._runs or s.failed or s.skipping:
+            return False
+        values = bind_values(data, start, end)
+        if values is None:
+            return False
+        hot = self._runs.get(run_key(data, (start, end), values, len(data)))
+        if hot is None:
+            return False
+        prepared = hot.prepared
+        if hot.parsed is not None:  # the Parse must find the statement `_statement` found
+            if s._relayed.get(s.relay_key_for(*hot.parsed)) is not prepared:
+                return False
+        elif s.statements.get(hot.statement) is not prepared:
+            return False
+        if hot.limited and s.in_block:
+            return False
+        target = self._run_target(prepared)
+        if target is None:
+            return False
+        link, remote = target
+        self._send_run(link, remote, prepared, "" if hot.parsed is not None else None, hot.formats,
+                       hot.answered, data[values[0]:end], hot.tail, hot.limited)
+        return True
+
+    def _remember_run(self: ExpressLane, data: bytes, found: list[tuple[int, int, int]],
+                      prepared: Prepared, parse: m.Parse | None, formats: tuple[int, ...],
+                      answered: bytes, tail: bytes) -> None:
+        """Keep this run for `_hot_extended` (`found`: its messages from the Bind on)."""
+        bind = found[0]
+        values = bind_values(data, bind[1], bind[2])
+        if values is None:
+            return
+        parsed = (parse.query, parse.param_types) if parse is not None else None
+        if len(self._runs) >= LIMIT:
+            self._runs.clear()
+        self._runs[run_key(data, bind[1:], values, found[-1][2])] = HotRun(
+            prepared, parse.name if parse is not None else self._bind_name(data, bind, values),
+            parsed, formats, answered, tail)
+
+    @staticmethod
+    def _bind_name(data: bytes, bind: tuple[int, int, int], values: tuple[int, int, int]) -> str:
+        return data[bind[1] + 5:values[0] - 1].split(b"\0")[1].decode()

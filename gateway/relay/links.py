@@ -1,0 +1,272 @@
+"""A session's PostgreSQL links and the transaction they carry (DESIGN.md §5).
+
+`gateway.relay.routing` decides that a statement goes to one PostgreSQL source; this module
+runs it there over the session's own link (`connectors.postgres.link`), opened on first use and
+kept for the session, like a session-pooled connection.
+
+Transactions: BEGIN only moves the session's status. The first statement of the block
+that reaches a source starts the transaction there (BEGIN is pipelined in front of it),
+so a block touching one source costs what it costs on PostgreSQL itself. COMMIT and
+ROLLBACK go to every source the block touched. A block may read from several sources
+but write to one: the first write to a second source is refused (0A000) before anything
+reaches it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from typing import Any
+
+from pgwire.protocol import client as w
+from connectors import writes
+from connectors.postgres.link import Outcome, PgLink, RemoteStatement
+from connectors.postgres.link_reader import LinkReader
+from gateway.executor.execute import Executor
+from pgwire.errors import FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError
+from gateway.relay.literals import Lifted, lift
+from gateway.relay.routing import Route
+
+if TYPE_CHECKING:
+    from gateway.session.session import Portal, Session
+    from planner import QueryPlan
+
+
+LIFTED_VERBS = frozenset({"select", "insert", "update", "delete"})
+
+
+def lifted_execute(statement: str, lifted: Lifted) -> bytes:
+    """Bind the numbers to the prepared shape and run it, answering as a simple Query
+    would (the RowDescription comes from Describe; BindComplete/NoData are not passed on)."""
+    return (w.bind("", statement, (), list(lifted.values), ()) + w.describe("P", "")
+            + w.execute("", 0) + w.SYNC)
+
+
+def stale_plan(error: PgError | None) -> bool:
+    return (error is not None and error.sqlstate == FEATURE_NOT_SUPPORTED
+            and "cached plan must not change result type" in error.message)
+
+
+def unlifted(error: PgError | None, lifted: Lifted) -> PgError | None:
+    """A source error about the lifted text, pointing into the client's text."""
+    if error is not None and error.position is not None:
+        error.position = lifted.position(error.position)
+    return error
+
+
+class SessionLinks:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.links: dict[str, PgLink] = {}
+        self.writers: dict[str, writes.Writer] = {}  # SQLite/MySQL connections a block holds
+        self.writer: str | None = None  # the source this transaction block wrote to
+        self.begin_sql = "BEGIN"
+        self.ddl = False  # DDL ran: the catalog is read again once it is visible
+
+    @property
+    def active(self) -> bool:
+        """A transaction block has reached a source (reads must go where writes went)."""
+        return bool(self.writers) or any(link.status != "I" for link in self.links.values())
+
+    async def link(self, source: str) -> PgLink:
+        link = self.links.get(source)
+        if link is not None and not link.broken:
+            return link
+        ctx = self.session.ctx
+        remote = ctx.sources[source]
+        link = await PgLink.connect(source, remote.dsn, schema=remote.schema,  # type: ignore[attr-defined]
+                                    settings=self.session.settings.values,
+                                    read_only=source in ctx.router.read_only)
+        self.links[source] = link
+        return link
+
+    def _prefix(self, link: PgLink, *, begin: bool = True) -> tuple[bytes, int]:
+        """Commands to send ahead of a statement, as one pipelined exchange: the client's
+        formatting settings, and BEGIN when the block has not reached this source yet."""
+        commands = link.setting_commands(self.session.settings.values)
+        if begin and self.session.in_block and link.status == "I":
+            commands.append(self.begin_sql)
+            commands.extend(f'SAVEPOINT "{name}"' for name in self.session.savepoints)
+        return (w.query("; ".join(commands)), 1) if commands else (b"", 0)
+
+    def _check(self, route: Route) -> None:
+        session = self.session
+        if session.failed:
+            raise PgError(IN_FAILED_SQL_TRANSACTION,
+                          "current transaction is aborted, commands ignored until end of transaction block")
+        if route.writes and session.in_block and self.writer not in (None, route.source):
+            raise PgError(FEATURE_NOT_SUPPORTED,
+                          f'this transaction already wrote to source "{self.writer}"; a transaction '
+                          f'may write to one source only (not also "{route.source}")',
+                          hint="COMMIT first, then write to the other source in its own transaction.")
+
+    async def _finish(self, route: Route, outcome: Outcome) -> None:
+        if outcome.error is not None:
+            raise outcome.error
+        if route.writes and self.session.in_block:
+            self.writer = route.source
+        if route.ddl:
+            self.ddl = True
+            if not self.session.in_block:
+                self._stale()
+
+    def _stale(self) -> None:
+        """DDL is visible to other connections now: the catalog is read again before the
+        next statement is planned (once for a run of DDL, as `pgbench -i` sends); routing
+        does not wait for it (gateway.relay.routing sends writes on unknown tables to the
+        first source on search_path, and reads on them to the planner)."""
+        self.ddl = False
+        self.session.ctx.catalog_stale = True
+
+    # --- running statements --------------------------------------------------------------
+
+    async def simple(self, route: Route, sql: str) -> PgLink | None:
+        """Relay one statement of a simple Query; returns the link when the source now
+        waits for COPY data. Its numbers go as parameters of a statement prepared once
+        per shape, when they can (`gateway.relay.literals`)."""
+        self._check(route)
+        link = await self.link(route.source)
+        lifted = self.lifted(route, sql)
+        if lifted is not None:
+            try:
+                statement = await link.prepare(lifted.sql, lifted.oids, *self._prefix(link, begin=False))
+            except PgError as err:
+                raise unlifted(err, lifted) from None
+            prefix, quiet = self._prefix(link)
+            outcome = await link.relay(prefix + lifted_execute(statement.name, lifted), self.session,
+                                       ready=1 + quiet, quiet=quiet)
+            outcome.error = unlifted(outcome.error, lifted)
+            if stale_plan(outcome.error) and link.status == "I":
+                # The table changed shape since the statement was prepared: a Query
+                # has no such plan, so this one runs as written (and is prepared anew
+                # next time).
+                link.statements.pop((lifted.sql, lifted.oids), None)
+                outcome = await link.relay(w.query(sql), self.session)
+        else:
+            prefix, quiet = self._prefix(link)
+            outcome = await link.relay(prefix + w.query(route.sql or sql), self.session,
+                                       ready=1 + quiet, quiet=quiet)
+        if outcome.copy_in:
+            return link
+        await self._finish(route, outcome)
+        return None
+
+    def lifted(self, route: Route, sql: str) -> Lifted | None:
+        """`sql` with its numbers as parameters, for statements that may be sent so."""
+        if route.sql is not None or route.copy_in or route.verb not in LIFTED_VERBS \
+                or self.session.settings.values["fedgate.parameterize"] != "on":
+            return None
+        return lift(sql)
+
+    async def copy_done(self, route: Route, link: PgLink, failure: str | None) -> None:
+        message = w.COPY_DONE if failure is None else w.copy_fail(failure)
+        outcome = await link.relay(message, self.session)
+        await self._finish(route, outcome)
+
+    async def prepare(self, route: Route, sql: str, param_oids: tuple[int, ...]) -> RemoteStatement:
+        link = await self.link(route.source)
+        prefix, quiet = self._prefix(link, begin=False)
+        return await link.prepare(route.sql or sql, param_oids, prefix, quiet)
+
+    async def execute(self, portal: Portal) -> None:
+        prepared = portal.statement
+        route = prepared.route
+        assert route is not None
+        self._check(route)
+        link = await self.link(route.source)
+        statement = await link.prepare(route.sql or prepared.sql, prepared.declared_oids)
+        prefix, quiet = self._prefix(link)
+        payload = (prefix + w.bind("", statement.name, portal.param_formats, portal.raw_params,
+                                   portal.formats) + w.execute("", 0) + w.SYNC)
+        outcome = await link.relay(payload, self.session, ready=1 + quiet, quiet=quiet)
+        await self._finish(route, outcome)
+
+    async def write_elsewhere(self, route: Route, params: list[Any]) -> writes.WriteResult:
+        """A write to a SQLite or MySQL source; inside a block, on a connection the block
+        holds until COMMIT/ROLLBACK (created with the block's savepoints)."""
+        self._check(route)
+        source = self.session.ctx.sources[route.source]
+        if not self.session.in_block:
+            return await writes.write(source, route, params)
+        writer = self.writers.get(route.source)
+        if writer is None:
+            writer = await writes.open_writer(source, route.kind, route.source)
+            self.writers[route.source] = writer
+            for name in self.session.savepoints:
+                await writer.command(f'SAVEPOINT "{name}"')
+        result = await writes.write(source, route, params, writer)
+        self.writer = route.source
+        return result
+
+    def executor_for(self, plan: QueryPlan) -> Executor | None:
+        """An executor whose fragments on sources this block has reached run on the
+        block's links (so they see its writes); None when the shared one will do."""
+        if not (self.session.in_block and self.active):
+            return None
+        needed = {f.source for f in plan.fragments}
+        touched = {name: link for name, link in self.links.items()
+                   if name in needed and link.status != "I" and not link.broken}
+        if not touched:
+            return None
+        base = self.session.ctx.executor
+        sources = dict(base.sources)
+        for name, link in touched.items():
+            sources[name] = LinkReader(base.sources[name], link, self._prefix(link))  # type: ignore[assignment]
+        return Executor(sources, base.engines, base.default)
+
+    # --- transaction control -------------------------------------------------------------
+
+    def _in_transaction(self) -> list[PgLink]:
+        touched = [link for link in self.links.values() if link.status != "I" and not link.broken]
+        # The source that was written to commits last: a failure before it leaves no write.
+        return sorted(touched, key=lambda link: link.source == self.writer)
+
+    async def end(self, commit: bool) -> None:
+        """COMMIT (or ROLLBACK) on every source the block touched."""
+        error: PgError | None = None
+        command = "COMMIT" if commit and not self.session.failed else "ROLLBACK"
+        held, self.writers = self.writers, {}
+        for held_writer in held.values():  # only readers, or the writer itself: see _check
+            try:
+                await held_writer.finish(commit=command == "COMMIT" and error is None)
+            except PgError as err:
+                error = error or err
+        for link in self._in_transaction():
+            outcome = await link.simple(command if error is None else "ROLLBACK")
+            error = error or outcome.error
+        self.writer = None
+        if self.ddl:
+            self._stale()
+        if error is not None:
+            raise error
+
+    async def savepoint(self, kind: str, name: str) -> None:
+        command = {"savepoint": "SAVEPOINT", "release": "RELEASE SAVEPOINT",
+                   "rollback_to": "ROLLBACK TO SAVEPOINT"}[kind]
+        for link in self._in_transaction():
+            outcome = await link.simple(f'{command} "{name}"')
+            if outcome.error is not None:
+                raise outcome.error
+        for writer in self.writers.values():
+            await writer.command(f'{command} "{name}"')
+
+    def reset(self) -> None:
+        """DISCARD ALL: drop the links (their prepared statements and temp tables go too)."""
+        self.close()
+
+    def close(self) -> None:
+        for link in self.links.values():
+            link.close()
+        self.links.clear()
+        self.writer = None
+
+    async def aclose(self) -> None:
+        """The session ends: whatever a block held is rolled back."""
+        held, self.writers = self.writers, {}
+        for writer in held.values():
+            try:
+                await writer.finish(commit=False)
+            except PgError:
+                pass  # the connection is dropped either way; nothing was committed
+        self.close()
+

@@ -1,0 +1,273 @@
+"""Which statements go straight to one PostgreSQL source, and which go to the planner.
+
+A statement whose tables all belong to one PostgreSQL source is sent there as the client
+wrote it (the relay, `connectors.postgres.link`): PostgreSQL gives PostgreSQL's answer, and
+the gateway adds no planning, no Arrow and no re-encoding. Writes (DML, DDL, COPY FROM,
+VACUUM ...) always take this road to the source that owns their table.
+
+Sending the client's text unchanged is right only when PostgreSQL resolves the names as
+we do: every table is unqualified (the link's search_path is the source's schema) and
+the statement calls nothing whose answer is the gateway's own (current_schema(),
+version(), the emulated catalog). Otherwise a read goes to the planner, and a write with
+qualified names is rewritten by sqlglot with the source's schema.
+
+Routes are cached by the statement's shape: the text with literals blanked out, so
+pgbench's `... WHERE aid = 4711` is decided once, whatever the number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from pgwire.errors import (FEATURE_NOT_SUPPORTED, READ_ONLY_SQL_TRANSACTION, PgError)
+from gateway.relay.shapes import shape_of
+
+if TYPE_CHECKING:
+    from gateway.server.listener import ServerContext
+
+CACHE_LIMIT = 20_000
+WRITE_VERBS = frozenset({"insert", "update", "delete", "merge", "create", "drop", "alter",
+                         "truncate", "vacuum", "analyze", "analyse", "comment", "grant",
+                         "revoke", "reindex", "cluster", "refresh", "lock", "copy"})
+READ_VERBS = frozenset({"select", "with", "values", "table"})
+DDL_VERBS = frozenset({"create", "drop", "alter", "truncate", "comment", "refresh"})
+# Functions whose answer is the gateway's, not the source's: never relayed.
+GATEWAY_FUNCTIONS = frozenset({
+    "current_schema", "current_schemas", "current_database", "current_catalog", "version",
+    "current_setting", "set_config", "inet_server_addr", "inet_server_port", "pg_backend_pid",
+    "has_table_privilege", "has_schema_privilege", "has_database_privilege", "to_regclass",
+    "obj_description", "col_description", "format_type", "current_user", "session_user", "user"})
+_GATEWAY_EXPRESSIONS = tuple(getattr(exp, name) for name in (
+    "CurrentSchema", "CurrentUser", "CurrentDatabase", "CurrentVersion", "CurrentCatalog",
+    "SessionUser") if hasattr(exp, name))
+
+_VERB = re.compile(r"\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*([A-Za-z]+)", re.S)
+_COPY_FROM_STDIN = re.compile(r"\s*COPY\s+(.+?)\s+FROM\s+STDIN\b", re.I | re.S)
+# Tables named by statements sqlglot keeps opaque (VACUUM, ANALYZE, TRUNCATE's options ...).
+_NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)(?:\.(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*))?'
+_OPAQUE_TABLES = {
+    "vacuum": re.compile(r"\s*VACUUM\s*(?:\([^)]*\)\s*)?(?:(?:FULL|FREEZE|VERBOSE|ANALYZE|ANALYSE)\s+)*(.*)", re.I | re.S),
+    "analyze": re.compile(r"\s*ANALY[SZ]E\s*(?:\([^)]*\)\s*)?(?:VERBOSE\s+)?(.*)", re.I | re.S),
+    "analyse": re.compile(r"\s*ANALY[SZ]E\s*(?:\([^)]*\)\s*)?(?:VERBOSE\s+)?(.*)", re.I | re.S),
+    "truncate": re.compile(r"\s*TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?(.*?)(?:\s+(?:RESTART|CONTINUE|CASCADE|RESTRICT)\b.*)?$", re.I | re.S),
+    "lock": re.compile(r"\s*LOCK\s+(?:TABLE\s+)?(?:ONLY\s+)?(.*?)(?:\s+IN\s+.*|\s+NOWAIT)?$", re.I | re.S),
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    source: str          # a PostgreSQL source
+    verb: str            # the statement's first word, lower case
+    writes: bool
+    sql: str | None = None   # what to send instead of the client's text (names rewritten)
+    copy_in: bool = False    # COPY ... FROM STDIN
+    kind: str = "postgres"   # other kinds take writes only (connectors.writes)
+    tree: exp.Expression | None = field(default=None, compare=False)  # parsed, for them
+
+    @property
+    def ddl(self) -> bool:
+        return self.verb in DDL_VERBS
+
+
+def verb_of(sql: str) -> str:
+    found = _VERB.match(sql)
+    return found.group(1).lower() if found else ""
+
+
+class Router:
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+        self._cache: dict[tuple, Route | None] = {}
+        self.kinds = {s.name: s.kind for s in ctx.config.sources}
+        self.read_only = {s.name for s in ctx.config.sources if s.options.get("read_only")}
+
+    def route(self, sql: str, search_path: tuple[str, ...], in_transaction: bool = False) -> Route | None:
+        """The relay route of `sql`, or None when the planner takes it. In a transaction
+        that reached a source, reads with qualified names are rewritten and relayed too,
+        so they see the transaction's writes."""
+        verb = verb_of(sql)
+        if verb not in WRITE_VERBS and verb not in READ_VERBS:
+            return None
+        key = (shape_of(sql), search_path, self.ctx.catalog.version, in_transaction)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        route, cacheable = self._decide(sql, verb, search_path, in_transaction)
+        if cacheable:
+            if len(self._cache) >= CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[key] = route
+        if route is not None and route.writes and route.source in self.read_only:
+            # A cached route of a source configured read-only: refused every time.
+            raise PgError(READ_ONLY_SQL_TRANSACTION,
+                          f'cannot execute {verb.upper()}: source "{route.source}" is read-only')
+        return route
+
+    # --- deciding ------------------------------------------------------------------------
+
+    def _decide(self, sql: str, verb: str, search_path: tuple[str, ...],
+                in_transaction: bool) -> tuple[Route | None, bool]:
+        copy = _COPY_FROM_STDIN.match(sql) if verb == "copy" else None
+        if verb == "copy" and copy is None:
+            return None, True  # COPY ... TO STDOUT: the gateway's own (gateway.session.copy_out)
+        tree = None if verb in _OPAQUE_TABLES or copy is not None else _parse(sql)
+        writes = verb in WRITE_VERBS or (tree is not None and _modifies(tree))
+        spans: list[tuple[int, int]] = []  # where the names are, in statements sqlglot keeps opaque
+        if copy is not None:
+            names, spans = _names_in(sql, copy.start(1), copy.end(1), first_only=True)
+        elif tree is None or isinstance(tree, exp.Command):
+            if not writes:
+                return None, True
+            pattern = _OPAQUE_TABLES.get(verb)
+            found = pattern.match(sql) if pattern else None
+            names, spans = _names_in(sql, found.start(1), found.end(1)) if found else ([], [])
+        else:
+            if not writes and _calls_gateway(tree):
+                return None, True
+            names = _table_names(tree)
+        sources = {self._owner(schema, name, search_path, writes) for schema, name in names}
+        if not sources:
+            if not writes:
+                return None, True
+            sources = {self._default_source(search_path)}
+        if len(sources) > 1 or None in sources:
+            if writes:
+                raise PgError(FEATURE_NOT_SUPPORTED,
+                              "a statement that writes may only use tables of one source "
+                              f"(this one names {', '.join(sorted(s or '?' for s in sources))})")
+            return None, True
+        source = sources.pop()
+        assert source is not None
+        if writes and source in self.read_only:
+            raise PgError(READ_ONLY_SQL_TRANSACTION,
+                          f'cannot execute {verb.upper()}: source "{source}" is read-only')
+        kind = self.kinds.get(source)
+        if kind != "postgres":
+            if not writes:
+                return None, True
+            if copy is not None:
+                return Route(source, verb, True, copy_in=True, kind=kind or ""), False
+            if tree is None or isinstance(tree, exp.Command):
+                raise PgError(FEATURE_NOT_SUPPORTED,
+                              f'{verb.upper()} on {kind} sources is not supported (source "{source}")')
+            return Route(source, verb, True, kind=kind or "", tree=tree), False
+        qualified = any(schema is not None for schema, _ in names)
+        if not qualified:
+            return Route(source, verb, writes, copy_in=copy is not None), True
+        if spans:  # COPY, VACUUM, TRUNCATE ...: the qualified names rewritten in the text
+            return Route(source, verb, writes, sql=self._respelled(sql, names, spans, source),
+                         copy_in=copy is not None), False
+        if (not writes and not in_transaction) or tree is None or isinstance(tree, exp.Command):
+            if writes:
+                raise PgError(FEATURE_NOT_SUPPORTED,
+                              f"{verb.upper()} with schema-qualified names is not supported; "
+                              "name the table without its source (SET search_path)")
+            return None, True
+        return Route(source, verb, writes, sql=self._rewritten(tree, source)), False
+
+    def _owner(self, schema: str | None, name: str, search_path: tuple[str, ...],
+               writes: bool) -> str | None:
+        catalog = self.ctx.catalog.sources
+        if schema is not None:
+            if schema in catalog and schema in self.kinds:
+                return schema
+            if not writes:
+                return None
+            raise PgError("3F000", f'schema "{schema}" does not exist')
+        for source in search_path:
+            entry = catalog.get(source)
+            if entry is not None and name in entry.tables:
+                return source if source in self.kinds else None
+        return self._default_source(search_path) if writes else None
+
+    def _default_source(self, search_path: tuple[str, ...]) -> str:
+        """Where a new table goes: the first source on search_path, as PostgreSQL creates
+        in the first schema of its search_path."""
+        for source in search_path:
+            if source in self.kinds:
+                return source
+        raise PgError("3F000", "no schema has been selected to create in")
+
+    def _respelled(self, sql: str, names: list[tuple[str | None, str]],
+                   spans: list[tuple[int, int]], source: str) -> str:
+        """`sql` with each `source.table` spelled as the source's `schema.table`."""
+        remote_schema = getattr(self.ctx.sources[source], "schema", "public")
+        out, last = [], 0
+        for (schema, name), (start, end) in zip(names, spans):
+            if schema is None:
+                continue
+            out.append(sql[last:start])
+            out.append(exp.table_(name, db=remote_schema, quoted=True).sql(dialect="postgres"))
+            last = end
+        return "".join(out) + sql[last:]
+
+    def _rewritten(self, tree: exp.Expression, source: str) -> str:
+        remote_schema = getattr(self.ctx.sources[source], "schema", "public")
+        tree = tree.copy()
+        for table in tree.find_all(exp.Table):
+            if table.args.get("db") is not None and _ident(table.args.get("db")) == source:
+                table.set("db", exp.to_identifier(remote_schema, quoted=True))
+        return tree.sql(dialect="postgres")
+
+
+def _parse(sql: str) -> exp.Expression | None:
+    try:
+        return sqlglot.parse_one(sql, read="postgres")
+    except (ParseError, ValueError):
+        return None
+
+
+def _modifies(tree: exp.Expression) -> bool:
+    return tree.find(exp.Insert, exp.Update, exp.Delete, exp.Merge) is not None
+
+
+def _calls_gateway(tree: exp.Expression) -> bool:
+    for node in tree.find_all(exp.Func):
+        if isinstance(node, _GATEWAY_EXPRESSIONS):
+            return True
+        name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+        if name in GATEWAY_FUNCTIONS or name.startswith("pg_"):
+            return True
+    return False
+
+
+def _table_names(tree: exp.Expression) -> list[tuple[str | None, str]]:
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    names = []
+    for table in tree.find_all(exp.Table):
+        if not table.name or (table.name in ctes and not table.args.get("db")):
+            continue
+        if isinstance(table.this, exp.Func):  # generate_series(...) and friends
+            continue
+        names.append((_ident(table.args.get("db")), _ident(table.this) or table.name))
+    return names
+
+
+def _ident(node: exp.Expression | None) -> str | None:
+    """An identifier as PostgreSQL folds it: unquoted names are lower case."""
+    if not isinstance(node, exp.Identifier):
+        return None
+    return node.this if node.quoted else node.this.lower()
+
+
+def _names_in(sql: str, start: int, end: int, first_only: bool = False
+              ) -> tuple[list[tuple[str | None, str]], list[tuple[int, int]]]:
+    """Table names in `sql[start:end]` (a comma list; column lists in parentheses are
+    skipped), with their positions in `sql`."""
+    text = re.sub(r"\([^)]*\)", lambda m: " " * len(m.group(0)), sql[start:end])
+    names, spans = [], []
+    for found in re.finditer(_NAME, text):
+        parts = [p[1:-1].replace('""', '"') if p.startswith('"') else p.lower()
+                 for p in re.findall(r'"(?:[^"]|"")+"|[^.]+', found.group(0))]
+        names.append((parts[0], parts[1]) if len(parts) == 2 else (None, parts[0]))
+        spans.append((start + found.start(), start + found.end()))
+        if first_only:
+            break
+    return names, spans

@@ -1,0 +1,65 @@
+"""What a session keeps between protocol messages: prepared statements and portals.
+
+A statement is planned (`plan`), answered by the session itself (`utility`), or relayed
+to one PostgreSQL source (`route`, described by the source). A portal is a statement
+bound to parameters, with its result stream while the client fetches it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from pgwire.protocol import client as pg_wire
+from connectors.base import BatchStream
+from connectors.postgres.link import PgLink, RemoteStatement
+from gateway.relay.routing import Route
+from gateway.session.statements import Utility
+from planner import QueryPlan
+
+
+@dataclass
+class Prepared:
+    sql: str
+    utility: Utility | None
+    plan: QueryPlan | None
+    param_oids: tuple[int, ...]
+    row_schema: pa.Schema | None = None  # cached answer to Describe
+    # Relayed to one PostgreSQL source (gateway.relay.routing): no plan; the source described it.
+    route: Route | None = None
+    remote_fields: list[pg_wire.Field] | None = None
+    remote: RemoteStatement | None = None
+    declared_oids: tuple[int, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return self.utility is None and self.plan is None and self.route is None
+
+
+@dataclass
+class CopyIn:
+    """A COPY FROM STDIN relayed to a source, and the rest of its Query string."""
+    route: Route
+    link: PgLink
+    rest: list[str]
+
+
+@dataclass
+class Portal:
+    statement: Prepared
+    params: list[Any]
+    formats: tuple[int, ...]
+    stream: BatchStream | None = None
+    pending: list[pa.RecordBatch] = field(default_factory=list)
+    done: bool = False
+    raw_params: list[bytes | None] = field(default_factory=list)  # relayed as the client sent them
+    param_formats: tuple[int, ...] = ()
+    holdable: bool = False  # a cursor declared WITH HOLD: outlives its transaction
+
+    async def close(self) -> None:
+        self.done = True
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            await stream.aclose()

@@ -1,0 +1,257 @@
+"""Session parameters (GUCs): defaults, validation, and which ones clients must be told about.
+
+The gateway keeps its own settings per session; none are forwarded to sources (a source's
+session is always UTC, ISO DateStyle, extra_float_digits 3, whatever the client asked).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pgwire.errors import (CANT_CHANGE_RUNTIME_PARAM, FEATURE_NOT_SUPPORTED,
+                            INVALID_PARAMETER_VALUE, PgError)
+
+SERVER_VERSION = "15.0"
+SERVER_VERSION_NUM = "150000"
+FEDGATE_VERSION = "0.1.0"
+VERSION_STRING = (f"PostgreSQL {SERVER_VERSION} (fedgate {FEDGATE_VERSION}) on x86_64-pc-linux-gnu, "
+                  "compiled by gcc, 64-bit")
+
+# Parameters PostgreSQL 15 reports with ParameterStatus at startup and whenever they change.
+REPORTED = ("application_name", "client_encoding", "DateStyle", "default_transaction_read_only",
+            "in_hot_standby", "integer_datetimes", "IntervalStyle", "is_superuser",
+            "server_encoding", "server_version", "session_authorization",
+            "standard_conforming_strings", "TimeZone")
+
+DEFAULTS: dict[str, str] = {
+    "application_name": "",
+    "client_encoding": "UTF8",
+    "DateStyle": "ISO, MDY",
+    "default_transaction_read_only": "off",
+    "in_hot_standby": "off",
+    "integer_datetimes": "on",
+    "IntervalStyle": "postgres",
+    "is_superuser": "off",
+    "server_encoding": "UTF8",
+    "server_version": SERVER_VERSION,
+    "server_version_num": SERVER_VERSION_NUM,
+    "standard_conforming_strings": "on",
+    "TimeZone": "UTC",
+    "extra_float_digits": "1",
+    "statement_timeout": "0",
+    "search_path": "",
+    "transaction_isolation": "read committed",
+    "default_transaction_isolation": "read committed",
+    "max_identifier_length": "63",
+    "lc_collate": "C",
+    "lc_ctype": "C",
+    "fedgate.engine": "duckdb",
+    "fedgate.dynamic_filtering": "on",
+    # Statements wholly in one PostgreSQL source go to it as written (gateway.relay.routing).
+    # Off sends reads through the planner instead; writes always go to their source.
+    "fedgate.relay": "on",
+    # Relayed statements answered from the sockets' callbacks (gateway.relay.express); off runs
+    # every statement through the session's task (same answers, more CPU per statement).
+    "fedgate.express": "on",
+    # Numbers of relayed statements sent as parameters of a statement prepared once per
+    # shape (gateway.relay.literals); off sends each statement's text as written.
+    "fedgate.parameterize": "on",
+    # Aggregates over a cross-source join pre-aggregated at the joined side's source
+    # (planner.rules.push_aggregate_below_join): fewer rows travel, the source works more.
+    # Pays across a network; on one machine it was slower (TPC-H Q13), hence off.
+    "fedgate.pre_aggregate": "off",
+}
+READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
+             "in_hot_standby", "is_superuser", "max_identifier_length", "lc_collate", "lc_ctype",
+             "session_authorization"}
+# Settings clients send in the startup packet that are not GUCs.
+STARTUP_ONLY = {"user", "database", "replication", "options"}
+_CANONICAL = {name.lower(): name for name in (*DEFAULTS, *REPORTED)}
+
+
+def canonical(name: str) -> str:
+    return _CANONICAL.get(name.lower(), name.lower())
+
+
+def _check_timezone(value: str) -> str:
+    upper = value.upper()
+    if upper in ("UTC", "GMT", "Z", "ZULU"):
+        return "UTC"
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise PgError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "TimeZone": "{value}"') from exc
+    return value
+
+
+def _check_on_off(name: str, value: str) -> str:
+    lowered = value.lower()
+    if lowered in ("on", "true", "yes", "1"):
+        return "on"
+    if lowered in ("off", "false", "no", "0"):
+        return "off"
+    raise PgError(INVALID_PARAMETER_VALUE, f'parameter "{name}" requires a Boolean value')
+
+
+def _check_int(name: str, value: str, low: int, high: int) -> str:
+    try:
+        number = int(value)
+    except ValueError as exc:
+        raise PgError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "{name}": "{value}"') from exc
+    if not low <= number <= high:
+        raise PgError(INVALID_PARAMETER_VALUE,
+                      f'{number} is outside the valid range for parameter "{name}" ({low} .. {high})')
+    return str(number)
+
+
+def validate(name: str, value: str) -> str:
+    """The value to store for `name`, or a PgError saying why it cannot be set."""
+    if name in READ_ONLY:
+        raise PgError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
+    if name == "TimeZone":
+        return _check_timezone(value)
+    if name == "client_encoding":
+        # PostgreSQL cleans encoding names (clean_encoding_name): asyncpg sends 'utf-8'.
+        cleaned = "".join(c for c in value if c.isalnum()).upper()
+        if cleaned not in ("UTF8", "UNICODE"):
+            raise PgError(FEATURE_NOT_SUPPORTED, f"client_encoding {value!r} is not supported: fedgate speaks UTF8 only")
+        return "UTF8"
+    if name == "DateStyle":
+        if "ISO" not in value.upper() and value.upper() not in ("MDY", "DMY", "YMD"):
+            raise PgError(FEATURE_NOT_SUPPORTED, "fedgate supports DateStyle ISO only")
+        order = "DMY" if "DMY" in value.upper() else "YMD" if "YMD" in value.upper() else "MDY"
+        return f"ISO, {order}"
+    if name == "IntervalStyle" and value.lower() != "postgres":
+        raise PgError(FEATURE_NOT_SUPPORTED, "fedgate supports IntervalStyle postgres only")
+    if name == "standard_conforming_strings":
+        if _check_on_off(name, value) != "on":
+            raise PgError(FEATURE_NOT_SUPPORTED, "fedgate requires standard_conforming_strings = on")
+        return "on"
+    if name == "extra_float_digits":
+        return _check_int(name, value, -15, 3)
+    if name == "statement_timeout":
+        return _parse_timeout(value)
+    if name == "fedgate.engine":
+        if value.lower() not in ("duckdb", "spark"):
+            raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb" or "spark"')
+        return value.lower()
+    if name in ("default_transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
+                "fedgate.express", "fedgate.parameterize", "fedgate.pre_aggregate"):
+        return _check_on_off(name, value)
+    return value
+
+
+def _parse_timeout(value: str) -> str:
+    """statement_timeout accepts '5s', '100ms', '1min' or a bare number of milliseconds."""
+    units = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
+    text = value.strip().lower().replace(" ", "")
+    for unit in sorted(units, key=len, reverse=True):
+        if text.endswith(unit) and text[: -len(unit)].isdigit():
+            return str(int(text[: -len(unit)]) * units[unit])
+    return _check_int("statement_timeout", text, 0, 2**31 - 1)
+
+
+def parse_options(options: str) -> dict[str, str]:
+    """The settings in a startup packet's `options`: `-c name=value` and `--name=value`.
+
+    Words are split on white space; a backslash escapes the next character, as in
+    PostgreSQL's pg_split_opts.
+    """
+    words: list[str] = []
+    current: list[str] = []
+    escaped = False
+    for char in options:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char.isspace():
+            if current:
+                words.append("".join(current))
+                current = []
+        else:
+            current.append(char)
+    if current:
+        words.append("".join(current))
+    found: dict[str, str] = {}
+    pending_c = False
+    for word in words:
+        if pending_c or word.startswith("--"):
+            setting = word if pending_c else word[2:]
+            pending_c = False
+            name, sep, value = setting.partition("=")
+            if not sep:
+                raise PgError(INVALID_PARAMETER_VALUE, f'--{setting} requires a value')
+            found[name.replace("-", "_")] = value
+        elif word == "-c":
+            pending_c = True
+        elif word.startswith("-c"):
+            name, _, value = word[2:].partition("=")
+            found[name] = value
+        else:
+            raise PgError(INVALID_PARAMETER_VALUE, f'invalid command-line argument for server process: {word}')
+    return found
+
+
+@dataclass
+class SessionSettings:
+    values: dict[str, str]
+
+    @classmethod
+    def initial(cls, startup: dict[str, str], search_path: tuple[str, ...]) -> SessionSettings:
+        values = dict(DEFAULTS)
+        values["search_path"] = ", ".join(search_path)
+        values["session_authorization"] = startup.get("user", "")
+        settings = cls(values)
+        options = parse_options(startup.get("options", ""))
+        for key, value in [*options.items(), *startup.items()]:
+            if key not in STARTUP_ONLY:
+                name = canonical(key)
+                if name not in READ_ONLY:
+                    settings.values[name] = validate(name, value)
+        return settings
+
+    def get(self, name: str) -> str | None:
+        return self.values.get(canonical(name))
+
+    def set(self, name: str, value: str) -> str:
+        canonical_name = canonical(name)
+        self.values[canonical_name] = validate(canonical_name, value)
+        return canonical_name
+
+    def reset(self, name: str, initial: dict[str, str]) -> list[str]:
+        names = list(initial) if name == "all" else [canonical(name)]
+        changed = []
+        for key in names:
+            if key in READ_ONLY:
+                continue
+            default = initial.get(key)
+            if self.values.get(key) != default:
+                changed.append(key)
+            if default is None:
+                self.values.pop(key, None)
+            else:
+                self.values[key] = default
+        return changed
+
+    @property
+    def search_path(self) -> tuple[str, ...]:
+        return _path_of(self.values["search_path"])
+
+    @property
+    def timezone(self) -> str:
+        return self.values["TimeZone"]
+
+    @property
+    def statement_timeout_ms(self) -> int:
+        return int(self.values["statement_timeout"])
+
+
+@functools.lru_cache(maxsize=64)
+def _path_of(value: str) -> tuple[str, ...]:
+    """search_path's schemas (read on every statement's route: parsed once per value)."""
+    return tuple(p.strip().strip('"') for p in value.split(",") if p.strip())

@@ -1,0 +1,97 @@
+"""Statements a session answers itself (SET, SHOW, EXPLAIN, COPY TO, transaction control).
+
+`gateway.session.utility_results` computes their results; this mixin runs them for the session: EXPLAIN
+plans (or reports the relay), transaction control also reaches the sources the block
+touched (`gateway.relay.links`), and the results are written as PostgreSQL would.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gateway.session import copy_out
+from gateway.session import utility_results as util
+from pgwire.errors import PgError
+from gateway.executor.execute import analyze
+from gateway.session.portals import Portal
+from pgwire.protocol import encoder
+from pgwire.types.rows import encode_rows, resolve_formats, row_description
+from gateway.session.statements import Utility
+
+if TYPE_CHECKING:
+    from gateway.session.session import Session
+
+_TRANSACTION_KINDS = frozenset({"begin", "commit", "rollback", "savepoint", "release", "rollback_to"})
+_CURSOR_KINDS = frozenset({"declare", "fetch", "move", "close"})
+
+
+class UtilityMixin:
+    async def _execute_utility(self: Session, portal: Portal, describe: bool) -> None:
+        utility = portal.statement.utility
+        assert utility is not None
+        if utility.kind == "copy":  # COPY ... TO STDOUT streams its own messages
+            assert utility.value is not None
+            await copy_out.run(self, utility.value)
+            portal.done = True
+            return
+        if utility.kind in _TRANSACTION_KINDS:
+            await self._transaction(portal, utility)
+            return
+        if utility.kind in _CURSOR_KINDS:
+            await self._cursor_statement(portal, utility, describe)
+            return
+        route = self._route(utility.value) if utility.kind == "explain" and utility.value else None
+        if route is not None and not utility.analyze:
+            lines = [f'Relay: the whole statement goes to source "{route.source}" (PostgreSQL '
+                     "evaluates all of it; no engine)",
+                     f"  Remote SQL: {route.sql or 'the statement as written'}"]
+            result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
+        elif utility.kind == "explain":
+            assert utility.value is not None
+            plan = await self.plan_query(utility.value, ())
+            engine, why = self.engine_for(plan)
+            lines = await analyze(self.ctx.executor, plan, [], engine, why, self.dynamic_filtering) \
+                if utility.analyze else plan.explain(engine, why)
+            result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
+        else:
+            result = util.HANDLERS[utility.kind](self, utility)
+        self._utility_done(portal, result, describe)
+
+    async def _cursor_statement(self: Session, portal: Portal, utility: Utility, describe: bool) -> None:
+        if utility.kind == "declare":
+            await self._declare(portal, utility)
+        elif utility.kind == "close":
+            self._close_cursor(portal, utility)
+        else:
+            await self._fetch(portal, utility, describe)
+
+    async def _transaction(self: Session, portal: Portal, utility: Utility) -> None:
+        """Transaction control: the session's status, and the sources the block touched."""
+        kind = utility.kind
+        error: PgError | None = None
+        if kind in ("commit", "rollback") and self.in_block:
+            try:
+                await self.links.end(commit=kind == "commit")
+            except PgError as err:
+                error = err
+        if kind == "begin" and not self.in_block:
+            self.links.begin_sql = portal.statement.sql
+        result = util.HANDLERS[kind](self, utility)
+        if kind in ("savepoint", "release", "rollback_to"):
+            await self.links.savepoint(kind, utility.name or "")
+        if error is not None:
+            raise error
+        self._utility_done(portal, result, False)
+
+    def _utility_done(self: Session, portal: Portal, result: util.UtilityResult, describe: bool) -> None:
+        for notice in result.notices:
+            self.write(encoder.notice_response("WARNING", "25001" if "already" in notice else "25P01", notice))
+        if result.rows is not None:
+            if describe:
+                self.write(row_description(result.rows.schema, portal.formats))
+            formats = resolve_formats(portal.formats, result.rows.num_columns)
+            self.write(encode_rows(result.rows, formats, timezone=self.settings.timezone))
+            if result.tag in ("SHOW", "EXPLAIN"):
+                result.tag = f"SELECT {result.rows.num_rows}" if result.tag == "EXPLAIN" else result.tag
+        self.write(encoder.command_complete(result.tag))
+        portal.done = True

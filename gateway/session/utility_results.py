@@ -1,0 +1,139 @@
+"""Statements the session answers itself: SET/SHOW/RESET, transaction control, DISCARD ...
+
+Each handler returns a `UtilityResult`: a command tag, and rows for the ones that return
+rows (SHOW, EXPLAIN). Transaction control only moves the session's status byte for now:
+no source takes part in a transaction until writes arrive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from pgwire.errors import (FEATURE_NOT_SUPPORTED, INVALID_SQL_STATEMENT_NAME,
+                            NO_ACTIVE_SQL_TRANSACTION, UNDEFINED_OBJECT, PgError)
+from gateway.session.settings import DEFAULTS, canonical
+from gateway.session.statements import Utility
+
+if TYPE_CHECKING:
+    from gateway.session.session import Session
+
+
+@dataclass
+class UtilityResult:
+    tag: str
+    rows: pa.RecordBatch | None = None
+    notices: list[str] = field(default_factory=list)  # WARNING texts, sent before the tag
+
+
+def text_rows(names: list[str], rows: list[tuple[str | None, ...]]) -> pa.RecordBatch:
+    columns = [pa.array([r[i] for r in rows], pa.string()) for i in range(len(names))]
+    return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def result_schema(utility: Utility) -> pa.Schema | None:
+    """The row shape a utility returns, known before running it (for Describe)."""
+    if utility.kind == "show":
+        if utility.name == "all":
+            return pa.schema([("name", pa.string()), ("setting", pa.string()), ("description", pa.string())])
+        return pa.schema([(utility.name or "", pa.string())])
+    if utility.kind == "explain":
+        return pa.schema([("QUERY PLAN", pa.string())])
+    return None
+
+
+def run_set(session: Session, utility: Utility) -> UtilityResult:
+    assert utility.name is not None and utility.value is not None
+    value = utility.value
+    if value.upper() == "DEFAULT":
+        session.reset_setting(utility.name)
+    else:
+        session.set_setting(utility.name, value)
+    return UtilityResult("SET")
+
+
+def run_show(session: Session, utility: Utility) -> UtilityResult:
+    assert utility.name is not None
+    if utility.name == "all":
+        rows = sorted((k, v, "") for k, v in session.settings.values.items())
+        return UtilityResult("SHOW", text_rows(["name", "setting", "description"], rows))
+    value = session.settings.get(utility.name)
+    if utility.name.lower() == "fedgate.express_statements":  # read-only: what the lane ran
+        value = str(session.lane.taken if session.lane is not None else 0)
+    if value is None:
+        raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{utility.name}"')
+    return UtilityResult("SHOW", text_rows([utility.name], [(value,)]))
+
+
+def run_transaction(session: Session, utility: Utility) -> UtilityResult:
+    kind = utility.kind
+    if kind == "begin":
+        if session.in_block:
+            return UtilityResult("BEGIN", notices=["there is already a transaction in progress"])
+        session.begin_block()
+        return UtilityResult("BEGIN")
+    if kind in ("commit", "rollback"):
+        if not session.in_block:
+            return UtilityResult(kind.upper(), notices=["there is no transaction in progress"])
+        failed = session.failed
+        session.end_block()
+        return UtilityResult("ROLLBACK" if failed or kind == "rollback" else "COMMIT")
+    if not session.in_block:
+        raise PgError(NO_ACTIVE_SQL_TRANSACTION,
+                      f"{kind.upper().replace('_', ' ')} can only be used in transaction blocks")
+    if kind == "savepoint":
+        session.savepoints.append(utility.name or "")
+        return UtilityResult("SAVEPOINT")
+    if utility.name not in session.savepoints:
+        raise PgError("3B001", f'savepoint "{utility.name}" does not exist')
+    index = len(session.savepoints) - 1 - session.savepoints[::-1].index(utility.name)
+    if kind == "release":
+        del session.savepoints[index:]
+        return UtilityResult("RELEASE")
+    del session.savepoints[index + 1:]  # ROLLBACK TO keeps the savepoint itself
+    session.recover_block()
+    return UtilityResult("ROLLBACK")
+
+
+def run_discard(session: Session, utility: Utility) -> UtilityResult:
+    if utility.name == "ALL":
+        if session.in_block:
+            raise PgError("25001", "DISCARD ALL cannot run inside a transaction block")
+        session.discard_all()
+    return UtilityResult(f"DISCARD {utility.name}")
+
+
+def run_deallocate(session: Session, utility: Utility) -> UtilityResult:
+    name = utility.name or ""
+    if name == "all":
+        session.statements = {k: v for k, v in session.statements.items() if k == ""}
+    elif session.statements.pop(name, None) is None:
+        raise PgError(INVALID_SQL_STATEMENT_NAME, f'prepared statement "{name}" does not exist')
+    return UtilityResult("DEALLOCATE ALL" if name == "all" else "DEALLOCATE")
+
+
+HANDLERS = {
+    "set": run_set, "show": run_show, "begin": run_transaction, "commit": run_transaction,
+    "rollback": run_transaction, "savepoint": run_transaction, "release": run_transaction,
+    "rollback_to": run_transaction, "discard": run_discard, "deallocate": run_deallocate,
+}
+
+# Statements still allowed in a failed transaction block (PostgreSQL's IsTransactionExitStmt).
+ALLOWED_WHEN_FAILED = {"commit", "rollback", "rollback_to"}
+
+
+def run_reset(session: Session, utility: Utility) -> UtilityResult:
+    name = utility.name or ""
+    if name != "all" and canonical(name) not in DEFAULTS and session.settings.get(name) is None:
+        raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
+    session.reset_setting(name)
+    return UtilityResult("RESET")
+
+
+HANDLERS["reset"] = run_reset
+
+
+def unsupported(kind: str) -> PgError:
+    return PgError(FEATURE_NOT_SUPPORTED, f"{kind} is not supported by fedgate yet")

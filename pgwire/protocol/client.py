@@ -1,0 +1,262 @@
+"""The client side of the PostgreSQL v3 protocol, without I/O (what `pg_link` drives).
+
+The gateway relays statements that live wholly in one PostgreSQL source over a
+connection of its own (`connectors.postgres.link`), passing the source's DataRow messages to
+the client untouched. That needs the frontend messages a client sends, a reader that
+cuts the backend's byte stream into messages cheaply (DataRows are only skipped over,
+never decoded), and the few decoders the relay acts on: errors, row descriptions,
+authentication and backend keys. SCRAM-SHA-256 follows RFC 5802/7677 as libpq does.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import struct
+from dataclasses import dataclass
+
+from pgwire.errors import PROTOCOL_VIOLATION, PgError
+
+_I32 = struct.Struct("!i")
+_U32 = struct.Struct("!I")
+_I16 = struct.Struct("!h")
+PROTOCOL_3_0 = 196608
+CANCEL_CODE = 80877102
+
+
+def _cstr(text: str | bytes) -> bytes:
+    return (text.encode() if isinstance(text, str) else text) + b"\0"
+
+
+def _message(tag: bytes, body: bytes) -> bytes:
+    return tag + _I32.pack(len(body) + 4) + body
+
+
+# --- frontend messages -------------------------------------------------------------------
+
+def startup(params: dict[str, str]) -> bytes:
+    body = _I32.pack(PROTOCOL_3_0) + b"".join(_cstr(k) + _cstr(v) for k, v in params.items()) + b"\0"
+    return _I32.pack(len(body) + 4) + body
+
+
+def cancel_request(pid: int, key: int) -> bytes:
+    return _I32.pack(16) + _I32.pack(CANCEL_CODE) + _U32.pack(pid & 0xFFFFFFFF) + _U32.pack(key & 0xFFFFFFFF)
+
+
+def password(secret: bytes) -> bytes:
+    return _message(b"p", secret + b"\0")
+
+
+def sasl_initial(mechanism: str, data: bytes) -> bytes:
+    return _message(b"p", _cstr(mechanism) + _I32.pack(len(data)) + data)
+
+
+def sasl_response(data: bytes) -> bytes:
+    return _message(b"p", data)
+
+
+def query(sql: str) -> bytes:
+    return _message(b"Q", _cstr(sql))
+
+
+def parse(name: str, sql: str, param_oids: tuple[int, ...]) -> bytes:
+    body = _cstr(name) + _cstr(sql) + struct.pack(f"!h{len(param_oids)}I", len(param_oids), *param_oids)
+    return _message(b"P", body)
+
+
+def bind(portal: str, statement: str, param_formats: tuple[int, ...],
+         params: list[bytes | None], result_formats: tuple[int, ...]) -> bytes:
+    parts = [_cstr(portal), _cstr(statement),
+             struct.pack(f"!h{len(param_formats)}h", len(param_formats), *param_formats),
+             _I16.pack(len(params))]
+    for value in params:
+        parts.append(_I32.pack(-1) if value is None else _I32.pack(len(value)) + value)
+    parts.append(struct.pack(f"!h{len(result_formats)}h", len(result_formats), *result_formats))
+    return _message(b"B", b"".join(parts))
+
+
+def describe(kind: str, name: str) -> bytes:
+    return _message(b"D", kind.encode() + _cstr(name))
+
+
+def rebind(statement: str, rest: bytes) -> bytes:
+    """A Bind of the unnamed portal to `statement`, whose parameter and result format
+    codes and values (`rest`) are a client's Bind body, passed on unchanged."""
+    return _message(b"B", b"\0" + _cstr(statement) + rest)
+
+
+def execute(portal: str = "", max_rows: int = 0) -> bytes:
+    return _message(b"E", _cstr(portal) + _I32.pack(max_rows))
+
+
+def close(kind: str, name: str) -> bytes:
+    return _message(b"C", kind.encode() + _cstr(name))
+
+
+SYNC = _message(b"S", b"")
+FLUSH = _message(b"H", b"")
+TERMINATE = _message(b"X", b"")
+COPY_DONE = _message(b"c", b"")
+
+
+def copy_data(data: bytes) -> bytes:
+    return _message(b"d", data)
+
+
+def copy_fail(reason: str) -> bytes:
+    return _message(b"f", _cstr(reason))
+
+
+# --- backend messages --------------------------------------------------------------------
+
+class BackendReader:
+    """Cuts the backend's byte stream into messages: `(tag, start, end)` offsets into
+    `buffer` (`start` is the tag byte; the body is `buffer[start + 5:end]`)."""
+
+    __slots__ = ("buffer", "pos")
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.pos = 0
+
+    def feed(self, data: bytes) -> None:
+        if self.pos:
+            del self.buffer[:self.pos]
+            self.pos = 0
+        self.buffer += data
+
+    def next(self) -> tuple[int, int, int] | None:
+        buffer, pos = self.buffer, self.pos
+        if len(buffer) - pos < 5:
+            return None
+        end = pos + 1 + _U32.unpack_from(buffer, pos + 1)[0]
+        if end > len(buffer):
+            return None
+        self.pos = end
+        return buffer[pos], pos, end
+
+    def skip_data_rows(self) -> int:
+        """Advance over consecutive complete DataRows (tag 'D'); returns the new position.
+        The relay's inner loop: rows are forwarded as one slice, never looked at."""
+        buffer, pos, n = self.buffer, self.pos, len(self.buffer)
+        unpack = _U32.unpack_from
+        while pos + 5 <= n and buffer[pos] == 68:  # 'D'
+            end = pos + 1 + unpack(buffer, pos + 1)[0]
+            if end > n:
+                break
+            pos = end
+        self.pos = pos
+        return pos
+
+    def body(self, start: int, end: int) -> bytes:
+        return bytes(self.buffer[start + 5:end])
+
+
+def error_fields(body: bytes) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for part in body.split(b"\0"):
+        if part:
+            fields[chr(part[0])] = part[1:].decode("utf-8", "replace")
+    return fields
+
+
+def error_from_fields(fields: dict[str, str]) -> PgError:
+    position = fields.get("P")
+    return PgError(fields.get("C", "XX000"), fields.get("M", "unknown error"),
+                   severity=fields.get("V", fields.get("S", "ERROR")),
+                   detail=fields.get("D"), hint=fields.get("H"),
+                   position=int(position) if position and position.isdigit() else None)
+
+
+@dataclass(frozen=True)
+class Field:
+    name: bytes
+    table_oid: int
+    column: int
+    type_oid: int
+    type_size: int
+    type_modifier: int
+
+
+def row_description_fields(body: bytes) -> list[Field]:
+    count = _I16.unpack_from(body, 0)[0]
+    pos, fields = 2, []
+    for _ in range(count):
+        end = body.index(b"\0", pos)
+        name = body[pos:end]
+        table_oid, column, type_oid, size, modifier, _fmt = struct.unpack_from("!IhIhih", body, end + 1)
+        fields.append(Field(name, table_oid, column, type_oid, size, modifier))
+        pos = end + 19
+    return fields
+
+
+def row_description(fields: list[Field], formats: tuple[int, ...]) -> bytes:
+    """RowDescription for `fields` with the client's result formats. Table OIDs and
+    column numbers are zeroed: they name the source's catalog, not the one we emulate."""
+    if len(formats) == 1:
+        formats = formats * len(fields)
+    parts = [_I16.pack(len(fields))]
+    for i, f in enumerate(fields):
+        parts.append(f.name + b"\0" + struct.pack("!IhIhih", 0, 0, f.type_oid, f.type_size,
+                                                  f.type_modifier, formats[i] if formats else 0))
+    return _message(b"T", b"".join(parts))
+
+
+def parameter_oids(body: bytes) -> tuple[int, ...]:
+    count = _I16.unpack_from(body, 0)[0]
+    return struct.unpack_from(f"!{count}I", body, 2)
+
+
+def auth_request(body: bytes) -> tuple[int, bytes]:
+    return _I32.unpack_from(body, 0)[0], body[4:]
+
+
+def backend_key(body: bytes) -> tuple[int, int]:
+    pid, key = struct.unpack_from("!II", body, 0)
+    return pid, key
+
+
+def protocol_error(detail: str) -> PgError:
+    return PgError(PROTOCOL_VIOLATION, f"unexpected reply from PostgreSQL source: {detail}")
+
+
+# --- authentication ----------------------------------------------------------------------
+
+def md5_password(user: str, secret: str, salt: bytes) -> bytes:
+    inner = hashlib.md5(secret.encode() + user.encode()).hexdigest()
+    return b"md5" + hashlib.md5(inner.encode() + salt).hexdigest().encode()
+
+
+class ScramClient:
+    """SCRAM-SHA-256 without channel binding (the link does not use TLS yet)."""
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret.encode()
+        self.nonce = base64.b64encode(secrets.token_bytes(18)).decode()
+        self.first_bare = f"n=,r={self.nonce}"
+        self.server_signature = b""
+
+    def first(self) -> bytes:
+        return ("n,," + self.first_bare).encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        attrs = dict(part.split("=", 1) for part in server_first.decode().split(","))
+        if not attrs["r"].startswith(self.nonce):
+            raise protocol_error("SCRAM nonce mismatch")
+        salted = hashlib.pbkdf2_hmac("sha256", self.secret, base64.b64decode(attrs["s"]), int(attrs["i"]))
+        client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+        stored_key = hashlib.sha256(client_key).digest()
+        without_proof = f"c=biws,r={attrs['r']}"
+        auth_message = f"{self.first_bare},{server_first.decode()},{without_proof}".encode()
+        signature = hmac.new(stored_key, auth_message, "sha256").digest()
+        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        server_key = hmac.new(salted, b"Server Key", "sha256").digest()
+        self.server_signature = hmac.new(server_key, auth_message, "sha256").digest()
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        attrs = dict(part.split("=", 1) for part in server_final.decode().split(","))
+        if base64.b64decode(attrs.get("v", "")) != self.server_signature:
+            raise protocol_error("SCRAM server signature mismatch")

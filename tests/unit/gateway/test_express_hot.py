@@ -1,0 +1,87 @@
+"""The express lane's memory (gateway/relay/hot.py) reads texts as the slow path does.
+
+A remembered shape is found again by splitting a Query's text on its numbers; for every
+text that split accepts, the statement, shape and numbers must be exactly those of
+`split_statements`, `gateway.relay.shapes.scan` and `gateway.relay.literals.lift`, and the Bind it
+sends must be the one `gateway.relay.links.lifted_execute` sends. A run's key must ignore the
+Bind's values and nothing else.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from connectors.postgres.link import RemoteStatement
+from gateway.relay.hot import bind_values, bound_request, parameter_types, quick_split, run_key
+from gateway.relay.links import lifted_execute
+from gateway.relay.literals import lift
+from gateway.relay.shapes import scan
+from gateway.session.statements import split_statements
+from tests.support import rawpg
+
+READ = [
+    "SELECT abalance FROM pgbench_accounts WHERE aid = 54321;",
+    "UPDATE pgbench_accounts SET abalance = abalance + -4163 WHERE aid = 54321;",
+    "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (3, 1, 77, 12, CURRENT_TIMESTAMP);",
+    "  SELECT x FROM t WHERE a >= 1.5e3 AND b < 99999999999 ; ",
+    "SELECT c1 FROM t2 WHERE v = 2.",
+    "SELECT id FROM t WHERE id = 3000000000",
+]
+UNREAD = [
+    "SELECT 'a' FROM t WHERE id = 1",
+    'SELECT "x" FROM t WHERE id = 1',
+    "SELECT x FROM t WHERE id = 1 -- note",
+    "SELECT x FROM t /* c */ WHERE id = 1",
+    "SELECT x FROM t WHERE id = $1",
+    "SELECT x FROM t WHERE j ? 'k' AND id = 1",
+    "SELECT 1; SELECT 2",
+    "SELECT x FROM t WHERE id = ١",
+    "SELECT x FROM t",  # no numbers: nothing to lift
+    "SELECT E'\\n' FROM t WHERE id = 1",
+]
+
+
+@pytest.mark.parametrize("text", READ)
+def test_a_read_text_splits_as_the_slow_path(text: str) -> None:
+    sql, shape, numbers = quick_split(text)
+    assert [sql] == split_statements(text)
+    found = scan(sql)
+    assert shape == found.shape
+    assert numbers == [sql[a:b] for a, b in found.numbers]
+    lifted = lift(sql)
+    assert lifted is not None
+    assert parameter_types(numbers) == lifted.oids
+    statement = RemoteStatement("fg_7", lifted.oids, None)
+    assert bound_request(statement, numbers) == lifted_execute("fg_7", lifted)
+
+
+@pytest.mark.parametrize("text", UNREAD)
+def test_other_texts_take_the_slow_path(text: str) -> None:
+    assert quick_split(text) is None
+
+
+def run(values: list[bytes | None], name: str = "s1", formats: list[int] | None = None) -> bytes:
+    return (rawpg.bind("", name, values, result_formats=formats or []) + rawpg.describe("P")
+            + rawpg.execute() + rawpg.sync())
+
+
+def key_of(data: bytes) -> bytes:
+    end = 1 + int.from_bytes(data[1:5], "big")
+    values = bind_values(data, 0, end)
+    assert values is not None
+    return run_key(data, (0, end), values, len(data))
+
+
+def test_a_run_key_ignores_the_values_only() -> None:
+    base = key_of(run([b"1", b"abc"]))
+    assert key_of(run([b"123456", None])) == base
+    assert key_of(run([b"1", b"abc"], name="s2")) != base
+    assert key_of(run([b"1", b"abc"], formats=[1])) != base
+    assert key_of(run([b"1"])) != base
+
+
+def test_a_bind_that_does_not_add_up_is_refused() -> None:
+    data = run([b"1", b"abc"])
+    end = 1 + int.from_bytes(data[1:5], "big")
+    assert bind_values(data, 0, end - 3) is None
+    assert bind_values(b"B\0\0\0\x06\0\0", 0, 7) is None

@@ -1,0 +1,101 @@
+"""Which statements the router sends to one PostgreSQL source, and what it sends.
+
+The router only reads the configuration, the catalog and the sources' schemas, so a
+small stand-in for the server context is enough here; the relay itself is tested
+against real servers in tests/integration/test_writes_pg.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pyarrow as pa
+import pytest
+
+from connectors.base import TableInfo, TableRef
+from connectors.dialects.postgres import DIALECT as PG
+from connectors.dialects.sqlite import DIALECT as SQLITE
+from pgwire.errors import PgError
+from gateway.relay.routing import Router, shape_of
+from planner import CatalogSnapshot, SourceEntry
+
+PATH = ("pg", "lite")
+
+
+def _table(source: str, name: str) -> TableInfo:
+    return TableInfo(TableRef(source, name), pa.schema([("id", pa.int32())]))
+
+
+@dataclass
+class _Context:
+    catalog: CatalogSnapshot
+    config: SimpleNamespace
+    sources: dict = field(default_factory=dict)
+
+
+@pytest.fixture
+def router() -> Router:
+    entries = {"pg": SourceEntry("pg", PG, {"accounts": _table("pg", "accounts"), "t": _table("pg", "t")}),
+               "ro": SourceEntry("ro", PG, {"items": _table("ro", "items")}),
+               "lite": SourceEntry("lite", SQLITE, {"notes": _table("lite", "notes")})}
+    config = SimpleNamespace(sources=[SimpleNamespace(name="pg", kind="postgres", options={}),
+                                      SimpleNamespace(name="ro", kind="postgres", options={"read_only": True}),
+                                      SimpleNamespace(name="lite", kind="sqlite", options={})])
+    sources = {"pg": SimpleNamespace(schema="public"), "ro": SimpleNamespace(schema="shop")}
+    return Router(_Context(CatalogSnapshot(1, entries), config, sources))  # type: ignore[arg-type]
+
+
+def test_a_read_of_one_postgres_source_is_relayed_as_written(router: Router) -> None:
+    route = router.route("SELECT abalance FROM accounts WHERE id = 7", PATH)
+    assert route is not None and route.source == "pg" and not route.writes and route.sql is None
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM pg.accounts",                          # qualified: the planner names it
+    "SELECT current_schema() FROM accounts",              # the gateway's answer, not the source's
+    "SELECT * FROM accounts JOIN notes ON true",          # two sources
+    "SELECT * FROM missing",                              # unknown: the planner reports 42P01
+    "SELECT 1",
+])
+def test_other_reads_go_to_the_planner(router: Router, sql: str) -> None:
+    assert router.route(sql, PATH) is None
+
+
+def test_a_qualified_read_inside_a_transaction_is_rewritten_for_the_source(router: Router) -> None:
+    route = router.route("SELECT * FROM ro.items", PATH, in_transaction=True)
+    assert route is not None and route.sql == 'SELECT * FROM "shop".items'
+
+
+def test_writes_go_to_the_owner(router: Router) -> None:
+    assert router.route("UPDATE accounts SET id = 1", PATH).source == "pg"
+    assert router.route("CREATE TABLE fresh (a int)", PATH).source == "pg"  # first on the path
+    lite = router.route("INSERT INTO notes VALUES (1)", PATH)
+    assert lite.source == "lite" and lite.kind == "sqlite" and lite.tree is not None
+
+
+def test_read_only_and_cross_source_writes_are_refused(router: Router) -> None:
+    with pytest.raises(PgError) as caught:
+        router.route("DELETE FROM ro.items", PATH)
+    assert caught.value.sqlstate == "25006"
+    with pytest.raises(PgError) as caught:
+        router.route("TRUNCATE ro.items", PATH)
+    assert caught.value.sqlstate == "25006"
+    with pytest.raises(PgError) as caught:
+        router.route("INSERT INTO accounts SELECT * FROM notes", PATH)
+    assert caught.value.sqlstate == "0A000"
+
+
+def test_qualified_names_in_opaque_statements_are_respelled(router: Router) -> None:
+    copy = router.route("COPY pg.t (id) FROM STDIN WITH (FORMAT csv)", PATH)
+    assert copy.copy_in and copy.sql == 'COPY "public"."t" (id) FROM STDIN WITH (FORMAT csv)'
+    vacuum = router.route("VACUUM ANALYZE pg.accounts", PATH)
+    assert vacuum.sql == 'VACUUM ANALYZE "public"."accounts"'
+    assert router.route("VACUUM", PATH).source == "pg"
+
+
+def test_statements_of_one_shape_share_a_decision(router: Router) -> None:
+    first = router.route("SELECT abalance FROM accounts WHERE id = 7", PATH)
+    assert router.route("SELECT abalance FROM accounts WHERE id = 12345", PATH) is first
+    assert shape_of("SELECT 'a;b', 1.5e3 FROM \"T1\" WHERE x = 42") == 'SELECT ?, ? FROM "T1" WHERE x = ?'
+    assert shape_of("SELECT E'\\\\x' FROM t") == "SELECT E'\\\\x' FROM t"  # escapes: kept whole

@@ -1,0 +1,82 @@
+"""Session parameters and the mapping of engine errors to SQLSTATEs."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from pgwire.errors import from_exception, PgError
+from gateway.session.settings import SessionSettings
+
+
+def test_startup_parameters_and_defaults() -> None:
+    s = SessionSettings.initial({"user": "u", "database": "fedgate", "application_name": "psql",
+                                 "DateStyle": "ISO", "client_encoding": "UTF8"}, ("demo",))
+    assert s.get("application_name") == "psql"
+    assert s.get("datestyle") == "ISO, MDY"
+    assert s.get("server_version").startswith("15.")
+    assert s.search_path == ("demo",)
+    assert s.get("session_authorization") == "u"
+
+
+@pytest.mark.parametrize(("name", "value", "stored"), [
+    ("TimeZone", "Europe/Paris", "Europe/Paris"),
+    ("timezone", "utc", "UTC"),
+    ("extra_float_digits", "3", "3"),
+    ("statement_timeout", "5s", "5000"),
+    ("statement_timeout", "250", "250"),
+    ("some.custom_guc", "anything", "anything"),
+    ("fedgate.engine", "SPARK", "spark"),
+])
+def test_set_accepts(name: str, value: str, stored: str) -> None:
+    s = SessionSettings.initial({"user": "u"}, ("demo",))
+    s.set(name, value)
+    assert s.get(name) == stored
+
+
+@pytest.mark.parametrize(("name", "value", "sqlstate"), [
+    ("TimeZone", "Mars/Olympus", "22023"),
+    ("extra_float_digits", "9", "22023"),
+    ("server_version", "16", "55P02"),
+    ("client_encoding", "LATIN1", "0A000"),
+    ("fedgate.engine", "oracle", "22023"),
+])
+def test_set_rejects(name: str, value: str, sqlstate: str) -> None:
+    s = SessionSettings.initial({"user": "u"}, ("demo",))
+    with pytest.raises(PgError) as err:
+        s.set(name, value)
+    assert err.value.sqlstate == sqlstate
+
+
+@pytest.mark.parametrize(("sql", "sqlstate", "message"), [
+    ("select 1 // 0", "22012", "division by zero"),
+    ("select * from nope", "42P01", 'relation "nope" does not exist'),
+    ("select nope from (select 1 a) t", "42703", 'column "nope" does not exist'),
+    ("selec 1", "42601", None),
+    ("select 'x'::int", "22P02", None),
+])
+def test_duckdb_errors_map_to_sqlstates(sql: str, sqlstate: str, message: str | None) -> None:
+    con = duckdb.connect()
+    with pytest.raises(duckdb.Error) as raised:
+        con.sql(sql).fetchall()
+    err = from_exception(raised.value)
+    assert err.sqlstate == sqlstate
+    if message is not None:
+        assert err.message == message
+
+
+def test_unknown_exception_is_internal_error() -> None:
+    err = from_exception(RuntimeError("boom"))
+    assert err.sqlstate == "XX000" and "boom" in err.message
+
+
+def test_errors_raised_while_a_result_streams_keep_their_sqlstate() -> None:
+    """DuckDB's error reaches Python as pyarrow's OSError when it happens while the rows
+    stream through Arrow's C interface (which of the two depends on timing)."""
+    message = ("Division by zero in expression (id // n). Use TRY(...) to return NULL for "
+               "this expression, or SET error_on_division_by_zero=false to return NULL")
+    err = from_exception(OSError(message))
+    assert (err.sqlstate, err.message) == ("22012", "division by zero")
+    err = from_exception(OSError("Could not convert string 'x' to INT32"))
+    assert err.sqlstate == "22P02"
+    assert from_exception(OSError("No such file or directory")).sqlstate == "XX000"
