@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from tests.compat.test_catalog_sqlalchemy import keyed_gateway  # noqa: F401  (fixture)
+from tests.support.slow import counting
 
 JAR = Path("/usr/share/java/postgresql.jar")
 SOURCE = Path(__file__).parent / "java" / "CatalogCheck.java"
@@ -29,6 +30,7 @@ def test_pgjdbc_catalog_and_protocol(gateway, keyed_gateway, tmp_path):  # noqa:
                               capture_output=True, text=True, timeout=120)
     assert compiled.returncode == 0, compiled.stderr
     res = subprocess.run([java, "-cp", f"{JAR}:{tmp_path}", "CatalogCheck", _url(gateway),
-                          _url(keyed_gateway)], capture_output=True, text=True, timeout=120)
+                          _url(keyed_gateway), counting("lineitem")],
+                         capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr}"
     assert res.stdout.split() == [w for c in CHECKS for w in ("ok", c)], res.stdout

@@ -28,13 +28,12 @@ from gateway.config import ConfigError, parse_config
 from tests.support import rawpg
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer
+from tests.support.slow import PG_SLOW_VIEW
 
 WORKERS = 2
 DATABASE = "fedgate_workers"
-# PostgreSQL needs minutes for this count: only a cancel ends it early.
-SLOW_VIEW = ("CREATE VIEW slow AS SELECT count(*) AS n "
-             "FROM (SELECT generate_series(1, 3000000000) AS x) g")
 CANCEL_ROUNDS = 10
+IDLE_WITHIN_S = 2.0  # PostgreSQL must stop the slow count this fast after a cancel
 
 
 def _worker_of(pid: int) -> int:
@@ -50,7 +49,7 @@ def pg_gateway(postgres_server: PostgresServer,
         con.execute(f"CREATE DATABASE {DATABASE}")
     dsn = postgres_server.dsn.rsplit("/", 1)[0] + "/" + DATABASE
     with psycopg.connect(dsn, autocommit=True) as con:
-        con.execute(SLOW_VIEW)
+        con.execute(PG_SLOW_VIEW)  # minutes of counting: only a cancel ends it
     # refresh_seconds = 60 (the default): a worker finds a new table by its on-miss refresh.
     gateway = start_gateway(f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
                             f'dsn = {json.dumps(dsn)}\n', tmp_path_factory.mktemp("gw-workers"),
@@ -115,16 +114,27 @@ def _send_cancel(gateway: GatewayProcess, pid: int, key: int) -> None:
         assert s.recv(100) == b""  # the server answers a CancelRequest by closing
 
 
-def test_cancel_reaches_the_owner_wherever_it_lands(pg_gateway: GatewayProcess) -> None:
+def _counting_on_postgres(admin: psycopg.Connection) -> int:
+    """Backends of the workers' database that PostgreSQL is running the slow count in."""
+    return admin.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND state = 'active' "
+        "AND query LIKE %s AND pid <> pg_backend_pid()", (DATABASE, "%FROM slow%")).fetchone()[0]
+
+
+def test_cancel_reaches_the_owner_wherever_it_lands(pg_gateway: GatewayProcess,
+                                                    postgres_server: PostgresServer) -> None:
     """A slow query runs on each worker; each round both are cancelled from fresh
-    connections, which land on either worker: every cancel must work, and some of them
-    (half, when one worker takes every connection) reach their owner by forwarding."""
+    connections, which land on either worker: every cancel must work, and stop the
+    count on PostgreSQL, and some of them (half, when one worker takes every connection)
+    reach their owner by forwarding."""
+    admin = psycopg.connect(postgres_server.dsn, autocommit=True)
     running = [_raw_on_worker(pg_gateway, index) for index in range(WORKERS)]
     try:
         for round_no in range(CANCEL_ROUNDS):
             for conn in running:
                 conn.send(rawpg.query("SELECT n FROM slow"))
-            time.sleep(0.3)
+            _wait_for(lambda: _counting_on_postgres(admin) == WORKERS, 10,
+                      "both counts running on PostgreSQL")
             if round_no == 0:  # a wrong key cancels nothing, on either worker
                 for conn in running:
                     pid, key = conn.backend_key
@@ -133,6 +143,7 @@ def test_cancel_reaches_the_owner_wherever_it_lands(pg_gateway: GatewayProcess) 
                 for conn in running:
                     with pytest.raises(TimeoutError):
                         conn.read_message(timeout=0.2)
+                assert _counting_on_postgres(admin) == WORKERS
             started = time.monotonic()
             for conn in running:
                 _send_cancel(pg_gateway, *conn.backend_key)
@@ -141,6 +152,8 @@ def test_cancel_reaches_the_owner_wherever_it_lands(pg_gateway: GatewayProcess) 
                 states = [m.sqlstate for m in msgs if m.type == "E"]
                 assert states == ["57014"], (round_no, conn.backend_key, msgs)
             assert time.monotonic() - started < 10
+            _wait_for(lambda: _counting_on_postgres(admin) == 0, IDLE_WITHIN_S,
+                      f"PostgreSQL idle after the cancels of round {round_no}")
         for conn in running:  # the sessions stay usable
             assert rawpg.data_rows(conn.simple("SELECT 1")) == [["1"]]
         forwarded = pg_gateway.log().count("forwarded to worker")
@@ -148,6 +161,7 @@ def test_cancel_reaches_the_owner_wherever_it_lands(pg_gateway: GatewayProcess) 
     finally:
         for conn in running:
             conn.close()
+        admin.close()
 
 
 async def test_a_table_created_through_one_worker_is_found_by_the_other(
