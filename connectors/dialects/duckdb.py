@@ -38,7 +38,8 @@ def classify(expression: exp.Expression, table: TableInfo | None = None) -> Clas
     return EXACT
 
 
-def _is_integer(datatype: exp.DataType | None) -> bool:
+def is_integer(datatype: exp.DataType | None) -> bool:
+    """Whether an annotated operand's type is an integer type (None: not annotated)."""
     return datatype is not None and datatype.this in exp.DataType.INTEGER_TYPES
 
 
@@ -52,7 +53,7 @@ def _postgres_division(node: exp.Expression) -> exp.Expression:
     if not isinstance(node, exp.Div):
         return node
     left, right = node.this, node.expression
-    if _is_integer(left.type) and _is_integer(right.type):
+    if is_integer(left.type) and is_integer(right.type):
         return exp.IntDiv(this=left, expression=right)
     if isinstance(right, exp.Literal) and not right.is_string and right.to_py() != 0:
         return exp.Div(this=left, expression=right, typed=False)
@@ -73,7 +74,9 @@ def _decimal(precision: int, scale: int) -> exp.DataType:
     return exp.DataType.build(f"DECIMAL({precision}, {scale})")
 
 
-def _exact_numeric(node: exp.Expression) -> exp.Expression:
+def exact_numeric(node: exp.Expression) -> exp.Expression:
+    """A cast to an unconstrained `numeric` with the precision its operand needs (see the
+    module docstring); any other node as it is."""
     if not (isinstance(node, exp.Cast) and is_bare_decimal(node.to)):
         return node
     operand = node.this
@@ -94,7 +97,7 @@ def _exact_numeric(node: exp.Expression) -> exp.Expression:
 
 
 def _postgres_semantics(node: exp.Expression) -> exp.Expression:
-    return _exact_numeric(_postgres_division(node))
+    return exact_numeric(_postgres_division(node))
 
 
 def rewrite_bottom_up(tree: exp.Expression,

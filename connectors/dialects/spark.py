@@ -26,7 +26,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import Dialect
-from connectors.dialects.duckdb import _exact_numeric, _is_integer, classify, rewrite_bottom_up
+from connectors.dialects.duckdb import exact_numeric, is_integer, classify, rewrite_bottom_up
 
 T = exp.DataType.Type
 
@@ -47,7 +47,7 @@ def _double(operand: exp.Expression) -> exp.Expression:
 
 def _division(node: exp.Div) -> exp.Expression:
     left, right = node.this, node.expression
-    if _is_integer(left.type) and _is_integer(right.type):
+    if is_integer(left.type) and is_integer(right.type):
         return exp.IntDiv(this=left, expression=right)
     if _is_decimal(left.type) or _is_decimal(right.type):
         return exp.Div(this=_double(left), expression=_double(right), typed=False)
@@ -74,7 +74,7 @@ def _postgres_semantics(node: exp.Expression) -> exp.Expression:
         return exp.Avg(this=_double(node.this))
     if isinstance(node, (exp.Add, exp.Sub)):
         return _date_arithmetic(node)
-    return _exact_numeric(node)
+    return exact_numeric(node)
 
 
 def _named_parameter(node: exp.Expression) -> exp.Expression:
