@@ -26,7 +26,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
-from connectors.base import (EXACT, Classification, Dialect, Pushdown, TableInfo,
+from connectors.base import (EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
 DIVISION_BY_ZERO = "division by zero"
@@ -157,11 +157,6 @@ def _concat(parts: list[exp.Expression]) -> exp.Expression:
     return result
 
 
-# The call planner.pg_aggregates writes for PostgreSQL's exact average:
-# FEDGATE_AVG(sum, count, scale, the sum's scale), expanded here by `exact_average`.
-AVERAGE = "FEDGATE_AVG"
-
-
 def _hugeint(e: exp.Expression) -> exp.Cast:
     return exp.Cast(this=e, to=exp.DataType.build("HUGEINT"))
 
@@ -208,7 +203,8 @@ def exact_average(total: exp.Expression, count: exp.Expression, scale: int,
 
 
 def _average(node: exp.Expression) -> exp.Expression:
-    if isinstance(node, exp.Anonymous) and node.name.upper() == AVERAGE:
+    """The planner's exact-average call (connectors.base.EXACT_AVERAGE) written out."""
+    if isinstance(node, exp.Anonymous) and node.name.upper() == EXACT_AVERAGE:
         total, count, scale, sum_scale = node.expressions
         return exact_average(total, count, int(scale.name), int(sum_scale.name))
     return node
@@ -237,12 +233,12 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = rewrite_bottom_up(tree, _postgres_semantics)
     if tree.find(exp.Like, exp.ILike) is not None:
         tree = tree.transform(_like_escape)
-    if AVERAGE.lower() in calls:  # last: the written-out averages make a large tree to walk
+    if EXACT_AVERAGE.lower() in calls:  # last: the written-out averages make a large tree to walk
         tree = tree.transform(_average)
     return tree.sql("duckdb")
 
 
 DIALECT = Dialect(name="duckdb", sqlglot="duckdb", paramstyle="$n", classify=classify,
-                  render=to_duckdb,
+                  render=to_duckdb, render_needs_types=needs_types,
                   ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union", "window",
                                    "subquery"}))
