@@ -85,6 +85,10 @@ def _ship_everything(expression: exp.Expression, table: TableInfo | None) -> Cla
     return EXACT
 
 
+def _renders_without_types(tree: exp.Expression) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class Dialect:
     """A source's SQL dialect and what it can evaluate exactly as PostgreSQL does.
@@ -110,9 +114,36 @@ class Dialect:
     # classify answers EXACT for more than single-table filters only when expressions carry
     # their types (sqlglot's annotate_types): the planner annotates queries that touch it.
     wants_types: bool = False
+    # Whether `render` reads operand types to write a given tree (a division, say): the
+    # planner annotates what it hands such a dialect (see `needs_types`).
+    render_needs_types: Callable[[exp.Expression], bool] = _renders_without_types
 
     def to_sql(self, tree: exp.Expression) -> str:
         return self.render(tree) if self.render is not None else tree.sql(self.sqlglot)
+
+    def needs_types(self, tree: exp.Expression) -> bool:
+        """Whether rendering `tree` in this dialect depends on its operand types."""
+        return self.render_needs_types(tree)
+
+
+# The call the planner writes for PostgreSQL's exact average of integers and numerics,
+# `FEDGATE_AVG(sum, count, scale, the sum's scale)` (planner.pg_aggregates); every engine
+# dialect, and every source dialect that can be handed one, expands it in `render`.
+EXACT_AVERAGE = "FEDGATE_AVG"
+
+
+# Spellings of UTC a client may set as its TimeZone. The sources run their sessions in
+# UTC; any other zone makes zone-dependent expressions differ between PostgreSQL (session
+# zone) and a source (planner.zone_dependent).
+_UTC_NAMES = frozenset({"utc", "etc/utc", "gmt", "etc/gmt", "uct", "etc/uct", "zulu",
+                        "etc/zulu", "universal", "etc/universal", "z", "gmt0", "etc/gmt0",
+                        "gmt+0", "gmt-0", "etc/gmt+0", "etc/gmt-0", "greenwich",
+                        "etc/greenwich", "+00", "+00:00", "0"})
+
+
+def is_utc(zone: str) -> bool:
+    """Whether the TimeZone `zone` is UTC, the zone every source's session runs in."""
+    return zone.strip().lower() in _UTC_NAMES
 
 
 @dataclass(frozen=True)
@@ -203,6 +234,7 @@ class Engine(Protocol):
     """Runs residual SQL over fragment inputs (DuckDB in-process, or Spark)."""
 
     name: str
+    dialect: Dialect  # the SQL it runs, which the gateway hands the planner
 
     async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader],
                       params: Sequence[Any] = ()) -> BatchStream: ...

@@ -13,14 +13,3 @@ from __future__ import annotations
 from contextvars import ContextVar
 
 TIMEZONE: ContextVar[str] = ContextVar("fedgate_session_timezone", default="UTC")
-
-# Spellings of UTC a client may set; any other zone makes zone-dependent expressions
-# differ between PostgreSQL (session zone) and a source whose session runs in UTC.
-_UTC_NAMES = frozenset({"utc", "etc/utc", "gmt", "etc/gmt", "uct", "etc/uct", "zulu",
-                        "etc/zulu", "universal", "etc/universal", "z", "gmt0", "etc/gmt0",
-                        "gmt+0", "gmt-0", "etc/gmt+0", "etc/gmt-0", "greenwich",
-                        "etc/greenwich", "+00", "+00:00", "0"})
-
-
-def is_utc(zone: str) -> bool:
-    return zone.strip().lower() in _UTC_NAMES

@@ -1,7 +1,9 @@
 """A frozen snapshot of the federated catalog: each source is a schema of tables.
 
 The planner plans against a snapshot so that a refresh never changes a plan halfway; the
-snapshot's version is part of the plan-cache key.
+snapshot's version is part of the plan-cache key. Besides the sources, the snapshot
+carries what the gateway runs around them and the planner must know without importing
+it: the residual engines' dialects, and the functions of the emulated system catalog.
 """
 
 from __future__ import annotations
@@ -28,6 +30,29 @@ class SourceEntry:
 class CatalogSnapshot:
     version: int
     sources: Mapping[str, SourceEntry] = field(default_factory=dict)
+    # The residual engines' dialects, from the engines the gateway runs. The residual is
+    # written in the first's (QueryPlan.residual_sql); QueryPlan.residual_for(name)
+    # renders it in the dialect of that name when a query runs on another engine.
+    engine_dialects: tuple[Dialect, ...] = field(kw_only=True)
+    # Functions only the emulated system catalog answers: a statement without tables that
+    # calls one reads the catalog's one-row relation (planner.pgcompat).
+    catalog_functions: frozenset[str] = field(default=frozenset(), kw_only=True)
+
+    def __post_init__(self) -> None:
+        if not self.engine_dialects:
+            raise ValueError("a catalog snapshot needs the dialect of at least one residual engine")
+
+    @property
+    def residual_dialect(self) -> Dialect:
+        """The dialect the residual is written in."""
+        return self.engine_dialects[0]
+
+    def engine_dialect(self, engine: str) -> Dialect:
+        """The dialect of the residual engine named `engine` (connectors.base.Engine.name)."""
+        for dialect in self.engine_dialects:
+            if dialect.name == engine:
+                return dialect
+        raise KeyError(f"no residual engine dialect named {engine!r}")
 
     def resolve(self, name: str, schema: str | None, search_path: Sequence[str]) -> TableInfo:
         """Find a table as PostgreSQL would: schema-qualified, or first hit on search_path."""

@@ -47,23 +47,28 @@ class DynamicFilter:
         return self.keys[0][1]
 
 
-def _estimate(node: Node) -> int | None:
+def estimated_rows(node: Node) -> int | None:
+    """The rows `node`'s scans send, each filter keeping a third (None: a source gives no
+    estimate)."""
     total = 0
-    for scan in _scans(node):
+    for scan in all_scans(node):
         if scan.table.row_estimate is None:
             return None
         total += scan.table.row_estimate // (3 ** len(scan.filters))
     return total
 
 
-def _scans(node: Node) -> list[Scan]:
+def all_scans(node: Node) -> list[Scan]:
+    """Every scan under `node`, left to right."""
     if isinstance(node, Scan):
         return [node]
-    return [s for child in node.children for s in _scans(child)]
+    return [s for child in node.children for s in all_scans(child)]
 
 
-def _key_type_ok(node: Node, column: Column) -> bool:
-    for scan in _scans(node):
+def literal_key(node: Node, column: Column) -> bool:
+    """Whether `column` (of a scan under `node`) has a type whose values every source
+    reads as exact literals (KEY_TYPES): only such keys narrow another fragment."""
+    for scan in all_scans(node):
         if scan.alias == column[0] and column[1] in scan.table.schema.names:
             arrow_type = str(scan.table.schema.field(column[1]).type)
             return arrow_type.startswith(KEY_TYPES)
@@ -98,7 +103,7 @@ def find(plan: Node, fragment_names: dict[int, str],
                 pairs.append((a, b))
         if not pairs:
             return
-        left_rows, right_rows = _estimate(join.left), _estimate(join.right)
+        left_rows, right_rows = estimated_rows(join.left), estimated_rows(join.right)
         if left_rows is None or right_rows is None:
             return
         build, probe = (join.left, join.right) if left_rows <= right_rows else (join.right, join.left)
@@ -108,18 +113,20 @@ def find(plan: Node, fragment_names: dict[int, str],
         keys = []
         for a, b in pairs:
             build_col, probe_col = (a, b) if build is join.left else (b, a)
-            if _key_type_ok(build, build_col) and _key_type_ok(probe, probe_col):
+            if literal_key(build, build_col) and literal_key(probe, probe_col):
                 keys.append((field_names[id(build)][build_col], probe_col))
         if keys:
             probed.add(probe_name)
-            found.append(_made(fragment_names[id(build)], probe, probe_name, keys))
+            found.append(dynamic_filter(fragment_names[id(build)], probe, probe_name, keys))
 
     visit(plan)
     found.extend(_through_joins(plan, fragment_names, field_names, found))
     return tuple(found)
 
 
-def _made(build: str, probe: Node, probe_name: str, keys: list[tuple[str, Column]]) -> DynamicFilter:
+def dynamic_filter(build: str, probe: Node, probe_name: str, keys: list[tuple[str, Column]]) -> DynamicFilter:
+    """The filter narrowing fragment `probe_name` (plan `probe`) by `build`'s `keys`, each
+    key's condition going on every column the probe's inner joins equate with it."""
     return DynamicFilter(build, probe_name, tuple(keys),
                          tuple(tuple(equivalents(probe, column)) for _, column in keys))
 
@@ -144,7 +151,7 @@ def _through_joins(plan: Node, fragment_names: dict[int, str], field_names: dict
             joined = [c for c in classes if a in c or b in c]
             merged = [x for c in joined for x in c] + [x for x in (a, b) if not any(x in c for c in joined)]
             classes = [c for c in classes if c not in joined] + [list(dict.fromkeys(merged))]
-        estimates = {id(leaf): _estimate(leaf) for leaf in leaves}
+        estimates = {id(leaf): estimated_rows(leaf) for leaf in leaves}
         # Smallest builds first: a fragment read first is never narrowed itself.
         for probe in sorted(leaves, key=lambda leaf: -(estimates[id(leaf)] or 0)):
             name = fragment_names[id(probe)]
@@ -154,29 +161,29 @@ def _through_joins(plan: Node, fragment_names: dict[int, str], field_names: dict
             for build in leaves:
                 rows = estimates[id(build)]
                 if build is probe or rows is None or rows > estimates[id(probe)] \
-                        or fragment_names[id(build)] in probed or not _filtered(build):
+                        or fragment_names[id(build)] in probed or not drops_rows(build):
                     continue
                 keys = [(field_names[id(build)][b], p) for c in classes
-                        for b in c if owner[b] is build and _key_type_ok(build, b)
-                        for p in c if owner[p] is probe and _key_type_ok(probe, p)]
+                        for b in c if owner[b] is build and literal_key(build, b)
+                        for p in c if owner[p] is probe and literal_key(probe, p)]
                 keys = list(dict.fromkeys(keys))
                 if keys and (best is None or rows < best[0]):
                     best = (rows, build, keys)
             if best is not None:
                 probed.add(name)
                 builds.add(fragment_names[id(best[1])])
-                found.append(_made(fragment_names[id(best[1])], probe, name, best[2]))
+                found.append(dynamic_filter(fragment_names[id(best[1])], probe, name, best[2]))
     return found
 
 
-def _filtered(node: Node) -> bool:
+def drops_rows(node: Node) -> bool:
     """Whether `node` drops rows by a condition: a fragment without any holds every key of
     its tables, which narrows nothing a foreign key refers to (supplier for lineitem)."""
     if isinstance(node, Scan):
         return bool(node.filters)
     if isinstance(node, Filter) or (isinstance(node, Join) and node.kind not in ("inner", "cross")):
         return True
-    return any(_filtered(child) for child in node.children)
+    return any(drops_rows(child) for child in node.children)
 
 
 def _regions(plan: Node, fragment_names: dict[int, str]) -> list[tuple[list[Node], list[tuple[Column, Column]]]]:

@@ -14,18 +14,18 @@ with its FILTER and OVER, in what gives PostgreSQL's type on both engines:
     avg(n) (numeric(12,2))  ->  CAST(FEDGATE_AVG(SUM(n), COUNT(n), 16, 2) AS DECIMAL(38, 16))
 
 An average is an exact numeric division, rounded half away from zero as PostgreSQL
-rounds. `FEDGATE_AVG(sum, count, scale, sum's scale)` is a marker each engine's renderer
-expands. DuckDB divides decimals only in DOUBLE, so for DuckDB it becomes arithmetic on
-128-bit integers (connectors.dialects.duckdb), exact for any sum DuckDB holds (a million
-int8 values near their maximum sum beyond 10^25). Spark's own `try_divide`
-divides decimals exactly, so for Spark (`spark_averages`, when the residual is rendered
-for it) the call becomes `try_divide(CAST(sum AS DECIMAL(38, 16)), CAST(count AS
-DECIMAL(19, 0)))`, NULL for no rows as avg is; that cast needs |sum| < 10^(38 - scale),
-beyond which Spark's ANSI mode raises numeric overflow. The result's scale is fixed per
-column: 16, PostgreSQL's scale for an average between 1 and 9999, or the argument's scale
-if larger, less when the sum would not keep `HEADROOM` digits above the argument's
-integer digits within the engines' 38 (int8: 13; wider arguments, such as a
-DECIMAL(38, 0) sum, keep the engine's float8 average). PostgreSQL
+rounds. `FEDGATE_AVG(sum, count, scale, sum's scale)` (connectors.base.EXACT_AVERAGE) is
+a marker each engine's dialect expands when it renders. DuckDB divides decimals only in
+DOUBLE, so for DuckDB it becomes arithmetic on 128-bit integers
+(connectors.dialects.duckdb), exact for any sum DuckDB holds (a million int8 values near
+their maximum sum beyond 10^25). Spark's own `try_divide` divides decimals exactly, so
+for Spark (connectors.dialects.spark) the call becomes `try_divide(CAST(sum AS
+DECIMAL(38, 16)), CAST(count AS DECIMAL(19, 0)))`, NULL for no rows as avg is; that cast
+needs |sum| < 10^(38 - scale), beyond which Spark's ANSI mode raises numeric overflow.
+The result's scale is fixed per column: 16, PostgreSQL's scale for an average between 1
+and 9999, or the argument's scale if larger, less when the sum would not keep `HEADROOM`
+digits above the argument's integer digits within the engines' 38 (int8: 13; wider
+arguments, such as a DECIMAL(38, 0) sum, keep the engine's float8 average). PostgreSQL
 picks the scale per value (about 16 significant digits: 1.00000000000000000000 for
 avg(1), 20000000000000.0000 for an average of 2e13), which a fixed-scale column cannot
 copy: the values are equal, the number of digits shown differs.
@@ -51,7 +51,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import Schema
 
-from connectors.dialects.duckdb import AVERAGE  # the exact average's marker
+from connectors.base import EXACT_AVERAGE
 
 T = exp.DataType.Type
 
@@ -65,7 +65,6 @@ AVG_SCALE = 16  # PostgreSQL's display scale for an average between 1 and 9999
 # typed float8, is the nearer answer there.
 MIN_AVG_SCALE = 13  # int8's
 HEADROOM = 6  # digits a sum may grow by (a million rows of the largest values) before overflow
-COUNT_TYPE = "DECIMAL(19, 0)"  # a count as a decimal: Spark then divides at the dividend's scale
 
 
 def _type(datatype: exp.DataType | None) -> exp.DataType.Type | None:
@@ -160,26 +159,9 @@ def _typed_call(outer: exp.Expression, call: exp.AggFunc,
         count = _rebuild(outer, exp.Count(this=call.this.copy()))
         sum_scale = int(arg_type.expressions[1].name) if arg_type.this == T.DECIMAL and \
             len(arg_type.expressions) == 2 else 0  # DuckDB sums integers into HUGEINT
-        return _cast(exp.Anonymous(this=AVERAGE, expressions=[
+        return _cast(exp.Anonymous(this=EXACT_AVERAGE, expressions=[
             total, count, exp.Literal.number(scale), exp.Literal.number(sum_scale)]), numeric)
     return None
-
-
-def spark_averages(tree: exp.Expression) -> exp.Expression:
-    """`tree` with each `FEDGATE_AVG(sum, count, scale, sum's scale)` as Spark computes it:
-    `try_divide(CAST(sum AS DECIMAL(38, scale)), CAST(count AS DECIMAL(19, 0)))`, exact
-    while |sum| < 10^(38 - scale) (beyond, Spark's ANSI mode raises numeric overflow).
-    The same tree when it has none."""
-    def expand(node: exp.Expression) -> exp.Expression:
-        if not (isinstance(node, exp.Anonymous) and node.name.upper() == AVERAGE):
-            return node
-        total, count, scale = node.expressions[:3]
-        return exp.Anonymous(this="TRY_DIVIDE", expressions=[
-            _cast(total, f"DECIMAL({DECIMAL_DIGITS}, {scale.name})"), _cast(count, COUNT_TYPE)])
-
-    if not any(n.name.upper() == AVERAGE for n in tree.find_all(exp.Anonymous)):
-        return tree
-    return tree.transform(expand)
 
 
 def _calls(e: exp.Expression) -> list[tuple[exp.Expression, exp.AggFunc]]:

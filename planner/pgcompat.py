@@ -16,7 +16,9 @@ afterwards. Both return their input unchanged when there is nothing to do.
 - `::oid` -> an unsigned 32-bit integer;
 - a statement with no table that calls a catalog function (`SELECT pg_backend_pid()`,
   `SELECT 'int4'::regtype::oid`) reads FROM the catalog's one-row relation, so it is routed
-  to the catalog source, where those functions live (a CTE's name is no table);
+  to the catalog source, where those functions live (a CTE's name is no table). Which
+  functions those are the gateway says (`CatalogSnapshot.catalog_functions`), besides the
+  reg* look-ups this module writes;
 - the items of a WITH RECURSIVE are ordered so that each follows those it reads (0A000
   for mutual recursion, as PostgreSQL).
 """
@@ -30,7 +32,6 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
-from gateway.pg_catalog.functions import MACROS
 
 ONE_ROW = "_fedgate_one_row"
 CATALOG_SCHEMAS = ("pg_catalog", "information_schema")
@@ -60,9 +61,8 @@ _OPERATORS = {
     "-": lambda a, b: exp.Sub(this=a, expression=b),
 }
 
-# Catalog functions a table-less statement may call (see the module docstring).
-CATALOG_FUNCTIONS = frozenset(MACROS) | {f"{t}_in" for t in _REG_TYPES} | {
-    f"{t}_out" for t in _REG_TYPES} | {"current_setting", "set_config", "current_schemas"}
+# The catalog's look-ups that reg* casts become (`_cast`): only the catalog answers them.
+REG_FUNCTIONS = frozenset({f"{t}_in" for t in _REG_TYPES} | {f"{t}_out" for t in _REG_TYPES})
 
 _OID_TYPES = {"oid", "regtype", "regclass", "regproc", "regprocedure", "regnamespace", "regrole"}
 
@@ -110,7 +110,9 @@ def normalize(sql: str) -> str:
     return sql
 
 
-def rewrite(tree: exp.Expression) -> exp.Expression:
+def rewrite(tree: exp.Expression, catalog_functions: frozenset[str]) -> exp.Expression:
+    """`tree` made plain (see the module docstring); `catalog_functions` are the functions
+    only the emulated catalog answers, besides REG_FUNCTIONS."""
     # Children before parents, so a rewrite sees its operands already plain
     # ('int4'::regtype::oid: the inner cast becomes regtype_in() first).
     # The same walk collects what the statement-level rewrites read (one walk, not four).
@@ -132,7 +134,7 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
             recursive.append(new)
     for with_ in recursive:
         _order_recursive_ctes(with_)
-    return _route_table_less(tree, tables, ctes)
+    return _route_table_less(tree, tables, ctes, catalog_functions)
 
 
 def _order_recursive_ctes(with_: exp.With) -> None:
@@ -308,23 +310,24 @@ def _shown(node: exp.Expression) -> bool:
             for e in parent.expressions)
 
 
-def _calls_catalog(tree: exp.Expression) -> bool:
+def _calls_catalog(tree: exp.Expression, catalog_functions: frozenset[str]) -> bool:
     for func in tree.find_all(exp.Func):
-        name = func.name if isinstance(func, exp.Anonymous) else func.sql_name()
-        if name.lower() in CATALOG_FUNCTIONS:
+        name = (func.name if isinstance(func, exp.Anonymous) else func.sql_name()).lower()
+        if name in catalog_functions or name in REG_FUNCTIONS:
             return True
     return False
 
 
-def _route_table_less(tree: exp.Expression, tables: list[exp.Table], ctes: set[str]) -> exp.Expression:
-    """`tree` reading the catalog's one-row relation if it has no table but calls a
-    catalog function; `tables` and `ctes` are its tables and CTE names."""
+def _route_table_less(tree: exp.Expression, tables: list[exp.Table], ctes: set[str],
+                      catalog_functions: frozenset[str]) -> exp.Expression:
+    """`tree` reading the catalog's one-row relation if it has no table but calls one of
+    `catalog_functions` or REG_FUNCTIONS; `tables` and `ctes` are its tables and CTE names."""
     if not isinstance(tree, exp.Select):
         return tree
     # A CTE's name is no table: `WITH RECURSIVE r ... SELECT current_setting(..) FROM r`
     # has none, and the catalog's functions must answer it, not an engine's namesakes.
     named = any(isinstance(t.this, exp.Identifier) and (t.db or t.name not in ctes) for t in tables)
-    if named or not _calls_catalog(tree):
+    if named or not _calls_catalog(tree, catalog_functions):
         return tree
     one_row = exp.table_(ONE_ROW, db="pg_catalog")
     if tree.args.get("from_") is None and tree.args.get("from") is None:

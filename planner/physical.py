@@ -21,7 +21,7 @@ from planner.conjuncts import conjunction
 from planner.fragment_types import fragment_types
 from planner.logical import Column, Filter, Join, Node, Scan, replace
 from planner.query_plan import RemoteFragment
-from planner.unparse import Unparser, _flat
+from planner.unparse import Unparser, flat_name
 
 
 def remote_table(scan: Scan) -> exp.Expression:
@@ -59,9 +59,9 @@ def _output_columns(node: Node) -> tuple[exp.Query, dict[Column, Column] | None]
     assert isinstance(tree, exp.Select) and len(tree.expressions) == len(node.output)
     # Rename, do not rebuild: the unparser may have wrapped a join input in a derived table
     # (`_q0`), and its select list already refers to the columns through it.
-    tree.set("expressions", [exp.alias_(e.this if isinstance(e, exp.Alias) else e, _flat(c), quoted=True)
+    tree.set("expressions", [exp.alias_(e.this if isinstance(e, exp.Alias) else e, flat_name(c), quoted=True)
                              for e, c in zip(tree.expressions, node.output)])
-    return tree, {c: (None, _flat(c)) for c in node.output}
+    return tree, {c: (None, flat_name(c)) for c in node.output}
 
 
 def key_condition(column: Column, values: list, dialect: str = "") -> exp.Expression | None:

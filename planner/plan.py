@@ -23,13 +23,8 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from connectors.dialects import duckdb as engine_dialect
-from connectors.dialects import spark as spark_dialect
-from connectors.dialects.duckdb import needs_types
 from pgwire.errors import PgError, UNDEFINED_COLUMN
-from connectors.base import TableInfo
-from connectors.base import Pushdown
-from connectors.time_zone import is_utc
+from connectors.base import Dialect, Pushdown, TableInfo, is_utc
 from planner import pgcompat, physical
 from planner import zone_dependent as session_zone
 from planner.build import build
@@ -42,13 +37,10 @@ from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.params import cast_parameters, infer_param_types, parameters
-from planner.pg_aggregates import pg_typed_query, pg_typed_select, spark_averages
+from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.type_names import datatype_from_pg, pg_type_name
-
-ENGINE_DIALECT = engine_dialect.DIALECT
-ENGINES = {"duckdb": engine_dialect.DIALECT, "spark": spark_dialect.DIALECT}
 
 
 @dataclass(frozen=True)
@@ -175,7 +167,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     catalog = session_zone.for_zone(catalog, settings.timezone)
     zoned = not is_utc(settings.timezone)  # then zone-dependent expressions stay local
     text = pgcompat.normalize(sql)
-    tree = pgcompat.rewrite(parse_query(text))
+    tree = pgcompat.rewrite(parse_query(text), catalog.catalog_functions)
     names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)
     tables = _resolve_tables(tree, catalog, settings)
@@ -196,7 +188,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     pg_aggregates = shippable and single is not None and single.dialect.sqlglot == "duckdb" \
         and tree.find(exp.Sum, exp.Avg) is not None
     param_types: list[exp.DataType] = []
-    typed = bool(annotated or parameters(tree) or declared or needs_types(tree)) \
+    typed = bool(annotated or parameters(tree) or declared
+                 or catalog.residual_dialect.needs_types(tree)) \
         or any(catalog.sources[source].dialect.wants_types for source in sources)
     # Over one table, the aggregates' column types come from the catalog directly.
     one_table = _one_table_columns(tree, tables, catalog) if pg_aggregates and not typed else None
@@ -241,34 +234,38 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     logical = build(tree, catalog)
     optimized = optimize(logical, RuleContext(catalog, settings.pre_aggregate), BATCHES)
     found, _ = fragments(optimized, catalog)
+    dialect = catalog.residual_dialect
     pieces, residual, residual_params, dynamic, frag_types = physical.render(
-        optimized, found, catalog, ENGINE_DIALECT)
+        optimized, found, catalog, dialect)
     def details() -> tuple[tuple[str, ...], tuple[str, ...]]:
         return tuple(str(optimized).splitlines()), tuple(conjunct_lines(optimized, catalog))
 
     if residual is None:
         return QueryPlan((pieces[0],), None, None, pg_types, names,
                          details=details)
-    return QueryPlan(tuple(pieces), ENGINE_DIALECT.to_sql(residual),
-                     lambda: ENGINE_DIALECT.to_sql(physical.describe_tree(residual)), pg_types, names,
+    residual_sql = dialect.to_sql(residual)
+
+    @functools.cache
+    def render_for(engine: str) -> str:
+        if engine == dialect.name:
+            return residual_sql
+        return _render_residual(residual, frag_types, catalog.engine_dialect(engine))
+
+    return QueryPlan(tuple(pieces), residual_sql,
+                     lambda: dialect.to_sql(physical.describe_tree(residual)), pg_types, names,
                      residual_params, details=details,
                      estimated_rows=estimate_rows(found), dynamic_filters=dynamic,
-                     residual_render=functools.cache(
-                         lambda engine: _render_residual(residual, frag_types, engine)))
+                     residual_render=render_for)
 
 
 def _render_residual(residual: exp.Expression,
-                     frag_types: Callable[[], dict[str, dict[str, str]]], engine: str) -> str:
+                     frag_types: Callable[[], dict[str, dict[str, str]]], dialect: Dialect) -> str:
     """The residual in another engine's dialect. Those renderers need operand types
     everywhere (connectors.dialects.spark), so the residual is annotated first over the
-    fragments' column types; only a query that runs there pays for it."""
+    fragments' column types (named as DuckDB names them, planner.fragment_types); only a
+    query that runs there pays for it."""
     schema = MappingSchema(frag_types(), dialect="duckdb", normalize=False)
-    tree = residual.copy()
-    if engine == "spark":
-        tree = spark_averages(tree)
-        for cte in tree.find_all(exp.CTE):  # Spark re-reads its inputs: nothing to hold
-            cte.set("materialized", None)
-    return ENGINES[engine].to_sql(annotate_types(tree, schema=schema))
+    return dialect.to_sql(annotate_types(residual.copy(), schema=schema))
 
 
 # Textbook selectivity of one pushed filter conjunct when the source gives no statistics.

@@ -54,11 +54,12 @@ class QueryPlan:
     dynamic_filters: tuple = ()
     # Rows the engine is expected to read: the fragments' estimated output (None: unknown).
     estimated_rows: int | None = None
-    # Renders the residual for another engine ("spark"); residual_sql is DuckDB's.
+    # Renders the residual for the engine of a name (connectors.base.Engine.name);
+    # residual_sql is the residual in the catalog snapshot's first engine dialect.
     residual_render: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
 
     def residual_for(self, engine: str) -> str | None:
-        if engine == "duckdb" or self.residual_render is None:
+        if self.residual_render is None:
             return self.residual_sql
         return self.residual_render(engine)
 

@@ -32,15 +32,15 @@ from sqlglot import exp
 from planner.conjuncts import split_conjuncts
 from planner.dynamic_filters import (
     DynamicFilter,
-    _estimate,
-    _filtered,
-    _key_type_ok,
-    _made,
-    _scans,
+    all_scans,
+    drops_rows,
+    dynamic_filter,
+    estimated_rows,
+    literal_key,
 )
 from planner.key_sets import ARRAY_LIMIT
 from planner.logical import Column, Node, Opaque
-from planner.unparse import _placeholder_of
+from planner.unparse import placeholder_of
 
 # A build estimated bigger than this is not read first: its keys would reach PostgreSQL as
 # a min/max range at best (planner.key_sets), while the probe waits for the whole build.
@@ -60,7 +60,7 @@ def find(plan: Node, fragment_names: dict[int, str], field_names: dict[int, dict
         leaves = {}
         for index, child in enumerate(node.scans):
             if id(child) in fragment_names:
-                leaves[_placeholder_of(node, index)] = child
+                leaves[placeholder_of(node, index)] = child
         if len(leaves) > 1:
             found.extend(_chain(leaves, _aliases(node.tree, leaves), _edges(node.tree, leaves),
                                 fragment_names, field_names, probed))
@@ -174,7 +174,7 @@ def _in_edges(conjunct: exp.In, select: exp.Select,
 
 
 def _raw(node: Node) -> int | None:
-    rows = [s.table.row_estimate for s in _scans(node)]
+    rows = [s.table.row_estimate for s in all_scans(node)]
     return None if any(r is None for r in rows) else sum(rows)
 
 
@@ -183,7 +183,7 @@ def _chain(leaves: dict[str, Node], aliases: dict[str, str], edges: list[Edge],
            probed: set[str]) -> list[DynamicFilter]:
     """One build per probe, smallest estimate first; a build must drop rows (filtered,
     or narrowed itself), and no chain may loop."""
-    estimate = {id(n): _estimate(n) for n in leaves.values()}
+    estimate = {id(n): estimated_rows(n) for n in leaves.values()}
     build_of: dict[int, Node] = {}
     found: list[DynamicFilter] = []
 
@@ -214,7 +214,7 @@ def _chain(leaves: dict[str, Node], aliases: dict[str, str], edges: list[Edge],
             for build in leaves.values():
                 if build is probe or estimate[id(build)] is None or id(probe) in upstream(build):
                     continue
-                if not (_filtered(build) or id(build) in build_of):
+                if not (drops_rows(build) or id(build) in build_of):
                     continue  # every key of its table: narrows nothing a foreign key holds
                 rows = effective(build)
                 if rows >= estimate[id(probe)] or rows > MAX_BUILD_ROWS:
@@ -224,8 +224,8 @@ def _chain(leaves: dict[str, Node], aliases: dict[str, str], edges: list[Edge],
                     if leaves[b[0]] is not build or leaves[p[0]] is not probe:
                         continue
                     build_col, probe_col = (aliases[b[0]], b[1]), (aliases[p[0]], p[1])
-                    if build_col in field_names[id(build)] and _key_type_ok(build, build_col) \
-                            and _key_type_ok(probe, probe_col):
+                    if build_col in field_names[id(build)] and literal_key(build, build_col) \
+                            and literal_key(probe, probe_col):
                         keys.append((field_names[id(build)][build_col], probe_col))
                 keys = list(dict.fromkeys(keys))
                 if keys and (best is None or rows < best[0]):
@@ -233,6 +233,6 @@ def _chain(leaves: dict[str, Node], aliases: dict[str, str], edges: list[Edge],
             if best is not None:
                 probed.add(name)
                 build_of[id(probe)] = best[1]
-                found.append(_made(fragment_names[id(best[1])], probe, name, best[2]))
+                found.append(dynamic_filter(fragment_names[id(best[1])], probe, name, best[2]))
                 changed = True
     return found

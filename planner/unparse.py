@@ -98,9 +98,9 @@ class Unparser:
         if qualifiers - {None}:
             # Qualified outputs (several tables): reachable as alias."q.name" from now on.
             inner = inner.copy()
-            inner.set("expressions", [exp.alias_(self._column(c, rel.columns), _flat(c), quoted=True)
+            inner.set("expressions", [exp.alias_(self._column(c, rel.columns), flat_name(c), quoted=True)
                                       for c in node.output])
-            columns = {c: (alias, _flat(c)) for c in node.output}
+            columns = {c: (alias, flat_name(c)) for c in node.output}
         else:
             columns = {}
         select = exp.select().from_(exp.Subquery(this=inner, alias=exp.TableAlias(
@@ -256,11 +256,11 @@ class Unparser:
         placeholders = {t.name: t for t in tree.find_all(exp.Table) if t.name.startswith("__scan_")}
         if self.pg_types:
             scans = {placeholders[name].alias_or_name: child for index, child in enumerate(node.scans)
-                     if (name := _placeholder_of(node, index)) in placeholders}
+                     if (name := placeholder_of(node, index)) in placeholders}
             pg_typed_select(tree, lambda c: column_type(scans[c.table], (c.table, c.name))
                             if c.table in scans else None)
         for index, child in enumerate(node.scans):
-            table = placeholders.get(_placeholder_of(node, index))
+            table = placeholders.get(placeholder_of(node, index))
             if table is None:
                 continue
             item, columns, filters = self._from_item(child)
@@ -278,7 +278,9 @@ class Unparser:
         return exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))), {}
 
 
-def _placeholder_of(node: Opaque, index: int) -> str:
+def placeholder_of(node: Opaque, index: int) -> str:
+    """The name of the `__scan_<n>` placeholder standing for `node`'s `index`-th child in
+    its tree ("" when there is none)."""
     names = sorted((t.name for t in node.tree.find_all(exp.Table) if t.name.startswith("__scan_")),
                    key=lambda n: int(n.removeprefix("__scan_")))
     return names[index] if index < len(names) else ""
@@ -288,5 +290,6 @@ def _leaf_name(e: exp.Expression) -> str:
     return e.alias_or_name
 
 
-def _flat(c: Column) -> str:
+def flat_name(c: Column) -> str:
+    """A column as one name (`alias.column`), as fragments and derived tables output it."""
     return f"{c[0]}.{c[1]}" if c[0] else c[1]

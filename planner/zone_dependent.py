@@ -23,8 +23,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 from sqlglot import exp
 
-from connectors.base import Classification, Dialect, Pushdown, TableInfo
-from connectors.time_zone import is_utc
+from connectors.base import Classification, Dialect, Pushdown, TableInfo, is_utc
 from planner.catalog import CatalogSnapshot, SourceEntry
 
 REASON = "depends on the session TimeZone"
@@ -140,7 +139,8 @@ def for_zone(catalog: CatalogSnapshot, timezone: str) -> CatalogSnapshot:
     last = _last
     if last is not None and last[0] is catalog:
         return last[1]
-    wrapped = CatalogSnapshot(catalog.version, {
+    # Only the sources: the residual engines compute in the session's zone.
+    wrapped = dataclasses.replace(catalog, sources={
         name: SourceEntry(entry.name, _zone_aware(entry.dialect), entry.tables)
         for name, entry in catalog.sources.items()})
     # Same tables, same column types: share the (costly) sqlglot schema.

@@ -26,7 +26,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
-from connectors.base import (EXACT, Classification, Dialect, Pushdown, TableInfo,
+from connectors.base import (EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
 DIVISION_BY_ZERO = "division by zero"
@@ -38,7 +38,8 @@ def classify(expression: exp.Expression, table: TableInfo | None = None) -> Clas
     return EXACT
 
 
-def _is_integer(datatype: exp.DataType | None) -> bool:
+def is_integer(datatype: exp.DataType | None) -> bool:
+    """Whether an annotated operand's type is an integer type (None: not annotated)."""
     return datatype is not None and datatype.this in exp.DataType.INTEGER_TYPES
 
 
@@ -52,7 +53,7 @@ def _postgres_division(node: exp.Expression) -> exp.Expression:
     if not isinstance(node, exp.Div):
         return node
     left, right = node.this, node.expression
-    if _is_integer(left.type) and _is_integer(right.type):
+    if is_integer(left.type) and is_integer(right.type):
         return exp.IntDiv(this=left, expression=right)
     if isinstance(right, exp.Literal) and not right.is_string and right.to_py() != 0:
         return exp.Div(this=left, expression=right, typed=False)
@@ -73,7 +74,9 @@ def _decimal(precision: int, scale: int) -> exp.DataType:
     return exp.DataType.build(f"DECIMAL({precision}, {scale})")
 
 
-def _exact_numeric(node: exp.Expression) -> exp.Expression:
+def exact_numeric(node: exp.Expression) -> exp.Expression:
+    """A cast to an unconstrained `numeric` with the precision its operand needs (see the
+    module docstring); any other node as it is."""
     if not (isinstance(node, exp.Cast) and is_bare_decimal(node.to)):
         return node
     operand = node.this
@@ -94,7 +97,7 @@ def _exact_numeric(node: exp.Expression) -> exp.Expression:
 
 
 def _postgres_semantics(node: exp.Expression) -> exp.Expression:
-    return _exact_numeric(_postgres_division(node))
+    return exact_numeric(_postgres_division(node))
 
 
 def rewrite_bottom_up(tree: exp.Expression,
@@ -154,11 +157,6 @@ def _concat(parts: list[exp.Expression]) -> exp.Expression:
     return result
 
 
-# The call planner.pg_aggregates writes for PostgreSQL's exact average:
-# FEDGATE_AVG(sum, count, scale, the sum's scale), expanded here by `exact_average`.
-AVERAGE = "FEDGATE_AVG"
-
-
 def _hugeint(e: exp.Expression) -> exp.Cast:
     return exp.Cast(this=e, to=exp.DataType.build("HUGEINT"))
 
@@ -205,7 +203,8 @@ def exact_average(total: exp.Expression, count: exp.Expression, scale: int,
 
 
 def _average(node: exp.Expression) -> exp.Expression:
-    if isinstance(node, exp.Anonymous) and node.name.upper() == AVERAGE:
+    """The planner's exact-average call (connectors.base.EXACT_AVERAGE) written out."""
+    if isinstance(node, exp.Anonymous) and node.name.upper() == EXACT_AVERAGE:
         total, count, scale, sum_scale = node.expressions
         return exact_average(total, count, int(scale.name), int(sum_scale.name))
     return node
@@ -234,12 +233,12 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = rewrite_bottom_up(tree, _postgres_semantics)
     if tree.find(exp.Like, exp.ILike) is not None:
         tree = tree.transform(_like_escape)
-    if AVERAGE.lower() in calls:  # last: the written-out averages make a large tree to walk
+    if EXACT_AVERAGE.lower() in calls:  # last: the written-out averages make a large tree to walk
         tree = tree.transform(_average)
     return tree.sql("duckdb")
 
 
 DIALECT = Dialect(name="duckdb", sqlglot="duckdb", paramstyle="$n", classify=classify,
-                  render=to_duckdb,
+                  render=to_duckdb, render_needs_types=needs_types,
                   ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union", "window",
                                    "subquery"}))

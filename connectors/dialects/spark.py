@@ -15,7 +15,13 @@ reverse); the rewrites here make Spark compute PostgreSQL's answers:
 - `date - date` is an integer number of days in PostgreSQL, an interval in Spark:
   `DATEDIFF`;
 - `date ± interval` is a timestamp in PostgreSQL, a date in Spark: the date becomes a
-  TIMESTAMP_NTZ (a timestamp without time zone) first.
+  TIMESTAMP_NTZ (a timestamp without time zone) first;
+- the planner's exact average, `FEDGATE_AVG(sum, count, scale, sum's scale)`
+  (planner.pg_aggregates), becomes `try_divide(CAST(sum AS DECIMAL(38, scale)),
+  CAST(count AS DECIMAL(19, 0)))`: Spark divides decimals exactly, NULL for no rows as avg
+  is, exact while |sum| < 10^(38 - scale) (beyond, Spark's ANSI mode raises numeric
+  overflow);
+- a CTE's MATERIALIZED hint is dropped: Spark re-reads its inputs, there is nothing to hold.
 With Spark 4's ANSI mode (the engine turns it on) a zero divisor raises, as in PostgreSQL.
 These need operand types: the planner annotates the residual over the fragments' column
 types before rendering it for Spark (`planner.plan`).
@@ -25,8 +31,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from connectors.base import Dialect
-from connectors.dialects.duckdb import _exact_numeric, _is_integer, classify, rewrite_bottom_up
+from connectors.base import EXACT_AVERAGE, Dialect
+from connectors.dialects.duckdb import classify, exact_numeric, is_integer, rewrite_bottom_up
 
 T = exp.DataType.Type
 
@@ -47,7 +53,7 @@ def _double(operand: exp.Expression) -> exp.Expression:
 
 def _division(node: exp.Div) -> exp.Expression:
     left, right = node.this, node.expression
-    if _is_integer(left.type) and _is_integer(right.type):
+    if is_integer(left.type) and is_integer(right.type):
         return exp.IntDiv(this=left, expression=right)
     if _is_decimal(left.type) or _is_decimal(right.type):
         return exp.Div(this=_double(left), expression=_double(right), typed=False)
@@ -74,7 +80,7 @@ def _postgres_semantics(node: exp.Expression) -> exp.Expression:
         return exp.Avg(this=_double(node.this))
     if isinstance(node, (exp.Add, exp.Sub)):
         return _date_arithmetic(node)
-    return _exact_numeric(node)
+    return exact_numeric(node)
 
 
 def _named_parameter(node: exp.Expression) -> exp.Expression:
@@ -84,14 +90,37 @@ def _named_parameter(node: exp.Expression) -> exp.Expression:
     return node
 
 
+DECIMAL_DIGITS = 38  # Spark's widest DECIMAL
+COUNT_TYPE = "DECIMAL(19, 0)"  # a count as a decimal: Spark then divides at the dividend's scale
+
+
+def _average(node: exp.Expression) -> exp.Expression:
+    """The planner's exact-average call (connectors.base.EXACT_AVERAGE) as Spark divides."""
+    if not (isinstance(node, exp.Anonymous) and node.name.upper() == EXACT_AVERAGE):
+        return node
+    total, count, scale = node.expressions[:3]
+    return exp.Anonymous(this="TRY_DIVIDE", expressions=[
+        exp.Cast(this=total, to=exp.DataType.build(f"DECIMAL({DECIMAL_DIGITS}, {scale.name})")),
+        exp.Cast(this=count, to=exp.DataType.build(COUNT_TYPE))])
+
+
 def to_spark(tree: exp.Expression) -> str:
+    """Render a type-annotated PostgreSQL tree as Spark SQL with PostgreSQL semantics."""
     tree = rewrite_bottom_up(tree, _postgres_semantics)
+    if any(n.name.upper() == EXACT_AVERAGE for n in tree.find_all(exp.Anonymous)):
+        tree = tree.transform(_average)
+    for cte in tree.find_all(exp.CTE):
+        cte.set("materialized", None)
     if tree.find(exp.Parameter) is not None:
         tree = tree.transform(_named_parameter)
     return tree.sql("spark")
 
 
+def _always(tree: exp.Expression) -> bool:
+    return True
+
+
 DIALECT = Dialect(name="spark", sqlglot="spark", paramstyle="?", classify=classify,
-                  render=to_spark,
+                  render=to_spark, render_needs_types=_always,
                   ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union", "window",
                                    "subquery"}))

@@ -19,12 +19,14 @@ from typing import Any
 import pyarrow as pa
 
 from connectors.base import BatchStream
+from connectors.dialects.duckdb import DIALECT
 from connectors.duckdb.runner import DuckDBRunner
 from connectors.time_zone import TIMEZONE
 
 
 class DuckDBEngine:
     name = "duckdb"
+    dialect = DIALECT
 
     def __init__(self) -> None:
         self._runner = DuckDBRunner.open(":memory:")

@@ -34,6 +34,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from connectors.base import BatchStream, Source, TableStream
+from connectors.dialects.spark import DIALECT
 from connectors.engines.spark_handover import Handover
 from connectors.engines.spark_jdbc import JARS, DirectRead, ReadSettings, SourceCatalog, plan_read
 from pgwire.errors import QUERY_CANCELED, PgError, from_exception
@@ -75,6 +76,7 @@ def _sparkable(table: pa.Table) -> pa.Table:
 
 class SparkEngine:
     name = "spark"
+    dialect = DIALECT
 
     def __init__(self, master: str = "local[*]", remote: str | None = None, *,
                  reads: ReadSettings | None = None, dsns: Mapping[str, str] | None = None,

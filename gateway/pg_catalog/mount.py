@@ -14,10 +14,14 @@ from dataclasses import replace
 from typing import Any
 
 from connectors.base import Source
+from gateway.pg_catalog.functions import MACROS
 from gateway.pg_catalog.source import CatalogSource, SchemaAlias
 from planner.catalog import CatalogSnapshot, SourceEntry
 
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
+# What the planner routes to the catalog (`CatalogSnapshot.catalog_functions`): a
+# statement without tables calling one of these reads the catalog's one-row relation.
+CATALOG_FUNCTIONS = frozenset(MACROS)
 
 
 def user_tables(snapshot_sources: Mapping[str, SourceEntry]) -> dict[str, list]:
@@ -52,4 +56,4 @@ async def with_catalog(snapshot: CatalogSnapshot, catalog: CatalogSource) -> Cat
     await asyncio.to_thread(catalog.refresh, snapshot.version, user_tables(snapshot.sources))
     sources = {n: e for n, e in snapshot.sources.items() if n not in SYSTEM_SCHEMAS}
     sources.update(_entries(catalog))
-    return replace(snapshot, sources=sources)
+    return replace(snapshot, sources=sources, catalog_functions=CATALOG_FUNCTIONS)

@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from connectors.base import Source
@@ -28,7 +28,7 @@ from gateway.config import Config, ConfigError, demo_path
 from gateway.server.connection import Connection
 from pgwire.errors import PgError
 from gateway.executor.execute import Executor
-from gateway.pg_catalog.mount import SYSTEM_SCHEMAS, with_catalog
+from gateway.pg_catalog.mount import CATALOG_FUNCTIONS, SYSTEM_SCHEMAS, with_catalog
 from gateway.pg_catalog.mount import mount as mount_catalog
 from gateway.pg_catalog.source import CatalogSource
 from gateway.relay.routing import Router
@@ -87,7 +87,7 @@ class ServerContext:
                 entries[name] = SourceEntry(name, source.dialect, {t.ref.name: t for t in tables})
             if _shapes(entries) == _shapes(self.catalog.sources):
                 return False
-            snapshot = CatalogSnapshot(self.catalog.version + 1, entries)
+            snapshot = replace(self.catalog, version=self.catalog.version + 1, sources=entries)
             if self.catalog_source is not None:
                 snapshot = await with_catalog(snapshot, self.catalog_source)
             self.catalog = snapshot
@@ -202,9 +202,13 @@ async def build_context(config: Config) -> ServerContext:
     # The emulated pg_catalog / information_schema: one more source, two schemas.
     sessions: dict[int, Session] = {}
     catalog_source = await mount_catalog(config.server.database, sources, entries, lambda: sessions)
-    catalog = CatalogSnapshot(version=1, sources=entries)
     engines = {"duckdb": DuckDBEngine(),
                "spark": SparkEngine.from_config(config)}
+    # The planner writes residuals in the first engine's dialect, DuckDB's (whichever
+    # engine is the default), and renders them for the other when a query runs there.
+    catalog = CatalogSnapshot(version=1, sources=entries,
+                              engine_dialects=tuple(e.dialect for e in engines.values()),
+                              catalog_functions=CATALOG_FUNCTIONS)
     return ServerContext(config, sources, catalog,
                          Executor(sources, engines, config.engine.default), sessions=sessions,
                          catalog_source=catalog_source)

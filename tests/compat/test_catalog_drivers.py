@@ -104,6 +104,7 @@ async def test_catalog_refresh_follows_the_snapshot_version():
     from connectors.dialects.duckdb import DIALECT
     from gateway.pg_catalog.mount import mount, with_catalog
     from planner import CatalogSnapshot, SourceEntry
+    from tests.support.planning import ENGINE_DIALECTS
 
     def entry(names):
         return SourceEntry("shop", DIALECT, {n: TableInfo(TableRef("shop", n), pa.schema([("id", pa.int32())]))
@@ -111,8 +112,9 @@ async def test_catalog_refresh_follows_the_snapshot_version():
 
     sources, entries = {}, {"shop": entry(["a"])}
     catalog = await mount("fedgate", sources, entries, dict)
-    first = CatalogSnapshot(1, entries)
-    second = await with_catalog(CatalogSnapshot(2, {**first.sources, "shop": entry(["a", "b"])}),
+    first = CatalogSnapshot(1, entries, engine_dialects=ENGINE_DIALECTS)
+    second = await with_catalog(CatalogSnapshot(2, {**first.sources, "shop": entry(["a", "b"])},
+                                                engine_dialects=ENGINE_DIALECTS),
                                 catalog)
     assert "pg_class" in second.sources["pg_catalog"].tables
     rows = catalog._runner.query_sync(

@@ -29,6 +29,7 @@ from gateway.executor.execute import Executor, analyze
 from planner import CatalogSnapshot, SourceEntry, plan
 from planner.plan import PlanSettings
 from tests.support.postgres import PostgresServer, new_database
+from tests.support.planning import ENGINE_DIALECTS
 
 DATABASE = "fedgate_fragment_reads"
 ROWS = 40_000
@@ -68,7 +69,8 @@ async def test_split_scan_and_shared_copy(world, postgres_server: PostgresServer
     try:
         entries = {name: SourceEntry(name, s.dialect, {t.ref.name: t for t in await s.tables()})
                    for name, s in sources.items()}
-        query_plan = plan(QUERY, CatalogSnapshot(1, entries), PlanSettings(("pg", "files")))
+        catalog = CatalogSnapshot(1, entries, engine_dialects=ENGINE_DIALECTS)
+        query_plan = plan(QUERY, catalog, PlanSettings(("pg", "files")))
         pg_sql = [f.sql for f in query_plan.fragments if f.source == "pg"]
         assert len(pg_sql) == 2 and pg_sql[0] != pg_sql[1]  # two aliases of one scan
 

@@ -19,6 +19,7 @@ from connectors.dialects.sqlite import DIALECT as SQLITE
 from pgwire.errors import PgError
 from gateway.relay.routing import Router, shape_of
 from planner import CatalogSnapshot, SourceEntry
+from tests.support.planning import ENGINE_DIALECTS
 
 PATH = ("pg", "lite")
 
@@ -43,7 +44,8 @@ def router() -> Router:
                                       SimpleNamespace(name="ro", kind="postgres", options={"read_only": True}),
                                       SimpleNamespace(name="lite", kind="sqlite", options={})])
     sources = {"pg": SimpleNamespace(schema="public"), "ro": SimpleNamespace(schema="shop")}
-    return Router(_Context(CatalogSnapshot(1, entries), config, sources))  # type: ignore[arg-type]
+    catalog = CatalogSnapshot(1, entries, engine_dialects=ENGINE_DIALECTS)
+    return Router(_Context(catalog, config, sources))  # type: ignore[arg-type]
 
 
 def test_a_read_of_one_postgres_source_is_relayed_as_written(router: Router) -> None:

@@ -10,6 +10,7 @@ answers right is tests/integration/test_dynamic_filter_key_sets.py.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -20,6 +21,7 @@ from connectors.base import TableInfo, TableRef
 from connectors.dialects import duckdb, files, postgres
 from planner import CatalogSnapshot, PlanSettings, SourceEntry, plan
 from planner.key_sets import ARRAY_LIMIT, IN_LIST_LIMIT, key_condition, shape_for
+from tests.support.planning import ENGINE_DIALECTS
 
 INTS = list(range(1, 5001))
 DIALECTS = ("postgres", "duckdb", "duckdb-over-files", "mysql", "sqlite", "spark")
@@ -112,7 +114,8 @@ def _catalog(big_dialect, small_dialect) -> CatalogSnapshot:
                                pa.schema([("k", pa.int64()), ("s", pa.string()), ("flag", pa.bool_())]),
                                row_estimate=20_000)}
     return CatalogSnapshot(1, {"big": SourceEntry("big", big_dialect, big),
-                               "small": SourceEntry("small", small_dialect, small)})
+                               "small": SourceEntry("small", small_dialect, small)},
+                           engine_dialects=ENGINE_DIALECTS)
 
 
 def _probe(big_dialect, key: str):
@@ -155,8 +158,8 @@ def _two_table_catalog() -> CatalogSnapshot:
     more = TableInfo(TableRef("big", "more", "public", "more"),
                      pa.schema([("k", pa.int32()), ("w", pa.int32()), ("t", pa.string())]), row_estimate=500_000)
     big = catalog.sources["big"]
-    return CatalogSnapshot(1, {"big": SourceEntry("big", big.dialect, {**big.tables, "more": more}),
-                               "small": catalog.sources["small"]})
+    return replace(catalog, sources={"big": SourceEntry("big", big.dialect, {**big.tables, "more": more}),
+                                     "small": catalog.sources["small"]})
 
 
 def _narrowed_probe(sql: str, targets: tuple) -> str:
@@ -187,7 +190,7 @@ def test_keys_reach_a_fragment_joined_through_another() -> None:
     catalog = _catalog(postgres.DIALECT, files.DIALECT)
     more = {"more": TableInfo(TableRef("other", "more", "public", "more"),
                               pa.schema([("k", pa.int64()), ("w", pa.int32())]), row_estimate=500_000)}
-    catalog = CatalogSnapshot(1, {**catalog.sources, "other": SourceEntry("other", postgres.DIALECT, more)})
+    catalog = replace(catalog, sources={**catalog.sources, "other": SourceEntry("other", postgres.DIALECT, more)})
     query_plan = plan("select count(*), sum(m.w) from facts f join dims d on f.k = d.k "
                       "join more m on m.k = f.k where d.flag", catalog, PlanSettings(("big", "small", "other")))
     names = {f.source: f.name for f in query_plan.fragments}
@@ -201,7 +204,7 @@ def test_an_unfiltered_fragment_is_not_read_first_through_joins() -> None:
     catalog = _catalog(postgres.DIALECT, files.DIALECT)
     more = {"more": TableInfo(TableRef("other", "more", "public", "more"),
                               pa.schema([("k", pa.int64()), ("w", pa.int32())]), row_estimate=500_000)}
-    catalog = CatalogSnapshot(1, {**catalog.sources, "other": SourceEntry("other", postgres.DIALECT, more)})
+    catalog = replace(catalog, sources={**catalog.sources, "other": SourceEntry("other", postgres.DIALECT, more)})
     query_plan = plan("select count(*) from facts f join dims d on f.k = d.k join more m on m.k = f.k",
                       catalog, PlanSettings(("big", "small", "other")))
     assert len(query_plan.dynamic_filters) == 1

@@ -22,6 +22,7 @@ import pytest
 from connectors.base import COLLATION_KEY, TableInfo, TableRef
 from pgwire.errors import PgError
 from planner import CatalogSnapshot, PlanSettings, SourceEntry, plan
+from tests.support.planning import ENGINE_DIALECTS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "planner"
 DIALECTS = ("duckdb", "postgres", "mysql", "sqlite")
@@ -66,7 +67,7 @@ def catalog_for(dialect_name: str) -> CatalogSnapshot:
                                  primary_key=PRIMARY_KEYS.get(name, ()))
                  for name, schema in tables.items()}
         sources[source] = SourceEntry(source, dialect, infos)
-    return CatalogSnapshot(1, sources)
+    return CatalogSnapshot(1, sources, engine_dialects=ENGINE_DIALECTS)
 
 
 def read_cases(path: Path) -> list[tuple[str, str, list[str]]]:

@@ -18,6 +18,7 @@ from connectors.base import TableInfo, TableRef
 from connectors.dialects import duckdb as duckdb_dialect
 from pgwire.errors import PgError
 from planner import CatalogSnapshot, PlanSettings, SourceEntry, plan
+from tests.support.planning import ENGINE_DIALECTS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "planner"
 
@@ -36,7 +37,7 @@ def demo_catalog() -> CatalogSnapshot:
             "nation": table("demo", "nation", NATION)}),
         "other": SourceEntry("other", duckdb_dialect.DIALECT, {
             "nation2": table("other", "nation2", NATION)}),
-    })
+    }, engine_dialects=ENGINE_DIALECTS)
 
 
 def read_cases(path: Path) -> list[tuple[str, str, list[str]]]:

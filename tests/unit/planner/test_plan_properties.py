@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from connectors.base import TableInfo, TableRef
 from connectors.dialects import duckdb as duckdb_dialect
 from planner import CatalogSnapshot, PlanSettings, SourceEntry, plan
+from tests.support.planning import ENGINE_DIALECTS
 
 SOURCES = {"s1": ("t1", "t2"), "s2": ("u1", "u2")}
 TABLES = [t for names in SOURCES.values() for t in names]
@@ -41,7 +42,7 @@ ROWS = st.lists(st.tuples(INTS, INTS, TEXTS), max_size=6)
 CATALOG = CatalogSnapshot(1, {
     source: SourceEntry(source, duckdb_dialect.DIALECT, {
         name: TableInfo(TableRef(source, name, None, name), ARROW) for name in names})
-    for source, names in SOURCES.items()})
+    for source, names in SOURCES.items()}, engine_dialects=ENGINE_DIALECTS)
 SETTINGS = PlanSettings(tuple(SOURCES))
 EMPTY: dict[str, list[tuple]] = {name: [] for name in TABLES}
 

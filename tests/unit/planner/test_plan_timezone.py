@@ -17,6 +17,7 @@ from connectors.base import TableInfo, TableRef
 from planner import CatalogSnapshot, PlanCache, PlanSettings, SourceEntry, plan
 from planner.parse import parse_query
 from planner.zone_dependent import REASON, needs_check
+from tests.support.planning import ENGINE_DIALECTS
 
 DIALECTS = ("duckdb", "postgres", "mysql", "sqlite", "files")
 NEW_YORK = "America/New_York"
@@ -30,7 +31,7 @@ def catalog_for(dialect_name: str) -> CatalogSnapshot:
     return CatalogSnapshot(1, {
         "src": SourceEntry("src", dialect, {"trap": TableInfo(TableRef("src", "trap", None, "trap"), trap)}),
         "side": SourceEntry("side", dialect, {"o": TableInfo(TableRef("side", "o", None, "o"), other)}),
-    })
+    }, engine_dialects=ENGINE_DIALECTS)
 
 
 def explain(dialect: str, sql: str, zone: str) -> list[str]:

@@ -39,6 +39,7 @@ from planner.build import build
 from planner.logical import Node
 from planner.optimizer import RuleContext, run_rule
 from planner.parse import parse_query
+from tests.support.planning import ENGINE_DIALECTS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "planner"
 RULES = sorted(m.name for m in pkgutil.iter_modules(planner.rules.__path__))
@@ -77,7 +78,7 @@ def rule_catalog() -> CatalogSnapshot:
         "s2": SourceEntry("s2", duckdb_dialect.DIALECT, tables("s2", "u1", "u2")),
         "lab": SourceEntry("lab", LAB, tables("lab", "l1")),
         "bare": SourceEntry("bare", BARE, tables("bare", "b1")),
-    })
+    }, engine_dialects=ENGINE_DIALECTS)
 
 
 CATALOG = rule_catalog()
@@ -87,7 +88,7 @@ SETTINGS = PlanSettings(("s1", "s2", "lab", "bare"))
 def logical_plan(sql: str) -> Node:
     """The unoptimized plan, built the way `planner.plan` builds it for a federated query."""
     text = pgcompat.normalize(sql)
-    tree = pgcompat.rewrite(parse_query(text))
+    tree = pgcompat.rewrite(parse_query(text), CATALOG.catalog_functions)
     _front._name_outputs(tree, text)
     _front._session_values(tree, SETTINGS)
     _front._resolve_tables(tree, CATALOG, SETTINGS)

@@ -34,6 +34,7 @@ from planner.optimizer import RuleContext, optimize
 from planner.parse import parse_query
 from planner.pipeline import BATCHES
 from planner.pushdown import fragments
+from tests.support.planning import ENGINE_DIALECTS
 
 QUERIES = Path(__file__).resolve().parents[2] / "fixtures" / "tpch"
 _front = sys.modules["planner.plan"]
@@ -63,7 +64,7 @@ def tpch_catalog(split: dict[str, tuple[str, ...]]) -> CatalogSnapshot:
             table: TableInfo(TableRef(source, table, "main", table),
                              pa.schema([(c, arrow_type(t)) for c, t in TPCH_SCHEMA[table]]))
             for table in tables})
-        for source, tables in split.items()})
+        for source, tables in split.items()}, engine_dialects=ENGINE_DIALECTS)
 
 
 def query_text(number: int) -> str:
@@ -106,7 +107,7 @@ def _evaluates(fragment: Node, alias: str, table: str, conjunct: exp.Expression)
 def misplaced(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> list[str]:
     """The single-table conjuncts no fragment evaluates, as text (empty when all land)."""
     text = pgcompat.normalize(sql)
-    tree = pgcompat.rewrite(parse_query(text))
+    tree = pgcompat.rewrite(parse_query(text), catalog.catalog_functions)
     _front._name_outputs(tree, text)
     _front._session_values(tree, settings)
     _front._resolve_tables(tree, catalog, settings)
@@ -143,7 +144,7 @@ def test_the_check_sees_a_conjunct_kept_local() -> None:
                      render=duckdb_dialect.to_duckdb, ships=frozenset())
     split = SPLITS["facts|dimensions"]
     catalog = tpch_catalog(split)
-    catalog = CatalogSnapshot(2, {**catalog.sources,
-                                  "dims": replace(catalog.sources["dims"], dialect=refuse)})
+    catalog = replace(catalog, version=2, sources={
+        **catalog.sources, "dims": replace(catalog.sources["dims"], dialect=refuse)})
     assert misplaced(query_text(3), catalog, PlanSettings(tuple(split))) == [
         "customer (customer): customer.c_mktsegment = 'BUILDING'"]

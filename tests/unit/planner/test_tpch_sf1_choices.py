@@ -25,6 +25,7 @@ from connectors.dialects import files as files_dialect
 from connectors.dialects import postgres as pg_dialect
 from gateway.server.demo import TPCH_SCHEMA
 from planner import CatalogSnapshot, PlanSettings, SourceEntry, plan
+from tests.support.planning import ENGINE_DIALECTS
 
 QUERIES = Path(__file__).resolve().parents[2] / "fixtures" / "tpch"
 ROWS = {"lineitem": 6_001_215, "orders": 1_500_000, "partsupp": 800_000, "customer": 150_000,
@@ -51,7 +52,7 @@ def sf1_catalog() -> CatalogSnapshot:
                              pa.schema([(c, _arrow(t)) for c, t in TPCH_SCHEMA[table]]),
                              row_estimate=ROWS[table], primary_key=KEYS.get(table, ()))
             for table in tables})
-        for source, tables in SPLIT.items()})
+        for source, tables in SPLIT.items()}, engine_dialects=ENGINE_DIALECTS)
 
 
 def remote_sql(number: int) -> list[tuple[str, str]]:
