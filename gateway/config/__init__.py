@@ -1,4 +1,5 @@
-"""The gateway's TOML configuration, parsed into frozen dataclasses.
+"""The gateway's TOML configuration, checked key by key (gateway/config/schema.py) and
+parsed into frozen dataclasses.
 
 With no file (or a file without `[sources]`) the gateway serves the embedded demo: one
 DuckDB source named `demo` holding the TPC-H tables, generated on first run.
@@ -6,20 +7,21 @@ DuckDB source named `demo` holding the TPC-H tables, generated on first run.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import json
 import os
+import socket
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gateway.config.schema import (AUTH_METHODS, CATALOG, DEMO, ENGINE, MAX_WORKERS, SERVER,
+                                   SOURCE_KINDS, USER, ConfigError, check_source, check_table,
+                                   check_top_level, check_value)
+
 DEMO_SOURCE = "demo"
-AUTH_METHODS = ("trust", "password", "md5", "scram-sha-256")
-SOURCE_KINDS = ("duckdb", "postgres", "mysql", "sqlite", "parquet", "csv")
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; the message says which key and why."""
 
 
 @dataclass(frozen=True)
@@ -27,11 +29,8 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 15432
     database: str = "fedgate"
-    tls_cert: str | None = None
-    tls_key: str | None = None
     max_connections: int = 500
     statement_timeout_ms: int = 0
-    metrics_port: int | None = None
     # Used for every configured user unless the user names its own method.
     auth_method: str = "scram-sha-256"
     # Frontend messages other than startup are capped here (PostgreSQL allows up to 1 GB).
@@ -66,7 +65,7 @@ class EngineConfig:
 class UserConfig:
     name: str
     password: str | None = None  # plain text, "md5<hex>" or "SCRAM-SHA-256$..."
-    sources: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # parsed, not enforced yet: every user reaches every source
     auth_method: str | None = None
 
 
@@ -91,7 +90,9 @@ class Config:
     users: tuple[UserConfig, ...] = ()
     sources: tuple[SourceConfig, ...] = ()
     demo: DemoConfig = DemoConfig()
-    base_dir: Path = Path(".")
+    base_dir: Path = Path(".")  # relative paths in the file are relative to this folder
+    file: Path | None = None  # the file read; error messages name it
+    from_command_line: frozenset[str] = frozenset()  # [server] keys given as --host, --port ...
     catalog_refresh_s: float = 60.0  # [catalog] refresh_seconds; 0 turns the periodic refresh off
 
     @property
@@ -109,33 +110,14 @@ def demo_path(demo: DemoConfig) -> Path:
     return cache / f"demo-tpch-sf{demo.scale:g}.duckdb"
 
 
-def _section(data: dict[str, Any], key: str, cls: type, where: str) -> Any:
-    raw = data.get(key, {})
-    if not isinstance(raw, dict):
-        raise ConfigError(f"[{where}] must be a table")
-    known = set(cls.__dataclass_fields__)
-    unknown = set(raw) - known
-    if unknown:
-        raise ConfigError(f"unknown key(s) in [{where}]: {', '.join(sorted(unknown))}")
-    try:
-        return cls(**raw)
-    except TypeError as exc:
-        raise ConfigError(f"[{where}]: {exc}") from exc
-
-
-MAX_WORKERS = 64
-
-
-def _workers(value: Any) -> int:
-    """`[server] workers`: a count, or 0 / "auto" for one worker per CPU."""
-    is_int = isinstance(value, int) and not isinstance(value, bool)
-    if value == "auto" or (is_int and value == 0):
+def _resolve_workers(value: int | str) -> int:
+    """`[server] workers` (already checked): 0 or "auto" mean one worker per CPU."""
+    if value == "auto" or value == 0:
         # The CPUs this process may run on (a container's cpuset), not the machine's.
         if hasattr(os, "sched_getaffinity"):
             return min(len(os.sched_getaffinity(0)), MAX_WORKERS)
         return min(os.cpu_count() or 1, MAX_WORKERS)
-    if not is_int or not 0 < value <= MAX_WORKERS:
-        raise ConfigError(f'[server] workers must be "auto" or a number from 0 to {MAX_WORKERS}')
+    assert isinstance(value, int)
     return value
 
 
@@ -148,89 +130,170 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def parse_config(data: dict[str, Any], base_dir: Path = Path(".")) -> Config:
-    unknown = set(data) - {"server", "engine", "catalog", "users", "sources", "demo"}
-    if unknown:
-        raise ConfigError(f"unknown section(s): {', '.join(sorted(unknown))}")
-    server = _section(data, "server", ServerConfig, "server")
-    engine = _section(data, "engine", EngineConfig, "engine")
-    demo = _section(data, "demo", DemoConfig, "demo")
-    if engine.default not in ("duckdb", "spark"):
-        raise ConfigError('[engine] default must be "duckdb" or "spark"')
-    if engine.spark_reads_sources not in ("auto", "always", "never"):
-        raise ConfigError('[engine] spark_reads_sources must be "auto", "always" or "never"')
-    if not isinstance(engine.spark_conf, dict) or not all(
-            isinstance(v, (str, int, float, bool)) for v in engine.spark_conf.values()):
-        raise ConfigError("[engine] spark_conf must be a table of Spark settings")
-    if engine.spark_read_threshold_rows < 0 or engine.spark_partition_rows < 1:
-        raise ConfigError("[engine] spark_read_threshold_rows must be >= 0 and "
-                          "spark_partition_rows >= 1")
-    if server.auth_method not in AUTH_METHODS:
-        raise ConfigError(f"[server] auth_method must be one of {', '.join(AUTH_METHODS)}")
-    server = replace(server, workers=_workers(server.workers))
+def _users(data: dict[str, Any], sources: tuple[SourceConfig, ...]) -> tuple[UserConfig, ...]:
+    users: list[UserConfig] = []
+    for number, raw in enumerate(data.get("users", []), 1):
+        name = raw.get("name")
+        where = f"[[users]] {json.dumps(name)}" if isinstance(name, str) else f"[[users]] #{number}"
+        check_table(where, raw, USER)
+        if any(user.name == name for user in users):
+            raise ConfigError(f"{where} appears twice in [[users]]")
+        # `sources` is parsed but not enforced yet: every user reaches every source.
+        users.append(UserConfig(name=name, password=raw.get("password"),
+                                sources=tuple(raw.get("sources", ())),
+                                auth_method=raw.get("auth_method")))
+    return tuple(users)
 
-    users = []
-    for raw in data.get("users", []):
-        if "name" not in raw:
-            raise ConfigError("every [[users]] entry needs a name")
-        if raw.get("password") is not None and not isinstance(raw["password"], str):
-            raise ConfigError(f"user {raw['name']}: password must be a string")
-        method = raw.get("auth_method")
-        if method is not None and method not in AUTH_METHODS:
-            raise ConfigError(f"user {raw['name']}: auth_method must be one of {', '.join(AUTH_METHODS)}")
-        users.append(UserConfig(name=raw["name"], password=raw.get("password"),
-                                sources=tuple(raw.get("sources", ())), auth_method=method))
 
+def _sources(data: dict[str, Any], demo: DemoConfig) -> tuple[SourceConfig, ...]:
     sources = []
     for name, raw in data.get("sources", {}).items():
-        kind = raw.get("kind")
-        if kind not in SOURCE_KINDS:
-            raise ConfigError(f"[sources.{name}] kind must be one of {', '.join(SOURCE_KINDS)}")
-        options = {k: v for k, v in raw.items() if k != "kind"}
-        sources.append(SourceConfig(name=name, kind=kind, options=options))
+        kind = check_source(name, raw)
+        sources.append(SourceConfig(name=name, kind=kind,
+                                    options={k: v for k, v in raw.items() if k != "kind"}))
+    if sources and "demo" in data:
+        raise ConfigError("[demo] is used only when no [sources] are configured; remove [demo]")
     if not sources:
         sources.append(SourceConfig(DEMO_SOURCE, "duckdb", {"path": str(demo_path(demo)), "demo": True}))
+    return tuple(sources)
 
-    catalog = data.get("catalog", {})
-    unknown_catalog = set(catalog) - {"search_path", "refresh_seconds"}
-    if unknown_catalog:
-        raise ConfigError(f"unknown key(s) in [catalog]: {', '.join(sorted(unknown_catalog))}")
-    refresh_s = catalog.get("refresh_seconds", 60)
-    if not isinstance(refresh_s, (int, float)) or refresh_s < 0:
-        raise ConfigError("[catalog] refresh_seconds must be a number of seconds >= 0")
-    search_path = tuple(catalog.get("search_path", [s.name for s in sources[:1]]))
+
+def parse_config(data: dict[str, Any], base_dir: Path = Path("."), file: Path | None = None,
+                 from_command_line: frozenset[str] = frozenset()) -> Config:
+    """The configuration of the parsed TOML `data`; relative paths are relative to
+    `base_dir`. Every key is checked: an unknown key or a value of the wrong type is a
+    ConfigError naming the section and the key (and `file`). `from_command_line`: the
+    [server] keys that --host, --port ... set."""
+    try:
+        return _parse(data, base_dir, file, from_command_line)
+    except ConfigError as exc:
+        if exc.file is None and not exc.from_command_line:
+            exc.file = file
+        raise
+
+
+def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
+           from_command_line: frozenset[str]) -> Config:
+    check_top_level(data)
+    raw_server = check_table("[server]", data.get("server", {}), SERVER)
+    raw_engine = check_table("[engine]", data.get("engine", {}), ENGINE)
+    raw_catalog = check_table("[catalog]", data.get("catalog", {}), CATALOG)
+    raw_demo = check_table("[demo]", data.get("demo", {}), DEMO)
+
+    server = ServerConfig(**raw_server)
+    server = replace(server, workers=_resolve_workers(server.workers))
+    engine = EngineConfig(**raw_engine)
+    if "spark_master" in raw_engine and "spark_remote" in raw_engine:
+        raise ConfigError("[engine] spark_master and spark_remote: set one, not both "
+                          "(spark_remote, Spark Connect, would win)")
+    if "path" in raw_demo:  # relative to the file, as every path is
+        raw_demo = {**raw_demo, "path": str(base_dir / Path(raw_demo["path"]).expanduser())}
+    demo = DemoConfig(**raw_demo)
+
+    sources = _sources(data, demo)
+    users = _users(data, sources)
+    if "auth_method" in raw_server and not users:
+        raise ConfigError("[server] auth_method applies to [[users]]; without [[users]] every "
+                          "connection is trusted (loopback only): remove auth_method or add users")
+
+    search_path = tuple(raw_catalog.get("search_path", [s.name for s in sources[:1]]))
     names = {s.name for s in sources}
     for schema in search_path:
         if schema not in names:
-            raise ConfigError(f"[catalog] search_path names {schema!r}, which is not a source")
+            raise ConfigError(f"[catalog] search_path names {schema!r}, which is not a source "
+                              f"(the sources: {', '.join(sorted(names))})")
 
     if not is_loopback(server.host) and not users:
-        raise ConfigError("a non-loopback [server] host requires [[users]] (trust is loopback-only)")
-    return Config(server=server, engine=engine, search_path=search_path, users=tuple(users),
-                  sources=tuple(sources), demo=demo, base_dir=base_dir,
-                  catalog_refresh_s=float(refresh_s))
+        where = "--host" if "host" in from_command_line else "[server] host"
+        raise ConfigError(f"{where}: a non-loopback address requires [[users]] (trust is "
+                          "loopback-only)", from_command_line="host" in from_command_line)
+    return Config(server=server, engine=engine, search_path=search_path, users=users,
+                  sources=sources, demo=demo, base_dir=base_dir, file=file,
+                  from_command_line=from_command_line,
+                  catalog_refresh_s=float(raw_catalog.get("refresh_seconds", 60)))
 
 
 def load_config(path: str | os.PathLike[str] | None = None, **server_overrides: Any) -> Config:
-    """Read the TOML file at `path` (None: defaults) and apply `--host`/`--port`/`--workers`
-    overrides."""
+    """Read the TOML file at `path` (None: defaults) and apply the `--host`/`--port`/
+    `--workers` overrides; check that the sources' files exist."""
     data: dict[str, Any] = {}
     base_dir = Path(".")
+    file = None
     if path is not None:
-        p = Path(path)
+        file = Path(path)
         try:
-            data = tomllib.loads(p.read_text())
+            data = tomllib.loads(file.read_text())
         except FileNotFoundError as exc:
-            raise ConfigError(f"config file not found: {p}") from exc
+            raise ConfigError(f"config file not found: {file}") from exc
+        except OSError as exc:
+            raise ConfigError(f"cannot read the config file: {exc.strerror or exc}", file) from exc
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{p}: {exc}") from exc
-        base_dir = p.parent
+            raise ConfigError(f"not valid TOML: {exc}", file) from exc
+        base_dir = file.parent
     overrides = {k: v for k, v in server_overrides.items() if v is not None}
+    for key, value in overrides.items():  # named as the command line spells them
+        check_value("", f"--{key}", value, SERVER.keys[key])
     if overrides:
-        data = {**data, "server": {**data.get("server", {}), **overrides}}
-    return parse_config(data, base_dir)
+        # The file's own values are checked too: a wrong one is not hidden by the override.
+        try:
+            check_table("[server]", data.get("server", {}), SERVER)
+        except ConfigError as exc:
+            exc.file = file
+            raise
+        server = data.get("server", {})
+        data = {**data, "server": {**server, **overrides} if isinstance(server, dict) else server}
+    config = parse_config(data, base_dir, file, frozenset(overrides))
+    check_source_files(config)
+    return config
 
 
-__all__ = ["Config", "ConfigError", "DemoConfig", "EngineConfig", "ServerConfig",
-           "SourceConfig", "UserConfig", "demo_path", "is_loopback", "load_config",
-           "parse_config", "replace"]
+def source_path(config: Config, source: SourceConfig, key: str = "path") -> str | None:
+    """The `[sources.<name>] <key>` path, relative to the configuration file's folder."""
+    value = source.options.get(key)
+    if value is None:
+        return None
+    return str(config.base_dir / Path(value).expanduser())
+
+
+def check_source_files(config: Config) -> None:
+    """The database files and folders the sources name exist (a read-only open would fail
+    later, with a driver's traceback); the folder of each statement_log exists."""
+    for source in config.sources:
+        if source.options.get("demo"):
+            continue  # generated on first start
+        where = f"[sources.{source.name}]"
+        path = source_path(config, source)
+        if path is not None:
+            _check_exists(config, where, source, Path(path))
+        log = source_path(config, source, "statement_log")
+        if log is not None and not Path(log).parent.is_dir():
+            raise ConfigError(f"{where} statement_log {json.dumps(source.options['statement_log'])}"
+                              f": the folder {Path(log).parent} does not exist", config.file)
+
+
+def _check_exists(config: Config, where: str, source: SourceConfig, path: Path) -> None:
+    shown = json.dumps(source.options["path"])
+    if not path.exists():
+        raise ConfigError(f"{where} path {shown}: {path} does not exist", config.file)
+    if source.kind in ("sqlite", "duckdb") and not path.is_file():
+        raise ConfigError(f"{where} path {shown}: {path} is not a {source.kind} database file",
+                          config.file)
+
+
+def listen_error(config: Config, exc: OSError) -> ConfigError:
+    """Binding the listening socket failed: which setting to change."""
+    host, port = config.server.host, config.server.port
+    unresolvable = isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL
+    key = "host" if unresolvable else "port"
+    given_as_option = key in config.from_command_line
+    where = f"--{key}" if given_as_option else f"[server] {key}"
+    # asyncio words its bind errors its own way; the errno's text is the same everywhere.
+    reason = exc.strerror if unresolvable or not exc.errno else os.strerror(exc.errno)
+    return ConfigError(f"{where}: cannot listen on {host}:{port}: {reason}",
+                       None if given_as_option else config.file)
+
+
+__all__ = ["AUTH_METHODS", "Config", "ConfigError", "DemoConfig", "EngineConfig",
+           "SOURCE_KINDS", "ServerConfig", "SourceConfig", "UserConfig", "check_source_files",
+           "demo_path", "is_loopback", "listen_error", "load_config", "parse_config", "replace",
+           "source_path"]

@@ -24,7 +24,9 @@ from connectors.base import Source
 from connectors.duckdb.source import DuckDBSource
 from connectors.engines.duckdb import DuckDBEngine
 from connectors.engines.spark import SparkEngine
-from gateway.config import Config, ConfigError, demo_path
+import duckdb
+
+from gateway.config import Config, ConfigError, SourceConfig, demo_path, listen_error, source_path
 from gateway.server.connection import Connection
 from pgwire.errors import PgError
 from gateway.executor.execute import Executor
@@ -146,15 +148,25 @@ async def _tables_or_none(source: Source) -> list | None:
 
 
 def open_source(config: Config, name: str, kind: str, options: dict) -> Source:
-    """Create the source of one `[sources.<name>]` table (DESIGN.md §10)."""
+    """Create the source of one `[sources.<name>]` table (DESIGN.md §10); a file that
+    cannot be opened is a ConfigError naming the source."""
+    try:
+        return _open_source(config, name, kind, options)
+    except ConfigError:
+        raise
+    except (OSError, ValueError, duckdb.Error) as exc:
+        what = "[demo] path" if options.get("demo") else f"[sources.{name}]"
+        raise ConfigError(f"{what}: cannot open the {kind} source: {exc}", config.file) from exc
+
+
+def _open_source(config: Config, name: str, kind: str, options: dict) -> Source:
+    source_config = SourceConfig(name, kind, options)
 
     def path_option(key: str = "path", required: bool = True) -> str | None:
-        value = options.get(key)
-        if value is None:
-            if required:
-                raise ConfigError(f"[sources.{name}] needs {key}")
-            return None
-        return str(config.base_dir / value) if not os.path.isabs(value) else value
+        path = source_path(config, source_config, key)
+        if path is None and required:
+            raise ConfigError(f"[sources.{name}] needs {key}", config.file)
+        return path
 
     def dsn_option() -> str:
         if not isinstance(options.get("dsn"), str):
@@ -228,7 +240,11 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
     cancels: asyncio.Server | None = None
     server: asyncio.Server | BalancedListener
     if worker is None:
-        server = await asyncio.start_server(accept, config.server.host, config.server.port)
+        try:
+            server = await asyncio.start_server(accept, config.server.host, config.server.port)
+        except OSError as exc:
+            await ctx.close()
+            raise listen_error(config, exc) from exc
     else:
         from gateway.server import workers
         ctx.as_worker(worker.index, worker.count, workers.CancelForwarder(worker))
