@@ -180,6 +180,11 @@ def shown(value: Any) -> str:
 
 
 def close_to(word: str, candidates: Any) -> str | None:
+    """The candidate `word` was probably meant to be: the only one it begins (say
+    "scram" for "scram-sha-256"), else the closest spelling, if one is close."""
+    extended = [c for c in candidates if c.startswith(word)] if len(word) >= 3 else []
+    if len(extended) == 1:
+        return extended[0]
     found = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return found[0] if found else None
 

@@ -207,8 +207,14 @@ async def build_context(config: Config) -> ServerContext:
                                          source_config.kind, source_config.options)
         sources[source.name] = source
         # A source that cannot be reached does not keep the others from being served: its
-        # tables appear once a catalog refresh reaches it.
-        tables = await _tables_or_none(source) or []
+        # tables appear once a catalog refresh reaches it. Any other error stops the start,
+        # naming the source to fix.
+        try:
+            tables = await _tables_or_none(source) or []
+        except PgError as err:
+            await source.close()
+            raise ConfigError(f"[sources.{source.name}]: cannot read its tables: {err.sqlstate} "
+                              f"{err.message}", config.file) from err
         entries[source.name] = SourceEntry(source.name, source.dialect,
                                            {t.ref.name: t for t in tables})
     # The emulated pg_catalog / information_schema: one more source, two schemas.
