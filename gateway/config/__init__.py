@@ -130,7 +130,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _users(data: dict[str, Any], sources: tuple[SourceConfig, ...]) -> tuple[UserConfig, ...]:
+def _users(data: dict[str, Any]) -> tuple[UserConfig, ...]:
     users: list[UserConfig] = []
     for number, raw in enumerate(data.get("users", []), 1):
         name = raw.get("name")
@@ -154,7 +154,8 @@ def _sources(data: dict[str, Any], demo: DemoConfig) -> tuple[SourceConfig, ...]
     if sources and "demo" in data:
         raise ConfigError("[demo] is used only when no [sources] are configured; remove [demo]")
     if not sources:
-        sources.append(SourceConfig(DEMO_SOURCE, "duckdb", {"path": str(demo_path(demo)), "demo": True}))
+        sources.append(SourceConfig(DEMO_SOURCE, "duckdb",
+                                    {"path": str(demo_path(demo)), "demo": True}))
     return tuple(sources)
 
 
@@ -191,7 +192,7 @@ def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
     demo = DemoConfig(**raw_demo)
 
     sources = _sources(data, demo)
-    users = _users(data, sources)
+    users = _users(data)
     if "auth_method" in raw_server and not users:
         raise ConfigError("[server] auth_method applies to [[users]]; without [[users]] every "
                           "connection is trusted (loopback only): remove auth_method or add users")
@@ -267,8 +268,9 @@ def check_source_files(config: Config) -> None:
             _check_exists(config, where, source, Path(path))
         log = source_path(config, source, "statement_log")
         if log is not None and not Path(log).parent.is_dir():
-            raise ConfigError(f"{where} statement_log {json.dumps(source.options['statement_log'])}"
-                              f": the folder {Path(log).parent} does not exist", config.file)
+            shown = json.dumps(source.options["statement_log"])
+            raise ConfigError(f"{where} statement_log {shown}: the folder {Path(log).parent} "
+                              "does not exist", config.file)
 
 
 def _check_exists(config: Config, where: str, source: SourceConfig, path: Path) -> None:

@@ -152,7 +152,8 @@ SOURCES: Mapping[str, Section] = {
     "sqlite": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, "read_only": BOOLEAN},
                       required=("path",)),
     "duckdb": Section({"kind": _KIND, "path": NAME, "schema": NAME, "statement_log": NAME},
-                      required=("path",), refused={"read_only": _READ_ONLY_ANYWAY.format("duckdb")}),
+                      required=("path",),
+                      refused={"read_only": _READ_ONLY_ANYWAY.format("duckdb")}),
     "parquet": Section({"kind": _KIND, "path": NAME, "statement_log": NAME}, required=("path",),
                        refused={"read_only": _READ_ONLY_ANYWAY.format("parquet")}),
     "csv": Section({"kind": _KIND, "path": NAME, "statement_log": NAME}, required=("path",),
@@ -208,7 +209,8 @@ def check_value(where: str, key: str, value: Any, spec: Value) -> None:
     raise ConfigError(message)
 
 
-def check_table(where: str, table: Any, section: Section, kind: str | None = None) -> dict[str, Any]:
+def check_table(where: str, table: Any, section: Section,
+                kind: str | None = None) -> dict[str, Any]:
     """`table`, the TOML table at `where`, checked key by key against `section`."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table, not {shown(table)}")
@@ -235,7 +237,8 @@ def check_top_level(data: Mapping[str, Any]) -> None:
             raise ConfigError(f"{name} at the top of the file belongs in a section "
                               f"(did you mean [{owners[0]}] {name}?)")
         guess = close_to(name, TOP_LEVEL)
-        hint = f" (did you mean [{guess}]?)" if guess else f" (the sections: {', '.join(TOP_LEVEL)})"
+        hint = (f" (did you mean [{guess}]?)" if guess
+                else f" (the sections: {', '.join(TOP_LEVEL)})")
         raise ConfigError(f"unknown section [{name}]{hint}")
     users = data.get("users", [])
     if not isinstance(users, list) or not all(isinstance(user, dict) for user in users):

@@ -166,7 +166,8 @@ def test_metrics_port_is_refused_until_something_serves_it() -> None:
     ({"server": {"port": 1.5}}, "[server] port must be an integer from 1 to 65535, not 1.5"),
     ({"server": {"port": True}}, "[server] port must be an integer from 1 to 65535, not true"),
     ({"server": {"host": 127}}, "[server] host must be a non-empty string, not 127"),
-    ({"server": {"database": ""}}, '[server] database must be a non-empty string, not the string ""'),
+    ({"server": {"database": ""}},
+     '[server] database must be a non-empty string, not the string ""'),
     ({"server": {"max_connections": 0}}, "[server] max_connections must be an integer >= 1, not 0"),
     ({"server": {"statement_timeout_ms": -1}},
      "[server] statement_timeout_ms must be an integer >= 0, not -1"),
@@ -184,7 +185,8 @@ def test_metrics_port_is_refused_until_something_serves_it() -> None:
      '[engine] spark_threshold_rows must be an integer >= 0, not the string "1e6"'),
     ({"catalog": {"search_path": "demo"}},
      '[catalog] search_path must be an array of strings, not the string "demo"'),
-    ({"catalog": {"refresh_seconds": -1}}, "[catalog] refresh_seconds must be a number >= 0, not -1"),
+    ({"catalog": {"refresh_seconds": -1}},
+     "[catalog] refresh_seconds must be a number >= 0, not -1"),
     ({"demo": {"scale": 0}}, "[demo] scale must be a number > 0, not 0"),
     ({"users": [{"name": "a", "password": 1234}]},
      '[[users]] "a" password must be a string, not 1234'),
@@ -196,7 +198,8 @@ def test_metrics_port_is_refused_until_something_serves_it() -> None:
      '[sources.x] pool_size must be an integer >= 1, not the string "10"'),
     (with_source(kind="postgres", dsn="d", read_only="yes"),
      '[sources.x] read_only must be true or false, not the string "yes"'),
-    (with_source(kind="sqlite", path=["a.db"]), "[sources.x] path must be a non-empty string, not an array"),
+    (with_source(kind="sqlite", path=["a.db"]),
+     "[sources.x] path must be a non-empty string, not an array"),
     (with_source(kind="postgres", dsn=5), "[sources.x] dsn must be a non-empty string, not 5"),
     (with_source(kind="duckdb", schema="main"), "[sources.x] needs path"),
     (with_source(kind="mysql"), "[sources.x] needs dsn"),
@@ -230,7 +233,8 @@ def test_a_wrong_value_names_its_key(data: dict[str, Any], expected: str) -> Non
     ({"server": {"host": "0.0.0.0"}},
      "[server] host: a non-loopback address requires [[users]] (trust is loopback-only)"),
     ({"sources": {"pg_catalog": {"kind": "duckdb", "path": "p"}}},
-     "[sources.pg_catalog]: the name pg_catalog is reserved for the system catalog; choose another"),
+     "[sources.pg_catalog]: the name pg_catalog is reserved for the system catalog; "
+     "choose another"),
 ])
 def test_keys_that_cannot_go_together(data: dict[str, Any], expected: str) -> None:
     assert error_of(data) == expected
@@ -289,7 +293,8 @@ def test_a_missing_source_file_names_the_source(tmp_path: Path, kind: str) -> No
 def test_a_folder_is_not_a_database_file(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     path = write(tmp_path, '[sources.x]\nkind = "sqlite"\npath = "data"\n')
-    with pytest.raises(ConfigError, match=r'\[sources.x\] path "data": .* is not a sqlite database file'):
+    with pytest.raises(ConfigError,
+                       match=r'\[sources.x\] path "data": .* is not a sqlite database file'):
         load_config(path)
 
 
