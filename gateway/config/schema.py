@@ -94,8 +94,8 @@ class Section:
     refused: Mapping[str, str] = field(default_factory=dict)  # key -> why not (yet)
 
 
-TLS_NOT_YET = ("TLS is not supported yet (clients connect without TLS); remove tls_cert and "
-               "tls_key, or put a TLS-terminating proxy in front of the gateway")
+TLS_NOT_YET = ("TLS is not supported yet (the gateway answers SSLRequest with N: clients "
+               "connect without TLS); remove tls_cert and tls_key")
 
 SERVER = Section({
     "host": NAME,
