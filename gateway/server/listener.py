@@ -20,12 +20,12 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import duckdb
+
 from connectors.base import Source
 from connectors.duckdb.source import DuckDBSource
 from connectors.engines.duckdb import DuckDBEngine
 from connectors.engines.spark import SparkEngine
-import duckdb
-
 from gateway.config import Config, ConfigError, SourceConfig, demo_path, listen_error, source_path
 from gateway.server.connection import Connection
 from pgwire.errors import PgError
@@ -170,7 +170,7 @@ def _open_source(config: Config, name: str, kind: str, options: dict) -> Source:
 
     def dsn_option() -> str:
         if not isinstance(options.get("dsn"), str):
-            raise ConfigError(f"[sources.{name}] needs dsn")
+            raise ConfigError(f"[sources.{name}] needs dsn", config.file)
         return options["dsn"]
 
     if kind == "duckdb":
