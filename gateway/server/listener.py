@@ -20,11 +20,13 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+import duckdb
+
 from connectors.base import Source
 from connectors.duckdb.source import DuckDBSource
 from connectors.engines.duckdb import DuckDBEngine
 from connectors.engines.spark import SparkEngine
-from gateway.config import Config, ConfigError, demo_path
+from gateway.config import Config, ConfigError, SourceConfig, demo_path, listen_error, source_path
 from gateway.server.connection import Connection
 from pgwire.errors import PgError
 from gateway.executor.execute import Executor
@@ -146,19 +148,29 @@ async def _tables_or_none(source: Source) -> list | None:
 
 
 def open_source(config: Config, name: str, kind: str, options: dict) -> Source:
-    """Create the source of one `[sources.<name>]` table (DESIGN.md §10)."""
+    """Create the source of one `[sources.<name>]` table (DESIGN.md §10); a file that
+    cannot be opened is a ConfigError naming the source."""
+    try:
+        return _open_source(config, name, kind, options)
+    except ConfigError:
+        raise
+    except (OSError, ValueError, duckdb.Error) as exc:
+        what = "[demo] path" if options.get("demo") else f"[sources.{name}]"
+        raise ConfigError(f"{what}: cannot open the {kind} source: {exc}", config.file) from exc
+
+
+def _open_source(config: Config, name: str, kind: str, options: dict) -> Source:
+    source_config = SourceConfig(name, kind, options)
 
     def path_option(key: str = "path", required: bool = True) -> str | None:
-        value = options.get(key)
-        if value is None:
-            if required:
-                raise ConfigError(f"[sources.{name}] needs {key}")
-            return None
-        return str(config.base_dir / value) if not os.path.isabs(value) else value
+        path = source_path(config, source_config, key)
+        if path is None and required:
+            raise ConfigError(f"[sources.{name}] needs {key}", config.file)
+        return path
 
     def dsn_option() -> str:
         if not isinstance(options.get("dsn"), str):
-            raise ConfigError(f"[sources.{name}] needs dsn")
+            raise ConfigError(f"[sources.{name}] needs dsn", config.file)
         return options["dsn"]
 
     if kind == "duckdb":
@@ -195,8 +207,14 @@ async def build_context(config: Config) -> ServerContext:
                                          source_config.kind, source_config.options)
         sources[source.name] = source
         # A source that cannot be reached does not keep the others from being served: its
-        # tables appear once a catalog refresh reaches it.
-        tables = await _tables_or_none(source) or []
+        # tables appear once a catalog refresh reaches it. Any other error stops the start,
+        # naming the source to fix.
+        try:
+            tables = await _tables_or_none(source) or []
+        except PgError as err:
+            await source.close()
+            raise ConfigError(f"[sources.{source.name}]: cannot read its tables: {err.sqlstate} "
+                              f"{err.message}", config.file) from err
         entries[source.name] = SourceEntry(source.name, source.dialect,
                                            {t.ref.name: t for t in tables})
     # The emulated pg_catalog / information_schema: one more source, two schemas.
@@ -232,7 +250,11 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
     cancels: asyncio.Server | None = None
     server: asyncio.Server | BalancedListener
     if worker is None:
-        server = await asyncio.start_server(accept, config.server.host, config.server.port)
+        try:
+            server = await asyncio.start_server(accept, config.server.host, config.server.port)
+        except OSError as exc:
+            await ctx.close()
+            raise listen_error(config, exc) from exc
     else:
         from gateway.server import workers
         ctx.as_worker(worker.index, worker.count, workers.CancelForwarder(worker))

@@ -53,7 +53,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gateway.config import Config, ConfigError
+from gateway.config import Config, ConfigError, listen_error
 from pgwire.errors import PgError
 from gateway.server.worker_listen import Accept, BalancedListener
 
@@ -213,7 +213,7 @@ def _bind(config: Config) -> socket.socket:
         sock.setblocking(False)
     except OSError as exc:
         sock.close()
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        raise listen_error(config, exc) from exc
     return sock
 
 

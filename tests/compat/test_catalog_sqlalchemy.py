@@ -14,7 +14,6 @@ import pytest
 from sqlalchemy import create_engine, inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from tests.conftest import TEST_DEMO_SCALE
 from tests.support.gateway_proc import start_gateway
 
 SHOP_SQL = (
@@ -35,7 +34,6 @@ def keyed_gateway(tmp_path_factory):
         for statement in SHOP_SQL:
             con.execute(statement)
     config = ('[catalog]\nsearch_path = ["shop"]\n\n'
-              f'[demo]\nscale = {TEST_DEMO_SCALE}\n\n'
               '[sources.shop]\nkind = "duckdb"\npath = "shop.duckdb"\n')
     proc = start_gateway(config, workdir)
     yield proc

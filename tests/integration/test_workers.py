@@ -257,14 +257,18 @@ def test_a_dead_worker_is_restarted_and_sigterm_stops_everything(tmp_path: Path)
 
 
 def test_a_config_error_seen_by_the_workers_stops_the_gateway(tmp_path: Path) -> None:
-    # The file parses; only opening the source (in each worker) finds the missing path.
+    # The file parses and the path exists; only opening the source (in each worker) finds
+    # that it is not a DuckDB database.
+    (tmp_path / "bad.duckdb").write_bytes(b"not a database, " * 64)
     started = time.monotonic()
     with pytest.raises(RuntimeError, match="exited with 2"):
-        start_gateway('[server]\nworkers = 2\n[catalog]\nsearch_path = ["lite"]\n'
-                      '[sources.lite]\nkind = "sqlite"\n', tmp_path / "gw", timeout=60)
+        start_gateway('[server]\nworkers = 2\n[catalog]\nsearch_path = ["bad"]\n'
+                      '[sources.bad]\nkind = "duckdb"\npath = "../bad.duckdb"\n', tmp_path / "gw",
+                      timeout=60)
     assert time.monotonic() - started < 30
     log = (tmp_path / "gw" / "gateway.log").read_text()
-    assert "configuration error: [sources.lite] needs path" in log
+    assert "configuration error: " in log and "[sources.bad]: cannot open the duckdb source" in log
+    assert "Traceback" not in log
     assert "before it could serve; stopping the gateway" in log
     assert log.count(" started (pid ") == 2  # no restarts
 

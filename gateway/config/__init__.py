@@ -1,0 +1,301 @@
+"""The gateway's TOML configuration, checked key by key (gateway/config/schema.py) and
+parsed into frozen dataclasses.
+
+With no file (or a file without `[sources]`) the gateway serves the embedded demo: one
+DuckDB source named `demo` holding the TPC-H tables, generated on first run.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import json
+import os
+import socket
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gateway.config.schema import (AUTH_METHODS, CATALOG, DEMO, ENGINE, MAX_WORKERS, SERVER,
+                                   SOURCE_KINDS, USER, ConfigError, check_source, check_table,
+                                   check_top_level, check_value)
+
+DEMO_SOURCE = "demo"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 15432
+    database: str = "fedgate"
+    max_connections: int = 500
+    statement_timeout_ms: int = 0
+    # Used for every configured user unless the user names its own method.
+    auth_method: str = "scram-sha-256"
+    # Frontend messages other than startup are capped here (PostgreSQL allows up to 1 GB).
+    max_message_bytes: int = 256 * 1024 * 1024
+    # Worker processes sharing the port (each with its own sources, catalog and plan
+    # cache); 0 or "auto" means one per CPU. Parsed into an int >= 1.
+    workers: int | str = 1
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    default: str = "duckdb"
+    spark_master: str = "local[*]"
+    spark_remote: str | None = None
+    # A federated query whose fragments are estimated to send more rows than this runs on
+    # Spark unless the session chose an engine; 0 turns the automatic choice off.
+    spark_threshold_rows: int = 0
+    # Which fragments Spark reads from their sources itself (JDBC, spark.read) instead of
+    # receiving them from the gateway as Arrow: "auto" (those estimated at
+    # spark_read_threshold_rows or more, PostgreSQL ones never on a local Spark; every one
+    # it can on a cluster), "always", "never".
+    spark_reads_sources: str = "auto"
+    spark_read_threshold_rows: int = 1_000_000
+    # A JDBC read is split on a numeric key into about this many rows per partition
+    # (at most one partition per Spark core).
+    spark_partition_rows: int = 500_000
+    # More Spark settings for the session the gateway starts, e.g. {"spark.driver.memory" = "8g"}.
+    spark_conf: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UserConfig:
+    name: str
+    password: str | None = None  # plain text, "md5<hex>" or "SCRAM-SHA-256$..."
+    sources: tuple[str, ...] = ()  # parsed, not enforced yet: every user reaches every source
+    auth_method: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    name: str
+    kind: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    scale: float = 0.2  # about 1.2M lineitem rows
+    path: str | None = None  # the cached DuckDB file; default under the user cache dir
+
+
+@dataclass(frozen=True)
+class Config:
+    server: ServerConfig = ServerConfig()
+    engine: EngineConfig = EngineConfig()
+    search_path: tuple[str, ...] = (DEMO_SOURCE,)
+    users: tuple[UserConfig, ...] = ()
+    sources: tuple[SourceConfig, ...] = ()
+    demo: DemoConfig = DemoConfig()
+    base_dir: Path = Path(".")  # relative paths in the file are relative to this folder
+    file: Path | None = None  # the file read; error messages name it
+    from_command_line: frozenset[str] = frozenset()  # [server] keys given as --host, --port ...
+    catalog_refresh_s: float = 60.0  # [catalog] refresh_seconds; 0 turns the periodic refresh off
+
+    @property
+    def uses_demo(self) -> bool:
+        return any(s.name == DEMO_SOURCE and s.options.get("demo") for s in self.sources)
+
+    def user(self, name: str) -> UserConfig | None:
+        return next((u for u in self.users if u.name == name), None)
+
+
+def demo_path(demo: DemoConfig) -> Path:
+    if demo.path:
+        return Path(demo.path).expanduser()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fedgate"
+    return cache / f"demo-tpch-sf{demo.scale:g}.duckdb"
+
+
+def _resolve_workers(value: int | str) -> int:
+    """`[server] workers` (already checked): 0 or "auto" mean one worker per CPU."""
+    if value == "auto" or value == 0:
+        # The CPUs this process may run on (a container's cpuset), not the machine's.
+        if hasattr(os, "sched_getaffinity"):
+            return min(len(os.sched_getaffinity(0)), MAX_WORKERS)
+        return min(os.cpu_count() or 1, MAX_WORKERS)
+    assert isinstance(value, int)
+    return value
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _users(data: dict[str, Any]) -> tuple[UserConfig, ...]:
+    users: list[UserConfig] = []
+    for number, raw in enumerate(data.get("users", []), 1):
+        name = raw.get("name")
+        where = f"[[users]] {json.dumps(name)}" if isinstance(name, str) else f"[[users]] #{number}"
+        check_table(where, raw, USER)
+        if any(user.name == name for user in users):
+            raise ConfigError(f"{where} appears twice in [[users]]")
+        # `sources` is parsed but not enforced yet: every user reaches every source.
+        users.append(UserConfig(name=name, password=raw.get("password"),
+                                sources=tuple(raw.get("sources", ())),
+                                auth_method=raw.get("auth_method")))
+    return tuple(users)
+
+
+def _sources(data: dict[str, Any], demo: DemoConfig) -> tuple[SourceConfig, ...]:
+    sources = []
+    for name, raw in data.get("sources", {}).items():
+        kind = check_source(name, raw)
+        sources.append(SourceConfig(name=name, kind=kind,
+                                    options={k: v for k, v in raw.items() if k != "kind"}))
+    if sources and "demo" in data:
+        raise ConfigError("[demo] is used only when no [sources] are configured; remove [demo]")
+    if not sources:
+        sources.append(SourceConfig(DEMO_SOURCE, "duckdb",
+                                    {"path": str(demo_path(demo)), "demo": True}))
+    return tuple(sources)
+
+
+def parse_config(data: dict[str, Any], base_dir: Path = Path("."), file: Path | None = None,
+                 from_command_line: frozenset[str] = frozenset()) -> Config:
+    """The configuration of the parsed TOML `data`; relative paths are relative to
+    `base_dir`. Every key is checked: an unknown key or a value of the wrong type is a
+    ConfigError naming the section and the key (and `file`). `from_command_line`: the
+    [server] keys that --host, --port ... set."""
+    try:
+        return _parse(data, base_dir, file, from_command_line)
+    except ConfigError as exc:
+        if exc.file is None and not exc.from_command_line:
+            exc.file = file
+        raise
+
+
+def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
+           from_command_line: frozenset[str]) -> Config:
+    check_top_level(data)
+    raw_server = check_table("[server]", data.get("server", {}), SERVER)
+    raw_engine = check_table("[engine]", data.get("engine", {}), ENGINE)
+    raw_catalog = check_table("[catalog]", data.get("catalog", {}), CATALOG)
+    raw_demo = check_table("[demo]", data.get("demo", {}), DEMO)
+
+    server = ServerConfig(**raw_server)
+    server = replace(server, workers=_resolve_workers(server.workers))
+    engine = EngineConfig(**raw_engine)
+    if "spark_master" in raw_engine and "spark_remote" in raw_engine:
+        raise ConfigError("[engine] spark_master and spark_remote: set one, not both "
+                          "(spark_remote, Spark Connect, would win)")
+    if "path" in raw_demo:  # relative to the file, as every path is
+        raw_demo = {**raw_demo, "path": str(base_dir / Path(raw_demo["path"]).expanduser())}
+    demo = DemoConfig(**raw_demo)
+
+    sources = _sources(data, demo)
+    users = _users(data)
+    if "auth_method" in raw_server and not users:
+        raise ConfigError("[server] auth_method applies to [[users]]; without [[users]] every "
+                          "connection is trusted (loopback only): remove auth_method or add users")
+
+    search_path = tuple(raw_catalog.get("search_path", [s.name for s in sources[:1]]))
+    names = {s.name for s in sources}
+    for schema in search_path:
+        if schema not in names:
+            raise ConfigError(f"[catalog] search_path names {schema!r}, which is not a source "
+                              f"(the sources: {', '.join(sorted(names))})")
+
+    if not is_loopback(server.host) and not users:
+        where = "--host" if "host" in from_command_line else "[server] host"
+        raise ConfigError(f"{where}: a non-loopback address requires [[users]] (trust is "
+                          "loopback-only)", from_command_line="host" in from_command_line)
+    return Config(server=server, engine=engine, search_path=search_path, users=users,
+                  sources=sources, demo=demo, base_dir=base_dir, file=file,
+                  from_command_line=from_command_line,
+                  catalog_refresh_s=float(raw_catalog.get("refresh_seconds", 60)))
+
+
+def load_config(path: str | os.PathLike[str] | None = None, **server_overrides: Any) -> Config:
+    """Read the TOML file at `path` (None: defaults) and apply the `--host`/`--port`/
+    `--workers` overrides; check that the sources' files exist."""
+    data: dict[str, Any] = {}
+    base_dir = Path(".")
+    file = None
+    if path is not None:
+        file = Path(path)
+        try:
+            data = tomllib.loads(file.read_text())
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file not found: {file}") from exc
+        except OSError as exc:
+            raise ConfigError(f"cannot read the config file: {exc.strerror or exc}", file) from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"not valid TOML: {exc}", file) from exc
+        base_dir = file.parent
+    overrides = {k: v for k, v in server_overrides.items() if v is not None}
+    for key, value in overrides.items():  # named as the command line spells them
+        check_value("", f"--{key}", value, SERVER.keys[key])
+    if overrides:
+        # The file's own values are checked too: a wrong one is not hidden by the override.
+        try:
+            check_table("[server]", data.get("server", {}), SERVER)
+        except ConfigError as exc:
+            exc.file = file
+            raise
+        server = data.get("server", {})
+        data = {**data, "server": {**server, **overrides} if isinstance(server, dict) else server}
+    config = parse_config(data, base_dir, file, frozenset(overrides))
+    check_source_files(config)
+    return config
+
+
+def source_path(config: Config, source: SourceConfig, key: str = "path") -> str | None:
+    """The `[sources.<name>] <key>` path, relative to the configuration file's folder."""
+    value = source.options.get(key)
+    if value is None:
+        return None
+    return str(config.base_dir / Path(value).expanduser())
+
+
+def check_source_files(config: Config) -> None:
+    """The database files and folders the sources name exist (a read-only open would fail
+    later, with a driver's traceback); the folder of each statement_log exists."""
+    for source in config.sources:
+        if source.options.get("demo"):
+            continue  # generated on first start
+        where = f"[sources.{source.name}]"
+        path = source_path(config, source)
+        if path is not None:
+            _check_exists(config, where, source, Path(path))
+        log = source_path(config, source, "statement_log")
+        if log is not None and not Path(log).parent.is_dir():
+            shown = json.dumps(source.options["statement_log"])
+            raise ConfigError(f"{where} statement_log {shown}: the folder {Path(log).parent} "
+                              "does not exist", config.file)
+
+
+def _check_exists(config: Config, where: str, source: SourceConfig, path: Path) -> None:
+    shown = json.dumps(source.options["path"])
+    if not path.exists():
+        raise ConfigError(f"{where} path {shown}: {path} does not exist", config.file)
+    if source.kind in ("sqlite", "duckdb") and not path.is_file():
+        raise ConfigError(f"{where} path {shown}: {path} is not a {source.kind} database file",
+                          config.file)
+
+
+def listen_error(config: Config, exc: OSError) -> ConfigError:
+    """Binding the listening socket failed: which setting to change."""
+    host, port = config.server.host, config.server.port
+    unresolvable = isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL
+    key = "host" if unresolvable else "port"
+    given_as_option = key in config.from_command_line
+    where = f"--{key}" if given_as_option else f"[server] {key}"
+    # asyncio words its bind errors its own way; the errno's text is the same everywhere.
+    reason = exc.strerror if unresolvable or not exc.errno else os.strerror(exc.errno)
+    return ConfigError(f"{where}: cannot listen on {host}:{port}: {reason}",
+                       None if given_as_option else config.file)
+
+
+__all__ = ["AUTH_METHODS", "Config", "ConfigError", "DemoConfig", "EngineConfig",
+           "SOURCE_KINDS", "ServerConfig", "SourceConfig", "UserConfig", "check_source_files",
+           "demo_path", "is_loopback", "listen_error", "load_config", "parse_config", "replace",
+           "source_path"]
