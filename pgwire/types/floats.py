@@ -1,4 +1,6 @@
-"""Floating-point text output, identical to PostgreSQL 15's float4out / float8out.
+"""float4 and float8: text output identical to PostgreSQL 15's float4out / float8out,
+big-endian IEEE values in binary (`pgwire.types.integers.fixed_binary`), and parameter
+input as float4in / float8in and the *recv functions read it.
 
 With extra_float_digits = 1 (the default since PostgreSQL 12) PostgreSQL prints the
 shortest digits that read back to the same float (Ryu), plainly for decimal exponents

@@ -82,6 +82,12 @@ class Registry:
         for oid in oids:
             self._binary_in[oid] = reader
 
+    def directions(self, oid: int) -> frozenset[str]:
+        """Which OID-keyed codecs `oid` has: 'binary_out', 'text_in', 'binary_in'."""
+        tables = {"binary_out": self._binary_out, "text_in": self._text_in,
+                  "binary_in": self._binary_in}  # fmt: skip
+        return frozenset(name for name, table in tables.items() if oid in table)
+
     # --- use -----------------------------------------------------------------------------
 
     def encode_text(self, arr: pa.Array, pgtype: PgType, timezone: str) -> Encoded:

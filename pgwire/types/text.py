@@ -31,6 +31,7 @@ from pgwire.types.registry import BadBinary, Registry, unsupported_binary
 # Types whose values are their text, in and out; OID 0 is a parameter the client left
 # untyped (text: DuckDB casts it where the statement says).
 STRING_OIDS = frozenset({0, TEXT.oid, VARCHAR.oid, BPCHAR.oid, NAME.oid, UNKNOWN.oid})
+# Types whose binary form is their text (textsend, varcharsend, json_send…).
 _TEXT_LIKE = frozenset({TEXT.oid, VARCHAR.oid, BPCHAR.oid, NAME.oid, UNKNOWN.oid, JSON.oid})
 
 STRING_TYPES = (pa.string(), pa.large_string(), pa.string_view())
