@@ -6,6 +6,8 @@ columns is `pgwire.types.columns.civil_from_days`.
 
 from __future__ import annotations
 
+USECS_PER_DAY = 86_400_000_000
+
 
 def days_from_civil(y: int, m: int, d: int) -> int:
     """Days since 1970-01-01 in the proleptic Gregorian calendar (any year, year 0 = 1 BC)."""

@@ -20,14 +20,13 @@ import duckdb
 from duckdb import sqltypes
 
 from pgwire.errors import INVALID_PARAMETER_VALUE, PgError
-from pgwire.types.civil import civil_from_days, days_from_civil
+from pgwire.types.civil import USECS_PER_DAY, civil_from_days, days_from_civil
 from pgwire.types.pg_type import DATE, TIMESTAMP, TIMESTAMPTZ
 from pgwire.types.pg_type import input_syntax_error as syntax_error
 from pgwire.types.zones import local_offset, lookup_zone
 
 DATETIME_FIELD_OVERFLOW = "22008"  # not (yet) in pgwire.errors
 INVALID_TIME_ZONE = INVALID_PARAMETER_VALUE
-USECS_PER_DAY = 86_400_000_000
 
 
 class DuckText(duckdb.Value):

@@ -26,7 +26,8 @@ from pgwire.types.columns import (
     validity,
     with_nulls,
 )
-from pgwire.types.datetime_text import USECS_PER_DAY, fraction_us
+from pgwire.types.civil import USECS_PER_DAY
+from pgwire.types.datetime_text import fraction_us
 from pgwire.types.pg_type import INTERVAL, PgType
 from pgwire.types.pg_type import input_syntax_error as syntax_error
 from pgwire.types.registry import Registry, expect_size, unsupported_binary
