@@ -68,19 +68,19 @@ class Registry:
     ) -> None:
         """`writer` prints columns of these Arrow types (only when declared `oid`, if given)."""
         for arrow_type in arrow_types:
-            self._text_out[arrow_type.id, oid] = writer
+            _add(self._text_out, (arrow_type.id, oid), writer, f"text output of {arrow_type}")
 
     def add_binary_out(self, oids: Iterable[int], writer: BinaryOut) -> None:
         for oid in oids:
-            self._binary_out[oid] = writer
+            _add(self._binary_out, oid, writer, f"binary output of OID {oid}")
 
     def add_text_in(self, oids: Iterable[int], reader: TextIn) -> None:
         for oid in oids:
-            self._text_in[oid] = reader
+            _add(self._text_in, oid, reader, f"text input of OID {oid}")
 
     def add_binary_in(self, oids: Iterable[int], reader: BinaryIn) -> None:
         for oid in oids:
-            self._binary_in[oid] = reader
+            _add(self._binary_in, oid, reader, f"binary input of OID {oid}")
 
     def directions(self, oid: int) -> frozenset[str]:
         """Which OID-keyed codecs `oid` has: 'binary_out', 'text_in', 'binary_in'."""
@@ -126,3 +126,10 @@ class Registry:
                 f"binary format for parameters of type {oid} is not supported",
             )
         return reader(data)
+
+
+def _add(table: dict, key: object, codec: object, what: str) -> None:
+    # Two families claiming one key would make the winner depend on registration order.
+    if key in table:
+        raise ValueError(f"{what} is registered twice")
+    table[key] = codec

@@ -51,3 +51,10 @@ def test_unknown_codecs_are_errors_with_postgres_wording() -> None:
     with pytest.raises(PgError, match="binary format for parameters of type 20"):
         empty.decode_binary(20, b"")
     assert empty.decode_text(20, "42", "UTC") == "42"  # left for DuckDB to cast
+
+
+def test_a_codec_is_registered_once() -> None:
+    registry = Registry()
+    registry.add_text_in((20,), lambda oid, text, tz: text)
+    with pytest.raises(ValueError, match="text input of OID 20 is registered twice"):
+        registry.add_text_in((20,), lambda oid, text, tz: text)
