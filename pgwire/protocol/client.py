@@ -18,12 +18,19 @@ import struct
 from dataclasses import dataclass
 
 from pgwire.errors import PROTOCOL_VIOLATION, PgError
+from pgwire.protocol.messages import (
+    CANCEL_REQUEST_CODE,
+    FIELD_DESCRIPTION_LAYOUT,
+    PROTOCOL_3_0,
+    BackendTag,
+    FrontendTag,
+)
 
 _I32 = struct.Struct("!i")
 _U32 = struct.Struct("!I")
 _I16 = struct.Struct("!h")
-PROTOCOL_3_0 = 196608
-CANCEL_CODE = 80877102
+_FIELD = struct.Struct(FIELD_DESCRIPTION_LAYOUT)
+_DATA_ROW = BackendTag.DATA_ROW[0]
 
 
 def _cstr(text: str | bytes) -> bytes:
@@ -42,28 +49,28 @@ def startup(params: dict[str, str]) -> bytes:
 
 
 def cancel_request(pid: int, key: int) -> bytes:
-    return _I32.pack(16) + _I32.pack(CANCEL_CODE) + _U32.pack(pid & 0xFFFFFFFF) + _U32.pack(key & 0xFFFFFFFF)
+    return _I32.pack(16) + _I32.pack(CANCEL_REQUEST_CODE) + _U32.pack(pid & 0xFFFFFFFF) + _U32.pack(key & 0xFFFFFFFF)
 
 
 def password(secret: bytes) -> bytes:
-    return _message(b"p", secret + b"\0")
+    return _message(FrontendTag.PASSWORD, secret + b"\0")
 
 
 def sasl_initial(mechanism: str, data: bytes) -> bytes:
-    return _message(b"p", _cstr(mechanism) + _I32.pack(len(data)) + data)
+    return _message(FrontendTag.PASSWORD, _cstr(mechanism) + _I32.pack(len(data)) + data)
 
 
 def sasl_response(data: bytes) -> bytes:
-    return _message(b"p", data)
+    return _message(FrontendTag.PASSWORD, data)
 
 
 def query(sql: str) -> bytes:
-    return _message(b"Q", _cstr(sql))
+    return _message(FrontendTag.QUERY, _cstr(sql))
 
 
 def parse(name: str, sql: str, param_oids: tuple[int, ...]) -> bytes:
     body = _cstr(name) + _cstr(sql) + struct.pack(f"!h{len(param_oids)}I", len(param_oids), *param_oids)
-    return _message(b"P", body)
+    return _message(FrontendTag.PARSE, body)
 
 
 def bind(portal: str, statement: str, param_formats: tuple[int, ...],
@@ -74,39 +81,39 @@ def bind(portal: str, statement: str, param_formats: tuple[int, ...],
     for value in params:
         parts.append(_I32.pack(-1) if value is None else _I32.pack(len(value)) + value)
     parts.append(struct.pack(f"!h{len(result_formats)}h", len(result_formats), *result_formats))
-    return _message(b"B", b"".join(parts))
+    return _message(FrontendTag.BIND, b"".join(parts))
 
 
 def describe(kind: str, name: str) -> bytes:
-    return _message(b"D", kind.encode() + _cstr(name))
+    return _message(FrontendTag.DESCRIBE, kind.encode() + _cstr(name))
 
 
 def rebind(statement: str, rest: bytes) -> bytes:
     """A Bind of the unnamed portal to `statement`, whose parameter and result format
     codes and values (`rest`) are a client's Bind body, passed on unchanged."""
-    return _message(b"B", b"\0" + _cstr(statement) + rest)
+    return _message(FrontendTag.BIND, b"\0" + _cstr(statement) + rest)
 
 
 def execute(portal: str = "", max_rows: int = 0) -> bytes:
-    return _message(b"E", _cstr(portal) + _I32.pack(max_rows))
+    return _message(FrontendTag.EXECUTE, _cstr(portal) + _I32.pack(max_rows))
 
 
 def close(kind: str, name: str) -> bytes:
-    return _message(b"C", kind.encode() + _cstr(name))
+    return _message(FrontendTag.CLOSE, kind.encode() + _cstr(name))
 
 
-SYNC = _message(b"S", b"")
-FLUSH = _message(b"H", b"")
-TERMINATE = _message(b"X", b"")
-COPY_DONE = _message(b"c", b"")
+SYNC = _message(FrontendTag.SYNC, b"")
+FLUSH = _message(FrontendTag.FLUSH, b"")
+TERMINATE = _message(FrontendTag.TERMINATE, b"")
+COPY_DONE = _message(FrontendTag.COPY_DONE, b"")
 
 
 def copy_data(data: bytes) -> bytes:
-    return _message(b"d", data)
+    return _message(FrontendTag.COPY_DATA, data)
 
 
 def copy_fail(reason: str) -> bytes:
-    return _message(b"f", _cstr(reason))
+    return _message(FrontendTag.COPY_FAIL, _cstr(reason))
 
 
 # --- backend messages --------------------------------------------------------------------
@@ -142,7 +149,7 @@ class BackendReader:
         The relay's inner loop: rows are forwarded as one slice, never looked at."""
         buffer, pos, n = self.buffer, self.pos, len(self.buffer)
         unpack = _U32.unpack_from
-        while pos + 5 <= n and buffer[pos] == 68:  # 'D'
+        while pos + 5 <= n and buffer[pos] == _DATA_ROW:
             end = pos + 1 + unpack(buffer, pos + 1)[0]
             if end > n:
                 break
@@ -186,7 +193,7 @@ def row_description_fields(body: bytes) -> list[Field]:
     for _ in range(count):
         end = body.index(b"\0", pos)
         name = body[pos:end]
-        table_oid, column, type_oid, size, modifier, _fmt = struct.unpack_from("!IhIhih", body, end + 1)
+        table_oid, column, type_oid, size, modifier, _fmt = _FIELD.unpack_from(body, end + 1)
         fields.append(Field(name, table_oid, column, type_oid, size, modifier))
         pos = end + 19
     return fields
@@ -199,9 +206,9 @@ def row_description(fields: list[Field], formats: tuple[int, ...]) -> bytes:
         formats = formats * len(fields)
     parts = [_I16.pack(len(fields))]
     for i, f in enumerate(fields):
-        parts.append(f.name + b"\0" + struct.pack("!IhIhih", 0, 0, f.type_oid, f.type_size,
+        parts.append(f.name + b"\0" + _FIELD.pack(0, 0, f.type_oid, f.type_size,
                                                   f.type_modifier, formats[i] if formats else 0))
-    return _message(b"T", b"".join(parts))
+    return _message(BackendTag.ROW_DESCRIPTION, b"".join(parts))
 
 
 def parameter_oids(body: bytes) -> tuple[int, ...]:

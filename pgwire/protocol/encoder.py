@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from pgwire.errors import PgError
-from pgwire.protocol.messages import FieldDescription
+from pgwire.protocol.messages import FIELD_DESCRIPTION_LAYOUT, FieldDescription
 
 _I16 = struct.Struct("!h")
 _I32 = struct.Struct("!i")
@@ -24,7 +24,7 @@ def _array(code: str, n: int) -> struct.Struct:
 
 _HEAD = struct.Struct("!ci")
 _AUTH = struct.Struct("!cii")  # 'R', length, auth request code
-_RFD_FIELD = struct.Struct("!IhIhih")  # table oid, column, type oid, size, typmod, format
+_RFD_FIELD = struct.Struct(FIELD_DESCRIPTION_LAYOUT)
 _KEY_DATA = struct.Struct("!ciiI")
 
 

@@ -14,7 +14,63 @@ from dataclasses import dataclass
 from typing import Union
 
 # Protocol version 3.0 as sent in StartupMessage: major << 16 | minor.
-PROTOCOL_3_0 = 196608
+PROTOCOL_MAJOR = 3
+PROTOCOL_3_0 = PROTOCOL_MAJOR << 16
+# The codes that take the protocol version's place in the other untyped startup
+# packets: 1234.5678, 1234.5679, 1234.5680.
+CANCEL_REQUEST_CODE = 80877102
+SSL_REQUEST_CODE = 80877103
+GSSENC_REQUEST_CODE = 80877104
+
+
+class FrontendTag:
+    """Type bytes of the messages a client sends ("Message Formats")."""
+
+    QUERY = b"Q"
+    PARSE = b"P"
+    BIND = b"B"
+    DESCRIBE = b"D"
+    EXECUTE = b"E"
+    CLOSE = b"C"
+    SYNC = b"S"
+    FLUSH = b"H"
+    TERMINATE = b"X"
+    PASSWORD = b"p"  # also SASLInitialResponse and SASLResponse
+    COPY_DATA = b"d"
+    COPY_DONE = b"c"
+    COPY_FAIL = b"f"
+    FUNCTION_CALL = b"F"
+
+
+class BackendTag:
+    """Type bytes of the messages a server sends (some letters mean another message in
+    the other direction: 'D' is DataRow here, Describe there)."""
+
+    AUTHENTICATION = b"R"
+    BACKEND_KEY_DATA = b"K"
+    PARAMETER_STATUS = b"S"
+    READY_FOR_QUERY = b"Z"
+    ROW_DESCRIPTION = b"T"
+    DATA_ROW = b"D"
+    COMMAND_COMPLETE = b"C"
+    ERROR_RESPONSE = b"E"
+    NOTICE_RESPONSE = b"N"
+    PARAMETER_DESCRIPTION = b"t"
+    NO_DATA = b"n"
+    PARSE_COMPLETE = b"1"
+    BIND_COMPLETE = b"2"
+    CLOSE_COMPLETE = b"3"
+    PORTAL_SUSPENDED = b"s"
+    EMPTY_QUERY_RESPONSE = b"I"
+    COPY_IN_RESPONSE = b"G"
+    COPY_OUT_RESPONSE = b"H"
+    COPY_DATA = b"d"
+    COPY_DONE = b"c"
+
+
+# One RowDescription field after its name: table OID, column number, type OID, typlen,
+# typmod, format code.
+FIELD_DESCRIPTION_LAYOUT = "!IhIhih"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,19 +3,20 @@
 Elements are encoded by the scalar encoders over the whole child array at once, then
 quoted and joined per row with Arrow's list kernels, so arrays stay vectorized too.
 Binary output covers one-dimensional arrays; nested lists (multidimensional arrays) are
-sent in text format only.
+sent in text format only. Array parameters (array_in's text, array_recv's layout) are
+read element by element through the registry's element codecs.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pgwire.types import table as T
-from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
 from pgwire.types.columns import (
     Encoded,
     binary_from_fixed,
@@ -24,8 +25,11 @@ from pgwire.types.columns import (
     validity,
     with_nulls,
 )
+from pgwire.types.from_arrow import pg_type_for_arrow
+from pgwire.types.pg_type import ELEMENT_OF, PgType
+from pgwire.types.registry import BadBinary, Registry
 
-EncodeColumn = Callable[[pa.Array, T.PgType, int, str], Encoded]
+EncodeColumn = Callable[[pa.Array, PgType, int, str], Encoded]
 JoinPieces = Callable[[Encoded, int], pa.Array]
 
 # array_out quotes an element that is empty, is NULL-like, or holds any of these
@@ -54,14 +58,14 @@ def _flatten(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
     return offsets - start, arr.values.slice(start, end - start)
 
 
-def _element_type(pgtype: T.PgType, child: pa.DataType) -> T.PgType:
-    elem = T.ELEMENT_OF.get(pgtype.oid)
-    return elem if elem is not None else T.pg_type_for_arrow(child)
+def _element_type(pgtype: PgType, child: pa.DataType) -> PgType:
+    elem = ELEMENT_OF.get(pgtype.oid)
+    return elem if elem is not None else pg_type_for_arrow(child)
 
 
 def list_text(
     arr: pa.Array,
-    pgtype: T.PgType,
+    pgtype: PgType,
     timezone: str,
     encode: EncodeColumn,
     join: JoinPieces,
@@ -93,7 +97,7 @@ def list_text(
 
 def list_binary(
     arr: pa.Array,
-    pgtype: T.PgType,
+    pgtype: PgType,
     timezone: str,
     encode: EncodeColumn,
     join: JoinPieces,
@@ -138,3 +142,147 @@ def list_binary(
     header_len = np.where(counts > 0, 20, 12)
     head = binary_from_ragged(header.view(np.uint8).reshape(n, 20), header_len, valid)
     return Encoded([head, body], with_nulls(header_len + binary_lengths(body), valid))
+
+
+# --- parameters ----------------------------------------------------------------------
+
+
+def parse_array(registry: Registry, elem_oid: int, text: str, timezone: str) -> list[object]:
+    """array_in for the common forms: '{1,2}', '{{1,2},{3,4}}', quoted items, NULL."""
+    s = text.strip()
+    if s.startswith("["):  # explicit bounds '[0:1]={...}': the bounds are dropped
+        eq = s.find("=")
+        if eq < 0:
+            raise _array_syntax(text)
+        s = s[eq + 1 :].strip()
+    if not s.startswith("{"):
+        raise _array_syntax(text)
+    value, pos = _parse_array_level(registry, elem_oid, s, 1, text, timezone)
+    if s[pos:].strip():
+        raise _array_syntax(text)
+    return value
+
+
+def _array_syntax(text: str) -> PgError:
+    return PgError(INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{text}"')
+
+
+def _parse_array_level(
+    registry: Registry,
+    elem_oid: int, s: str, pos: int, text: str, timezone: str
+) -> tuple[list[object], int]:
+    items: list[object] = []
+    n = len(s)
+    while True:
+        while pos < n and s[pos].isspace():
+            pos += 1
+        if pos >= n:
+            raise _array_syntax(text)
+        if s[pos] == "}" and not items:
+            return items, pos + 1
+        if s[pos] == "{":
+            sub, pos = _parse_array_level(registry, elem_oid, s, pos + 1, text, timezone)
+            items.append(sub)
+        else:
+            raw, quoted, pos = _array_item(s, pos, text)
+            if not quoted and raw.upper() == "NULL":
+                items.append(None)
+            else:
+                items.append(registry.decode_text(elem_oid, raw, timezone))
+        while pos < n and s[pos].isspace():
+            pos += 1
+        if pos < n and s[pos] == ",":
+            pos += 1
+        elif pos < n and s[pos] == "}":
+            return items, pos + 1
+        else:
+            raise _array_syntax(text)
+
+
+def _array_item(s: str, pos: int, text: str) -> tuple[str, bool, int]:
+    out: list[str] = []
+    n = len(s)
+    if s[pos] == '"':
+        pos += 1
+        while pos < n and s[pos] != '"':
+            if s[pos] == "\\":
+                pos += 1
+            if pos >= n:
+                raise _array_syntax(text)
+            out.append(s[pos])
+            pos += 1
+        if pos >= n:
+            raise _array_syntax(text)
+        return "".join(out), True, pos + 1
+    while pos < n and s[pos] not in ",}{":
+        if s[pos] == "\\":
+            pos += 1
+            if pos >= n:
+                raise _array_syntax(text)
+        out.append(s[pos])
+        pos += 1
+    item = "".join(out).strip()
+    if not item:
+        raise _array_syntax(text)
+    return item, False, pos
+
+
+def recv_array(registry: Registry, elem_oid: int, data: bytes) -> list[object]:
+    if len(data) < 12:
+        raise BadBinary("array header too short")
+    ndim, flags, elem_type = struct.unpack(">iii", data[:12])
+    if ndim < 0 or ndim > 6 or flags not in (0, 1):
+        raise BadBinary("invalid array header")
+    if elem_type != elem_oid:
+        raise BadBinary(f"wrong element type {elem_type} (expected {elem_oid})")
+    pos = 12
+    dims: list[int] = []
+    for _ in range(ndim):
+        if len(data) < pos + 8:
+            raise BadBinary("array header too short")
+        size, _lbound = struct.unpack(">ii", data[pos : pos + 8])
+        if size < 0:
+            raise BadBinary("negative array dimension")
+        dims.append(size)
+        pos += 8
+    total = 1
+    for size in dims:
+        total *= size
+    if ndim == 0:
+        total = 0
+    flat: list[object] = []
+    for _ in range(total):
+        if len(data) < pos + 4:
+            raise BadBinary("array data too short")
+        (length,) = struct.unpack(">i", data[pos : pos + 4])
+        pos += 4
+        if length == -1:
+            flat.append(None)
+            continue
+        if length < 0 or len(data) < pos + length:
+            raise BadBinary("array element length out of range")
+        flat.append(registry.decode_binary(elem_oid, data[pos : pos + length]))
+        pos += length
+    if pos != len(data):
+        raise BadBinary("trailing bytes after array data")
+    for size in reversed(dims[1:]):
+        flat = [flat[i : i + size] for i in range(0, len(flat), size)]
+    return flat
+
+
+def register(registry: Registry) -> None:
+    """Array input for every array type of a registered element type.
+
+    Result columns are lists whatever their declared type, so array output is chosen by
+    the Arrow layout in `pgwire.types.rows.encode_column`, not here.
+    """
+    for array_oid, elem in ELEMENT_OF.items():
+
+        def text_in(_oid: int, text: str, timezone: str, elem_oid: int = elem.oid) -> object:
+            return parse_array(registry, elem_oid, text, timezone)
+
+        def binary_in(data: bytes, elem_oid: int = elem.oid) -> object:
+            return recv_array(registry, elem_oid, data)
+
+        registry.add_text_in((array_oid,), text_in)
+        registry.add_binary_in((array_oid,), binary_in)

@@ -19,9 +19,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pgwire.types.civil import USECS_PER_DAY
+
 Piece = pa.Array | np.ndarray
 
-USECS_PER_DAY = 86_400_000_000
 PG_EPOCH_DAYS = 10_957  # 2000-01-01 in days since 1970-01-01
 PG_EPOCH_USECS = PG_EPOCH_DAYS * USECS_PER_DAY
 INT32_MAX, INT32_MIN = 2**31 - 1, -(2**31)

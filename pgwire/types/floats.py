@@ -1,4 +1,6 @@
-"""Floating-point text output, identical to PostgreSQL 15's float4out / float8out.
+"""float4 and float8: text output identical to PostgreSQL 15's float4out / float8out,
+big-endian IEEE values in binary (`pgwire.types.integers.fixed_binary`), and parameter
+input as float4in / float8in and the *recv functions read it.
 
 With extra_float_digits = 1 (the default since PostgreSQL 12) PostgreSQL prints the
 shortest digits that read back to the same float (Ryu), plainly for decimal exponents
@@ -20,12 +22,15 @@ from __future__ import annotations
 
 import decimal
 import math
+import re
+import struct
 from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError
 from pgwire.types.columns import (
     Encoded,
     as_binary,
@@ -34,6 +39,10 @@ from pgwire.types.columns import (
     validity,
     with_nulls,
 )
+from pgwire.types.integers import fixed_binary
+from pgwire.types.pg_type import FLOAT4, FLOAT8, PgType, sql_name
+from pgwire.types.pg_type import input_syntax_error as syntax_error
+from pgwire.types.registry import Registry, expect_size
 
 # float(10**k) for every k where it is a normal or subnormal number, ascending.
 _POW10_F64 = np.array([float(f"1e{k}") for k in range(-323, 309)], dtype=np.float64)
@@ -310,3 +319,66 @@ def layout_float(digits: str, exponent: int, negative: bool, exp_high: int) -> s
     if len(digits) <= exponent + 1:
         return sign + digits + "0" * (exponent + 1 - len(digits))
     return f"{sign}{digits[: exponent + 1]}.{digits[exponent + 1 :]}"
+
+
+# --- parameters ----------------------------------------------------------------------
+
+
+_FLOAT_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$", re.ASCII)
+_FLOAT_SPECIAL = {
+    "nan": float("nan"),
+    "+nan": float("nan"),
+    "-nan": float("nan"),
+    "infinity": float("inf"),
+    "+infinity": float("inf"),
+    "-infinity": float("-inf"),
+    "inf": float("inf"),
+    "+inf": float("inf"),
+    "-inf": float("-inf"),
+}
+
+
+def _parse_float(oid: int, text: str, _tz: str) -> float:
+    stripped = text.strip()
+    special = _FLOAT_SPECIAL.get(stripped.lower())
+    if special is not None:
+        return special
+    if not _FLOAT_RE.match(stripped):
+        raise syntax_error(oid, text)
+    value = float(stripped)
+    if oid == FLOAT4.oid:
+        # Round to single precision the way the column will store it (inf on overflow).
+        try:
+            value = struct.unpack("<f", struct.pack("<f", value))[0]
+        except OverflowError:
+            value = math.copysign(math.inf, value)
+    mantissa = stripped.lower().partition("e")[0]
+    underflow = value == 0.0 and any(c in "123456789" for c in mantissa)
+    if underflow or value in (float("inf"), float("-inf")):
+        name = sql_name(oid)
+        raise PgError(
+            NUMERIC_VALUE_OUT_OF_RANGE, f'"{stripped}" is out of range for type {name}'
+        )
+    return value
+
+
+def _recv_float4(data: bytes) -> float:
+    expect_size(data, 4)
+    return struct.unpack(">f", data)[0]
+
+
+def _recv_float8(data: bytes) -> float:
+    expect_size(data, 8)
+    return struct.unpack(">d", data)[0]
+
+
+def _float_text(arr: pa.Array, _pgtype: PgType, _timezone: str) -> Encoded:
+    return float_text(arr)
+
+
+def register(registry: Registry) -> None:
+    registry.add_text_out((pa.float16(), pa.float32(), pa.float64()), _float_text)
+    registry.add_binary_out((FLOAT4.oid, FLOAT8.oid), fixed_binary)
+    registry.add_text_in((FLOAT4.oid, FLOAT8.oid), _parse_float)
+    registry.add_binary_in((FLOAT4.oid,), _recv_float4)
+    registry.add_binary_in((FLOAT8.oid,), _recv_float8)

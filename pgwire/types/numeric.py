@@ -1,317 +1,186 @@
-"""numeric in binary result format, laid out like PostgreSQL's numeric_send.
+"""numeric: text output of decimal columns, binary output, and parameter input.
 
-The layout is int16 ndigits, int16 weight, uint16 sign, uint16 dscale, then ndigits
-base-10000 digits with leading and trailing zero groups stripped. Three kinds of column
-arrive here:
-
-- integers and decimals whose unscaled value fits in int64 (precision ≤ 18, the common
-  case): vectorized from the integer values;
-- PostgreSQL's own numeric text (a string column with `pg_type` numeric metadata, which
-  is how sources hand over an unconstrained `numeric` exactly): vectorized from the
-  characters, each row keeping its own display scale, NaN and ±Infinity included;
-- everything else (wide decimals, floats, text values longer than `_TEXT_GROUPS` groups
-  on either side of the point): value by value through `decimal.Decimal`.
+Text keeps the column's scale ('1.50') and never uses scientific notation; negative
+scales print as integers, like PostgreSQL. Binary output (numeric_send) lives in
+`pgwire.types.numeric_binary`. Parameters: numeric_in's syntax and numeric_recv's layout,
+read into `decimal.Decimal`.
 """
 
 from __future__ import annotations
 
 import decimal
-import math
+import re
 import struct
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pgwire.types import table as T
-from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
 from pgwire.types.columns import (
     Encoded,
+    as_binary,
     binary_lengths,
-    make_binary,
-    primitive_values,
+    digits_matrix,
+    piece_for,
+    replace_rows,
     validity,
     with_nulls,
 )
+from pgwire.types.integers import integer_text
+from pgwire.types.numeric_binary import numeric_binary, numeric_send, numeric_text_binary
+from pgwire.types.pg_type import NUMERIC, PgType
+from pgwire.types.pg_type import input_syntax_error as syntax_error
+from pgwire.types.registry import BadBinary, Registry
+from pgwire.types.text import string_text
 
-_NUMERIC_NEG = 0x4000
-_NUMERIC_NAN = 0xC000
-_NUMERIC_PINF = 0xD000
-_NUMERIC_NINF = 0xF000
-_POW10 = [10**k for k in range(19)]
-# numeric_send reads the display scale of ±Infinity through the short-header mask, where
-# their sign bits leave 0x1000: PostgreSQL 15 sends dscale 32 for both (and 0 for NaN).
-_INFINITY_DSCALE = 32
-# Text values with at most this many base-10000 groups before and after the point take
-# the vectorized path (80 digits each side); longer ones (1e100, 1e-100) go one by one.
-_TEXT_GROUPS = 20
+__all__ = ["decimal_text", "numeric_binary", "numeric_send", "numeric_text_binary", "register"]
 
+DECIMAL_TYPES = (
+    pa.decimal32(9, 0), pa.decimal64(18, 0), pa.decimal128(38, 0), pa.decimal256(76, 0),
+)  # fmt: skip
+# numeric_in's syntax: digits with an optional point and exponent (as float input).
+_NUMERIC_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$", re.ASCII)
 
-def _unsupported(arr: pa.Array, pgtype: T.PgType) -> PgError:
-    return PgError(
-        FEATURE_NOT_SUPPORTED,
-        f"cannot send Arrow type {arr.type} as PostgreSQL type {pgtype.name} in binary format",
-    )
+# --- text output ---------------------------------------------------------------------
 
 
-def numeric_binary(arr: pa.Array, pgtype: T.PgType) -> Encoded:
-    """numeric_send for one column of any numeric-like Arrow type."""
+def decimal_text(arr: pa.Array) -> Encoded:
+    """numeric keeps its scale ('1.50'); negative scales print as integers like PG."""
     t = arr.type
-    if pa.types.is_integer(t):
-        valid = validity(arr)
-        values = primitive_values(arr, t.to_pandas_dtype())
-        if pa.types.is_unsigned_integer(t):
-            magnitude = values.astype(np.uint64)
-            negative = np.zeros(len(arr), dtype=bool)
-        else:
-            signed = values.astype(np.int64)
-            magnitude = np.abs(signed).astype(np.uint64)  # |INT64_MIN| wraps right
-            negative = signed < 0
-        return _numeric_fast(magnitude, negative, 0, 5, valid)  # < 10000**5
-    if pa.types.is_floating(t):
-        return _numeric_slow(arr, from_float=True)
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return numeric_text_binary(arr)
-    if not pa.types.is_decimal(t):
-        raise _unsupported(arr, pgtype)
     if t.scale < 0:
-        arr = pc.cast(
-            arr,
-            pa.decimal128(t.precision - t.scale, 0)
-            if t.precision - t.scale <= 38
-            else pa.decimal256(t.precision - t.scale, 0),
-        )
+        arr = pc.cast(arr, _decimal_type(t.precision - t.scale, 0))
         t = arr.type
-    if t.bit_width == 128 and t.precision <= 18 and t.scale <= 16:
-        n = len(arr)
-        words = np.frombuffer(arr.buffers()[1], dtype=np.int64)[
-            2 * arr.offset : 2 * (arr.offset + n)
-        ]
-        unscaled = words[0::2]  # low little-endian word; precision ≤ 18: no high part
-        int_groups = max(1, (t.precision - t.scale + 3) // 4)
-        return _numeric_fast(
-            np.abs(unscaled).astype(np.uint64),
-            unscaled < 0,
-            t.scale,
-            int_groups,
-            validity(arr),
-        )
-    return _numeric_slow(arr, from_float=False)
+    if t.bit_width == 128 and t.precision <= 18 and t.scale <= 18:
+        return _decimal_text_int64(arr)
+    if t.scale <= 6:
+        # Arrow prints plain decimals unless the adjusted exponent is below -6, which
+        # needs more than six fraction digits.
+        return string_text(pc.cast(arr, pa.string()))
+    return string_text(_decimal_text_via_unscaled(arr))
 
 
-def _numeric_fast(
-    magnitude: np.ndarray,
-    negative: np.ndarray,
-    scale: int,
-    int_groups: int,
-    valid: np.ndarray | None,
-) -> Encoded:
-    """Vectorized numeric_send for |unscaled values| < 2**64 (uint64 `magnitude`)."""
-    n = len(magnitude)
-    power = _POW10[scale]
-    int_part = magnitude // power
-    # Pad the fraction to whole base-10000 groups.
-    frac_part = (magnitude - int_part * power) * _POW10[(-scale) % 4]
-    frac_groups = (scale + 3) // 4
-    groups = np.empty((int_groups + frac_groups, n), dtype=np.int64)
-    for start, count, v in (
-        (0, int_groups, int_part),
-        (int_groups, frac_groups, frac_part),
-    ):
-        for k in range(start + count - 1, start - 1, -1):
-            q = v // 10000
-            groups[k] = v - q * 10000
-            v = q
-    return _pack(groups, int_groups, negative, np.full(n, scale), None, valid)
-
-
-def _pack(
-    groups: np.ndarray,
-    int_groups: int,
-    negative: np.ndarray,
-    dscale: np.ndarray,
-    special: np.ndarray | None,
-    valid: np.ndarray | None,
-) -> Encoded:
-    """Lay out rows of base-10000 `groups` (shape (width, n), the first `int_groups`
-    before the point) as numeric_send does.
-
-    A mask keeps the 8-byte header and the groups from the first to the last non-zero
-    one, and one masked copy compacts the rows. Work is laid out one byte position per
-    numpy row (contiguous vectors) and transposed once: reductions across the few groups
-    of a row are slow in numpy, vector operations across rows are not. `special` holds
-    the sign word of NaN/±Infinity rows (0 elsewhere); their groups must be zero.
-    """
-    width, n = groups.shape
-    first = np.full(n, width, dtype=np.int64)
-    last = np.full(n, -1, dtype=np.int64)
-    for k in range(width):
-        nonzero = groups[k] != 0
-        first = np.where(nonzero & (first == width), k, first)
-        last = np.where(nonzero, k, last)
-    any_digit = last >= 0
-    ndigits = np.where(any_digit, last - first + 1, 0)
-    weight = np.where(any_digit, int_groups - 1 - first, 0)
-    sign = np.where(negative & any_digit, _NUMERIC_NEG, 0)
-    if special is not None:
-        sign = np.where(special != 0, special, sign)
-        dscale = np.where(special == _NUMERIC_NAN, 0,
-                          np.where(special != 0, _INFINITY_DSCALE, dscale))
-    data = np.empty((8 + 2 * width, n), dtype=np.uint8)
-    keep = np.ones((8 + 2 * width, n), dtype=bool)
-    for i, field in enumerate((ndigits, weight, sign, dscale)):
-        data[2 * i] = (field >> 8) & 0xFF
-        data[2 * i + 1] = field & 0xFF
-    for k in range(width):
-        data[8 + 2 * k] = groups[k] >> 8
-        data[9 + 2 * k] = groups[k] & 0xFF
-        keep[8 + 2 * k] = (k >= first) & (k <= last)
-        keep[9 + 2 * k] = keep[8 + 2 * k]
-    lengths = 8 + 2 * ndigits
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    compact = np.ascontiguousarray(data.T)[np.ascontiguousarray(keep.T)]
-    return Encoded(
-        [make_binary(n, offsets, compact, valid)], with_nulls(lengths, valid)
-    )
-
-
-def numeric_text_binary(arr: pa.Array) -> Encoded:
-    """numeric_send of PostgreSQL's numeric text ('-12.50', 'NaN', '-Infinity').
-
-    The display scale is the number of digits after the point, as numeric_out writes
-    it, so each row keeps its own. Anything that is not such text is an error (22P02),
-    never a guess.
-    """
-    if not pa.types.is_string(arr.type):
-        arr = arr.cast(pa.string())
+def _decimal_text_int64(arr: pa.Array) -> Encoded:
+    """Unscaled values fit in int64: integer part via Arrow's fast integer cast, the
+    fraction as a fixed-width numpy piece ('.dd'), two pieces per value."""
     n = len(arr)
+    scale = arr.type.scale
     valid = validity(arr)
-    present = np.ones(n, dtype=bool) if valid is None else valid
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
-    start = offsets[:-1].astype(np.int64)
-    length = np.diff(offsets).astype(np.int64)
-    data = np.frombuffer(arr.buffers()[2] or b"\0", dtype=np.uint8)
-    if len(data) == 0:
-        data = np.zeros(1, dtype=np.uint8)
-
-    def char(index: np.ndarray, ok: np.ndarray) -> np.ndarray:
-        return np.where(ok, data[np.where(ok, index, 0)], 0)
-
-    head = char(start, length > 0)
-    negative = head == ord("-")
-    second = char(start + 1, length > 1)
-    # numeric_out spells the special values NaN, Infinity and -Infinity.
-    is_special = present & ((head == ord("N")) | (head == ord("I"))
-                            | (negative & (second == ord("I"))))
-    special = np.zeros(n, dtype=np.int64)
-    if is_special.any():
-        special = _special_words(arr, is_special)
-    regular = present & ~is_special
-    dot = pc.fill_null(pc.find_substring(arr, "."), -1).to_numpy().astype(np.int64)
-    body = start + negative
-    int_len = np.where(dot >= 0, dot, length) - negative
-    frac_len = np.where(dot >= 0, length - dot - 1, 0)
-    int_len = np.where(regular, int_len, 0)
-    frac_len = np.where(regular, frac_len, 0)
-    if (regular & (int_len <= 0)).any():
-        bad = arr[int(np.argmax(regular & (int_len <= 0)))].as_py()
-        raise PgError(INVALID_TEXT_REPRESENTATION,
-                      f'invalid input syntax for type numeric: "{bad}"')
-    int_need = (int_len + 3) // 4
-    frac_need = (frac_len + 3) // 4
-    wide = regular & ((int_need > _TEXT_GROUPS) | (frac_need > _TEXT_GROUPS))
-    narrow = regular & ~wide
-    int_groups = max(1, int(int_need[narrow].max(initial=0)))
-    frac_groups = int(frac_need[narrow].max(initial=0))
-    groups = np.zeros((int_groups + frac_groups, n), dtype=np.int64)
-    bad_digit = np.zeros(n, dtype=bool)
-    for g in range(int_groups):
-        for j in range(4):
-            back = (int_groups - 1 - g) * 4 + (3 - j)  # digits from the end of the int part
-            ok = narrow & (back < int_len)
-            digit = char(body + int_len - 1 - back, ok).astype(np.int64) - ord("0")
-            bad_digit |= ok & ((digit < 0) | (digit > 9))
-            groups[g] += np.where(ok, digit, 0) * _POW10[3 - j]
-    for g in range(frac_groups):
-        for j in range(4):
-            p = g * 4 + j
-            ok = narrow & (p < frac_len)
-            digit = char(body + int_len + 1 + p, ok).astype(np.int64) - ord("0")
-            bad_digit |= ok & ((digit < 0) | (digit > 9))
-            groups[int_groups + g] += np.where(ok, digit, 0) * _POW10[3 - j]
-    if bad_digit.any():
-        bad = arr[int(np.argmax(bad_digit))].as_py()
-        raise PgError(INVALID_TEXT_REPRESENTATION,
-                      f'invalid input syntax for type numeric: "{bad}"')
-    dscale = np.where(narrow, frac_len, 0)
-    encoded = _pack(groups, int_groups, negative, dscale, special, valid)
-    if not wide.any():
-        return encoded
-    # Rare very long values: numeric_send through Decimal, merged in by position.
-    fast = encoded.pieces[0]
-    rows = np.flatnonzero(wide)
-    slow = pa.array([numeric_send(decimal.Decimal(arr[int(i)].as_py())) for i in rows],
-                    pa.binary())
-    merged = pc.replace_with_mask(fast, pa.array(wide), slow)
-    return Encoded([merged], with_nulls(binary_lengths(merged), valid))
+    words = np.frombuffer(arr.buffers()[1], dtype=np.int64)[
+        2 * arr.offset : 2 * (arr.offset + n)
+    ]
+    unscaled = words[0::2]  # the low little-endian word holds the whole value
+    if scale == 0:
+        return integer_text(pa.array(unscaled, mask=None if valid is None else ~valid))
+    negative = unscaled < 0
+    mag = np.abs(unscaled)
+    power = 10**scale
+    int_part = mag // power
+    frac_part = mag - int_part * power
+    signed = np.where(negative, -int_part, int_part)
+    ints = pa.array(signed, mask=None if valid is None else ~valid)
+    int_text = as_binary(pc.cast(ints, pa.string()))
+    minus_zero = negative & (int_part == 0)
+    if valid is not None:
+        minus_zero &= valid
+    if minus_zero.any():  # -0.05: the integer part alone would lose the sign
+        int_text = replace_rows(int_text, minus_zero, [b"-0"] * int(minus_zero.sum()))
+    frac = digits_matrix(frac_part, scale, b".")
+    lengths = binary_lengths(int_text) + scale + 1
+    return Encoded([int_text, piece_for(frac, valid)], with_nulls(lengths, valid))
 
 
-def _special_words(arr: pa.Array, mask: np.ndarray) -> np.ndarray:
-    words = np.zeros(len(arr), dtype=np.int64)
-    for i in np.flatnonzero(mask):
-        text = arr[int(i)].as_py()
-        word = {"NaN": _NUMERIC_NAN, "Infinity": _NUMERIC_PINF,
-                "-Infinity": _NUMERIC_NINF}.get(text)
-        if word is None:
-            raise PgError(INVALID_TEXT_REPRESENTATION,
-                          f'invalid input syntax for type numeric: "{text}"')
-        words[i] = word
-    return words
-
-
-def _numeric_slow(arr: pa.Array, *, from_float: bool) -> Encoded:
-    """Value by value through Decimal: wide decimals and floats shown as numeric (rare)."""
-    out: list[bytes | None] = []
-    for value in arr.to_pylist():
-        if value is None:
-            out.append(None)
-        elif from_float:
-            nan = math.isnan(value)
-            out.append(numeric_send(decimal.Decimal("NaN" if nan else repr(value))))
-        else:
-            out.append(numeric_send(value))
-    piece = pa.array(out, pa.binary())
-    valid = validity(arr)
-    lengths = np.array([len(b) if b is not None else -1 for b in out], dtype=np.int64)
-    return Encoded([piece], with_nulls(lengths, valid))
-
-
-def numeric_send(value: decimal.Decimal) -> bytes:
-    """One numeric in PostgreSQL's binary layout (NaN and ±Infinity included)."""
-    if value.is_nan():
-        return struct.pack(">hhHH", 0, 0, _NUMERIC_NAN, 0)
-    if value.is_infinite():
-        return struct.pack(">hhHH", 0, 0, _NUMERIC_NINF if value < 0 else _NUMERIC_PINF,
-                           _INFINITY_DSCALE)
-    sign, digit_tuple, exponent = value.as_tuple()
-    assert isinstance(exponent, int)
-    dscale = max(0, -exponent)
-    coefficient = int("".join(map(str, digit_tuple)) or "0")
-    # Scale to an integer whose last base-10000 group is the last fraction group.
-    frac_groups = (dscale + 3) // 4
-    scaled = coefficient * 10 ** (4 * frac_groups + exponent)
-    groups: list[int] = []
-    while scaled:
-        scaled, group = divmod(scaled, 10000)
-        groups.append(group)
-    groups.reverse()
-    weight = len(groups) - 1 - frac_groups
-    while groups and groups[-1] == 0:  # PostgreSQL strips trailing zero groups
-        groups.pop()
-    if not groups:
-        return struct.pack(">hhHH", 0, 0, 0, dscale)
-    head = struct.pack(
-        ">hhHH", len(groups), weight, _NUMERIC_NEG if sign else 0, dscale
+def _decimal_type(precision: int, scale: int) -> pa.DataType:
+    return (
+        pa.decimal128(precision, scale)
+        if precision <= 38
+        else pa.decimal256(precision, scale)
     )
-    return head + struct.pack(f">{len(groups)}H", *groups)
+
+
+def _decimal_text_via_unscaled(arr: pa.Array) -> pa.Array:
+    """Print the unscaled integer and insert the point: no scientific notation ever."""
+    t = arr.type
+    as_int_type = pa.decimal128(38, 0) if t.bit_width == 128 else pa.decimal256(76, 0)
+    unscaled = pa.Array.from_buffers(
+        as_int_type, len(arr), arr.buffers(), offset=arr.offset
+    )
+    text = pc.cast(unscaled, pa.string())
+    negative = pc.starts_with(text, "-")
+    digits = pc.utf8_ltrim(text, "-")
+    digits = pc.utf8_lpad(digits, t.scale + 1, "0")
+    digits = pc.binary_replace_slice(digits, -t.scale, -t.scale, ".")
+    return pc.if_else(negative, pc.binary_join_element_wise("-", digits, ""), digits)
+
+
+# --- parameters ----------------------------------------------------------------------
+
+
+_NUMERIC_SPECIAL = {
+    "nan": "NaN",
+    "infinity": "Infinity",
+    "+infinity": "Infinity",
+    "-infinity": "-Infinity",
+    "inf": "Infinity",
+    "+inf": "Infinity",
+    "-inf": "-Infinity",
+}
+
+
+def _parse_numeric(oid: int, text: str, _tz: str) -> decimal.Decimal:
+    stripped = text.strip()
+    special = _NUMERIC_SPECIAL.get(stripped.lower())
+    if special is not None:
+        return decimal.Decimal(special)
+    if not _NUMERIC_RE.match(stripped):
+        raise syntax_error(oid, text)
+    return decimal.Decimal(stripped)
+
+
+_NUMERIC_POS, _NUMERIC_NEG, _NUMERIC_NAN = 0x0000, 0x4000, 0xC000
+_NUMERIC_PINF, _NUMERIC_NINF = 0xD000, 0xF000
+
+
+def _recv_numeric(data: bytes) -> decimal.Decimal:
+    if len(data) < 8:
+        raise BadBinary("numeric header too short")
+    ndigits, weight, sign, dscale = struct.unpack(">hhHH", data[:8])
+    if ndigits < 0 or len(data) != 8 + 2 * ndigits:
+        raise BadBinary("numeric digit count does not match the data")
+    if sign == _NUMERIC_NAN:
+        return decimal.Decimal("NaN")
+    if sign == _NUMERIC_PINF:
+        return decimal.Decimal("Infinity")
+    if sign == _NUMERIC_NINF:
+        return decimal.Decimal("-Infinity")
+    if sign not in (_NUMERIC_POS, _NUMERIC_NEG):
+        raise BadBinary('invalid sign in external "numeric" value')
+    if dscale > 0x3FFF:
+        raise BadBinary('invalid scale in external "numeric" value')
+    digits = struct.unpack(f">{ndigits}H", data[8:])
+    if any(d >= 10000 for d in digits):
+        raise BadBinary('invalid digit in external "numeric" value')
+    coefficient = "".join(f"{d:04d}" for d in digits) or "0"
+    # value = coefficient × 10000^(weight - ndigits + 1), shown with dscale decimals.
+    exponent = 4 * (weight - ndigits + 1)
+    value = decimal.Decimal(
+        f"{'-' if sign == _NUMERIC_NEG else ''}{coefficient}E{exponent}"
+    )
+    with decimal.localcontext() as ctx:
+        ctx.prec = len(coefficient) + abs(exponent) + dscale + 2
+        ctx.rounding = decimal.ROUND_HALF_UP  # round_var rounds half away from zero
+        return value.quantize(decimal.Decimal(1).scaleb(-dscale))
+
+
+def _decimal_text(arr: pa.Array, _pgtype: PgType, _timezone: str) -> Encoded:
+    return decimal_text(arr)
+
+
+def _numeric_binary(arr: pa.Array, pgtype: PgType, _timezone: str) -> Encoded:
+    return numeric_binary(arr, pgtype)
+
+
+def register(registry: Registry) -> None:
+    registry.add_text_out(DECIMAL_TYPES, _decimal_text)
+    registry.add_binary_out((NUMERIC.oid,), _numeric_binary)
+    registry.add_text_in((NUMERIC.oid,), _parse_numeric)
+    registry.add_binary_in((NUMERIC.oid,), _recv_numeric)

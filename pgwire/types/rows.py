@@ -1,8 +1,9 @@
 """Result sets on the wire: RowDescription and DataRow messages from Arrow batches.
 
 `encode_rows` is the hot path. It encodes column by column (never row by row): each
-column becomes pieces of bytes plus per-row lengths (pgwire.types.text_out /
-results_binary / results_lists), a numpy-built header and length prefix are added, and
+column becomes pieces of bytes plus per-row lengths (the type family's writer, found
+through `pgwire.types.adapters.REGISTRY`; lists through `pgwire.types.arrays`), a
+numpy-built header and length prefix are added, and
 one `binary_join_element_wise` call interleaves everything into consecutive DataRow
 messages whose value buffer is the reply. Runs of fixed-width pieces (headers, length
 prefixes, dates, binary integers…) are glued together in numpy first so Arrow joins
@@ -18,26 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pgwire.types import table as T
 from pgwire.errors import (
     FEATURE_NOT_SUPPORTED,
     INVALID_PARAMETER_VALUE,
     PROTOCOL_VIOLATION,
     PgError,
 )
-from pgwire.types.table import PgType, pg_type_for_field
-from pgwire.types.binary_out import (
-    bool_binary,
-    bytea_binary,
-    date_binary,
-    fixed_binary,
-    interval_binary,
-    jsonb_binary,
-    numeric_binary,
-    time_binary,
-    timestamp_binary,
-    uuid_binary,
-)
+from pgwire.types.adapters import REGISTRY
+from pgwire.types.arrays import is_list_type, list_binary, list_text
 from pgwire.types.columns import (
     Encoded,
     Piece,
@@ -48,20 +37,8 @@ from pgwire.types.columns import (
     primitive_values,
     validity,
 )
-from pgwire.types.floats import float_text
-from pgwire.types.arrays import is_list_type, list_binary, list_text
-from pgwire.types.text_out import (
-    bool_text,
-    bytea_text,
-    date_text,
-    decimal_text,
-    integer_text,
-    interval_text,
-    string_text,
-    time_text,
-    timestamp_text,
-    uuid_text,
-)
+from pgwire.types.from_arrow import pg_type_for_field
+from pgwire.types.pg_type import PgType
 
 TEXT_FORMAT, BINARY_FORMAT = 0, 1
 
@@ -218,11 +195,6 @@ def join_pieces(enc: Encoded, n: int) -> pa.Array:
 # Column dispatch
 # ---------------------------------------------------------------------------------------
 
-_TEXT_LIKE = frozenset(
-    {T.TEXT.oid, T.VARCHAR.oid, T.BPCHAR.oid, T.NAME.oid, T.UNKNOWN.oid, T.JSON.oid}
-)
-
-
 def encode_column(arr: pa.Array, pgtype: PgType, fmt: int, timezone: str) -> Encoded:
     """Encode one column (any Arrow layout) as `pgtype` in format `fmt`."""
     if isinstance(arr, pa.ChunkedArray):
@@ -244,8 +216,8 @@ def encode_column(arr: pa.Array, pgtype: PgType, fmt: int, timezone: str) -> Enc
             return list_text(arr, pgtype, timezone, encode_column, join_pieces)
         return list_binary(arr, pgtype, timezone, encode_column, join_pieces)
     if fmt == TEXT_FORMAT:
-        return _text(arr, pgtype, timezone)
-    return _binary(arr, pgtype, timezone)
+        return REGISTRY.encode_text(arr, pgtype, timezone)
+    return REGISTRY.encode_binary(arr, pgtype, timezone)
 
 
 def _dictionary(arr: pa.Array, pgtype: PgType, fmt: int, timezone: str) -> Encoded:
@@ -272,83 +244,3 @@ def _dictionary(arr: pa.Array, pgtype: PgType, fmt: int, timezone: str) -> Encod
         lengths = np.where(ok, lengths, -1)
         taken = pc.if_else(pa.array(ok), taken, pa.scalar(None, pa.binary()))
     return Encoded([taken], lengths)
-
-
-def _text(arr: pa.Array, pgtype: PgType, timezone: str) -> Encoded:
-    t = arr.type
-    if pa.types.is_boolean(t):
-        return bool_text(arr)
-    if pa.types.is_integer(t):
-        return integer_text(arr)
-    if pa.types.is_floating(t):
-        return float_text(arr)
-    if pa.types.is_decimal(t):
-        return decimal_text(arr)
-    if (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_string_view(t)
-    ):
-        return string_text(arr)
-    if isinstance(t, pa.BaseExtensionType) or (
-        pgtype.oid == T.UUID.oid and t == pa.binary(16)
-    ):
-        return uuid_text(arr)
-    if (
-        pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_binary_view(t)
-        or pa.types.is_fixed_size_binary(t)
-    ):
-        return bytea_text(arr)
-    if pa.types.is_date(t):
-        return date_text(arr)
-    if pa.types.is_time(t):
-        return time_text(arr)
-    if pa.types.is_timestamp(t):
-        return timestamp_text(
-            arr, with_zone=pgtype.oid == T.TIMESTAMPTZ.oid, timezone=timezone
-        )
-    if pa.types.is_interval(t) or pa.types.is_duration(t):
-        if not (pa.types.is_duration(t) or t == pa.month_day_nano_interval()):
-            raise PgError(
-                FEATURE_NOT_SUPPORTED, f"Arrow type {t} is not supported in results"
-            )
-        return interval_text(arr)
-    raise PgError(FEATURE_NOT_SUPPORTED, f"Arrow type {t} is not supported in results")
-
-
-def _binary(arr: pa.Array, pgtype: PgType, timezone: str) -> Encoded:
-    oid = pgtype.oid
-    if oid in (
-        T.INT2.oid,
-        T.INT4.oid,
-        T.INT8.oid,
-        T.OID.oid,
-        T.FLOAT4.oid,
-        T.FLOAT8.oid,
-    ):
-        return fixed_binary(arr, pgtype)
-    if oid == T.BOOL.oid:
-        return bool_binary(arr, pgtype)
-    if oid == T.NUMERIC.oid:
-        return numeric_binary(arr, pgtype)
-    if oid == T.DATE.oid:
-        return date_binary(arr, pgtype)
-    if oid == T.TIME.oid:
-        return time_binary(arr, pgtype)
-    if oid in (T.TIMESTAMP.oid, T.TIMESTAMPTZ.oid):
-        return timestamp_binary(arr, pgtype, timezone)
-    if oid == T.INTERVAL.oid:
-        return interval_binary(arr, pgtype)
-    if oid == T.UUID.oid:
-        return uuid_binary(arr, pgtype)
-    if oid == T.BYTEA.oid:
-        return bytea_binary(arr, pgtype)
-    if oid in _TEXT_LIKE:
-        return _text(arr, pgtype, timezone)  # textsend/varcharsend/json_send: the text
-    if oid == T.JSONB.oid:
-        return jsonb_binary(_text(arr, pgtype, timezone), len(arr))
-    raise PgError(
-        FEATURE_NOT_SUPPORTED, f"binary output of type {pgtype.name} is not supported"
-    )

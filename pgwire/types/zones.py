@@ -12,12 +12,13 @@ vectorized binary search.
 from __future__ import annotations
 
 import datetime as dt
+import zoneinfo
 from functools import lru_cache
 
 import numpy as np
 
 from pgwire.errors import INVALID_PARAMETER_VALUE, PgError
-from pgwire.types.datetime_in import days_from_civil, lookup_zone
+from pgwire.types.civil import days_from_civil
 from pgwire.types.columns import civil_from_days
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -27,6 +28,33 @@ _SECS_PER_400Y = (
 )  # the Gregorian calendar repeats every 400 years
 _FIRST_SAFE = (days_from_civil(1, 1, 1) + 1) * _SECS_PER_DAY
 _LAST_SAFE = (days_from_civil(9999, 12, 31) - 1) * _SECS_PER_DAY
+
+
+@lru_cache(maxsize=256)
+def lookup_zone(name: str) -> dt.tzinfo | None:
+    """An IANA zone by case-insensitive name (PostgreSQL ignores case), or UTC aliases."""
+    lowered = name.lower()
+    if lowered in ("utc", "gmt", "z", "zulu", "etc/utc", "etc/gmt", "universal"):
+        return dt.UTC
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        pass
+    for candidate in zoneinfo.available_timezones():
+        if candidate.lower() == lowered:
+            return zoneinfo.ZoneInfo(candidate)
+    return None
+
+
+def local_offset(tz: dt.tzinfo, local: dt.datetime) -> dt.timedelta:
+    """The UTC offset PostgreSQL gives a wall-clock time in `tz`.
+
+    An ambiguous time (DST ends) is read as the later instant and a skipped one (DST
+    starts) with the offset from before the jump; both are the smaller of the two offsets.
+    """
+    first = tz.utcoffset(local.replace(fold=0)) or dt.timedelta(0)
+    second = tz.utcoffset(local.replace(fold=1)) or dt.timedelta(0)
+    return min(first, second)
 
 
 def canonical_zone(timezone: str) -> str:

@@ -21,7 +21,7 @@ import pytest
 from pgwire.types import rows as results
 from pgwire.errors import PgError
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
-from pgwire.types.binary_out import numeric_send
+from pgwire.types.numeric import numeric_send
 from pgwire.types.floats import pg_float_repr
 from pgwire.types.text_out import format_interval
 
