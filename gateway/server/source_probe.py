@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from gateway.config import Config, ConfigError, SourceConfig
+from gateway.config import Config, SourceConfig
 from gateway.server.listener import open_source
 
 MASK = "***"
@@ -61,11 +61,11 @@ async def probe_source(config: Config, source: SourceConfig, timeout_s: float) -
                                          source.options)
         tables = await asyncio.wait_for(opened.tables(), timeout_s)
         return Probe(source.name, source.kind, True, len(tables), elapsed_ms())
-    except ConfigError:
-        raise  # the file is wrong, not the source: the caller reports a configuration error
     except TimeoutError:
         return Probe(source.name, source.kind, False, None, elapsed_ms(),
                      f"no answer within {timeout_s:g}s")
+    # A source that cannot be opened (a missing file: a ConfigError naming the source) is a
+    # row of the table like one that does not answer: the operator sees every source at once.
     except Exception as exc:  # whatever a source raises is what the operator needs to read
         return Probe(source.name, source.kind, False, None, elapsed_ms(), _one_line(exc))
     finally:
