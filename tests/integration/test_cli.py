@@ -140,6 +140,8 @@ def write_config(path: Path, sources: dict[str, dict[str, str]]) -> Path:
 
 
 def test_sources_masks_passwords_and_resolves_paths(tmp_path):
+    (tmp_path / "data").mkdir()
+    sqlite_file(tmp_path / "data" / "app.db")
     config = write_config(tmp_path / "fedgate.toml", {
         "pg": {"kind": "postgres", "dsn": "postgresql://app:pa55word@db.internal:5432/shop"},
         "shop": {"kind": "mysql", "dsn": "mysql://root:topsecret@maria:3306/shop"},
@@ -188,12 +190,13 @@ def test_check_config_all_reachable(tmp_path, pg_dsn):
 
 
 def test_check_config_reports_the_unreachable_ones(tmp_path, pg_dsn):
-    sqlite_file(tmp_path / "app.db")
     nobody = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"
+    # A file that is there but is no database: it opens, and fails when read.
+    (tmp_path / "broken.db").write_text("not a database, just text " * 100)
     config = write_config(tmp_path / "fedgate.toml", {
         "pg": {"kind": "postgres", "dsn": pg_dsn},
         "down": {"kind": "postgres", "dsn": nobody},
-        "gone": {"kind": "sqlite", "path": "missing.db"},
+        "broken": {"kind": "sqlite", "path": "broken.db"},
     })
     res = fedgate("check-config", str(config))
     assert res.returncode == 1, res.stdout + res.stderr
@@ -201,7 +204,7 @@ def test_check_config_reports_the_unreachable_ones(tmp_path, pg_dsn):
     assert rows["pg"][1] == "yes"
     assert rows["down"][1:3] == ["no", "-"]
     assert rows["down"][5], res.stdout  # the error says why
-    assert rows["gone"][1] == "no" and "missing.db" in rows["gone"][5]
+    assert rows["broken"][1] == "no" and "not a database" in rows["broken"][5]
 
 
 def test_check_config_rejects_a_broken_file_with_exit_2(tmp_path):
