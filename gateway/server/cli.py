@@ -6,9 +6,9 @@ import argparse
 import asyncio
 import getpass
 import sys
+from importlib import metadata
 
 from gateway.config import ConfigError, load_config
-from gateway.session.settings import FEDGATE_VERSION
 from pgwire.errors import PgError
 
 
@@ -80,6 +80,14 @@ def _sources(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    """The version of the installed distribution (pip's answer, the wheel's metadata)."""
+    try:
+        return metadata.version("fedgate")
+    except metadata.PackageNotFoundError:
+        return "unknown (fedgate is not installed: pip install -e .)"
+
+
 def _workers_arg(text: str) -> int | str:
     return text if text == "auto" else int(text)
 
@@ -87,7 +95,7 @@ def _workers_arg(text: str) -> int | str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedgate", description="A federated SQL gateway that "
                                      "speaks the PostgreSQL wire protocol.")
-    parser.add_argument("--version", action="version", version=f"fedgate {FEDGATE_VERSION}")
+    parser.add_argument("--version", action="version", version=f"fedgate {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the gateway")
     serve.add_argument("--config", help="TOML config file (default: the embedded DuckDB demo)")
