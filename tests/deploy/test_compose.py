@@ -109,3 +109,8 @@ def test_the_sources_use_the_databases_compose_starts():
     assert (maria.hostname, maria.port) == ("mariadb", 3306)
     assert (maria.username, maria.password, maria.path) == (
         env["MARIADB_USER"], env["MARIADB_PASSWORD"], "/" + env["MARIADB_DATABASE"])
+
+
+def test_the_gateway_image_is_the_project_version():
+    version = toml_file(REPO / "pyproject.toml")["project"]["version"]
+    assert services()["gateway"]["image"] == f"fedgate:{version}"
