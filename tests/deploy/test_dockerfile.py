@@ -38,7 +38,7 @@ def test_images_run_as_an_unprivileged_numeric_user():
         # Numeric: Kubernetes' runAsNonRoot can only verify a numeric user.
         assert uid.isdigit() and int(uid) > 0, (name, user)
         assert not gid or (gid.isdigit() and int(gid) > 0), (name, user)
-    assert "useradd --system --uid 10001" in " ".join(
+    assert "useradd --uid 10001" in " ".join(
         i.args for i in stage("runtime").all("RUN"))
 
 
@@ -122,9 +122,10 @@ def test_the_lock_pins_every_runtime_dependency():
 def test_jdbc_drivers_are_the_ones_the_gateway_looks_for():
     from connectors.engines.spark_jdbc import JARS
 
-    spark_copy = " ".join(i.args for i in stage("spark").all("COPY"))
+    drivers = " ".join(i.args for i in stage("jdbc-drivers").all("RUN"))
     for jar in JARS.values():
-        assert jar in spark_copy
+        assert jar in drivers
+    assert [i.args for i in stage("spark").all("COPY")] == ["--from=jdbc-drivers /jars/ /opt/spark/jars/"]
     makefile = (REPO / "Makefile").read_text()
     for package in ("libpostgresql-jdbc-java", "libmariadb-java"):
         assert package in makefile
