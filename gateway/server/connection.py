@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from gateway.server.auth import AuthRequest, make_authenticator
 from gateway.server.client_port import ClientPort
+from gateway.pg_catalog.databases import served_database
 from gateway.relay.express import ExpressLane
 from pgwire.errors import (INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL_VIOLATION,
                             TOO_MANY_CONNECTIONS, PgError, from_exception)
@@ -133,8 +134,10 @@ class Connection:
             raise PgError(INVALID_AUTHORIZATION, "no PostgreSQL user name specified in startup packet",
                           severity="FATAL")
         database = params.get("database") or user
-        if database != config.server.database:
+        served = served_database(database, config.server.database)
+        if served is None:
             raise PgError(INVALID_CATALOG_NAME, f'database "{database}" does not exist', severity="FATAL")
+        params["database"] = served  # the session runs under the served database's own name
         if len(self.ctx.sessions) >= config.server.max_connections:
             raise PgError(TOO_MANY_CONNECTIONS, "sorry, too many clients already", severity="FATAL")
         await self._authenticate(user)
