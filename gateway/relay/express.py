@@ -39,14 +39,14 @@ from gateway.relay.hot import HotMixin, HotQuery, HotRun
 from gateway.relay.links import lifted_execute, stale_plan, unlifted
 from gateway.relay.literals import Lifted
 from gateway.pg_catalog.session_state import note_idle, note_query
-from gateway.session.portals import Portal, Prepared
+from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from pgwire.protocol import peek
 from pgwire.protocol.decoder import FrontendDecoder
 from gateway.relay.routing import Route
 from gateway.session.relay import relayed_description
-from gateway.session.statements import split_statements
+from gateway.state.statements import split_statements
 
 if TYPE_CHECKING:
     from gateway.server.client_port import ClientPort

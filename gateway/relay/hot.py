@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, RemoteStatement
 from gateway.relay.literals import INT4, Lifted, _type_of, lift
-from gateway.session.portals import Prepared
+from gateway.state.portals import Prepared
 from pgwire.protocol import messages as m
 from gateway.relay.routing import Route
 

@@ -23,7 +23,7 @@ from pgwire.protocol import messages as m
 from gateway.session.session import Session
 
 if TYPE_CHECKING:
-    from gateway.server.listener import ServerContext
+    from gateway.state.context import ServerContext
 
 log = logging.getLogger("fedgate.connection")
 

@@ -22,10 +22,10 @@ import pyarrow as pa
 
 from pgwire.errors import (DUPLICATE_CURSOR, FEATURE_NOT_SUPPORTED, INVALID_CURSOR_NAME,
                             NO_ACTIVE_SQL_TRANSACTION, PgError)
-from gateway.session.portals import Portal, Prepared
+from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import resolve_formats, row_description
-from gateway.session.statements import Utility
+from gateway.state.statements import Utility
 
 if TYPE_CHECKING:
     from gateway.session.session import Session

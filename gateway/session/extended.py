@@ -13,12 +13,12 @@ from gateway import pg_catalog
 from pgwire.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT, PROTOCOL_VIOLATION,
                             SYNTAX_ERROR, PgError)
 from pgwire.types.table import decode_param
-from gateway.session.portals import Portal
+from gateway.state.portals import Portal
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from pgwire.types.rows import resolve_formats, row_description
 from gateway.session.relay import relayed_description
-from gateway.session.statements import split_statements
+from gateway.state.statements import split_statements
 
 if TYPE_CHECKING:
     from gateway.session.session import Session

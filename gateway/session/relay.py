@@ -15,7 +15,7 @@ from sqlglot import exp
 from connectors import writes
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import decode_param, pg_type_by_oid
-from gateway.session.portals import Portal, Prepared
+from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from gateway.relay.routing import Route

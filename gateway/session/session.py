@@ -34,19 +34,19 @@ from pgwire.types.table import pg_type_by_name, pg_type_by_oid
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
-from gateway.session.portals import CopyIn, Portal, Prepared
+from gateway.state.portals import CopyIn, Portal, Prepared
 from gateway.session.copy_in import CopyInMixin
 from gateway.session.cursors import CursorMixin
 from gateway.session.extended import ExtendedMixin
 from gateway.session.relay import RelayMixin, implicit_transaction
 from gateway.session.utility import UtilityMixin
-from gateway.session.settings import REPORTED, SessionSettings
-from gateway.session.statements import parse_utility, split_statements
+from gateway.state.settings import REPORTED, SessionSettings
+from gateway.state.statements import parse_utility, split_statements
 from planner import PlanSettings, QueryPlan
 
 if TYPE_CHECKING:
     from gateway.relay.express import ExpressLane
-    from gateway.server.listener import ServerContext
+    from gateway.state.context import ServerContext
 
 log = logging.getLogger("fedgate.session")
 

@@ -13,10 +13,10 @@ from gateway.session import copy_out
 from gateway.session import utility_results as util
 from pgwire.errors import PgError
 from gateway.executor.execute import analyze
-from gateway.session.portals import Portal
+from gateway.state.portals import Portal
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
-from gateway.session.statements import Utility
+from gateway.state.statements import Utility
 
 if TYPE_CHECKING:
     from gateway.session.session import Session

@@ -14,8 +14,8 @@ import pyarrow as pa
 
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, INVALID_SQL_STATEMENT_NAME,
                             NO_ACTIVE_SQL_TRANSACTION, UNDEFINED_OBJECT, PgError)
-from gateway.session.settings import DEFAULTS, canonical
-from gateway.session.statements import Utility
+from gateway.state.settings import DEFAULTS, canonical
+from gateway.state.statements import Utility
 
 if TYPE_CHECKING:
     from gateway.session.session import Session
