@@ -12,14 +12,12 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, PgLink
+from gateway.state.session import SessionState
 from pgwire.errors import CONNECTION_FAILURE, PgError, from_exception
-
-if TYPE_CHECKING:
-    from gateway.relay.express import ExpressLane
 
 log = logging.getLogger("fedgate.express")
 
@@ -42,10 +40,18 @@ def cut(data: bytes) -> tuple[list[tuple[int, int, int]], int]:
     return found, pos
 
 
+class Answering(Protocol):
+    """Where an exchange writes the source's answer (the lane, gateway.relay.lane.Lane)."""
+
+    session: SessionState
+
+    def flush(self) -> None: ...
+
+
 class Exchange:
     """One pipelined request on a link, answered into the session as bytes arrive."""
 
-    def __init__(self, lane: ExpressLane, link: PgLink, ready: int, quiet: int,
+    def __init__(self, lane: Answering, link: PgLink, ready: int, quiet: int,
                  done: Callable[[Outcome], None], *, discard: bool = False,
                  suspended: bool = False) -> None:
         self.lane, self.link, self.ready, self.quiet, self.done = lane, link, ready, quiet, done
@@ -125,7 +131,7 @@ class Exchange:
             outcome.error = PgError("08006", f'connection to source "{link.source}" was lost')
             self._finish()
             return
-        if session._out_bytes >= FLUSH_BYTES:
+        if session.buffered >= FLUSH_BYTES:
             self.lane.flush()
 
     def _finish(self) -> None:

@@ -14,9 +14,7 @@ reaches it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgwire.protocol import client as w
 from connectors import writes
@@ -25,10 +23,12 @@ from connectors.postgres.link_reader import LinkReader
 from gateway.executor.execute import Executor
 from pgwire.errors import FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError
 from gateway.relay.literals import Lifted, lift
-from gateway.relay.routing import Route
+from gateway.state.portals import Portal, Prepared
+from gateway.state.route import Route
+from gateway.state.session import SessionState
+from pgwire.protocol import encoder
 
 if TYPE_CHECKING:
-    from gateway.session.session import Portal, Session
     from planner import QueryPlan
 
 
@@ -47,6 +47,12 @@ def stale_plan(error: PgError | None) -> bool:
             and "cached plan must not change result type" in error.message)
 
 
+def relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
+    """The RowDescription (or NoData) of a relayed statement, as its source described it."""
+    found = prepared.remote.description(tuple(formats)) if prepared.remote is not None else None
+    return encoder.no_data() if found is None else found
+
+
 def unlifted(error: PgError | None, lifted: Lifted) -> PgError | None:
     """A source error about the lifted text, pointing into the client's text."""
     if error is not None and error.position is not None:
@@ -55,7 +61,7 @@ def unlifted(error: PgError | None, lifted: Lifted) -> PgError | None:
 
 
 class SessionLinks:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionState) -> None:
         self.session = session
         self.links: dict[str, PgLink] = {}
         self.writers: dict[str, writes.Writer] = {}  # SQLite/MySQL connections a block holds
@@ -67,6 +73,23 @@ class SessionLinks:
     def active(self) -> bool:
         """A transaction block has reached a source (reads must go where writes went)."""
         return bool(self.writers) or any(link.status != "I" for link in self.links.values())
+
+    def route(self, sql: str) -> Route | None:
+        """Where `sql` goes (gateway.relay.routing), or None for the planner: reads are
+        relayed only while `fedgate.relay` is on."""
+        session = self.session
+        route = session.ctx.router.route(sql, session.settings.search_path,
+                                         session.in_block and self.active)
+        if route is not None and not route.writes and session.settings.values["fedgate.relay"] != "on":
+            return None
+        return route
+
+    def relay_key(self, query: str, param_types: tuple[int, ...]) -> tuple:
+        """What a relayed statement's Parse depends on (the key of `SessionState.relayed`)."""
+        session = self.session
+        values = session.settings.values
+        return (query, param_types, session.ctx.catalog.version, values["search_path"],
+                values["fedgate.relay"], session.in_block and self.active)
 
     async def link(self, source: str) -> PgLink:
         link = self.links.get(source)
@@ -80,7 +103,7 @@ class SessionLinks:
         self.links[source] = link
         return link
 
-    def _prefix(self, link: PgLink, *, begin: bool = True) -> tuple[bytes, int]:
+    def prefix(self, link: PgLink, *, begin: bool = True) -> tuple[bytes, int]:
         """Commands to send ahead of a statement, as one pipelined exchange: the client's
         formatting settings, and BEGIN when the block has not reached this source yet."""
         commands = link.setting_commands(self.session.settings.values)
@@ -129,10 +152,10 @@ class SessionLinks:
         lifted = self.lifted(route, sql)
         if lifted is not None:
             try:
-                statement = await link.prepare(lifted.sql, lifted.oids, *self._prefix(link, begin=False))
+                statement = await link.prepare(lifted.sql, lifted.oids, *self.prefix(link, begin=False))
             except PgError as err:
                 raise unlifted(err, lifted) from None
-            prefix, quiet = self._prefix(link)
+            prefix, quiet = self.prefix(link)
             outcome = await link.relay(prefix + lifted_execute(statement.name, lifted), self.session,
                                        ready=1 + quiet, quiet=quiet)
             outcome.error = unlifted(outcome.error, lifted)
@@ -143,7 +166,7 @@ class SessionLinks:
                 link.statements.pop((lifted.sql, lifted.oids), None)
                 outcome = await link.relay(w.query(sql), self.session)
         else:
-            prefix, quiet = self._prefix(link)
+            prefix, quiet = self.prefix(link)
             outcome = await link.relay(prefix + w.query(route.sql or sql), self.session,
                                        ready=1 + quiet, quiet=quiet)
         if outcome.copy_in:
@@ -165,7 +188,7 @@ class SessionLinks:
 
     async def prepare(self, route: Route, sql: str, param_oids: tuple[int, ...]) -> RemoteStatement:
         link = await self.link(route.source)
-        prefix, quiet = self._prefix(link, begin=False)
+        prefix, quiet = self.prefix(link, begin=False)
         return await link.prepare(route.sql or sql, param_oids, prefix, quiet)
 
     async def execute(self, portal: Portal) -> None:
@@ -175,7 +198,7 @@ class SessionLinks:
         self._check(route)
         link = await self.link(route.source)
         statement = await link.prepare(route.sql or prepared.sql, prepared.declared_oids)
-        prefix, quiet = self._prefix(link)
+        prefix, quiet = self.prefix(link)
         payload = (prefix + w.bind("", statement.name, portal.param_formats, portal.raw_params,
                                    portal.formats) + w.execute("", 0) + w.SYNC)
         outcome = await link.relay(payload, self.session, ready=1 + quiet, quiet=quiet)
@@ -211,12 +234,12 @@ class SessionLinks:
         base = self.session.ctx.executor
         sources = dict(base.sources)
         for name, link in touched.items():
-            sources[name] = LinkReader(base.sources[name], link, self._prefix(link))  # type: ignore[assignment]
+            sources[name] = LinkReader(base.sources[name], link, self.prefix(link))  # type: ignore[assignment]
         return Executor(sources, base.engines, base.default)
 
     # --- transaction control -------------------------------------------------------------
 
-    def _in_transaction(self) -> list[PgLink]:
+    def in_transaction(self) -> list[PgLink]:
         touched = [link for link in self.links.values() if link.status != "I" and not link.broken]
         # The source that was written to commits last: a failure before it leaves no write.
         return sorted(touched, key=lambda link: link.source == self.writer)
@@ -231,7 +254,7 @@ class SessionLinks:
                 await held_writer.finish(commit=command == "COMMIT" and error is None)
             except PgError as err:
                 error = error or err
-        for link in self._in_transaction():
+        for link in self.in_transaction():
             outcome = await link.simple(command if error is None else "ROLLBACK")
             error = error or outcome.error
         self.writer = None
@@ -243,7 +266,7 @@ class SessionLinks:
     async def savepoint(self, kind: str, name: str) -> None:
         command = {"savepoint": "SAVEPOINT", "release": "RELEASE SAVEPOINT",
                    "rollback_to": "ROLLBACK TO SAVEPOINT"}[kind]
-        for link in self._in_transaction():
+        for link in self.in_transaction():
             outcome = await link.simple(f'{command} "{name}"')
             if outcome.error is not None:
                 raise outcome.error

@@ -11,19 +11,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from typing import TYPE_CHECKING
 
+from gateway.relay.express import ExpressLane
 from gateway.server.auth import AuthRequest, make_authenticator
 from gateway.server.client_port import ClientPort
-from gateway.relay.express import ExpressLane
 from pgwire.errors import (INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL_VIOLATION,
                             TOO_MANY_CONNECTIONS, PgError, from_exception)
 from pgwire.protocol import decoder, encoder
 from pgwire.protocol import messages as m
 from gateway.session.session import Session
 
-if TYPE_CHECKING:
-    from gateway.state.context import ServerContext
+from gateway.state.context import ServerContext
 
 log = logging.getLogger("fedgate.connection")
 
@@ -167,7 +165,7 @@ class Connection:
         self.ctx.sessions[pid] = session
         session.startup_messages()
         await session.flush()
-        self.port.lane = session.lane = ExpressLane(session, self.port)
+        self.port.lane = session.lane = ExpressLane(session, session.links, self.port)
         while not session.closed:
             message = await self._next()
             if message is None:
