@@ -4,7 +4,8 @@ The lane writes a request to the session's link and hands the link's socket call
 an `Exchange`: each chunk the source sends is cut into messages in place (the link's
 `BackendReader`), DataRows pass to the client untouched, RowDescription is the link's
 client copy, and the last ReadyForQuery ends the exchange with an `Outcome`, as
-`PgLink.relay` does on the session's task.
+`PgLink.relay` does on the session's task. The answer is written into the session's
+state (`Answering.session`, a `gateway.state.session.SessionState`).
 """
 
 from __future__ import annotations

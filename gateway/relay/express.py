@@ -206,8 +206,8 @@ class ExpressLane(HotLane):
         if target is None:
             return False
         link, remote = target
-        # What the session answers itself, before the source: as Session._on_parse /
-        # _on_bind / _on_describe.
+        # What the session answers itself, before the source: as Session.on_parse /
+        # on_bind / on_describe.
         prelude = [encoder.parse_complete()] if parse is not None else []
         prelude.append(encoder.bind_complete())
         if describe is not None:
@@ -225,7 +225,7 @@ class ExpressLane(HotLane):
 
     def _statement(self, parse: m.Parse | None, name: str) -> Prepared | None:
         """The relayed statement a Bind names, with the Parse before it (which must repeat
-        one the session relayed: `Session._on_parse`'s cache)."""
+        one the session relayed: `Session.on_parse`'s cache)."""
         s = self.session
         if parse is None:
             return s.statements.get(name)

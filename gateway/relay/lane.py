@@ -111,7 +111,6 @@ class Lane:
                 and s.settings.values["fedgate.express"] == "on"
                 and s.settings.values["statement_timeout"] == "0")
 
-
     def _run(self, data: bytes) -> bool:
         """Start what `data` begins with, if the lane takes it (`ExpressLane._run`)."""
         raise NotImplementedError
@@ -135,14 +134,14 @@ class Lane:
         links = self.links
         if route.writes and s.in_block and links.writer not in (None, route.source):
             return None  # the task reports 0A000
-        link = linkself.links.get(route.source)
+        link = links.links.get(route.source)
         return link if link is not None and link.idle else None
 
 
     # --- finishing a simple Query, starting an extended run --------------------------
 
     def _send_query(self, link: PgLink, request: bytes, sql: str, done: Callable[[Outcome], None]) -> None:
-        """Start a simple Query's statement, as Session._on_query → _run_statements →
+        """Start a simple Query's statement, as Session.on_query → run_statements →
         SessionLinks.simple do."""
         s = self.session
         s.skipping = False
@@ -188,7 +187,7 @@ class Lane:
     def _send_run(self, link: PgLink, remote: RemoteStatement, prepared: Prepared, parsed: str | None,
                   formats: tuple[int, ...], answered: bytes, params: bytes, tail: bytes,
                   limited: bool) -> None:
-        """Start an extended-protocol run, as Session._on_parse / _on_bind / _on_execute →
+        """Start an extended-protocol run, as Session.on_parse / on_bind / on_execute →
         SessionLinks.execute do: the statement a Parse named (`parsed`), the unnamed portal,
         the session's own answers, then the client's Bind naming the source's statement,
         its parameters and formats (`params`) as sent, and Execute and Sync (`tail`). With
@@ -217,7 +216,7 @@ class Lane:
             if route.writes and s.in_block:
                 self.links.writer = route.source
             portal.done = True
-        # Sync, as Session._on_sync.
+        # Sync, as Session.on_sync.
         s.skipping = False
         note_idle(s)
         if not s.in_block:

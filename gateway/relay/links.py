@@ -10,6 +10,11 @@ so a block touching one source costs what it costs on PostgreSQL itself. COMMIT 
 ROLLBACK go to every source the block touched. A block may read from several sources
 but write to one: the first write to a second source is refused (0A000) before anything
 reaches it.
+
+`SessionLinks` is handed the session's state (`gateway.state.session.SessionState`); the
+session and the express lane both go through it to route a statement (`route`), key the
+relayed-statement cache (`relay_key`) and find the commands a statement needs in front
+(`prefix`).
 """
 
 from __future__ import annotations

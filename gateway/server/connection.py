@@ -4,6 +4,11 @@ This is the asyncio layer around the sans-IO codec: it reads bytes, feeds the de
 hands messages to the session and writes what comes back. Fatal errors (bad startup
 packet, failed authentication, protocol violations) are reported and close only this
 connection; nothing a client sends can take the server down.
+
+The connection owns the client's port (`gateway.server.client_port`), the session
+(`gateway.session.session`) and the express lane (`gateway.relay.express`), and wires
+them: the lane gets the session's state, its links and the port; the port offers the
+lane what arrives.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from pgwire.errors import (INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL
 from pgwire.protocol import decoder, encoder
 from pgwire.protocol import messages as m
 from gateway.session.session import Session
-
 from gateway.state.context import ServerContext
 
 log = logging.getLogger("fedgate.connection")

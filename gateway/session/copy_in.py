@@ -1,7 +1,9 @@
 """COPY FROM STDIN for a session: relayed to PostgreSQL, or taken in for SQLite/MySQL.
 
 A COPY suspends the simple Query it belongs to: the session waits for CopyData and runs
-the Query's remaining statements once CopyDone (or CopyFail) arrives.
+the Query's remaining statements once CopyDone (or CopyFail) arrives. The relayed COPY
+is `SessionState.copy_in`, the local one `SessionState.copy_local`
+(`gateway.session.copy_local` parses and writes it).
 """
 
 from __future__ import annotations

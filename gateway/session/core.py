@@ -62,7 +62,7 @@ class SessionCore(SessionState):
             path = (*path, "pg_catalog")
         # The zone is part of the plan (zone-dependent expressions stay off the sources)
         # and of what the engine computes in; setting it here too covers paths that run a
-        # plan without _start (COPY ... TO, EXPLAIN ANALYZE) on this session's task.
+        # plan without start (COPY ... TO, EXPLAIN ANALYZE) on this session's task.
         TIMEZONE.set(self.settings.timezone)
         return PlanSettings(search_path=path, user=self.user,
                             database=self.database, version=self.ctx.version_string,

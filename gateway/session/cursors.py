@@ -12,6 +12,7 @@ Cursors only move forward. A backward move on a cursor gets PostgreSQL's own err
 (55000, "cursor can only scan forward"); SCROLL cursors, which would need the result kept,
 are refused at DECLARE (0A000). A WITH HOLD cursor outlives its transaction, unless its
 query reads through the transaction block's own source connections (refused at DECLARE).
+`CursorMixin` builds on `gateway.session.core.SessionCore`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The extended query protocol's messages for a session: Parse, Bind, Describe, Execute, Close.
 
-A statement is relayed (`session_relay`), answered by the session itself (utility), or
-planned; these handlers keep the session's named statements and portals and hand each
-kind to its road. Sync, error recovery and the simple Query live in `gateway.session.session`.
+A statement is relayed (`gateway.session.relay.RelayMixin`, which this builds on),
+answered by the session itself (utility), or planned (`gateway.session.core`); these
+handlers keep the session's named statements and portals and hand each kind to its road.
+Sync, error recovery and the simple Query live in `gateway.session.session`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The relay side of a session: where a statement goes, and running it on a link.
 
-`gateway.relay.routing` decides (asked through `SessionLinks.route`); statements of one PostgreSQL source are relayed over the
-session's links (`gateway.relay.links`), writes to SQLite/MySQL go through `connectors.writes`,
-and a relayed read fetched in pieces falls back to the planner.
+`gateway.relay.routing` decides (asked through `SessionLinks.route`); statements of one
+PostgreSQL source are relayed over the session's links (`gateway.relay.links`), writes to
+SQLite/MySQL go through `connectors.writes`, and a relayed read fetched in pieces falls
+back to the planner. `RelayMixin` builds on `gateway.session.core.SessionCore`;
+`implicit_transaction` says when a multi-statement Query runs as one transaction.
 """
 
 from __future__ import annotations

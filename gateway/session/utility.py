@@ -1,8 +1,10 @@
 """Statements a session answers itself (SET, SHOW, EXPLAIN, COPY TO, transaction control).
 
-`gateway.session.utility_results` computes their results; this mixin runs them for the session: EXPLAIN
-plans (or reports the relay), transaction control also reaches the sources the block
-touched (`gateway.relay.links`), and the results are written as PostgreSQL would.
+`gateway.session.utility_results` computes their results; this mixin runs them for the
+session: EXPLAIN plans (or reports the relay), transaction control also reaches the
+sources the block touched (`gateway.relay.links`), and the results are written as
+PostgreSQL would. It builds on the cursors' mixin (`gateway.session.cursors`), which
+runs DECLARE/FETCH/MOVE/CLOSE.
 """
 
 from __future__ import annotations

@@ -31,8 +31,11 @@ FLUSH_BYTES = 256 * 1024
 ALLOWED_WHEN_FAILED = {"commit", "rollback", "rollback_to"}
 
 
-class StatementCanceller(Protocol):
-    """Who cancels a statement the session's task is not running (the express lane)."""
+class LaneHandle(Protocol):
+    """The express lane as the session sees it (gateway.relay.express.ExpressLane): it
+    cancels the statements it runs, and counts them (SHOW fedgate.express_statements)."""
+
+    taken: int
 
     def cancel(self) -> bool: ...
 
@@ -69,7 +72,7 @@ class SessionState:
         self.copy_local: tuple[Any, list[str]] | None = None
         self.copy_error: PgError | None = None
         self.relayed: dict[tuple, Prepared] = {}  # relayed statements by Parse message
-        self.lane: StatementCanceller | None = None  # set by the connection
+        self.lane: LaneHandle | None = None  # set by the connection
         self._out: list[bytes] = []
         self._out_bytes = 0
 
