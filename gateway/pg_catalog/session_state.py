@@ -6,7 +6,8 @@ copies the context into every task the connection starts, so the catalog source 
 the session whose statement it is answering. `session_tables` turns that session into
 the small Arrow tables the macros and views read (`fg_session`, `fg_settings`,
 `fg_activity`); building them costs microseconds, so they are made per query and the
-plan cache can share catalog plans between sessions.
+plan cache can share catalog plans between sessions. What pg_stat_activity shows of a
+session is noted by the session and the express lane (`gateway.state.activity`).
 """
 
 from __future__ import annotations
