@@ -5,7 +5,7 @@ an `Exchange`: each chunk the source sends is cut into messages in place (the li
 `BackendReader`), DataRows pass to the client untouched, RowDescription is the link's
 client copy, and the last ReadyForQuery ends the exchange with an `Outcome`, as
 `PgLink.relay` does on the session's task. The answer is written into the session's
-state (`Answering.session`, a `gateway.state.session.SessionState`).
+state (`Answering.state`, a `gateway.state.session.SessionState`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def cut(data: bytes) -> tuple[list[tuple[int, int, int]], int]:
 class Answering(Protocol):
     """Where an exchange writes the source's answer (the lane, gateway.relay.lane.Lane)."""
 
-    session: SessionState
+    state: SessionState
 
     def flush(self) -> None: ...
 
@@ -75,7 +75,7 @@ class Exchange:
         # The messages are cut here, in place, rather than by `BackendReader.next`: this
         # loop runs for every answer the lane relays. Messages passed on as they came
         # (DataRows, CommandComplete, notices) go to the client as one slice per run.
-        link, session = self.link, self.lane.session
+        link, state = self.link, self.lane.state
         wire = link.wire
         buffer, pos, n = wire.buffer, wire.pos, len(wire.buffer)
         outcome, discard, unpack = self.outcome, self.discard, _U32.unpack_from
@@ -92,7 +92,7 @@ class Exchange:
                 outcome.status = link.status = chr(buffer[begin + 5])
                 if self.seen >= self.ready:
                     if run_at >= 0:
-                        session.write(bytes(buffer[run_at:run_end]))
+                        state.write(bytes(buffer[run_at:run_end]))
                     wire.pos = pos
                     self._finish()
                     return
@@ -105,9 +105,9 @@ class Exchange:
                 continue
             elif tag == _T:
                 if run_at >= 0:
-                    session.write(bytes(buffer[run_at:run_end]))
+                    state.write(bytes(buffer[run_at:run_end]))
                     run_at = run_end = -1
-                session.write(link.client_description(bytes(buffer[begin + 5:end])))
+                state.write(link.client_description(bytes(buffer[begin + 5:end])))
                 continue
             elif tag == _COPY_IN:  # not a statement the lane takes: the source misled us
                 wire.pos = pos
@@ -121,18 +121,18 @@ class Exchange:
             if passed:
                 if run_end != begin:
                     if run_at >= 0:
-                        session.write(bytes(buffer[run_at:run_end]))
+                        state.write(bytes(buffer[run_at:run_end]))
                     run_at = begin
                 run_end = end
         if run_at >= 0:
-            session.write(bytes(buffer[run_at:run_end]))
+            state.write(bytes(buffer[run_at:run_end]))
         wire.pos = pos
         if link.port.eof:
             link.broken = True
             outcome.error = PgError("08006", f'connection to source "{link.source}" was lost')
             self._finish()
             return
-        if session.buffered >= FLUSH_BYTES:
+        if state.buffered >= FLUSH_BYTES:
             self.lane.flush()
 
     def _finish(self) -> None:

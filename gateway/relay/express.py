@@ -85,7 +85,7 @@ class ExpressLane(HotLane):
     # --- a simple Query ------------------------------------------------------------------
 
     def _query(self, data: bytes, found: tuple[int, int, int]) -> bool:
-        s = self.session
+        s = self.state
         if s.failed or data[found[2] - 1] != 0:
             return False
         try:
@@ -125,7 +125,7 @@ class ExpressLane(HotLane):
     def _control(self, kind: str, sql: str) -> bool:
         """BEGIN, COMMIT/END, ROLLBACK: as `UtilityMixin._transaction`, for a block that
         touched at most one PostgreSQL link and holds no other connection."""
-        s = self.session
+        s = self.state
         if kind == "begin":
             if s.in_block:
                 return False  # the warning is the task's
@@ -158,7 +158,7 @@ class ExpressLane(HotLane):
 
     def _control_done(self, kind: str, outcome: Outcome) -> bool:
         """True when a FATAL error ended the connection."""
-        s = self.session
+        s = self.state
         self.links.writer = None
         s.end_block()
         if outcome.error is not None:
@@ -175,7 +175,7 @@ class ExpressLane(HotLane):
 
     def _extended(self, data: bytes, found: list[tuple[int, int, int]]) -> bool:
         """[Parse] Bind [Describe] Execute Sync, checked whole before anything is done."""
-        s = self.session
+        s = self.state
         if s.failed or s.skipping:
             return False
         parse: m.Parse | None = None
@@ -226,7 +226,7 @@ class ExpressLane(HotLane):
     def _statement(self, parse: m.Parse | None, name: str) -> Prepared | None:
         """The relayed statement a Bind names, with the Parse before it (which must repeat
         one the session relayed: `Session.on_parse`'s cache)."""
-        s = self.session
+        s = self.state
         if parse is None:
             return s.statements.get(name)
         if parse.name != name or (parse.name and parse.name in s.statements):

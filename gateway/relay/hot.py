@@ -151,8 +151,8 @@ class HotLane(Lane):
     tries a chunk against it before the lane cuts the chunk into messages; `_query` and
     `_extended` call `_remember` and `_remember_run` once they started a statement."""
 
-    def __init__(self, session: SessionState, links: SessionLinks, port: ClientSide) -> None:
-        super().__init__(session, links, port)
+    def __init__(self, state: SessionState, links: SessionLinks, port: ClientSide) -> None:
+        super().__init__(state, links, port)
         self._shapes: dict[str, HotQuery] = {}  # lifted shapes, by shape
         self._runs: dict[bytes, HotRun] = {}  # extended runs, by bytes without values
 
@@ -173,7 +173,7 @@ class HotLane(Lane):
     def _hot_query(self, data: bytes, found: tuple[int, int, int]) -> bool:
         """A simple Query of a shape `_query` lifted before: as `_query`, with the route and
         the lifted text from `_remember` once everything they depend on is unchanged."""
-        s = self.session
+        s = self.state
         if not self._shapes or s.failed or data[found[2] - 1] != 0:
             return False
         try:
@@ -208,7 +208,7 @@ class HotLane(Lane):
         quick = quick_split(text)
         if quick is None:
             return
-        s = self.session
+        s = self.state
         if len(self._shapes) >= LIMIT:
             self._shapes.clear()
         self._shapes[quick[1]] = HotQuery(route, lifted.sql, s.settings.values["search_path"],
@@ -218,7 +218,7 @@ class HotLane(Lane):
         if outcome.error is not None:  # positions and stale plans need the whole lifting
             self._query_done(route, outcome, lift(sql), raw)
             return
-        s = self.session
+        s = self.state
         if route.writes and s.in_block:
             self.links.writer = route.source
         s.query_done()
@@ -228,7 +228,7 @@ class HotLane(Lane):
         """A run `_extended` took before, differing only in its parameter values: as
         `_extended`, with its checks of the run's own bytes already made. Remembered runs
         end with their Sync, so a match is a chunk of exactly one run."""
-        s = self.session
+        s = self.state
         if not self._runs or s.failed or s.skipping:
             return False
         values = bind_values(data, start, end)

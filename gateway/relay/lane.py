@@ -51,15 +51,15 @@ class ClientSide(Protocol):
 class Lane:
     """The lane's machinery; `gateway.relay.express.ExpressLane` decides what it takes."""
 
-    def __init__(self, session: SessionState, links: SessionLinks, port: ClientSide) -> None:
-        self.session = session
+    def __init__(self, state: SessionState, links: SessionLinks, port: ClientSide) -> None:
+        self.state = state
         self.links = links
         self.port = port
         self.exchange: Exchange | None = None
         self.held: list[bytes] = []  # arrived while an exchange was in flight
         self.closed = False
         self.taken = 0  # statements the lane ran (SHOW fedgate.express_statements)
-        self._decoder = FrontendDecoder(session.ctx.config.server.max_message_bytes)
+        self._decoder = FrontendDecoder(state.ctx.config.server.max_message_bytes)
         self._decoder.startup_done()
 
     # --- entry points (ClientPort's callbacks) --------------------------------------------
@@ -103,7 +103,7 @@ class Lane:
     # --- deciding ------------------------------------------------------------------------
 
     def _session_idle(self) -> bool:
-        s = self.session
+        s = self.state
         return (self.port.idle and not self.closed and not s.closed and not s.has_output
                 and s.running is None and s.copy_in is None and s.copy_local is None
                 and not s.ctx.catalog_stale
@@ -121,14 +121,14 @@ class Lane:
         try:
             return self._decoder.next_message()
         except PgError:  # malformed: the task's decoder says so to the client
-            self._decoder = FrontendDecoder(self.session.ctx.config.server.max_message_bytes)
+            self._decoder = FrontendDecoder(self.state.ctx.config.server.max_message_bytes)
             self._decoder.startup_done()
             return None
 
     def _link(self, route: Route) -> PgLink | None:
         """The session's link to the route's source, when the lane may use it now: it
         exists (opening one takes the task), idle, and the write is allowed."""
-        s = self.session
+        s = self.state
         if s.failed or route.kind != "postgres" or route.copy_in or route.ddl:
             return None
         links = self.links
@@ -143,14 +143,14 @@ class Lane:
     def _send_query(self, link: PgLink, request: bytes, sql: str, done: Callable[[Outcome], None]) -> None:
         """Start a simple Query's statement, as Session.on_query → run_statements →
         SessionLinks.simple do."""
-        s = self.session
+        s = self.state
         s.skipping = False
         note_query(s, sql)
         prefix, quiet = self.links.prefix(link)
         self._start(link, prefix + request, quiet, done)
 
     def _query_done(self, route: Route, outcome: Outcome, lifted: Lifted | None, raw: bytes) -> None:
-        s = self.session
+        s = self.state
         if lifted is not None:
             outcome.error = unlifted(outcome.error, lifted)
             link = self.links.links.get(route.source)
@@ -174,7 +174,7 @@ class Lane:
     def _run_target(self, prepared: Prepared) -> tuple[PgLink, RemoteStatement] | None:
         """The link and the source's statement a run of `prepared` goes to, when the lane
         may start it now."""
-        old = self.session.portals.get("")
+        old = self.state.portals.get("")
         if old is not None and old.stream is not None:
             return None  # closing a planner portal takes the task
         route = prepared.route
@@ -193,7 +193,7 @@ class Lane:
         its parameters and formats (`params`) as sent, and Execute and Sync (`tail`). With
         a row limit (`limited`: asyncpg's fetchrow/fetchval) the source stops there and says
         PortalSuspended; Sync follows at once, so the portal ends as it does here."""
-        s = self.session
+        s = self.state
         if parsed is not None:
             s.statements[parsed] = prepared
         portal = Portal(prepared, [], formats)
@@ -207,7 +207,7 @@ class Lane:
                     suspended=limited)
 
     def _extended_done(self, route: Route, portal: Portal, outcome: Outcome) -> None:
-        s = self.session
+        s = self.state
         if outcome.error is not None:
             if self._fatal(outcome.error):
                 return
@@ -240,13 +240,13 @@ class Lane:
             return False
         self.exchange = None
         self.flush()
-        self.session.writer.write(encoder.error_from(err))
-        self.session.closed = True
+        self.state.writer.write(encoder.error_from(err))
+        self.state.closed = True
         self.port.transport.close()
         return True
 
     def flush(self) -> None:
-        s = self.session
+        s = self.state
         transport = self.port.transport
         data = s.take_output()
         if data and not self.closed and not transport.is_closing():

@@ -65,7 +65,7 @@ class ClientPort(asyncio.Protocol):
                     return
             except Exception:  # a bug of ours: this connection stays on the task's road
                 log.exception("express lane failed; the session carries on without it")
-                self.lane = lane.session.lane = None
+                self.lane = lane.state.lane = None
         self.feed(data)
 
     def feed(self, data: bytes) -> None:
