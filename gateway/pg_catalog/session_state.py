@@ -6,19 +6,22 @@ copies the context into every task the connection starts, so the catalog source 
 the session whose statement it is answering. `session_tables` turns that session into
 the small Arrow tables the macros and views read (`fg_session`, `fg_settings`,
 `fg_activity`); building them costs microseconds, so they are made per query and the
-plan cache can share catalog plans between sessions.
+plan cache can share catalog plans between sessions. What pg_stat_activity shows of a
+session is noted by the session and the express lane (`gateway.state.activity`).
 """
 
 from __future__ import annotations
 
 import contextvars
-import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 import pyarrow as pa
+
+from gateway.state.activity import activity_of, note_idle, note_query
+
+__all__ = ["activity_of", "bind_session", "current_session", "note_idle", "note_query",
+           "session_tables"]
 
 
 # Server settings clients read with current_setting() that sessions cannot change here
@@ -38,40 +41,6 @@ def bind_session(session: Any) -> None:
 
 def current_session() -> Any:
     return _current.get()
-
-
-@dataclass
-class Activity:
-    """What pg_stat_activity shows for one session (kept on the session by the catalog)."""
-
-    backend_start: datetime
-    query: str = ""
-    started: float | None = None  # time.time(): cheaper than a datetime per statement
-    state: str = "idle"
-
-    @property
-    def query_start(self) -> datetime | None:
-        return None if self.started is None else datetime.fromtimestamp(self.started, timezone.utc)
-
-
-def note_query(session: Any, sql: str) -> None:
-    """Record the statement a session is running, for pg_stat_activity."""
-    activity = activity_of(session)
-    activity.query = sql
-    activity.started = time.time()
-    activity.state = "active"
-
-
-def note_idle(session: Any) -> None:
-    activity_of(session).state = "idle"
-
-
-def activity_of(session: Any) -> Activity:
-    activity = getattr(session, "_pg_activity", None)
-    if activity is None:
-        activity = Activity(datetime.now(timezone.utc))
-        session._pg_activity = activity
-    return activity
 
 
 def effective_path(search_path: Iterable[str], schemas: Iterable[str]) -> tuple[list[str], list[str]]:

@@ -4,7 +4,8 @@ The lane writes a request to the session's link and hands the link's socket call
 an `Exchange`: each chunk the source sends is cut into messages in place (the link's
 `BackendReader`), DataRows pass to the client untouched, RowDescription is the link's
 client copy, and the last ReadyForQuery ends the exchange with an `Outcome`, as
-`PgLink.relay` does on the session's task.
+`PgLink.relay` does on the session's task. The answer is written into the session's
+state (`Answering.state`, a `gateway.state.session.SessionState`).
 """
 
 from __future__ import annotations
@@ -12,14 +13,12 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, PgLink
+from gateway.state.session import SessionState
 from pgwire.errors import CONNECTION_FAILURE, PgError, from_exception
-
-if TYPE_CHECKING:
-    from gateway.relay.express import ExpressLane
 
 log = logging.getLogger("fedgate.express")
 
@@ -42,10 +41,18 @@ def cut(data: bytes) -> tuple[list[tuple[int, int, int]], int]:
     return found, pos
 
 
+class Answering(Protocol):
+    """Where an exchange writes the source's answer (the lane, gateway.relay.lane.Lane)."""
+
+    state: SessionState
+
+    def flush(self) -> None: ...
+
+
 class Exchange:
     """One pipelined request on a link, answered into the session as bytes arrive."""
 
-    def __init__(self, lane: ExpressLane, link: PgLink, ready: int, quiet: int,
+    def __init__(self, lane: Answering, link: PgLink, ready: int, quiet: int,
                  done: Callable[[Outcome], None], *, discard: bool = False,
                  suspended: bool = False) -> None:
         self.lane, self.link, self.ready, self.quiet, self.done = lane, link, ready, quiet, done
@@ -68,7 +75,7 @@ class Exchange:
         # The messages are cut here, in place, rather than by `BackendReader.next`: this
         # loop runs for every answer the lane relays. Messages passed on as they came
         # (DataRows, CommandComplete, notices) go to the client as one slice per run.
-        link, session = self.link, self.lane.session
+        link, state = self.link, self.lane.state
         wire = link.wire
         buffer, pos, n = wire.buffer, wire.pos, len(wire.buffer)
         outcome, discard, unpack = self.outcome, self.discard, _U32.unpack_from
@@ -85,7 +92,7 @@ class Exchange:
                 outcome.status = link.status = chr(buffer[begin + 5])
                 if self.seen >= self.ready:
                     if run_at >= 0:
-                        session.write(bytes(buffer[run_at:run_end]))
+                        state.write(bytes(buffer[run_at:run_end]))
                     wire.pos = pos
                     self._finish()
                     return
@@ -98,9 +105,9 @@ class Exchange:
                 continue
             elif tag == _T:
                 if run_at >= 0:
-                    session.write(bytes(buffer[run_at:run_end]))
+                    state.write(bytes(buffer[run_at:run_end]))
                     run_at = run_end = -1
-                session.write(link.client_description(bytes(buffer[begin + 5:end])))
+                state.write(link.client_description(bytes(buffer[begin + 5:end])))
                 continue
             elif tag == _COPY_IN:  # not a statement the lane takes: the source misled us
                 wire.pos = pos
@@ -114,18 +121,18 @@ class Exchange:
             if passed:
                 if run_end != begin:
                     if run_at >= 0:
-                        session.write(bytes(buffer[run_at:run_end]))
+                        state.write(bytes(buffer[run_at:run_end]))
                     run_at = begin
                 run_end = end
         if run_at >= 0:
-            session.write(bytes(buffer[run_at:run_end]))
+            state.write(bytes(buffer[run_at:run_end]))
         wire.pos = pos
         if link.port.eof:
             link.broken = True
             outcome.error = PgError("08006", f'connection to source "{link.source}" was lost')
             self._finish()
             return
-        if session._out_bytes >= FLUSH_BYTES:
+        if state.buffered >= FLUSH_BYTES:
             self.lane.flush()
 
     def _finish(self) -> None:

@@ -28,17 +28,16 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import TYPE_CHECKING
 
 from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, RemoteStatement
-from gateway.relay.literals import INT4, Lifted, _type_of, lift
-from gateway.session.portals import Prepared
+from gateway.relay.literals import INT4, Lifted, type_of, lift
+from gateway.state.portals import Prepared
 from pgwire.protocol import messages as m
-from gateway.relay.routing import Route
-
-if TYPE_CHECKING:
-    from gateway.relay.express import ExpressLane
+from gateway.relay.lane import ClientSide, Lane
+from gateway.relay.links import SessionLinks
+from gateway.state.route import Route
+from gateway.state.session import SessionState
 
 # As gateway.relay.shapes' number alternative (a text read here has no quotes to skip).
 _NUMBER = re.compile(r"(?<![\w$.])(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)")
@@ -82,7 +81,7 @@ def quick_split(text: str) -> tuple[str, str, list[str]] | None:
 
 def parameter_types(numbers: list[str]) -> tuple[int, ...]:
     """The literals' own types (int4, int8 or numeric), as `gateway.relay.literals.lift` gives."""
-    return tuple(INT4 if len(n) < 10 and n.isdigit() else _type_of(n) for n in numbers)
+    return tuple(INT4 if len(n) < 10 and n.isdigit() else type_of(n) for n in numbers)
 
 
 def bound_request(statement: RemoteStatement, numbers: list[str]) -> bytes:
@@ -147,12 +146,17 @@ def run_key(data: bytes, bind: tuple[int, int], values: tuple[int, int, int], st
     return data[:bind[0] + 1] + data[bind[0] + 5:values[1]] + data[values[2]:stop]
 
 
-class HotMixin:
-    """The lane's side of this memory (`gateway.relay.express.ExpressLane` mixes it in): `_hot`
+class HotLane(Lane):
+    """The lane's side of this memory (`gateway.relay.express.ExpressLane` builds on it): `_hot`
     tries a chunk against it before the lane cuts the chunk into messages; `_query` and
     `_extended` call `_remember` and `_remember_run` once they started a statement."""
 
-    def _hot(self: ExpressLane, data: bytes) -> bool:
+    def __init__(self, state: SessionState, links: SessionLinks, port: ClientSide) -> None:
+        super().__init__(state, links, port)
+        self._shapes: dict[str, HotQuery] = {}  # lifted shapes, by shape
+        self._runs: dict[bytes, HotRun] = {}  # extended runs, by bytes without values
+
+    def _hot(self, data: bytes) -> bool:
         """A chunk that is exactly one simple Query, or one run, of a kind the lane
         remembers (`gateway.relay.hot`): started without cutting it into messages."""
         tag, n = data[0], len(data)
@@ -166,10 +170,10 @@ class HotMixin:
         end = bind + 1 + _U32.unpack_from(data, bind + 1)[0]
         return end <= n and self._hot_extended(data, bind, end)
 
-    def _hot_query(self: ExpressLane, data: bytes, found: tuple[int, int, int]) -> bool:
+    def _hot_query(self, data: bytes, found: tuple[int, int, int]) -> bool:
         """A simple Query of a shape `_query` lifted before: as `_query`, with the route and
         the lifted text from `_remember` once everything they depend on is unchanged."""
-        s = self.session
+        s = self.state
         if not self._shapes or s.failed or data[found[2] - 1] != 0:
             return False
         try:
@@ -186,7 +190,7 @@ class HotMixin:
         if (hot.search_path != values["search_path"] or hot.version != s.ctx.catalog.version
                 or values["fedgate.parameterize"] != "on"
                 or (not route.writes and values["fedgate.relay"] != "on")
-                or hot.in_transaction != (s.in_block and s.links.active)):
+                or hot.in_transaction != (s.in_block and self.links.active)):
             return False
         link = self._link(route)
         if link is None:
@@ -199,32 +203,32 @@ class HotMixin:
                          lambda outcome: self._hot_done(route, outcome, sql, raw))
         return True
 
-    def _remember(self: ExpressLane, text: str, route: Route, lifted: Lifted) -> None:
+    def _remember(self, text: str, route: Route, lifted: Lifted) -> None:
         """Keep a lifted shape for `_hot_query`, with what its route was decided on."""
         quick = quick_split(text)
         if quick is None:
             return
-        s = self.session
+        s = self.state
         if len(self._shapes) >= LIMIT:
             self._shapes.clear()
         self._shapes[quick[1]] = HotQuery(route, lifted.sql, s.settings.values["search_path"],
-                                       s.ctx.catalog.version, s.in_block and s.links.active)
+                                       s.ctx.catalog.version, s.in_block and self.links.active)
 
-    def _hot_done(self: ExpressLane, route: Route, outcome: Outcome, sql: str, raw: bytes) -> None:
+    def _hot_done(self, route: Route, outcome: Outcome, sql: str, raw: bytes) -> None:
         if outcome.error is not None:  # positions and stale plans need the whole lifting
             self._query_done(route, outcome, lift(sql), raw)
             return
-        s = self.session
+        s = self.state
         if route.writes and s.in_block:
-            s.links.writer = route.source
-        s._query_done()
+            self.links.writer = route.source
+        s.query_done()
         self._done()
 
-    def _hot_extended(self: ExpressLane, data: bytes, start: int, end: int) -> bool:
+    def _hot_extended(self, data: bytes, start: int, end: int) -> bool:
         """A run `_extended` took before, differing only in its parameter values: as
         `_extended`, with its checks of the run's own bytes already made. Remembered runs
         end with their Sync, so a match is a chunk of exactly one run."""
-        s = self.session
+        s = self.state
         if not self._runs or s.failed or s.skipping:
             return False
         values = bind_values(data, start, end)
@@ -235,7 +239,7 @@ class HotMixin:
             return False
         prepared = hot.prepared
         if hot.parsed is not None:  # the Parse must find the statement `_statement` found
-            if s._relayed.get(s.relay_key_for(*hot.parsed)) is not prepared:
+            if s.relayed.get(self.links.relay_key(*hot.parsed)) is not prepared:
                 return False
         elif s.statements.get(hot.statement) is not prepared:
             return False
@@ -249,7 +253,7 @@ class HotMixin:
                        hot.answered, data[values[0]:end], hot.tail, hot.limited)
         return True
 
-    def _remember_run(self: ExpressLane, data: bytes, found: list[tuple[int, int, int]],
+    def _remember_run(self, data: bytes, found: list[tuple[int, int, int]],
                       prepared: Prepared, parse: m.Parse | None, formats: tuple[int, ...],
                       answered: bytes, tail: bytes) -> None:
         """Keep this run for `_hot_extended` (`found`: its messages from the Bind on)."""

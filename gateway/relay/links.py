@@ -10,13 +10,16 @@ so a block touching one source costs what it costs on PostgreSQL itself. COMMIT 
 ROLLBACK go to every source the block touched. A block may read from several sources
 but write to one: the first write to a second source is refused (0A000) before anything
 reaches it.
+
+`SessionLinks` is handed the session's state (`gateway.state.session.SessionState`); the
+session and the express lane both go through it to route a statement (`route`), key the
+relayed-statement cache (`relay_key`) and find the commands a statement needs in front
+(`prefix`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgwire.protocol import client as w
 from connectors import writes
@@ -25,10 +28,12 @@ from connectors.postgres.link_reader import LinkReader
 from gateway.executor.execute import Executor
 from pgwire.errors import FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError
 from gateway.relay.literals import Lifted, lift
-from gateway.relay.routing import Route
+from gateway.state.portals import Portal, Prepared
+from gateway.state.route import Route
+from gateway.state.session import SessionState
+from pgwire.protocol import encoder
 
 if TYPE_CHECKING:
-    from gateway.session.session import Portal, Session
     from planner import QueryPlan
 
 
@@ -47,6 +52,12 @@ def stale_plan(error: PgError | None) -> bool:
             and "cached plan must not change result type" in error.message)
 
 
+def relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
+    """The RowDescription (or NoData) of a relayed statement, as its source described it."""
+    found = prepared.remote.description(tuple(formats)) if prepared.remote is not None else None
+    return encoder.no_data() if found is None else found
+
+
 def unlifted(error: PgError | None, lifted: Lifted) -> PgError | None:
     """A source error about the lifted text, pointing into the client's text."""
     if error is not None and error.position is not None:
@@ -55,8 +66,8 @@ def unlifted(error: PgError | None, lifted: Lifted) -> PgError | None:
 
 
 class SessionLinks:
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
         self.links: dict[str, PgLink] = {}
         self.writers: dict[str, writes.Writer] = {}  # SQLite/MySQL connections a block holds
         self.writer: str | None = None  # the source this transaction block wrote to
@@ -68,33 +79,50 @@ class SessionLinks:
         """A transaction block has reached a source (reads must go where writes went)."""
         return bool(self.writers) or any(link.status != "I" for link in self.links.values())
 
+    def route(self, sql: str) -> Route | None:
+        """Where `sql` goes (gateway.relay.routing), or None for the planner: reads are
+        relayed only while `fedgate.relay` is on."""
+        state = self.state
+        route = state.ctx.router.route(sql, state.settings.search_path,
+                                       state.in_block and self.active)
+        if route is not None and not route.writes and state.settings.values["fedgate.relay"] != "on":
+            return None
+        return route
+
+    def relay_key(self, query: str, param_types: tuple[int, ...]) -> tuple:
+        """What a relayed statement's Parse depends on (the key of `SessionState.relayed`)."""
+        state = self.state
+        values = state.settings.values
+        return (query, param_types, state.ctx.catalog.version, values["search_path"],
+                values["fedgate.relay"], state.in_block and self.active)
+
     async def link(self, source: str) -> PgLink:
         link = self.links.get(source)
         if link is not None and not link.broken:
             return link
-        ctx = self.session.ctx
+        ctx = self.state.ctx
         remote = ctx.sources[source]
         link = await PgLink.connect(source, remote.dsn, schema=remote.schema,  # type: ignore[attr-defined]
-                                    settings=self.session.settings.values,
+                                    settings=self.state.settings.values,
                                     read_only=source in ctx.router.read_only)
         self.links[source] = link
         return link
 
-    def _prefix(self, link: PgLink, *, begin: bool = True) -> tuple[bytes, int]:
+    def prefix(self, link: PgLink, *, begin: bool = True) -> tuple[bytes, int]:
         """Commands to send ahead of a statement, as one pipelined exchange: the client's
         formatting settings, and BEGIN when the block has not reached this source yet."""
-        commands = link.setting_commands(self.session.settings.values)
-        if begin and self.session.in_block and link.status == "I":
+        commands = link.setting_commands(self.state.settings.values)
+        if begin and self.state.in_block and link.status == "I":
             commands.append(self.begin_sql)
-            commands.extend(f'SAVEPOINT "{name}"' for name in self.session.savepoints)
+            commands.extend(f'SAVEPOINT "{name}"' for name in self.state.savepoints)
         return (w.query("; ".join(commands)), 1) if commands else (b"", 0)
 
     def _check(self, route: Route) -> None:
-        session = self.session
-        if session.failed:
+        state = self.state
+        if state.failed:
             raise PgError(IN_FAILED_SQL_TRANSACTION,
                           "current transaction is aborted, commands ignored until end of transaction block")
-        if route.writes and session.in_block and self.writer not in (None, route.source):
+        if route.writes and state.in_block and self.writer not in (None, route.source):
             raise PgError(FEATURE_NOT_SUPPORTED,
                           f'this transaction already wrote to source "{self.writer}"; a transaction '
                           f'may write to one source only (not also "{route.source}")',
@@ -103,11 +131,11 @@ class SessionLinks:
     async def _finish(self, route: Route, outcome: Outcome) -> None:
         if outcome.error is not None:
             raise outcome.error
-        if route.writes and self.session.in_block:
+        if route.writes and self.state.in_block:
             self.writer = route.source
         if route.ddl:
             self.ddl = True
-            if not self.session.in_block:
+            if not self.state.in_block:
                 self._stale()
 
     def _stale(self) -> None:
@@ -116,7 +144,7 @@ class SessionLinks:
         does not wait for it (gateway.relay.routing sends writes on unknown tables to the
         first source on search_path, and reads on them to the planner)."""
         self.ddl = False
-        self.session.ctx.catalog_stale = True
+        self.state.ctx.catalog_stale = True
 
     # --- running statements --------------------------------------------------------------
 
@@ -129,11 +157,11 @@ class SessionLinks:
         lifted = self.lifted(route, sql)
         if lifted is not None:
             try:
-                statement = await link.prepare(lifted.sql, lifted.oids, *self._prefix(link, begin=False))
+                statement = await link.prepare(lifted.sql, lifted.oids, *self.prefix(link, begin=False))
             except PgError as err:
                 raise unlifted(err, lifted) from None
-            prefix, quiet = self._prefix(link)
-            outcome = await link.relay(prefix + lifted_execute(statement.name, lifted), self.session,
+            prefix, quiet = self.prefix(link)
+            outcome = await link.relay(prefix + lifted_execute(statement.name, lifted), self.state,
                                        ready=1 + quiet, quiet=quiet)
             outcome.error = unlifted(outcome.error, lifted)
             if stale_plan(outcome.error) and link.status == "I":
@@ -141,10 +169,10 @@ class SessionLinks:
                 # has no such plan, so this one runs as written (and is prepared anew
                 # next time).
                 link.statements.pop((lifted.sql, lifted.oids), None)
-                outcome = await link.relay(w.query(sql), self.session)
+                outcome = await link.relay(w.query(sql), self.state)
         else:
-            prefix, quiet = self._prefix(link)
-            outcome = await link.relay(prefix + w.query(route.sql or sql), self.session,
+            prefix, quiet = self.prefix(link)
+            outcome = await link.relay(prefix + w.query(route.sql or sql), self.state,
                                        ready=1 + quiet, quiet=quiet)
         if outcome.copy_in:
             return link
@@ -154,18 +182,18 @@ class SessionLinks:
     def lifted(self, route: Route, sql: str) -> Lifted | None:
         """`sql` with its numbers as parameters, for statements that may be sent so."""
         if route.sql is not None or route.copy_in or route.verb not in LIFTED_VERBS \
-                or self.session.settings.values["fedgate.parameterize"] != "on":
+                or self.state.settings.values["fedgate.parameterize"] != "on":
             return None
         return lift(sql)
 
     async def copy_done(self, route: Route, link: PgLink, failure: str | None) -> None:
         message = w.COPY_DONE if failure is None else w.copy_fail(failure)
-        outcome = await link.relay(message, self.session)
+        outcome = await link.relay(message, self.state)
         await self._finish(route, outcome)
 
     async def prepare(self, route: Route, sql: str, param_oids: tuple[int, ...]) -> RemoteStatement:
         link = await self.link(route.source)
-        prefix, quiet = self._prefix(link, begin=False)
+        prefix, quiet = self.prefix(link, begin=False)
         return await link.prepare(route.sql or sql, param_oids, prefix, quiet)
 
     async def execute(self, portal: Portal) -> None:
@@ -175,24 +203,24 @@ class SessionLinks:
         self._check(route)
         link = await self.link(route.source)
         statement = await link.prepare(route.sql or prepared.sql, prepared.declared_oids)
-        prefix, quiet = self._prefix(link)
+        prefix, quiet = self.prefix(link)
         payload = (prefix + w.bind("", statement.name, portal.param_formats, portal.raw_params,
                                    portal.formats) + w.execute("", 0) + w.SYNC)
-        outcome = await link.relay(payload, self.session, ready=1 + quiet, quiet=quiet)
+        outcome = await link.relay(payload, self.state, ready=1 + quiet, quiet=quiet)
         await self._finish(route, outcome)
 
     async def write_elsewhere(self, route: Route, params: list[Any]) -> writes.WriteResult:
         """A write to a SQLite or MySQL source; inside a block, on a connection the block
         holds until COMMIT/ROLLBACK (created with the block's savepoints)."""
         self._check(route)
-        source = self.session.ctx.sources[route.source]
-        if not self.session.in_block:
+        source = self.state.ctx.sources[route.source]
+        if not self.state.in_block:
             return await writes.write(source, route, params)
         writer = self.writers.get(route.source)
         if writer is None:
             writer = await writes.open_writer(source, route.kind, route.source)
             self.writers[route.source] = writer
-            for name in self.session.savepoints:
+            for name in self.state.savepoints:
                 await writer.command(f'SAVEPOINT "{name}"')
         result = await writes.write(source, route, params, writer)
         self.writer = route.source
@@ -201,22 +229,22 @@ class SessionLinks:
     def executor_for(self, plan: QueryPlan) -> Executor | None:
         """An executor whose fragments on sources this block has reached run on the
         block's links (so they see its writes); None when the shared one will do."""
-        if not (self.session.in_block and self.active):
+        if not (self.state.in_block and self.active):
             return None
         needed = {f.source for f in plan.fragments}
         touched = {name: link for name, link in self.links.items()
                    if name in needed and link.status != "I" and not link.broken}
         if not touched:
             return None
-        base = self.session.ctx.executor
+        base = self.state.ctx.executor
         sources = dict(base.sources)
         for name, link in touched.items():
-            sources[name] = LinkReader(base.sources[name], link, self._prefix(link))  # type: ignore[assignment]
+            sources[name] = LinkReader(base.sources[name], link, self.prefix(link))  # type: ignore[assignment]
         return Executor(sources, base.engines, base.default)
 
     # --- transaction control -------------------------------------------------------------
 
-    def _in_transaction(self) -> list[PgLink]:
+    def in_transaction(self) -> list[PgLink]:
         touched = [link for link in self.links.values() if link.status != "I" and not link.broken]
         # The source that was written to commits last: a failure before it leaves no write.
         return sorted(touched, key=lambda link: link.source == self.writer)
@@ -224,14 +252,14 @@ class SessionLinks:
     async def end(self, commit: bool) -> None:
         """COMMIT (or ROLLBACK) on every source the block touched."""
         error: PgError | None = None
-        command = "COMMIT" if commit and not self.session.failed else "ROLLBACK"
+        command = "COMMIT" if commit and not self.state.failed else "ROLLBACK"
         held, self.writers = self.writers, {}
         for held_writer in held.values():  # only readers, or the writer itself: see _check
             try:
                 await held_writer.finish(commit=command == "COMMIT" and error is None)
             except PgError as err:
                 error = error or err
-        for link in self._in_transaction():
+        for link in self.in_transaction():
             outcome = await link.simple(command if error is None else "ROLLBACK")
             error = error or outcome.error
         self.writer = None
@@ -243,7 +271,7 @@ class SessionLinks:
     async def savepoint(self, kind: str, name: str) -> None:
         command = {"savepoint": "SAVEPOINT", "release": "RELEASE SAVEPOINT",
                    "rollback_to": "ROLLBACK TO SAVEPOINT"}[kind]
-        for link in self._in_transaction():
+        for link in self.in_transaction():
             outcome = await link.simple(f'{command} "{name}"')
             if outcome.error is not None:
                 raise outcome.error

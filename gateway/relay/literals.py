@@ -74,7 +74,7 @@ def lift(sql: str) -> Lifted | None:
         parts.append(marker)
         length += len(marker)
         values.append(text.encode())
-        oids.append(_type_of(text))
+        oids.append(type_of(text))
         last = end
     if not values:
         return None
@@ -82,7 +82,7 @@ def lift(sql: str) -> Lifted | None:
     return Lifted("".join(parts), tuple(values), tuple(oids), tuple(spans))
 
 
-def _type_of(text: str) -> int:
+def type_of(text: str) -> int:
     """PostgreSQL's type of a numeric constant: int4 if it fits, else int8, else numeric."""
     if "." in text or "e" in text or "E" in text:
         return NUMERIC

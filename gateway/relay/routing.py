@@ -18,7 +18,6 @@ pgbench's `... WHERE aid = 4711` is decided once, whatever the number.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import sqlglot
@@ -27,16 +26,16 @@ from sqlglot.errors import ParseError
 
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, READ_ONLY_SQL_TRANSACTION, PgError)
 from gateway.relay.shapes import shape_of
+from gateway.state.route import Route
 
 if TYPE_CHECKING:
-    from gateway.server.listener import ServerContext
+    from gateway.state.context import ServerContext
 
 CACHE_LIMIT = 20_000
 WRITE_VERBS = frozenset({"insert", "update", "delete", "merge", "create", "drop", "alter",
                          "truncate", "vacuum", "analyze", "analyse", "comment", "grant",
                          "revoke", "reindex", "cluster", "refresh", "lock", "copy"})
 READ_VERBS = frozenset({"select", "with", "values", "table"})
-DDL_VERBS = frozenset({"create", "drop", "alter", "truncate", "comment", "refresh"})
 # Functions whose answer is the gateway's, not the source's: never relayed.
 GATEWAY_FUNCTIONS = frozenset({
     "current_schema", "current_schemas", "current_database", "current_catalog", "version",
@@ -58,21 +57,6 @@ _OPAQUE_TABLES = {
     "truncate": re.compile(r"\s*TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?(.*?)(?:\s+(?:RESTART|CONTINUE|CASCADE|RESTRICT)\b.*)?$", re.I | re.S),
     "lock": re.compile(r"\s*LOCK\s+(?:TABLE\s+)?(?:ONLY\s+)?(.*?)(?:\s+IN\s+.*|\s+NOWAIT)?$", re.I | re.S),
 }
-
-
-@dataclass(frozen=True)
-class Route:
-    source: str          # a PostgreSQL source
-    verb: str            # the statement's first word, lower case
-    writes: bool
-    sql: str | None = None   # what to send instead of the client's text (names rewritten)
-    copy_in: bool = False    # COPY ... FROM STDIN
-    kind: str = "postgres"   # other kinds take writes only (connectors.writes)
-    tree: exp.Expression | None = field(default=None, compare=False)  # parsed, for them
-
-    @property
-    def ddl(self) -> bool:
-        return self.verb in DDL_VERBS
 
 
 def verb_of(sql: str) -> str:

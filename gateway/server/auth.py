@@ -16,38 +16,30 @@ auth-scram.c, crypt.c) so clients see the messages and errors they expect:
 `step` raises `PgError` (severity FATAL) on failure: 28P01 for a wrong password or an
 unknown user (same message either way), 08P01 for malformed messages, 0A000 for SCRAM
 features PostgreSQL does not support either. The caller sends it as an ErrorResponse and
-closes the connection.
+closes the connection. The secrets and their math are `gateway.server.scram`'s.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
-import re
 import secrets
-import stringprep
 import struct
-import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Protocol
 
 from gateway.config import UserConfig
+from gateway.server.scram import (DEFAULT_ITERATIONS, KEY_LEN, MD5_STORED, SALT_LEN, ScramSecret,
+                                  b64, b64decode, derive_configured, hmac_sha256, md5_hex,
+                                  parse_scram_secret, scram_secret, verify_password)
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PASSWORD, PROTOCOL_VIOLATION, PgError
 
 SCRAM_SHA_256 = "SCRAM-SHA-256"
-DEFAULT_ITERATIONS = 4096  # PostgreSQL's scram_iterations default
-_SALT_LEN = 16  # SCRAM_DEFAULT_SALT_LEN
 _NONCE_LEN = 18  # SCRAM_RAW_NONCE_LEN: random bytes, sent base64-encoded
-_KEY_LEN = 32
 
 # Stands in for PostgreSQL's cluster-wide mock_auth_nonce. Per process unless the caller
 # passes a persistent `server_secret`; it only has to be unpredictable to clients.
 _PROCESS_SECRET = secrets.token_bytes(32)
-_MD5_STORED = re.compile(r"md5[0-9a-f]{32}")
-_SCRAM_STORED = re.compile(r"SCRAM-SHA-256\$([0-9]+):([^$:]+)\$([^$:]+):([^$:]+)")
 
 
 @dataclass(frozen=True)
@@ -72,126 +64,6 @@ class Authenticator(Protocol):
     def start(self) -> AuthRequest: ...
 
     def step(self, data: bytes) -> list[AuthRequest]: ...
-
-
-# --- stored secrets ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ScramSecret:
-    iterations: int
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-
-    def __str__(self) -> str:
-        return (f"SCRAM-SHA-256${self.iterations}:{_b64(self.salt)}"
-                f"${_b64(self.stored_key)}:{_b64(self.server_key)}")
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _b64decode(text: str | bytes) -> bytes | None:
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
-def parse_scram_secret(text: str) -> ScramSecret | None:
-    """Parse `SCRAM-SHA-256$<iter>:<salt>$<StoredKey>:<ServerKey>`; None if malformed.
-
-    Like PostgreSQL's get_password_type, anything that does not parse is plain text.
-    """
-    m = _SCRAM_STORED.fullmatch(text)
-    if m is None:
-        return None
-    iterations = int(m[1])
-    salt, stored_key, server_key = (_b64decode(part) for part in m.groups()[1:])
-    if (iterations < 1 or not salt or stored_key is None or server_key is None
-            or len(stored_key) != _KEY_LEN or len(server_key) != _KEY_LEN):
-        return None
-    return ScramSecret(iterations, salt, stored_key, server_key)
-
-
-_SASLPREP_PROHIBITED = (
-    stringprep.in_table_a1,  # unassigned code points: PostgreSQL prohibits them too
-    stringprep.in_table_c12, stringprep.in_table_c21_c22, stringprep.in_table_c3,
-    stringprep.in_table_c4, stringprep.in_table_c5, stringprep.in_table_c6,
-    stringprep.in_table_c7, stringprep.in_table_c8, stringprep.in_table_c9,
-)
-
-
-def _saslprep(password: bytes) -> bytes:
-    """RFC 4013 SASLprep as PostgreSQL's pg_saslprep applies it to SCRAM passwords.
-
-    PostgreSQL never rejects a password here: if it is not UTF-8 or SASLprep fails, the
-    raw bytes are used. libpq and asyncpg do the same, so both sides derive equal keys.
-    """
-    if password.isascii():
-        return password
-    try:
-        text = password.decode("utf-8")
-    except UnicodeDecodeError:
-        return password
-    mapped = "".join(" " if stringprep.in_table_c12(c) else c
-                     for c in text if not stringprep.in_table_b1(c))
-    if not mapped:
-        return password
-    prepared = unicodedata.normalize("NFKC", mapped)
-    if any(check(c) for c in prepared for check in _SASLPREP_PROHIBITED):
-        return password
-    if any(stringprep.in_table_d1(c) for c in prepared):
-        # RFC 3454 section 6: RandALCat text must start and end with RandALCat, no LCat.
-        if (not (stringprep.in_table_d1(prepared[0]) and stringprep.in_table_d1(prepared[-1]))
-                or any(stringprep.in_table_d2(c) for c in prepared)):
-            return password
-    return prepared.encode("utf-8")
-
-
-def _hmac(key: bytes, msg: bytes) -> bytes:
-    return hmac.new(key, msg, hashlib.sha256).digest()
-
-
-def _derive(password: bytes, salt: bytes, iterations: int) -> ScramSecret:
-    salted = hashlib.pbkdf2_hmac("sha256", _saslprep(password), salt, iterations)
-    stored_key = hashlib.sha256(_hmac(salted, b"Client Key")).digest()
-    return ScramSecret(iterations, salt, stored_key, _hmac(salted, b"Server Key"))
-
-
-# Only ever called with passwords from the configuration (never client input), so the
-# cache cannot be filled by guesses; it saves the PBKDF2 cost on every login.
-_derive_configured = lru_cache(maxsize=256)(_derive)
-
-
-def scram_secret(password: str, *, salt: bytes | None = None,
-                 iterations: int = DEFAULT_ITERATIONS) -> str:
-    """The stored form of `password`, as PostgreSQL's password_encryption=scram-sha-256."""
-    if iterations < 1:
-        raise ValueError("iterations must be positive")
-    if salt is None:
-        salt = secrets.token_bytes(_SALT_LEN)
-    return str(_derive(password.encode("utf-8"), salt, iterations))
-
-
-def _md5_hex(data: bytes) -> str:
-    return hashlib.md5(data).hexdigest()
-
-
-def verify_password(stored: str | None, username: str, password: bytes) -> bool:
-    """Check a cleartext password against a plain, "md5..." or SCRAM stored password."""
-    if not stored or not password:
-        return False
-    secret = parse_scram_secret(stored)
-    if secret is not None:
-        derived = _derive(password, secret.salt, secret.iterations)
-        return hmac.compare_digest(derived.stored_key, secret.stored_key)
-    if _MD5_STORED.fullmatch(stored):
-        candidate = "md5" + _md5_hex(password + username.encode("utf-8"))
-        return hmac.compare_digest(candidate.encode(), stored.encode())
-    return hmac.compare_digest(password, stored.encode("utf-8"))
 
 
 # --- errors ---------------------------------------------------------------------------
@@ -291,11 +163,11 @@ class MD5Authenticator(_Exchange):
         stored = self._stored
         if not stored or parse_scram_secret(stored) is not None:
             return None  # nothing an md5 response could match: fail at the end
-        if _MD5_STORED.fullmatch(stored):
+        if MD5_STORED.fullmatch(stored):
             inner = stored[3:]
         else:
-            inner = _md5_hex(stored.encode("utf-8") + self.username.encode("utf-8"))
-        return b"md5" + _md5_hex(inner.encode("ascii") + self._salt).encode("ascii")
+            inner = md5_hex(stored.encode("utf-8") + self.username.encode("utf-8"))
+        return b"md5" + md5_hex(inner.encode("ascii") + self._salt).encode("ascii")
 
     def _step(self, data: bytes) -> list[AuthRequest]:
         response = _password_packet(data)
@@ -358,9 +230,9 @@ class ScramAuthenticator(_Exchange):
         if secret is None:
             salt = mock_salt if mock_salt is not None else _user_salt(_PROCESS_SECRET, username)
             # PostgreSQL's mock_scram_secret: zero keys never verify.
-            secret = ScramSecret(DEFAULT_ITERATIONS, salt, bytes(_KEY_LEN), bytes(_KEY_LEN))
+            secret = ScramSecret(DEFAULT_ITERATIONS, salt, bytes(KEY_LEN), bytes(KEY_LEN))
         self._secret = secret
-        self._server_nonce = (server_nonce or _b64(secrets.token_bytes(_NONCE_LEN))).encode("ascii")
+        self._server_nonce = (server_nonce or b64(secrets.token_bytes(_NONCE_LEN))).encode("ascii")
         self._state = "initial"
         self._cbind = b""
         self._client_nonce = b""
@@ -432,7 +304,7 @@ class ScramAuthenticator(_Exchange):
         self._client_nonce = nonce
         self._client_first_bare = bare
         self._server_first = b"r=%s%s,s=%s,i=%d" % (
-            nonce, self._server_nonce, _b64(self._secret.salt).encode("ascii"),
+            nonce, self._server_nonce, b64(self._secret.salt).encode("ascii"),
             self._secret.iterations)
         self._state = "final"
         return [AuthRequest("sasl_continue", self._server_first)]
@@ -448,27 +320,27 @@ class ScramAuthenticator(_Exchange):
         proof_at = 2 + names.index(b"p")
         if proof_at != len(parts) - 1:
             raise _malformed("Garbage found at the end of client-final-message.")
-        proof = _b64decode(_attr(parts[proof_at])[1])
-        if proof is None or len(proof) != _KEY_LEN:
+        proof = b64decode(_attr(parts[proof_at])[1])
+        if proof is None or len(proof) != KEY_LEN:
             raise _malformed("Malformed proof in client-final-message.")
         if final_nonce != self._client_nonce + self._server_nonce:
             raise _violation("invalid SCRAM response", "Nonce does not match.")
 
         auth_message = b",".join(
             (self._client_first_bare, self._server_first, b",".join(parts[:proof_at])))
-        signature = _hmac(self._secret.stored_key, auth_message)
+        signature = hmac_sha256(self._secret.stored_key, auth_message)
         client_key = bytes(a ^ b for a, b in zip(proof, signature))
         valid = hmac.compare_digest(hashlib.sha256(client_key).digest(), self._secret.stored_key)
         if not valid or self._doomed:
             raise _auth_failed(self.username)
-        server_signature = _hmac(self._secret.server_key, auth_message)
-        return [AuthRequest("sasl_final", b"v=" + _b64(server_signature).encode("ascii")), _OK]
+        server_signature = hmac_sha256(self._secret.server_key, auth_message)
+        return [AuthRequest("sasl_final", b"v=" + b64(server_signature).encode("ascii")), _OK]
 
 
 def _user_salt(server_secret: bytes, username: str) -> bytes:
     # PostgreSQL's scram_mock_salt: stable per user, so repeated attempts look alike and an
     # unknown user looks like a user whose password is stored in plain text.
-    return hashlib.sha256(username.encode("utf-8") + server_secret).digest()[:_SALT_LEN]
+    return hashlib.sha256(username.encode("utf-8") + server_secret).digest()[:SALT_LEN]
 
 
 def make_authenticator(method: str, user: UserConfig | None, username: str, *,
@@ -491,8 +363,8 @@ def make_authenticator(method: str, user: UserConfig | None, username: str, *,
     if method == "md5" and secret is None:
         return MD5Authenticator(username, stored)
     salt = _user_salt(server_secret if server_secret is not None else _PROCESS_SECRET, username)
-    if secret is None and stored is not None and not _MD5_STORED.fullmatch(stored):
-        secret = _derive_configured(stored.encode("utf-8"), salt, DEFAULT_ITERATIONS)
+    if secret is None and stored is not None and not MD5_STORED.fullmatch(stored):
+        secret = derive_configured(stored.encode("utf-8"), salt, DEFAULT_ITERATIONS)
     return ScramAuthenticator(username, secret, mock_salt=salt)
 
 

@@ -5,7 +5,9 @@ none. While it waits with nothing buffered, the session is idle, and a chunk tha
 a statement the express lane (`gateway.relay.express`) can relay is answered right here, in
 the callback, without waking the task. Every other chunk is fed to the decoder, in
 order. The stream protocol this replaces stays behind it for the writing side, so
-`StreamWriter.drain()` and `wait_closed()` keep working.
+`StreamWriter.drain()` and `wait_closed()` keep working. The connection
+(`gateway.server.connection`) gives the port its lane; the lane sees the port only as
+`gateway.relay.lane.ClientSide`.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ class ClientPort(asyncio.Protocol):
                     return
             except Exception:  # a bug of ours: this connection stays on the task's road
                 log.exception("express lane failed; the session carries on without it")
-                self.lane = lane.session.lane = None
+                self.lane = lane.state.lane = None
         self.feed(data)
 
     def feed(self, data: bytes) -> None:

@@ -4,6 +4,11 @@ This is the asyncio layer around the sans-IO codec: it reads bytes, feeds the de
 hands messages to the session and writes what comes back. Fatal errors (bad startup
 packet, failed authentication, protocol violations) are reported and close only this
 connection; nothing a client sends can take the server down.
+
+The connection owns the client's port (`gateway.server.client_port`), the session
+(`gateway.session.session`) and the express lane (`gateway.relay.express`), and wires
+them: the lane gets the session's state, its links and the port; the port offers the
+lane what arrives.
 """
 
 from __future__ import annotations
@@ -11,20 +16,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from typing import TYPE_CHECKING
 
+from gateway.relay.express import ExpressLane
 from gateway.server.auth import AuthRequest, make_authenticator
 from gateway.server.client_port import ClientPort
 from gateway.pg_catalog.databases import served_database
-from gateway.relay.express import ExpressLane
 from pgwire.errors import (INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL_VIOLATION,
                             TOO_MANY_CONNECTIONS, PgError, from_exception)
 from pgwire.protocol import decoder, encoder
 from pgwire.protocol import messages as m
 from gateway.session.session import Session
-
-if TYPE_CHECKING:
-    from gateway.server.listener import ServerContext
+from gateway.state.context import ServerContext
 
 log = logging.getLogger("fedgate.connection")
 
@@ -170,7 +172,7 @@ class Connection:
         self.ctx.sessions[pid] = session
         session.startup_messages()
         await session.flush()
-        self.port.lane = session.lane = ExpressLane(session, self.port)
+        self.port.lane = session.lane = ExpressLane(session, session.links, self.port)
         while not session.closed:
             message = await self._next()
             if message is None:

@@ -19,15 +19,26 @@ import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Self
-
-if TYPE_CHECKING:
-    from gateway.server.workers import WorkerSpec
+from dataclasses import dataclass
+from typing import Any, Self
 
 log = logging.getLogger("fedgate.workers")
 
 BACKLOG = 1024
 Accept = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What one worker needs besides the config: who it is and where its peers are
+    (made by the supervisor, gateway.server.workers)."""
+
+    index: int
+    count: int
+    runtime_dir: str  # private directory of the cancel sockets
+    sock: socket.socket  # the listening socket the parent bound
+    supervisor_pid: int
+    loads: Any  # multiprocessing RawArray("i", count): open client connections per worker
 
 
 def handoff_socket_path(runtime_dir: str, index: int) -> str:

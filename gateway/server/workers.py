@@ -50,38 +50,30 @@ import struct
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gateway.config import Config, ConfigError, listen_error
 from pgwire.errors import PgError
-from gateway.server.worker_listen import Accept, BalancedListener
+from gateway.server.loop import run_loop
+from gateway.server.worker_listen import Accept, BalancedListener, WorkerSpec
+from gateway.state.context import ServerContext
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection as PipeEnd
     from multiprocessing.process import BaseProcess
 
-    from gateway.server.listener import ServerContext
-
 log = logging.getLogger("fedgate.workers")
+
+# gateway.server.listener.serve: what each worker process runs.
+Serve = Callable[..., Coroutine[object, object, None]]
 
 CANCEL_REQUEST_CODE = 80877102
 STOP_GRACE_S = 10.0  # SIGTERM, then SIGKILL
 YOUNG_S = 10.0  # a worker that dies younger than this counts as failing to start
 MAX_YOUNG_DEATHS = 5  # in a row, for one worker slot: give up
 PR_SET_PDEATHSIG = 1
-
-
-@dataclass(frozen=True)
-class WorkerSpec:
-    """What one worker needs besides the config: who it is and where its peers are."""
-
-    index: int
-    count: int
-    runtime_dir: str  # private directory of the cancel sockets
-    sock: socket.socket  # the listening socket the parent bound
-    supervisor_pid: int
-    loads: Any  # multiprocessing RawArray("i", count): open client connections per worker
 
 
 def cancel_socket_path(runtime_dir: str, index: int) -> str:
@@ -159,16 +151,15 @@ def _die_with_parent() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
-def worker_main(config: Config, spec: WorkerSpec, ready: PipeEnd) -> None:
-    """The entry point of a spawned worker process."""
+def worker_main(config: Config, spec: WorkerSpec, ready: PipeEnd, serve: Serve) -> None:
+    """The entry point of a spawned worker process: `serve` is the listener's
+    (gateway.server.listener.serve), passed in by the process that called `supervise`."""
     _die_with_parent()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s %(levelname)s %(name)s[worker {spec.index}]: "
                         "%(message)s")
     if os.getppid() != spec.supervisor_pid:  # it died before prctl took effect
         sys.exit(1)
-    from gateway.server.listener import run_loop, serve
-
     def on_ready() -> None:
         ready.send(b"ready")
         ready.close()
@@ -218,8 +209,9 @@ def _bind(config: Config) -> socket.socket:
 
 
 class Supervisor:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, serve: Serve) -> None:
         self.config = config
+        self.serve = serve
         self.count = config.server.workers
         self.mp = multiprocessing.get_context("spawn")
         self.slots = [_Slot(i) for i in range(self.count)]
@@ -233,7 +225,7 @@ class Supervisor:
         spec = WorkerSpec(slot.index, self.count, self.runtime_dir, self.sock, os.getpid(),
                           self.loads)
         reader, writer = self.mp.Pipe(duplex=False)
-        proc = self.mp.Process(target=worker_main, args=(self.config, spec, writer),
+        proc = self.mp.Process(target=worker_main, args=(self.config, spec, writer, self.serve),
                                name=f"fedgate-worker-{slot.index}", daemon=False)
         proc.start()
         writer.close()  # the child has its copy; ours would hide the child's end of file
@@ -359,8 +351,9 @@ class Supervisor:
                 slot.ready_end = None
 
 
-def supervise(config: Config) -> int:
-    """Run `config.server.workers` workers until SIGTERM/SIGINT; the exit code."""
+def supervise(config: Config, serve: Serve) -> int:
+    """Run `config.server.workers` workers, each running `serve`, until SIGTERM/SIGINT;
+    the exit code."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s[supervisor]: %(message)s")
-    return Supervisor(config).run()
+    return Supervisor(config, serve).run()

@@ -1,12 +1,12 @@
 """COPY FROM STDIN for a session: relayed to PostgreSQL, or taken in for SQLite/MySQL.
 
 A COPY suspends the simple Query it belongs to: the session waits for CopyData and runs
-the Query's remaining statements once CopyDone (or CopyFail) arrives.
+the Query's remaining statements once CopyDone (or CopyFail) arrives. The relayed COPY
+is `SessionState.copy_in`, the local one `SessionState.copy_local`
+(`gateway.session.copy_local` parses and writes it).
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from connectors import writes
 from pgwire.protocol import client as pg_wire
@@ -14,14 +14,12 @@ from gateway.session import copy_local as copying
 from pgwire.errors import FEATURE_NOT_SUPPORTED, QUERY_CANCELED, PgError, from_exception
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
-from gateway.relay.routing import Route
-
-if TYPE_CHECKING:
-    from gateway.session.session import Session
+from gateway.session.core import SessionCore
+from gateway.state.route import Route
 
 
-class CopyInMixin:
-    async def _start_local_copy(self: Session, route: Route, sql: str, rest: list[str]) -> None:
+class CopyInMixin(SessionCore):
+    async def start_local_copy(self, route: Route, sql: str, rest: list[str]) -> None:
         """COPY FROM STDIN into a SQLite/MySQL source: the gateway takes the data itself."""
         writes.check_writable(route.kind, route.source)
         if self.in_block:
@@ -41,7 +39,7 @@ class CopyInMixin:
         self.write(encoder.copy_in_response(0, [0] * len(target.columns)))
         await self.flush()
 
-    async def _on_copy_data(self: Session, message: m.CopyData) -> None:
+    async def on_copy_data(self, message: m.CopyData) -> None:
         if self.copy_in is not None:
             await self.copy_in.link.copy_in(pg_wire.copy_data(message.data))
         elif self.copy_local is not None:
@@ -53,13 +51,13 @@ class CopyInMixin:
             except PgError as err:
                 self.copy_error = self.copy_error or err
 
-    async def _on_copy_done(self: Session, message: m.CopyDone) -> None:
+    async def on_copy_done(self, message: m.CopyDone) -> None:
         await self._end_copy(None)
 
-    async def _on_copy_fail(self: Session, message: m.CopyFail) -> None:
+    async def on_copy_fail(self, message: m.CopyFail) -> None:
         await self._end_copy(f"COPY from stdin failed: {message.message}")
 
-    async def _end_local_copy(self: Session, failure: str | None) -> None:
+    async def _end_local_copy(self, failure: str | None) -> None:
         assert self.copy_local is not None
         (writer, rest), self.copy_local = self.copy_local, None
         error, self.copy_error = self.copy_error, None
@@ -73,16 +71,16 @@ class CopyInMixin:
         error = error or (PgError(QUERY_CANCELED, failure) if failure else None)
         await writer.finish(commit=error is None)
         if error is not None:
-            self._report(error)
+            self.report(error)
             finished = True
         else:
             self.write(encoder.command_complete(f"COPY {writer.target.rows}"))
-            finished = await self._run_statements(rest)
+            finished = await self.run_statements(rest)
         if finished:
-            self._query_done()
+            self.query_done()
             await self.flush()
 
-    async def _end_copy(self: Session, failure: str | None) -> None:
+    async def _end_copy(self, failure: str | None) -> None:
         if self.copy_local is not None:
             await self._end_local_copy(failure)
             return
@@ -90,13 +88,13 @@ class CopyInMixin:
         if state is None:
             return  # PostgreSQL ignores copy messages outside COPY too
         try:
-            await self._cancellable(self.links.copy_done(state.route, state.link, failure))
-            finished = await self._run_statements(state.rest)
+            await self.cancellable(self.links.copy_done(state.route, state.link, failure))
+            finished = await self.run_statements(state.rest)
         except Exception as exc:
-            self._report(from_exception(exc))
+            self.report(from_exception(exc))
             finished = True
         if finished:
-            self._query_done()
+            self.query_done()
             await self.flush()
 
     # --- extended query -------------------------------------------------------------------

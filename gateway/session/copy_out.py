@@ -24,7 +24,7 @@ from pgwire.protocol import encoder
 from pgwire.types.rows import TEXT_FORMAT, encode_column, join_pieces
 
 if TYPE_CHECKING:
-    from gateway.session.session import Session
+    from gateway.session.core import SessionCore
 
 FLUSH_BYTES = 256 * 1024
 
@@ -186,7 +186,7 @@ def format_rows(batch: pa.RecordBatch, copy: CopyOut, timezone: str) -> list[byt
     return lines
 
 
-async def run(session: Session, sql: str) -> None:
+async def run(session: SessionCore, sql: str) -> None:
     """Answer one COPY statement on `session`: CopyOutResponse, CopyData..., CopyDone,
     CommandComplete (the caller sends ReadyForQuery)."""
     copy = parse_copy(sql)
@@ -203,7 +203,7 @@ async def run(session: Session, sql: str) -> None:
             for line in format_rows(batch, copy, session.settings.timezone):
                 session.write(encoder.copy_data(line))
             sent += batch.num_rows
-            if session._out_bytes >= FLUSH_BYTES:  # bounded memory for big exports
+            if session.buffered >= FLUSH_BYTES:  # bounded memory for big exports
                 await session.flush()
     finally:
         await stream.aclose()

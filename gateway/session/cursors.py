@@ -12,23 +12,20 @@ Cursors only move forward. A backward move on a cursor gets PostgreSQL's own err
 (55000, "cursor can only scan forward"); SCROLL cursors, which would need the result kept,
 are refused at DECLARE (0A000). A WITH HOLD cursor outlives its transaction, unless its
 query reads through the transaction block's own source connections (refused at DECLARE).
+`CursorMixin` builds on `gateway.session.core.SessionCore`.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from pgwire.errors import (DUPLICATE_CURSOR, FEATURE_NOT_SUPPORTED, INVALID_CURSOR_NAME,
                             NO_ACTIVE_SQL_TRANSACTION, PgError)
-from gateway.session.portals import Portal, Prepared
+from gateway.session.core import SessionCore
+from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import resolve_formats, row_description
-from gateway.session.statements import Utility
-
-if TYPE_CHECKING:
-    from gateway.session.session import Session
+from gateway.state.statements import Utility
 
 OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
 _BACKWARD = ("PRIOR", "FIRST", "LAST", "ABSOLUTE", "RELATIVE", "BACKWARD")
@@ -49,8 +46,8 @@ def forward_count(direction: str) -> int:
     return int(count)
 
 
-class CursorMixin:
-    async def _declare(self: Session, portal: Portal, utility: Utility) -> None:
+class CursorMixin(SessionCore):
+    async def declare(self, portal: Portal, utility: Utility) -> None:
         name, query = utility.name or "", utility.value or ""
         if "SCROLL" in utility.options:
             raise PgError(FEATURE_NOT_SUPPORTED, "SCROLL cursors are not supported by fedgate "
@@ -61,7 +58,7 @@ class CursorMixin:
                           "DECLARE CURSOR can only be used in transaction blocks")
         if name in self.portals:
             raise PgError(DUPLICATE_CURSOR, f'cursor "{name}" already exists')
-        inner = await self._prepare(query, portal.statement.param_oids)
+        inner = await self.prepare(query, portal.statement.param_oids)
         if inner.plan is None:
             raise PgError(FEATURE_NOT_SUPPORTED, "DECLARE CURSOR must be given a query")
         if hold and self.links.executor_for(inner.plan) is not None:
@@ -72,7 +69,7 @@ class CursorMixin:
         self.write(encoder.command_complete("DECLARE CURSOR"))
         portal.done = True
 
-    async def _fetch(self: Session, portal: Portal, utility: Utility, describe: bool) -> None:
+    async def fetch(self, portal: Portal, utility: Utility, describe: bool) -> None:
         """FETCH or MOVE: the next rows of the cursor, sent (FETCH) or skipped (MOVE)."""
         cursor = self._cursor(utility.name or "")
         count = forward_count(utility.value or "NEXT")
@@ -84,37 +81,37 @@ class CursorMixin:
             self.write(row_description(schema, formats))
         sent = 0
         if not cursor.done:
-            sent, _ = await self._write_rows(cursor, count, formats, discard=move)
+            sent, _ = await self.write_rows(cursor, count, formats, discard=move)
         self.write(encoder.command_complete(f"{'MOVE' if move else 'FETCH'} {sent}"))
         portal.done = True
 
-    def _close_cursor(self: Session, portal: Portal, utility: Utility) -> None:
+    def close_cursor(self, portal: Portal, utility: Utility) -> None:
         if utility.name is not None:
             self._cursor(utility.name)  # an unknown name is an error
             names = [utility.name]
         else:  # CLOSE ALL: every cursor, not the portal running this statement
             names = [name for name, open_ in self.portals.items() if open_ is not portal]
         for name in names:
-            self._close_later(self.portals.pop(name))
+            self.close_later(self.portals.pop(name))
         self.write(encoder.command_complete("CLOSE CURSOR"))
         portal.done = True
 
-    def _cursor(self: Session, name: str) -> Portal:
+    def _cursor(self, name: str) -> Portal:
         cursor = self.portals.get(name)
         if cursor is None:
             raise PgError(INVALID_CURSOR_NAME, f'cursor "{name}" does not exist')
         return cursor
 
-    async def _cursor_schema(self: Session, cursor: Portal) -> pa.Schema:
+    async def _cursor_schema(self, cursor: Portal) -> pa.Schema:
         if cursor.stream is None and not cursor.done:
-            await self._start(cursor)
+            await self.start(cursor)
         if cursor.stream is not None:
             return cursor.stream.schema
-        schema = await self._describe(cursor.statement)
+        schema = await self.describe(cursor.statement)
         assert schema is not None
         return schema
 
-    async def _fetch_schema(self: Session, prepared: Prepared) -> pa.Schema | None:
+    async def fetch_schema(self, prepared: Prepared) -> pa.Schema | None:
         """What Describe says of a FETCH statement: its cursor's columns (none for MOVE)."""
         utility = prepared.utility
         assert utility is not None

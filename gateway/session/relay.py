@@ -1,52 +1,45 @@
 """The relay side of a session: where a statement goes, and running it on a link.
 
-`gateway.relay.routing` decides; statements of one PostgreSQL source are relayed over the
-session's links (`gateway.relay.links`), writes to SQLite/MySQL go through `connectors.writes`,
-and a relayed read fetched in pieces falls back to the planner.
+`gateway.relay.routing` decides (asked through `SessionLinks.route`); statements of one
+PostgreSQL source are relayed over the session's links (`gateway.relay.links`), writes to
+SQLite/MySQL go through `connectors.writes`, and a relayed read fetched in pieces falls
+back to the planner. `RelayMixin` builds on `gateway.session.core.SessionCore`;
+`implicit_transaction` says when a multi-statement Query runs as one transaction.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 
 from connectors import writes
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import decode_param, pg_type_by_oid
-from gateway.session.portals import Portal, Prepared
+from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
-from gateway.relay.routing import Route
-
-if TYPE_CHECKING:
-    from gateway.session.session import Session
+from gateway.session.core import SessionCore
+from gateway.state.route import Route
 
 
-class RelayMixin:
-    async def _route_fresh(self: Session, sql: str) -> Route | None:
-        """`_route`, after reading the catalog again if DDL ran and the route needs it (a
+class RelayMixin(SessionCore):
+    async def route_fresh(self, sql: str) -> Route | None:
+        """`SessionLinks.route`, after reading the catalog again if DDL ran and the route needs it (a
         read of a table created since: relayed, it sees this transaction's writes)."""
-        route = self._route(sql)
+        route = self.links.route(sql)
         if route is None and self.ctx.catalog_stale:
             await self.ctx.refresh_if_stale()
-            route = self._route(sql)
+            route = self.links.route(sql)
         return route
 
-    def _route(self: Session, sql: str) -> Route | None:
-        route = self.ctx.router.route(sql, self.settings.search_path,
-                                      self.in_block and self.links.active)
-        if route is not None and not route.writes and self.settings.values["fedgate.relay"] != "on":
-            return None
-        return route
-
-    async def _prepare_relay(self: Session, route: Route, sql: str, declared: tuple[int, ...]) -> Prepared | None:
+    async def prepare_relay(self, route: Route, sql: str, declared: tuple[int, ...]) -> Prepared | None:
         """A statement relayed to its PostgreSQL source, described by the source. Reads
         whose result types our catalog cannot describe to clients take the planner."""
         if route.copy_in:
             raise PgError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN is supported in simple queries only")
-        self._check_not_failed(Prepared(sql, None, None, ()))
+        self.check_not_failed(Prepared(sql, None, None, ()))
         if route.kind != "postgres":
             assert route.tree is not None
             if route.tree.find(exp.Returning):
@@ -63,38 +56,38 @@ class RelayMixin:
         return Prepared(sql, None, None, remote.param_oids, route=route,
                         remote_fields=remote.fields, remote=remote, declared_oids=tuple(declared))
 
-    async def _relay(self: Session, portal: Portal, max_rows: int) -> None:
+    async def relay(self, portal: Portal, max_rows: int) -> None:
         prepared = portal.statement
         if portal.done:
             self.write(encoder.command_complete("SELECT 0"))
             return
         if prepared.route is not None and prepared.route.kind != "postgres":
-            await self._write_elsewhere(prepared.route, self._decoded(portal), describe=False)
+            await self.write_elsewhere(prepared.route, self.decoded(portal), describe=False)
             portal.done = True
             return
         if max_rows and prepared.remote_fields and not (prepared.route and prepared.route.writes):
             # A read fetched in pieces: the relay sends whole answers, the planner's
             # portals can stop and resume.
-            await self._plan_instead(portal)
-            await self._execute(portal, max_rows, describe=False)
+            await self.plan_instead(portal)
+            await self.execute(portal, max_rows, describe=False)
             return
         await self.links.execute(portal)
         portal.done = True
 
-    async def _plan_instead(self: Session, portal: Portal) -> None:
+    async def plan_instead(self, portal: Portal) -> None:
         prepared = portal.statement
-        declared = tuple(self._type_name(oid) for oid in prepared.param_oids)
+        declared = tuple(self.type_name(oid) for oid in prepared.param_oids)
         plan = await self.plan_query(prepared.sql, declared)
-        portal.params = self._decoded(portal)
+        portal.params = self.decoded(portal)
         portal.statement = Prepared(prepared.sql, None, plan, prepared.param_oids)
 
-    def _decoded(self: Session, portal: Portal) -> list[Any]:
+    def decoded(self, portal: Portal) -> list[Any]:
         oids = portal.statement.param_oids
         formats = resolve_formats(portal.param_formats, len(portal.raw_params))
         return [decode_param(oid, fmt, data, index=i + 1, timezone=self.settings.timezone)
                 for i, (oid, fmt, data) in enumerate(zip(oids, formats, portal.raw_params))]
 
-    async def _write_elsewhere(self: Session, route: Route, params: list[Any], *, describe: bool) -> None:
+    async def write_elsewhere(self, route: Route, params: list[Any], *, describe: bool) -> None:
         """A write to a SQLite or MySQL source, rendered in its dialect (gateway.relay.links)."""
         result = await self.links.write_elsewhere(route, params)
         if result.rows is not None:
@@ -117,8 +110,3 @@ def implicit_transaction(statements: list[str]) -> bool:
     """Whether a multi-statement Query runs as one implicit transaction here: not when it
     controls transactions itself, copies, or runs what cannot be inside a block."""
     return len(statements) > 1 and not any(_CONTROL.match(sql) for sql in statements)
-
-
-def relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
-    found = prepared.remote.description(tuple(formats)) if prepared.remote is not None else None
-    return encoder.no_data() if found is None else found

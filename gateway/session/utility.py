@@ -1,32 +1,32 @@
 """Statements a session answers itself (SET, SHOW, EXPLAIN, COPY TO, transaction control).
 
-`gateway.session.utility_results` computes their results; this mixin runs them for the session: EXPLAIN
-plans (or reports the relay), transaction control also reaches the sources the block
-touched (`gateway.relay.links`), and the results are written as PostgreSQL would.
+`gateway.session.utility_results` computes their results; this mixin runs them for the
+session: EXPLAIN plans (or reports the relay), transaction control also reaches the
+sources the block touched (`gateway.relay.links`), and the results are written as
+PostgreSQL would. It builds on the cursors' mixin (`gateway.session.cursors`), which
+runs DECLARE/FETCH/MOVE/CLOSE.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import pyarrow as pa
 
 from gateway.session import copy_out
 from gateway.session import utility_results as util
+from gateway.session.cursors import CursorMixin
 from pgwire.errors import PgError
 from gateway.executor.execute import analyze
-from gateway.session.portals import Portal
+from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
-from gateway.session.statements import Utility
-
-if TYPE_CHECKING:
-    from gateway.session.session import Session
+from gateway.state.statements import Utility
 
 _TRANSACTION_KINDS = frozenset({"begin", "commit", "rollback", "savepoint", "release", "rollback_to"})
 _CURSOR_KINDS = frozenset({"declare", "fetch", "move", "close"})
 
 
-class UtilityMixin:
-    async def _execute_utility(self: Session, portal: Portal, describe: bool) -> None:
+class UtilityMixin(CursorMixin):
+    async def execute_utility(self, portal: Portal, describe: bool) -> None:
         utility = portal.statement.utility
         assert utility is not None
         if utility.kind == "copy":  # COPY ... TO STDOUT streams its own messages
@@ -40,7 +40,7 @@ class UtilityMixin:
         if utility.kind in _CURSOR_KINDS:
             await self._cursor_statement(portal, utility, describe)
             return
-        route = self._route(utility.value) if utility.kind == "explain" and utility.value else None
+        route = self.links.route(utility.value) if utility.kind == "explain" and utility.value else None
         if route is not None and not utility.analyze:
             lines = [f'Relay: the whole statement goes to source "{route.source}" (PostgreSQL '
                      "evaluates all of it; no engine)",
@@ -57,15 +57,22 @@ class UtilityMixin:
             result = util.HANDLERS[utility.kind](self, utility)
         self._utility_done(portal, result, describe)
 
-    async def _cursor_statement(self: Session, portal: Portal, utility: Utility, describe: bool) -> None:
-        if utility.kind == "declare":
-            await self._declare(portal, utility)
-        elif utility.kind == "close":
-            self._close_cursor(portal, utility)
-        else:
-            await self._fetch(portal, utility, describe)
+    async def utility_schema(self, prepared: Prepared) -> pa.Schema | None:
+        """What Describe says of a statement the session answers itself."""
+        assert prepared.utility is not None
+        if prepared.utility.kind == "fetch":
+            return await self.fetch_schema(prepared)
+        return util.result_schema(prepared.utility)
 
-    async def _transaction(self: Session, portal: Portal, utility: Utility) -> None:
+    async def _cursor_statement(self, portal: Portal, utility: Utility, describe: bool) -> None:
+        if utility.kind == "declare":
+            await self.declare(portal, utility)
+        elif utility.kind == "close":
+            self.close_cursor(portal, utility)
+        else:
+            await self.fetch(portal, utility, describe)
+
+    async def _transaction(self, portal: Portal, utility: Utility) -> None:
         """Transaction control: the session's status, and the sources the block touched."""
         kind = utility.kind
         error: PgError | None = None
@@ -83,7 +90,7 @@ class UtilityMixin:
             raise error
         self._utility_done(portal, result, False)
 
-    def _utility_done(self: Session, portal: Portal, result: util.UtilityResult, describe: bool) -> None:
+    def _utility_done(self, portal: Portal, result: util.UtilityResult, describe: bool) -> None:
         for notice in result.notices:
             self.write(encoder.notice_response("WARNING", "25001" if "already" in notice else "25P01", notice))
         if result.rows is not None:

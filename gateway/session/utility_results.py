@@ -14,11 +14,11 @@ import pyarrow as pa
 
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, INVALID_SQL_STATEMENT_NAME,
                             NO_ACTIVE_SQL_TRANSACTION, UNDEFINED_OBJECT, PgError)
-from gateway.session.settings import DEFAULTS, canonical
-from gateway.session.statements import Utility
+from gateway.state.settings import DEFAULTS, canonical
+from gateway.state.statements import Utility
 
 if TYPE_CHECKING:
-    from gateway.session.session import Session
+    from gateway.session.core import SessionCore
 
 
 @dataclass
@@ -44,7 +44,7 @@ def result_schema(utility: Utility) -> pa.Schema | None:
     return None
 
 
-def run_set(session: Session, utility: Utility) -> UtilityResult:
+def run_set(session: SessionCore, utility: Utility) -> UtilityResult:
     assert utility.name is not None and utility.value is not None
     value = utility.value
     if value.upper() == "DEFAULT":
@@ -54,7 +54,7 @@ def run_set(session: Session, utility: Utility) -> UtilityResult:
     return UtilityResult("SET")
 
 
-def run_show(session: Session, utility: Utility) -> UtilityResult:
+def run_show(session: SessionCore, utility: Utility) -> UtilityResult:
     assert utility.name is not None
     if utility.name == "all":
         rows = sorted((k, v, "") for k, v in session.settings.values.items())
@@ -67,7 +67,7 @@ def run_show(session: Session, utility: Utility) -> UtilityResult:
     return UtilityResult("SHOW", text_rows([utility.name], [(value,)]))
 
 
-def run_transaction(session: Session, utility: Utility) -> UtilityResult:
+def run_transaction(session: SessionCore, utility: Utility) -> UtilityResult:
     kind = utility.kind
     if kind == "begin":
         if session.in_block:
@@ -97,7 +97,7 @@ def run_transaction(session: Session, utility: Utility) -> UtilityResult:
     return UtilityResult("ROLLBACK")
 
 
-def run_discard(session: Session, utility: Utility) -> UtilityResult:
+def run_discard(session: SessionCore, utility: Utility) -> UtilityResult:
     if utility.name == "ALL":
         if session.in_block:
             raise PgError("25001", "DISCARD ALL cannot run inside a transaction block")
@@ -105,7 +105,7 @@ def run_discard(session: Session, utility: Utility) -> UtilityResult:
     return UtilityResult(f"DISCARD {utility.name}")
 
 
-def run_deallocate(session: Session, utility: Utility) -> UtilityResult:
+def run_deallocate(session: SessionCore, utility: Utility) -> UtilityResult:
     name = utility.name or ""
     if name == "all":
         session.statements = {k: v for k, v in session.statements.items() if k == ""}
@@ -120,11 +120,9 @@ HANDLERS = {
     "rollback_to": run_transaction, "discard": run_discard, "deallocate": run_deallocate,
 }
 
-# Statements still allowed in a failed transaction block (PostgreSQL's IsTransactionExitStmt).
-ALLOWED_WHEN_FAILED = {"commit", "rollback", "rollback_to"}
 
 
-def run_reset(session: Session, utility: Utility) -> UtilityResult:
+def run_reset(session: SessionCore, utility: Utility) -> UtilityResult:
     name = utility.name or ""
     if name != "all" and canonical(name) not in DEFAULTS and session.settings.get(name) is None:
         raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')

@@ -16,7 +16,7 @@ from gateway.relay.hot import bind_values, bound_request, parameter_types, quick
 from gateway.relay.links import lifted_execute
 from gateway.relay.literals import lift
 from gateway.relay.shapes import scan
-from gateway.session.statements import split_statements
+from gateway.state.statements import split_statements
 from tests.support import rawpg
 
 READ = [

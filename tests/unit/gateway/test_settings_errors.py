@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 from pgwire.errors import from_exception, PgError
-from gateway.session.settings import SessionSettings
+from gateway.state.settings import SessionSettings
 
 
 def test_startup_parameters_and_defaults() -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from pgwire.errors import PgError
 from gateway.session.cursors import forward_count
-from gateway.session.statements import Utility, parse_utility, split_statements
+from gateway.state.statements import Utility, parse_utility, split_statements
 
 
 @pytest.mark.parametrize(("sql", "expected"), [

@@ -15,8 +15,8 @@ import pyarrow as pa
 from pgwire.protocol import client as pg_wire
 from connectors.base import BatchStream
 from connectors.postgres.link import PgLink, RemoteStatement
-from gateway.relay.routing import Route
-from gateway.session.statements import Utility
+from gateway.state.route import Route
+from gateway.state.statements import Utility
 from planner import QueryPlan
 
 

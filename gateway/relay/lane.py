@@ -1,0 +1,270 @@
+"""The express lane's machinery: the session's state as the lane sees it, and exchanges.
+
+`gateway.relay.express` says what the lane is for and decides which statements it takes;
+`gateway.relay.hot` remembers what it took. This module is what both build on: the entry
+points the client's socket calls (`offer`, `client_lost`, `client_paused`, `cancel`),
+when the session is idle enough for the lane, the link a route may use now, starting an
+exchange on it (`gateway.relay.exchange`), and finishing a simple Query or an extended
+run the way the session's task does (`Session.on_query`, `on_sync`).
+
+The lane is handed the session's state (`gateway.state.session.SessionState`), its links
+(`gateway.relay.links.SessionLinks`) and the client's socket (`ClientSide`, which
+`gateway.server.client_port.ClientPort` is); the connection wires them together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from connectors.postgres.link import Outcome, PgLink, RemoteStatement
+from gateway.relay.exchange import Exchange
+from gateway.relay.links import SessionLinks, stale_plan, unlifted
+from gateway.relay.literals import Lifted
+from gateway.state.activity import note_idle, note_query
+from gateway.state.portals import Portal, Prepared
+from gateway.state.route import Route
+from gateway.state.session import SessionState
+from pgwire.errors import PgError
+from pgwire.protocol import client as w
+from pgwire.protocol import encoder
+from pgwire.protocol import messages as m
+from pgwire.protocol.decoder import FrontendDecoder
+
+log = logging.getLogger("fedgate.express")
+
+
+class ClientSide(Protocol):
+    """The client's socket as the lane uses it (gateway.server.client_port.ClientPort)."""
+
+    transport: asyncio.Transport
+    writing_paused: bool
+
+    @property
+    def idle(self) -> bool: ...
+
+    def feed(self, data: bytes) -> None: ...
+
+
+class Lane:
+    """The lane's machinery; `gateway.relay.express.ExpressLane` decides what it takes."""
+
+    def __init__(self, state: SessionState, links: SessionLinks, port: ClientSide) -> None:
+        self.state = state
+        self.links = links
+        self.port = port
+        self.exchange: Exchange | None = None
+        self.held: list[bytes] = []  # arrived while an exchange was in flight
+        self.closed = False
+        self.taken = 0  # statements the lane ran (SHOW fedgate.express_statements)
+        self._decoder = FrontendDecoder(state.ctx.config.server.max_message_bytes)
+        self._decoder.startup_done()
+
+    # --- entry points (ClientPort's callbacks) --------------------------------------------
+
+    def offer(self, data: bytes) -> bool:
+        """Take `data` if it starts with what the lane runs; False leaves it to the task."""
+        if self.exchange is not None:
+            self.held.append(data)
+            return True
+        if not self._session_idle() or not self._run(data):
+            return False
+        self._continue()
+        return True
+
+    def client_lost(self) -> None:
+        self.closed = True
+        self.held.clear()
+
+    def client_paused(self, paused: bool) -> None:
+        """The client reads slower than the source sends: hold the source back."""
+        if self.exchange is not None:
+            port = self.exchange.link.port
+            port.pause("client") if paused else port.resume("client")
+
+    def cancel(self) -> bool:
+        """A CancelRequest for this session: cancel the statement on the source, which
+        answers it with its own 57014 error. False when no exchange is in flight."""
+        if self.exchange is None:
+            return False
+        task = asyncio.ensure_future(self._send_cancel(self.exchange.link))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return True
+
+    @staticmethod
+    async def _send_cancel(link: PgLink) -> None:
+        try:
+            await link.send_cancel()
+        except OSError as exc:
+            log.warning("cancel to source %s failed: %s", link.source, exc)
+
+    # --- deciding ------------------------------------------------------------------------
+
+    def _session_idle(self) -> bool:
+        s = self.state
+        return (self.port.idle and not self.closed and not s.closed and not s.has_output
+                and s.running is None and s.copy_in is None and s.copy_local is None
+                and not s.ctx.catalog_stale
+                and not self.port.writing_paused
+                and s.settings.values["fedgate.express"] == "on"
+                and s.settings.values["statement_timeout"] == "0")
+
+    def _run(self, data: bytes) -> bool:
+        """Start what `data` begins with, if the lane takes it (`ExpressLane._run`)."""
+        raise NotImplementedError
+
+    def _decode(self, data: bytes, start: int, end: int) -> m.FrontendMessage | None:
+        """One message; None when it does not decode (the task reports the error)."""
+        self._decoder.feed(data[start:end])
+        try:
+            return self._decoder.next_message()
+        except PgError:  # malformed: the task's decoder says so to the client
+            self._decoder = FrontendDecoder(self.state.ctx.config.server.max_message_bytes)
+            self._decoder.startup_done()
+            return None
+
+    def _link(self, route: Route) -> PgLink | None:
+        """The session's link to the route's source, when the lane may use it now: it
+        exists (opening one takes the task), idle, and the write is allowed."""
+        s = self.state
+        if s.failed or route.kind != "postgres" or route.copy_in or route.ddl:
+            return None
+        links = self.links
+        if route.writes and s.in_block and links.writer not in (None, route.source):
+            return None  # the task reports 0A000
+        link = links.links.get(route.source)
+        return link if link is not None and link.idle else None
+
+
+    # --- finishing a simple Query, starting an extended run --------------------------
+
+    def _send_query(self, link: PgLink, request: bytes, sql: str, done: Callable[[Outcome], None]) -> None:
+        """Start a simple Query's statement, as Session.on_query → run_statements →
+        SessionLinks.simple do."""
+        s = self.state
+        s.skipping = False
+        note_query(s, sql)
+        prefix, quiet = self.links.prefix(link)
+        self._start(link, prefix + request, quiet, done)
+
+    def _query_done(self, route: Route, outcome: Outcome, lifted: Lifted | None, raw: bytes) -> None:
+        s = self.state
+        if lifted is not None:
+            outcome.error = unlifted(outcome.error, lifted)
+            link = self.links.links.get(route.source)
+            if stale_plan(outcome.error) and link is not None and link.status == "I":
+                # The table changed shape since the statement was prepared: the task
+                # runs the Query again, as written (see SessionLinks.simple).
+                link.statements.pop((lifted.sql, lifted.oids), None)
+                self.exchange = None
+                self.port.feed(raw)
+                self._continue()
+                return
+        if outcome.error is not None:
+            if self._fatal(outcome.error):
+                return
+            s.report(outcome.error)
+        elif route.writes and s.in_block:
+            self.links.writer = route.source
+        s.query_done()
+        self._done()
+
+    def _run_target(self, prepared: Prepared) -> tuple[PgLink, RemoteStatement] | None:
+        """The link and the source's statement a run of `prepared` goes to, when the lane
+        may start it now."""
+        old = self.state.portals.get("")
+        if old is not None and old.stream is not None:
+            return None  # closing a planner portal takes the task
+        route = prepared.route
+        link = self._link(route)
+        if link is None:
+            return None
+        remote = link.statements.get((route.sql or prepared.sql, prepared.declared_oids))
+        return None if remote is None else (link, remote)
+
+    def _send_run(self, link: PgLink, remote: RemoteStatement, prepared: Prepared, parsed: str | None,
+                  formats: tuple[int, ...], answered: bytes, params: bytes, tail: bytes,
+                  limited: bool) -> None:
+        """Start an extended-protocol run, as Session.on_parse / on_bind / on_execute →
+        SessionLinks.execute do: the statement a Parse named (`parsed`), the unnamed portal,
+        the session's own answers, then the client's Bind naming the source's statement,
+        its parameters and formats (`params`) as sent, and Execute and Sync (`tail`). With
+        a row limit (`limited`: asyncpg's fetchrow/fetchval) the source stops there and says
+        PortalSuspended; Sync follows at once, so the portal ends as it does here."""
+        s = self.state
+        if parsed is not None:
+            s.statements[parsed] = prepared
+        portal = Portal(prepared, [], formats)
+        s.portals[""] = portal
+        s.write(answered)
+        note_query(s, prepared.sql)
+        prefix, quiet = self.links.prefix(link)
+        route = prepared.route
+        self._start(link, prefix + w.rebind(remote.name, params) + tail, quiet,
+                    lambda outcome: self._extended_done(route, portal, outcome),
+                    suspended=limited)
+
+    def _extended_done(self, route: Route, portal: Portal, outcome: Outcome) -> None:
+        s = self.state
+        if outcome.error is not None:
+            if self._fatal(outcome.error):
+                return
+            s.report(outcome.error)
+        else:
+            if route.writes and s.in_block:
+                self.links.writer = route.source
+            portal.done = True
+        # Sync, as Session.on_sync.
+        s.skipping = False
+        note_idle(s)
+        if not s.in_block:
+            s.close_portals(keep_unnamed=False)
+        s.write(encoder.ready_for_query(s.status))
+        self._done()
+
+    # --- running -------------------------------------------------------------------------
+
+    def _start(self, link: PgLink, payload: bytes, quiet: int, done: Callable[[Outcome], None],
+               **options: bool) -> None:
+        exchange = self.exchange = Exchange(self, link, 1 + quiet, quiet, done, **options)
+        link.port.consumer = exchange.pump
+        link.writer.write(payload)
+        if self.port.writing_paused:
+            link.port.pause("client")
+
+    def _fatal(self, err: PgError) -> bool:
+        """A FATAL from the source ends the client's connection too, as on the task."""
+        if not err.is_fatal:
+            return False
+        self.exchange = None
+        self.flush()
+        self.state.writer.write(encoder.error_from(err))
+        self.state.closed = True
+        self.port.transport.close()
+        return True
+
+    def flush(self) -> None:
+        s = self.state
+        transport = self.port.transport
+        data = s.take_output()
+        if data and not self.closed and not transport.is_closing():
+            transport.write(data)  # as s.writer.write, one call less
+
+    def _continue(self) -> None:
+        """A unit is done or in flight: once done, send its answer, then take what the
+        client sent meanwhile (or hand it to the task)."""
+        while self.exchange is None and not self.closed:
+            self.flush()
+            if not self.held:
+                return
+            data = b"".join(self.held)
+            self.held.clear()
+            if not (self._session_idle() and self._run(data)):
+                self.port.feed(data)
+                return
+
+    def _done(self) -> None:
+        self.exchange = None
+        self._continue()

@@ -1,0 +1,219 @@
+"""The session's shared machinery: planning, describing and running a statement's portal.
+
+`SessionCore` adds to the session's state (`gateway.state.session.SessionState`) what
+every road of the session uses: the links to its PostgreSQL sources (`gateway.relay.links`),
+planning a statement (`prepare`, `plan_query`), and running a planned portal and
+sending its rows (`start`, `execute`, `write_rows`). The handler classes build on it:
+`gateway.session.relay` (relayed statements), `extended` (Parse/Bind/Describe/Execute/
+Close), `copy_in` (COPY FROM STDIN), `cursors` and `utility` (statements the session
+answers itself); `gateway.session.session.Session` puts them together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+import pyarrow as pa
+
+from connectors.time_zone import TIMEZONE
+from gateway import pg_catalog
+from gateway.relay.links import SessionLinks
+from gateway.state.context import ServerContext
+from gateway.state.portals import Portal, Prepared
+from gateway.state.session import FLUSH_BYTES, SessionState
+from gateway.state.statements import parse_utility
+from pgwire.errors import UNDEFINED_TABLE, PgError
+from pgwire.protocol import encoder
+from pgwire.types.rows import encode_rows, resolve_formats, row_description
+from pgwire.types.table import pg_type_by_name, pg_type_by_oid
+from planner import PlanSettings, QueryPlan
+
+# Result batches above this many rows are encoded on a worker thread (pyarrow releases
+# the GIL), so one large result does not stall every other session on the event loop.
+OFFLOAD_ROWS = 8192
+
+
+class SessionCore(SessionState):
+    def __init__(self, ctx: ServerContext, writer: asyncio.StreamWriter,
+                 startup: dict[str, str], pid: int, key: int) -> None:
+        super().__init__(ctx, writer, startup, pid, key)
+        self.links = SessionLinks(self)
+        pg_catalog.bind_session(self)  # catalog queries of this connection answer for us
+
+    # --- provided by the handler classes ------------------------------------------------
+
+    async def execute_utility(self, portal: Portal, describe: bool) -> None:
+        raise NotImplementedError  # gateway.session.utility.UtilityMixin
+
+    async def utility_schema(self, prepared: Prepared) -> pa.Schema | None:
+        raise NotImplementedError  # gateway.session.utility.UtilityMixin
+
+    async def run_statements(self, statements: list[str]) -> bool:
+        raise NotImplementedError  # gateway.session.session.Session
+
+    # --- planning and running -----------------------------------------------------------
+
+    def plan_settings(self, declared: tuple[str | None, ...] = ()) -> PlanSettings:
+        # PostgreSQL searches pg_catalog implicitly. It goes last here rather than first:
+        # the planner takes current_schema() from the path's head.
+        path = self.settings.search_path
+        if "pg_catalog" not in path:
+            path = (*path, "pg_catalog")
+        # The zone is part of the plan (zone-dependent expressions stay off the sources)
+        # and of what the engine computes in; setting it here too covers paths that run a
+        # plan without start (COPY ... TO, EXPLAIN ANALYZE) on this session's task.
+        TIMEZONE.set(self.settings.timezone)
+        return PlanSettings(search_path=path, user=self.user,
+                            database=self.database, version=self.ctx.version_string,
+                            declared_param_types=declared, timezone=self.settings.timezone,
+                            pre_aggregate=self.settings.values["fedgate.pre_aggregate"] == "on")
+
+    async def prepare(self, sql: str, declared_oids: tuple[int, ...]) -> Prepared:
+        if not sql:
+            return Prepared(sql, None, None, tuple(declared_oids))
+        utility = parse_utility(sql)
+        declared = tuple(self.type_name(oid) for oid in declared_oids)
+        if utility is not None:
+            if utility.value and (utility.kind == "declare" or (
+                    utility.kind == "explain" and self.links.route(utility.value) is None)):
+                # Planning errors show at Parse time; EXPLAIN and DECLARE take the query's
+                # parameters.
+                inner = await self.plan_query(utility.value, declared)
+                return Prepared(sql, utility, None, self.param_oids(inner, declared_oids))
+            return Prepared(sql, utility, None, tuple(declared_oids))
+        self.check_not_failed(Prepared(sql, None, None, ()))
+        plan = await self.plan_query(sql, declared)
+        return Prepared(sql, None, plan, self.param_oids(plan, declared_oids))
+
+    def param_oids(self, plan: QueryPlan, declared_oids: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(declared_oids[i] if i < len(declared_oids) and declared_oids[i]
+                     else self.type_oid(name) for i, name in enumerate(plan.param_types))
+
+    async def plan_query(self, sql: str, declared: tuple[str | None, ...] = ()) -> QueryPlan:
+        await self.ctx.refresh_if_stale()
+        try:
+            return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
+        except PgError as err:
+            # A table created in a source since the last refresh: look again, once.
+            if err.sqlstate != UNDEFINED_TABLE or not await self.ctx.refresh_catalog():
+                raise
+            return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
+
+    @staticmethod
+    def type_name(oid: int) -> str | None:
+        found = pg_type_by_oid(oid) if oid else None
+        return found.name if found else None
+
+    @staticmethod
+    def type_oid(name: str) -> int:
+        found = pg_type_by_name(name)
+        return found.oid if found else 25  # text
+
+    async def describe(self, prepared: Prepared) -> pa.Schema | None:
+        if prepared.utility is not None:
+            return await self.utility_schema(prepared)
+        if prepared.plan is None:
+            return None
+        if prepared.row_schema is None:
+            TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
+            executor = self.links.executor_for(prepared.plan) or self.ctx.executor
+            prepared.row_schema = await executor.describe(prepared.plan, self.engine_for(prepared.plan)[0])
+        return prepared.row_schema
+
+    async def start(self, portal: Portal) -> None:
+        if portal.stream is None and not portal.done and portal.statement.plan is not None:
+            plan = portal.statement.plan
+            TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
+            executor = self.links.executor_for(plan) or self.ctx.executor
+            portal.stream = await executor.run(plan, portal.params, self.engine_for(plan)[0],
+                                               self.dynamic_filtering)
+
+    async def execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:
+        prepared = portal.statement
+        if prepared.empty:
+            self.write(encoder.empty_query_response())
+            return
+        self.check_not_failed(prepared)
+        if prepared.utility is not None:
+            await self.execute_utility(portal, describe)
+            return
+        if portal.done:
+            self.write(encoder.command_complete("SELECT 0"))
+            return
+        try:
+            await self.start(portal)
+            assert portal.stream is not None
+            if describe:
+                self.write(row_description(portal.stream.schema, portal.formats))
+            await self.send_rows(portal, max_rows)
+        except BaseException:
+            await portal.close()
+            raise
+
+    async def send_rows(self, portal: Portal, max_rows: int) -> None:
+        formats = resolve_formats(portal.formats, len(portal.stream.schema))
+        sent, exhausted = await self.write_rows(portal, max_rows, formats)
+        self.write(encoder.command_complete(f"SELECT {sent}") if exhausted
+                   else encoder.portal_suspended())
+
+    async def write_rows(self, portal: Portal, max_rows: int, formats: list[int],
+                          discard: bool = False) -> tuple[int, bool]:
+        """DataRows of up to `max_rows` rows (0: all) of the portal's stream: how many were
+        sent, and whether the stream ended (the portal is then closed). `discard` counts
+        them without sending (MOVE)."""
+        stream = portal.stream
+        assert stream is not None
+        timezone = self.settings.timezone
+        loop = asyncio.get_running_loop()
+        batches = aiter(stream)
+        ahead: asyncio.Future[pa.RecordBatch | None] | None = None
+        sent = 0
+        try:
+            while True:
+                if portal.pending:
+                    batch = portal.pending.pop()
+                elif ahead is not None:
+                    batch, ahead = await ahead, None
+                else:
+                    batch = await anext(batches, None)
+                if batch is None:
+                    await portal.close()
+                    return sent, True
+                if max_rows and sent + batch.num_rows > max_rows:
+                    keep = max_rows - sent
+                    portal.pending.append(batch.slice(keep))
+                    batch = batch.slice(0, keep)
+                if batch.num_rows > OFFLOAD_ROWS and not discard:
+                    if not max_rows:
+                        # The source produces the next batch while this one is encoded.
+                        ahead = asyncio.ensure_future(anext(batches, None))
+                    self.write(await loop.run_in_executor(
+                        None, functools.partial(encode_rows, batch, formats, timezone=timezone)))
+                elif not discard:
+                    self.write(encode_rows(batch, formats, timezone=timezone))
+                sent += batch.num_rows
+                if self.buffered >= FLUSH_BYTES:
+                    await self.flush()
+                if max_rows and sent >= max_rows:
+                    return sent, False
+        finally:
+            if ahead is not None and not ahead.done():
+                ahead.cancel()
+                await asyncio.wait([ahead])
+
+    def discard_all(self) -> None:
+        self.close_portals(keep_unnamed=False, keep_holdable=False)
+        self.links.reset()
+        self.relayed.clear()
+        self.statements.clear()
+        self.reset_setting("all")
+
+    async def close(self) -> None:
+        for portal in list(self.portals.values()):
+            await portal.close()
+        self.portals.clear()
+        await self.links.aclose()
+        if self.copy_local is not None:  # the client left mid-COPY: nothing of it stays
+            writer, self.copy_local = self.copy_local[0], None
+            await writer.finish(commit=False)

@@ -1,0 +1,47 @@
+"""What pg_stat_activity shows of a session: its statement, since when, active or idle.
+
+The session notes each statement it starts and when it is idle again (`note_query`,
+`note_idle`); the express lane does the same for the statements it relays. The emulated
+catalog (`gateway.pg_catalog.session_state`) reads it back.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+
+@dataclass
+class Activity:
+    """What pg_stat_activity shows for one session (kept on the session)."""
+
+    backend_start: datetime
+    query: str = ""
+    started: float | None = None  # time.time(): cheaper than a datetime per statement
+    state: str = "idle"
+
+    @property
+    def query_start(self) -> datetime | None:
+        return None if self.started is None else datetime.fromtimestamp(self.started, timezone.utc)
+
+
+def note_query(session: Any, sql: str) -> None:
+    """Record the statement a session is running, for pg_stat_activity."""
+    activity = activity_of(session)
+    activity.query = sql
+    activity.started = time.time()
+    activity.state = "active"
+
+
+def note_idle(session: Any) -> None:
+    activity_of(session).state = "idle"
+
+
+def activity_of(session: Any) -> Activity:
+    activity = getattr(session, "_pg_activity", None)
+    if activity is None:
+        activity = Activity(datetime.now(timezone.utc))
+        session._pg_activity = activity
+    return activity

@@ -1,0 +1,166 @@
+"""What every session of one gateway process shares: the `ServerContext`.
+
+Configuration, the sources, the catalog snapshot (and reading it again), the plan cache,
+the executor and router, and the registry of sessions that CancelRequest looks in.
+`gateway.server.listener.build_context` builds it. It sits low in the gateway so that the
+relay and the session can be handed it without importing the server; what it holds of
+the layers above it (the executor, the router, the emulated catalog's remount) is given
+to it by the listener and typed here by what the context and its users call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import itertools
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from connectors.base import BatchStream, Source
+from gateway.config import Config
+from gateway.state.route import Route
+from gateway.state.settings import VERSION_STRING
+from pgwire.errors import PgError
+from planner import CatalogSnapshot, PlanCache, QueryPlan, SourceEntry
+
+log = logging.getLogger("fedgate")
+
+
+class PlanExecutor(Protocol):
+    """What sessions ask of `gateway.executor.execute.Executor`."""
+
+    sources: Mapping[str, Source]
+    engines: Mapping[str, Any]
+    default: str
+
+    async def run(self, plan: QueryPlan, params: Sequence[Any], engine: str | None = None,
+                  dynamic_filtering: bool = True) -> BatchStream: ...
+
+    async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema: ...
+
+
+class StatementRouter(Protocol):
+    """What sessions ask of `gateway.relay.routing.Router`."""
+
+    read_only: set[str]
+
+    def route(self, sql: str, search_path: tuple[str, ...],
+              in_transaction: bool = False) -> Route | None: ...
+
+
+class CancelTarget(Protocol):
+    """A session as the cancel registry sees it (`gateway.state.session.SessionState`)."""
+
+    key: int
+
+    def cancel(self, reason: str = "user request") -> None: ...
+
+
+@dataclass
+class ServerContext:
+    config: Config
+    sources: dict[str, Source]
+    catalog: CatalogSnapshot
+    executor: PlanExecutor
+    plans: PlanCache = field(default_factory=PlanCache)
+    sessions: dict[int, CancelTarget] = field(default_factory=dict)
+    version_string: str = VERSION_STRING
+    # The emulated pg_catalog's schemas (not read from a source) and how a new catalog
+    # version gets them rebuilt (gateway.pg_catalog.mount.with_catalog).
+    system_schemas: frozenset[str] = frozenset()
+    remount: Callable[[CatalogSnapshot], Awaitable[CatalogSnapshot]] | None = None
+    _pids: itertools.count = field(default_factory=lambda: itertools.count(os.getpid() * 1000 % 2**30 + 1))
+    _refreshed: float = field(default_factory=time.monotonic)
+    _refresh_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Set by the listener once the context exists (the router reads the context's catalog).
+    router: StatementRouter = field(init=False)
+    # DDL went to a source: read the catalog again before the next statement needs it.
+    catalog_stale: bool = False
+    # Several workers: backend pids encode the worker (pid % worker_count == worker_index),
+    # and a CancelRequest for another worker's pid goes to `forward_cancel(owner, pid, key)`.
+    worker_index: int = 0
+    worker_count: int = 1
+    forward_cancel: Callable[[int, int, int], None] | None = None
+
+    async def refresh_catalog(self, min_interval_s: float = 1.0) -> bool:
+        """Re-read every source's tables; any change becomes a new catalog version (which
+        also retires cached plans). At most one refresh per `min_interval_s`."""
+        async with self._refresh_lock:
+            if time.monotonic() - self._refreshed < min_interval_s:
+                return False
+            self._refreshed = time.monotonic()
+            entries = {}
+            for name, source in self.sources.items():
+                if name in self.system_schemas:
+                    continue
+                tables = await tables_or_none(source)
+                if tables is None:  # unreachable now: keep what we knew of it
+                    previous = self.catalog.sources.get(name)
+                    entries[name] = previous or SourceEntry(name, source.dialect, {})
+                    continue
+                entries[name] = SourceEntry(name, source.dialect, {t.ref.name: t for t in tables})
+            if self._shapes(entries) == self._shapes(self.catalog.sources):
+                return False
+            snapshot = replace(self.catalog, version=self.catalog.version + 1, sources=entries)
+            if self.remount is not None:
+                snapshot = await self.remount(snapshot)
+            self.catalog = snapshot
+            log.info("catalog refreshed: version %d", snapshot.version)
+            return True
+
+    async def refresh_if_stale(self) -> None:
+        if self.catalog_stale:
+            self.catalog_stale = False
+            await self.refresh_catalog(min_interval_s=0.0)
+
+    def _shapes(self, sources: Mapping[str, SourceEntry]) -> dict:
+        """Each user source's tables and their schemas: what a refresh compares."""
+        return {name: {table: info.schema for table, info in entry.tables.items()}
+                for name, entry in sources.items() if name not in self.system_schemas}
+
+    def as_worker(self, index: int, count: int,
+                  forward_cancel: Callable[[int, int, int], None]) -> None:
+        self.worker_index, self.worker_count, self.forward_cancel = index, count, forward_cancel
+        # Start where a restarted worker is unlikely to reuse its predecessor's pids; the
+        # product stays below 2**31 (pids are int4 on the wire and in pg_backend_pid()).
+        self._pids = itertools.count(os.getpid() * 1000 % (2**30 // count) + 1)
+
+    def next_pid(self) -> int:
+        return next(self._pids) * self.worker_count + self.worker_index
+
+    def cancel(self, pid: int, key: int) -> None:
+        owner = pid % self.worker_count
+        if owner != self.worker_index:
+            if self.forward_cancel is not None:
+                self.forward_cancel(owner, pid, key)
+            return
+        session = self.sessions.get(pid)
+        # Compare keys in constant time: the key is the only secret a cancel carries.
+        if session is not None and hmac.compare_digest(session.key.to_bytes(4, "big"),
+                                                       (key & 0xFFFFFFFF).to_bytes(4, "big")):
+            session.cancel()
+
+    async def close(self) -> None:
+        for source in self.sources.values():
+            await source.close()
+        for engine in self.executor.engines.values():
+            await engine.close()
+
+
+async def tables_or_none(source: Source) -> list | None:
+    """A source's tables, or None when it cannot be reached now (it is tried again at the
+    next refresh)."""
+    try:
+        return await source.tables()
+    except PgError as err:
+        if not err.sqlstate.startswith(("08", "58", "57P")):
+            raise
+        log.warning("source %s is unreachable (%s %s); it has no tables until it answers",
+                    source.name, err.sqlstate, err.message)
+        return None

@@ -1,0 +1,28 @@
+"""Where a relayed statement goes: the `Route` that `gateway.relay.routing` decides.
+
+It lives here, below the relay, because a prepared statement (`gateway.state.portals`)
+keeps the route it was relayed on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+DDL_VERBS = frozenset({"create", "drop", "alter", "truncate", "comment", "refresh"})
+
+
+@dataclass(frozen=True)
+class Route:
+    source: str          # a PostgreSQL source
+    verb: str            # the statement's first word, lower case
+    writes: bool
+    sql: str | None = None   # what to send instead of the client's text (names rewritten)
+    copy_in: bool = False    # COPY ... FROM STDIN
+    kind: str = "postgres"   # other kinds take writes only (connectors.writes)
+    tree: exp.Expression | None = field(default=None, compare=False)  # parsed, for them
+
+    @property
+    def ddl(self) -> bool:
+        return self.verb in DDL_VERBS

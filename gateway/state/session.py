@@ -1,0 +1,241 @@
+"""A client session's state: what the handlers of the session and the relay share.
+
+Settings, prepared statements and portals, the transaction status (in a block, failed,
+savepoints), the output buffer and the statement running now (for cancel and
+statement_timeout). `gateway.session.session.Session` builds on it with the protocol's
+handlers; the relay (`gateway.relay.links`, the express lane) is handed this state and
+uses only what is public here.
+
+Output: backend messages are written into a buffer that is flushed to the socket at
+Sync, Flush, the end of a simple Query, and every few hundred KB of rows (with
+`drain()`, so a slow client slows the query instead of growing our memory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, Protocol
+
+from gateway.state.activity import note_idle
+from gateway.state.context import ServerContext
+from gateway.state.portals import CopyIn, Portal, Prepared
+from gateway.state.settings import REPORTED, SessionSettings
+from pgwire.errors import (IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
+                           INVALID_SQL_STATEMENT_NAME, QUERY_CANCELED, PgError)
+from pgwire.protocol import encoder
+from planner import QueryPlan
+
+FLUSH_BYTES = 256 * 1024
+# Statements still allowed in a failed transaction block (PostgreSQL's IsTransactionExitStmt).
+ALLOWED_WHEN_FAILED = {"commit", "rollback", "rollback_to"}
+
+
+class LaneHandle(Protocol):
+    """The express lane as the session sees it (gateway.relay.express.ExpressLane): it
+    cancels the statements it runs, and counts them (SHOW fedgate.express_statements)."""
+
+    taken: int
+
+    def cancel(self) -> bool: ...
+
+
+class SessionState:
+    def __init__(self, ctx: ServerContext, writer: asyncio.StreamWriter,
+                 startup: dict[str, str], pid: int, key: int) -> None:
+        self.ctx = ctx
+        self.writer = writer
+        self.pid, self.key = pid, key
+        self.user = startup.get("user", "")
+        self.database = startup.get("database") or self.user
+        self.settings = SessionSettings.initial(startup, ctx.config.search_path)
+        self.startup_keys = set(startup)
+        # An engine named by the client (startup or SET) wins over the size-based choice.
+        self.engine_chosen = "fedgate.engine" in startup
+        if not self.engine_chosen:
+            self.settings.values["fedgate.engine"] = ctx.config.engine.default
+        if ctx.config.server.statement_timeout_ms and "statement_timeout" not in startup:
+            self.settings.values["statement_timeout"] = str(ctx.config.server.statement_timeout_ms)
+        self.initial = dict(self.settings.values)
+        self.statements: dict[str, Prepared] = {}
+        self.portals: dict[str, Portal] = {}
+        self.in_block = False
+        self.failed = False
+        self.savepoints: list[str] = []
+        self.skipping = False  # after an error in extended protocol, until Sync
+        self.closed = False
+        self.running: asyncio.Task[Any] | None = None  # the statement cancel interrupts
+        self.cancel_reason: str | None = None
+        self.copy_in: CopyIn | None = None  # a COPY FROM STDIN relayed to a source
+        # A COPY FROM STDIN the gateway takes in for SQLite/MySQL: its writer
+        # (gateway.session.copy_local.CopyWriter, above the state) and the Query's rest.
+        self.copy_local: tuple[Any, list[str]] | None = None
+        self.copy_error: PgError | None = None
+        self.relayed: dict[tuple, Prepared] = {}  # relayed statements by Parse message
+        self.lane: LaneHandle | None = None  # set by the connection
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+
+    # --- output -------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        self._out.append(data)
+        self._out_bytes += len(data)
+
+    @property
+    def has_output(self) -> bool:
+        """Something was written that is not sent yet."""
+        return bool(self._out)
+
+    @property
+    def buffered(self) -> int:
+        """Bytes written and not yet sent."""
+        return self._out_bytes
+
+    def take_output(self) -> bytes:
+        """What is buffered, which the caller sends (the express lane writes it to the
+        transport itself)."""
+        data = b"".join(self._out)
+        self._out.clear()
+        self._out_bytes = 0
+        return data
+
+    async def flush(self) -> None:
+        if self._out:
+            self.writer.write(self.take_output())
+        await self.writer.drain()
+
+    async def maybe_flush(self) -> None:
+        """Send what is buffered once it is large (the relay calls this between rows)."""
+        if self._out_bytes >= FLUSH_BYTES:
+            await self.flush()
+
+    def report(self, err: PgError) -> None:
+        self.write(encoder.error_from(err))
+        if self.in_block:
+            self.failed = True
+
+    def query_done(self) -> None:
+        """The end of a simple Query: ReadyForQuery, after the implicit transaction's
+        portals are closed."""
+        if not self.in_block:
+            self.close_portals(keep_unnamed=False)
+        note_idle(self)
+        self.write(encoder.ready_for_query(self.status))
+
+    # --- settings -----------------------------------------------------------------------
+
+    @property
+    def dynamic_filtering(self) -> bool:
+        return self.settings.values["fedgate.dynamic_filtering"] == "on"
+
+    def engine_for(self, plan: QueryPlan) -> tuple[str, str]:
+        """The residual engine for `plan`, and why (for EXPLAIN): the session's choice
+        (`SET fedgate.engine`), else Spark above the configured size, else the default."""
+        chosen = self.settings.values["fedgate.engine"]
+        if self.engine_chosen:
+            return chosen, "SET fedgate.engine"
+        threshold = self.ctx.config.engine.spark_threshold_rows
+        if threshold and plan.estimated_rows is not None and plan.estimated_rows > threshold:
+            return "spark", f"about {plan.estimated_rows} rows to combine, over spark_threshold_rows"
+        return chosen, "" if chosen == "duckdb" else "the configured default"
+
+    def startup_messages(self) -> None:
+        for name in REPORTED:
+            self.write(encoder.parameter_status(name, self.settings.values[name]))
+        self.write(encoder.backend_key_data(self.pid, self.key))
+        self.write(encoder.ready_for_query(self.status))
+
+    def set_setting(self, name: str, value: str) -> None:
+        canonical = self.settings.set(name, value)
+        if canonical == "fedgate.engine":
+            self.engine_chosen = True
+        if canonical in REPORTED:
+            self.write(encoder.parameter_status(canonical, self.settings.values[canonical]))
+
+    def reset_setting(self, name: str) -> None:
+        if name in ("all", "fedgate.engine"):
+            self.engine_chosen = "fedgate.engine" in self.startup_keys
+        for changed in self.settings.reset(name, self.initial):
+            if changed in REPORTED:
+                self.write(encoder.parameter_status(changed, self.settings.values[changed]))
+
+    # --- transaction status -------------------------------------------------------------
+
+    @property
+    def status(self) -> bytes:
+        return b"E" if self.failed else b"T" if self.in_block else b"I"
+
+    def begin_block(self) -> None:
+        self.in_block, self.failed, self.savepoints = True, False, []
+
+    def end_block(self) -> None:
+        self.in_block, self.failed, self.savepoints = False, False, []
+        self.close_portals(keep_unnamed=False)
+
+    def recover_block(self) -> None:
+        self.failed = False
+
+    def check_not_failed(self, prepared: Prepared) -> None:
+        if self.failed and not (prepared.utility and prepared.utility.kind in ALLOWED_WHEN_FAILED):
+            raise PgError(IN_FAILED_SQL_TRANSACTION,
+                          "current transaction is aborted, commands ignored until end of transaction block")
+
+    # --- statements and portals ---------------------------------------------------------
+
+    def statement(self, name: str) -> Prepared:
+        prepared = self.statements.get(name)
+        if prepared is None:
+            raise PgError(INVALID_SQL_STATEMENT_NAME, f'prepared statement "{name}" does not exist')
+        return prepared
+
+    def portal(self, name: str) -> Portal:
+        portal = self.portals.get(name)
+        if portal is None:
+            raise PgError(INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
+        return portal
+
+    def close_portals(self, keep_unnamed: bool, keep_holdable: bool = True) -> None:
+        """Close the portals a transaction's end closes (WITH HOLD cursors stay)."""
+        for name, portal in list(self.portals.items()):
+            if not ((keep_unnamed and name == "") or (keep_holdable and portal.holdable)):
+                self.close_later(self.portals.pop(name))
+
+    @staticmethod
+    def close_later(portal: Portal) -> None:
+        if portal.stream is not None and not portal.done:
+            asyncio.ensure_future(portal.close())
+
+    # --- cancellation -------------------------------------------------------------------
+
+    def cancel(self, reason: str = "user request") -> None:
+        """A CancelRequest matched this session (or its statement_timeout passed): stop
+        the running statement, if any."""
+        if self.running is not None and self.cancel_reason is None:
+            self.cancel_reason = reason
+            self.running.cancel()
+        elif self.lane is not None:
+            self.lane.cancel()  # a statement on the express lane: the source cancels it
+
+    async def cancellable(self, work: Awaitable[Any]) -> Any:
+        """Run `work` in this task, so that a cancel or statement_timeout interrupts it
+        (its own cleanup stops the remote queries) and becomes a 57014 error. No task is
+        created: this is on every statement's path."""
+        task = asyncio.current_task()
+        assert task is not None
+        self.running = task
+        timeout_ms = self.settings.statement_timeout_ms
+        timer = asyncio.get_running_loop().call_later(
+            timeout_ms / 1000, self.cancel, "statement timeout") if timeout_ms else None
+        try:
+            return await work
+        except asyncio.CancelledError:
+            reason = self.cancel_reason
+            if reason is not None and task.uncancel() == 0:
+                raise PgError(QUERY_CANCELED, f"canceling statement due to {reason}") from None
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.running = None
+            self.cancel_reason = None
