@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
@@ -27,6 +27,7 @@ from connectors.dialects import duckdb as engine_dialect
 from connectors.dialects import spark as spark_dialect
 from connectors.dialects.duckdb import needs_types
 from pgwire.errors import PgError, UNDEFINED_COLUMN
+from pgwire.function_names import POSTGRES_FUNCTIONS
 from connectors.base import TableInfo
 from connectors.base import Pushdown
 from connectors.time_zone import is_utc
@@ -41,6 +42,7 @@ from planner.pushdown import fragments
 from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
+from planner.function_check import check_functions
 from planner.params import cast_parameters, infer_param_types, parameters
 from planner.pg_aggregates import pg_typed_query, pg_typed_select, spark_averages
 from planner.parse import parse_query
@@ -62,6 +64,9 @@ class PlanSettings:
     timezone: str = "UTC"
     # Pre-aggregate a cross-source join's side at its source (`fedgate.pre_aggregate`).
     pre_aggregate: bool = False
+    # The functions a statement may call, by name (planner.function_check): PostgreSQL's;
+    # the gateway adds those its emulated catalog answers.
+    functions: frozenset[str] = field(default=POSTGRES_FUNCTIONS, repr=False)
 
 
 def _name_outputs(tree: exp.Expression, sql: str) -> tuple[str, ...] | None:
@@ -175,7 +180,9 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     catalog = session_zone.for_zone(catalog, settings.timezone)
     zoned = not is_utc(settings.timezone)  # then zone-dependent expressions stay local
     text = pgcompat.normalize(sql)
-    tree = pgcompat.rewrite(parse_query(text))
+    parsed = parse_query(text)
+    check_functions(parsed, text, settings.functions)  # before rewrites add names of ours
+    tree = pgcompat.rewrite(parsed)
     names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)
     tables = _resolve_tables(tree, catalog, settings)

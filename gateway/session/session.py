@@ -43,6 +43,7 @@ from gateway.session.utility import UtilityMixin
 from gateway.session.settings import REPORTED, SessionSettings
 from gateway.session.statements import parse_utility, split_statements
 from planner import PlanSettings, QueryPlan
+from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
 
 if TYPE_CHECKING:
     from gateway.relay.express import ExpressLane
@@ -372,7 +373,8 @@ class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin, CursorMixin)
         return PlanSettings(search_path=path, user=self.user,
                             database=self.database, version=self.ctx.version_string,
                             declared_param_types=declared, timezone=self.settings.timezone,
-                            pre_aggregate=self.settings.values["fedgate.pre_aggregate"] == "on")
+                            pre_aggregate=self.settings.values["fedgate.pre_aggregate"] == "on",
+                            functions=CALLABLE_FUNCTIONS)
 
     async def _prepare(self, sql: str, declared_oids: tuple[int, ...]) -> Prepared:
         if not sql:
