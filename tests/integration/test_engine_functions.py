@@ -274,3 +274,12 @@ async def test_spark_file_tables_cannot_be_expressed(spark_conn, config_file, sq
                                                      sqlstate: str) -> None:
     error = await _refused(spark_conn, sql.format(path=config_file))
     assert error.sqlstate in (sqlstate, "3F000"), error.message  # 3F000: schema "parquet"
+
+
+async def test_a_path_in_from_is_a_table_name_not_a_file(conn, config_file) -> None:
+    # sqlglot reads a string in FROM as a quoted name (DuckDB would read the file it
+    # names): the catalog knows no such table, as PostgreSQL knows none.
+    for sql in (f"SELECT * FROM '{config_file}'", f'SELECT * FROM "{config_file}"',
+                f'SELECT * FROM orders, "{config_file}"'):
+        error = await _refused(conn, sql)
+        assert error.sqlstate in ("42P01", "42601"), (sql, error.message)
