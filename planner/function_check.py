@@ -28,12 +28,17 @@ pgwire.errors.PgError: function instr(unknown, unknown) does not exist
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import sqlglot  # noqa: F401  (the doctest's)
 from sqlglot import exp
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
 
 from pgwire.errors import PgError
 from pgwire.function_names import SYNTAX_CALLS, undefined_function
+from planner.catalog import CatalogSnapshot
 from planner.type_names import pg_type_name
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
@@ -92,14 +97,44 @@ def called_name(node: exp.Func, sql: str) -> str | None:
     return node.sql_name().lower()
 
 
-def check_functions(tree: exp.Expression, sql: str, allowed: frozenset[str]) -> None:
+def check_functions(tree: exp.Expression, sql: str, allowed: frozenset[str],
+                    catalog: CatalogSnapshot | None = None,
+                    search_path: Sequence[str] = ()) -> None:
     """Raise PostgreSQL's 42883 for the first call in `tree` (parsed from `sql`) of a
-    function that is neither in `allowed` nor a word of PostgreSQL's grammar."""
+    function that is neither in `allowed` nor a word of PostgreSQL's grammar.
+
+    With `catalog`, the message names the types of column arguments too, as PostgreSQL's
+    does: the refused statement's tree is then typed in place (it is not planned)."""
     for node in tree.find_all(exp.Func):
         name = called_name(node, sql)
         if name is None or name in allowed or name in SYNTAX_CALLS:
             continue
+        if catalog is not None:
+            _type_in_place(tree, catalog, search_path)
         raise _refusal(node, name)
+
+
+def _type_in_place(tree: exp.Expression, catalog: CatalogSnapshot,
+                   search_path: Sequence[str]) -> None:
+    """Give the expressions of `tree` their types from the catalog, for the message only.
+    A statement that cannot be typed (a table that does not exist, a column no table has)
+    leaves its arguments untyped: the message then says `unknown`, and the error that
+    matters, the call's, is still the one raised."""
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    try:
+        for table in tree.find_all(exp.Table):
+            if not isinstance(table.this, exp.Identifier) or (not table.db and table.name in ctes):
+                continue
+            name = table.name if table.this.quoted else table.name.lower()
+            info = catalog.resolve(name, table.db or None, search_path)
+            table.set("this", exp.to_identifier(info.ref.name, quoted=table.this.quoted))
+            table.set("db", exp.to_identifier(info.ref.source))
+            table.set("catalog", None)
+        qualify(tree, schema=catalog.sqlglot_schema, dialect="postgres",
+                quote_identifiers=False, validate_qualify_columns=False, identify=False)
+        annotate_types(tree, schema=catalog.sqlglot_schema)
+    except (PgError, OptimizeError):
+        return
 
 
 def _refusal(node: exp.Func, name: str) -> PgError:
@@ -137,4 +172,6 @@ def argument_type(arg: exp.Expression) -> str:
         return _DISPLAY_NAMES.get(name, name) if name else arg.to.sql("postgres").lower()
     if isinstance(arg, exp.Neg) and isinstance(arg.this, exp.Literal):
         return argument_type(arg.this)
-    return "unknown"  # a NULL, a column or an expression: its type is not known here
+    typed = pg_type_name(arg.type) if arg.type is not None and \
+        arg.type.this not in (exp.DataType.Type.UNKNOWN, exp.DataType.Type.NULL) else None
+    return _DISPLAY_NAMES.get(typed, typed) if typed else "unknown"

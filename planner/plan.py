@@ -181,7 +181,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     zoned = not is_utc(settings.timezone)  # then zone-dependent expressions stay local
     text = pgcompat.normalize(sql)
     parsed = parse_query(text)
-    check_functions(parsed, text, settings.functions)  # before rewrites add names of ours
+    # Before rewrites add names of ours; the catalog types the arguments a refusal names.
+    check_functions(parsed, text, settings.functions, catalog, settings.search_path)
     tree = pgcompat.rewrite(parsed)
     names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)

@@ -102,3 +102,38 @@ def test_allowed_names_are_data() -> None:
     sql = "select pg_gateway_helper(1)"
     _refusal(sql)
     _check(sql, POSTGRES_FUNCTIONS | {"pg_gateway_helper"})
+
+
+def _catalog():
+    import pyarrow as pa
+
+    from connectors.base import TableInfo, TableRef
+    from connectors.dialects import duckdb as duckdb_dialect
+    from planner.catalog import CatalogSnapshot, SourceEntry
+
+    info = TableInfo(TableRef("s", "customers", remote_name="customers"),
+                     pa.schema([("id", pa.int32()), ("name", pa.string())]))
+    return CatalogSnapshot(1, {"s": SourceEntry("s", duckdb_dialect.DIALECT, {"customers": info})})
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("select instr(name, 'x') from customers", "function instr(text, unknown) does not exist"),
+    ("select * from customers c, read_csv(c.name)", "function read_csv(text) does not exist"),
+    ("select getenv(id) from customers", "function getenv(integer) does not exist"),
+    # A statement the catalog cannot type still gets the call's error, with what is known.
+    ("select instr(name, 'x') from nosuch", "function instr(unknown, unknown) does not exist"),
+])
+def test_plan_refuses_with_argument_types_from_the_catalog(sql: str, message: str) -> None:
+    from planner import PlanSettings, plan
+
+    with pytest.raises(PgError) as caught:
+        plan(sql, _catalog(), PlanSettings(("s",)))
+    assert (caught.value.sqlstate, caught.value.message) == ("42883", message)
+
+
+def test_plan_accepts_postgresql_functions() -> None:
+    from planner import PlanSettings, plan
+
+    query_plan = plan("select lower(name), strpos(name, 'c'), string_agg(name, ',') "
+                      "from customers group by 1, 2", _catalog(), PlanSettings(("s",)))
+    assert query_plan.fragments
