@@ -17,6 +17,7 @@ table function is tried): names with `read`, `glob`, `getenv`, `env`, `http`, `f
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import asyncpg
@@ -65,8 +66,9 @@ REACHING_SCALARS = [n for n in _duckdb_functions(("scalar", "macro", "aggregate"
 
 
 @pytest.fixture(scope="module")
-def three_sources(tmp_path_factory: pytest.TempPathFactory) -> GatewayProcess:
-    """Two DuckDB files (a join of both takes the engine) and a folder of Parquet files."""
+def four_sources(tmp_path_factory: pytest.TempPathFactory) -> GatewayProcess:
+    """Two DuckDB files (a join of both takes the engine), a folder of Parquet files and
+    a SQLite file (writable: writes are rendered in its dialect)."""
     root = tmp_path_factory.mktemp("engine_functions")
     for name, ddl in (("sales", "CREATE TABLE orders AS SELECT range AS id, range % 7 AS cust "
                                 "FROM range(50)"),
@@ -78,8 +80,13 @@ def three_sources(tmp_path_factory: pytest.TempPathFactory) -> GatewayProcess:
     (root / "files").mkdir()
     pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "tag": ["a", "b", "c"]}),
                    root / "files" / "tags.parquet")
+    lite = sqlite3.connect(root / "lite.db")
+    lite.execute("CREATE TABLE notes (body TEXT)")
+    lite.commit()
+    lite.close()
     proc = start_gateway(
-        '[catalog]\nsearch_path = ["sales", "crm", "files"]\n'
+        '[catalog]\nsearch_path = ["sales", "crm", "files", "lite"]\n'
+        f'[sources.lite]\nkind = "sqlite"\npath = "{root / "lite.db"}"\n'
         f'[sources.sales]\nkind = "duckdb"\npath = "{root / "sales.duckdb"}"\n'
         f'[sources.crm]\nkind = "duckdb"\npath = "{root / "crm.duckdb"}"\n'
         f'[sources.files]\nkind = "parquet"\npath = "{root / "files"}"\n', root / "gw")
@@ -88,13 +95,13 @@ def three_sources(tmp_path_factory: pytest.TempPathFactory) -> GatewayProcess:
 
 
 @pytest.fixture(scope="module")
-def config_file(three_sources: GatewayProcess) -> str:
-    return str(three_sources.log_path.parent / "fedgate.toml")
+def config_file(four_sources: GatewayProcess) -> str:
+    return str(four_sources.log_path.parent / "fedgate.toml")
 
 
 @pytest.fixture
-async def conn(three_sources: GatewayProcess):
-    connection = await asyncpg.connect(three_sources.dsn)
+async def conn(four_sources: GatewayProcess):
+    connection = await asyncpg.connect(four_sources.dsn)
     yield connection
     await connection.close()
 
@@ -240,8 +247,8 @@ SPARK_REFUSED = ("read_text", "read_csv", "read_parquet", "parquet_metadata", "s
 
 
 @pytest.fixture(scope="module")
-async def spark_conn(three_sources: GatewayProcess):
-    connection = await asyncpg.connect(three_sources.dsn, command_timeout=300)
+async def spark_conn(four_sources: GatewayProcess):
+    connection = await asyncpg.connect(four_sources.dsn, command_timeout=300)
     await connection.execute("SET fedgate.engine = 'spark'")
     yield connection
     await connection.close()
@@ -283,3 +290,13 @@ async def test_a_path_in_from_is_a_table_name_not_a_file(conn, config_file) -> N
                 f'SELECT * FROM orders, "{config_file}"'):
         error = await _refused(conn, sql)
         assert error.sqlstate in ("42P01", "42601"), (sql, error.message)
+
+
+async def test_writes_to_other_sources_call_only_postgresql_functions(conn, config_file) -> None:
+    for sql in (f"INSERT INTO notes VALUES (load_file('{config_file}'))",
+                f"INSERT INTO notes SELECT content FROM read_text('{config_file}')",
+                f"UPDATE notes SET body = readfile('{config_file}')"):
+        error = await _refused(conn, sql)
+        assert error.sqlstate == "42883", (sql, error.message)
+    await conn.execute("INSERT INTO notes VALUES (lower('KEPT'))")
+    assert await conn.fetchval("SELECT body FROM notes") == "kept"
