@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
@@ -24,6 +24,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from pgwire.errors import PgError, UNDEFINED_COLUMN
+from pgwire.function_names import POSTGRES_FUNCTIONS
 from connectors.base import Dialect, Pushdown, TableInfo, is_utc
 from planner import pgcompat, physical
 from planner import zone_dependent as session_zone
@@ -36,6 +37,7 @@ from planner.pushdown import fragments
 from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
+from planner.function_check import check_functions
 from planner.params import cast_parameters, infer_param_types, parameters
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
@@ -54,6 +56,9 @@ class PlanSettings:
     timezone: str = "UTC"
     # Pre-aggregate a cross-source join's side at its source (`fedgate.pre_aggregate`).
     pre_aggregate: bool = False
+    # The functions a statement may call, by name (planner.function_check): PostgreSQL's;
+    # the gateway adds those its emulated catalog answers.
+    functions: frozenset[str] = field(default=POSTGRES_FUNCTIONS, repr=False)
 
 
 def _name_outputs(tree: exp.Expression, sql: str) -> tuple[str, ...] | None:
@@ -167,7 +172,10 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     catalog = session_zone.for_zone(catalog, settings.timezone)
     zoned = not is_utc(settings.timezone)  # then zone-dependent expressions stay local
     text = pgcompat.normalize(sql)
-    tree = pgcompat.rewrite(parse_query(text), catalog.catalog_functions)
+    parsed = parse_query(text)
+    # Before rewrites add names of ours; the catalog types the arguments a refusal names.
+    check_functions(parsed, text, settings.functions, catalog, settings.search_path)
+    tree = pgcompat.rewrite(parsed, catalog.catalog_functions)
     names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)
     tables = _resolve_tables(tree, catalog, settings)

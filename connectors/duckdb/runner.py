@@ -37,6 +37,24 @@ DUCKDB_CONFIG = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
 }
+# Queries here run in PostgreSQL's name: no DuckDB function may reach a file or the
+# network that the connection was not opened for (the planner refuses DuckDB's own
+# functions too; this is the second wall). Off is for good: DuckDB refuses to turn
+# external access back on while the database runs, and only the paths listed before it
+# (a files source's Parquet files) stay readable. `lock_configuration` would be stronger
+# still but forbids the per-cursor `SET TimeZone` the engine needs; the SQL run here is
+# rendered from a parsed query, never a client's SET.
+ALLOWED_PATHS_SETTING = "allowed_paths"
+
+
+def restrict_access(con: duckdb.DuckDBPyConnection, allowed_paths: Sequence[str] = ()) -> None:
+    """Turn `con`'s external access off for good, leaving only `allowed_paths` readable."""
+    if allowed_paths:
+        listed = ", ".join(exp.Literal.string(p).sql("duckdb") for p in allowed_paths)
+        con.execute(f"SET {ALLOWED_PATHS_SETTING} = [{listed}]")
+    con.execute("SET enable_external_access = false")
+
+
 # uuid and json come out as Arrow extension types, so they keep their PostgreSQL type.
 SESSION_SETUP = ("SET arrow_lossless_conversion = true", "SET TimeZone = 'UTC'")
 BATCH_ROWS = 65_536
@@ -57,8 +75,13 @@ class DuckDBRunner:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, path: str = ":memory:", *, read_only: bool = False) -> DuckDBRunner:
-        return cls(duckdb.connect(path, read_only=read_only, config=DUCKDB_CONFIG))
+    def open(cls, path: str = ":memory:", *, read_only: bool = False,
+             allowed_paths: Sequence[str] = ()) -> DuckDBRunner:
+        """A runner on database `path` (its own file stays readable) whose queries reach
+        no other file but `allowed_paths`."""
+        con = duckdb.connect(path, read_only=read_only, config=DUCKDB_CONFIG)
+        restrict_access(con, allowed_paths)
+        return cls(con)
 
     def _acquire(self) -> duckdb.DuckDBPyConnection:
         with self._lock:

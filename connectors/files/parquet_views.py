@@ -41,7 +41,7 @@ import duckdb
 import pyarrow.dataset as ds
 from sqlglot import exp
 
-from connectors.duckdb.runner import DUCKDB_CONFIG, DuckDBRunner
+from connectors.duckdb.runner import DUCKDB_CONFIG, DuckDBRunner, restrict_access
 from pgwire.errors import DATATYPE_MISMATCH, PgError, from_exception
 
 UNDEFINED_FILE = "58P01"  # PostgreSQL's "could not open file"
@@ -97,12 +97,19 @@ def single_file(dataset: ds.Dataset) -> Path | None:
     return Path(dataset.files[0])
 
 
+def native_candidates(datasets: dict[str, ds.Dataset]) -> list[str]:
+    """The files `create_views` may read natively: the only paths its runner may open."""
+    return [str(path) for dataset in datasets.values()
+            if (path := single_file(dataset)) is not None]
+
+
 def create_views(runner: DuckDBRunner, datasets: dict[str, ds.Dataset]) -> dict[str, NativeTable]:
     """Views over `read_parquet` for the single-file tables whose types match the catalog."""
     native: dict[str, NativeTable] = {}
     # The types DuckDB gives an Arrow schema are found on a connection of their own: the
     # probe's registered name never meets the runner's queries.
     probe = duckdb.connect(config=DUCKDB_CONFIG)
+    restrict_access(probe)  # it only describes registered datasets
     try:
         for name, dataset in datasets.items():
             path = single_file(dataset)

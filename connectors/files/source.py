@@ -31,7 +31,8 @@ from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, Table
 from connectors.dialects import files as files_dialect
 from connectors.duckdb.runner import DuckDBRunner
 from connectors.files.filters import to_arrow_filter
-from connectors.files.parquet_views import UNDEFINED_FILE, NativeTable, check, create_views
+from connectors.files.parquet_views import (UNDEFINED_FILE, NativeTable, check, create_views,
+                                            native_candidates)
 from connectors.scan_sql import scan_tree
 from connectors.statement_log import StatementLog
 from pgwire.errors import PgError
@@ -55,7 +56,9 @@ class FilesSource:
         self.file_format = file_format
         self.statement_log = StatementLog(statement_log)
         self.datasets = self._discover()
-        self._runner = DuckDBRunner.open(":memory:")
+        # DuckDB reads nothing but the single Parquet files it may view natively.
+        self._runner = DuckDBRunner.open(":memory:", allowed_paths=native_candidates(
+            self.datasets) if file_format == "parquet" else ())
         self._native: dict[str, NativeTable] = \
             create_views(self._runner, self.datasets) if file_format == "parquet" else {}
         # What DuckDB is handed per query: the tables that have no view of their own.

@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from connectors.base import TableInfo, TableRef
-from connectors.duckdb.runner import DUCKDB_CONFIG, DuckDBRunner
+from connectors.duckdb.runner import DUCKDB_CONFIG, DuckDBRunner, restrict_access
 from gateway.pg_catalog import functions, infoschema, procs, relations, types, views
 from gateway.pg_catalog.model import CatalogModel
 from gateway.pg_catalog.tables import PG_CATALOG, PG_CATALOG_VIEWS, create_table_sql
@@ -68,6 +68,7 @@ def build(version: int, database: str, user_tables: dict[str, list[TableInfo]]) 
     con.execute(functions.VISIBILITY_VIEW)
     _create_macros(con)
     system["pg_catalog"].append(_info(con, "pg_catalog", ONE_ROW))
+    restrict_access(con)  # built from Python data: client queries reach no file from here
     return BuiltCatalog(DuckDBRunner(con), system, model)
 
 

@@ -25,8 +25,10 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, READ_ONLY_SQL_TRANSACTION, PgError)
+from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
 from gateway.relay.shapes import shape_of
 from gateway.state.route import Route
+from planner.function_check import check_functions
 
 if TYPE_CHECKING:
     from gateway.state.context import ServerContext
@@ -141,6 +143,9 @@ class Router:
             if tree is None or isinstance(tree, exp.Command):
                 raise PgError(FEATURE_NOT_SUPPORTED,
                               f'{verb.upper()} on {kind} sources is not supported (source "{source}")')
+            # Rendered in the source's dialect by sqlglot: only PostgreSQL's functions, so
+            # none of the source's own (MySQL's load_file) is reached in PostgreSQL's name.
+            check_functions(tree, sql, CALLABLE_FUNCTIONS)
             return Route(source, verb, True, kind=kind or "", tree=tree), False
         qualified = any(schema is not None for schema, _ in names)
         if not qualified:

@@ -18,6 +18,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
     from gateway.server.listener import build_context
     from planner import PlanSettings, plan
 
@@ -25,7 +26,8 @@ def _explain(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         ctx = await build_context(config)
         try:
-            return plan(args.sql, ctx.catalog, PlanSettings(config.search_path)).explain()
+            return plan(args.sql, ctx.catalog, PlanSettings(
+                config.search_path, functions=CALLABLE_FUNCTIONS)).explain()
         finally:
             await ctx.close()
 

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from connectors.time_zone import TIMEZONE
 from gateway import pg_catalog
+from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
 from gateway.relay.links import SessionLinks
 from gateway.state.context import ServerContext
 from gateway.state.portals import Portal, Prepared
@@ -67,7 +68,8 @@ class SessionCore(SessionState):
         return PlanSettings(search_path=path, user=self.user,
                             database=self.database, version=self.ctx.version_string,
                             declared_param_types=declared, timezone=self.settings.timezone,
-                            pre_aggregate=self.settings.values["fedgate.pre_aggregate"] == "on")
+                            pre_aggregate=self.settings.values["fedgate.pre_aggregate"] == "on",
+                            functions=CALLABLE_FUNCTIONS)
 
     async def prepare(self, sql: str, declared_oids: tuple[int, ...]) -> Prepared:
         if not sql:
