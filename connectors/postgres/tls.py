@@ -150,8 +150,9 @@ async def negotiate(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
         await writer.start_tls(context, server_hostname=host,
                                ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S)
     except ssl.SSLCertVerificationError as exc:
-        raise PgError(CONNECTION_EXCEPTION, f"SSL error: {exc.verify_message or exc.reason}"
-                      ) from TlsFailure(str(exc))
+        # libpq's words, then OpenSSL's reason ("unable to get local issuer certificate").
+        raise PgError(CONNECTION_EXCEPTION, "SSL error: certificate verify failed: "
+                      f"{exc.verify_message or exc.reason}") from TlsFailure(str(exc))
     except (ssl.SSLError, ConnectionError) as exc:
         reason = getattr(exc, "reason", None) or exc
         raise PgError(CONNECTION_EXCEPTION, f"SSL error: {reason}") from TlsFailure(str(exc))

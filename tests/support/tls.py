@@ -4,9 +4,14 @@ signs for `localhost` and 127.0.0.1, as an operator would make them."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tests.support.postgres import PostgresServer
 
 SAN_LOCAL = "DNS:localhost,IP:127.0.0.1"
 
@@ -54,3 +59,29 @@ def serial_of(cert: Path) -> str:
     done = subprocess.run(["openssl", "x509", "-noout", "-serial", "-in", str(cert)],
                           capture_output=True, text=True, timeout=30, check=True)
     return done.stdout.strip().split("=", 1)[1].upper()
+
+
+def make_tls_only(server: PostgresServer, pair: CertPair) -> None:
+    """Turn the throwaway cluster `server` into a TLS-only one: `ssl = on` with `pair`,
+    pg_hba.conf with hostssl lines only and `hostnossl ... reject` (the Unix socket stays
+    trusted, for the test's own administration), then reload."""
+    from tests.support.system import as_user, server_user
+
+    user = server_user()
+    for source, name in ((pair.cert, "server.crt"), (pair.key, "server.key")):
+        target = server.datadir / name
+        shutil.copyfile(source, target)
+        os.chmod(target, 0o600)  # PostgreSQL refuses a key others may read
+        if user is not None:
+            os.chown(target, user.pw_uid, user.pw_gid)
+    with open(server.datadir / "postgresql.conf", "a") as conf:
+        conf.write("\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n")
+    (server.datadir / "pg_hba.conf").write_text(
+        "local all all trust\n"
+        "hostssl all all 127.0.0.1/32 trust\n"
+        "hostssl all all ::1/128 trust\n"
+        "hostnossl all all 0.0.0.0/0 reject\n"
+        "hostnossl all all ::/0 reject\n")
+    subprocess.run(as_user(server.run_as, [str(server.bindir / "pg_ctl"), "-D",
+                                           str(server.datadir), "reload"]),
+                   check=True, capture_output=True, timeout=60)
