@@ -156,6 +156,7 @@ def _pg_jdbc_query(dsn_query: str) -> str:
     PGSSL* environment variables, as the gateway's own connections read them) with
     `ssl=true` when TLS is required, and `options`; every value URL-encoded."""
     given = dict(parse_qsl(dsn_query))
+    # sslmode=prefer when nobody chose one: pgJDBC's default too, so the URL stays quiet.
     tls = {k: v for k, v in ssl_parameters(given).items()
            if k != "sslmode" or "sslmode" in given or os.environ.get("PGSSLMODE")}
     parameters = [("ApplicationName", "fedgate-spark")]
