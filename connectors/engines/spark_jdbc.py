@@ -37,11 +37,12 @@ ANALYZE prints, or errors.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlparse
+from urllib.parse import parse_qsl, quote, unquote, urlparse
 
 import pyarrow as pa
 import sqlglot
@@ -50,6 +51,7 @@ from sqlglot.errors import SqlglotError
 
 from connectors.base import Source, TableInfo
 from connectors.engines.spark_literals import Unbindable, bind
+from connectors.postgres.tls import ssl_parameters
 from connectors.table_stats import SourceCatalog
 
 # Debian's drivers (libpostgresql-jdbc-java, libmariadb-java), given to a local Spark.
@@ -149,6 +151,23 @@ def source_kind(source: Source) -> str | None:
     return None
 
 
+def _pg_jdbc_query(dsn_query: str) -> str:
+    """pgJDBC's URL parameters for a libpq DSN's: its TLS settings (the DSN's, else the
+    PGSSL* environment variables, as the gateway's own connections read them) with
+    `ssl=true` when TLS is required, and `options`; every value URL-encoded."""
+    given = dict(parse_qsl(dsn_query))
+    # sslmode=prefer when nobody chose one: pgJDBC's default too, so the URL stays quiet.
+    tls = {k: v for k, v in ssl_parameters(given).items()
+           if k != "sslmode" or "sslmode" in given or os.environ.get("PGSSLMODE")}
+    parameters = [("ApplicationName", "fedgate-spark")]
+    if tls.get("sslmode") in ("require", "verify-ca", "verify-full"):
+        parameters.append(("ssl", "true"))
+    parameters += [(k, tls[k]) for k in ("sslmode", "sslrootcert", "sslcert", "sslkey") if k in tls]
+    if "options" in given:
+        parameters.append(("options", given["options"]))
+    return "&".join(f"{k}={quote(v, safe='/:')}" for k, v in parameters)
+
+
 def jdbc_target(kind: str, dsn: str) -> tuple[str, dict[str, str]]:
     """A JDBC URL (no credentials in it) and the user/password properties for a DSN."""
     url = urlparse(dsn)
@@ -164,10 +183,7 @@ def jdbc_target(kind: str, dsn: str) -> tuple[str, dict[str, str]]:
     if url.password:
         credentials["password"] = unquote(url.password)
     if kind == "postgres":
-        extra = {k: v for k, v in parse_qsl(url.query) if k in ("sslmode", "sslrootcert", "sslcert",
-                                                                 "sslkey", "options")}
-        query = "&".join(f"{k}={v}" for k, v in [("ApplicationName", "fedgate-spark"), *extra.items()])
-        return f"jdbc:postgresql://{host}:{url.port or 5432}/{database}?{query}", credentials
+        return f"jdbc:postgresql://{host}:{url.port or 5432}/{database}?{_pg_jdbc_query(url.query)}", credentials
     # Spark picks its MySQL dialect (backquoted names) by the jdbc:mysql: prefix; the
     # MariaDB driver accepts that prefix.
     return f"jdbc:mysql://{host}:{url.port or 3306}/{database}?permitMysqlScheme", credentials

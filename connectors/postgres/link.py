@@ -24,6 +24,7 @@ from typing import Protocol
 
 from pgwire.protocol import client as w
 from connectors.postgres.port import LinkPort
+from connectors.postgres.tls import ClientTls, TlsFailure, negotiate
 from pgwire.errors import (CONNECTION_EXCEPTION, INVALID_PASSWORD, PgError)
 
 log = logging.getLogger("fedgate.pg_link")
@@ -73,6 +74,7 @@ class Target:
     user: str
     password: str | None
     database: str
+    tls: ClientTls = ClientTls()
 
     @classmethod
     def from_dsn(cls, dsn: str) -> Target:
@@ -82,12 +84,25 @@ class Target:
         return cls(host=host, port=int(query.get("port") or url.port or 5432),
                    user=urllib.parse.unquote(url.username or query.get("user") or "postgres"),
                    password=urllib.parse.unquote(url.password) if url.password else query.get("password"),
-                   database=urllib.parse.unquote(url.path.lstrip("/")) or "postgres")
+                   database=urllib.parse.unquote(url.path.lstrip("/")) or "postgres",
+                   tls=ClientTls.from_query(query))
 
-    async def open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self.host.startswith("/"):
+    async def open(self, *, encrypt: bool | None = None
+                   ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to the server, TLS negotiated as the DSN's sslmode says (`encrypt`
+        False: plain text, for sslmode allow's first try; True: TLS asked for)."""
+        if self.host.startswith("/"):  # Unix-domain socket: never TLS, as in libpq
             return await asyncio.open_unix_connection(f"{self.host}/.s.PGSQL.{self.port}")
-        return await asyncio.open_connection(self.host, self.port)
+        reader, writer = await asyncio.open_connection(self.host, self.port)
+        if encrypt is None:
+            encrypt = self.tls.first_attempt_encrypted
+        if encrypt:
+            try:
+                await negotiate(reader, writer, self.tls, self.host)
+            except BaseException:
+                writer.close()
+                raise
+        return reader, writer
 
 
 class PgLink:
@@ -114,9 +129,28 @@ class PgLink:
                       read_only: bool = False) -> PgLink:
         target = Target.from_dsn(dsn)
         try:
-            reader, writer = await target.open()
+            return await cls._connect(source, target, schema, settings, read_only,
+                                      encrypt=target.tls.first_attempt_encrypted)
+        except PgError as err:
+            # libpq's second tries: allow goes to TLS when the server refuses plain text,
+            # prefer to plain text when the TLS handshake fails.
+            refused_plain = target.tls.mode == "allow" and err.sqlstate.startswith("28")
+            tls_failed = target.tls.mode == "prefer" and isinstance(err.__cause__, TlsFailure)
+            if not (refused_plain or tls_failed):
+                raise
+        return await cls._connect(source, target, schema, settings, read_only,
+                                  encrypt=refused_plain)
+
+    @classmethod
+    async def _connect(cls, source: str, target: Target, schema: str,
+                       settings: Mapping[str, str], read_only: bool, *, encrypt: bool) -> PgLink:
+        try:
+            reader, writer = await target.open(encrypt=encrypt)
         except OSError as exc:
             raise PgError(CONNECTION_EXCEPTION, f'cannot connect to source "{source}": {exc.strerror or exc}') from exc
+        except PgError as err:
+            raise PgError(err.sqlstate, f'cannot connect to source "{source}": {err.message}',
+                          hint=err.hint) from (err.__cause__ or err)
         link = cls(source, target, reader, writer)
         params = {"user": target.user, "database": target.database, "application_name": "fedgate",
                   "client_encoding": "UTF8", "search_path": schema}

@@ -12,6 +12,7 @@ import ipaddress
 import json
 import os
 import socket
+import ssl
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 from gateway.config.schema import (AUTH_METHODS, CATALOG, DEMO, ENGINE, MAX_WORKERS, SERVER,
                                    SOURCE_KINDS, USER, ConfigError, check_source, check_table,
                                    check_top_level, check_value)
+from gateway.config.tls import ServerTls
 
 DEMO_SOURCE = "demo"
 
@@ -38,6 +40,12 @@ class ServerConfig:
     # Worker processes sharing the port (each with its own sources, catalog and plan
     # cache); 0 or "auto" means one per CPU. Parsed into an int >= 1.
     workers: int | str = 1
+    # TLS for clients: the certificate chain and key (PEM; resolved against the config
+    # file's folder) and "on" (offered: SSLRequest is answered S) or "require" (a plaintext
+    # startup is refused). Both None: no TLS, SSLRequest is answered N.
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _tls(raw_server: dict[str, Any], base_dir: Path) -> dict[str, str | None]:
+    """`[server] tls_cert`, `tls_key` and `tls`, checked together; the files' paths made
+    relative to the config file's folder (whether they load: gateway.config.tls)."""
+    cert, key = raw_server.get("tls_cert"), raw_server.get("tls_key")
+    if (cert is None) != (key is None):
+        given, missing = ("tls_cert", "tls_key") if key is None else ("tls_key", "tls_cert")
+        raise ConfigError(f"[server] {given} needs {missing} too (the certificate and its "
+                          "private key, PEM files)")
+    if cert is None:
+        if "tls" in raw_server:
+            raise ConfigError(f"[server] tls = {json.dumps(raw_server['tls'])} needs tls_cert "
+                              "and tls_key (the certificate and its private key, PEM files)")
+        return {}
+    return {"tls_cert": str(base_dir / Path(cert).expanduser()),
+            "tls_key": str(base_dir / Path(key).expanduser()),
+            "tls": raw_server.get("tls", "on")}
+
+
 def _users(data: dict[str, Any]) -> tuple[UserConfig, ...]:
     users: list[UserConfig] = []
     for number, raw in enumerate(data.get("users", []), 1):
@@ -182,7 +208,7 @@ def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
     raw_demo = check_table("[demo]", data.get("demo", {}), DEMO)
 
     server = ServerConfig(**raw_server)
-    server = replace(server, workers=_resolve_workers(server.workers))
+    server = replace(server, workers=_resolve_workers(server.workers), **_tls(raw_server, base_dir))
     engine = EngineConfig(**raw_engine)
     if "spark_master" in raw_engine and "spark_remote" in raw_engine:
         raise ConfigError("[engine] spark_master and spark_remote: set one, not both "
@@ -245,7 +271,28 @@ def load_config(path: str | os.PathLike[str] | None = None, **server_overrides: 
         data = {**data, "server": {**server, **overrides} if isinstance(server, dict) else server}
     config = parse_config(data, base_dir, file, frozenset(overrides))
     check_source_files(config)
+    server_tls(config)  # the certificate and key load, or the start stops here
     return config
+
+
+def server_tls(config: Config) -> ServerTls | None:
+    """The `[server]` TLS settings with their certificate and key loaded (None: no TLS);
+    a ConfigError naming the key and the file when they cannot be used."""
+    server = config.server
+    if server.tls is None or server.tls_cert is None or server.tls_key is None:
+        return None
+    try:
+        return ServerTls(server.tls, server.tls_cert, server.tls_key)
+    except ConfigError as exc:
+        exc.file = config.file
+        raise
+
+
+def server_ssl_context(config: Config) -> ssl.SSLContext | None:
+    """The SSLContext a listener of this gateway serves TLS with (None: no TLS), freshly
+    read from `[server] tls_cert` and `tls_key`."""
+    tls = server_tls(config)
+    return tls.context if tls is not None else None
 
 
 def source_path(config: Config, source: SourceConfig, key: str = "path") -> str | None:
@@ -298,4 +345,4 @@ def listen_error(config: Config, exc: OSError) -> ConfigError:
 __all__ = ["AUTH_METHODS", "Config", "ConfigError", "DemoConfig", "EngineConfig",
            "SOURCE_KINDS", "ServerConfig", "SourceConfig", "UserConfig", "check_source_files",
            "demo_path", "is_loopback", "listen_error", "load_config", "parse_config", "replace",
-           "source_path"]
+           "server_ssl_context", "server_tls", "source_path"]

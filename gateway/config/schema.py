@@ -94,9 +94,6 @@ class Section:
     refused: Mapping[str, str] = field(default_factory=dict)  # key -> why not (yet)
 
 
-TLS_NOT_YET = ("TLS is not supported yet (the gateway answers SSLRequest with N: clients "
-               "connect without TLS); remove tls_cert and tls_key")
-
 SERVER = Section({
     "host": NAME,
     "port": integer(1, 65535),
@@ -106,9 +103,11 @@ SERVER = Section({
     "auth_method": one_of(*AUTH_METHODS),
     "max_message_bytes": integer(1, 2**30),  # PostgreSQL's own limit is 1 GB
     "workers": WORKERS,
+    # TLS for clients (gateway/config/tls.py): PEM files, relative to the config file.
+    "tls_cert": NAME,
+    "tls_key": NAME,
+    "tls": one_of("on", "require"),
 }, refused={
-    "tls_cert": TLS_NOT_YET,
-    "tls_key": TLS_NOT_YET,
     "metrics_port": "nothing serves metrics yet; remove metrics_port",
 })
 

@@ -50,6 +50,11 @@ class ClientPort(asyncio.Protocol):
         if reader.at_eof():
             self.eof = True
 
+    def use_transport(self, transport: asyncio.Transport) -> None:
+        """Read and write through `transport` from now on (the TLS transport that took
+        over the socket after SSLRequest; it calls this port's callbacks already)."""
+        self.transport = transport
+
     @property
     def idle(self) -> bool:
         """The session waits for the client with nothing left to decode."""

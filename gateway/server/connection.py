@@ -20,6 +20,9 @@ import secrets
 from gateway.relay.express import ExpressLane
 from gateway.server.auth import AuthRequest, make_authenticator
 from gateway.server.client_port import ClientPort
+from gateway.server.client_tls import (accept_tls, cleartext_password_allowed,
+                                       cleartext_password_refused, encryption_required, peer_host)
+from gateway.config.tls import ServerTls
 from gateway.pg_catalog.databases import served_database
 from pgwire.errors import (INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL_VIOLATION,
                             TOO_MANY_CONNECTIONS, PgError, from_exception)
@@ -50,10 +53,13 @@ def _encode_auth(request: AuthRequest) -> bytes:
 
 class Connection:
     def __init__(self, ctx: ServerContext, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+                 writer: asyncio.StreamWriter, tls: ServerTls | None = None) -> None:
         self.ctx = ctx
         self.reader = reader
         self.writer = writer
+        self.tls = tls  # None: SSLRequest is answered N
+        self.encrypted = False
+        self._plain_writer: asyncio.StreamWriter | None = None  # see accept_tls
         self.decoder = decoder.FrontendDecoder(ctx.config.server.max_message_bytes)
         self.port = ClientPort(reader, writer.transport, self.decoder)  # type: ignore[arg-type]
         self.session: Session | None = None
@@ -111,8 +117,14 @@ class Connection:
             message = await self._next()
             if message is None:
                 return None
+            if isinstance(message, m.SSLRequest) and self.tls is not None:
+                self._plain_writer = self.writer
+                self.writer = await accept_tls(self.port, self.reader, self.writer, self.tls)
+                self.encrypted = True
+                continue
             if isinstance(message, (m.SSLRequest, m.GSSENCRequest)):
-                # No TLS yet: refuse, and the client carries on in plain text.
+                # No TLS configured (or GSSAPI, never): refuse; the client may carry on in
+                # plain text.
                 self.writer.write(encoder.ssl_refused())
                 await self.writer.drain()
                 continue
@@ -142,6 +154,8 @@ class Connection:
         params["database"] = served  # the session runs under the served database's own name
         if len(self.ctx.sessions) >= config.server.max_connections:
             raise PgError(TOO_MANY_CONNECTIONS, "sorry, too many clients already", severity="FATAL")
+        if self.tls is not None and self.tls.required and not self.encrypted:
+            raise encryption_required(peer_host(self.writer), user, served)
         await self._authenticate(user)
 
     async def _authenticate(self, user: str) -> None:
@@ -151,6 +165,9 @@ class Connection:
             method = "trust"  # only allowed on loopback binds (config enforces it)
         else:
             method = (record.auth_method if record and record.auth_method else config.server.auth_method)
+        if method == "password" and not cleartext_password_allowed(peer_host(self.writer),
+                                                                   self.encrypted):
+            raise cleartext_password_refused(user)
         auth = make_authenticator(method, record, user)
         self.writer.write(_encode_auth(auth.start()))
         while not auth.done:

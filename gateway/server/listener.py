@@ -22,7 +22,8 @@ from connectors.base import Source
 from connectors.duckdb.source import DuckDBSource
 from connectors.engines.duckdb import DuckDBEngine
 from connectors.engines.spark import SparkEngine
-from gateway.config import Config, ConfigError, SourceConfig, demo_path, listen_error, source_path
+from gateway.config import (Config, ConfigError, SourceConfig, demo_path, listen_error,
+                            server_tls, source_path)
 from gateway.executor.execute import Executor
 from gateway.pg_catalog.mount import CATALOG_FUNCTIONS, SYSTEM_SCHEMAS, with_catalog
 from gateway.pg_catalog.mount import mount as mount_catalog
@@ -129,6 +130,7 @@ async def build_context(config: Config) -> ServerContext:
 async def serve(config: Config, worker: WorkerSpec | None = None,
                 on_ready: Callable[[], None] | None = None) -> None:
     """Serve until SIGINT/SIGTERM: alone, or as one of several workers (`worker`)."""
+    tls = server_tls(config)  # each worker loads its own: a context cannot be pickled
     ctx = await build_context(config)
     connections: set[asyncio.Task] = set()
 
@@ -137,7 +139,7 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
         assert task is not None
         connections.add(task)
         try:
-            await Connection(ctx, reader, writer).run()
+            await Connection(ctx, reader, writer, tls).run()
         finally:
             connections.discard(task)
 
@@ -158,6 +160,8 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if tls is not None:  # SIGHUP re-reads the certificate and key (workers: sent by the supervisor)
+        loop.add_signal_handler(signal.SIGHUP, tls.reload)
     tables = sum(len(e.tables) for e in ctx.catalog.sources.values())
     log.info("fedgate listening on %s:%d (database %s; sources: %s; %d tables)",
              config.server.host, config.server.port, config.server.database,

@@ -236,6 +236,16 @@ class Supervisor:
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.stopping = True
 
+    def _on_reload(self, signum: int, _frame: Any) -> None:
+        """SIGHUP: each serving worker re-reads the TLS certificate and key. A worker still
+        starting reads the files anyway, and has no SIGHUP handler yet."""
+        for slot in self.slots:
+            if slot.served and slot.proc is not None and slot.proc.pid is not None:
+                try:
+                    os.kill(slot.proc.pid, signal.SIGHUP)
+                except ProcessLookupError:
+                    pass  # it just exited; _check_exit restarts it with the new files
+
     def run(self) -> int:
         self.sock = _bind(self.config)
         self.runtime_dir = tempfile.mkdtemp(prefix="fedgate-")  # mode 0700
@@ -243,6 +253,8 @@ class Supervisor:
         wake_w.setblocking(False)
         previous = {sig: signal.signal(sig, self._on_signal)
                     for sig in (signal.SIGTERM, signal.SIGINT)}
+        if self.config.server.tls is not None:
+            previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._on_reload)
         old_fd = signal.set_wakeup_fd(wake_w.fileno(), warn_on_full_buffer=False)
         try:
             for slot in self.slots:

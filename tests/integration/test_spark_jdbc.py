@@ -254,7 +254,7 @@ def test_literals_are_rendered_by_sqlglot_per_dialect() -> None:
 
 def test_jdbc_urls_carry_no_credentials() -> None:
     url, credentials = jdbc_target("postgres", "postgresql://u:p%40ss@db.example:6432/shop?sslmode=require")
-    assert url == "jdbc:postgresql://db.example:6432/shop?ApplicationName=fedgate-spark&sslmode=require"
+    assert url == "jdbc:postgresql://db.example:6432/shop?ApplicationName=fedgate-spark&ssl=true&sslmode=require"
     assert credentials == {"user": "u", "password": "p@ss"}
     url, credentials = jdbc_target("mysql", "mysql://fed:pw@127.0.0.1:3307/crm")
     assert url == "jdbc:mysql://127.0.0.1:3307/crm?permitMysqlScheme" and "pw" not in url

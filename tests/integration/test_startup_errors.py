@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.gateway_proc import REPO, start_gateway
+from tests.support.tls import make_ca, make_server_cert
 
 ERROR = "fedgate: configuration error: "
 
@@ -67,11 +68,22 @@ def test_an_unknown_key(tmp_path: Path, sqlite_file: Path) -> None:
                                  "(did you mean read_only?)")
 
 
-def test_tls_is_refused(tmp_path: Path) -> None:
+def test_a_missing_tls_certificate(tmp_path: Path) -> None:
     code, output, config = serve('[server]\ntls_cert = "server.pem"\ntls_key = "server.key"\n',
                                  tmp_path / "gw")
     assert code == 2
-    assert the_error(output).startswith(f"{config}: [server] tls_cert: TLS is not supported yet")
+    assert the_error(output) == (f"{config}: [server] tls_cert: cannot read "
+                                 f"{tmp_path / 'gw' / 'server.pem'}: No such file or directory")
+
+
+def test_a_tls_key_of_another_certificate(tmp_path: Path) -> None:
+    ca = make_ca(tmp_path / "certs")
+    one, two = (make_server_cert(tmp_path / "certs", ca, name) for name in ("one", "two"))
+    code, output, config = serve(f'[server]\ntls_cert = "{one.cert}"\ntls_key = "{two.key}"\n'
+                                 'workers = 2\n', tmp_path / "gw")
+    assert code == 2
+    assert the_error(output) == (f"{config}: [server] tls_key: the private key in {two.key} "
+                                 f"does not match the certificate in {one.cert}")
 
 
 @pytest.mark.parametrize(("kind", "path"), [("sqlite", "data/app.db"),

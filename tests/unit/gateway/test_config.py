@@ -17,7 +17,8 @@ from gateway.config.schema import DEMO, ENGINE, SERVER, SOURCES, USER
 
 EVERY_SERVER_KEY = {"host": "127.0.0.1", "port": 15000, "database": "db", "max_connections": 5,
                     "statement_timeout_ms": 10, "auth_method": "md5",
-                    "max_message_bytes": 1 << 20, "workers": 2}
+                    "max_message_bytes": 1 << 20, "workers": 2, "tls_cert": "server.crt",
+                    "tls_key": "server.key", "tls": "require"}
 EVERY_ENGINE_KEY = {"default": "spark", "spark_master": "local[2]", "spark_threshold_rows": 7,
                     "spark_reads_sources": "never", "spark_read_threshold_rows": 0,
                     "spark_partition_rows": 9, "spark_conf": {"spark.driver.memory": "1g"}}
@@ -145,10 +146,29 @@ def test_a_key_of_another_kind_is_refused_with_the_reason() -> None:
         "unknown key dsn in [sources.x] (a sqlite source takes: path, statement_log, read_only)")
 
 
-@pytest.mark.parametrize("key", ["tls_cert", "tls_key"])
-def test_tls_keys_are_refused_until_tls_exists(key: str) -> None:
-    assert error_of({"server": {key: "server.pem"}}).startswith(
-        f"[server] {key}: TLS is not supported yet")
+@pytest.mark.parametrize(("server", "expected"), [
+    ({"tls_cert": "s.crt"}, "[server] tls_cert needs tls_key too"),
+    ({"tls_key": "s.key"}, "[server] tls_key needs tls_cert too"),
+    ({"tls": "require"}, '[server] tls = "require" needs tls_cert and tls_key'),
+    ({"tls": "on"}, '[server] tls = "on" needs tls_cert and tls_key'),
+])
+def test_tls_needs_both_files(server: dict[str, str], expected: str) -> None:
+    assert error_of({"server": server}).startswith(expected)
+
+
+def test_tls_mode_is_checked() -> None:
+    assert error_of({"server": {"tls_cert": "a", "tls_key": "b", "tls": "required"}}) == (
+        '[server] tls must be "on" or "require", not the string "required" '
+        '(did you mean "require"?)')
+
+
+def test_tls_defaults_to_on_with_paths_relative_to_the_file(tmp_path: Path) -> None:
+    config = parse_config({"server": {"tls_cert": "certs/s.crt", "tls_key": "/abs/s.key"}},
+                          base_dir=tmp_path)
+    assert config.server.tls == "on"
+    assert config.server.tls_cert == str(tmp_path / "certs" / "s.crt")
+    assert config.server.tls_key == "/abs/s.key"
+    assert parse_config({}).server.tls is None
 
 
 def test_metrics_port_is_refused_until_something_serves_it() -> None:
