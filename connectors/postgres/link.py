@@ -24,7 +24,7 @@ from typing import Protocol
 
 from pgwire.protocol import client as w
 from connectors.postgres.port import LinkPort
-from pgwire.errors import (CONNECTION_EXCEPTION, INVALID_PASSWORD, PgError)
+from pgwire.errors import PgError, source_unavailable
 
 log = logging.getLogger("fedgate.pg_link")
 
@@ -116,7 +116,7 @@ class PgLink:
         try:
             reader, writer = await target.open()
         except OSError as exc:
-            raise PgError(CONNECTION_EXCEPTION, f'cannot connect to source "{source}": {exc.strerror or exc}') from exc
+            raise source_unavailable(source, exc.strerror or str(exc)) from exc
         link = cls(source, target, reader, writer)
         params = {"user": target.user, "database": target.database, "application_name": "fedgate",
                   "client_encoding": "UTF8", "search_path": schema}
@@ -142,8 +142,8 @@ class PgLink:
                     continue
                 secret = self.target.password
                 if secret is None:
-                    raise PgError(INVALID_PASSWORD, f'source "{self.source}" asks for a password; '
-                                  "put it in the source's dsn")
+                    raise source_unavailable(self.source, "it asks for a password; put it "
+                                             "in the source's dsn")
                 if code == 3:
                     self.writer.write(w.password(secret.encode()))
                 elif code == 5:
@@ -161,7 +161,10 @@ class PgLink:
                 self.pid, self.key = w.backend_key(body)
             elif tag == _E:
                 err = w.error_from_fields(w.error_fields(body))
-                raise PgError(err.sqlstate, f'source "{self.source}": {err.message}', detail=err.detail)
+                # Refused at the door (a password, role or database of the dsn): the
+                # source cannot be reached by this gateway, which is not the client's
+                # own authentication failing.
+                raise source_unavailable(self.source, err.message, detail=err.detail)
             elif tag == _Z:
                 self.status = chr(body[0])
                 return
@@ -178,7 +181,7 @@ class PgLink:
     async def _fill(self) -> None:
         if self.port.eof:
             self.broken = True
-            raise PgError("08006", f'connection to source "{self.source}" was lost')
+            raise source_unavailable(self.source, "the connection was lost", lost=True)
         await self.port.wait()
 
     @property

@@ -92,13 +92,20 @@ class SessionCore(SessionState):
 
     async def plan_query(self, sql: str, declared: tuple[str | None, ...] = ()) -> QueryPlan:
         await self.ctx.refresh_if_stale()
+        settings = self.plan_settings(declared)
         try:
-            return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
+            try:
+                return self.ctx.plans.get(sql, self.ctx.catalog, settings)
+            except PgError as err:
+                # A table created in a source since the last refresh: look again, once.
+                if err.sqlstate != UNDEFINED_TABLE or not await self.ctx.refresh_catalog():
+                    raise
+                return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
         except PgError as err:
-            # A table created in a source since the last refresh: look again, once.
-            if err.sqlstate != UNDEFINED_TABLE or not await self.ctx.refresh_catalog():
+            if err.sqlstate != UNDEFINED_TABLE:
                 raise
-            return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
+            # Not found in the sources that answered: a source that is down may have it.
+            raise self.ctx.unavailable_instead(err, settings.search_path) from None
 
     @staticmethod
     def type_name(oid: int) -> str | None:
