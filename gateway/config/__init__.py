@@ -38,6 +38,11 @@ class ServerConfig:
     # Worker processes sharing the port (each with its own sources, catalog and plan
     # cache); 0 or "auto" means one per CPU. Parsed into an int >= 1.
     workers: int | str = 1
+    # "text" (one line, with session= and statement= tags) or "json" (one object a line).
+    log_format: str = "text"
+    # Statements running at least this long are logged with their duration, as
+    # PostgreSQL's log_min_duration_statement: -1 = none, 0 = all.
+    log_min_duration_ms: int = -1
 
 
 @dataclass(frozen=True)

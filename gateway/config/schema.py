@@ -106,6 +106,8 @@ SERVER = Section({
     "auth_method": one_of(*AUTH_METHODS),
     "max_message_bytes": integer(1, 2**30),  # PostgreSQL's own limit is 1 GB
     "workers": WORKERS,
+    "log_format": one_of("text", "json"),
+    "log_min_duration_ms": integer(-1),
 }, refused={
     "tls_cert": TLS_NOT_YET,
     "tls_key": TLS_NOT_YET,

@@ -13,7 +13,6 @@ import asyncio
 import functools
 import logging
 import signal
-import sys
 from collections.abc import Callable
 
 import duckdb
@@ -32,6 +31,7 @@ from gateway.server.connection import Connection
 from gateway.server.loop import run_loop
 from gateway.server.worker_listen import BalancedListener, WorkerSpec
 from gateway.state.context import CancelTarget, ServerContext
+from gateway.state import logs
 from gateway.state.health import HealthBoard
 from pgwire.errors import PgError
 from planner import CatalogSnapshot, SourceEntry
@@ -204,7 +204,6 @@ def run(config: Config) -> int:
     """`fedgate serve`: one process, or a supervisor of `[server] workers` processes."""
     if config.server.workers > 1:
         return workers.supervise(config, serve)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(config.server.log_format)
     run_loop(serve(config))
     return 0

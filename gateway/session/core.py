@@ -19,6 +19,8 @@ import pyarrow as pa
 from connectors.time_zone import TIMEZONE
 from gateway import pg_catalog
 from gateway.relay.links import SessionLinks
+from gateway.state import logs
+from gateway.state.activity import activity_of
 from gateway.state.context import ServerContext
 from gateway.state.portals import Portal, Prepared
 from gateway.state.session import FLUSH_BYTES, SessionState
@@ -51,6 +53,12 @@ class SessionCore(SessionState):
 
     async def run_statements(self, statements: list[str]) -> bool:
         raise NotImplementedError  # gateway.session.session.Session
+
+    def statement_started(self, sql: str) -> None:
+        """For pg_stat_activity, and the statement id of the lines logged until the next
+        (gateway.state.logs); `gateway.state.activity.note_done` ends it."""
+        pg_catalog.note_query(self, sql)
+        logs.STATEMENT_ID.set(activity_of(self).statements)
 
     # --- planning and running -----------------------------------------------------------
 
