@@ -42,6 +42,9 @@ SESSION = {"TimeZone": "UTC", "DateStyle": "ISO, MDY", "IntervalStyle": "iso_860
 SEGMENT_BYTES = 4 << 20  # parse unit: big enough for pyarrow's speed, small for memory
 QUEUE_SEGMENTS = 2
 BATCH_ROWS = 65_536
+# A server that does not answer a connection attempt (a host gone, a firewall dropping
+# packets) is down after this long, not asyncpg's 60 s: a catalog refresh waits for it.
+CONNECT_TIMEOUT_S = 10.0
 
 
 def pg_error(exc: BaseException) -> PgError:
@@ -91,7 +94,8 @@ class PostgresSource:
                     # (and logging each failure) while the server is down.
                     self._pool = await asyncpg.create_pool(
                         self.dsn, min_size=0, max_size=self.pool_size,
-                        server_settings=SESSION, statement_cache_size=0)
+                        server_settings=SESSION, statement_cache_size=0,
+                        timeout=CONNECT_TIMEOUT_S)
                 except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                     raise connect_error(exc) from exc
             return self._pool

@@ -1,4 +1,4 @@
-"""The gateway's log, through the real process (docs/design.md §7, README "Operate").
+"""The gateway's log, through the real process (docs/design.md §8, README "Health and logs").
 
 - `[server] log_format = "json"`: after a mixed workload (simple and extended protocol,
   relayed and federated, DDL, a slow statement, a source stopped and started again)
