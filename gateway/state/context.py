@@ -29,6 +29,7 @@ from gateway.state.route import Route
 from gateway.state.settings import VERSION_STRING
 from pgwire.errors import PgError, source_unavailable
 from planner import CatalogSnapshot, PlanCache, QueryPlan, SourceEntry
+from planner.catalog import UndefinedRelation
 
 log = logging.getLogger("fedgate")
 
@@ -129,11 +130,13 @@ class ServerContext:
         source is unavailable rather than that the relation does not exist. Qualified
         (`pg.t`): when its source is down. Unqualified: when no source that answered has
         it and a source on the search path is down (the first such one is named)."""
-        schema = getattr(missing, "schema", None)
+        if not isinstance(missing, UndefinedRelation):
+            return missing  # not a name the catalog lacks (an engine's own 42P01)
+        schema = missing.schema
         for name in [schema] if schema else search_path:
             health = self.health.get(name)
             if health is not None and health.down:
-                shown = f"{schema}.{missing.name}" if schema else getattr(missing, "name", "?")
+                shown = f"{schema}.{missing.name}" if schema else missing.name
                 return source_unavailable(
                     name, health.last_error or "down",
                     detail=f'relation "{shown}" was not found; source "{name}" may have it, '

@@ -39,10 +39,11 @@ class SourceHealth:
 
 
 def failure_reason(exc: BaseException) -> str:
-    """One line saying why a source could not be read: the server's words for a PgError
-    (its SQLSTATE first), the system's for a socket error, else the exception's type."""
+    """One line saying why a source could not be read, as a statement needing it is told
+    (`pgwire.errors.source_unavailable`): the server's words for a PgError, the system's
+    for a socket error, else the exception's type and text."""
     if isinstance(exc, PgError):
-        return f"{exc.sqlstate} {exc.message}"
+        return exc.message
     if isinstance(exc, OSError):
         return str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {exc}"
