@@ -220,3 +220,30 @@ async def test_an_unknown_role_in_the_dsn_mounts_the_source_down(pg: PostgresSer
         assert len(warnings) == 1 and 'role "nobody" does not exist' in warnings[0], log
     finally:
         gateway.stop()
+
+
+async def test_a_wrong_password_in_the_dsn_mounts_the_source_down(pg: PostgresServer, lite: Path,
+                                                                 tmp_path: Path) -> None:
+    """The test server trusts everyone; one role is made to need its password (SCRAM)."""
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        conn.execute("CREATE ROLE guarded LOGIN PASSWORD 'right'")
+    hba = pg.datadir / "pg_hba.conf"
+    hba.write_text("host all guarded 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+    _run(pg.run_as, [str(pg.bindir / "pg_ctl"), "-D", str(pg.datadir), "reload"])
+    await asyncio.sleep(0.5)  # the postmaster reads pg_hba.conf on SIGHUP
+    with pytest.raises(psycopg.OperationalError):  # the server refuses it now
+        psycopg.connect(f"postgresql://guarded:wrong@{pg.host}:{pg.port}/postgres").close()
+    dsn = f"postgresql://guarded:wrong@{pg.host}:{pg.port}/postgres"
+    gateway = start_gateway(config(lite, dsn), tmp_path / "gw")
+    try:
+        conn = await connect(gateway)
+        assert await run(conn, "SELECT count(*) FROM events") == [(500,)]
+        err = await unavailable(conn, "SELECT a FROM pg.t")
+        assert err.sqlstate == "08001"  # not 28P01: the client's own password was right
+        assert "password authentication failed" in err.diag.message_primary
+        await conn.close()
+        log = gateway.log()
+        assert "Traceback" not in log, log
+        assert log.count('source "pg" is unavailable: password authentication failed') == 1, log
+    finally:
+        gateway.stop()
