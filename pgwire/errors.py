@@ -9,6 +9,7 @@ turns anything else into an internal error that still leaves the session usable.
 from __future__ import annotations
 
 import re
+import socket
 
 # SQLSTATE codes used across the gateway (PostgreSQL Appendix A).
 SUCCESSFUL_COMPLETION = "00000"
@@ -166,25 +167,36 @@ def from_exception(exc: BaseException) -> PgError:
 _SERVER_GONE = (ADMIN_SHUTDOWN, CRASH_SHUTDOWN, CANNOT_CONNECT_NOW)
 
 
+def source_unavailable(source: str, reason: str, *, lost: bool = False,
+                       detail: str | None = None) -> PgError:
+    """The one shape of "this statement needs a source that cannot be reached": 08001 when
+    no connection could be made (refused, unknown host, the source's password or role
+    rejected), 08006 when a connection was lost mid-statement. The hint names the
+    configuration section to check, because the client cannot fix a source; the
+    operator can."""
+    return PgError(CONNECTION_FAILURE if lost else SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+                   f'source "{source}" is unavailable: {reason}', detail=detail,
+                   hint=f"Check the server named in [sources.{source}] of the gateway's "
+                        "configuration file, and that it accepts the gateway's connections.")
+
+
 def source_failure(source: str, exc: BaseException) -> BaseException:
     """`exc`, raised while talking to the source named `source`, as the client should read it.
 
     A statement error (a syntax error, division by zero, a cancel) passes unchanged:
     PostgreSQL's own words are what clients match on. A lost connection or a server
     shutting down is about the source, not the statement, and a gateway has several
-    sources, so the message says which one. A bare socket error gets the SQLSTATE
-    PostgreSQL's clients use for it: 08001 when nothing answered, else 08006.
+    sources, so it becomes `source_unavailable`: 08001 when nothing answered (a refused
+    connection, or a source error already classed 08001), else 08006.
     """
     if isinstance(exc, PgError):
         code = exc.sqlstate
         gone = code.startswith("08") or code in _SERVER_GONE
-        if not gone or f'source "{source}"' in exc.message:
+        if not gone or exc.message.startswith(f'source "{source}" is unavailable'):
             return exc
-        text, detail, hint = exc.message, exc.detail, exc.hint
-    elif isinstance(exc, OSError):  # ConnectionError, TimeoutError and their kin
-        code = SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION \
-            if isinstance(exc, ConnectionRefusedError) else CONNECTION_FAILURE
-        text, detail, hint = str(exc) or type(exc).__name__, None, None
-    else:
-        return exc
-    return PgError(code, f'source "{source}" is unavailable: {text}', detail=detail, hint=hint)
+        return source_unavailable(source, exc.message, detail=exc.detail,
+                                  lost=code != SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION)
+    if isinstance(exc, OSError):  # ConnectionError, TimeoutError and their kin
+        return source_unavailable(source, str(exc) or type(exc).__name__,
+                                  lost=not isinstance(exc, (ConnectionRefusedError, socket.gaierror)))
+    return exc

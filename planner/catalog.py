@@ -19,6 +19,16 @@ from pgwire.errors import UNDEFINED_TABLE, PgError
 from planner.type_names import sqlglot_type_of
 
 
+class UndefinedRelation(PgError):
+    """42P01 for a table the snapshot does not have; names the relation as written, so
+    the gateway can tell a missing table from one in a source that is down now."""
+
+    def __init__(self, name: str, schema: str | None) -> None:
+        shown = f"{schema}.{name}" if schema else name
+        super().__init__(UNDEFINED_TABLE, f'relation "{shown}" does not exist')
+        self.name, self.schema = name, schema
+
+
 @dataclass(frozen=True)
 class SourceEntry:
     name: str
@@ -61,8 +71,7 @@ class CatalogSnapshot:
             entry = self.sources.get(source)
             if entry is not None and name in entry.tables:
                 return entry.tables[name]
-        shown = f"{schema}.{name}" if schema else name
-        raise PgError(UNDEFINED_TABLE, f'relation "{shown}" does not exist')
+        raise UndefinedRelation(name, schema)
 
     @cached_property
     def sqlglot_schema(self) -> MappingSchema:

@@ -33,6 +33,7 @@ from connectors.dialects import mysql as mysql_dialect
 from connectors.mysql.types import catalog_field, result_field, to_array
 from connectors.scan_sql import scan_schema, scan_tree
 from pgwire.errors import (CONNECTION_EXCEPTION, CONNECTION_FAILURE, FEATURE_NOT_SUPPORTED,
+                           SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
                             INTERNAL_ERROR, QUERY_CANCELED, SYNTAX_ERROR, UNDEFINED_COLUMN,
                             UNDEFINED_TABLE, PgError)
 
@@ -44,6 +45,10 @@ _JSON_CHECK = re.compile(r"json_valid\(`([^`]+)`\)")  # how MariaDB declares a J
 # MySQL error numbers -> SQLSTATE the client expects from PostgreSQL.
 _ERRORS = {1146: UNDEFINED_TABLE, 1054: UNDEFINED_COLUMN, 1064: SYNTAX_ERROR,
            1317: QUERY_CANCELED, 3024: QUERY_CANCELED}
+# No connection could be made (08001, pgwire.errors.source_unavailable): the server's
+# socket, host or port (2002, 2003, 2005), or it refused the dsn's user, password or
+# database (1044, 1045, 1049).
+_CANNOT_CONNECT = {2002, 2003, 2005, 1044, 1045, 1049}
 
 
 def mysql_error(exc: BaseException) -> PgError:
@@ -53,6 +58,8 @@ def mysql_error(exc: BaseException) -> PgError:
         return PgError(CONNECTION_FAILURE, f"mysql: connection lost: {exc}")
     args = getattr(exc, "args", ())
     if len(args) == 2 and isinstance(args[0], int):
+        if args[0] in _CANNOT_CONNECT:
+            return PgError(SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, f"mysql: {args[1]}")
         # Client-side errors (2000 and up: cannot connect, server gone) are connection ones.
         code = _ERRORS.get(args[0], INTERNAL_ERROR if args[0] < 2000 else CONNECTION_EXCEPTION)
         return PgError(code, f"mysql: {args[1]}")

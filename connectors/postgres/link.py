@@ -25,7 +25,7 @@ from typing import Protocol
 from pgwire.protocol import client as w
 from connectors.postgres.port import LinkPort
 from connectors.postgres.tls import ClientTls, TlsFailure, negotiate
-from pgwire.errors import (CONNECTION_EXCEPTION, INVALID_PASSWORD, PgError)
+from pgwire.errors import PgError, source_unavailable
 
 log = logging.getLogger("fedgate.pg_link")
 
@@ -134,7 +134,9 @@ class PgLink:
         except PgError as err:
             # libpq's second tries: allow goes to TLS when the server refuses plain text,
             # prefer to plain text when the TLS handshake fails.
-            refused_plain = target.tls.mode == "allow" and err.sqlstate.startswith("28")
+            # (The source's own refusal is the cause of the "unavailable" error.)
+            refused = err.__cause__ if isinstance(err.__cause__, PgError) else err
+            refused_plain = target.tls.mode == "allow" and refused.sqlstate.startswith("28")
             tls_failed = target.tls.mode == "prefer" and isinstance(err.__cause__, TlsFailure)
             if not (refused_plain or tls_failed):
                 raise
@@ -147,10 +149,9 @@ class PgLink:
         try:
             reader, writer = await target.open(encrypt=encrypt)
         except OSError as exc:
-            raise PgError(CONNECTION_EXCEPTION, f'cannot connect to source "{source}": {exc.strerror or exc}') from exc
-        except PgError as err:
-            raise PgError(err.sqlstate, f'cannot connect to source "{source}": {err.message}',
-                          hint=err.hint) from (err.__cause__ or err)
+            raise source_unavailable(source, exc.strerror or str(exc)) from exc
+        except PgError as err:  # the TLS negotiation failed: its cause says how
+            raise source_unavailable(source, err.message) from (err.__cause__ or err)
         link = cls(source, target, reader, writer)
         params = {"user": target.user, "database": target.database, "application_name": "fedgate",
                   "client_encoding": "UTF8", "search_path": schema}
@@ -176,8 +177,8 @@ class PgLink:
                     continue
                 secret = self.target.password
                 if secret is None:
-                    raise PgError(INVALID_PASSWORD, f'source "{self.source}" asks for a password; '
-                                  "put it in the source's dsn")
+                    raise source_unavailable(self.source, "it asks for a password; put it "
+                                             "in the source's dsn")
                 if code == 3:
                     self.writer.write(w.password(secret.encode()))
                 elif code == 5:
@@ -195,7 +196,10 @@ class PgLink:
                 self.pid, self.key = w.backend_key(body)
             elif tag == _E:
                 err = w.error_from_fields(w.error_fields(body))
-                raise PgError(err.sqlstate, f'source "{self.source}": {err.message}', detail=err.detail)
+                # Refused at the door (a password, role or database of the dsn): the
+                # source cannot be reached by this gateway, which is not the client's
+                # own authentication failing.
+                raise source_unavailable(self.source, err.message, detail=err.detail) from err
             elif tag == _Z:
                 self.status = chr(body[0])
                 return
@@ -212,7 +216,7 @@ class PgLink:
     async def _fill(self) -> None:
         if self.port.eof:
             self.broken = True
-            raise PgError("08006", f'connection to source "{self.source}" was lost')
+            raise source_unavailable(self.source, "the connection was lost", lost=True)
         await self.port.wait()
 
     @property

@@ -32,7 +32,8 @@ from connectors.dialects import postgres as pg_dialect
 from connectors.postgres.describe import describe_columns, discover_tables
 from connectors.postgres.types import ColumnType
 from connectors.scan_sql import scan_tree
-from pgwire.errors import CONNECTION_EXCEPTION, INTERNAL_ERROR, PgError
+from pgwire.errors import (CONNECTION_FAILURE, INTERNAL_ERROR,
+                           SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, PgError)
 
 log = logging.getLogger("fedgate.postgres")
 
@@ -41,6 +42,9 @@ SESSION = {"TimeZone": "UTC", "DateStyle": "ISO, MDY", "IntervalStyle": "iso_860
 SEGMENT_BYTES = 4 << 20  # parse unit: big enough for pyarrow's speed, small for memory
 QUEUE_SEGMENTS = 2
 BATCH_ROWS = 65_536
+# A server that does not answer a connection attempt (a host gone, a firewall dropping
+# packets) is down after this long, not asyncpg's 60 s: a catalog refresh waits for it.
+CONNECT_TIMEOUT_S = 10.0
 
 
 def pg_error(exc: BaseException) -> PgError:
@@ -51,8 +55,21 @@ def pg_error(exc: BaseException) -> PgError:
         return PgError(exc.sqlstate or INTERNAL_ERROR, exc.args[0] if exc.args else str(exc),
                        detail=getattr(exc, "detail", None), hint=getattr(exc, "hint", None))
     if isinstance(exc, (OSError, asyncpg.InterfaceError)):
-        return PgError(CONNECTION_EXCEPTION, f"postgres source: {exc}")
+        return PgError(CONNECTION_FAILURE, str(exc) or type(exc).__name__)
     return PgError(INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def connect_error(exc: BaseException) -> PgError:
+    """A failure to open a connection, whatever refused it (the network, the server's
+    authentication, an unknown role or database): 08001, with the server's own words as
+    the reason (gateway sessions then say which source, `pgwire.errors.source_failure`).
+    The remote SQLSTATE is not passed on: a client told 28P01 would think its own
+    password was wrong."""
+    if isinstance(exc, asyncpg.PostgresError):
+        reason = exc.args[0] if exc.args else str(exc)
+    else:
+        reason = str(exc) or type(exc).__name__
+    return PgError(SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, reason)
 
 
 class PostgresSource:
@@ -73,17 +90,31 @@ class PostgresSource:
         async with self._pool_lock:
             if self._pool is None:
                 try:
+                    # No floor of idle connections: asyncpg would keep reconnecting
+                    # (and logging each failure) while the server is down.
                     self._pool = await asyncpg.create_pool(
-                        self.dsn, min_size=1, max_size=self.pool_size,
-                        server_settings=SESSION, statement_cache_size=0)
+                        self.dsn, min_size=0, max_size=self.pool_size,
+                        server_settings=SESSION, statement_cache_size=0,
+                        timeout=CONNECT_TIMEOUT_S)
                 except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                    raise pg_error(exc) from exc
+                    raise connect_error(exc) from exc
             return self._pool
 
-    async def tables(self) -> list[TableInfo]:
+    async def acquire(self) -> asyncpg.Connection:
+        """A pooled connection; the pool reconnects when the server went away, and a
+        failure to do so is a connect error (08001), not the statement's."""
         pool = await self.pool()
-        async with pool.acquire() as conn:
+        try:
+            return await pool.acquire()
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise connect_error(exc) from exc
+
+    async def tables(self) -> list[TableInfo]:
+        conn = await self.acquire()
+        try:
             return await discover_tables(conn, self.name, self.schema)
+        finally:
+            await (await self.pool()).release(conn)
 
     def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:
         return [self.dialect.classify(f, None).pushdown for f in filters]
@@ -98,17 +129,18 @@ class PostgresSource:
         return found
 
     async def describe(self, sql: str, params: Sequence[Any] = ()) -> pa.Schema:
-        pool = await self.pool()
-        async with pool.acquire() as conn:
-            try:
-                columns = await self._columns(conn, sql)
-            except Exception as exc:
-                raise pg_error(exc) from exc
+        conn = await self.acquire()
+        try:
+            columns = await self._columns(conn, sql)
+        except Exception as exc:
+            raise pg_error(exc) from exc
+        finally:
+            await (await self.pool()).release(conn)
         return pa.schema([c.field for c in columns])
 
     async def run_remote(self, sql: str, params: Sequence[Any] = ()) -> BatchStream:
+        conn = await self.acquire()
         pool = await self.pool()
-        conn = await pool.acquire()
         try:
             columns = await self._columns(conn, sql)
         except BaseException as exc:

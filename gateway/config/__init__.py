@@ -46,6 +46,11 @@ class ServerConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls: str | None = None
+    # "text" (one line, with session= and statement= tags) or "json" (one object a line).
+    log_format: str = "text"
+    # Statements running at least this long are logged with their duration, as
+    # PostgreSQL's log_min_duration_statement: -1 = none, 0 = all.
+    log_min_duration_ms: int = -1
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,8 @@ SERVER = Section({
     "tls_cert": NAME,
     "tls_key": NAME,
     "tls": one_of("on", "require"),
+    "log_format": one_of("text", "json"),
+    "log_min_duration_ms": integer(-1),
 }, refused={
     "metrics_port": "nothing serves metrics yet; remove metrics_port",
 })

@@ -63,8 +63,8 @@ class Executor:
         nulls = [None] * len(plan.param_types)
         schemas = {}
         for fragment in plan.fragments:
-            stream = await self.sources[fragment.source].run_remote(
-                fragment.describe_sql, _bound(fragment, nulls))
+            stream = await open_remote(self.sources[fragment.source], fragment.describe_sql,
+                                       _bound(fragment, nulls))
             await stream.aclose()
             schemas[fragment.name] = stream.schema
         if plan.is_passthrough:

@@ -28,6 +28,7 @@ from connectors.base import BatchStream, Source
 from connectors.table_stats import SourceCatalog
 from gateway.executor.feeds import open_remote
 from gateway.executor.shared_reads import SharedRead
+from pgwire.errors import source_failure
 from planner.query_plan import RemoteFragment
 
 SHARE_BYTES = 1 << 30
@@ -89,8 +90,14 @@ class FragmentReads:
         source = self.sources[fragment.source]
         tree = pg_parallel.single_table_scan(sql) if source.dialect.name == "postgres" else None
         if tree is not None:
-            rows = await self.catalog.largest(source, tree)
-            parts, pages = await pg_parallel.parts_for(source, tree, rows)
+            try:  # the statistics are the first thing read from the source
+                rows = await self.catalog.largest(source, tree)
+                parts, pages = await pg_parallel.parts_for(source, tree, rows)
+            except Exception as exc:
+                failure = source_failure(fragment.source, exc)
+                if failure is exc:
+                    raise
+                raise failure from exc
             if parts > 1:
                 stream = await pg_parallel.open_split(
                     source, pg_parallel.split_sql(tree, pages, parts), params, open_remote)

@@ -18,7 +18,7 @@ from typing import Protocol
 from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, PgLink
 from gateway.state.session import SessionState
-from pgwire.errors import CONNECTION_FAILURE, PgError, from_exception
+from pgwire.errors import CONNECTION_FAILURE, PgError, from_exception, source_unavailable
 
 log = logging.getLogger("fedgate.express")
 
@@ -129,7 +129,7 @@ class Exchange:
         wire.pos = pos
         if link.port.eof:
             link.broken = True
-            outcome.error = PgError("08006", f'connection to source "{link.source}" was lost')
+            outcome.error = source_unavailable(link.source, "the connection was lost", lost=True)
             self._finish()
             return
         if state.buffered >= FLUSH_BYTES:

@@ -23,7 +23,7 @@ from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from gateway.relay.exchange import Exchange
 from gateway.relay.links import SessionLinks, stale_plan, unlifted
 from gateway.relay.literals import Lifted
-from gateway.state.activity import note_idle, note_query
+from gateway.state.activity import note_done, note_idle, note_query
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
 from gateway.state.session import SessionState
@@ -266,5 +266,6 @@ class Lane:
                 return
 
     def _done(self) -> None:
+        note_done(self.state)  # the statement log (gateway.state.activity)
         self.exchange = None
         self._continue()

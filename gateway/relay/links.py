@@ -26,7 +26,8 @@ from connectors import writes
 from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from connectors.postgres.link_reader import LinkReader
 from gateway.executor.execute import Executor
-from pgwire.errors import FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError
+from pgwire.errors import (FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError,
+                           source_unavailable)
 from gateway.relay.literals import Lifted, lift
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
@@ -98,6 +99,11 @@ class SessionLinks:
 
     async def link(self, source: str) -> PgLink:
         link = self.links.get(source)
+        if link is not None and not link.broken and link.port.eof:
+            # The source hung up while the link was idle (it restarted, or went down).
+            link.broken = True
+            if link.status != "I":  # this transaction's work there is gone with it
+                raise source_unavailable(source, "the connection was lost", lost=True)
         if link is not None and not link.broken:
             return link
         ctx = self.state.ctx

@@ -13,7 +13,6 @@ import asyncio
 import functools
 import logging
 import signal
-import sys
 from collections.abc import Callable
 
 import duckdb
@@ -32,11 +31,17 @@ from gateway.server import workers
 from gateway.server.connection import Connection
 from gateway.server.loop import run_loop
 from gateway.server.worker_listen import BalancedListener, WorkerSpec
-from gateway.state.context import CancelTarget, ServerContext, tables_or_none
+from gateway.state.context import CancelTarget, ServerContext
+from gateway.state import logs
+from gateway.state.health import HealthBoard
 from pgwire.errors import PgError
 from planner import CatalogSnapshot, SourceEntry
 
 log = logging.getLogger("fedgate")
+
+# Sources behind a network connection: one that cannot be read at start-up is mounted
+# down instead of stopping the gateway.
+REMOTE_KINDS = ("postgres", "mysql")
 
 
 def open_source(config: Config, name: str, kind: str, options: dict) -> Source:
@@ -94,19 +99,26 @@ def _open_source(config: Config, name: str, kind: str, options: dict) -> Source:
 async def build_context(config: Config) -> ServerContext:
     sources: dict[str, Source] = {}
     entries = {}
+    health = HealthBoard()
     for source_config in config.sources:
         source = await asyncio.to_thread(open_source, config, source_config.name,
                                          source_config.kind, source_config.options)
         sources[source.name] = source
-        # A source that cannot be reached does not keep the others from being served: its
-        # tables appear once a catalog refresh reaches it. Any other error stops the start,
-        # naming the source to fix.
-        try:
-            tables = await tables_or_none(source) or []
-        except PgError as err:
-            await source.close()
-            raise ConfigError(f"[sources.{source.name}]: cannot read its tables: {err.sqlstate} "
-                              f"{err.message}", config.file) from err
+        # A server that cannot be read now, for whatever reason (down, a wrong password
+        # or role in its dsn), does not keep the others from being served: it is mounted
+        # down, its tables unknown until a refresh reaches it (gateway.state.health). A
+        # local file that cannot be read is the operator's to fix: the start stops,
+        # naming the source.
+        if source_config.kind in REMOTE_KINDS:
+            tables = await health.read_tables(source) or []
+        else:
+            try:
+                tables = await source.tables()
+            except PgError as err:
+                await source.close()
+                raise ConfigError(f"[sources.{source.name}]: cannot read its tables: "
+                                  f"{err.sqlstate} {err.message}", config.file) from err
+            health.mark_up(source.name)
         entries[source.name] = SourceEntry(source.name, source.dialect,
                                            {t.ref.name: t for t in tables})
     # The emulated pg_catalog / information_schema: one more source, two schemas.
@@ -122,7 +134,8 @@ async def build_context(config: Config) -> ServerContext:
     ctx = ServerContext(config, sources, catalog,
                         Executor(sources, engines, config.engine.default), sessions=sessions,
                         system_schemas=frozenset(SYSTEM_SCHEMAS),
-                        remount=functools.partial(with_catalog, catalog=catalog_source))
+                        remount=functools.partial(with_catalog, catalog=catalog_source),
+                        health=health)
     ctx.router = Router(ctx)
     return ctx
 
@@ -187,7 +200,7 @@ async def _refresh_periodically(ctx: ServerContext, every_s: float) -> None:
         await asyncio.sleep(every_s)
         try:
             await ctx.refresh_catalog()
-        except Exception:  # a source that is down now is tried again next round
+        except Exception:  # sources' failures stay in ctx.health: this is a bug of ours
             log.exception("catalog refresh failed")
 
 
@@ -195,7 +208,6 @@ def run(config: Config) -> int:
     """`fedgate serve`: one process, or a supervisor of `[server] workers` processes."""
     if config.server.workers > 1:
         return workers.supervise(config, serve)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(config.server.log_format)
     run_loop(serve(config))
     return 0

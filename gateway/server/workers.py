@@ -58,6 +58,7 @@ from gateway.config import Config, ConfigError, listen_error
 from pgwire.errors import PgError
 from gateway.server.loop import run_loop
 from gateway.server.worker_listen import Accept, BalancedListener, WorkerSpec
+from gateway.state import logs
 from gateway.state.context import ServerContext
 
 if TYPE_CHECKING:
@@ -155,9 +156,7 @@ def worker_main(config: Config, spec: WorkerSpec, ready: PipeEnd, serve: Serve) 
     """The entry point of a spawned worker process: `serve` is the listener's
     (gateway.server.listener.serve), passed in by the process that called `supervise`."""
     _die_with_parent()
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format=f"%(asctime)s %(levelname)s %(name)s[worker {spec.index}]: "
-                        "%(message)s")
+    logs.configure(config.server.log_format, f"worker {spec.index}")
     if os.getppid() != spec.supervisor_pid:  # it died before prctl took effect
         sys.exit(1)
     def on_ready() -> None:
@@ -366,6 +365,5 @@ class Supervisor:
 def supervise(config: Config, serve: Serve) -> int:
     """Run `config.server.workers` workers, each running `serve`, until SIGTERM/SIGINT;
     the exit code."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s[supervisor]: %(message)s")
+    logs.configure(config.server.log_format, "supervisor")
     return Supervisor(config, serve).run()

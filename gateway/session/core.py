@@ -20,6 +20,8 @@ from connectors.time_zone import TIMEZONE
 from gateway import pg_catalog
 from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
 from gateway.relay.links import SessionLinks
+from gateway.state import logs
+from gateway.state.activity import activity_of
 from gateway.state.context import ServerContext
 from gateway.state.portals import Portal, Prepared
 from gateway.state.session import FLUSH_BYTES, SessionState
@@ -52,6 +54,12 @@ class SessionCore(SessionState):
 
     async def run_statements(self, statements: list[str]) -> bool:
         raise NotImplementedError  # gateway.session.session.Session
+
+    def statement_started(self, sql: str) -> None:
+        """For pg_stat_activity, and the statement id of the lines logged until the next
+        (gateway.state.logs); `gateway.state.activity.note_done` ends it."""
+        pg_catalog.note_query(self, sql)
+        logs.STATEMENT_ID.set(activity_of(self).statements)
 
     # --- planning and running -----------------------------------------------------------
 
@@ -94,13 +102,20 @@ class SessionCore(SessionState):
 
     async def plan_query(self, sql: str, declared: tuple[str | None, ...] = ()) -> QueryPlan:
         await self.ctx.refresh_if_stale()
+        settings = self.plan_settings(declared)
         try:
-            return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
+            try:
+                return self.ctx.plans.get(sql, self.ctx.catalog, settings)
+            except PgError as err:
+                # A table created in a source since the last refresh: look again, once.
+                if err.sqlstate != UNDEFINED_TABLE or not await self.ctx.refresh_catalog():
+                    raise
+                return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
         except PgError as err:
-            # A table created in a source since the last refresh: look again, once.
-            if err.sqlstate != UNDEFINED_TABLE or not await self.ctx.refresh_catalog():
+            if err.sqlstate != UNDEFINED_TABLE:
                 raise
-            return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
+            # Not found in the sources that answered: a source that is down may have it.
+            raise self.ctx.unavailable_instead(err, settings.search_path) from None
 
     @staticmethod
     def type_name(oid: int) -> str | None:

@@ -12,6 +12,7 @@ from gateway import pg_catalog
 from pgwire.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT, PROTOCOL_VIOLATION,
                             SYNTAX_ERROR, PgError)
 from pgwire.types.table import decode_param
+from gateway.state.activity import note_done
 from gateway.state.portals import Portal
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
@@ -101,11 +102,14 @@ class ExtendedMixin(RelayMixin):
 
     async def on_execute(self, message: m.Execute) -> None:
         portal = self.portal(message.portal)
-        pg_catalog.note_query(self, portal.statement.sql)  # for pg_stat_activity
-        if portal.statement.route is not None:
-            await self.cancellable(self.relay(portal, message.max_rows))
-            return
-        await self.cancellable(self.execute(portal, message.max_rows, describe=False))
+        self.statement_started(portal.statement.sql)
+        try:
+            if portal.statement.route is not None:
+                await self.cancellable(self.relay(portal, message.max_rows))
+                return
+            await self.cancellable(self.execute(portal, message.max_rows, describe=False))
+        finally:
+            note_done(self)
 
     async def on_close(self, message: m.Close) -> None:
         if message.kind == "S":

@@ -24,6 +24,8 @@ from gateway.session.copy_in import CopyInMixin
 from gateway.session.extended import ExtendedMixin
 from gateway.session.relay import implicit_transaction
 from gateway.session.utility import UtilityMixin
+from gateway.state import logs
+from gateway.state.activity import note_done
 from gateway.state.context import ServerContext
 from gateway.state.portals import CopyIn, Portal
 from gateway.state.statements import split_statements
@@ -38,6 +40,8 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
     def __init__(self, ctx: ServerContext, writer: asyncio.StreamWriter,
                  startup: dict[str, str], pid: int, key: int) -> None:
         super().__init__(ctx, writer, startup, pid, key)
+        # Every line logged on this session's task names it (gateway.state.logs).
+        logs.SESSION_ID.set(pid)
         self._handlers: dict[type, Callable[[Any], Awaitable[None]]] = {
             m.Query: self.on_query, m.Parse: self.on_parse, m.Bind: self.on_bind,
             m.Describe: self.on_describe, m.Execute: self.on_execute, m.Close: self.on_close,
@@ -123,7 +127,7 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
         """Run a simple Query's statements; False when a COPY FROM STDIN now waits for the
         client's data (the rest runs when it ends)."""
         for i, sql in enumerate(statements):
-            pg_catalog.note_query(self, sql)  # for pg_stat_activity
+            self.statement_started(sql)
             try:
                 route = await self.route_fresh(sql)
                 if route is not None and route.kind != "postgres" and route.copy_in:
@@ -150,4 +154,6 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
                     raise err from exc
                 self.report(err)
                 break
+            finally:
+                note_done(self)
         return True

@@ -1,16 +1,23 @@
-"""What pg_stat_activity shows of a session: its statement, since when, active or idle.
+"""What pg_stat_activity shows of a session: its statement, since when, active or idle;
+and the statement log's count and clock.
 
 The session notes each statement it starts and when it is idle again (`note_query`,
 `note_idle`); the express lane does the same for the statements it relays. The emulated
-catalog (`gateway.pg_catalog.session_state`) reads it back.
+catalog (`gateway.pg_catalog.session_state`) reads it back. `note_query` also numbers
+the session's statements (the statement id of its log lines, gateway.state.logs), and
+`note_done` logs a statement that ran at least `[server] log_min_duration_ms`.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+log = logging.getLogger("fedgate.statement")
+STATEMENT_SHOWN = 1024  # characters of a logged statement (PostgreSQL's track_activity_query_size)
 
 
 @dataclass
@@ -21,6 +28,8 @@ class Activity:
     query: str = ""
     started: float | None = None  # time.time(): cheaper than a datetime per statement
     state: str = "idle"
+    statements: int = 0  # statements started: the id of the latest
+    timed: float | None = None  # time.perf_counter() at its start, until note_done
 
     @property
     def query_start(self) -> datetime | None:
@@ -33,6 +42,26 @@ def note_query(session: Any, sql: str) -> None:
     activity.query = sql
     activity.started = time.time()
     activity.state = "active"
+    activity.statements += 1
+    activity.timed = time.perf_counter()
+
+
+def note_done(session: Any) -> None:
+    """The statement `note_query` noted has finished: log it when it took at least
+    `[server] log_min_duration_ms` (-1: never), with its duration, user and text."""
+    activity = activity_of(session)
+    started, activity.timed = activity.timed, None
+    threshold = session.ctx.config.server.log_min_duration_ms
+    if started is None or threshold < 0:
+        return
+    took_ms = (time.perf_counter() - started) * 1000
+    if took_ms < threshold:
+        return
+    text = activity.query if len(activity.query) <= STATEMENT_SHOWN \
+        else activity.query[:STATEMENT_SHOWN] + "..."
+    log.info("duration: %.3f ms  statement: %s", took_ms, text,
+             extra={"session": session.pid, "statement": activity.statements,
+                    "duration_ms": round(took_ms, 3), "user": session.user})
 
 
 def note_idle(session: Any) -> None:

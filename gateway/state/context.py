@@ -24,10 +24,12 @@ import pyarrow as pa
 
 from connectors.base import BatchStream, Source
 from gateway.config import Config
+from gateway.state.health import HealthBoard
 from gateway.state.route import Route
 from gateway.state.settings import VERSION_STRING
-from pgwire.errors import PgError
+from pgwire.errors import PgError, source_unavailable
 from planner import CatalogSnapshot, PlanCache, QueryPlan, SourceEntry
+from planner.catalog import UndefinedRelation
 
 log = logging.getLogger("fedgate")
 
@@ -87,6 +89,8 @@ class ServerContext:
     worker_index: int = 0
     worker_count: int = 1
     forward_cancel: Callable[[int, int, int], None] | None = None
+    # Each source's health (gateway.state.health): up, or down since when and why.
+    health: HealthBoard = field(default_factory=HealthBoard)
 
     async def refresh_catalog(self, min_interval_s: float = 1.0) -> bool:
         """Re-read every source's tables; any change becomes a new catalog version (which
@@ -95,16 +99,18 @@ class ServerContext:
             if time.monotonic() - self._refreshed < min_interval_s:
                 return False
             self._refreshed = time.monotonic()
+            # Each source is read on its own (together, so a slow one delays no other);
+            # a source that fails is marked down and keeps what we knew of it.
+            names = [name for name in self.sources if name not in self.system_schemas]
+            read = await asyncio.gather(*(self.health.read_tables(self.sources[name])
+                                          for name in names))
             entries = {}
-            for name, source in self.sources.items():
-                if name in self.system_schemas:
-                    continue
-                tables = await tables_or_none(source)
-                if tables is None:  # unreachable now: keep what we knew of it
-                    previous = self.catalog.sources.get(name)
-                    entries[name] = previous or SourceEntry(name, source.dialect, {})
-                    continue
-                entries[name] = SourceEntry(name, source.dialect, {t.ref.name: t for t in tables})
+            for name, tables in zip(names, read):
+                dialect = self.sources[name].dialect
+                if tables is None:
+                    entries[name] = self.catalog.sources.get(name) or SourceEntry(name, dialect, {})
+                else:
+                    entries[name] = SourceEntry(name, dialect, {t.ref.name: t for t in tables})
             if self._shapes(entries) == self._shapes(self.catalog.sources):
                 return False
             snapshot = replace(self.catalog, version=self.catalog.version + 1, sources=entries)
@@ -118,6 +124,24 @@ class ServerContext:
         if self.catalog_stale:
             self.catalog_stale = False
             await self.refresh_catalog(min_interval_s=0.0)
+
+    def unavailable_instead(self, missing: PgError, search_path: Sequence[str]) -> PgError:
+        """A relation not found (42P01) that may live in a source which is down: say the
+        source is unavailable rather than that the relation does not exist. Qualified
+        (`pg.t`): when its source is down. Unqualified: when no source that answered has
+        it and a source on the search path is down (the first such one is named)."""
+        if not isinstance(missing, UndefinedRelation):
+            return missing  # not a name the catalog lacks (an engine's own 42P01)
+        schema = missing.schema
+        for name in [schema] if schema else search_path:
+            health = self.health.get(name)
+            if health is not None and health.down:
+                shown = f"{schema}.{missing.name}" if schema else missing.name
+                return source_unavailable(
+                    name, health.last_error or "down",
+                    detail=f'relation "{shown}" was not found; source "{name}" may have it, '
+                           f"but has been down since {health.since.isoformat(timespec='seconds')}")
+        return missing
 
     def _shapes(self, sources: Mapping[str, SourceEntry]) -> dict:
         """Each user source's tables and their schemas: what a refresh compares."""
@@ -152,15 +176,3 @@ class ServerContext:
         for engine in self.executor.engines.values():
             await engine.close()
 
-
-async def tables_or_none(source: Source) -> list | None:
-    """A source's tables, or None when it cannot be reached now (it is tried again at the
-    next refresh)."""
-    try:
-        return await source.tables()
-    except PgError as err:
-        if not err.sqlstate.startswith(("08", "58", "57P")):
-            raise
-        log.warning("source %s is unreachable (%s %s); it has no tables until it answers",
-                    source.name, err.sqlstate, err.message)
-        return None

@@ -144,3 +144,31 @@ def test_the_shipped_example_starts_as_shipped(tmp_path: Path) -> None:
         gateway.stop()
     assert "Traceback" not in gateway.log()
 
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_a_source_server_that_cannot_be_reached_is_no_start_up_error(
+        tmp_path: Path, sqlite_file: Path, kind: str) -> None:
+    """A server is not the operator's file: one that does not answer is mounted down
+    (tests/integration/test_source_health.py), with one warning naming it, and the
+    gateway serves the other sources."""
+    import psycopg
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # nothing listens there once it is closed
+    gateway = start_gateway(f'[sources.lite]\nkind = "sqlite"\npath = "{sqlite_file}"\n'
+                            f'[sources.far]\nkind = "{kind}"\n'
+                            f'dsn = "{kind}://root@127.0.0.1:{port}/db"\n', tmp_path / "gw")
+    try:
+        with psycopg.connect(gateway.dsn, autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM lite.t").fetchone() == (0,)
+            with pytest.raises(psycopg.OperationalError) as caught:
+                conn.execute("SELECT * FROM far.anything")
+            assert caught.value.sqlstate == "08001"
+            assert caught.value.diag.message_primary.startswith('source "far" is unavailable: ')
+    finally:
+        gateway.stop()
+    log = gateway.log().split(" shutting down")[0]
+    assert "Traceback" not in log, log
+    assert len([line for line in log.splitlines() if 'source "far" is unavailable' in line]) == 1, log

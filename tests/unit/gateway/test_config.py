@@ -18,7 +18,8 @@ from gateway.config.schema import DEMO, ENGINE, SERVER, SOURCES, USER
 EVERY_SERVER_KEY = {"host": "127.0.0.1", "port": 15000, "database": "db", "max_connections": 5,
                     "statement_timeout_ms": 10, "auth_method": "md5",
                     "max_message_bytes": 1 << 20, "workers": 2, "tls_cert": "server.crt",
-                    "tls_key": "server.key", "tls": "require"}
+                    "tls_key": "server.key", "tls": "require", "log_format": "json",
+                    "log_min_duration_ms": 0}
 EVERY_ENGINE_KEY = {"default": "spark", "spark_master": "local[2]", "spark_threshold_rows": 7,
                     "spark_reads_sources": "never", "spark_read_threshold_rows": 0,
                     "spark_partition_rows": 9, "spark_conf": {"spark.driver.memory": "1g"}}
@@ -195,6 +196,10 @@ def test_metrics_port_is_refused_until_something_serves_it() -> None:
      '[server] max_message_bytes must be an integer from 1 to 1073741824, not the string "1MB"'),
     ({"server": {"workers": "two"}},
      '[server] workers must be "auto" or an integer from 0 to 64, not the string "two"'),
+    ({"server": {"log_format": "xml"}},
+     '[server] log_format must be "text" or "json", not the string "xml"'),
+    ({"server": {"log_min_duration_ms": -2}},
+     "[server] log_min_duration_ms must be an integer >= -1, not -2"),
     ({"engine": {"default": "presto"}},
      '[engine] default must be "duckdb" or "spark", not the string "presto"'),
     ({"engine": {"spark_conf": {"a": [1]}}},

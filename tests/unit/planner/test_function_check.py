@@ -7,6 +7,7 @@ import sqlglot
 
 from pgwire.errors import PgError
 from pgwire.function_names import NO_MATCH_HINT, POSTGRES_FUNCTIONS, SYNTAX_CALLS
+from tests.support.planning import ENGINE_DIALECTS
 from planner.function_check import called_name, check_functions
 
 
@@ -113,7 +114,8 @@ def _catalog():
 
     info = TableInfo(TableRef("s", "customers", remote_name="customers"),
                      pa.schema([("id", pa.int32()), ("name", pa.string())]))
-    return CatalogSnapshot(1, {"s": SourceEntry("s", duckdb_dialect.DIALECT, {"customers": info})})
+    return CatalogSnapshot(1, {"s": SourceEntry("s", duckdb_dialect.DIALECT, {"customers": info})},
+                           engine_dialects=ENGINE_DIALECTS)
 
 
 @pytest.mark.parametrize("sql, message", [
