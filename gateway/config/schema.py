@@ -106,10 +106,12 @@ SERVER = Section({
     "auth_method": one_of(*AUTH_METHODS),
     "max_message_bytes": integer(1, 2**30),  # PostgreSQL's own limit is 1 GB
     "workers": WORKERS,
+    # The HTTP side port: /metrics, /healthz, /readyz and the status page (off unless set).
+    "http_port": integer(1, 65535),
+    "http_host": NAME,
 }, refused={
     "tls_cert": TLS_NOT_YET,
     "tls_key": TLS_NOT_YET,
-    "metrics_port": "nothing serves metrics yet; remove metrics_port",
 })
 
 ENGINE = Section({
@@ -141,22 +143,29 @@ USER = Section({
 }, required=("name",))
 
 _KIND = one_of(*SOURCE_KINDS)
+# Every kind takes `required`: /readyz answers 503 while a required source does not answer.
+_REQUIRED = {"required": BOOLEAN}
 _READ_ONLY_ANYWAY = "{} sources are always read-only; remove read_only"
 SOURCES: Mapping[str, Section] = {
     "postgres": Section({"kind": _KIND, "dsn": NAME, "schema": NAME, "pool_size": integer(1),
-                         "read_only": BOOLEAN}, required=("dsn",)),
-    "mysql": Section({"kind": _KIND, "dsn": NAME, "pool_size": integer(1), "read_only": BOOLEAN},
+                         "read_only": BOOLEAN, **_REQUIRED}, required=("dsn",)),
+    "mysql": Section({"kind": _KIND, "dsn": NAME, "pool_size": integer(1), "read_only": BOOLEAN,
+                      **_REQUIRED},
                      required=("dsn",),
                      refused={"schema": "a mysql source reads the database its dsn names; "
                               "remove schema"}),
-    "sqlite": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, "read_only": BOOLEAN},
+    "sqlite": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, "read_only": BOOLEAN,
+                       **_REQUIRED},
                       required=("path",)),
-    "duckdb": Section({"kind": _KIND, "path": NAME, "schema": NAME, "statement_log": NAME},
+    "duckdb": Section({"kind": _KIND, "path": NAME, "schema": NAME, "statement_log": NAME,
+                       **_REQUIRED},
                       required=("path",),
                       refused={"read_only": _READ_ONLY_ANYWAY.format("duckdb")}),
-    "parquet": Section({"kind": _KIND, "path": NAME, "statement_log": NAME}, required=("path",),
+    "parquet": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, **_REQUIRED},
+                       required=("path",),
                        refused={"read_only": _READ_ONLY_ANYWAY.format("parquet")}),
-    "csv": Section({"kind": _KIND, "path": NAME, "statement_log": NAME}, required=("path",),
+    "csv": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, **_REQUIRED},
+                   required=("path",),
                    refused={"read_only": _READ_ONLY_ANYWAY.format("csv")}),
 }
 
