@@ -1,8 +1,9 @@
 """What pg_stat_activity shows of a session: its statement, since when, active or idle.
 
 The session notes each statement it starts and when it is idle again (`note_query`,
-`note_idle`); the express lane does the same for the statements it relays. The emulated
-catalog (`gateway.pg_catalog.session_state`) reads it back.
+`note_idle`), and the plan or sources it runs on (`note_plan`, `note_sources`); the
+express lane does the same for the statements it relays. The emulated catalog
+(`gateway.pg_catalog.session_state`) and the status page read it back.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ class Activity:
     query: str = ""
     started: float | None = None  # time.time(): cheaper than a datetime per statement
     state: str = "idle"
+    # What the status page shows of the running statement: the sources it reaches, and
+    # its federated plan (planner.QueryPlan) if it has one.
+    sources: tuple[str, ...] = ()
+    plan: Any = None
 
     @property
     def query_start(self) -> datetime | None:
@@ -33,6 +38,19 @@ def note_query(session: Any, sql: str) -> None:
     activity.query = sql
     activity.started = time.time()
     activity.state = "active"
+    activity.plan = None
+    activity.sources = ()
+
+
+def note_plan(session: Any, plan: Any) -> None:
+    """The running statement's federated plan (planner.QueryPlan), for the status page."""
+    activity = activity_of(session)
+    activity.plan = plan
+    activity.sources = tuple(dict.fromkeys(f.source for f in plan.fragments))
+
+
+def note_sources(session: Any, sources: tuple[str, ...]) -> None:
+    activity_of(session).sources = sources
 
 
 def note_idle(session: Any) -> None:

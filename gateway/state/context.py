@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from connectors.base import BatchStream, Source
 from gateway.config import Config
+from gateway.state.metrics import Metrics, RecentStatements
 from gateway.state.route import Route
 from gateway.state.settings import VERSION_STRING
 from pgwire.errors import PgError
@@ -87,6 +88,10 @@ class ServerContext:
     worker_index: int = 0
     worker_count: int = 1
     forward_cancel: Callable[[int, int, int], None] | None = None
+    # /metrics and the status page (gateway.server.http): counts, and the last slow or
+    # failed statements. The listener hands the executor the same Metrics.
+    metrics: Metrics = field(default_factory=Metrics)
+    recent: RecentStatements = field(default_factory=RecentStatements)
 
     async def refresh_catalog(self, min_interval_s: float = 1.0) -> bool:
         """Re-read every source's tables; any change becomes a new catalog version (which
