@@ -295,8 +295,13 @@ async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
                   engine: str | None = None, why: str = "", dynamic_filtering: bool = True) -> list[str]:
     """Run the plan to the end, discarding rows, and report what each part did."""
     measured = await measure(executor, plan, params, engine, dynamic_filtering)
+    return analysis_lines(plan, measured, engine or executor.default, why)
+
+
+def analysis_lines(plan: QueryPlan, measured: Measured, engine: str, why: str = "") -> list[str]:
+    """EXPLAIN ANALYZE's text: the plan, then what each part did."""
     rows, elapsed, inner = measured.rows, measured.seconds, measured.inner
-    lines = list(plan.explain(engine or executor.default, why))
+    lines = list(plan.explain(engine, why))
     if isinstance(inner, EngineStream):
         lines.extend(inner.notes)
         for feed in inner.feeds:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gateway.state.activity import note_plan, note_sources
+from gateway.state.activity import activity_of, note_plan, note_sources
 from gateway.state.metrics import RecentStatement, RecentStatements, statement_kind
 from gateway.state.portals import Prepared
 from gateway.state.route import Route
@@ -51,13 +51,17 @@ def ended(session: Any, road: Road, error: PgError | None) -> None:
     sqlstate = error.sqlstate if error is not None else None
     ctx = session.ctx
     ctx.metrics.statement_done(road.kind, sqlstate, road.path, seconds)
-    plan = road.plan
+    plan, figures = road.plan, None
     if plan is not None:
         ctx.metrics.planned(*plan.pushdown_counts)
-    if not RecentStatements.worth_keeping(seconds, sqlstate):
+    elif road.path == "utility":  # EXPLAIN: the plan it explained, measured if ANALYZE
+        activity = activity_of(session)
+        plan, figures = activity.plan, activity.figures
+    if not RecentStatements.worth_keeping(seconds, sqlstate, figures is not None):
         return
     engine, why = session.engine_for(plan) if plan is not None else ("", "")
     sources = tuple(dict.fromkeys(f.source for f in plan.fragments)) if plan is not None else road.sources
     ctx.recent.keep(RecentStatement(
         RecentStatements.now(), session.user, session.database, road.sql, road.path, seconds,
-        sqlstate, error.message if error is not None else None, sources, plan, engine, why))
+        sqlstate, error.message if error is not None else None, sources, plan, engine, why,
+        figures))

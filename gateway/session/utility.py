@@ -15,11 +15,11 @@ from gateway.session import copy_out
 from gateway.session import utility_results as util
 from gateway.session.cursors import CursorMixin
 from pgwire.errors import PgError
-from gateway.executor.execute import analyze, figures, measure
+from gateway.executor.execute import analysis_lines, figures, measure
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
-from gateway.state.activity import note_plan
+from gateway.state.activity import note_figures, note_plan
 from gateway.state.statements import Utility
 from planner.explain_json import plan_document, relay_document
 
@@ -56,14 +56,17 @@ class UtilityMixin(CursorMixin):
             plan = await self.plan_query(utility.value, ())
             engine, why = self.engine_for(plan)
             note_plan(self, plan)  # the status page draws it while it runs
+            measured = await measure(self.ctx.executor, plan, [], engine, self.dynamic_filtering) \
+                if utility.analyze else None
+            numbers = figures(measured) if measured is not None else None
+            if numbers is not None:
+                note_figures(self, numbers)  # and keeps it, with its figures, once done
             if as_json:
-                numbers = figures(await measure(self.ctx.executor, plan, [], engine, self.dynamic_filtering)) \
-                    if utility.analyze else None
                 result = util.UtilityResult("EXPLAIN", util.json_rows(plan_document(plan, engine, why, numbers)))
                 self._utility_done(portal, result, describe)
                 return
-            lines = await analyze(self.ctx.executor, plan, [], engine, why, self.dynamic_filtering) \
-                if utility.analyze else plan.explain(engine, why)
+            lines = analysis_lines(plan, measured, engine, why) if measured is not None \
+                else plan.explain(engine, why)
             result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
         else:
             result = util.HANDLERS[utility.kind](self, utility)

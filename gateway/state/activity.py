@@ -26,6 +26,8 @@ class Activity:
     # its federated plan (planner.QueryPlan) if it has one.
     sources: tuple[str, ...] = ()
     plan: Any = None
+    # EXPLAIN ANALYZE's numbers for that plan (gateway.executor.execute.figures).
+    figures: dict | None = None
 
     @property
     def query_start(self) -> datetime | None:
@@ -40,6 +42,7 @@ def note_query(session: Any, sql: str) -> None:
     activity.state = "active"
     activity.plan = None
     activity.sources = ()
+    activity.figures = None
 
 
 def note_plan(session: Any, plan: Any) -> None:
@@ -47,6 +50,10 @@ def note_plan(session: Any, plan: Any) -> None:
     activity = activity_of(session)
     activity.plan = plan
     activity.sources = tuple(dict.fromkeys(f.source for f in plan.fragments))
+
+
+def note_figures(session: Any, figures: dict) -> None:
+    activity_of(session).figures = figures
 
 
 def note_sources(session: Any, sources: tuple[str, ...]) -> None:

@@ -116,6 +116,7 @@ class RecentStatement:
     plan: Any = None  # the QueryPlan (planner.QueryPlan) of a federated statement
     engine: str = "duckdb"
     engine_why: str = ""
+    figures: dict | None = None  # EXPLAIN ANALYZE's numbers, for an EXPLAIN ANALYZE
 
 
 class RecentStatements:
@@ -138,8 +139,9 @@ class RecentStatements:
         return sorted(self.by_id.items(), reverse=True)
 
     @staticmethod
-    def worth_keeping(seconds: float, sqlstate: str | None) -> bool:
-        return sqlstate is not None or seconds >= SLOW_SECONDS
+    def worth_keeping(seconds: float, sqlstate: str | None, analyzed: bool = False) -> bool:
+        """Failed, slow, or an EXPLAIN ANALYZE (its plan with figures is worth a look)."""
+        return sqlstate is not None or seconds >= SLOW_SECONDS or analyzed
 
     @staticmethod
     def now() -> float:

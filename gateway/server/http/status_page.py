@@ -107,7 +107,7 @@ def _recent(ctx: ServerContext) -> str:
         when = datetime.fromtimestamp(entry.finished, timezone.utc).strftime("%H:%M:%S")
         outcome = (f'<span class="err">{escape(entry.sqlstate or "")} {escape(entry.message or "")}</span>'
                    if entry.sqlstate else "ok")
-        graph = _graph(plan_document(entry.plan, entry.engine, entry.engine_why), open_=index == 0) \
+        graph = _graph(plan_document(entry.plan, entry.engine, entry.engine_why, entry.figures), open_=index == 0) \
             if entry.plan is not None else ""
         rows.append(f"<tr class=\"recent\" id=\"s{number}\"><td>{when}</td><td>{escape(entry.user)}</td>"
                     f"<td>{escape(entry.path)}</td><td>{escape(', '.join(entry.sources))}</td>"
