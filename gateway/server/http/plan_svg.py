@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-BOX_WIDTH = 340
-CHARS_PER_LINE = 50
+BOX_WIDTH = 380
+CHARS_PER_LINE = 48
 MAX_SQL_LINES = 9
 LINE_HEIGHT = 15
 PAD = 10
@@ -129,7 +129,7 @@ def plan_svg(document: list[Mapping[str, Any]]) -> str:
            'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
            'fill="#5f6368"/></marker></defs>',
            "<style>text{font:12px monospace;fill:#202124}text.title{font-weight:bold;"
-           "font-family:sans-serif}text.edge{fill:#1a73e8;font-family:sans-serif}"
+           "font-family:sans-serif}text.edge{fill:#1a73e8;font-family:sans-serif;stroke:#fff;stroke-width:4px;paint-order:stroke}"
            "text.figure{fill:#1a73e8}</style>"]
     _draw(root, out)
     out.append("</svg>")

@@ -122,7 +122,7 @@ def _recent(ctx: ServerContext) -> str:
 def render(ctx: ServerContext, health: Health, token: str) -> bytes:
     worker = f" (worker {ctx.worker_index} of {ctx.worker_count})" if ctx.worker_count > 1 else ""
     page = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>fedgate status</title><style>{_STYLE}</style></head><body>"
+            f"<link rel=\"icon\" href=\"data:,\"><title>fedgate status</title><style>{_STYLE}</style></head><body>"
             f"<h1>fedgate status: database {escape(ctx.config.server.database)}{escape(worker)}</h1>"
             '<p><a href="/">refresh</a> · <a href="/metrics">metrics</a> · '
             '<a href="/readyz">readiness</a></p>'
