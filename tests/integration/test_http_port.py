@@ -185,3 +185,19 @@ def test_with_users_the_port_needs_basic_auth_of_a_configured_user(tmp_path: Pat
         assert http_get(base + "/healthz")[0] == 200 and http_get(base + "/readyz")[0] == 200
     finally:
         gateway.stop()
+
+
+def test_each_worker_serves_its_own_http_port(tmp_path: Path) -> None:
+    http_port = free_port()
+    config = (f"[server]\nhttp_port = {http_port}\n"
+              f'[sources.demo]\nkind = "duckdb"\npath = {json.dumps(str(demo_file()))}\n')
+    gateway = start_gateway(config, tmp_path, workers=2)
+    try:
+        workers = set()
+        for port in (http_port, http_port + 1):
+            body = http_get(f"http://127.0.0.1:{port}/metrics")[2].decode()
+            workers |= {s.labels["worker"] for f in text_string_to_metric_families(body)
+                        for s in f.samples if s.name == "fedgate_sessions"}
+        assert workers == {"0", "1"}
+    finally:
+        gateway.stop()
