@@ -176,9 +176,11 @@ class Lane:
     def counted(self, route: Route, error: PgError | None) -> None:
         """/metrics: one statement of the lane ended (timed from `note_query`)."""
         s = self.state
+        started = activity_of(s).started
+        assert started is not None  # note_query set it when the lane sent the statement
         s.ctx.metrics.statement_done("write" if route.writes else "select",
                                      error.sqlstate if error is not None else None, "express",
-                                     time.time() - (activity_of(s).started or 0.0))
+                                     time.time() - started)
 
     def _run_target(self, prepared: Prepared) -> tuple[PgLink, RemoteStatement] | None:
         """The link and the source's statement a run of `prepared` goes to, when the lane

@@ -59,8 +59,6 @@ def statement_kind(sql: str, utility_kind: str | None = None, writes: bool | Non
         if utility_kind in _TRANSACTION_KINDS:
             return "transaction"
         return "copy" if utility_kind == "copy" else "utility"
-    if writes is None:
-        return "select"
     if not writes:
         return "select"
     verb = sql.lstrip()[:8].lower()
@@ -120,23 +118,20 @@ class RecentStatement:
 
 
 class RecentStatements:
-    """The last `RECENT_LIMIT` slow or failed statements, newest first when listed."""
+    """The last `RECENT_LIMIT` slow or failed statements, each with a number that stays
+    its own (the page's anchors)."""
 
     def __init__(self, limit: int = RECENT_LIMIT) -> None:
-        self.entries: deque[RecentStatement] = deque(maxlen=limit)
-        self._ids = 0
-        self.by_id: dict[int, RecentStatement] = {}
+        self.entries: deque[tuple[int, RecentStatement]] = deque(maxlen=limit)
+        self._numbers = 0
 
     def keep(self, entry: RecentStatement) -> None:
-        if len(self.entries) == self.entries.maxlen:
-            oldest = self.entries[0]
-            self.by_id = {k: v for k, v in self.by_id.items() if v is not oldest}
-        self._ids += 1
-        self.entries.append(entry)
-        self.by_id[self._ids] = entry
+        self._numbers += 1
+        self.entries.append((self._numbers, entry))
 
     def listed(self) -> list[tuple[int, RecentStatement]]:
-        return sorted(self.by_id.items(), reverse=True)
+        """Newest first."""
+        return list(reversed(self.entries))
 
     @staticmethod
     def worth_keeping(seconds: float, sqlstate: str | None, analyzed: bool = False) -> bool:

@@ -195,7 +195,10 @@ def test_each_worker_serves_its_own_http_port(tmp_path: Path) -> None:
     try:
         workers = set()
         for port in (http_port, http_port + 1):
-            body = http_get(f"http://127.0.0.1:{port}/metrics")[2].decode()
+            try:
+                body = http_get(f"http://127.0.0.1:{port}/metrics")[2].decode()
+            except OSError as exc:
+                raise AssertionError(f"port {port}: {exc}\n{gateway.log()}") from exc
             workers |= {s.labels["worker"] for f in text_string_to_metric_families(body)
                         for s in f.samples if s.name == "fedgate_sessions"}
         assert workers == {"0", "1"}

@@ -27,6 +27,8 @@ from gateway.state.context import ServerContext
 
 log = logging.getLogger("fedgate.http")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+# Connections served at once; each lives at most protocol.READ_TIMEOUT_S before answering.
+MAX_CONNECTIONS = 64
 
 
 class Site:
@@ -34,6 +36,7 @@ class Site:
         self.ctx = ctx
         self.health = Health(ctx)
         self.registry = metrics_registry(ctx, self.health)
+        self.open_connections = 0
 
     async def answer(self, request: Request) -> Response:
         if request.path == "/healthz":
@@ -81,6 +84,10 @@ class Site:
         return Response(303, b"", headers={"Location": "/"})
 
     async def serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.open_connections >= MAX_CONNECTIONS:
+            writer.close()  # a flood of idle connections must not pile up
+            return
+        self.open_connections += 1
         try:
             try:
                 request = await read_request(reader)
@@ -98,6 +105,7 @@ class Site:
         except Exception:  # a bug of ours: log it, keep serving others
             log.exception("HTTP request failed")
         finally:
+            self.open_connections -= 1
             writer.close()
 
 
