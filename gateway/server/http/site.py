@@ -45,7 +45,7 @@ class Site:
             return await self.readyz()
         if request.path not in ("/", "/metrics", "/cancel"):
             return Response(404, b"not found\n")
-        user, refusal = access.authenticate(self.ctx.config, request)
+        user, refusal = await access.authenticate(self.ctx.config, request)
         if refusal is not None:
             return refusal
         if request.path == "/cancel":
