@@ -158,10 +158,12 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
         cancels = await workers.serve_cancels(ctx, worker)
         server = await workers.listen(worker, accept)
     try:
-        # TLS, once configured, is passed here too, so the HTTP port serves HTTPS.
+        # serve_http takes an ssl.SSLContext too: with the SQL port's, it serves HTTPS.
         http = await serve_http(ctx) if config.server.http_port else None
     except ConfigError:
         server.close()
+        if cancels is not None:
+            cancels.close()
         await ctx.close()
         raise
     refresher = asyncio.ensure_future(_refresh_periodically(ctx, config.catalog_refresh_s))

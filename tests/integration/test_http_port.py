@@ -204,3 +204,25 @@ def test_each_worker_serves_its_own_http_port(tmp_path: Path) -> None:
         assert workers == {"0", "1"}
     finally:
         gateway.stop()
+
+
+def test_an_http_port_in_use_stops_the_start_naming_the_key(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    from tests.support.gateway_proc import REPO
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        http_port = taken.getsockname()[1]
+        config = tmp_path / "fedgate.toml"
+        config.write_text(f"[server]\nhttp_port = {http_port}\n"
+                          f'[sources.demo]\nkind = "duckdb"\npath = {json.dumps(str(demo_file()))}\n')
+        done = subprocess.run([sys.executable, "-m", "gateway", "serve", "--config", str(config),
+                               "--port", str(free_port())], cwd=REPO, capture_output=True,
+                              text=True, timeout=120)
+    assert done.returncode != 0
+    assert (f"[server] http_port: cannot listen on 127.0.0.1:{http_port}: Address already in use"
+            in done.stderr), done.stderr

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import ssl
 
 from gateway.config import ConfigError
@@ -122,7 +123,8 @@ async def serve_http(ctx: ServerContext, ssl_context: ssl.SSLContext | None = No
                                             limit=MAX_HEAD_BYTES, ssl=ssl_context)
     except OSError as exc:
         raise ConfigError(f"[server] http_port: cannot listen on {server_config.http_bind_host}:"
-                          f"{port}: {exc.strerror or exc}", ctx.config.file) from exc
+                          f"{port}: {os.strerror(exc.errno) if exc.errno else exc}",
+                          ctx.config.file) from exc
     log.info("HTTP port on %s:%d (/metrics, /healthz, /readyz, status page at /)",
              server_config.http_bind_host, port)
     return server, asyncio.ensure_future(site.health.run_periodically())
