@@ -84,7 +84,8 @@ async def read_request(reader: asyncio.StreamReader) -> Request:
     return Request(method, unquote(url.path), parse_qs(url.query), headers, body)
 
 
-def encode_response(response: Response) -> bytes:
+def encode_response(response: Response, head_only: bool = False) -> bytes:
+    """The response's bytes; `head_only` (HEAD): the GET's headers without the body."""
     headers = {"Content-Type": response.content_type,
                "Content-Length": str(len(response.body)),
                "Connection": "close",
@@ -97,4 +98,4 @@ def encode_response(response: Response) -> bytes:
                **response.headers}
     head = f"HTTP/1.1 {response.status} {REASONS.get(response.status, 'Status')}\r\n" + "".join(
         f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
-    return head.encode("latin-1") + response.body
+    return head.encode("latin-1") + (b"" if head_only else response.body)

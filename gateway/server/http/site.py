@@ -93,13 +93,12 @@ class Site:
             try:
                 request = await read_request(reader)
                 response = await self.answer(request)
-                if request.method == "HEAD":
-                    response.body = b""
+                head_only = request.method == "HEAD"
             except BadRequest as bad:
-                response = Response(bad.status, f"{bad}\n".encode())
+                response, head_only = Response(bad.status, f"{bad}\n".encode()), False
             except TimeoutError:
                 return
-            writer.write(encode_response(response))
+            writer.write(encode_response(response, head_only))
             await writer.drain()
         except ConnectionError:
             pass  # the client left; nothing to answer

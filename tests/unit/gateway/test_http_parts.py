@@ -94,3 +94,10 @@ def test_cancel_token_is_per_user() -> None:
     assert access.token_ok("ann", access.cancel_token("ann"))
     assert not access.token_ok("bob", access.cancel_token("ann"))
     assert not access.token_ok(None, "")
+
+
+def test_a_head_response_has_the_get_headers_and_no_body() -> None:
+    from gateway.server.http.protocol import Response, encode_response
+    head = encode_response(Response(200, b"hello"), head_only=True)
+    assert b"Content-Length: 5\r\n" in head and head.endswith(b"\r\n\r\n")
+    assert encode_response(Response(200, b"hello")).endswith(b"\r\n\r\nhello")
