@@ -291,6 +291,25 @@ def figures(measured: Measured) -> dict[str, dict[str, Any]]:
     return out
 
 
+def stream_figures(stream: Any) -> dict[str, dict[str, Any]] | None:
+    """What a stream `Executor.run` returned did (so far), in `figures`' shape, for a
+    statement the status page keeps; None for a plan without an engine."""
+    inner = stream._stream if isinstance(stream, Renamed) else stream
+    if isinstance(inner, Metered):
+        inner = inner.inner
+    if not isinstance(inner, EngineStream):
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for feed in inner.feeds:
+        s = feed.stats
+        out[s.name] = {"Actual Rows": s.rows, "Bytes": s.bytes,
+                       "Actual Total Time": round(s.seconds * 1000, 3)}
+    ended = inner.finished if inner.finished is not None else time.perf_counter()
+    out["engine"] = {"Actual Rows": inner.rows,
+                     "Actual Total Time": round((ended - inner.started) * 1000, 3)}
+    return out
+
+
 async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
                   engine: str | None = None, why: str = "", dynamic_filtering: bool = True) -> list[str]:
     """Run the plan to the end, discarding rows, and report what each part did."""

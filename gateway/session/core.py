@@ -19,6 +19,7 @@ import pyarrow as pa
 from connectors.time_zone import TIMEZONE
 from gateway import pg_catalog
 from gateway.relay.links import SessionLinks
+from gateway.state.activity import note_stream
 from gateway.state.context import ServerContext
 from gateway.state.portals import Portal, Prepared
 from gateway.state.session import FLUSH_BYTES, SessionState
@@ -128,6 +129,7 @@ class SessionCore(SessionState):
             executor = self.links.executor_for(plan) or self.ctx.executor
             portal.stream = await executor.run(plan, portal.params, self.engine_for(plan)[0],
                                                self.dynamic_filtering)
+            note_stream(self, portal.stream)  # what it did, if the status page keeps it
 
     async def execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:
         prepared = portal.statement

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from gateway.executor.execute import stream_figures
 from gateway.state.activity import activity_of, note_plan, note_sources
 from gateway.state.metrics import RecentStatement, RecentStatements, statement_kind
 from gateway.state.portals import Prepared
@@ -59,6 +60,9 @@ def ended(session: Any, road: Road, error: PgError | None) -> None:
         plan, figures = activity.plan, activity.figures
     if not RecentStatements.worth_keeping(seconds, sqlstate, figures is not None):
         return
+    stream = activity_of(session).stream
+    if figures is None and stream is not None:  # a slow or failed federated statement
+        figures = stream_figures(stream)
     engine, why = session.engine_for(plan) if plan is not None else ("", "")
     sources = tuple(dict.fromkeys(f.source for f in plan.fragments)) if plan is not None else road.sources
     ctx.recent.keep(RecentStatement(

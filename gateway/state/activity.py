@@ -28,6 +28,9 @@ class Activity:
     plan: Any = None
     # EXPLAIN ANALYZE's numbers for that plan (gateway.executor.execute.figures).
     figures: dict | None = None
+    # The running federated statement's result stream: what it did, once it ends, for
+    # the status page (gateway.executor.execute.stream_figures). Dropped at idle.
+    stream: Any = None
 
     @property
     def query_start(self) -> datetime | None:
@@ -43,6 +46,7 @@ def note_query(session: Any, sql: str) -> None:
     activity.plan = None
     activity.sources = ()
     activity.figures = None
+    activity.stream = None
 
 
 def note_plan(session: Any, plan: Any) -> None:
@@ -56,12 +60,18 @@ def note_figures(session: Any, figures: dict) -> None:
     activity_of(session).figures = figures
 
 
+def note_stream(session: Any, stream: Any) -> None:
+    activity_of(session).stream = stream
+
+
 def note_sources(session: Any, sources: tuple[str, ...]) -> None:
     activity_of(session).sources = sources
 
 
 def note_idle(session: Any) -> None:
-    activity_of(session).state = "idle"
+    activity = activity_of(session)
+    activity.state = "idle"
+    activity.stream = None
 
 
 def activity_of(session: Any) -> Activity:

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.browser
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "status-page.png"
 DDL = ("CREATE TABLE zones (regionkey int PRIMARY KEY, label text);"
-       "INSERT INTO zones VALUES (0, 'africa'), (1, 'americas'), (2, 'asia');" + PG_SLOW_VIEW)
+       "INSERT INTO zones VALUES (0, 'africa'), (1, 'americas'), (2, 'asia');"
+       "CREATE VIEW sleepy AS SELECT regionkey, label FROM zones, pg_sleep(1.2);" + PG_SLOW_VIEW)
 SLOW = "SELECT s.n, r.r_name FROM pg.slow s CROSS JOIN demo.region r"
 ANALYZED = ("EXPLAIN ANALYZE SELECT z.label, count(*) FROM zones z JOIN demo.nation n "
             "ON n.n_regionkey = z.regionkey WHERE n.n_nationkey > 2 GROUP BY z.label")
@@ -40,6 +41,9 @@ def normalized(sql: str) -> str:
 
 def test_status_page_shows_and_cancels_a_running_federated_query(setup: HttpGateway) -> None:
     with psycopg.connect(setup.gateway.dsn, autocommit=True) as conn:
+        # Slow (over a second), so kept with what each fragment sent.
+        conn.execute("SELECT y.label, n.n_name FROM sleepy y JOIN demo.nation n "
+                     "ON n.n_regionkey = y.regionkey").fetchall()
         with pytest.raises(psycopg.errors.DivisionByZero):
             conn.execute("SELECT z.label, 1 / (n.n_nationkey - n.n_nationkey) FROM zones z "
                          "JOIN demo.nation n ON n.n_regionkey = z.regionkey").fetchall()
@@ -91,6 +95,12 @@ def test_status_page_shows_and_cancels_a_running_federated_query(setup: HttpGate
             assert analyzed.count() == 1
             edges = analyzed.locator("svg.plan text.edge").all_text_contents()
             assert any(e.startswith("22 rows") for e in edges), edges
+            slow = page.locator("tr.recent", has_text="FROM sleepy y")
+            assert slow.count() == 1 and "federated" in slow.inner_text()
+            slow.locator("summary").click()  # its graph is folded: only the newest is open
+            slow_edges = slow.locator("svg.plan text.edge").all_text_contents()
+            assert sorted(e.split(",")[0] for e in slow_edges) == ["25 rows", "3 rows"], slow_edges
+            slow.locator("summary").click()
             failed = page.locator("tr.recent", has_text="n.n_nationkey - n.n_nationkey")
             assert failed.count() == 1 and "22012" in failed.inner_text()
             assert not errors, errors
