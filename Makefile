@@ -20,7 +20,8 @@ $(STAMP): requirements.lock pyproject.toml
 
 # psql and pgbench drive the client tests, some tests compare answers with a real
 # PostgreSQL 15 server, the Spark engine needs a Java runtime (and the JDBC drivers to read
-# sources itself), the pgbench benchmark compares with PgBouncer; install what is missing.
+# sources itself), the pgbench benchmark compares with PgBouncer, the status page's browser
+# tests drive a headless Chromium; install what is missing.
 PG_BIN := /usr/lib/postgresql/15/bin
 system-deps:
 	@missing=""; \
@@ -34,6 +35,7 @@ system-deps:
 	command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || missing="$$missing pgbouncer"; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
 	command -v npm >/dev/null || missing="$$missing npm"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; fi
 

@@ -76,6 +76,20 @@ class QueryPlan:
         return self._details[1]
 
     @cached_property
+    def pushdown_counts(self) -> tuple[int, int, int]:
+        """Filter conjuncts pushed exact, pushed inexact (re-checked), kept local: /metrics
+        counts them per statement (computed once per plan, from EXPLAIN's account)."""
+        exact = inexact = local = 0
+        for line in self.conjuncts:
+            if line.endswith(": pushed exact"):
+                exact += 1
+            elif ": pushed inexact" in line:
+                inexact += 1
+            else:
+                local += 1
+        return exact, inexact, local
+
+    @cached_property
     def residual_describe_sql(self) -> str | None:
         return self.residual_describe() if self.residual_describe is not None else None
 

@@ -51,6 +51,14 @@ class ServerConfig:
     # Statements running at least this long are logged with their duration, as
     # PostgreSQL's log_min_duration_statement: -1 = none, 0 = all.
     log_min_duration_ms: int = -1
+    # The HTTP side port (gateway/server/http/): 0 is off. With several workers, worker i
+    # serves http_port + i (each its own metrics and sessions). http_host: None is `host`.
+    http_port: int = 0
+    http_host: str | None = None
+
+    @property
+    def http_bind_host(self) -> str:
+        return self.http_host if self.http_host is not None else self.host
 
 
 @dataclass(frozen=True)
@@ -239,10 +247,30 @@ def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
         where = "--host" if "host" in from_command_line else "[server] host"
         raise ConfigError(f"{where}: a non-loopback address requires [[users]] (trust is "
                           "loopback-only)", from_command_line="host" in from_command_line)
+    _check_http(server, users)
     return Config(server=server, engine=engine, search_path=search_path, users=users,
                   sources=sources, demo=demo, base_dir=base_dir, file=file,
                   from_command_line=from_command_line,
                   catalog_refresh_s=float(raw_catalog.get("refresh_seconds", 60)))
+
+
+def _check_http(server: ServerConfig, users: tuple[UserConfig, ...]) -> None:
+    """The HTTP side port: within range for every worker, apart from the SQL port, and
+    open (no [[users]] to authenticate against) only on loopback."""
+    if not server.http_port:
+        if server.http_host is not None:
+            raise ConfigError("[server] http_host needs http_port (the HTTP port is off without it)")
+        return
+    assert isinstance(server.workers, int)
+    ports = range(server.http_port, server.http_port + server.workers)
+    if ports[-1] > 65535:
+        raise ConfigError(f"[server] http_port {server.http_port}: worker i serves http_port + i, "
+                          f"and {ports[-1]} is above 65535")
+    if server.port in ports:
+        raise ConfigError(f"[server] http_port {server.http_port}: port {server.port} is the SQL port")
+    if not users and not is_loopback(server.http_bind_host):
+        raise ConfigError(f"[server] http_host {server.http_bind_host}: without [[users]] the HTTP "
+                          "port is open to anyone, so it may listen on loopback only")
 
 
 def load_config(path: str | os.PathLike[str] | None = None, **server_overrides: Any) -> Config:

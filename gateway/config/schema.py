@@ -109,8 +109,9 @@ SERVER = Section({
     "tls": one_of("on", "require"),
     "log_format": one_of("text", "json"),
     "log_min_duration_ms": integer(-1),
-}, refused={
-    "metrics_port": "nothing serves metrics yet; remove metrics_port",
+    # The HTTP side port: /metrics, /healthz, /readyz and the status page (off unless set).
+    "http_port": integer(1, 65535),
+    "http_host": NAME,
 })
 
 ENGINE = Section({
@@ -142,22 +143,29 @@ USER = Section({
 }, required=("name",))
 
 _KIND = one_of(*SOURCE_KINDS)
+# Every kind takes `required`: /readyz answers 503 while a required source does not answer.
+_REQUIRED = {"required": BOOLEAN}
 _READ_ONLY_ANYWAY = "{} sources are always read-only; remove read_only"
 SOURCES: Mapping[str, Section] = {
     "postgres": Section({"kind": _KIND, "dsn": NAME, "schema": NAME, "pool_size": integer(1),
-                         "read_only": BOOLEAN}, required=("dsn",)),
-    "mysql": Section({"kind": _KIND, "dsn": NAME, "pool_size": integer(1), "read_only": BOOLEAN},
+                         "read_only": BOOLEAN, **_REQUIRED}, required=("dsn",)),
+    "mysql": Section({"kind": _KIND, "dsn": NAME, "pool_size": integer(1), "read_only": BOOLEAN,
+                      **_REQUIRED},
                      required=("dsn",),
                      refused={"schema": "a mysql source reads the database its dsn names; "
                               "remove schema"}),
-    "sqlite": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, "read_only": BOOLEAN},
+    "sqlite": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, "read_only": BOOLEAN,
+                       **_REQUIRED},
                       required=("path",)),
-    "duckdb": Section({"kind": _KIND, "path": NAME, "schema": NAME, "statement_log": NAME},
+    "duckdb": Section({"kind": _KIND, "path": NAME, "schema": NAME, "statement_log": NAME,
+                       **_REQUIRED},
                       required=("path",),
                       refused={"read_only": _READ_ONLY_ANYWAY.format("duckdb")}),
-    "parquet": Section({"kind": _KIND, "path": NAME, "statement_log": NAME}, required=("path",),
+    "parquet": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, **_REQUIRED},
+                       required=("path",),
                        refused={"read_only": _READ_ONLY_ANYWAY.format("parquet")}),
-    "csv": Section({"kind": _KIND, "path": NAME, "statement_log": NAME}, required=("path",),
+    "csv": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, **_REQUIRED},
+                   required=("path",),
                    refused={"read_only": _READ_ONLY_ANYWAY.format("csv")}),
 }
 

@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -21,6 +22,8 @@ from connectors.base import BatchStream, Engine, Source, TableStream, count_rows
 from connectors.query_scope import query_scope
 from gateway.executor.feeds import EngineStream, Feed, open_remote, start_engine
 from gateway.executor.fragment_reads import FragmentReads
+from gateway.executor.metered import Metered
+from gateway.state.metrics import Metrics
 from planner.dynamic_filters import DynamicFilter
 from planner.key_sets import shape_for
 from planner.query_plan import QueryPlan, RemoteFragment
@@ -28,8 +31,10 @@ from planner.query_plan import QueryPlan, RemoteFragment
 
 class Executor:
     def __init__(self, sources: Mapping[str, Source], engines: Mapping[str, Engine],
-                 default: str = "duckdb") -> None:
+                 default: str = "duckdb", metrics: Metrics | None = None) -> None:
         self.sources = sources
+        # /metrics: the server context's counts (a unit test's executor keeps its own).
+        self.metrics = metrics if metrics is not None else Metrics()
         self.engines = engines
         self.default = default
         self.reads = FragmentReads(sources)  # copies read once, big PostgreSQL scans split
@@ -42,14 +47,16 @@ class Executor:
                   dynamic_filtering: bool = True) -> BatchStream:
         if plan.is_passthrough:
             fragment = plan.fragments[0]
-            stream = await open_remote(self.sources[fragment.source], fragment.sql,
-                                       _bound(fragment, params))
+            stream = Metered(await open_remote(self.sources[fragment.source], fragment.sql,
+                                               _bound(fragment, params)),
+                             self.metrics, fragment.source)
         else:
             # Sources learn how many fragments of this query they serve, so theirs can
             # read one snapshot (connectors.query_scope; gather's tasks copy the context).
             with query_scope(Counter(f.source for f in plan.fragments)):
-                stream = await self._through_engine(
-                    plan, params, self.engines[engine or self.default], dynamic_filtering)
+                stream = Metered(await self._through_engine(
+                    plan, params, self.engines[engine or self.default], dynamic_filtering),
+                    self.metrics, None)
         if plan.column_names is not None:
             return Renamed(stream, plan.column_names)
         return stream
@@ -242,15 +249,78 @@ class Renamed:
         await self._stream.aclose()
 
 
-async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
-                  engine: str | None = None, why: str = "", dynamic_filtering: bool = True) -> list[str]:
-    """Run the plan to the end, discarding rows, and report what each part did."""
+@dataclass
+class Measured:
+    """A plan run to the end for EXPLAIN ANALYZE: rows out, time, and what each part did
+    (`inner`: the engine's stream with its feeds, or the one fragment's stream)."""
+
+    rows: int
+    seconds: float
+    inner: Any
+
+
+async def measure(executor: Executor, plan: QueryPlan, params: Sequence[Any],
+                  engine: str | None = None, dynamic_filtering: bool = True) -> Measured:
+    """Run the plan to the end, discarding rows."""
     started = time.perf_counter()
     stream = await executor.run(plan, params, engine, dynamic_filtering)
     rows = await count_rows(stream)
     elapsed = time.perf_counter() - started
     inner = stream._stream if isinstance(stream, Renamed) else stream
-    lines = list(plan.explain(engine or executor.default, why))
+    if isinstance(inner, Metered):
+        inner = inner.inner
+    return Measured(rows, elapsed, inner)
+
+
+def figures(measured: Measured) -> dict[str, dict[str, Any]]:
+    """EXPLAIN (ANALYZE, FORMAT JSON)'s numbers: per fragment name, and "engine"
+    (planner.explain_json.plan_document puts them on the plan's nodes)."""
+    inner = measured.inner
+    out: dict[str, dict[str, Any]] = {}
+    if isinstance(inner, EngineStream):
+        for feed in inner.feeds:
+            s = feed.stats
+            out[s.name] = {"Actual Rows": s.rows, "Bytes": s.bytes,
+                           "Actual Total Time": round(s.seconds * 1000, 3)}
+        out["engine"] = {"Actual Rows": measured.rows,
+                         "Actual Total Time": round(measured.seconds * 1000, 3),
+                         "Notes": list(inner.notes)}
+    else:
+        out["frag_0"] = {"Actual Rows": measured.rows,
+                         "Actual Total Time": round(measured.seconds * 1000, 3)}
+    return out
+
+
+def stream_figures(stream: Any) -> dict[str, dict[str, Any]] | None:
+    """What a stream `Executor.run` returned did (so far), in `figures`' shape, for a
+    statement the status page keeps; None for a plan without an engine."""
+    inner = stream._stream if isinstance(stream, Renamed) else stream
+    if isinstance(inner, Metered):
+        inner = inner.inner
+    if not isinstance(inner, EngineStream):
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for feed in inner.feeds:
+        s = feed.stats
+        out[s.name] = {"Actual Rows": s.rows, "Bytes": s.bytes,
+                       "Actual Total Time": round(s.seconds * 1000, 3)}
+    ended = inner.finished if inner.finished is not None else time.perf_counter()
+    out["engine"] = {"Actual Rows": inner.rows,
+                     "Actual Total Time": round((ended - inner.started) * 1000, 3)}
+    return out
+
+
+async def analyze(executor: Executor, plan: QueryPlan, params: Sequence[Any],
+                  engine: str | None = None, why: str = "", dynamic_filtering: bool = True) -> list[str]:
+    """Run the plan to the end, discarding rows, and report what each part did."""
+    measured = await measure(executor, plan, params, engine, dynamic_filtering)
+    return analysis_lines(plan, measured, engine or executor.default, why)
+
+
+def analysis_lines(plan: QueryPlan, measured: Measured, engine: str, why: str = "") -> list[str]:
+    """EXPLAIN ANALYZE's text: the plan, then what each part did."""
+    rows, elapsed, inner = measured.rows, measured.seconds, measured.inner
+    lines = list(plan.explain(engine, why))
     if isinstance(inner, EngineStream):
         lines.extend(inner.notes)
         for feed in inner.feeds:

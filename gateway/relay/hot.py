@@ -219,6 +219,7 @@ class HotLane(Lane):
             self._query_done(route, outcome, lift(sql), raw)
             return
         s = self.state
+        self.counted(route, None)
         if route.writes and s.in_block:
             self.links.writer = route.source
         s.query_done()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -23,7 +24,7 @@ from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from gateway.relay.exchange import Exchange
 from gateway.relay.links import SessionLinks, stale_plan, unlifted
 from gateway.relay.literals import Lifted
-from gateway.state.activity import note_done, note_idle, note_query
+from gateway.state.activity import activity_of, note_done, note_idle, note_query
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
 from gateway.state.session import SessionState
@@ -162,6 +163,7 @@ class Lane:
                 self.port.feed(raw)
                 self._continue()
                 return
+        self.counted(route, outcome.error)
         if outcome.error is not None:
             if self._fatal(outcome.error):
                 return
@@ -170,6 +172,15 @@ class Lane:
             self.links.writer = route.source
         s.query_done()
         self._done()
+
+    def counted(self, route: Route, error: PgError | None) -> None:
+        """/metrics: one statement of the lane ended (timed from `note_query`)."""
+        s = self.state
+        started = activity_of(s).started
+        assert started is not None  # note_query set it when the lane sent the statement
+        s.ctx.metrics.statement_done("write" if route.writes else "select",
+                                     error.sqlstate if error is not None else None, "express",
+                                     time.time() - started)
 
     def _run_target(self, prepared: Prepared) -> tuple[PgLink, RemoteStatement] | None:
         """The link and the source's statement a run of `prepared` goes to, when the lane
@@ -208,6 +219,7 @@ class Lane:
 
     def _extended_done(self, route: Route, portal: Portal, outcome: Outcome) -> None:
         s = self.state
+        self.counted(route, outcome.error)
         if outcome.error is not None:
             if self._fatal(outcome.error):
                 return

@@ -246,7 +246,7 @@ class SessionLinks:
         sources = dict(base.sources)
         for name, link in touched.items():
             sources[name] = LinkReader(base.sources[name], link, self.prefix(link))  # type: ignore[assignment]
-        return Executor(sources, base.engines, base.default)
+        return Executor(sources, base.engines, base.default, self.state.ctx.metrics)
 
     # --- transaction control -------------------------------------------------------------
 

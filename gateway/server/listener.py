@@ -29,11 +29,13 @@ from gateway.pg_catalog.mount import mount as mount_catalog
 from gateway.relay.routing import Router
 from gateway.server import workers
 from gateway.server.connection import Connection
+from gateway.server.http.site import serve_http
 from gateway.server.loop import run_loop
 from gateway.server.worker_listen import BalancedListener, WorkerSpec
 from gateway.state.context import CancelTarget, ServerContext
 from gateway.state import logs
 from gateway.state.health import HealthBoard
+from gateway.state.metrics import Metrics
 from pgwire.errors import PgError
 from planner import CatalogSnapshot, SourceEntry
 
@@ -131,8 +133,10 @@ async def build_context(config: Config) -> ServerContext:
     catalog = CatalogSnapshot(version=1, sources=entries,
                               engine_dialects=tuple(e.dialect for e in engines.values()),
                               catalog_functions=CATALOG_FUNCTIONS)
+    metrics = Metrics()
     ctx = ServerContext(config, sources, catalog,
-                        Executor(sources, engines, config.engine.default), sessions=sessions,
+                        Executor(sources, engines, config.engine.default, metrics),
+                        sessions=sessions, metrics=metrics,
                         system_schemas=frozenset(SYSTEM_SCHEMAS),
                         remount=functools.partial(with_catalog, catalog=catalog_source),
                         health=health)
@@ -168,6 +172,15 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
         ctx.as_worker(worker.index, worker.count, workers.CancelForwarder(worker))
         cancels = await workers.serve_cancels(ctx, worker)
         server = await workers.listen(worker, accept)
+    try:
+        # serve_http takes an ssl.SSLContext too: with the SQL port's, it serves HTTPS.
+        http = await serve_http(ctx) if config.server.http_port else None
+    except ConfigError:
+        server.close()
+        if cancels is not None:
+            cancels.close()
+        await ctx.close()
+        raise
     refresher = asyncio.ensure_future(_refresh_periodically(ctx, config.catalog_refresh_s))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -188,6 +201,9 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
         if cancels is not None:
             cancels.close()
         refresher.cancel()
+        if http is not None:
+            http[0].close()
+            http[1].cancel()
         for task in list(connections):
             task.cancel()
         await asyncio.gather(*connections, return_exceptions=True)

@@ -22,6 +22,7 @@ from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
 from gateway.relay.links import SessionLinks
 from gateway.state import logs
 from gateway.state.activity import activity_of
+from gateway.state.activity import note_stream
 from gateway.state.context import ServerContext
 from gateway.state.portals import Portal, Prepared
 from gateway.state.session import FLUSH_BYTES, SessionState
@@ -145,6 +146,7 @@ class SessionCore(SessionState):
             executor = self.links.executor_for(plan) or self.ctx.executor
             portal.stream = await executor.run(plan, portal.params, self.engine_for(plan)[0],
                                                self.dynamic_filtering)
+            note_stream(self, portal.stream)  # what it did, if the status page keeps it
 
     async def execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:
         prepared = portal.statement

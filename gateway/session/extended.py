@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from gateway import pg_catalog
 from pgwire.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT, PROTOCOL_VIOLATION,
-                            SYNTAX_ERROR, PgError)
+                            SYNTAX_ERROR, PgError, from_exception)
 from pgwire.types.table import decode_param
 from gateway.state.activity import note_done
 from gateway.state.portals import Portal
@@ -18,6 +18,7 @@ from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from pgwire.types.rows import resolve_formats, row_description
 from gateway.relay.links import relayed_description
+from gateway.session import observe
 from gateway.session.relay import RelayMixin
 from gateway.state.statements import split_statements
 
@@ -103,13 +104,19 @@ class ExtendedMixin(RelayMixin):
     async def on_execute(self, message: m.Execute) -> None:
         portal = self.portal(message.portal)
         self.statement_started(portal.statement.sql)
+        road, failed = observe.Road(portal.statement.sql), None
+        road.prepared(self, portal.statement)
         try:
             if portal.statement.route is not None:
                 await self.cancellable(self.relay(portal, message.max_rows))
                 return
             await self.cancellable(self.execute(portal, message.max_rows, describe=False))
+        except Exception as exc:  # counted by its SQLSTATE; Session.handle reports it
+            failed = from_exception(exc)
+            raise
         finally:
             note_done(self)
+            observe.ended(self, road, failed)
 
     async def on_close(self, message: m.Close) -> None:
         if message.kind == "S":

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gateway import pg_catalog
+from gateway.session import observe
 from gateway.session import utility_results as util
 from gateway.session.copy_in import CopyInMixin
 from gateway.session.extended import ExtendedMixin
@@ -128,8 +129,11 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
         client's data (the rest runs when it ends)."""
         for i, sql in enumerate(statements):
             self.statement_started(sql)
+            road, failed = observe.Road(sql), None
             try:
                 route = await self.route_fresh(sql)
+                if route is not None:
+                    road.relayed(self, route)
                 if route is not None and route.kind != "postgres" and route.copy_in:
                     await self.start_local_copy(route, sql, statements[i + 1:])
                     return False
@@ -144,10 +148,11 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
                         return False
                     continue
                 prepared = await self.prepare(sql, ())
+                road.prepared(self, prepared)
                 portal = Portal(prepared, [], ())
                 await self.cancellable(self.execute(portal, 0, describe=True))
             except Exception as exc:  # PgError, or a bug of ours: either way the client hears
-                err = from_exception(exc)
+                err = failed = from_exception(exc)
                 if err.sqlstate == "XX000":
                     log.exception("internal error in %r", sql[:200])
                 if err.is_fatal:
@@ -156,4 +161,5 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
                 break
             finally:
                 note_done(self)
+                observe.ended(self, road, failed)
         return True

@@ -15,11 +15,13 @@ from gateway.session import copy_out
 from gateway.session import utility_results as util
 from gateway.session.cursors import CursorMixin
 from pgwire.errors import PgError
-from gateway.executor.execute import analyze
+from gateway.executor.execute import analysis_lines, figures, measure
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
+from gateway.state.activity import note_figures, note_plan
 from gateway.state.statements import Utility
+from planner.explain_json import plan_document, relay_document
 
 _TRANSACTION_KINDS = frozenset({"begin", "commit", "rollback", "savepoint", "release", "rollback_to"})
 _CURSOR_KINDS = frozenset({"declare", "fetch", "move", "close"})
@@ -41,7 +43,10 @@ class UtilityMixin(CursorMixin):
             await self._cursor_statement(portal, utility, describe)
             return
         route = self.links.route(utility.value) if utility.kind == "explain" and utility.value else None
-        if route is not None and not utility.analyze:
+        as_json = "JSON" in utility.options
+        if route is not None and not utility.analyze and as_json:
+            result = util.UtilityResult("EXPLAIN", util.json_rows(relay_document(route.source, route.sql)))
+        elif route is not None and not utility.analyze:
             lines = [f'Relay: the whole statement goes to source "{route.source}" (PostgreSQL '
                      "evaluates all of it; no engine)",
                      f"  Remote SQL: {route.sql or 'the statement as written'}"]
@@ -50,8 +55,18 @@ class UtilityMixin(CursorMixin):
             assert utility.value is not None
             plan = await self.plan_query(utility.value, ())
             engine, why = self.engine_for(plan)
-            lines = await analyze(self.ctx.executor, plan, [], engine, why, self.dynamic_filtering) \
-                if utility.analyze else plan.explain(engine, why)
+            note_plan(self, plan)  # the status page draws it while it runs
+            measured = await measure(self.ctx.executor, plan, [], engine, self.dynamic_filtering) \
+                if utility.analyze else None
+            numbers = figures(measured) if measured is not None else None
+            if numbers is not None:
+                note_figures(self, numbers)  # and keeps it, with its figures, once done
+            if as_json:
+                result = util.UtilityResult("EXPLAIN", util.json_rows(plan_document(plan, engine, why, numbers)))
+                self._utility_done(portal, result, describe)
+                return
+            lines = analysis_lines(plan, measured, engine, why) if measured is not None \
+                else plan.explain(engine, why)
             result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
         else:
             result = util.HANDLERS[utility.kind](self, utility)

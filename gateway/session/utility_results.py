@@ -33,6 +33,17 @@ def text_rows(names: list[str], rows: list[tuple[str | None, ...]]) -> pa.Record
     return pa.RecordBatch.from_arrays(columns, names=names)
 
 
+def json_plan_field() -> pa.Field:
+    """EXPLAIN (FORMAT JSON)'s one column: "QUERY PLAN" of type json, as PostgreSQL's."""
+    return pa.field("QUERY PLAN", pa.string(), metadata={b"pg_type": b"json"})
+
+
+def json_rows(document: object) -> pa.RecordBatch:
+    import json  # only EXPLAIN (FORMAT JSON) needs it
+    return pa.RecordBatch.from_arrays([pa.array([json.dumps(document, indent=2)], pa.string())],
+                                      schema=pa.schema([json_plan_field()]))
+
+
 def result_schema(utility: Utility) -> pa.Schema | None:
     """The row shape a utility returns, known before running it (for Describe)."""
     if utility.kind == "show":
@@ -40,7 +51,8 @@ def result_schema(utility: Utility) -> pa.Schema | None:
             return pa.schema([("name", pa.string()), ("setting", pa.string()), ("description", pa.string())])
         return pa.schema([(utility.name or "", pa.string())])
     if utility.kind == "explain":
-        return pa.schema([("QUERY PLAN", pa.string())])
+        return pa.schema([json_plan_field()]) if "JSON" in utility.options \
+            else pa.schema([("QUERY PLAN", pa.string())])
     return None
 
 

@@ -2,10 +2,11 @@
 and the statement log's count and clock.
 
 The session notes each statement it starts and when it is idle again (`note_query`,
-`note_idle`); the express lane does the same for the statements it relays. The emulated
-catalog (`gateway.pg_catalog.session_state`) reads it back. `note_query` also numbers
-the session's statements (the statement id of its log lines, gateway.state.logs), and
-`note_done` logs a statement that ran at least `[server] log_min_duration_ms`.
+`note_idle`), and the plan or sources it runs on (`note_plan`, `note_sources`); the
+express lane does the same for the statements it relays. The emulated catalog
+(`gateway.pg_catalog.session_state`) and the status page read it back. `note_query` also
+numbers the session's statements (the statement id of its log lines, gateway.state.logs),
+and `note_done` logs a statement that ran at least `[server] log_min_duration_ms`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,15 @@ class Activity:
     state: str = "idle"
     statements: int = 0  # statements started: the id of the latest
     timed: float | None = None  # time.perf_counter() at its start, until note_done
+    # What the status page shows of the running statement: the sources it reaches, and
+    # its federated plan (planner.QueryPlan) if it has one.
+    sources: tuple[str, ...] = ()
+    plan: Any = None
+    # EXPLAIN ANALYZE's numbers for that plan (gateway.executor.execute.figures).
+    figures: dict | None = None
+    # The running federated statement's result stream: what it did, once it ends, for
+    # the status page (gateway.executor.execute.stream_figures). Dropped at idle.
+    stream: Any = None
 
     @property
     def query_start(self) -> datetime | None:
@@ -44,6 +54,10 @@ def note_query(session: Any, sql: str) -> None:
     activity.state = "active"
     activity.statements += 1
     activity.timed = time.perf_counter()
+    activity.plan = None
+    activity.sources = ()
+    activity.figures = None
+    activity.stream = None
 
 
 def note_done(session: Any) -> None:
@@ -64,8 +78,29 @@ def note_done(session: Any) -> None:
                     "duration_ms": round(took_ms, 3), "user": session.user})
 
 
+def note_plan(session: Any, plan: Any) -> None:
+    """The running statement's federated plan (planner.QueryPlan), for the status page."""
+    activity = activity_of(session)
+    activity.plan = plan
+    activity.sources = tuple(dict.fromkeys(f.source for f in plan.fragments))
+
+
+def note_figures(session: Any, figures: dict) -> None:
+    activity_of(session).figures = figures
+
+
+def note_stream(session: Any, stream: Any) -> None:
+    activity_of(session).stream = stream
+
+
+def note_sources(session: Any, sources: tuple[str, ...]) -> None:
+    activity_of(session).sources = sources
+
+
 def note_idle(session: Any) -> None:
-    activity_of(session).state = "idle"
+    activity = activity_of(session)
+    activity.state = "idle"
+    activity.stream = None
 
 
 def activity_of(session: Any) -> Activity:

@@ -25,6 +25,7 @@ import pyarrow as pa
 from connectors.base import BatchStream, Source
 from gateway.config import Config
 from gateway.state.health import HealthBoard
+from gateway.state.metrics import Metrics, RecentStatements
 from gateway.state.route import Route
 from gateway.state.settings import VERSION_STRING
 from pgwire.errors import PgError, source_unavailable
@@ -91,6 +92,10 @@ class ServerContext:
     forward_cancel: Callable[[int, int, int], None] | None = None
     # Each source's health (gateway.state.health): up, or down since when and why.
     health: HealthBoard = field(default_factory=HealthBoard)
+    # /metrics and the status page (gateway.server.http): counts, and the last slow or
+    # failed statements. The listener hands the executor the same Metrics.
+    metrics: Metrics = field(default_factory=Metrics)
+    recent: RecentStatements = field(default_factory=RecentStatements)
 
     async def refresh_catalog(self, min_interval_s: float = 1.0) -> bool:
         """Re-read every source's tables; any change becomes a new catalog version (which

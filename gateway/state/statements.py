@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
 # Text the character scanner would split exactly as `strip().rstrip(";")` does.
 _PLAIN = re.compile(r"[^;'\"$/-]*;?\s*")
@@ -94,10 +96,21 @@ class Utility:
     #                           DECLARE's query, FETCH's and MOVE's direction
     local: bool = False  # SET LOCAL
     analyze: bool = False  # EXPLAIN ANALYZE
-    options: frozenset[str] = frozenset()  # DECLARE's: BINARY, SCROLL, HOLD
+    options: frozenset[str] = frozenset()  # DECLARE's: BINARY, SCROLL, HOLD; EXPLAIN's JSON
 
 
 _WS = r"\s+"
+
+
+def _explain_format(options: str) -> frozenset[str]:
+    """EXPLAIN's FORMAT option as Utility.options: {"JSON"}, or nothing for TEXT."""
+    found = re.search(r"\bFORMAT\s+(\w+)", options)
+    if found is None or found.group(1) == "TEXT":
+        return frozenset()
+    if found.group(1) == "JSON":
+        return frozenset({"JSON"})
+    raise PgError(FEATURE_NOT_SUPPORTED,
+                  f"EXPLAIN format {found.group(1)} is not supported (TEXT and JSON are)")
 _COUNT = r"(?:[+-]?\d+|ALL)"
 _DIRECTION = (rf"NEXT|PRIOR|FIRST|LAST|(?:ABSOLUTE|RELATIVE)\s+[+-]?\d+|(?:FORWARD|BACKWARD)(?:\s+{_COUNT})?"
               rf"|{_COUNT}")
@@ -173,7 +186,8 @@ def parse_utility(sql: str) -> Utility | None:
             return Utility("discard", m.group(1).upper())
         if kind == "explain":
             options = " ".join(g for g in m.groups()[:-1] if g).upper()
-            return Utility("explain", value=m.group(3), analyze="ANALYZE" in options)
+            return Utility("explain", value=m.group(3), analyze="ANALYZE" in options,
+                           options=_explain_format(options))
         if kind == "copy":
             return Utility("copy", value=text)
         if kind == "declare":

@@ -19,18 +19,21 @@ EVERY_SERVER_KEY = {"host": "127.0.0.1", "port": 15000, "database": "db", "max_c
                     "statement_timeout_ms": 10, "auth_method": "md5",
                     "max_message_bytes": 1 << 20, "workers": 2, "tls_cert": "server.crt",
                     "tls_key": "server.key", "tls": "require", "log_format": "json",
-                    "log_min_duration_ms": 0}
+                    "log_min_duration_ms": 0, "http_port": 9000, "http_host": "127.0.0.1"}
 EVERY_ENGINE_KEY = {"default": "spark", "spark_master": "local[2]", "spark_threshold_rows": 7,
                     "spark_reads_sources": "never", "spark_read_threshold_rows": 0,
                     "spark_partition_rows": 9, "spark_conf": {"spark.driver.memory": "1g"}}
 EVERY_SOURCE_KEY: dict[str, dict[str, Any]] = {
     "postgres": {"kind": "postgres", "dsn": "postgresql://u@h/d", "schema": "s",
-                 "pool_size": 3, "read_only": True},
-    "mysql": {"kind": "mysql", "dsn": "mysql://u@h/d", "pool_size": 3, "read_only": False},
-    "sqlite": {"kind": "sqlite", "path": "a.db", "statement_log": "log.txt", "read_only": True},
-    "duckdb": {"kind": "duckdb", "path": "a.duckdb", "schema": "main", "statement_log": "l"},
-    "parquet": {"kind": "parquet", "path": "files/", "statement_log": "l"},
-    "csv": {"kind": "csv", "path": "files/", "statement_log": "l"},
+                 "pool_size": 3, "read_only": True, "required": True},
+    "mysql": {"kind": "mysql", "dsn": "mysql://u@h/d", "pool_size": 3, "read_only": False,
+              "required": False},
+    "sqlite": {"kind": "sqlite", "path": "a.db", "statement_log": "log.txt", "read_only": True,
+               "required": True},
+    "duckdb": {"kind": "duckdb", "path": "a.duckdb", "schema": "main", "statement_log": "l",
+               "required": True},
+    "parquet": {"kind": "parquet", "path": "files/", "statement_log": "l", "required": True},
+    "csv": {"kind": "csv", "path": "files/", "statement_log": "l", "required": True},
 }
 
 
@@ -144,7 +147,8 @@ def test_a_key_of_another_kind_is_refused_with_the_reason() -> None:
         assert error_of(with_source(kind=kind, path="p", read_only=True)) == (
             f"[sources.x] read_only: {kind} sources are always read-only; remove read_only")
     assert error_of(with_source(kind="sqlite", path="p", dsn="d")).startswith(
-        "unknown key dsn in [sources.x] (a sqlite source takes: path, statement_log, read_only)")
+        "unknown key dsn in [sources.x] (a sqlite source takes: path, statement_log, read_only, "
+        "required)")
 
 
 @pytest.mark.parametrize(("server", "expected"), [
@@ -172,9 +176,36 @@ def test_tls_defaults_to_on_with_paths_relative_to_the_file(tmp_path: Path) -> N
     assert parse_config({}).server.tls is None
 
 
-def test_metrics_port_is_refused_until_something_serves_it() -> None:
-    assert error_of({"server": {"metrics_port": 9187}}) == (
-        "[server] metrics_port: nothing serves metrics yet; remove metrics_port")
+def test_http_port_is_off_by_default_and_listens_on_the_sql_host() -> None:
+    assert parse_config({}).server.http_port == 0
+    server = parse_config({"server": {"http_port": 9187}}).server
+    assert (server.http_port, server.http_bind_host) == (9187, "127.0.0.1")
+    assert error_of({"server": {"metrics_port": 9187}}).startswith("unknown key metrics_port")
+
+
+def test_an_open_http_port_is_loopback_only() -> None:
+    assert error_of({"server": {"http_port": 9187, "http_host": "0.0.0.0"}}) == (
+        "[server] http_host 0.0.0.0: without [[users]] the HTTP port is open to anyone, "
+        "so it may listen on loopback only")
+    users = [{"name": "ann", "password": "pw"}]
+    assert parse_config({"server": {"http_port": 9187, "http_host": "0.0.0.0"},
+                         "users": users}).server.http_bind_host == "0.0.0.0"
+
+
+def test_http_port_must_not_take_the_sql_port_nor_run_past_65535() -> None:
+    assert error_of({"server": {"http_port": 15432}}) == (
+        "[server] http_port 15432: port 15432 is the SQL port")
+    assert error_of({"server": {"http_port": 65535, "workers": 2}}).startswith(
+        "[server] http_port 65535: worker i serves http_port + i")
+    assert error_of({"server": {"http_host": "127.0.0.1"}}).startswith(
+        "[server] http_host needs http_port")
+
+
+def test_every_source_kind_takes_required() -> None:
+    for kind, keys in (("postgres", {"dsn": "d"}), ("mysql", {"dsn": "d"}), ("sqlite", {"path": "p"}),
+                       ("duckdb", {"path": "p"}), ("parquet", {"path": "p"}), ("csv", {"path": "p"})):
+        config = parse_config(with_source(kind=kind, required=True, **keys))
+        assert config.sources[0].options["required"] is True
 
 
 # --------------------------------------------------------------------------- wrong types

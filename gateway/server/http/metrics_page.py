@@ -1,0 +1,83 @@
+"""/metrics: the process's counts (gateway.state.metrics) as Prometheus families.
+
+prometheus-client provides the registry and the text exposition; a custom collector
+reads the plain counts the gateway keeps at scrape time, so counting costs the hot paths
+no lock and no label formatting. Each process serves its own counts: with several
+workers, worker i answers on http_port + i and Prometheus scrapes each (the `worker`
+label tells them apart).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                    HistogramMetricFamily, Metric)
+from prometheus_client.registry import Collector
+
+from gateway.server.http.health import Health
+from gateway.state.context import ServerContext
+
+
+class GatewayCollector(Collector):
+    def __init__(self, ctx: ServerContext, health: Health) -> None:
+        self.ctx = ctx
+        self.health = health
+
+    def collect(self) -> Iterator[Metric]:
+        ctx, counts = self.ctx, self.ctx.metrics
+        worker = str(ctx.worker_index)
+        sessions = GaugeMetricFamily("fedgate_sessions", "Client sessions open", labels=["worker"])
+        sessions.add_metric([worker], len(ctx.sessions))
+        yield sessions
+        statements = CounterMetricFamily(
+            "fedgate_statements", "Statements completed, by kind and by the SQLSTATE class of "
+            "their result (00: success)", labels=["worker", "kind", "sqlstate_class"])
+        for (kind, klass), value in sorted(counts.statements.items()):
+            statements.add_metric([worker, kind, klass], value)
+        yield statements
+        latency = HistogramMetricFamily(
+            "fedgate_statement_duration_seconds", "Statement latency by road: relay, express "
+            "(the relay's express lane), federated (planner and engine), utility",
+            labels=["worker", "path"])
+        for path, histogram in counts.latency.items():
+            latency.add_metric([worker, path], histogram.cumulative(), histogram.total)
+        yield latency
+        rows = CounterMetricFamily("fedgate_source_rows", "Rows the gateway read from each "
+                                   "source for federated statements", labels=["worker", "source"])
+        data = CounterMetricFamily("fedgate_source_bytes", "Arrow bytes the gateway read from "
+                                   "each source for federated statements", labels=["worker", "source"])
+        for source in sorted(counts.source_rows):
+            rows.add_metric([worker, source], counts.source_rows[source])
+            data.add_metric([worker, source], counts.source_bytes[source])
+        yield rows
+        yield data
+        pushdown = CounterMetricFamily(
+            "fedgate_pushdown_conjuncts", "Filter conjuncts of the federated statements run: "
+            "pushed exact, pushed inexact (re-checked), unsupported (kept local)",
+            labels=["worker", "outcome"])
+        for outcome, value in counts.pushdown.items():
+            pushdown.add_metric([worker, outcome], value)
+        yield pushdown
+        engines = CounterMetricFamily("fedgate_engine_queries", "Federated statements whose "
+                                      "residual ran in an engine (duckdb, spark)",
+                                      labels=["worker", "engine"])
+        for engine, value in sorted(counts.engine_queries.items()):
+            engines.add_metric([worker, engine], value)
+        yield engines
+        up = GaugeMetricFamily("fedgate_source_up", "1 when the source answered its last probe, "
+                               "0 when it did not", labels=["worker", "source"])
+        for name, state in sorted(self.health.sources.items()):
+            up.add_metric([worker, name], 1.0 if state.up else 0.0)
+        yield up
+
+
+def metrics_registry(ctx: ServerContext, health: Health) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(GatewayCollector(ctx, health))
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)
