@@ -22,6 +22,7 @@ from gateway.config.schema import (AUTH_METHODS, CATALOG, DEMO, ENGINE, MAX_WORK
                                    check_top_level, check_value)
 
 DEMO_SOURCE = "demo"
+DEFAULT_MAX_STARTUP = 1000  # the default max_startup_connections at most
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,27 @@ class ServerConfig:
     # Worker processes sharing the port (each with its own sources, catalog and plan
     # cache); 0 or "auto" means one per CPU. Parsed into an int >= 1.
     workers: int | str = 1
+    # A socket that has not authenticated after this long is closed (PostgreSQL's
+    # authentication_timeout).
+    authentication_timeout_s: float = 60.0
+    # Sockets in their startup/authentication at once; beyond, new ones are closed at
+    # once. Default: 2 x max_connections, at most DEFAULT_MAX_STARTUP.
+    max_startup_connections: int | None = None
+    # A failed login is answered after this delay; max_auth_failures failures of one
+    # (user, address) within auth_lockout_s lock that pair out for auth_lockout_s
+    # (0 failures: no lockout).
+    auth_failure_delay_ms: int = 500
+    max_auth_failures: int = 10
+    auth_lockout_s: float = 60.0
+    # SIGTERM: running statements may finish for this long, then their sessions end.
+    shutdown_timeout_s: float = 30.0
+
+    @property
+    def startup_limit(self) -> int:
+        """max_startup_connections, or its default."""
+        if self.max_startup_connections is not None:
+            return self.max_startup_connections
+        return min(2 * self.max_connections, DEFAULT_MAX_STARTUP)
 
 
 @dataclass(frozen=True)

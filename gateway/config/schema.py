@@ -106,6 +106,13 @@ SERVER = Section({
     "auth_method": one_of(*AUTH_METHODS),
     "max_message_bytes": integer(1, 2**30),  # PostgreSQL's own limit is 1 GB
     "workers": WORKERS,
+    # Limits at the door (docs/design.md §8).
+    "authentication_timeout_s": number(0, inclusive=False),
+    "max_startup_connections": integer(1, 100_000),
+    "auth_failure_delay_ms": integer(0, 60_000),
+    "max_auth_failures": integer(0),
+    "auth_lockout_s": number(0, inclusive=False),
+    "shutdown_timeout_s": number(0),
 }, refused={
     "tls_cert": TLS_NOT_YET,
     "tls_key": TLS_NOT_YET,

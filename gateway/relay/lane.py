@@ -47,6 +47,8 @@ class ClientSide(Protocol):
 
     def feed(self, data: bytes) -> None: ...
 
+    def consumed(self) -> None: ...
+
 
 class Lane:
     """The lane's machinery; `gateway.relay.express.ExpressLane` decides what it takes."""
@@ -73,6 +75,12 @@ class Lane:
             return False
         self._continue()
         return True
+
+    @property
+    def held_bytes(self) -> int:
+        """What arrived while an exchange was in flight (the port stops reading when this
+        grows large, and reads again at `consumed()`)."""
+        return sum(map(len, self.held))
 
     def client_lost(self) -> None:
         self.closed = True
@@ -258,12 +266,13 @@ class Lane:
         while self.exchange is None and not self.closed:
             self.flush()
             if not self.held:
-                return
+                break
             data = b"".join(self.held)
             self.held.clear()
             if not (self._session_idle() and self._run(data)):
                 self.port.feed(data)
-                return
+                break
+        self.port.consumed()
 
     def _done(self) -> None:
         self.exchange = None

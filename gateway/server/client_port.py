@@ -23,8 +23,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("fedgate.connection")
 
-# Undecoded bytes above this (a fast COPY FROM STDIN) stop reading from the socket until
-# the session catches up: the client waits, instead of our memory growing.
+# Undecoded bytes beyond the message being received (a fast COPY FROM STDIN, pipelined
+# statements), or bytes the express lane holds while a statement of its runs, above this
+# stop reading from the socket until the session catches up: the client waits, instead
+# of our memory growing. The message being received itself may be as long as
+# `[server] max_message_bytes` (the decoder refuses longer ones from their header), so
+# one connection buffers at most max_message_bytes + HIGH_WATER + one read.
 HIGH_WATER = 4 * 1024 * 1024
 
 
@@ -38,6 +42,7 @@ class ClientPort(asyncio.Protocol):
         self.eof = False
         self.waiting = False  # the connection's task waits for bytes
         self.writing_paused = False
+        self.draining = False  # the server shuts down: the lane takes nothing new
         self._waiter: asyncio.Future[None] | None = None
         self._reading_paused = False
         transport.set_protocol(self)
@@ -53,7 +58,8 @@ class ClientPort(asyncio.Protocol):
     @property
     def idle(self) -> bool:
         """The session waits for the client with nothing left to decode."""
-        return self.waiting and not self.eof and self.decoder.buffered == 0
+        return (self.waiting and not self.eof and self.decoder.buffered == 0
+                and not self.draining)
 
     # --- callbacks -----------------------------------------------------------------------
 
@@ -62,6 +68,7 @@ class ClientPort(asyncio.Protocol):
         if lane is not None:
             try:
                 if lane.offer(data):
+                    self._update_reading()  # the lane may be holding what arrives
                     return
             except Exception:  # a bug of ours: this connection stays on the task's road
                 log.exception("express lane failed; the session carries on without it")
@@ -71,10 +78,30 @@ class ClientPort(asyncio.Protocol):
     def feed(self, data: bytes) -> None:
         """Hand bytes to the connection's task (the lane does, for what it declines)."""
         self.decoder.feed(data)
-        if self.decoder.buffered > HIGH_WATER and not self._reading_paused:
-            self._reading_paused = True
-            self.transport.pause_reading()
+        self._update_reading()
         self._wake()
+
+    def consumed(self) -> None:
+        """The lane ran or handed on what it held: read again if we stopped for it."""
+        self._update_reading()
+
+    def interrupt(self) -> None:
+        """Wake the task waiting in `wait()` although nothing arrived (shutdown)."""
+        self._wake()
+
+    def _update_reading(self) -> None:
+        """Stop reading while too much waits for the session; read again once it is not.
+        What the decoder holds of the message being received does not count: it cannot
+        be handed out before its last byte is read."""
+        decoder = self.decoder
+        held = self.lane.held_bytes if self.lane is not None else 0
+        over = held > HIGH_WATER or decoder.buffered > HIGH_WATER + decoder.awaited
+        if over != self._reading_paused and not self.transport.is_closing():
+            self._reading_paused = over
+            if over:
+                self.transport.pause_reading()
+            else:
+                self.transport.resume_reading()
 
     def eof_received(self) -> bool:
         self._ended()
@@ -110,10 +137,12 @@ class ClientPort(asyncio.Protocol):
     # --- the task's side -----------------------------------------------------------------
 
     async def wait(self) -> None:
-        """Return once more bytes were fed, or the client went away."""
-        if self._reading_paused and self.decoder.buffered < HIGH_WATER // 4:
-            self._reading_paused = False
-            self.transport.resume_reading()
+        """Return once more bytes were fed, or the client went away (or `interrupt`).
+
+        The caller found no complete message in the decoder, so whatever it holds is part
+        of the message being received: reading goes on (a paused socket would also never
+        see the client leave)."""
+        self._update_reading()
         if self.eof:
             return
         waiter = self._waiter = asyncio.get_running_loop().create_future()

@@ -28,11 +28,14 @@ from gateway.pg_catalog.mount import CATALOG_FUNCTIONS, SYSTEM_SCHEMAS, with_cat
 from gateway.pg_catalog.mount import mount as mount_catalog
 from gateway.relay.routing import Router
 from gateway.server import workers
-from gateway.server.connection import Connection
+from gateway.server.connection import Connection, too_many_clients
+from gateway.server.limits import Gate
 from gateway.server.loop import run_loop
+from gateway.server.shutdown import drain
 from gateway.server.worker_listen import BalancedListener, WorkerSpec
 from gateway.state.context import CancelTarget, ServerContext, tables_or_none
 from pgwire.errors import PgError
+from pgwire.protocol import encoder
 from planner import CatalogSnapshot, SourceEntry
 
 log = logging.getLogger("fedgate")
@@ -130,16 +133,17 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
                 on_ready: Callable[[], None] | None = None) -> None:
     """Serve until SIGINT/SIGTERM: alone, or as one of several workers (`worker`)."""
     ctx = await build_context(config)
-    connections: set[asyncio.Task] = set()
+    gate = Gate.of(config.server)
+    refusal = encoder.error_from(too_many_clients())
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        connections.add(task)
-        try:
-            await Connection(ctx, reader, writer).run()
-        finally:
-            connections.discard(task)
+        # Counted before the first await: concurrent connects cannot overshoot a limit.
+        ticket = None if gate.draining else gate.admission.arrive()
+        if ticket is None:  # too many sockets in their startup already: no reading, no task
+            writer.write(refusal)
+            writer.close()
+            return
+        await Connection(ctx, reader, writer, gate, ticket).run()
 
     cancels: asyncio.Server | None = None
     server: asyncio.Server | BalancedListener
@@ -154,10 +158,16 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
         cancels = await workers.serve_cancels(ctx, worker)
         server = await workers.listen(worker, accept)
     refresher = asyncio.ensure_future(_refresh_periodically(ctx, config.catalog_refresh_s))
-    stop = asyncio.Event()
+    stop, now = asyncio.Event(), asyncio.Event()
+
+    def on_signal() -> None:  # the first asks for a graceful shutdown, the second for now
+        (now if stop.is_set() else stop).set()
+
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    # A worker's signals come from its supervisor, which forwards SIGTERM; a terminal's
+    # Ctrl-C reaches every process of the group and is the supervisor's to count.
+    for sig in (signal.SIGTERM,) if worker is not None else (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
     tables = sum(len(e.tables) for e in ctx.catalog.sources.values())
     log.info("fedgate listening on %s:%d (database %s; sources: %s; %d tables)",
              config.server.host, config.server.port, config.server.database,
@@ -167,14 +177,14 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
     async with server:
         await stop.wait()
         log.info("shutting down")
-        server.close()
+        server.close()  # no new connections from now on
         if cancels is not None:
             cancels.close()
         refresher.cancel()
-        for task in list(connections):
-            task.cancel()
-        await asyncio.gather(*connections, return_exceptions=True)
+        await drain(gate, config.server.shutdown_timeout_s, now)
+        await asyncio.gather(refresher, return_exceptions=True)
     await ctx.close()
+    log.info("shut down")
 
 
 async def _refresh_periodically(ctx: ServerContext, every_s: float) -> None:

@@ -17,7 +17,10 @@ from gateway.config.schema import DEMO, ENGINE, SERVER, SOURCES, USER
 
 EVERY_SERVER_KEY = {"host": "127.0.0.1", "port": 15000, "database": "db", "max_connections": 5,
                     "statement_timeout_ms": 10, "auth_method": "md5",
-                    "max_message_bytes": 1 << 20, "workers": 2}
+                    "max_message_bytes": 1 << 20, "workers": 2,
+                    "authentication_timeout_s": 5, "max_startup_connections": 7,
+                    "auth_failure_delay_ms": 100, "max_auth_failures": 3, "auth_lockout_s": 2.5,
+                    "shutdown_timeout_s": 0}
 EVERY_ENGINE_KEY = {"default": "spark", "spark_master": "local[2]", "spark_threshold_rows": 7,
                     "spark_reads_sources": "never", "spark_read_threshold_rows": 0,
                     "spark_partition_rows": 9, "spark_conf": {"spark.driver.memory": "1g"}}
