@@ -43,6 +43,7 @@ class ClientPort(asyncio.Protocol):
         self.waiting = False  # the connection's task waits for bytes
         self.writing_paused = False
         self.draining = False  # the server shuts down: the lane takes nothing new
+        self.discarding = False  # the connection ends: what still arrives is dropped
         self._waiter: asyncio.Future[None] | None = None
         self._reading_paused = False
         transport.set_protocol(self)
@@ -64,6 +65,8 @@ class ClientPort(asyncio.Protocol):
     # --- callbacks -----------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
+        if self.discarding:
+            return
         lane = self.lane
         if lane is not None:
             try:
@@ -135,6 +138,25 @@ class ClientPort(asyncio.Protocol):
             waiter.set_result(None)
 
     # --- the task's side -----------------------------------------------------------------
+
+    async def linger(self, seconds: float) -> None:
+        """Close our side for writing and drop what the client still sends, until it
+        closes or `seconds` pass. A client cut off mid-message (one over the size limit)
+        is still writing it: closing the socket with its bytes unread would reset the
+        connection, and the client would lose the error it was sent."""
+        self.discarding = True
+        self.lane = None
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        if self._reading_paused:
+            self._reading_paused = False
+            self.transport.resume_reading()
+        try:
+            async with asyncio.timeout(seconds):
+                while not self.eof:
+                    await self.wait()
+        except TimeoutError:
+            pass  # it did not close in time: the socket is closed all the same
 
     async def wait(self) -> None:
         """Return once more bytes were fed, or the client went away (or `interrupt`).

@@ -41,8 +41,10 @@ log = logging.getLogger("fedgate.connection")
 auth_log = logging.getLogger("fedgate.auth")
 
 # The last words to a client at shutdown or after a fatal error wait this long at most
-# for a client that does not read.
+# for a client that does not read; a client cut off mid-message may finish sending it
+# (it then reads the error) for this long.
 FINAL_WRITE_S = 2.0
+LINGER_S = 2.0
 
 
 def too_many_clients() -> PgError:
@@ -86,6 +88,7 @@ class Connection:
         self.task: asyncio.Task | None = None
         self.ending = False  # shutdown ends this connection: its task is cancelled for it
         self.started = time.monotonic()
+        self.cut_off = False  # a fatal error came while the client was mid-message
 
     async def _next(self) -> m.FrontendMessage | None:
         """The next message, reading from the socket as needed; None at end of stream."""
@@ -167,6 +170,7 @@ class Connection:
     async def _fatal(self, err: PgError) -> None:
         if err.severity not in ("FATAL", "PANIC"):
             err.severity = "FATAL"
+        self.cut_off = self.decoder.buffered > 0 and not self.port.eof
         try:
             if self.session is not None:
                 self.writer.write(self.session.take_output())
@@ -176,6 +180,9 @@ class Connection:
             pass  # the socket is gone already, or the client does not read
 
     async def _close(self) -> None:
+        if self.cut_off:
+            self.decoder = self.port.decoder = decoder.FrontendDecoder(0)  # free its buffer
+            await self.port.linger(LINGER_S)
         if self.session is not None:
             self.ctx.sessions.pop(self.session.pid, None)
             await self.session.close()
