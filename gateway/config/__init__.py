@@ -36,6 +36,9 @@ class ServerConfig:
     auth_method: str = "scram-sha-256"
     # Frontend messages other than startup are capped here (PostgreSQL allows up to 1 GB).
     max_message_bytes: int = 256 * 1024 * 1024
+    # Large messages (over 4 MiB) being received at once, over all connections of a
+    # process: beyond, their clients wait. At least max_message_bytes.
+    max_inflight_message_bytes: int = 1024 * 1024 * 1024
     # Worker processes sharing the port (each with its own sources, catalog and plan
     # cache); 0 or "auto" means one per CPU. Parsed into an int >= 1.
     workers: int | str = 1
@@ -205,6 +208,10 @@ def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
 
     server = ServerConfig(**raw_server)
     server = replace(server, workers=_resolve_workers(server.workers))
+    if server.max_inflight_message_bytes < server.max_message_bytes:
+        raise ConfigError(f"[server] max_inflight_message_bytes ({server.max_inflight_message_bytes}) "
+                          f"must be at least max_message_bytes ({server.max_message_bytes}): "
+                          "one message of the largest size must fit")
     engine = EngineConfig(**raw_engine)
     if "spark_master" in raw_engine and "spark_remote" in raw_engine:
         raise ConfigError("[engine] spark_master and spark_remote: set one, not both "

@@ -107,6 +107,7 @@ SERVER = Section({
     "max_message_bytes": integer(1, 2**30),  # PostgreSQL's own limit is 1 GB
     "workers": WORKERS,
     # Limits at the door (docs/design.md §8).
+    "max_inflight_message_bytes": integer(1, 2**40),
     "authentication_timeout_s": number(0, inclusive=False),
     "max_startup_connections": integer(1, 100_000),
     "auth_failure_delay_ms": integer(0, 60_000),

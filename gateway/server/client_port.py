@@ -16,6 +16,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from gateway.server.limits import MessageBudget
 from pgwire.protocol.decoder import FrontendDecoder
 
 if TYPE_CHECKING:
@@ -27,15 +28,21 @@ log = logging.getLogger("fedgate.connection")
 # statements), or bytes the express lane holds while a statement of its runs, above this
 # stop reading from the socket until the session catches up: the client waits, instead
 # of our memory growing. The message being received itself may be as long as
-# `[server] max_message_bytes` (the decoder refuses longer ones from their header), so
-# one connection buffers at most max_message_bytes + HIGH_WATER + one read.
+# `[server] max_message_bytes` (the decoder refuses longer ones from their header); one
+# longer than LARGE_MESSAGE is read past its first LARGE_MESSAGE bytes only with room in
+# the process's budget for large messages (`gateway.server.limits.MessageBudget`). So one
+# connection buffers at most HIGH_WATER + one read, plus what it took from the budget.
 HIGH_WATER = 4 * 1024 * 1024
+LARGE_MESSAGE = 1024 * 1024
 
 
 class ClientPort(asyncio.Protocol):
     def __init__(self, reader: asyncio.StreamReader, transport: asyncio.Transport,
-                 decoder: FrontendDecoder) -> None:
+                 decoder: FrontendDecoder, budget: MessageBudget) -> None:
         self.transport = transport
+        self.budget = budget
+        self._taken = 0  # of the budget, for the message being received
+        self._budget_waited = False
         self.inner = transport.get_protocol()
         self.decoder = decoder
         self.lane: ExpressLane | None = None
@@ -88,17 +95,27 @@ class ClientPort(asyncio.Protocol):
         """The lane ran or handed on what it held: read again if we stopped for it."""
         self._update_reading()
 
-    def interrupt(self) -> None:
-        """Wake the task waiting in `wait()` although nothing arrived (shutdown)."""
-        self._wake()
-
     def _update_reading(self) -> None:
         """Stop reading while too much waits for the session; read again once it is not.
-        What the decoder holds of the message being received does not count: it cannot
-        be handed out before its last byte is read."""
+        What the decoder holds of a large message being received counts only beyond what
+        the message took from the budget: it cannot be handed out before its last byte
+        is read."""
         decoder = self.decoder
+        awaited = decoder.awaited
+        if self._taken and self._taken != awaited:  # that message is whole (or gone)
+            self._give_back()
+        limit = HIGH_WATER + self._taken
+        if awaited > LARGE_MESSAGE and not self._taken and not self.eof:
+            if self.budget.take(awaited):
+                self._taken = awaited
+                limit = HIGH_WATER + awaited
+            else:  # the rest of it waits for room in the budget
+                limit = LARGE_MESSAGE
+                if not self._budget_waited:
+                    self._budget_waited = True
+                    self.budget.wait(self._budget_freed)
         held = self.lane.held_bytes if self.lane is not None else 0
-        over = held > HIGH_WATER or decoder.buffered > HIGH_WATER + decoder.awaited
+        over = held > HIGH_WATER or decoder.buffered > limit
         if over != self._reading_paused and not self.transport.is_closing():
             self._reading_paused = over
             if over:
@@ -106,12 +123,22 @@ class ClientPort(asyncio.Protocol):
             else:
                 self.transport.resume_reading()
 
+    def _budget_freed(self) -> None:
+        self._budget_waited = False
+        self._update_reading()
+
+    def _give_back(self) -> None:
+        taken, self._taken = self._taken, 0
+        if taken:
+            self.budget.give(taken)
+
     def eof_received(self) -> bool:
         self._ended()
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._ended()
+        self._give_back()
         if self.lane is not None:
             self.lane.client_lost()
         self.inner.connection_lost(exc)  # wakes a writer waiting in drain()
@@ -146,6 +173,7 @@ class ClientPort(asyncio.Protocol):
         connection, and the client would lose the error it was sent."""
         self.discarding = True
         self.lane = None
+        self._give_back()
         if self.transport.can_write_eof():
             self.transport.write_eof()
         if self._reading_paused:

@@ -80,7 +80,8 @@ class Connection:
         self.gate = gate
         self.ticket = ticket
         self.decoder = decoder.FrontendDecoder(ctx.config.server.max_message_bytes)
-        self.port = ClientPort(reader, writer.transport, self.decoder)  # type: ignore[arg-type]
+        self.port = ClientPort(reader, writer.transport, self.decoder,  # type: ignore[arg-type]
+                               gate.budget)
         self.session: Session | None = None
         peer = writer.get_extra_info("peername")
         self.address = str(peer[0]) if isinstance(peer, tuple) else "unknown"

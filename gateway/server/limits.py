@@ -20,6 +20,7 @@ import json
 import re
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gateway.config import ServerConfig
@@ -141,6 +142,37 @@ class LoginThrottle:
         self._pairs.pop((user, address), None)
 
 
+class MessageBudget:
+    """Bytes of large messages being received at once, over all connections of a process
+    (`[server] max_inflight_message_bytes`). A connection receiving a message longer than
+    the client port's high-water mark takes the message's length from here before it
+    reads past the mark, and gives it back once the message is whole (or the client is
+    gone); a connection that finds the budget spent stops reading until another gives
+    some back. The budget is at least max_message_bytes (the configuration checks it),
+    so any one message can always be received."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+        self._waiting: deque[Callable[[], None]] = deque()
+
+    def take(self, size: int) -> bool:
+        if self.used + size > self.total:
+            return False
+        self.used += size
+        return True
+
+    def wait(self, retry: Callable[[], None]) -> None:
+        """Call `retry` once some of the budget is given back."""
+        self._waiting.append(retry)
+
+    def give(self, size: int) -> None:
+        self.used -= size
+        waiting, self._waiting = self._waiting, deque()
+        for retry in waiting:  # each takes what it needs, or waits again
+            retry()
+
+
 @dataclass
 class Gate:
     """What the connections of one process share besides the `ServerContext`: the
@@ -148,9 +180,11 @@ class Gate:
 
     admission: Admission
     throttle: LoginThrottle
+    budget: MessageBudget
     connections: set = field(default_factory=set)  # gateway.server.connection.Connection
     draining: bool = False  # SIGTERM: sessions end once idle
 
     @classmethod
     def of(cls, server: ServerConfig) -> Gate:
-        return cls(Admission.of(server), LoginThrottle.of(server))
+        return cls(Admission.of(server), LoginThrottle.of(server),
+                   MessageBudget(server.max_inflight_message_bytes))
