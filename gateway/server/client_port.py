@@ -167,15 +167,14 @@ class ClientPort(asyncio.Protocol):
     # --- the task's side -----------------------------------------------------------------
 
     async def linger(self, seconds: float) -> None:
-        """Close our side for writing and drop what the client still sends, until it
-        closes or `seconds` pass. A client cut off mid-message (one over the size limit)
-        is still writing it: closing the socket with its bytes unread would reset the
-        connection, and the client would lose the error it was sent."""
+        """Drop what the client still sends, until it closes or `seconds` pass. A client
+        cut off mid-message (one over the size limit) is still writing it: closing the
+        socket with its bytes unread would reset the connection, and the client would
+        lose the error it was sent. (Nor is our side half-closed first: libpq, reading
+        while it writes, would report the end of file instead of the error.)"""
         self.discarding = True
         self.lane = None
         self._give_back()
-        if self.transport.can_write_eof():
-            self.transport.write_eof()
         if self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()

@@ -33,6 +33,7 @@ from pgwire.errors import (ADMIN_SHUTDOWN, INVALID_AUTHORIZATION, INVALID_CATALO
                            INVALID_PASSWORD, PROTOCOL_VIOLATION, TOO_MANY_CONNECTIONS, PgError,
                            from_exception)
 from pgwire.protocol import decoder, encoder
+from pgwire.protocol.decoder import AUTH_MESSAGE_LIMIT
 from pgwire.protocol import messages as m
 from gateway.session.session import Session
 from gateway.state.context import ServerContext
@@ -79,7 +80,10 @@ class Connection:
         self.writer = writer
         self.gate = gate
         self.ticket = ticket
-        self.decoder = decoder.FrontendDecoder(ctx.config.server.max_message_bytes)
+        self.decoder = decoder.FrontendDecoder(AUTH_MESSAGE_LIMIT)
+        # Until it has logged in a client sends nothing longer than a password message,
+        # and may not make us hold more (nor take from the budget for large messages).
+        self.decoder.limit_name = "the limit before authentication"
         self.port = ClientPort(reader, writer.transport, self.decoder,  # type: ignore[arg-type]
                                gate.budget)
         self.session: Session | None = None
@@ -159,6 +163,8 @@ class Connection:
                 return
             if startup is not None:
                 self.ticket.authenticated()
+                self.decoder.max_message_bytes = self.ctx.config.server.max_message_bytes
+                self.decoder.limit_name = "max_message_bytes"
                 await self._serve(startup)
         except PgError as err:
             await self._fatal(err)

@@ -106,6 +106,7 @@ class FrontendDecoder:
 
     __slots__ = (
         "max_message_bytes",
+        "limit_name",
         "_buf",
         "_pos",
         "_chunks",
@@ -119,6 +120,7 @@ class FrontendDecoder:
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         # Public so the caller may tighten it, e.g. while the client is unauthenticated.
         self.max_message_bytes = max_message_bytes
+        self.limit_name = "max_message_bytes"  # what the error names
         self._buf = b""
         self._pos = 0
         self._chunks: list[bytes] = []
@@ -210,7 +212,7 @@ class FrontendDecoder:
             # A message type that may be large (a Bind with a big bytea, a long Query)
             # over the configured cap: a limit of ours, not a broken client.
             raise PgError(PROGRAM_LIMIT_EXCEEDED,
-                          f"message of {length} bytes exceeds max_message_bytes "
+                          f"message of {length} bytes exceeds {self.limit_name} "
                           f"({self.max_message_bytes} bytes)", severity="FATAL")
         end = pos + 1 + length
         if end > len(buf):

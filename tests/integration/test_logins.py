@@ -154,3 +154,14 @@ def test_a_thousand_wrong_passwords_are_not_free(gateway: GatewayProcess) -> Non
     assert MAX_FAILURES <= checked <= MAX_FAILURES * lockouts
     assert checked + locked == attempts
     assert elapsed >= attempts / at_once * DELAY_S
+
+
+def test_no_large_message_before_authentication(gateway: GatewayProcess) -> None:
+    with rawpg.RawPG.open(gateway.host, gateway.port) as conn:
+        conn.send(rawpg.startup_message({"user": "alice", "database": "fedgate"}))
+        assert conn.read_message().type == "R"  # SASL, waiting for our first message
+        conn.send(b"Q" + struct.pack("!i", 1 << 20))  # a claim of 1 MiB, nothing more
+        errors = [m for m in conn.expect_closed(timeout=5) if m.type == "E"]
+    assert [(e.sqlstate, e.fields["M"]) for e in errors] == [
+        ("54000", "message of 1048576 bytes exceeds the limit before authentication "
+                  "(65535 bytes)")]
