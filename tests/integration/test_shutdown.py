@@ -28,13 +28,17 @@ SHUTDOWN = ("57P01", "terminating connection due to administrator command")
 
 @pytest.fixture(scope="module")
 def source(postgres_server: PostgresServer) -> str:
-    """A database with a one-row table `t`: a statement naming it is relayed."""
+    """A database with a one-row table `t` (a statement naming it is relayed) and a view
+    `v` whose rows take `s` seconds each (the express lane takes repeats of a query of
+    it, which has no function call of its own)."""
     database = f"sd_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {database}")
     dsn = postgres_server.dsn.rsplit("/", 1)[0] + "/" + database
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE t (x int); INSERT INTO t VALUES (7)")
+        conn.execute("CREATE TABLE d (s float); INSERT INTO d VALUES (0.1), (3)")
+        conn.execute("CREATE VIEW v AS SELECT s, pg_sleep(s)::text AS z FROM d")
     return dsn
 
 
@@ -108,6 +112,26 @@ def test_sigterm_lets_the_running_statement_finish(
     assert rawpg.data_rows(answer) == [["7", ""]] and answer[-1].type == "Z"
     assert fatal(running.expect_closed(timeout=5)) == SHUTDOWN
     assert time.monotonic() - sent >= 2  # it did run to its end
+    ends_cleanly(gateway, within=10)
+
+
+def test_sigterm_lets_an_express_lane_statement_finish(
+        source: str, tmp_path: Path, stopped_at_the_end: list[GatewayProcess]) -> None:
+    gateway = serve(source, tmp_path, timeout_s=30)
+    stopped_at_the_end.append(gateway)
+    conn = rawpg.RawPG.connect(gateway.host, gateway.port, timeout=30)
+    for _ in range(3):
+        assert rawpg.data_rows(conn.simple("select s from v where s = 0.1")) == [["0.1"]]
+    # The repeats ran on the express lane, in the socket's callbacks: the session's task
+    # waits for input meanwhile, and must not be taken for idle.
+    assert rawpg.data_rows(conn.simple("show fedgate.express_statements")) == [["2"]]
+    conn.send(rawpg.query("select s from v where s = 3.0"))
+    time.sleep(0.5)
+    sent = time.monotonic()
+    gateway.proc.send_signal(signal.SIGTERM)
+    answer = conn.read_until_ready(timeout=10)
+    assert rawpg.data_rows(answer) == [["3"]] and time.monotonic() - sent >= 2
+    assert fatal(conn.expect_closed(timeout=5)) == SHUTDOWN
     ends_cleanly(gateway, within=10)
 
 
