@@ -351,6 +351,8 @@ class Supervisor:
         """SIGTERM to every worker, which drains its sessions (gateway.server.shutdown)
         within shutdown_timeout_s; SIGKILL for one that has not exited STOP_GRACE_S later."""
         self.stopping = True  # from here a signal is a second one
+        if self.sock is not None:
+            self.sock.close()  # ours is one copy of the listening socket; the workers close theirs
         running = self._terminate_workers()
         grace = self.config.server.shutdown_timeout_s + STOP_GRACE_S
         deadline = time.monotonic() + grace
