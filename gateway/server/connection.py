@@ -187,9 +187,6 @@ class Connection:
             pass  # the socket is gone already, or the client does not read
 
     async def _close(self) -> None:
-        if self.cut_off:
-            self.decoder = self.port.decoder = decoder.FrontendDecoder(0)  # free its buffer
-            await self.port.linger(LINGER_S)
         if self.session is not None:
             self.ctx.sessions.pop(self.session.pid, None)
             await self.session.close()
@@ -197,6 +194,9 @@ class Connection:
                 session=self.session.pid, user=self.session.user,
                 database=self.session.database, address=self.address, port=self.client_port,
                 duration=f"{time.monotonic() - self.started:.3f}s"))
+        if self.cut_off:
+            self.decoder = self.port.decoder = decoder.FrontendDecoder(0)  # free its buffer
+            await self.port.linger(LINGER_S)
         self.writer.close()
         try:
             await self.writer.wait_closed()
