@@ -209,9 +209,10 @@ def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
     server = ServerConfig(**raw_server)
     server = replace(server, workers=_resolve_workers(server.workers))
     if server.max_inflight_message_bytes < server.max_message_bytes:
-        raise ConfigError(f"[server] max_inflight_message_bytes ({server.max_inflight_message_bytes}) "
-                          f"must be at least max_message_bytes ({server.max_message_bytes}): "
-                          "one message of the largest size must fit")
+        raise ConfigError(f"[server] max_inflight_message_bytes "
+                          f"({server.max_inflight_message_bytes}) must be at least "
+                          f"max_message_bytes ({server.max_message_bytes}): one message of "
+                          "the largest size must fit")
     engine = EngineConfig(**raw_engine)
     if "spark_master" in raw_engine and "spark_remote" in raw_engine:
         raise ConfigError("[engine] spark_master and spark_remote: set one, not both "

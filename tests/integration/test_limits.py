@@ -48,6 +48,15 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
     proc.stop()
 
 
+@pytest.fixture(scope="module")
+def gateway_default(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """A gateway with the default limits (max_message_bytes 256 MiB)."""
+    proc = start_gateway(f"[demo]\nscale = {TEST_DEMO_SCALE}\n",
+                         tmp_path_factory.mktemp("default"))
+    yield proc
+    proc.stop()
+
+
 def connect(gateway: GatewayProcess) -> psycopg.Connection:
     return psycopg.connect(gateway.dsn, autocommit=True, connect_timeout=10)
 
@@ -216,3 +225,12 @@ def test_memory_bounded_with_50_clients_sending_just_under_the_cap(
     # about twice its size while it is joined and decoded, more while it runs.
     bound = clients * (LARGE_MESSAGE + SESSION_MIB * 2**20) + 3 * INFLIGHT
     assert grown_mib < bound / 2**20
+
+
+def test_64_mib_bytea_parameter_round_trips_under_the_default_cap(
+        gateway_default: GatewayProcess) -> None:
+    data = payload(64 * 1024 * 1024)
+    with psycopg.connect(gateway_default.dsn, autocommit=True) as conn:
+        assert conn.execute("select octet_length(%b::bytea)", [data]).fetchone() == (len(data),)
+        echoed = conn.execute("select %b::bytea", [data], binary=True).fetchone()[0]
+        assert echoed == data
