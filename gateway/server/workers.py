@@ -34,9 +34,9 @@ second signal is forwarded too, and ends the sessions at once; SIGKILL comes onl
 the timeout and a grace period. Workers ignore SIGINT themselves: a terminal's Ctrl-C
 reaches the whole process group, and only the supervisor counts it. A worker that dies
 after it started serving is logged and restarted, with a growing delay when it keeps
-dying young; a worker that dies before it ever served on the
-first start (a configuration error, an unreachable file) stops the whole gateway with
-that worker's exit code, so there is no restart loop.
+dying young; a worker that dies before it ever served on the first start (a
+configuration error, an unreachable file) stops the whole gateway with that worker's
+exit code, so there is no restart loop.
 """
 
 from __future__ import annotations
