@@ -24,6 +24,7 @@ from gateway.config.schema import (AUTH_METHODS, CATALOG, DEMO, ENGINE, MAX_WORK
 from gateway.config.tls import ServerTls
 
 DEMO_SOURCE = "demo"
+DEFAULT_MAX_STARTUP = 1000  # the default max_startup_connections at most
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class ServerConfig:
     auth_method: str = "scram-sha-256"
     # Frontend messages other than startup are capped here (PostgreSQL allows up to 1 GB).
     max_message_bytes: int = 256 * 1024 * 1024
+    # Large messages (over 4 MiB) being received at once, over all connections of a
+    # process: beyond, their clients wait. At least max_message_bytes.
+    max_inflight_message_bytes: int = 1024 * 1024 * 1024
     # Worker processes sharing the port (each with its own sources, catalog and plan
     # cache); 0 or "auto" means one per CPU. Parsed into an int >= 1.
     workers: int | str = 1
@@ -59,6 +63,27 @@ class ServerConfig:
     @property
     def http_bind_host(self) -> str:
         return self.http_host if self.http_host is not None else self.host
+    # A socket that has not authenticated after this long is closed (PostgreSQL's
+    # authentication_timeout).
+    authentication_timeout_s: float = 60.0
+    # Sockets in their startup/authentication at once; beyond, new ones are closed at
+    # once. Default: 2 x max_connections, at most DEFAULT_MAX_STARTUP.
+    max_startup_connections: int | None = None
+    # A failed login is answered after this delay; max_auth_failures failures of one
+    # (user, address) within auth_lockout_s lock that pair out for auth_lockout_s
+    # (0 failures: no lockout).
+    auth_failure_delay_ms: int = 500
+    max_auth_failures: int = 10
+    auth_lockout_s: float = 60.0
+    # SIGTERM: running statements may finish for this long, then their sessions end.
+    shutdown_timeout_s: float = 30.0
+
+    @property
+    def startup_limit(self) -> int:
+        """max_startup_connections, or its default."""
+        if self.max_startup_connections is not None:
+            return self.max_startup_connections
+        return min(2 * self.max_connections, DEFAULT_MAX_STARTUP)
 
 
 @dataclass(frozen=True)
@@ -222,6 +247,11 @@ def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
 
     server = ServerConfig(**raw_server)
     server = replace(server, workers=_resolve_workers(server.workers), **_tls(raw_server, base_dir))
+    if server.max_inflight_message_bytes < server.max_message_bytes:
+        raise ConfigError(f"[server] max_inflight_message_bytes "
+                          f"({server.max_inflight_message_bytes}) must be at least "
+                          f"max_message_bytes ({server.max_message_bytes}): one message of "
+                          "the largest size must fit")
     engine = EngineConfig(**raw_engine)
     if "spark_master" in raw_engine and "spark_remote" in raw_engine:
         raise ConfigError("[engine] spark_master and spark_remote: set one, not both "

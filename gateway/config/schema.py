@@ -112,6 +112,14 @@ SERVER = Section({
     # The HTTP side port: /metrics, /healthz, /readyz and the status page (off unless set).
     "http_port": integer(1, 65535),
     "http_host": NAME,
+    # Limits at the door (docs/design.md §8).
+    "max_inflight_message_bytes": integer(1, 2**40),
+    "authentication_timeout_s": number(0, inclusive=False),
+    "max_startup_connections": integer(1, 100_000),
+    "auth_failure_delay_ms": integer(0, 60_000),
+    "max_auth_failures": integer(0),
+    "auth_lockout_s": number(0, inclusive=False),
+    "shutdown_timeout_s": number(0),
 })
 
 ENGINE = Section({

@@ -48,6 +48,8 @@ class ClientSide(Protocol):
 
     def feed(self, data: bytes) -> None: ...
 
+    def consumed(self) -> None: ...
+
 
 class Lane:
     """The lane's machinery; `gateway.relay.express.ExpressLane` decides what it takes."""
@@ -74,6 +76,12 @@ class Lane:
             return False
         self._continue()
         return True
+
+    @property
+    def held_bytes(self) -> int:
+        """What arrived while an exchange was in flight (the port stops reading when this
+        grows large, and reads again at `consumed()`)."""
+        return sum(map(len, self.held))
 
     def client_lost(self) -> None:
         self.closed = True
@@ -270,12 +278,13 @@ class Lane:
         while self.exchange is None and not self.closed:
             self.flush()
             if not self.held:
-                return
+                break
             data = b"".join(self.held)
             self.held.clear()
             if not (self._session_idle() and self._run(data)):
                 self.port.feed(data)
-                return
+                break
+        self.port.consumed()
 
     def _done(self) -> None:
         note_done(self.state)  # the statement log (gateway.state.activity)

@@ -75,6 +75,11 @@ def _auth_failed(username: str) -> PgError:
                    severity="FATAL")
 
 
+def auth_failed(username: str) -> PgError:
+    """The 28P01 every failed login gets (a throttled or locked-out one too)."""
+    return _auth_failed(username)
+
+
 def _violation(message: str, detail: str | None = None) -> PgError:
     return PgError(PROTOCOL_VIOLATION, message, severity="FATAL", detail=detail)
 

@@ -16,6 +16,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from gateway.server.limits import MessageBudget
 from pgwire.protocol.decoder import FrontendDecoder
 
 if TYPE_CHECKING:
@@ -23,21 +24,33 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("fedgate.connection")
 
-# Undecoded bytes above this (a fast COPY FROM STDIN) stop reading from the socket until
-# the session catches up: the client waits, instead of our memory growing.
+# Undecoded bytes beyond the message being received (a fast COPY FROM STDIN, pipelined
+# statements), or bytes the express lane holds while a statement of its runs, above this
+# stop reading from the socket until the session catches up: the client waits, instead
+# of our memory growing. The message being received itself may be as long as
+# `[server] max_message_bytes` (the decoder refuses longer ones from their header); one
+# longer than LARGE_MESSAGE is read past its first LARGE_MESSAGE bytes only with room in
+# the process's budget for large messages (`gateway.server.limits.MessageBudget`). So one
+# connection buffers at most HIGH_WATER + one read, plus what it took from the budget.
 HIGH_WATER = 4 * 1024 * 1024
+LARGE_MESSAGE = 1024 * 1024
 
 
 class ClientPort(asyncio.Protocol):
     def __init__(self, reader: asyncio.StreamReader, transport: asyncio.Transport,
-                 decoder: FrontendDecoder) -> None:
+                 decoder: FrontendDecoder, budget: MessageBudget) -> None:
         self.transport = transport
+        self.budget = budget
+        self._taken = 0  # of the budget, for the message being received
+        self._budget_waited = False
         self.inner = transport.get_protocol()
         self.decoder = decoder
         self.lane: ExpressLane | None = None
         self.eof = False
         self.waiting = False  # the connection's task waits for bytes
         self.writing_paused = False
+        self.draining = False  # the server shuts down: the lane takes nothing new
+        self.discarding = False  # the connection ends: what still arrives is dropped
         self._waiter: asyncio.Future[None] | None = None
         self._reading_paused = False
         transport.set_protocol(self)
@@ -58,15 +71,19 @@ class ClientPort(asyncio.Protocol):
     @property
     def idle(self) -> bool:
         """The session waits for the client with nothing left to decode."""
-        return self.waiting and not self.eof and self.decoder.buffered == 0
+        return (self.waiting and not self.eof and self.decoder.buffered == 0
+                and not self.draining)
 
     # --- callbacks -----------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
+        if self.discarding:
+            return
         lane = self.lane
         if lane is not None:
             try:
                 if lane.offer(data):
+                    self._update_reading()  # the lane may be holding what arrives
                     return
             except Exception:  # a bug of ours: this connection stays on the task's road
                 log.exception("express lane failed; the session carries on without it")
@@ -76,10 +93,49 @@ class ClientPort(asyncio.Protocol):
     def feed(self, data: bytes) -> None:
         """Hand bytes to the connection's task (the lane does, for what it declines)."""
         self.decoder.feed(data)
-        if self.decoder.buffered > HIGH_WATER and not self._reading_paused:
-            self._reading_paused = True
-            self.transport.pause_reading()
+        self._update_reading()
         self._wake()
+
+    def consumed(self) -> None:
+        """The lane ran or handed on what it held: read again if we stopped for it."""
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Stop reading while too much waits for the session; read again once it is not.
+        What the decoder holds of a large message being received counts only beyond what
+        the message took from the budget: it cannot be handed out before its last byte
+        is read."""
+        decoder = self.decoder
+        awaited = decoder.awaited
+        if self._taken and self._taken != awaited:  # that message is whole (or gone)
+            self._give_back()
+        limit = HIGH_WATER + self._taken
+        if awaited > LARGE_MESSAGE and not self._taken and not self.eof:
+            if self.budget.take(awaited):
+                self._taken = awaited
+                limit = HIGH_WATER + awaited
+            else:  # the rest of it waits for room in the budget
+                limit = LARGE_MESSAGE
+                if not self._budget_waited:
+                    self._budget_waited = True
+                    self.budget.wait(self._budget_freed)
+        held = self.lane.held_bytes if self.lane is not None else 0
+        over = held > HIGH_WATER or decoder.buffered > limit
+        if over != self._reading_paused and not self.transport.is_closing():
+            self._reading_paused = over
+            if over:
+                self.transport.pause_reading()
+            else:
+                self.transport.resume_reading()
+
+    def _budget_freed(self) -> None:
+        self._budget_waited = False
+        self._update_reading()
+
+    def _give_back(self) -> None:
+        taken, self._taken = self._taken, 0
+        if taken:
+            self.budget.give(taken)
 
     def eof_received(self) -> bool:
         self._ended()
@@ -87,6 +143,7 @@ class ClientPort(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._ended()
+        self._give_back()
         if self.lane is not None:
             self.lane.client_lost()
         self.inner.connection_lost(exc)  # wakes a writer waiting in drain()
@@ -114,11 +171,32 @@ class ClientPort(asyncio.Protocol):
 
     # --- the task's side -----------------------------------------------------------------
 
-    async def wait(self) -> None:
-        """Return once more bytes were fed, or the client went away."""
-        if self._reading_paused and self.decoder.buffered < HIGH_WATER // 4:
+    async def linger(self, seconds: float) -> None:
+        """Drop what the client still sends, until it closes or `seconds` pass. A client
+        cut off mid-message (one over the size limit) is still writing it: closing the
+        socket with its bytes unread would reset the connection, and the client would
+        lose the error it was sent. (Nor is our side half-closed first: libpq, reading
+        while it writes, would report the end of file instead of the error.)"""
+        self.discarding = True
+        self.lane = None
+        self._give_back()
+        if self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
+        try:
+            async with asyncio.timeout(seconds):
+                while not self.eof:
+                    await self.wait()
+        except TimeoutError:
+            pass  # it did not close in time: the socket is closed all the same
+
+    async def wait(self) -> None:
+        """Return once more bytes were fed, or the client went away (or `interrupt`).
+
+        The caller found no complete message in the decoder, so whatever it holds is part
+        of the message being received: reading goes on (a paused socket would also never
+        see the client leave)."""
+        self._update_reading()
         if self.eof:
             return
         waiter = self._waiter = asyncio.get_running_loop().create_future()

@@ -28,15 +28,18 @@ from gateway.pg_catalog.mount import CATALOG_FUNCTIONS, SYSTEM_SCHEMAS, with_cat
 from gateway.pg_catalog.mount import mount as mount_catalog
 from gateway.relay.routing import Router
 from gateway.server import workers
-from gateway.server.connection import Connection
+from gateway.server.connection import Connection, too_many_clients
 from gateway.server.http.site import serve_http
+from gateway.server.limits import Gate
 from gateway.server.loop import run_loop
+from gateway.server.shutdown import drain
 from gateway.server.worker_listen import BalancedListener, WorkerSpec
 from gateway.state.context import CancelTarget, ServerContext
 from gateway.state import logs
 from gateway.state.health import HealthBoard
 from gateway.state.metrics import Metrics
 from pgwire.errors import PgError
+from pgwire.protocol import encoder
 from planner import CatalogSnapshot, SourceEntry
 
 log = logging.getLogger("fedgate")
@@ -149,16 +152,17 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
     """Serve until SIGINT/SIGTERM: alone, or as one of several workers (`worker`)."""
     tls = server_tls(config)  # each worker loads its own: a context cannot be pickled
     ctx = await build_context(config)
-    connections: set[asyncio.Task] = set()
+    gate = Gate.of(config.server)
+    refusal = encoder.error_from(too_many_clients())
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        connections.add(task)
-        try:
-            await Connection(ctx, reader, writer, tls).run()
-        finally:
-            connections.discard(task)
+        # Counted before the first await: concurrent connects cannot overshoot a limit.
+        ticket = None if gate.draining else gate.admission.arrive()
+        if ticket is None:  # too many sockets in their startup already: no reading, no task
+            writer.write(refusal)
+            writer.close()
+            return
+        await Connection(ctx, reader, writer, gate, ticket, tls).run()
 
     cancels: asyncio.Server | None = None
     server: asyncio.Server | BalancedListener
@@ -182,12 +186,19 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
         await ctx.close()
         raise
     refresher = asyncio.ensure_future(_refresh_periodically(ctx, config.catalog_refresh_s))
-    stop = asyncio.Event()
+    stop, now = asyncio.Event(), asyncio.Event()
+
+    def on_signal() -> None:  # the first asks for a graceful shutdown, the second for now
+        (now if stop.is_set() else stop).set()
+
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    if tls is not None:  # SIGHUP re-reads the certificate and key (workers: sent by the supervisor)
-        loop.add_signal_handler(signal.SIGHUP, tls.reload)
+    # A worker's signals come from its supervisor, which forwards SIGTERM; a terminal's
+    # Ctrl-C reaches every process of the group and is the supervisor's to count.
+    for sig in (signal.SIGTERM,) if worker is not None else (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    # SIGHUP re-reads the TLS certificate and key (workers: sent by the supervisor); without
+    # TLS there is nothing to re-read, and a reload signal must not end the process.
+    loop.add_signal_handler(signal.SIGHUP, tls.reload if tls is not None else _nothing_to_reload)
     tables = sum(len(e.tables) for e in ctx.catalog.sources.values())
     log.info("fedgate listening on %s:%d (database %s; sources: %s; %d tables)",
              config.server.host, config.server.port, config.server.database,
@@ -197,17 +208,21 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
     async with server:
         await stop.wait()
         log.info("shutting down")
-        server.close()
+        server.close()  # no new connections from now on
         if cancels is not None:
             cancels.close()
         refresher.cancel()
         if http is not None:
             http[0].close()
             http[1].cancel()
-        for task in list(connections):
-            task.cancel()
-        await asyncio.gather(*connections, return_exceptions=True)
+        await drain(gate, config.server.shutdown_timeout_s, now)
+        await asyncio.gather(refresher, return_exceptions=True)
     await ctx.close()
+    log.info("shut down")
+
+
+def _nothing_to_reload() -> None:
+    log.info("SIGHUP: nothing to re-read (only [server] tls_cert and tls_key are re-read)")
 
 
 async def _refresh_periodically(ctx: ServerContext, every_s: float) -> None:

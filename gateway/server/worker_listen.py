@@ -133,6 +133,10 @@ class BalancedListener:
             return  # closed already
         if self._accepting is not None:
             self._accepting.cancel()
+            # This worker's copy of the listening socket, once nothing waits on it: with
+            # the supervisor's and the other workers' copies closed too, connects are
+            # refused instead of queueing where no one accepts (shutdown).
+            self._accepting.add_done_callback(lambda _: self.spec.sock.close())
         asyncio.get_running_loop().remove_reader(self.inbox.fileno())
         self.inbox.close()
         self.outbox.close()

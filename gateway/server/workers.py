@@ -28,11 +28,15 @@ Catalog: each worker refreshes on its own (periodically, after its own DDL, and 
 statement names a table it does not know, at most once a second), so a table created
 through one worker is found by another on first use.
 
-Supervision: SIGTERM/SIGINT stop every worker (SIGTERM, then SIGKILL after a grace
-period). A worker that dies after it started serving is logged and restarted, with a
-growing delay when it keeps dying young; a worker that dies before it ever served on the
-first start (a configuration error, an unreachable file) stops the whole gateway with
-that worker's exit code, so there is no restart loop.
+Supervision: SIGTERM/SIGINT stop every worker: the supervisor forwards SIGTERM and each
+worker drains its sessions (gateway/server/shutdown.py) within `shutdown_timeout_s`; a
+second signal is forwarded too, and ends the sessions at once; SIGKILL comes only after
+the timeout and a grace period. Workers ignore SIGINT themselves: a terminal's Ctrl-C
+reaches the whole process group, and only the supervisor counts it. A worker that dies
+after it started serving is logged and restarted, with a growing delay when it keeps
+dying young; a worker that dies before it ever served on the first start (a
+configuration error, an unreachable file) stops the whole gateway with that worker's
+exit code, so there is no restart loop.
 """
 
 from __future__ import annotations
@@ -159,6 +163,9 @@ def worker_main(config: Config, spec: WorkerSpec, ready: PipeEnd, serve: Serve) 
     logs.configure(config.server.log_format, f"worker {spec.index}")
     if os.getppid() != spec.supervisor_pid:  # it died before prctl took effect
         sys.exit(1)
+    # Ctrl-C in a terminal reaches every process of the group: only the supervisor counts
+    # it, and forwards SIGTERM (a second Ctrl-C, a second SIGTERM).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     def on_ready() -> None:
         ready.send(b"ready")
         ready.close()
@@ -233,6 +240,8 @@ class Supervisor:
         log.info("worker %d started (pid %d)", slot.index, proc.pid)
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
+        if self.stopping:  # a second signal: the workers end their sessions now
+            self._terminate_workers()
         self.stopping = True
 
     def _on_reload(self, signum: int, _frame: Any) -> None:
@@ -245,6 +254,12 @@ class Supervisor:
                 except ProcessLookupError:
                     pass  # it just exited; _check_exit restarts it with the new files
 
+    def _terminate_workers(self) -> list[BaseProcess]:
+        running = [s.proc for s in self.slots if s.proc is not None and s.proc.is_alive()]
+        for proc in running:
+            proc.terminate()
+        return running
+
     def run(self) -> int:
         self.sock = _bind(self.config)
         self.runtime_dir = tempfile.mkdtemp(prefix="fedgate-")  # mode 0700
@@ -252,18 +267,19 @@ class Supervisor:
         wake_w.setblocking(False)
         previous = {sig: signal.signal(sig, self._on_signal)
                     for sig in (signal.SIGTERM, signal.SIGINT)}
-        if self.config.server.tls is not None:
-            previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._on_reload)
+        # Always handled: a reload signal must never end the supervisor (without TLS the
+        # workers only log that there is nothing to re-read).
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._on_reload)
         old_fd = signal.set_wakeup_fd(wake_w.fileno(), warn_on_full_buffer=False)
         try:
             for slot in self.slots:
                 self._start(slot)
             return self._loop(wake_r)
         finally:
+            self._stop_all()  # a second signal meanwhile is forwarded (_on_signal)
             signal.set_wakeup_fd(old_fd)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self._stop_all()
             wake_r.close()
             wake_w.close()
             self.sock.close()
@@ -345,15 +361,18 @@ class Supervisor:
         return None
 
     def _stop_all(self) -> None:
-        running = [s.proc for s in self.slots if s.proc is not None and s.proc.is_alive()]
-        for proc in running:
-            proc.terminate()
-        deadline = time.monotonic() + STOP_GRACE_S
+        """SIGTERM to every worker, which drains its sessions (gateway.server.shutdown)
+        within shutdown_timeout_s; SIGKILL for one that has not exited STOP_GRACE_S later."""
+        self.stopping = True  # from here a signal is a second one
+        if self.sock is not None:
+            self.sock.close()  # ours is one copy of the listening socket; the workers close theirs
+        running = self._terminate_workers()
+        grace = self.config.server.shutdown_timeout_s + STOP_GRACE_S
+        deadline = time.monotonic() + grace
         for proc in running:
             proc.join(max(0.0, deadline - time.monotonic()))
             if proc.is_alive():
-                log.error("worker pid %d did not stop in %.0f s; killing it", proc.pid,
-                          STOP_GRACE_S)
+                log.error("worker pid %d did not stop in %.0f s; killing it", proc.pid, grace)
                 proc.kill()
                 proc.join(5.0)
         for slot in self.slots:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, ProtocolError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PROGRAM_LIMIT_EXCEEDED, PgError, ProtocolError
 from pgwire.protocol.bodies import (
     AUTH_MESSAGE_LIMIT,
     FRONTEND_PARSERS,
@@ -106,6 +106,7 @@ class FrontendDecoder:
 
     __slots__ = (
         "max_message_bytes",
+        "limit_name",
         "_buf",
         "_pos",
         "_chunks",
@@ -113,11 +114,13 @@ class FrontendDecoder:
         "_state",
         "_ssl_seen",
         "_gss_seen",
+        "_awaited",
     )
 
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         # Public so the caller may tighten it, e.g. while the client is unauthenticated.
         self.max_message_bytes = max_message_bytes
+        self.limit_name = "max_message_bytes"  # what the error names
         self._buf = b""
         self._pos = 0
         self._chunks: list[bytes] = []
@@ -125,6 +128,14 @@ class FrontendDecoder:
         self._state = _STARTUP
         self._ssl_seen = False
         self._gss_seen = False
+        self._awaited = 0
+
+    @property
+    def awaited(self) -> int:
+        """The whole length of the message being received, once its header arrived and
+        until its last byte did (0 otherwise): the reader may buffer this much without
+        the decoder being able to hand anything out."""
+        return self._awaited
 
     @property
     def buffered(self) -> int:
@@ -195,17 +206,25 @@ class FrontendDecoder:
         length = _I32.unpack_from(buf, pos + 1)[0]
         # Checked before buffering the body, so a bogus length cannot make us wait for
         # (or allocate) gigabytes.
-        if length < 4 or length > (limit or self.max_message_bytes):
+        if length < 4 or (limit and length > limit):
             raise ProtocolError("invalid message length")
+        if length > self.max_message_bytes:
+            # A message type that may be large (a Bind with a big bytea, a long Query)
+            # over the configured cap: a limit of ours, not a broken client.
+            raise PgError(PROGRAM_LIMIT_EXCEEDED,
+                          f"message of {length} bytes exceeds {self.limit_name} "
+                          f"({self.max_message_bytes} bytes)", severity="FATAL")
         end = pos + 1 + length
         if end > len(buf):
             if not self._ensure(1 + length):
+                self._awaited = 1 + length
                 return None
             buf = self._buf
             pos = self._pos
             end = pos + 1 + length
         # Consume before parsing: a malformed body does not desynchronise the stream.
         self._pos = end
+        self._awaited = 0
         return parse(buf, pos + 5, end)
 
     def _next_startup(self) -> FrontendMessage | None:

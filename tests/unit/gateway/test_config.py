@@ -19,7 +19,10 @@ EVERY_SERVER_KEY = {"host": "127.0.0.1", "port": 15000, "database": "db", "max_c
                     "statement_timeout_ms": 10, "auth_method": "md5",
                     "max_message_bytes": 1 << 20, "workers": 2, "tls_cert": "server.crt",
                     "tls_key": "server.key", "tls": "require", "log_format": "json",
-                    "log_min_duration_ms": 0, "http_port": 9000, "http_host": "127.0.0.1"}
+                    "log_min_duration_ms": 0, "http_port": 9000, "http_host": "127.0.0.1",
+                    "authentication_timeout_s": 5, "max_startup_connections": 7,
+                    "auth_failure_delay_ms": 100, "max_auth_failures": 3, "auth_lockout_s": 2.5,
+                    "shutdown_timeout_s": 0, "max_inflight_message_bytes": 1 << 21}
 EVERY_ENGINE_KEY = {"default": "spark", "spark_master": "local[2]", "spark_threshold_rows": 7,
                     "spark_reads_sources": "never", "spark_read_threshold_rows": 0,
                     "spark_partition_rows": 9, "spark_conf": {"spark.driver.memory": "1g"}}
@@ -225,6 +228,13 @@ def test_every_source_kind_takes_required() -> None:
      "[server] statement_timeout_ms must be an integer >= 0, not -1"),
     ({"server": {"max_message_bytes": "1MB"}},
      '[server] max_message_bytes must be an integer from 1 to 1073741824, not the string "1MB"'),
+    ({"server": {"max_message_bytes": 2048, "max_inflight_message_bytes": 1024}},
+     "[server] max_inflight_message_bytes (1024) must be at least max_message_bytes (2048): "
+     "one message of the largest size must fit"),
+    ({"server": {"auth_failure_delay_ms": -1}},
+     "[server] auth_failure_delay_ms must be an integer from 0 to 60000, not -1"),
+    ({"server": {"authentication_timeout_s": 0}},
+     "[server] authentication_timeout_s must be a number > 0, not 0"),
     ({"server": {"workers": "two"}},
      '[server] workers must be "auto" or an integer from 0 to 64, not the string "two"'),
     ({"server": {"log_format": "xml"}},

@@ -368,11 +368,21 @@ def test_small_message_at_limit_accepted() -> None:
 def test_large_types_limited_by_max_message_bytes(kind: bytes) -> None:
     dec = typed_decoder(max_message_bytes=1 << 20)
     dec.feed(kind + struct.pack("!i", (1 << 20) + 1))
-    with pytest.raises(ProtocolError, match="invalid message length"):
+    with pytest.raises(PgError) as raised:
         dec.next_message()
+    assert raised.value.sqlstate == "54000" and raised.value.is_fatal
+    assert raised.value.message == ("message of 1048577 bytes exceeds max_message_bytes "
+                                    "(1048576 bytes)")
     dec = typed_decoder(max_message_bytes=1 << 20)
     dec.feed(kind + struct.pack("!i", 1 << 20))
     assert dec.next_message() is None  # legal length: waits for the body
+    assert dec.awaited == 1 + (1 << 20)  # the reader may buffer this much
+    dec.feed(b"x" * ((1 << 20) - 5) + b"\0")
+    try:
+        dec.next_message()
+    except ProtocolError:  # not a well-formed body of every kind: consumed all the same
+        pass
+    assert dec.awaited == 0 and dec.buffered == 0
 
 
 def test_auth_message_limit() -> None:
