@@ -330,6 +330,7 @@ def test_the_shipped_example_parses_as_shipped_and_with_its_sources_uncommented(
     data = tomllib.loads(text)
     del data["demo"]
     data["catalog"]["search_path"] = ["pg"]
+    data["users"][0]["sources"] = ["pg"]
     kinds = {s.name: s.kind for s in parse_config(data).sources}
     assert kinds == {"wh": "duckdb", "pg": "postgres", "shop": "mysql", "lite": "sqlite",
                      "files": "parquet"}
