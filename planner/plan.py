@@ -27,6 +27,7 @@ from pgwire.errors import PgError, UNDEFINED_COLUMN
 from connectors.base import Dialect, Pushdown, TableInfo, is_utc
 from planner import pgcompat, physical
 from planner import zone_dependent as session_zone
+from planner import access
 from planner.build import build
 from planner.conjuncts import split_conjuncts
 from planner.explain import conjunct_lines
@@ -54,6 +55,8 @@ class PlanSettings:
     timezone: str = "UTC"
     # Pre-aggregate a cross-source join's side at its source (`fedgate.pre_aggregate`).
     pre_aggregate: bool = False
+    # Sources the session's user may not see: naming one is 42501 (planner.access).
+    hidden_schemas: frozenset[str] = frozenset()
 
 
 def _name_outputs(tree: exp.Expression, sql: str) -> tuple[str, ...] | None:
@@ -170,6 +173,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     tree = pgcompat.rewrite(parse_query(text), catalog.catalog_functions)
     names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)
+    if settings.hidden_schemas:
+        access.check_schemas(_catalog_tables(tree), settings.hidden_schemas)
     tables = _resolve_tables(tree, catalog, settings)
     sources = {info.ref.source for _, info in tables}
 

@@ -83,8 +83,8 @@ class SessionLinks:
         """Where `sql` goes (gateway.relay.routing), or None for the planner: reads are
         relayed only while `fedgate.relay` is on."""
         state = self.state
-        route = state.ctx.router.route(sql, state.settings.search_path,
-                                       state.in_block and self.active)
+        route = state.ctx.router.route(sql, state.search_path, state.in_block and self.active,
+                                       state.hidden)
         if route is not None and not route.writes and state.settings.values["fedgate.relay"] != "on":
             return None
         return route
@@ -94,7 +94,7 @@ class SessionLinks:
         state = self.state
         values = state.settings.values
         return (query, param_types, state.ctx.catalog.version, values["search_path"],
-                values["fedgate.relay"], state.in_block and self.active)
+                values["fedgate.relay"], state.in_block and self.active, state.hidden)
 
     async def link(self, source: str) -> PgLink:
         link = self.links.get(source)
@@ -117,11 +117,13 @@ class SessionLinks:
             commands.extend(f'SAVEPOINT "{name}"' for name in self.state.savepoints)
         return (w.query("; ".join(commands)), 1) if commands else (b"", 0)
 
-    def _check(self, route: Route) -> None:
+    def _check(self, route: Route, sql: str) -> None:
         state = self.state
         if state.failed:
             raise PgError(IN_FAILED_SQL_TRANSACTION,
                           "current transaction is aborted, commands ignored until end of transaction block")
+        if route.writes:
+            state.check_writable(sql)
         if route.writes and state.in_block and self.writer not in (None, route.source):
             raise PgError(FEATURE_NOT_SUPPORTED,
                           f'this transaction already wrote to source "{self.writer}"; a transaction '
@@ -152,7 +154,7 @@ class SessionLinks:
         """Relay one statement of a simple Query; returns the link when the source now
         waits for COPY data. Its numbers go as parameters of a statement prepared once
         per shape, when they can (`gateway.relay.literals`)."""
-        self._check(route)
+        self._check(route, sql)
         link = await self.link(route.source)
         lifted = self.lifted(route, sql)
         if lifted is not None:
@@ -200,7 +202,7 @@ class SessionLinks:
         prepared = portal.statement
         route = prepared.route
         assert route is not None
-        self._check(route)
+        self._check(route, prepared.sql)
         link = await self.link(route.source)
         statement = await link.prepare(route.sql or prepared.sql, prepared.declared_oids)
         prefix, quiet = self.prefix(link)
@@ -212,7 +214,7 @@ class SessionLinks:
     async def write_elsewhere(self, route: Route, params: list[Any]) -> writes.WriteResult:
         """A write to a SQLite or MySQL source; inside a block, on a connection the block
         holds until COMMIT/ROLLBACK (created with the block's savepoints)."""
-        self._check(route)
+        self._check(route, route.tree.sql(dialect="postgres") if route.tree is not None else route.verb)
         source = self.state.ctx.sources[route.source]
         if not self.state.in_block:
             return await writes.write(source, route, params)

@@ -26,6 +26,7 @@ from sqlglot.errors import ParseError
 
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, READ_ONLY_SQL_TRANSACTION, PgError)
 from gateway.relay.shapes import shape_of
+from gateway.state.access import schema_denied
 from gateway.state.route import Route
 
 if TYPE_CHECKING:
@@ -71,19 +72,21 @@ class Router:
         self.kinds = {s.name: s.kind for s in ctx.config.sources}
         self.read_only = {s.name for s in ctx.config.sources if s.options.get("read_only")}
 
-    def route(self, sql: str, search_path: tuple[str, ...], in_transaction: bool = False) -> Route | None:
+    def route(self, sql: str, search_path: tuple[str, ...], in_transaction: bool = False,
+              hidden: frozenset[str] = frozenset()) -> Route | None:
         """The relay route of `sql`, or None when the planner takes it. In a transaction
         that reached a source, reads with qualified names are rewritten and relayed too,
-        so they see the transaction's writes."""
+        so they see the transaction's writes. `hidden`: the sources the session's user
+        may not see (`search_path` no longer holds them); naming one is 42501."""
         verb = verb_of(sql)
         if verb not in WRITE_VERBS and verb not in READ_VERBS:
             return None
-        key = (shape_of(sql), search_path, self.ctx.catalog.version, in_transaction)
+        key = (shape_of(sql), search_path, self.ctx.catalog.version, in_transaction, hidden)
         try:
             return self._cache[key]
         except KeyError:
             pass
-        route, cacheable = self._decide(sql, verb, search_path, in_transaction)
+        route, cacheable = self._decide(sql, verb, search_path, in_transaction, hidden)
         if cacheable:
             if len(self._cache) >= CACHE_LIMIT:
                 self._cache.clear()
@@ -97,7 +100,7 @@ class Router:
     # --- deciding ------------------------------------------------------------------------
 
     def _decide(self, sql: str, verb: str, search_path: tuple[str, ...],
-                in_transaction: bool) -> tuple[Route | None, bool]:
+                in_transaction: bool, hidden: frozenset[str]) -> tuple[Route | None, bool]:
         copy = _COPY_FROM_STDIN.match(sql) if verb == "copy" else None
         if verb == "copy" and copy is None:
             return None, True  # COPY ... TO STDOUT: the gateway's own (gateway.session.copy_out)
@@ -116,6 +119,9 @@ class Router:
             if not writes and _calls_gateway(tree):
                 return None, True
             names = _table_names(tree)
+        for schema, _ in names:
+            if schema is not None and schema in hidden:
+                raise schema_denied(schema)
         sources = {self._owner(schema, name, search_path, writes) for schema, name in names}
         if not sources:
             if not writes:

@@ -57,7 +57,7 @@ class SessionCore(SessionState):
     def plan_settings(self, declared: tuple[str | None, ...] = ()) -> PlanSettings:
         # PostgreSQL searches pg_catalog implicitly. It goes last here rather than first:
         # the planner takes current_schema() from the path's head.
-        path = self.settings.search_path
+        path = self.search_path  # without the sources this user may not see
         if "pg_catalog" not in path:
             path = (*path, "pg_catalog")
         # The zone is part of the plan (zone-dependent expressions stay off the sources)
@@ -67,7 +67,8 @@ class SessionCore(SessionState):
         return PlanSettings(search_path=path, user=self.user,
                             database=self.database, version=self.ctx.version_string,
                             declared_param_types=declared, timezone=self.settings.timezone,
-                            pre_aggregate=self.settings.values["fedgate.pre_aggregate"] == "on")
+                            pre_aggregate=self.settings.values["fedgate.pre_aggregate"] == "on",
+                            hidden_schemas=self.hidden)
 
     async def prepare(self, sql: str, declared_oids: tuple[int, ...]) -> Prepared:
         if not sql:

@@ -50,8 +50,8 @@ class StatementRouter(Protocol):
 
     read_only: set[str]
 
-    def route(self, sql: str, search_path: tuple[str, ...],
-              in_transaction: bool = False) -> Route | None: ...
+    def route(self, sql: str, search_path: tuple[str, ...], in_transaction: bool = False,
+              hidden: frozenset[str] = frozenset()) -> Route | None: ...
 
 
 class CancelTarget(Protocol):

@@ -31,6 +31,8 @@ DEFAULTS: dict[str, str] = {
     "client_encoding": "UTF8",
     "DateStyle": "ISO, MDY",
     "default_transaction_read_only": "off",
+    # The current transaction's (outside a block: the next one's, from the default).
+    "transaction_read_only": "off",
     "in_hot_standby": "off",
     "integer_datetimes": "on",
     "IntervalStyle": "postgres",
@@ -138,7 +140,7 @@ def validate(name: str, value: str) -> str:
         if value.lower() not in ("duckdb", "spark"):
             raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb" or "spark"')
         return value.lower()
-    if name in ("default_transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
+    if name in ("default_transaction_read_only", "transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
                 "fedgate.express", "fedgate.parameterize", "fedgate.pre_aggregate"):
         return _check_on_off(name, value)
     return value
@@ -213,6 +215,8 @@ class SessionSettings:
                 name = canonical(key)
                 if name not in READ_ONLY:
                     settings.values[name] = validate(name, value)
+        # The first transaction's read-only flag comes from the default, whatever was sent.
+        settings.values["transaction_read_only"] = settings.values["default_transaction_read_only"]
         return settings
 
     def get(self, name: str) -> str | None:
