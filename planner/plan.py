@@ -177,6 +177,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         access.check_schemas(_catalog_tables(tree), settings.hidden_schemas)
     tables = _resolve_tables(tree, catalog, settings)
     sources = {info.ref.source for _, info in tables}
+    access.check_functions(tree, sources)
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
     single = catalog.sources[next(iter(sources))] if len(sources) == 1 else None

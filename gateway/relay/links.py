@@ -28,6 +28,7 @@ from connectors.postgres.link_reader import LinkReader
 from gateway.executor.execute import Executor
 from pgwire.errors import FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError
 from gateway.relay.literals import Lifted, lift
+from planner.access import function_denied
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
 from gateway.state.session import SessionState
@@ -85,7 +86,13 @@ class SessionLinks:
         state = self.state
         route = state.ctx.router.route(sql, state.search_path, state.in_block and self.active,
                                        state.hidden)
-        if route is not None and not route.writes and state.settings.values["fedgate.relay"] != "on":
+        if route is None:
+            return None
+        if route.admin_call is not None and route.source not in state.access.source_roles:
+            # Without a role of its own on the source, the statement would run with the
+            # gateway's rights there (planner.access.ADMIN_FUNCTIONS).
+            raise function_denied(route.admin_call)
+        if not route.writes and state.settings.values["fedgate.relay"] != "on":
             return None
         return route
 

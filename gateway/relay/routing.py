@@ -18,6 +18,7 @@ pgbench's `... WHERE aid = 4711` is decided once, whatever the number.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import sqlglot
@@ -26,6 +27,7 @@ from sqlglot.errors import ParseError
 
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, READ_ONLY_SQL_TRANSACTION, PgError)
 from gateway.relay.shapes import shape_of
+from planner import access
 from gateway.state.access import schema_denied
 from gateway.state.route import Route
 
@@ -48,6 +50,7 @@ _GATEWAY_EXPRESSIONS = tuple(getattr(exp, name) for name in (
     "SessionUser") if hasattr(exp, name))
 
 _VERB = re.compile(r"\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*([A-Za-z]+)", re.S)
+_COPY_WHERE = re.compile(r"\bFROM\s+STDIN\b.*?\bWHERE\b(.*)$", re.I | re.S)
 _COPY_FROM_STDIN = re.compile(r"\s*COPY\s+(.+?)\s+FROM\s+STDIN\b", re.I | re.S)
 # Tables named by statements sqlglot keeps opaque (VACUUM, ANALYZE, TRUNCATE's options ...).
 _NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)(?:\.(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*))?'
@@ -100,6 +103,14 @@ class Router:
     # --- deciding ------------------------------------------------------------------------
 
     def _decide(self, sql: str, verb: str, search_path: tuple[str, ...],
+                in_transaction: bool, hidden: frozenset[str]) -> tuple[Route | None, bool]:
+        route, cacheable = self._decide_route(sql, verb, search_path, in_transaction, hidden)
+        if route is None:
+            return route, cacheable
+        called = _admin_call(sql, verb, route)
+        return (replace(route, admin_call=called) if called else route), cacheable
+
+    def _decide_route(self, sql: str, verb: str, search_path: tuple[str, ...],
                 in_transaction: bool, hidden: frozenset[str]) -> tuple[Route | None, bool]:
         copy = _COPY_FROM_STDIN.match(sql) if verb == "copy" else None
         if verb == "copy" and copy is None:
@@ -205,6 +216,23 @@ class Router:
             if table.args.get("db") is not None and _ident(table.args.get("db")) == source:
                 table.set("db", exp.to_identifier(remote_schema, quoted=True))
         return tree.sql(dialect="postgres")
+
+
+def _admin_call(sql: str, verb: str, route: Route) -> str | None:
+    """The server-administration function a routed statement calls, if any: in its tree,
+    or in the WHERE clause of a COPY ... FROM STDIN."""
+    if route.tree is not None:
+        return access.admin_call(route.tree)
+    if verb == "copy":
+        found = _COPY_WHERE.search(sql)
+        if found is None:
+            return None
+        tree = _parse(f"SELECT 1 WHERE {found.group(1)}")
+        if tree is None:  # PostgreSQL parses what we cannot: refuse rather than guess
+            return "copy_where"
+        return access.admin_call(tree)
+    tree = None if verb in _OPAQUE_TABLES else _parse(sql)
+    return access.admin_call(tree) if tree is not None else None
 
 
 def _parse(sql: str) -> exp.Expression | None:
