@@ -93,12 +93,9 @@ def function_names(tree: exp.Expression) -> Iterable[str]:
             yield node.sql_name().lower()
 
 
-def admin_call(tree: exp.Expression) -> str | None:
-    """The first server-administration function `tree` calls, if any."""
-    for name in function_names(tree):
-        if admin_call_named(name):
-            return name
-    return None
+def admin_calls(tree: exp.Expression) -> tuple[str, ...]:
+    """The server-administration functions `tree` calls, in order."""
+    return tuple(name for name in function_names(tree) if admin_call_named(name))
 
 
 def function_denied(name: str) -> PgError:
@@ -114,7 +111,7 @@ def check_functions(tree: exp.Expression, sources: Iterable[str]) -> None:
     """A federated read runs on the gateway's own connections to its sources: no
     server-administration function goes there, whoever asks. `sources`: the sources the
     statement reads."""
-    called = [name for name in function_names(tree) if admin_call_named(name)]
+    called = admin_calls(tree)
     if not called:
         return
     if set(called) == {"set_config"} and all(source in SYSTEM_SCHEMAS for source in sources):

@@ -25,6 +25,7 @@ from pgwire.protocol import client as w
 from connectors import writes
 from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from connectors.postgres.link_reader import LinkReader
+from connectors.postgres.roles import set_role_sql
 from gateway.executor.execute import Executor
 from pgwire.errors import FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError
 from gateway.relay.literals import Lifted, lift
@@ -88,10 +89,12 @@ class SessionLinks:
                                        state.hidden)
         if route is None:
             return None
-        if route.admin_call is not None and route.source not in state.access.source_roles:
+        for name in route.admin_calls:
             # Without a role of its own on the source, the statement would run with the
-            # gateway's rights there (planner.access.ADMIN_FUNCTIONS).
-            raise function_denied(route.admin_call)
+            # gateway's rights there (planner.access.ADMIN_FUNCTIONS); set_config() could
+            # leave the role (set_config('role', ...)), so it is never relayed.
+            if route.source not in state.access.source_roles or name == "set_config":
+                raise function_denied(name)
         if not route.writes and state.settings.values["fedgate.relay"] != "on":
             return None
         return route
@@ -112,6 +115,14 @@ class SessionLinks:
         link = await PgLink.connect(source, remote.dsn, schema=remote.schema,  # type: ignore[attr-defined]
                                     settings=self.state.settings.values,
                                     read_only=source in ctx.router.read_only)
+        role = self.state.access.source_roles.get(source)
+        if role is not None:
+            # The user's statements run with the role's rights there ([[users]]
+            # source_roles); the link is this session's alone, so the role stays with it.
+            outcome = await link.simple(set_role_sql(role, local=False))
+            if outcome.error is not None:
+                link.close()
+                raise outcome.error
         self.links[source] = link
         return link
 

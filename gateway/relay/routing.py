@@ -107,8 +107,8 @@ class Router:
         route, cacheable = self._decide_route(sql, verb, search_path, in_transaction, hidden)
         if route is None:
             return route, cacheable
-        called = _admin_call(sql, verb, route)
-        return (replace(route, admin_call=called) if called else route), cacheable
+        called = _admin_calls(sql, verb, route)
+        return (replace(route, admin_calls=called) if called else route), cacheable
 
     def _decide_route(self, sql: str, verb: str, search_path: tuple[str, ...],
                 in_transaction: bool, hidden: frozenset[str]) -> tuple[Route | None, bool]:
@@ -218,21 +218,21 @@ class Router:
         return tree.sql(dialect="postgres")
 
 
-def _admin_call(sql: str, verb: str, route: Route) -> str | None:
+def _admin_calls(sql: str, verb: str, route: Route) -> tuple[str, ...]:
     """The server-administration function a routed statement calls, if any: in its tree,
     or in the WHERE clause of a COPY ... FROM STDIN."""
     if route.tree is not None:
-        return access.admin_call(route.tree)
+        return access.admin_calls(route.tree)
     if verb == "copy":
         found = _COPY_WHERE.search(sql)
         if found is None:
-            return None
+            return ()
         tree = _parse(f"SELECT 1 WHERE {found.group(1)}")
-        if tree is None:  # PostgreSQL parses what we cannot: refuse rather than guess
-            return "copy_where"
-        return access.admin_call(tree)
+        if tree is None:  # PostgreSQL may parse what we cannot: refuse rather than guess
+            raise PgError(FEATURE_NOT_SUPPORTED, "this COPY ... WHERE condition is not supported")
+        return access.admin_calls(tree)
     tree = None if verb in _OPAQUE_TABLES else _parse(sql)
-    return access.admin_call(tree) if tree is not None else None
+    return access.admin_calls(tree) if tree is not None else ()
 
 
 def _parse(sql: str) -> exp.Expression | None:

@@ -16,6 +16,7 @@ import functools
 
 import pyarrow as pa
 
+from connectors.postgres.roles import SOURCE_ROLES
 from connectors.time_zone import TIMEZONE
 from gateway import pg_catalog
 from gateway.relay.links import SessionLinks
@@ -40,6 +41,8 @@ class SessionCore(SessionState):
         super().__init__(ctx, writer, startup, pid, key)
         self.links = SessionLinks(self)
         pg_catalog.bind_session(self)  # catalog queries of this connection answer for us
+        # The planner's reads from PostgreSQL pools run under this user's source roles.
+        SOURCE_ROLES.set(self.access.source_roles)
 
     # --- provided by the handler classes ------------------------------------------------
 

@@ -286,8 +286,23 @@ def test_source_roles_bound_what_relayed_sql_may_do(setup: Setup) -> None:
                 "42501", "permission denied for table secrets")
         err = error_of(conn, "SELECT word FROM secrets WHERE id = %s", params=(1,), prepare=True)
         assert err.sqlstate == "42501"
+        # The role cannot be left through a relayed set_config().
+        err = error_of(conn, "SELECT set_config('role', 'none', false) FROM items")
+        assert (err.sqlstate, err.diag.message_primary) == (
+            "42501", "permission denied for function set_config")
+        # The planner's reads from the pool run under the role too.
+        conn.execute("SET fedgate.relay = off")
+        assert conn.execute("SELECT name FROM items WHERE id = 1").fetchone() == ("one",)
+        err = error_of(conn, "SELECT word FROM secrets")
+        assert (err.sqlstate, err.diag.message_primary) == (
+            "42501", "permission denied for table secrets")
+        err = error_of(conn, "SELECT s.word, n.body FROM pg.secrets s JOIN lite.notes n ON s.id = n.id")
+        assert err.sqlstate == "42501"
     with setup.connect("root") as conn:  # another user, no mapping: not under carol's role
         assert conn.execute("SELECT word FROM secrets").fetchone() == ("hush",)
+        conn.execute("SET fedgate.relay = off")  # the pool's connections carried no role over
+        for _ in range(3):
+            assert conn.execute("SELECT word FROM secrets").fetchone() == ("hush",)
 
 
 # --------------------------------------------------------------------------- other sessions
