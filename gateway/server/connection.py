@@ -21,7 +21,7 @@ from gateway.relay.express import ExpressLane
 from gateway.server.auth import AuthRequest, make_authenticator
 from gateway.server.client_port import ClientPort
 from gateway.pg_catalog.databases import served_database
-from pgwire.errors import (INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL_VIOLATION,
+from pgwire.errors import (ADMIN_SHUTDOWN, INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL_VIOLATION,
                             TOO_MANY_CONNECTIONS, PgError, from_exception)
 from pgwire.protocol import decoder, encoder
 from pgwire.protocol import messages as m
@@ -79,6 +79,12 @@ class Connection:
             await self._fatal(PgError("08006", "canceling authentication due to timeout", severity="FATAL"))
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away; nothing to tell it
+        except asyncio.CancelledError:
+            if self.session is None or not self.session.terminating:
+                raise
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            await self._fatal(PgError(ADMIN_SHUTDOWN, "terminating connection due to "
+                                      "administrator command", severity="FATAL"))
         except Exception as exc:  # our bug: log it, tell the client, keep the server up
             log.exception("connection failed")
             await self._fatal(from_exception(exc))
@@ -170,6 +176,7 @@ class Connection:
         session = Session(self.ctx, self.writer, startup, pid, secrets.randbits(32))
         self.session = session
         self.ctx.sessions[pid] = session
+        session.terminate_hook = asyncio.current_task().cancel  # type: ignore[union-attr]
         session.startup_messages()
         await session.flush()
         self.port.lane = session.lane = ExpressLane(session, session.links, self.port)

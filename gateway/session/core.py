@@ -85,6 +85,8 @@ class SessionCore(SessionState):
                 # parameters.
                 inner = await self.plan_query(utility.value, declared)
                 return Prepared(sql, utility, None, self.param_oids(inner, declared_oids))
+            if utility.kind == "signal" and utility.value == "$1":  # its pid: int4 unless declared
+                return Prepared(sql, utility, None, (declared_oids[0] if declared_oids and declared_oids[0] else 23,))
             return Prepared(sql, utility, None, tuple(declared_oids))
         self.check_not_failed(Prepared(sql, None, None, ()))
         plan = await self.plan_query(sql, declared)

@@ -58,8 +58,11 @@ class CancelTarget(Protocol):
     """A session as the cancel registry sees it (`gateway.state.session.SessionState`)."""
 
     key: int
+    user: str
 
     def cancel(self, reason: str = "user request") -> None: ...
+
+    def terminate(self) -> None: ...
 
 
 @dataclass

@@ -14,7 +14,7 @@ Sync, Flush, the end of a simple Query, and every few hundred KB of rows (with
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from gateway.state.access import access_for, read_only_refused
@@ -77,6 +77,9 @@ class SessionState:
         self.copy_error: PgError | None = None
         self.relayed: dict[tuple, Prepared] = {}  # relayed statements by Parse message
         self.lane: LaneHandle | None = None  # set by the connection
+        # pg_terminate_backend ended this session; the connection's hook stops its task.
+        self.terminating = False
+        self.terminate_hook: Callable[[], None] | None = None
         self._out: list[bytes] = []
         self._out_bytes = 0
 
@@ -253,6 +256,12 @@ class SessionState:
             self.running.cancel()
         elif self.lane is not None:
             self.lane.cancel()  # a statement on the express lane: the source cancels it
+
+    def terminate(self) -> None:
+        """pg_terminate_backend: end this session (its connection reports 57P01)."""
+        self.terminating = True
+        if self.terminate_hook is not None:
+            self.terminate_hook()
 
     async def cancellable(self, work: Awaitable[Any]) -> Any:
         """Run `work` in this task, so that a cancel or statement_timeout interrupts it

@@ -352,3 +352,31 @@ def test_cancel_and_terminate_backends(setup: Setup) -> None:
             alice.execute("SELECT 1")
         assert caught.value.sqlstate in ("57P01", None)
         assert alice.closed or alice.broken
+
+
+def test_cancel_a_running_statement_and_the_plain_form(setup: Setup) -> None:
+    import threading
+
+    with setup.connect("alice") as alice, setup.connect("root") as root:
+        outcome: list[BaseException] = []
+
+        def sleep() -> None:
+            try:
+                alice.execute("SELECT pg_sleep(30) FROM items LIMIT 1")
+            except psycopg.Error as exc:
+                outcome.append(exc)
+
+        runner = threading.Thread(target=sleep)
+        runner.start()
+        wait_for(lambda: any(row[3] == "active" for row in root.execute(
+            ACTIVITY, ("alice",)).fetchall()))
+        pid = alice.info.backend_pid
+        started = time.monotonic()
+        assert root.execute(f"SELECT pg_cancel_backend({pid})").fetchone() == (True,)
+        runner.join(20)
+        assert not runner.is_alive() and time.monotonic() - started < 20
+        assert outcome and outcome[0].sqlstate == "57014"
+        assert alice.execute("SELECT 1").fetchone() == (1,)  # the session lives on
+    other = psql(setup, "alice", "-c", "SELECT pg_terminate_backend(1)")
+    assert other.returncode == 0, other.stderr
+    assert "f" in other.stdout and "is not a PostgreSQL backend process" in other.stderr
