@@ -61,6 +61,8 @@ def schema_denied(schema: str) -> PgError:
 # Statements PostgreSQL names by two words in its errors (their command tags).
 _TWO_WORD = frozenset({"create", "drop", "alter", "comment", "refresh", "copy"})
 _WORD = re.compile(r'"(?:[^"]|"")*"|[A-Za-z_]+')
+_MODIFYING = re.compile(r"\b(INSERT|UPDATE|DELETE|MERGE)\b", re.I)
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
 _COMMENTS = re.compile(r"/\*.*?\*/|--[^\n]*", re.S)
 
 
@@ -73,6 +75,9 @@ def command_name(sql: str) -> str:
         return ""
     if words[0] == "COPY":
         return "COPY FROM"
+    if words[0] == "WITH":  # WITH ... INSERT: named by its data-modifying statement
+        found = _MODIFYING.search(_QUOTED.sub(" ", text))
+        return found.group(1).upper() if found else "WITH"
     if words[0].lower() in _TWO_WORD and len(words) > 1:
         rest = [w for w in words[1:] if w not in ("OR", "REPLACE", "UNIQUE", "TEMP", "TEMPORARY")]
         return f"{words[0]} {rest[0]}" if rest else words[0]
