@@ -113,6 +113,8 @@ def validate(name: str, value: str) -> str:
     """The value to store for `name`, or a PgError saying why it cannot be set."""
     if name in READ_ONLY:
         raise PgError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
+    if name == "role" and value.lower() != "none":  # e.g. options=-c role=x at startup
+        raise PgError(FEATURE_NOT_SUPPORTED, "SET ROLE is not supported by fedgate")
     if name == "TimeZone":
         return _check_timezone(value)
     if name == "client_encoding":

@@ -259,6 +259,9 @@ def test_set_role_is_refused(setup: Setup) -> None:
         conn.execute("RESET ROLE")
         conn.execute("SET ROLE NONE")
         assert conn.execute("SELECT current_user").fetchone() == ("alice",)
+    with pytest.raises(psycopg.Error) as caught:  # nor as a startup setting
+        setup.connect("alice", options="-c role=root")
+    assert "SET ROLE is not supported" in str(caught.value)  # FATAL at startup
 
 
 @pytest.mark.parametrize("sql", [
