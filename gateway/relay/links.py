@@ -114,7 +114,10 @@ class SessionLinks:
         remote = ctx.sources[source]
         link = await PgLink.connect(source, remote.dsn, schema=remote.schema,  # type: ignore[attr-defined]
                                     settings=self.state.settings.values,
-                                    read_only=source in ctx.router.read_only)
+                                    # A read-only user's link refuses writes at the
+                                    # source too (say, a function called by a SELECT).
+                                    read_only=source in ctx.router.read_only
+                                    or self.state.access.read_only)
         role = self.state.access.source_roles.get(source)
         if role is not None:
             # The user's statements run with the role's rights there ([[users]]

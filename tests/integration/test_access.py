@@ -58,6 +58,7 @@ def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
         conn.execute("INSERT INTO items VALUES (1, 'one'), (2, 'two')")
         conn.execute("CREATE TABLE secrets (id int PRIMARY KEY, word text)")
         conn.execute("INSERT INTO secrets VALUES (1, 'hush')")
+        conn.execute("CREATE SEQUENCE counter")
         conn.execute(f"CREATE ROLE {role} NOLOGIN")
         conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
         conn.execute(f"GRANT SELECT ON items TO {role}")
@@ -223,6 +224,14 @@ def test_a_read_only_user_cannot_write(setup: Setup, sql: str) -> None:
     with psycopg.connect(setup.truth) as direct:
         assert direct.execute("SELECT count(*) FROM items").fetchone() == (2,)
     assert sqlite3.connect(setup.lite).execute("SELECT count(*) FROM notes").fetchone() == (1,)
+
+
+def test_a_read_only_users_link_refuses_writes_hidden_in_reads(setup: Setup) -> None:
+    with setup.connect("bob") as conn:
+        err = error_of(conn, "SELECT nextval('counter') FROM items LIMIT 1")
+        # PostgreSQL's own refusal: the link of a read-only user is read-only at the source.
+        assert (err.sqlstate, err.diag.message_primary) == (
+            "25006", "cannot execute nextval() in a read-only transaction")
 
 
 def test_read_only_transactions_are_enforced(setup: Setup) -> None:
