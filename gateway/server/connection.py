@@ -21,8 +21,9 @@ from gateway.relay.express import ExpressLane
 from gateway.server.auth import AuthRequest, make_authenticator
 from gateway.server.client_port import ClientPort
 from gateway.pg_catalog.databases import served_database
-from pgwire.errors import (ADMIN_SHUTDOWN, INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL_VIOLATION,
+from pgwire.errors import (INVALID_AUTHORIZATION, INVALID_CATALOG_NAME, PROTOCOL_VIOLATION,
                             TOO_MANY_CONNECTIONS, PgError, from_exception)
+from pgwire.errors import ADMIN_SHUTDOWN
 from pgwire.protocol import decoder, encoder
 from pgwire.protocol import messages as m
 from gateway.session.session import Session
