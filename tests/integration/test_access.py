@@ -392,3 +392,30 @@ def test_cancel_a_running_statement_and_the_plain_form(setup: Setup) -> None:
     other = psql(setup, "alice", "-c", "SELECT pg_terminate_backend(1)")
     assert other.returncode == 0, other.stderr
     assert "f" in other.stdout and "is not a PostgreSQL backend process" in other.stderr
+
+
+# What psql 15 sends to complete `SELECT * FROM <tab>` (tables and schemas), trimmed to
+# the relations and namespaces it reads.
+COMPLETE_TABLES = (
+    "SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c "
+    "WHERE c.relkind IN ('r', 'S', 'v', 'm', 'f', 'p') AND substring(pg_catalog.quote_ident(c.relname),1,0)='' "
+    "AND pg_catalog.pg_table_is_visible(c.oid) AND c.relnamespace <> (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = 'pg_catalog') "
+    "UNION SELECT pg_catalog.quote_ident(n.nspname) || '.' FROM pg_catalog.pg_namespace n "
+    "WHERE substring(pg_catalog.quote_ident(n.nspname) || '.',1,0)='' "
+    "UNION SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) "
+    "FROM pg_catalog.pg_class c, pg_catalog.pg_namespace n WHERE c.relnamespace = n.oid "
+    "AND c.relkind IN ('r', 'S', 'v', 'm', 'f', 'p')")
+
+
+def test_tab_completion_and_describe_know_nothing_of_hidden_sources(setup: Setup) -> None:
+    with setup.connect("alice") as conn:
+        conn.execute("SET search_path = pg, lite")
+        words = {row[0] for row in conn.execute(COMPLETE_TABLES).fetchall()}
+        assert "items" in words and "pg." in words
+        assert not any("lite" in word or "notes" in word for word in words), words
+    with setup.connect("root") as conn:
+        words = {row[0] for row in conn.execute(COMPLETE_TABLES).fetchall()}
+        assert "lite." in words and "lite.notes" in words
+    described = psql(setup, "alice", "-c", r"\d lite.notes")
+    assert "notes" not in described.stdout
+    assert 'Did not find any relation named "lite.notes"' in described.stderr
