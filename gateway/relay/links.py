@@ -138,12 +138,15 @@ class SessionLinks:
             commands.extend(f'SAVEPOINT "{name}"' for name in self.state.savepoints)
         return (w.query("; ".join(commands)), 1) if commands else (b"", 0)
 
-    def _check(self, route: Route, sql: str) -> None:
+    def _check(self, route: Route, sql: str | None) -> None:
         state = self.state
         if state.failed:
             raise PgError(IN_FAILED_SQL_TRANSACTION,
                           "current transaction is aborted, commands ignored until end of transaction block")
-        if route.writes:
+        if route.writes and state.writes_refused:
+            # A SQLite/MySQL write (sql None) is named from its parsed statement.
+            if sql is None:
+                sql = route.tree.sql(dialect="postgres") if route.tree is not None else route.verb
             state.check_writable(sql)
         if route.writes and state.in_block and self.writer not in (None, route.source):
             raise PgError(FEATURE_NOT_SUPPORTED,
@@ -235,7 +238,7 @@ class SessionLinks:
     async def write_elsewhere(self, route: Route, params: list[Any]) -> writes.WriteResult:
         """A write to a SQLite or MySQL source; inside a block, on a connection the block
         holds until COMMIT/ROLLBACK (created with the block's savepoints)."""
-        self._check(route, route.tree.sql(dialect="postgres") if route.tree is not None else route.verb)
+        self._check(route, None)
         source = self.state.ctx.sources[route.source]
         if not self.state.in_block:
             return await writes.write(source, route, params)
