@@ -126,6 +126,12 @@ class Router:
             pattern = _OPAQUE_TABLES.get(verb)
             found = pattern.match(sql) if pattern else None
             names, spans = _names_in(sql, found.start(1), found.end(1)) if found else ([], [])
+            if found is None and hidden:
+                # Relayed as written, it could name a schema of the source's database
+                # that is another source this user may not see: refused, not guessed.
+                raise PgError(FEATURE_NOT_SUPPORTED,
+                              f"{verb.upper()} statements of this form are not supported for "
+                              "users limited to some sources ([[users]] sources)")
         else:
             if not writes and _calls_gateway(tree):
                 return None, True

@@ -419,3 +419,11 @@ def test_tab_completion_and_describe_know_nothing_of_hidden_sources(setup: Setup
     described = psql(setup, "alice", "-c", r"\d lite.notes")
     assert "notes" not in described.stdout
     assert 'Did not find any relation named "lite.notes"' in described.stderr
+
+
+def test_a_write_whose_tables_cannot_be_read_is_refused_to_a_limited_user(setup: Setup) -> None:
+    with setup.connect("alice") as conn:  # relayed as written, it could name any schema
+        err = error_of(conn, "REINDEX TABLE lite.notes")
+        assert err.sqlstate == "0A000"
+    with setup.connect("root") as conn:  # who sees every source: relayed as before
+        conn.execute("REINDEX TABLE items")
