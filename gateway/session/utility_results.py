@@ -82,8 +82,8 @@ def run_set(session: SessionCore, utility: Utility) -> UtilityResult:
     if utility.name in ("transaction", "transaction_read_only"):
         read_only = _read_only_words(value) if utility.name == "transaction" else value
         if read_only is not None:
-            if not session.in_block:
-                return UtilityResult("SET", notices=[_NOT_IN_BLOCK])
+            if not session.in_block:  # no lasting effect; PostgreSQL warns for the statement form
+                return UtilityResult("SET", notices=[_NOT_IN_BLOCK] if utility.name == "transaction" else [])
             session.set_setting("transaction_read_only", read_only)
             return UtilityResult("SET")
     if value.upper() == "DEFAULT":
