@@ -28,6 +28,7 @@ from pgwire.function_names import POSTGRES_FUNCTIONS
 from connectors.base import Dialect, Pushdown, TableInfo, is_utc
 from planner import pgcompat, physical
 from planner import zone_dependent as session_zone
+from planner import access
 from planner.build import build
 from planner.conjuncts import split_conjuncts
 from planner.explain import conjunct_lines
@@ -59,6 +60,8 @@ class PlanSettings:
     # The functions a statement may call, by name (planner.function_check): PostgreSQL's;
     # the gateway adds those its emulated catalog answers.
     functions: frozenset[str] = field(default=POSTGRES_FUNCTIONS, repr=False)
+    # Sources the session's user may not see: naming one is 42501 (planner.access).
+    hidden_schemas: frozenset[str] = frozenset()
 
 
 def _name_outputs(tree: exp.Expression, sql: str) -> tuple[str, ...] | None:
@@ -178,8 +181,11 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     tree = pgcompat.rewrite(parsed, catalog.catalog_functions)
     names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)
+    if settings.hidden_schemas:
+        access.check_schemas(_catalog_tables(tree), settings.hidden_schemas)
     tables = _resolve_tables(tree, catalog, settings)
     sources = {info.ref.source for _, info in tables}
+    access.check_functions(tree, sources)
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
     single = catalog.sources[next(iter(sources))] if len(sources) == 1 else None

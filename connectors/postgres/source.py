@@ -27,6 +27,7 @@ import pyarrow.csv as pacsv
 from sqlglot import exp
 
 from connectors.postgres import snapshot as pg_snapshot
+from connectors.postgres.roles import SOURCE_ROLES, set_role_sql
 from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
 from connectors.dialects import postgres as pg_dialect
 from connectors.postgres.describe import describe_columns, discover_tables
@@ -149,7 +150,8 @@ class PostgresSource:
                 raise pg_error(exc) from exc
             raise
         stream = PostgresStream(pool, conn, columns)
-        await stream.start(sql, list(params), pg_snapshot.share_for(self.name))
+        await stream.start(sql, list(params), pg_snapshot.share_for(self.name),
+                           SOURCE_ROLES.get().get(self.name))
         return stream
 
     async def scan(self, req: ScanRequest) -> BatchStream:
@@ -186,14 +188,16 @@ class PostgresStream:
             strings_can_be_null=True, quoted_strings_can_be_null=False)
 
     async def start(self, sql: str, params: list[Any],
-                    share: pg_snapshot.SharedSnapshot | None = None) -> None:
-        """Open the read-only transaction (on the query's shared snapshot, if any) and
-        start the COPY."""
+                    share: pg_snapshot.SharedSnapshot | None = None, role: str | None = None) -> None:
+        """Open the read-only transaction (on the query's shared snapshot, if any), under
+        `role` for this transaction only (connectors.postgres.roles), and start the COPY."""
         assert self._conn is not None
         self._transaction = self._conn.transaction(isolation="repeatable_read", readonly=True)
         self._share = share
         try:
             self._exporter = await pg_snapshot.begin(self._conn, self._transaction, share)
+            if role is not None:
+                await self._conn.execute(set_role_sql(role, local=True))
         except Exception as exc:
             await self.aclose()
             raise pg_error(exc) from exc

@@ -111,8 +111,18 @@ class EngineConfig:
 class UserConfig:
     name: str
     password: str | None = None  # plain text, "md5<hex>" or "SCRAM-SHA-256$..."
-    sources: tuple[str, ...] = ()  # parsed, not enforced yet: every user reaches every source
+    # The sources this user sees ("*": all of them); others are invisible to the user
+    # (gateway.state.access).
+    sources: tuple[str, ...] = ()
     auth_method: str | None = None
+    read_only: bool = False  # every write refused with 25006
+    admin: bool = False  # sees and may cancel/terminate every session
+    # PostgreSQL source -> the role the user's statements run under there (SET ROLE).
+    source_roles: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def all_sources(self) -> bool:
+        return "*" in self.sources
 
 
 @dataclass(frozen=True)
@@ -202,11 +212,34 @@ def _users(data: dict[str, Any]) -> tuple[UserConfig, ...]:
         check_table(where, raw, USER)
         if any(user.name == name for user in users):
             raise ConfigError(f"{where} appears twice in [[users]]")
-        # `sources` is parsed but not enforced yet: every user reaches every source.
         users.append(UserConfig(name=name, password=raw.get("password"),
-                                sources=tuple(raw.get("sources", ())),
-                                auth_method=raw.get("auth_method")))
+                                sources=tuple(raw["sources"]),
+                                auth_method=raw.get("auth_method"),
+                                read_only=raw.get("read_only", False),
+                                admin=raw.get("admin", False),
+                                source_roles=dict(raw.get("source_roles", {}))))
     return tuple(users)
+
+
+def _check_user_sources(users: tuple[UserConfig, ...], sources: tuple[SourceConfig, ...]) -> None:
+    """Each user's `sources` and `source_roles` name configured sources ("*" stands
+    alone); a role is set on PostgreSQL sources only."""
+    kinds = {s.name: s.kind for s in sources}
+    for user in users:
+        where = f"[[users]] {json.dumps(user.name)}"
+        if "*" in user.sources and len(user.sources) > 1:
+            raise ConfigError(f'{where} sources: "*" means every source; list nothing else with it')
+        for name in user.sources:
+            if name != "*" and name not in kinds:
+                raise ConfigError(f"{where} sources names {name!r}, which is not a source "
+                                  f"(the sources: {', '.join(sorted(kinds))})")
+        for name in user.source_roles:
+            if name not in kinds:
+                raise ConfigError(f"{where} source_roles names {name!r}, which is not a source "
+                                  f"(the sources: {', '.join(sorted(kinds))})")
+            if kinds[name] != "postgres":
+                raise ConfigError(f"{where} source_roles: {name!r} is a {kinds[name]} source; "
+                                  "a role can be set on postgres sources only")
 
 
 def _sources(data: dict[str, Any], demo: DemoConfig) -> tuple[SourceConfig, ...]:
@@ -262,6 +295,7 @@ def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
 
     sources = _sources(data, demo)
     users = _users(data)
+    _check_user_sources(users, sources)
     if "auth_method" in raw_server and not users:
         raise ConfigError("[server] auth_method applies to [[users]]; without [[users]] every "
                           "connection is trusted (loopback only): remove auth_method or add users")

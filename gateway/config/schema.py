@@ -143,12 +143,21 @@ DEMO = Section({
     "path": NAME,
 })
 
+ROLES = Value("a table of source names to PostgreSQL role names",
+              lambda v: isinstance(v, dict)
+              and all(isinstance(item, str) and item != "" for item in v.values()))
+
 USER = Section({
     "name": NAME,
     "password": STRING,
+    # Which sources the user sees, ["*"] for all; required, so that no user gets every
+    # source by forgetting the key (gateway.state.access).
     "sources": STRINGS,
     "auth_method": one_of(*AUTH_METHODS),
-}, required=("name",))
+    "read_only": BOOLEAN,
+    "admin": BOOLEAN,
+    "source_roles": ROLES,
+}, required=("name", "sources"))
 
 _KIND = one_of(*SOURCE_KINDS)
 # Every kind takes `required`: /readyz answers 503 while a required source does not answer.

@@ -31,6 +31,9 @@ READ_ONLY_SERVER_SETTINGS = {
     "default_text_search_config": "pg_catalog.english", "work_mem": "4MB",
 }
 
+# pg_stat_activity's query for a session the asking user may not see into.
+INSUFFICIENT_PRIVILEGE = "<insufficient privilege>"
+
 _current: contextvars.ContextVar[Any] = contextvars.ContextVar("fedgate_session", default=None)
 
 
@@ -67,10 +70,18 @@ def session_tables(session: Any, schemas: Iterable[str],
     names = sorted(values)
     fg_settings = pa.table({"name": names, "setting": [values[n] for n in names]})
     rows = []
+    admin = session.access.admin
     for pid, other in sorted(sessions().items()):
+        application = other.settings.values.get("application_name", "")
+        if not (admin or other.user == session.user):
+            # As PostgreSQL shows another role's backend to a role without
+            # pg_read_all_stats: who and which application, nothing of what it does.
+            rows.append((pid, other.user, application, None, None, None, None, None, None,
+                         INSUFFICIENT_PRIVILEGE))
+            continue
         act = activity_of(other)
         peer = getattr(other.writer, "get_extra_info", lambda _: None)("peername")
-        rows.append((pid, other.user, other.settings.values.get("application_name", ""),
+        rows.append((pid, other.user, application,
                      peer[0] if peer else None, peer[1] if peer else None, act.backend_start,
                      act.query_start if act.state == "active" else None, act.query_start,
                      act.state, act.query))

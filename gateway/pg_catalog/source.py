@@ -12,6 +12,7 @@ search_path, settings, pg_stat_activity rows), and its UINTEGER columns are pres
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
@@ -63,6 +64,10 @@ class CatalogSource:
         self.version: int | None = None
         self.tables_by_schema: dict[str, list[TableInfo]] = {}
         self.schemas: tuple[str, ...] = ()
+        # Users who may not see some sources read a catalog built without them (one per
+        # set of hidden sources, built on first use for the current version).
+        self._user_tables: dict[str, list[TableInfo]] = {}
+        self._scoped: dict[frozenset[str], asyncio.Future[tuple[DuckDBRunner, tuple[str, ...]]]] = {}
 
     def refresh(self, version: int, user_tables: dict[str, list[TableInfo]]) -> None:
         """Rebuild for catalog `version`; a no-op when it is the version already built.
@@ -74,10 +79,37 @@ class CatalogSource:
         built = build(version, self.database, user_tables)
         if self._runner is not None:
             self._retired.append(self._runner)
+        for scoped in self._scoped.values():
+            if scoped.done() and scoped.exception() is None:
+                self._retired.append(scoped.result()[0])
+        self._scoped = {}
+        self._user_tables = user_tables
         self._runner = built.runner
         self.tables_by_schema = built.tables
         self.schemas = tuple(built.model.namespaces)
         self.version = version
+
+    async def _scoped_runner(self, hidden: frozenset[str]) -> tuple[DuckDBRunner, tuple[str, ...]]:
+        """The catalog of this version without the `hidden` sources (and its schemas): what
+        a user who may not see them reads, so pg_namespace, pg_class, information_schema,
+        to_regclass() ... know nothing of them."""
+        found = self._scoped.get(hidden)
+        if found is None:
+            visible = {name: tables for name, tables in self._user_tables.items()
+                       if name not in hidden}
+            found = asyncio.ensure_future(asyncio.to_thread(self._build_scoped, visible))
+            self._scoped[hidden] = found
+        try:
+            return await asyncio.shield(found)
+        except Exception:
+            if self._scoped.get(hidden) is found:  # built again by the next query
+                del self._scoped[hidden]
+            raise
+
+    def _build_scoped(self, visible: dict[str, list[TableInfo]]) -> tuple[DuckDBRunner, tuple[str, ...]]:
+        assert self.version is not None
+        built = build(self.version, self.database, visible)
+        return built.runner, tuple(built.model.namespaces)
 
     async def tables(self) -> list[TableInfo]:
         return list(self.tables_by_schema.get(self.name, []))
@@ -88,10 +120,14 @@ class CatalogSource:
     async def run_remote(self, sql: str, params: Sequence[Any] = ()) -> BatchStream:
         if self._runner is None:
             raise PgError("XX000", "the catalog has not been built")
-        register = session_state.session_tables(session_state.current_session(), self.schemas,
-                                                self._sessions)
+        session = session_state.current_session()
+        runner, schemas = self._runner, self.schemas
+        hidden = session.hidden if session is not None else frozenset()
+        if hidden:
+            runner, schemas = await self._scoped_runner(hidden)
+        register = session_state.session_tables(session, schemas, self._sessions)
         try:
-            stream = await self._runner.stream(sql, params, register=register)
+            stream = await runner.stream(sql, params, register=register)
         except PgError as err:
             raise _postgres_error(err) from err
         return OidStream(stream)
@@ -106,8 +142,10 @@ class CatalogSource:
         return stream.schema
 
     async def close(self) -> None:
-        for runner in [*self._retired, *([self._runner] if self._runner else [])]:
+        scoped = [f.result()[0] for f in self._scoped.values() if f.done() and f.exception() is None]
+        for runner in [*self._retired, *scoped, *([self._runner] if self._runner else [])]:
             runner.close()
+        self._scoped = {}
         self._retired.clear()
         self._runner = None
 

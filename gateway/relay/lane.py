@@ -140,6 +140,8 @@ class Lane:
         s = self.state
         if s.failed or route.kind != "postgres" or route.copy_in or route.ddl:
             return None
+        if route.writes and s.writes_refused:
+            return None  # the task reports 25006
         links = self.links
         if route.writes and s.in_block and links.writer not in (None, route.source):
             return None  # the task reports 0A000

@@ -25,10 +25,12 @@ from pgwire.protocol import client as w
 from connectors import writes
 from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from connectors.postgres.link_reader import LinkReader
+from connectors.postgres.roles import set_role_sql
 from gateway.executor.execute import Executor
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError,
                            source_unavailable)
 from gateway.relay.literals import Lifted, lift
+from planner.access import function_denied
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
 from gateway.state.session import SessionState
@@ -84,9 +86,17 @@ class SessionLinks:
         """Where `sql` goes (gateway.relay.routing), or None for the planner: reads are
         relayed only while `fedgate.relay` is on."""
         state = self.state
-        route = state.ctx.router.route(sql, state.settings.search_path,
-                                       state.in_block and self.active)
-        if route is not None and not route.writes and state.settings.values["fedgate.relay"] != "on":
+        route = state.ctx.router.route(sql, state.search_path, state.in_block and self.active,
+                                       state.hidden)
+        if route is None:
+            return None
+        for name in route.admin_calls:
+            # Without a role of its own on the source, the statement would run with the
+            # gateway's rights there (planner.access.ADMIN_FUNCTIONS); set_config() could
+            # leave the role (set_config('role', ...)), so it is never relayed.
+            if route.source not in state.access.source_roles or name == "set_config":
+                raise function_denied(name)
+        if not route.writes and state.settings.values["fedgate.relay"] != "on":
             return None
         return route
 
@@ -95,7 +105,7 @@ class SessionLinks:
         state = self.state
         values = state.settings.values
         return (query, param_types, state.ctx.catalog.version, values["search_path"],
-                values["fedgate.relay"], state.in_block and self.active)
+                values["fedgate.relay"], state.in_block and self.active, state.hidden)
 
     async def link(self, source: str) -> PgLink:
         link = self.links.get(source)
@@ -110,7 +120,18 @@ class SessionLinks:
         remote = ctx.sources[source]
         link = await PgLink.connect(source, remote.dsn, schema=remote.schema,  # type: ignore[attr-defined]
                                     settings=self.state.settings.values,
-                                    read_only=source in ctx.router.read_only)
+                                    # A read-only user's link refuses writes at the
+                                    # source too (say, a function called by a SELECT).
+                                    read_only=source in ctx.router.read_only
+                                    or self.state.access.read_only)
+        role = self.state.access.source_roles.get(source)
+        if role is not None:
+            # The user's statements run with the role's rights there ([[users]]
+            # source_roles); the link is this session's alone, so the role stays with it.
+            outcome = await link.simple(set_role_sql(role, local=False))
+            if outcome.error is not None:
+                link.close()
+                raise outcome.error
         self.links[source] = link
         return link
 
@@ -123,11 +144,16 @@ class SessionLinks:
             commands.extend(f'SAVEPOINT "{name}"' for name in self.state.savepoints)
         return (w.query("; ".join(commands)), 1) if commands else (b"", 0)
 
-    def _check(self, route: Route) -> None:
+    def _check(self, route: Route, sql: str | None) -> None:
         state = self.state
         if state.failed:
             raise PgError(IN_FAILED_SQL_TRANSACTION,
                           "current transaction is aborted, commands ignored until end of transaction block")
+        if route.writes and state.writes_refused:
+            # A SQLite/MySQL write (sql None) is named from its parsed statement.
+            if sql is None:
+                sql = route.tree.sql(dialect="postgres") if route.tree is not None else route.verb
+            state.check_writable(sql)
         if route.writes and state.in_block and self.writer not in (None, route.source):
             raise PgError(FEATURE_NOT_SUPPORTED,
                           f'this transaction already wrote to source "{self.writer}"; a transaction '
@@ -158,7 +184,7 @@ class SessionLinks:
         """Relay one statement of a simple Query; returns the link when the source now
         waits for COPY data. Its numbers go as parameters of a statement prepared once
         per shape, when they can (`gateway.relay.literals`)."""
-        self._check(route)
+        self._check(route, sql)
         link = await self.link(route.source)
         lifted = self.lifted(route, sql)
         if lifted is not None:
@@ -206,7 +232,7 @@ class SessionLinks:
         prepared = portal.statement
         route = prepared.route
         assert route is not None
-        self._check(route)
+        self._check(route, prepared.sql)
         link = await self.link(route.source)
         statement = await link.prepare(route.sql or prepared.sql, prepared.declared_oids)
         prefix, quiet = self.prefix(link)
@@ -218,7 +244,7 @@ class SessionLinks:
     async def write_elsewhere(self, route: Route, params: list[Any]) -> writes.WriteResult:
         """A write to a SQLite or MySQL source; inside a block, on a connection the block
         holds until COMMIT/ROLLBACK (created with the block's savepoints)."""
-        self._check(route)
+        self._check(route, None)
         source = self.state.ctx.sources[route.source]
         if not self.state.in_block:
             return await writes.write(source, route, params)

@@ -18,6 +18,7 @@ pgbench's `... WHERE aid = 4711` is decided once, whatever the number.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import sqlglot
@@ -27,6 +28,8 @@ from sqlglot.errors import ParseError
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, READ_ONLY_SQL_TRANSACTION, PgError)
 from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
 from gateway.relay.shapes import shape_of
+from planner import access
+from gateway.state.access import schema_denied
 from gateway.state.route import Route
 from planner.function_check import check_functions
 
@@ -49,6 +52,7 @@ _GATEWAY_EXPRESSIONS = tuple(getattr(exp, name) for name in (
     "SessionUser") if hasattr(exp, name))
 
 _VERB = re.compile(r"\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*([A-Za-z]+)", re.S)
+_COPY_WHERE = re.compile(r"\bFROM\s+STDIN\b.*?\bWHERE\b(.*)$", re.I | re.S)
 _COPY_FROM_STDIN = re.compile(r"\s*COPY\s+(.+?)\s+FROM\s+STDIN\b", re.I | re.S)
 # Tables named by statements sqlglot keeps opaque (VACUUM, ANALYZE, TRUNCATE's options ...).
 _NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)(?:\.(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*))?'
@@ -73,19 +77,21 @@ class Router:
         self.kinds = {s.name: s.kind for s in ctx.config.sources}
         self.read_only = {s.name for s in ctx.config.sources if s.options.get("read_only")}
 
-    def route(self, sql: str, search_path: tuple[str, ...], in_transaction: bool = False) -> Route | None:
+    def route(self, sql: str, search_path: tuple[str, ...], in_transaction: bool = False,
+              hidden: frozenset[str] = frozenset()) -> Route | None:
         """The relay route of `sql`, or None when the planner takes it. In a transaction
         that reached a source, reads with qualified names are rewritten and relayed too,
-        so they see the transaction's writes."""
+        so they see the transaction's writes. `hidden`: the sources the session's user
+        may not see (`search_path` no longer holds them); naming one is 42501."""
         verb = verb_of(sql)
         if verb not in WRITE_VERBS and verb not in READ_VERBS:
             return None
-        key = (shape_of(sql), search_path, self.ctx.catalog.version, in_transaction)
+        key = (shape_of(sql), search_path, self.ctx.catalog.version, in_transaction, hidden)
         try:
             return self._cache[key]
         except KeyError:
             pass
-        route, cacheable = self._decide(sql, verb, search_path, in_transaction)
+        route, cacheable = self._decide(sql, verb, search_path, in_transaction, hidden)
         if cacheable:
             if len(self._cache) >= CACHE_LIMIT:
                 self._cache.clear()
@@ -99,7 +105,15 @@ class Router:
     # --- deciding ------------------------------------------------------------------------
 
     def _decide(self, sql: str, verb: str, search_path: tuple[str, ...],
-                in_transaction: bool) -> tuple[Route | None, bool]:
+                in_transaction: bool, hidden: frozenset[str]) -> tuple[Route | None, bool]:
+        route, cacheable = self._decide_route(sql, verb, search_path, in_transaction, hidden)
+        if route is None:
+            return route, cacheable
+        called = _admin_calls(sql, verb, route)
+        return (replace(route, admin_calls=called) if called else route), cacheable
+
+    def _decide_route(self, sql: str, verb: str, search_path: tuple[str, ...],
+                in_transaction: bool, hidden: frozenset[str]) -> tuple[Route | None, bool]:
         copy = _COPY_FROM_STDIN.match(sql) if verb == "copy" else None
         if verb == "copy" and copy is None:
             return None, True  # COPY ... TO STDOUT: the gateway's own (gateway.session.copy_out)
@@ -114,10 +128,19 @@ class Router:
             pattern = _OPAQUE_TABLES.get(verb)
             found = pattern.match(sql) if pattern else None
             names, spans = _names_in(sql, found.start(1), found.end(1)) if found else ([], [])
+            if found is None and hidden:
+                # Relayed as written, it could name a schema of the source's database
+                # that is another source this user may not see: refused, not guessed.
+                raise PgError(FEATURE_NOT_SUPPORTED,
+                              f"{verb.upper()} statements of this form are not supported for "
+                              "users limited to some sources ([[users]] sources)")
         else:
             if not writes and _calls_gateway(tree):
                 return None, True
             names = _table_names(tree)
+        for schema, _ in names:
+            if schema is not None and schema in hidden:
+                raise schema_denied(schema)
         sources = {self._owner(schema, name, search_path, writes) for schema, name in names}
         if not sources:
             if not writes:
@@ -204,6 +227,23 @@ class Router:
             if table.args.get("db") is not None and _ident(table.args.get("db")) == source:
                 table.set("db", exp.to_identifier(remote_schema, quoted=True))
         return tree.sql(dialect="postgres")
+
+
+def _admin_calls(sql: str, verb: str, route: Route) -> tuple[str, ...]:
+    """The server-administration function a routed statement calls, if any: in its tree,
+    or in the WHERE clause of a COPY ... FROM STDIN."""
+    if route.tree is not None:
+        return access.admin_calls(route.tree)
+    if verb == "copy":
+        found = _COPY_WHERE.search(sql)
+        if found is None:
+            return ()
+        tree = _parse(f"SELECT 1 WHERE {found.group(1)}")
+        if tree is None:  # PostgreSQL may parse what we cannot: refuse rather than guess
+            raise PgError(FEATURE_NOT_SUPPORTED, "this COPY ... WHERE condition is not supported")
+        return access.admin_calls(tree)
+    tree = None if verb in _OPAQUE_TABLES else _parse(sql)
+    return access.admin_calls(tree) if tree is not None else ()
 
 
 def _parse(sql: str) -> exp.Expression | None:

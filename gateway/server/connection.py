@@ -177,6 +177,12 @@ class Connection:
             await self._fatal(err)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away; nothing to tell it
+        except asyncio.CancelledError:
+            if self.session is None or not self.session.terminating:
+                raise
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            await self._fatal(PgError(ADMIN_SHUTDOWN, "terminating connection due to "
+                                      "administrator command", severity="FATAL"))
         except Exception as exc:  # our bug: log it, tell the client, keep the server up
             log.exception("connection failed")
             await self._fatal(from_exception(exc))
@@ -317,6 +323,7 @@ class Connection:
         log.info("connection start %s", log_fields(
             session=pid, user=session.user, database=session.database, address=self.address,
             port=self.client_port))
+        session.terminate_hook = asyncio.current_task().cancel  # type: ignore[union-attr]
         session.startup_messages()
         await session.flush()
         self.port.lane = session.lane = ExpressLane(session, session.links, self.port)

@@ -177,8 +177,9 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
         cancels = await workers.serve_cancels(ctx, worker)
         server = await workers.listen(worker, accept)
     try:
-        # serve_http takes an ssl.SSLContext too: with the SQL port's, it serves HTTPS.
-        http = await serve_http(ctx) if config.server.http_port else None
+        # With TLS configured the HTTP port serves HTTPS with the certificate loaded at start.
+        http = (await serve_http(ctx, tls.context if tls is not None else None)
+                if config.server.http_port else None)
     except ConfigError:
         server.close()
         if cancels is not None:

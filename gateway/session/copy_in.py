@@ -22,6 +22,7 @@ class CopyInMixin(SessionCore):
     async def start_local_copy(self, route: Route, sql: str, rest: list[str]) -> None:
         """COPY FROM STDIN into a SQLite/MySQL source: the gateway takes the data itself."""
         writes.check_writable(route.kind, route.source)
+        self.check_writable(sql)
         if self.in_block:
             raise PgError(FEATURE_NOT_SUPPORTED, f"COPY into {route.kind} sources cannot be part of a "
                           "transaction block")

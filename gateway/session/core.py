@@ -16,6 +16,7 @@ import functools
 
 import pyarrow as pa
 
+from connectors.postgres.roles import SOURCE_ROLES
 from connectors.time_zone import TIMEZONE
 from gateway import pg_catalog
 from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
@@ -44,6 +45,8 @@ class SessionCore(SessionState):
         super().__init__(ctx, writer, startup, pid, key)
         self.links = SessionLinks(self)
         pg_catalog.bind_session(self)  # catalog queries of this connection answer for us
+        # The planner's reads from PostgreSQL pools run under this user's source roles.
+        SOURCE_ROLES.set(self.access.source_roles)
 
     # --- provided by the handler classes ------------------------------------------------
 
@@ -67,7 +70,7 @@ class SessionCore(SessionState):
     def plan_settings(self, declared: tuple[str | None, ...] = ()) -> PlanSettings:
         # PostgreSQL searches pg_catalog implicitly. It goes last here rather than first:
         # the planner takes current_schema() from the path's head.
-        path = self.settings.search_path
+        path = self.search_path  # without the sources this user may not see
         if "pg_catalog" not in path:
             path = (*path, "pg_catalog")
         # The zone is part of the plan (zone-dependent expressions stay off the sources)
@@ -78,7 +81,8 @@ class SessionCore(SessionState):
                             database=self.database, version=self.ctx.version_string,
                             declared_param_types=declared, timezone=self.settings.timezone,
                             pre_aggregate=self.settings.values["fedgate.pre_aggregate"] == "on",
-                            functions=CALLABLE_FUNCTIONS)
+                            functions=CALLABLE_FUNCTIONS,
+                            hidden_schemas=self.hidden)
 
     async def prepare(self, sql: str, declared_oids: tuple[int, ...]) -> Prepared:
         if not sql:
@@ -92,6 +96,8 @@ class SessionCore(SessionState):
                 # parameters.
                 inner = await self.plan_query(utility.value, declared)
                 return Prepared(sql, utility, None, self.param_oids(inner, declared_oids))
+            if utility.kind == "signal" and utility.value == "$1":  # its pid: int4 unless declared
+                return Prepared(sql, utility, None, (declared_oids[0] if declared_oids and declared_oids[0] else 23,))
             return Prepared(sql, utility, None, tuple(declared_oids))
         self.check_not_failed(Prepared(sql, None, None, ()))
         plan = await self.plan_query(sql, declared)

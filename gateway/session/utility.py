@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from gateway.session import copy_out
+from gateway.session import copy_out, signals
 from gateway.session import utility_results as util
 from gateway.session.cursors import CursorMixin
 from pgwire.errors import PgError
@@ -41,6 +41,12 @@ class UtilityMixin(CursorMixin):
             return
         if utility.kind in _CURSOR_KINDS:
             await self._cursor_statement(portal, utility, describe)
+            return
+        if utility.kind == "signal":
+            assert utility.name is not None and utility.value is not None
+            pid = signals.target_pid(portal, utility.value)
+            rows = signals.signal(self, utility.name, pid)
+            self._utility_done(portal, util.UtilityResult("SELECT 1", rows), describe)
             return
         route = self.links.route(utility.value) if utility.kind == "explain" and utility.value else None
         as_json = "JSON" in utility.options
@@ -77,6 +83,8 @@ class UtilityMixin(CursorMixin):
         assert prepared.utility is not None
         if prepared.utility.kind == "fetch":
             return await self.fetch_schema(prepared)
+        if prepared.utility.kind == "signal":
+            return signals.result_schema(prepared.utility.name or "")
         return util.result_schema(prepared.utility)
 
     async def _cursor_statement(self, portal: Portal, utility: Utility, describe: bool) -> None:

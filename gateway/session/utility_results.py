@@ -56,9 +56,48 @@ def result_schema(utility: Utility) -> pa.Schema | None:
     return None
 
 
+_NOT_IN_BLOCK = "SET TRANSACTION can only be used in transaction blocks"
+
+
+def _role_refused(statement: str) -> PgError:
+    """SET ROLE would be accepted and ignored: the sources would not run under it."""
+    return PgError(FEATURE_NOT_SUPPORTED, f"{statement} is not supported by fedgate",
+                   detail="Each user's statements run under the role [[users]] source_roles "
+                          "maps for each source; a session cannot change it.")
+
+
+def _read_only_words(value: str) -> str | None:
+    """"on" or "off" when a SET TRANSACTION / CHARACTERISTICS value says READ ONLY/WRITE."""
+    words = value.upper().replace(",", " ").split()
+    for first, second in zip(words, words[1:]):
+        if first == "READ" and second in ("ONLY", "WRITE"):
+            return "on" if second == "ONLY" else "off"
+    return None
+
+
 def run_set(session: SessionCore, utility: Utility) -> UtilityResult:
     assert utility.name is not None and utility.value is not None
     value = utility.value
+    if utility.name == "role":
+        if value.lower() != "none":
+            raise _role_refused("SET ROLE")
+        return UtilityResult("SET")  # SET ROLE NONE: the session's own user, as now
+    if utility.name == "authorization":  # SET SESSION AUTHORIZATION
+        if value.upper() != "DEFAULT":
+            raise _role_refused("SET SESSION AUTHORIZATION")
+        return UtilityResult("SET")
+    if utility.name == "characteristics":  # SET SESSION CHARACTERISTICS AS TRANSACTION ...
+        read_only = _read_only_words(value)
+        if read_only is not None:
+            session.set_setting("default_transaction_read_only", read_only)
+        return UtilityResult("SET")
+    if utility.name in ("transaction", "transaction_read_only"):
+        read_only = _read_only_words(value) if utility.name == "transaction" else value
+        if read_only is not None:
+            if not session.in_block:  # no lasting effect; PostgreSQL warns for the statement form
+                return UtilityResult("SET", notices=[_NOT_IN_BLOCK] if utility.name == "transaction" else [])
+            session.set_setting("transaction_read_only", read_only)
+            return UtilityResult("SET")
     if value.upper() == "DEFAULT":
         session.reset_setting(utility.name)
     else:
@@ -84,7 +123,9 @@ def run_transaction(session: SessionCore, utility: Utility) -> UtilityResult:
     if kind == "begin":
         if session.in_block:
             return UtilityResult("BEGIN", notices=["there is already a transaction in progress"])
-        session.begin_block()
+        # BEGIN READ ONLY / READ WRITE (the session set begin_sql to this statement).
+        read_only = _read_only_words(session.links.begin_sql)
+        session.begin_block(None if read_only is None else read_only == "on")
         return UtilityResult("BEGIN")
     if kind in ("commit", "rollback"):
         if not session.in_block:
@@ -136,6 +177,8 @@ HANDLERS = {
 
 def run_reset(session: SessionCore, utility: Utility) -> UtilityResult:
     name = utility.name or ""
+    if name == "role":  # back to the session's own user, which it never left
+        return UtilityResult("RESET")
     if name != "all" and canonical(name) not in DEFAULTS and session.settings.get(name) is None:
         raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
     session.reset_setting(name)

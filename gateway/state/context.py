@@ -53,16 +53,19 @@ class StatementRouter(Protocol):
 
     read_only: set[str]
 
-    def route(self, sql: str, search_path: tuple[str, ...],
-              in_transaction: bool = False) -> Route | None: ...
+    def route(self, sql: str, search_path: tuple[str, ...], in_transaction: bool = False,
+              hidden: frozenset[str] = frozenset()) -> Route | None: ...
 
 
 class CancelTarget(Protocol):
     """A session as the cancel registry sees it (`gateway.state.session.SessionState`)."""
 
     key: int
+    user: str
 
     def cancel(self, reason: str = "user request") -> None: ...
+
+    def terminate(self) -> None: ...
 
 
 @dataclass

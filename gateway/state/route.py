@@ -22,6 +22,9 @@ class Route:
     copy_in: bool = False    # COPY ... FROM STDIN
     kind: str = "postgres"   # other kinds take writes only (connectors.writes)
     tree: exp.Expression | None = field(default=None, compare=False)  # parsed, for them
+    # The server-administration functions the statement calls (planner.access): relayed
+    # only for a user whose statements run under a role on that source (source_roles).
+    admin_calls: tuple[str, ...] = ()
 
     @property
     def ddl(self) -> bool:

@@ -14,9 +14,10 @@ Sync, Flush, the end of a simple Query, and every few hundred KB of rows (with
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from gateway.state.access import access_for, read_only_refused
 from gateway.state.activity import note_idle
 from gateway.state.context import ServerContext
 from gateway.state.portals import CopyIn, Portal, Prepared
@@ -48,6 +49,9 @@ class SessionState:
         self.pid, self.key = pid, key
         self.user = startup.get("user", "")
         self.database = startup.get("database") or self.user
+        # What this user may see and do ([[users]]); the sources it may not see.
+        self.access = access_for(ctx.config, self.user)
+        self.hidden = self.access.hidden(s.name for s in ctx.config.sources)
         self.settings = SessionSettings.initial(startup, ctx.config.search_path)
         self.startup_keys = set(startup)
         # An engine named by the client (startup or SET) wins over the size-based choice.
@@ -73,6 +77,9 @@ class SessionState:
         self.copy_error: PgError | None = None
         self.relayed: dict[tuple, Prepared] = {}  # relayed statements by Parse message
         self.lane: LaneHandle | None = None  # set by the connection
+        # pg_terminate_backend ended this session; the connection's hook stops its task.
+        self.terminating = False
+        self.terminate_hook: Callable[[], None] | None = None
         self._out: list[bytes] = []
         self._out_bytes = 0
 
@@ -150,6 +157,8 @@ class SessionState:
         canonical = self.settings.set(name, value)
         if canonical == "fedgate.engine":
             self.engine_chosen = True
+        if canonical == "default_transaction_read_only" and not self.in_block:
+            self.settings.values["transaction_read_only"] = self.settings.values[canonical]
         if canonical in REPORTED:
             self.write(encoder.parameter_status(canonical, self.settings.values[canonical]))
 
@@ -159,6 +168,31 @@ class SessionState:
         for changed in self.settings.reset(name, self.initial):
             if changed in REPORTED:
                 self.write(encoder.parameter_status(changed, self.settings.values[changed]))
+        if not self.in_block:
+            values = self.settings.values
+            values["transaction_read_only"] = values["default_transaction_read_only"]
+
+    @property
+    def search_path(self) -> tuple[str, ...]:
+        """The search path as names resolve through it: sources the user may not see are
+        skipped, as PostgreSQL skips schemas without USAGE."""
+        path = self.settings.search_path
+        return tuple(s for s in path if s not in self.hidden) if self.hidden else path
+
+    # --- read-only transactions -----------------------------------------------------------
+
+    @property
+    def writes_refused(self) -> bool:
+        """A write now would be refused: the user is read-only, or the transaction is
+        (BEGIN READ ONLY, SET TRANSACTION READ ONLY, default_transaction_read_only)."""
+        values = self.settings.values
+        name = "transaction_read_only" if self.in_block else "default_transaction_read_only"
+        return self.access.read_only or values[name] == "on"
+
+    def check_writable(self, sql: str) -> None:
+        """25006 when a write (`sql`) is refused now (`writes_refused`)."""
+        if self.writes_refused:
+            raise read_only_refused(sql)
 
     # --- transaction status -------------------------------------------------------------
 
@@ -166,11 +200,17 @@ class SessionState:
     def status(self) -> bytes:
         return b"E" if self.failed else b"T" if self.in_block else b"I"
 
-    def begin_block(self) -> None:
+    def begin_block(self, read_only: bool | None = None) -> None:
+        """A transaction block starts; `read_only` as BEGIN said it (None: the default)."""
         self.in_block, self.failed, self.savepoints = True, False, []
+        values = self.settings.values
+        values["transaction_read_only"] = (values["default_transaction_read_only"]
+                                           if read_only is None else "on" if read_only else "off")
 
     def end_block(self) -> None:
         self.in_block, self.failed, self.savepoints = False, False, []
+        values = self.settings.values
+        values["transaction_read_only"] = values["default_transaction_read_only"]
         self.close_portals(keep_unnamed=False)
 
     def recover_block(self) -> None:
@@ -216,6 +256,12 @@ class SessionState:
             self.running.cancel()
         elif self.lane is not None:
             self.lane.cancel()  # a statement on the express lane: the source cancels it
+
+    def terminate(self) -> None:
+        """pg_terminate_backend: end this session (its connection reports 57P01)."""
+        self.terminating = True
+        if self.terminate_hook is not None:
+            self.terminate_hook()
 
     async def cancellable(self, work: Awaitable[Any]) -> Any:
         """Run `work` in this task, so that a cancel or statement_timeout interrupts it

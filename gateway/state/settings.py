@@ -31,6 +31,8 @@ DEFAULTS: dict[str, str] = {
     "client_encoding": "UTF8",
     "DateStyle": "ISO, MDY",
     "default_transaction_read_only": "off",
+    # The current transaction's (outside a block: the next one's, from the default).
+    "transaction_read_only": "off",
     "in_hot_standby": "off",
     "integer_datetimes": "on",
     "IntervalStyle": "postgres",
@@ -111,6 +113,8 @@ def validate(name: str, value: str) -> str:
     """The value to store for `name`, or a PgError saying why it cannot be set."""
     if name in READ_ONLY:
         raise PgError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
+    if name == "role" and value.lower() != "none":  # e.g. options=-c role=x at startup
+        raise PgError(FEATURE_NOT_SUPPORTED, "SET ROLE is not supported by fedgate")
     if name == "TimeZone":
         return _check_timezone(value)
     if name == "client_encoding":
@@ -138,7 +142,7 @@ def validate(name: str, value: str) -> str:
         if value.lower() not in ("duckdb", "spark"):
             raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb" or "spark"')
         return value.lower()
-    if name in ("default_transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
+    if name in ("default_transaction_read_only", "transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
                 "fedgate.express", "fedgate.parameterize", "fedgate.pre_aggregate"):
         return _check_on_off(name, value)
     return value
@@ -213,6 +217,8 @@ class SessionSettings:
                 name = canonical(key)
                 if name not in READ_ONLY:
                     settings.values[name] = validate(name, value)
+        # The first transaction's read-only flag comes from the default, whatever was sent.
+        settings.values["transaction_read_only"] = settings.values["default_transaction_read_only"]
         return settings
 
     def get(self, name: str) -> str | None:

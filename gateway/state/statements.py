@@ -90,7 +90,8 @@ class Utility:
     """A statement the session answers itself. `kind` names the handler."""
 
     kind: str  # set, reset, show, begin, commit, rollback, savepoint, release,
-    #            rollback_to, discard, deallocate, explain, copy, declare, fetch, move, close
+    #            rollback_to, discard, deallocate, explain, copy, declare, fetch, move, close,
+    #            signal (pg_cancel_backend / pg_terminate_backend: name cancel or terminate)
     name: str | None = None  # GUC, savepoint, statement or cursor name
     value: str | None = None  # SET's value as written (quotes removed), EXPLAIN's and
     #                           DECLARE's query, FETCH's and MOVE's direction
@@ -160,8 +161,19 @@ def _unquote_value(text: str) -> str:
     return ", ".join(items)
 
 
+# `SELECT pg_cancel_backend(123)`, `SELECT pg_terminate_backend($1)`: the gateway's own
+# sessions are signalled (gateway.session.signals). Anything longer goes to the planner.
+_SIGNAL_START = re.compile(r"\s*SELECT\s+(?:pg_catalog\s*\.\s*)?pg_(?:cancel|terminate)_backend\b", re.I)
+_SIGNAL = re.compile(r"SELECT\s+(?:pg_catalog\s*\.\s*)?pg_(cancel|terminate)_backend\s*\(\s*"
+                     r"(\$1|[+-]?\d+)(?:\s*::\s*(?:int[248]?|integer|bigint|smallint))?\s*\)"
+                     rf"(?:\s+(?:AS\s+)?{_IDENT})?", re.I | re.S)
+
+
 def parse_utility(sql: str) -> Utility | None:
     """The session-level statement `sql` is, or None when it goes to the planner."""
+    if _SIGNAL_START.match(sql):
+        found = _SIGNAL.fullmatch(sql.strip().rstrip(";").strip())
+        return Utility("signal", found.group(1).lower(), found.group(2)) if found else None
     if not _UTILITY_WORDS.match(sql):
         return None
     text = sql.strip().rstrip(";").strip()

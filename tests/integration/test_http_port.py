@@ -170,7 +170,11 @@ def test_with_users_the_port_needs_basic_auth_of_a_configured_user(tmp_path: Pat
     http_port = free_port()
     config = (f"[server]\nhttp_port = {http_port}\n"
               f"[[users]]\nname = \"ann\"\npassword = {json.dumps(scram_secret('s3cret'))}\n"
+              f"sources = [\"*\"]\nadmin = true\n"
               f"[[users]]\nname = \"bob\"\npassword = \"plain\"\nauth_method = \"password\"\n"
+              f"sources = [\"*\"]\nadmin = true\n"
+              f"[[users]]\nname = \"carl\"\npassword = \"plain\"\nauth_method = \"password\"\n"
+              f"sources = [\"*\"]\n"
               f'[sources.demo]\nkind = "duckdb"\npath = {json.dumps(str(demo_file()))}\n')
     gateway = start_gateway(config, tmp_path)
     try:
@@ -181,6 +185,7 @@ def test_with_users_the_port_needs_basic_auth_of_a_configured_user(tmp_path: Pat
         assert http_get(base + "/metrics", user="nobody", password="s3cret")[0] == 401
         assert http_get(base + "/metrics", user="ann", password="s3cret")[0] == 200
         assert http_get(base + "/", user="bob", password="plain")[0] == 200
+        assert http_get(base + "/", user="carl", password="plain")[0] == 403  # not an admin
         assert http_get(base + "/healthz")[0] == 200 and http_get(base + "/readyz")[0] == 200
     finally:
         gateway.stop()

@@ -31,10 +31,8 @@ CHALLENGE = Response(401, b"authentication required\n",
 
 
 def is_admin(user: UserConfig) -> bool:
-    """Whether a configured user, authenticated, may use the HTTP port. [[users]] has no
-    admin key yet, so every configured user is an administrator; when the key exists this
-    returns its value."""
-    return True
+    """Whether a configured user, authenticated, may use the HTTP port: `admin = true`."""
+    return user.admin
 
 
 async def authenticate(config: Config, request: Request) -> tuple[str | None, Response | None]:

@@ -9,14 +9,12 @@ source) within `PROBE_TIMEOUT_S`. Probes run every `PROBE_EVERY_S` in the backgr
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gateway.state.context import ServerContext
 
-log = logging.getLogger("fedgate.http")
 PROBE_TIMEOUT_S = 5.0
 PROBE_EVERY_S = 15.0
 FRESH_S = 2.0
@@ -73,9 +71,12 @@ class Health:
         known = self.sources.get(name)
         up = error is None
         since = known.since if known is not None and known.up == up else time.time()
-        if known is not None and known.up != up:
-            log.warning("source %s is %s%s", name, "up" if up else "down",
-                        f" ({error})" if error else "")
+        # The gateway's own health board hears every probe too: it logs each transition
+        # once, and statements needing a down source say so (gateway.state.health).
+        if up:
+            self.ctx.health.mark_up(name)
+        else:
+            self.ctx.health.mark_down(name, error or "")
         self.sources[name] = SourceHealth(up, since, time.monotonic(), error)
 
     async def run_periodically(self) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gateway.config import (Config, ConfigError, DemoConfig, EngineConfig, ServerConfig,
+from gateway.config import (Config, ConfigError, DemoConfig, EngineConfig, ServerConfig, UserConfig,
                             listen_error, load_config, parse_config)
 from gateway.config.schema import DEMO, ENGINE, SERVER, SOURCES, USER
 
@@ -58,13 +58,16 @@ def test_every_declared_key_is_accepted_and_lands_in_the_config() -> None:
         "server": EVERY_SERVER_KEY, "engine": EVERY_ENGINE_KEY,
         "catalog": {"search_path": ["postgres"], "refresh_seconds": 0.5},
         "users": [{"name": "alice", "password": "pw", "sources": ["postgres"],
-                   "auth_method": "password"}],
+                   "auth_method": "password", "read_only": True, "admin": True,
+                   "source_roles": {"postgres": "alice_ro"}}],
         "sources": EVERY_SOURCE_KEY,
     })
     assert config.server == ServerConfig(**EVERY_SERVER_KEY)
     assert config.engine == EngineConfig(**EVERY_ENGINE_KEY)
     assert config.catalog_refresh_s == 0.5
     assert config.users[0].sources == ("postgres",) and config.users[0].auth_method == "password"
+    assert config.users[0].read_only and config.users[0].admin
+    assert config.users[0].source_roles == {"postgres": "alice_ro"}
     for source in config.sources:
         assert {"kind": source.kind, **source.options} == EVERY_SOURCE_KEY[source.kind]
 
@@ -74,7 +77,7 @@ def test_the_declared_keys_are_the_dataclass_fields() -> None:
     assert set(SERVER.keys) == set(ServerConfig.__dataclass_fields__)
     assert set(ENGINE.keys) == set(EngineConfig.__dataclass_fields__)
     assert set(DEMO.keys) == set(DemoConfig.__dataclass_fields__)
-    assert set(USER.keys) == {"name", "password", "sources", "auth_method"}
+    assert set(USER.keys) == set(UserConfig.__dataclass_fields__)
     assert set(SOURCES) == set(EVERY_SOURCE_KEY)
     for kind, keys in EVERY_SOURCE_KEY.items():
         assert set(SOURCES[kind].keys) == set(keys), kind
@@ -102,9 +105,9 @@ def test_an_unknown_key_names_its_section_and_key(section: str) -> None:
 
 
 def test_an_unknown_key_of_a_user_names_the_user() -> None:
-    assert error_of({"users": [{"name": "alice", "pasword": "x"}]}) == (
+    assert error_of({"users": [{"name": "alice", "sources": ["*"], "pasword": "x"}]}) == (
         'unknown key pasword in [[users]] "alice" (did you mean password?)')
-    assert error_of({"users": [{"name": "a"}, {"nme": "b"}]}).startswith(
+    assert error_of({"users": [{"name": "a", "sources": ["*"]}, {"nme": "b"}]}).startswith(
         "unknown key nme in [[users]] #2")
 
 
@@ -190,7 +193,7 @@ def test_an_open_http_port_is_loopback_only() -> None:
     assert error_of({"server": {"http_port": 9187, "http_host": "0.0.0.0"}}) == (
         "[server] http_host 0.0.0.0: without [[users]] the HTTP port is open to anyone, "
         "so it may listen on loopback only")
-    users = [{"name": "ann", "password": "pw"}]
+    users = [{"name": "ann", "password": "pw", "sources": ["*"], "admin": True}]
     assert parse_config({"server": {"http_port": 9187, "http_host": "0.0.0.0"},
                          "users": users}).server.http_bind_host == "0.0.0.0"
 
@@ -254,7 +257,7 @@ def test_every_source_kind_takes_required() -> None:
     ({"catalog": {"refresh_seconds": -1}},
      "[catalog] refresh_seconds must be a number >= 0, not -1"),
     ({"demo": {"scale": 0}}, "[demo] scale must be a number > 0, not 0"),
-    ({"users": [{"name": "a", "password": 1234}]},
+    ({"users": [{"name": "a", "sources": ["*"], "password": 1234}]},
      '[[users]] "a" password must be a string, not 1234'),
     ({"users": [{"name": "a", "sources": "x"}]},
      '[[users]] "a" sources must be an array of strings, not the string "x"'),
@@ -293,7 +296,16 @@ def test_a_wrong_value_names_its_key(data: dict[str, Any], expected: str) -> Non
     ({"engine": {"spark_master": "local[1]", "spark_remote": "sc://h:15002"}},
      "[engine] spark_master and spark_remote: set one, not both (spark_remote, Spark Connect, "
      "would win)"),
-    ({"users": [{"name": "a"}, {"name": "a"}]}, '[[users]] "a" appears twice in [[users]]'),
+    ({"users": [{"name": "a", "sources": ["*"]}, {"name": "a", "sources": ["*"]}]},
+     '[[users]] "a" appears twice in [[users]]'),
+    ({"users": [{"name": "a", "password": "x"}]}, '[[users]] "a" needs sources'),
+    ({"users": [{"name": "a", "sources": ["wh"]}]},
+     "[[users]] \"a\" sources names 'wh', which is not a source (the sources: demo)"),
+    ({"users": [{"name": "a", "sources": ["*", "demo"]}]},
+     '[[users]] "a" sources: "*" means every source; list nothing else with it'),
+    ({"users": [{"name": "a", "sources": ["*"], "source_roles": {"demo": "r"}}]},
+     "[[users]] \"a\" source_roles: 'demo' is a duckdb source; a role can be set on "
+     "postgres sources only"),
     ({"catalog": {"search_path": ["wh"]}, "sources": {"x": {"kind": "duckdb", "path": "p"}}},
      "[catalog] search_path names 'wh', which is not a source (the sources: x)"),
     ({"server": {"host": "0.0.0.0"}},
@@ -384,6 +396,7 @@ def test_the_shipped_example_parses_as_shipped_and_with_its_sources_uncommented(
     data = tomllib.loads(text)
     del data["demo"]
     data["catalog"]["search_path"] = ["pg"]
+    data["users"][0]["sources"] = ["pg"]
     kinds = {s.name: s.kind for s in parse_config(data).sources}
     assert kinds == {"wh": "duckdb", "pg": "postgres", "shop": "mysql", "lite": "sqlite",
                      "files": "parquet"}

@@ -1,0 +1,24 @@
+"""The PostgreSQL role a session's reads run under, per source (`[[users]] source_roles`).
+
+The gateway's pooled connections log in as the source's configured user; a user mapped
+to a role on a source has the planner's reads from that pool run under `SET LOCAL ROLE`
+inside the read's own transaction, so the role ends with the transaction and a pooled
+connection never carries one user's role to the next. A context variable, as the
+session's time zone (`connectors.time_zone`): asyncio copies it into the session's
+tasks, and the Source contract stays as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextvars import ContextVar
+
+from sqlglot import exp
+
+SOURCE_ROLES: ContextVar[Mapping[str, str]] = ContextVar("fedgate_source_roles", default={})
+
+
+def set_role_sql(role: str, *, local: bool) -> str:
+    """`SET [LOCAL] ROLE "role"`, the name quoted as an identifier."""
+    quoted = exp.to_identifier(role, quoted=True).sql(dialect="postgres")
+    return f"SET {'LOCAL ' if local else ''}ROLE {quoted}"
