@@ -284,10 +284,8 @@ def _by_name(key: exp.Ordered, names: list[str]) -> exp.Ordered:
 
 def _output_names(tree: exp.Expression) -> list[str]:
     select = tree
-    while isinstance(select, exp.SetOperation):
-        select = select.left
-    if isinstance(select, exp.Subquery):
-        select = select.this
+    while isinstance(select, (exp.SetOperation, exp.Subquery)):
+        select = select.this  # the leftmost branch names the columns, parenthesised or not
     if isinstance(select, exp.Select):
         return [e.alias_or_name for e in select.expressions]
     return []

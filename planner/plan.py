@@ -68,8 +68,9 @@ def _name_outputs(tree: exp.Expression, sql: str) -> tuple[str, ...] | None:
     rename duplicates (`a`, `a_1`) where PostgreSQL keeps `a` twice.
     """
     select = tree
-    while isinstance(select, exp.SetOperation):
-        select = select.this  # PostgreSQL takes the names from the leftmost branch
+    while isinstance(select, (exp.SetOperation, exp.Subquery)):
+        # PostgreSQL takes the names from the leftmost branch, parenthesised or not.
+        select = select.this
     if not isinstance(select, exp.Select):
         return None
     names: list[str] | None = []
