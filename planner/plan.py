@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
-from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -38,6 +37,7 @@ from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.function_check import check_functions
+from planner.integer_division import annotate_postgres
 from planner.params import cast_parameters, infer_param_types, parameters
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
@@ -146,7 +146,7 @@ def _annotate(tree: exp.Expression, catalog: CatalogSnapshot, typed: bool = True
                             identify=False)
     except OptimizeError as exc:  # e.g. a column no table in scope has
         raise PgError(UNDEFINED_COLUMN, str(exc).split("\n")[0]) from exc
-    return annotate_types(qualified, schema=catalog.sqlglot_schema) if typed else qualified
+    return annotate_postgres(qualified, schema=catalog.sqlglot_schema) if typed else qualified
 
 
 def _describe_tree(tree: exp.Expression) -> exp.Expression:
@@ -274,7 +274,7 @@ def _render_residual(residual: exp.Expression,
     fragments' column types (named as DuckDB names them, planner.fragment_types); only a
     query that runs there pays for it."""
     schema = MappingSchema(frag_types(), dialect="duckdb", normalize=False)
-    return dialect.to_sql(annotate_types(residual.copy(), schema=schema))
+    return dialect.to_sql(annotate_postgres(residual.copy(), schema=schema))
 
 
 # Textbook selectivity of one pushed filter conjunct when the source gives no statistics.

@@ -54,7 +54,9 @@ def _postgres_division(node: exp.Expression) -> exp.Expression:
         return node
     left, right = node.this, node.expression
     if is_integer(left.type) and is_integer(right.type):
-        return exp.IntDiv(this=left, expression=right)
+        truncating = exp.IntDiv(this=left, expression=right)
+        truncating.type = node.type  # a division around this one reads it: 7 / 2 / 2 is 1
+        return truncating
     if isinstance(right, exp.Literal) and not right.is_string and right.to_py() != 0:
         return exp.Div(this=left, expression=right, typed=False)
     return exp.Div(this=left, expression=_guard_divisor(right), typed=False)
@@ -222,6 +224,38 @@ def _synonym(node: exp.Expression) -> exp.Expression:
     return node
 
 
+# Operands that raise for some inputs (a zero divisor, text that is not a number).
+_RAISING = (exp.Div, exp.IntDiv, exp.Mod, exp.Cast)
+
+
+def _widens(cast: exp.Cast) -> bool:
+    """A cast to a 38-digit decimal or a double of an operand not known to be text, which
+    is how the planner widens a sum's argument; it raises for no number."""
+    operand = cast.this.type
+    wide = cast.to.this == exp.DataType.Type.DOUBLE or (
+        cast.to.this == exp.DataType.Type.DECIMAL and cast.to.expressions
+        and cast.to.expressions[0].name == "38")
+    return bool(wide) and (operand is None or operand.this not in exp.DataType.TEXT_TYPES)
+
+
+def _filter_first(node: exp.Expression) -> exp.Expression:
+    """`agg(x / y) FILTER (WHERE c)`: PostgreSQL evaluates the argument only for the rows c
+    keeps, DuckDB for every row, so a zero divisor c excludes raised. Each divisor and
+    each cast operand inside the aggregate becomes `CASE WHEN c THEN operand END`: NULL,
+    so harmless, on the rows the FILTER drops anyway."""
+    if not isinstance(node, exp.Filter) or not isinstance(node.expression, exp.Where):
+        return node
+    condition = node.expression.this
+    for risky in list(node.this.find_all(*_RAISING)):
+        if isinstance(risky, exp.Cast) and _widens(risky):
+            continue
+        operand = "this" if isinstance(risky, exp.Cast) else "expression"
+        value = risky.args.get(operand)
+        if value is not None:
+            risky.set(operand, exp.Case(ifs=[exp.If(this=condition.copy(), true=value)]))
+    return node
+
+
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
     calls = {str(call.this).lower() for call in tree.find_all(exp.Anonymous)}
@@ -231,6 +265,8 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = tree.transform(_pg_format)
     if needs_types(tree):
         tree = rewrite_bottom_up(tree, _postgres_semantics)
+    if tree.find(exp.Filter) is not None:
+        tree = tree.transform(_filter_first)
     if tree.find(exp.Like, exp.ILike) is not None:
         tree = tree.transform(_like_escape)
     if EXACT_AVERAGE.lower() in calls:  # last: the written-out averages make a large tree to walk
