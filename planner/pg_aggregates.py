@@ -33,7 +33,7 @@ copy: the values are equal, the number of digits shown differs.
 Only the outputs of a scope are rewritten (select-list items), not conditions: a HAVING
 or WHERE compares the same values whatever their type.
 
-The residual gets this from planner.integer_division import annotate_postgres
+The residual gets this from planner.pg_annotate import annotate_postgres
 from planner.unparse. A query shipped whole to a source that runs
 in DuckDB (a DuckDB file, Parquet/CSV files: the embedded demo among them) never reaches
 the engine, so the planner applies `pg_typed_query` to it: every SELECT of the tree,
@@ -52,7 +52,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import Schema
 
 from connectors.base import EXACT_AVERAGE
-from planner.integer_division import annotate_postgres
+from planner.pg_annotate import annotate_postgres
 
 T = exp.DataType.Type
 

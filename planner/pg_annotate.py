@@ -1,9 +1,10 @@
-"""sqlglot's type annotation with PostgreSQL's type for integer / integer.
+"""sqlglot's type annotation, with PostgreSQL's types where sqlglot's differ.
 
 PostgreSQL divides two integers in the wider operand's type (int4 / int4 is int4, and
-truncates); sqlglot annotates the quotient as BIGINT. Types decide what the planner
-writes for the engine: `sum(a / b)` over int4 columns was summed as numeric where
-PostgreSQL answers int8, and `a / 2 / b` divided the truncated quotient as a double.
+truncates); sqlglot annotates the quotient as BIGINT. length(), strpos() and grouping()
+are int4 in PostgreSQL, BIGINT to sqlglot. Types decide what the planner writes for the
+engine: `sum(a / b)` over int4 columns was summed as numeric where PostgreSQL answers
+int8, and `a / 2 / b` divided the truncated quotient as a double.
 """
 
 from __future__ import annotations
@@ -15,12 +16,22 @@ from sqlglot.optimizer.annotate_types import annotate_types
 
 T = exp.DataType.Type
 _INTEGER_WIDTH = {T.TINYINT: 0, T.SMALLINT: 1, T.INT: 2, T.BIGINT: 3}
+_INT4_RESULTS = (exp.Length, exp.StrPosition, exp.Grouping)
 
 
 def annotate_postgres(tree: exp.Expression, **options: Any) -> exp.Expression:
-    """`annotate_types(tree, **options)`, then every division of two integers retyped to
-    its wider operand's type, and the nodes above it annotated again."""
+    """`annotate_types(tree, **options)`, then the int4 calls and every division of two
+    integers (to its wider operand's type) retyped, and the nodes above them annotated
+    again."""
     tree = annotate_types(tree, **options)
+    int4_calls = [call for call in tree.find_all(*_INT4_RESULTS)
+                  if call.type is None or call.type.this != T.INT]
+    for call in int4_calls:
+        call.type = exp.DataType.build("INT")
+        for ancestor in _ancestors(call, tree):
+            ancestor.type = None
+    if int4_calls:
+        tree = annotate_types(tree, **{**options, "overwrite_types": False})
     for _ in range(len(list(tree.find_all(exp.Div)))):  # a nested division retypes its parents
         retyped = False
         for division in tree.find_all(exp.Div):

@@ -37,7 +37,7 @@ from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.function_check import check_functions
-from planner.integer_division import annotate_postgres
+from planner.pg_annotate import annotate_postgres
 from planner.params import cast_parameters, infer_param_types, parameters
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query

@@ -12,7 +12,8 @@ rewrites here close the gaps we know of (DESIGN.md §4):
   DuckDB's decimals stop at 38 digits).
 These need operand types, so they expect a type-annotated tree, and run children before
 parents: a cast inside a division is made exact too (sqlglot's `transform` does not descend
-into a node it replaced). One more needs none:
+into a node it replaced); so do the function rewrites of `duckdb_functions`. One more
+needs none:
 - `LIKE` has no default escape in DuckDB while PostgreSQL's is `\`, so every LIKE/ILIKE
   without an ESCAPE clause gets `ESCAPE '\'` spelled out.
 """
@@ -26,6 +27,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
+from connectors.dialects import duckdb_functions as functions
 from connectors.base import (EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
@@ -69,7 +71,7 @@ def is_bare_decimal(datatype: exp.DataType) -> bool:
 def needs_types(tree: exp.Expression) -> bool:
     """Whether rendering `tree` depends on operand types (see the module docstring)."""
     return tree.find(exp.Div) is not None or any(
-        is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast))
+        is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast)) or functions.needs_rewrite(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -99,7 +101,7 @@ def exact_numeric(node: exp.Expression) -> exp.Expression:
 
 
 def _postgres_semantics(node: exp.Expression) -> exp.Expression:
-    return exact_numeric(_postgres_division(node))
+    return exact_numeric(_postgres_division(functions.postgres_function(node)))
 
 
 def rewrite_bottom_up(tree: exp.Expression,
@@ -258,6 +260,7 @@ def _filter_first(node: exp.Expression) -> exp.Expression:
 
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
+    functions.refuse_unfaithful(tree)
     calls = {str(call.this).lower() for call in tree.find_all(exp.Anonymous)}
     if calls & _SYNONYMS.keys():
         tree = tree.transform(_synonym)
