@@ -53,7 +53,14 @@ def test_set_rejects(name: str, value: str, sqlstate: str) -> None:
     ("select * from nope", "42P01", 'relation "nope" does not exist'),
     ("select nope from (select 1 a) t", "42703", 'column "nope" does not exist'),
     ("selec 1", "42601", None),
-    ("select 'x'::int", "22P02", None),
+    ("select 'x'::int", "22P02", 'invalid input syntax for type integer: "x"'),
+    ("select 'x'::double", "22P02", 'invalid input syntax for type double precision: "x"'),
+    ("select 'x'::decimal(10,2)", "22P02", 'invalid input syntax for type numeric: "x"'),
+    ("select 'x'::date", "22P02", 'invalid input syntax for type date: "x"'),
+    ("select '99999999999'::int", "22003", 'value "99999999999" is out of range for type integer'),
+    ("select a from (select 1 a) x, (select 2 a) y", "42702", 'column reference "a" is ambiguous'),
+    ("select lenght('a')", "0A000",
+     "function lenght() is not supported by fedgate outside PostgreSQL sources"),
 ])
 def test_duckdb_errors_map_to_sqlstates(sql: str, sqlstate: str, message: str | None) -> None:
     con = duckdb.connect()
