@@ -45,7 +45,8 @@ def _refuse(what: str) -> PgError:
 
 def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
-    return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, *_INT4_RESULTS) is not None \
+    return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
+                     *_INT4_RESULTS) is not None \
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
 
 
@@ -71,9 +72,38 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Cast) and _is_bytea(node.to) and \
             isinstance(node.this, (exp.Literal, exp.ByteString)):
         return _bytea_literal(node)
+    if isinstance(node, exp.ExplodingGenerateSeries) and _int4_series(node):
+        return _int4_series_values(node)
     if isinstance(node, _INT4_RESULTS) and not isinstance(node.parent, exp.Cast):
         return exp.Cast(this=node.copy(), to=exp.DataType.build("INT"))
     return node
+
+
+def _is_int4(value: exp.Expression) -> bool:
+    number = value.this if isinstance(value, exp.Neg) else value
+    if isinstance(number, exp.Literal) and not number.is_string:  # sqlglot types any as INT
+        return number.this.isdigit() and int(number.this) < 2**31
+    return value.type is not None and value.type.this in _SMALL_INTEGERS
+
+
+def _int4_series(node: exp.ExplodingGenerateSeries) -> bool:
+    """generate_series over int4 arguments, whose values PostgreSQL types int4."""
+    bounds = [node.args.get(name) for name in ("start", "end", "step")]
+    return all(_is_int4(bound) for bound in bounds if bound is not None)
+
+
+def _int4_series_values(node: exp.ExplodingGenerateSeries) -> exp.Expression:
+    """DuckDB's generate_series is BIGINT: in a select list its values are cast; as a
+    FROM item it becomes a derived table of the cast values, under the same alias."""
+    table = node.parent
+    if not isinstance(table, exp.Table):
+        return exp.Cast(this=node.copy(), to=exp.DataType.build("INT"))
+    series = exp.Table(this=node.copy())
+    values = exp.select(exp.alias_(exp.Cast(this=exp.column("generate_series"),
+                                            to=exp.DataType.build("INT")), "generate_series"))
+    derived = exp.Subquery(this=values.from_(series), alias=table.args.get("alias"))
+    table.replace(derived)
+    return node  # detached with its table: the walk's replace of it changes nothing
 
 
 def _is_bytea(datatype: exp.DataType) -> bool:
