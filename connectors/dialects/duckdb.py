@@ -51,10 +51,21 @@ def _guard_divisor(divisor: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=zero, true=fail)], default=divisor.copy())
 
 
+def _beyond_bigint(value: exp.Expression) -> bool:
+    number = value.this if isinstance(value, exp.Neg) else value
+    return isinstance(number, exp.Literal) and not number.is_string and number.this.isdigit() \
+        and int(number.this) >= 2**63
+
+
 def _postgres_division(node: exp.Expression) -> exp.Expression:
     if not isinstance(node, exp.Div):
         return node
     left, right = node.this, node.expression
+    if any(_beyond_bigint(side) for side in (left, right)):
+        # PostgreSQL reads such a literal as numeric and divides at a scale chosen per
+        # value; sqlglot calls it an integer, and DuckDB would truncate the quotient.
+        raise PgError(FEATURE_NOT_SUPPORTED, "division of an integer literal beyond bigint is "
+                      "not supported by fedgate outside PostgreSQL sources")
     if is_integer(left.type) and is_integer(right.type):
         truncating = exp.IntDiv(this=left, expression=right)
         truncating.type = node.type  # a division around this one reads it: 7 / 2 / 2 is 1
