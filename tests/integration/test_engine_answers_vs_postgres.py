@@ -65,10 +65,18 @@ CONSTANTS = {
 TABLE_STATEMENTS = {
     "aggregate_of_correlated_subquery":
         "SELECT max((SELECT i.i_item_sk FROM item i WHERE i.i_item_sk = t.ten)) FROM t",
+    "aggregate_of_self_correlated_subquery":
+        "SELECT max((SELECT t2.name FROM t t2 WHERE t2.col = t.ten)), count(*) FROM t",
+    "sum_of_correlated_subquery_with_group":
+        "SELECT ten % 2 AS parity, sum((SELECT count(*) FROM store_sales s WHERE s.ss_item_sk = t.ten)) "
+        "FROM t GROUP BY ten % 2 ORDER BY 1",
     "filter_before_division": "SELECT sum(1/ten) FILTER (WHERE ten > 0) FROM t",
     "order_by_input_and_alias":
         "SELECT ss_item_sk, ss_quantity q FROM store_sales, item WHERE i_item_sk = ss_item_sk "
         "ORDER BY ss_ticket_number, q",
+    "order_by_input_and_alias_with_limit":
+        "SELECT ss_item_sk, ss_quantity q FROM store_sales, item WHERE i_item_sk = ss_item_sk "
+        "ORDER BY ss_ticket_number, q LIMIT 5",
     "order_by_alias_and_input":
         "SELECT ss_item_sk AS k, ss_quantity FROM store_sales, item WHERE i_item_sk = ss_item_sk "
         "ORDER BY k, ss_ticket_number DESC, ss_quantity",
