@@ -2,7 +2,7 @@
 
 PostgreSQL divides two integers in the wider operand's type (int4 / int4 is int4, and
 truncates); sqlglot annotates the quotient as BIGINT. length(), strpos() and grouping()
-are int4 in PostgreSQL, BIGINT to sqlglot. Types decide what the planner writes for the
+are int4 in PostgreSQL, BIGINT to sqlglot; extract() of a whole-number field is numeric. Types decide what the planner writes for the
 engine: `sum(a / b)` over int4 columns was summed as numeric where PostgreSQL answers
 int8, and `a / 2 / b` divided the truncated quotient as a double.
 """
@@ -17,6 +17,9 @@ from sqlglot.optimizer.annotate_types import annotate_types
 T = exp.DataType.Type
 _INTEGER_WIDTH = {T.TINYINT: 0, T.SMALLINT: 1, T.INT: 2, T.BIGINT: 3}
 _INT4_RESULTS = (exp.Length, exp.StrPosition, exp.Grouping)
+# extract() fields whose value is a whole number: PostgreSQL's numeric at scale 0.
+WHOLE_FIELDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "QUARTER", "DOW", "DOY", "WEEK",
+                          "ISOYEAR", "ISODOW", "DECADE", "CENTURY", "MILLENNIUM"})
 
 
 def annotate_postgres(tree: exp.Expression, **options: Any) -> exp.Expression:
@@ -26,11 +29,16 @@ def annotate_postgres(tree: exp.Expression, **options: Any) -> exp.Expression:
     tree = annotate_types(tree, **options)
     int4_calls = [call for call in tree.find_all(*_INT4_RESULTS)
                   if call.type is None or call.type.this != T.INT]
+    whole_extracts = [call for call in tree.find_all(exp.Extract)
+                      if call.this.name.upper() in WHOLE_FIELDS]
     for call in int4_calls:
         call.type = exp.DataType.build("INT")
+    for call in whole_extracts:
+        call.type = exp.DataType.build("DECIMAL(38, 0)")
+    for call in int4_calls + whole_extracts:
         for ancestor in _ancestors(call, tree):
             ancestor.type = None
-    if int4_calls:
+    if int4_calls or whole_extracts:
         tree = annotate_types(tree, **{**options, "overwrite_types": False})
     for _ in range(len(list(tree.find_all(exp.Div)))):  # a nested division retypes its parents
         retyped = False

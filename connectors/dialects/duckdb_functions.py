@@ -12,7 +12,8 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
 - `'\\xDEADBEEF'::bytea`: PostgreSQL reads its hex and escape input formats, DuckDB only
   `\\xHH` escapes inside text, so the literal is decoded here and written as hex;
 - `length`, `strpos`, `grouping()`, `generate_series(int, int)`: int4 in PostgreSQL,
-  BIGINT in DuckDB;
+  BIGINT in DuckDB; `extract(year from d)` and the other whole-number fields: numeric in
+  PostgreSQL, BIGINT in DuckDB;
 - sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
   sha256) and regexp_matches (a boolean in DuckDB, a set of text[] in PostgreSQL):
   refused.
@@ -36,6 +37,10 @@ _REFUSED_CALLS = {"sha224", "regexp_matches"}
 # DuckDB's BIGINT results that PostgreSQL types int4.
 _INT4_RESULTS = (exp.Length, exp.StrPosition, exp.Grouping)
 _SMALL_INTEGERS = {T.TINYINT, T.SMALLINT, T.INT}
+# extract() fields whose value is a whole number (PostgreSQL: numeric, DuckDB: BIGINT);
+# the planner types them so too (planner.pg_annotate.WHOLE_FIELDS).
+_WHOLE_FIELDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "QUARTER", "DOW", "DOY",
+                           "WEEK", "ISOYEAR", "ISODOW", "DECADE", "CENTURY", "MILLENNIUM"})
 
 
 def _refuse(what: str) -> PgError:
@@ -46,7 +51,7 @@ def _refuse(what: str) -> PgError:
 def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
     return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
-                     *_INT4_RESULTS) is not None \
+                     exp.Extract, *_INT4_RESULTS) is not None \
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
 
 
@@ -74,6 +79,8 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
         return _bytea_literal(node)
     if isinstance(node, exp.ExplodingGenerateSeries) and _int4_series(node):
         return _int4_series_values(node)
+    if isinstance(node, exp.Extract) and node.this.name.upper() in _WHOLE_FIELDS:
+        return exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL(38, 0)"))
     if isinstance(node, _INT4_RESULTS) and not isinstance(node.parent, exp.Cast):
         return exp.Cast(this=node.copy(), to=exp.DataType.build("INT"))
     return node

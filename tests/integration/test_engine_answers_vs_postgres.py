@@ -56,6 +56,8 @@ CONSTANTS = {
     "bytea_escape": r"SELECT E'\\xDeAdBeEf'::bytea, '\xDeAdBeEf'::bytea",
     "folded_aliases": "SELECT 1 AS Call_Center, 2 AS SEGMENT, 3 AS \"Quoted\", 4 AS MiXed",
     "int4_functions": "SELECT length('abc'), strpos('abc', 'b'), char_length('ab'), length('ab') + 1",
+    "extract_numeric": "SELECT extract(year FROM DATE '2024-03-05'), extract(dow FROM DATE '2024-03-05'), "
+                       "extract(hour FROM TIMESTAMP '2024-03-05 10:11:12')",
     "generate_series": "SELECT * FROM generate_series(1, 3)",
     "generate_series_column": "SELECT generate_series(1, 3)",
     "cast_names": "SELECT 1::int8, CAST(2 AS text), '3'::numeric, 4::int4::int2",
