@@ -134,7 +134,8 @@ _REWORDINGS: dict[str, tuple[re.Pattern[str], str]] = {
 # DuckDB's names of the types a cast from text fails to, as PostgreSQL names them.
 _CAST_TARGETS = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint", "DOUBLE":
                  "double precision", "FLOAT": "real", "BOOL": "boolean"}
-_FAILED_CAST = re.compile(r"""^Could not convert string (['"])(.*)\1 to (\w+)(\(\d+,\d+\))?$""")
+_FAILED_CAST = re.compile(r"""^Could not convert string (['"])(.*)\1 to (\w+)(\(\d+,\d+\))?"""
+                          r"""(?: when casting from source column \w+)?$""")
 # (timestamp is not: DuckDB words a timestamptz's failure the same, PostgreSQL not)
 _FAILED_DATETIME = re.compile(r'^invalid (date) field format: "(.*)", expected format')
 _INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")

@@ -94,6 +94,8 @@ TABLE_STATEMENTS = {
 # Errors the engine meets: PostgreSQL's SQLSTATE and message.
 ERRORS = {
     "invalid_integer": "SELECT 'abc'::int",
+    "integer_out_of_range": "SELECT '99999999999'::int",
+    "invalid_integer_in_a_column": "SELECT name::int FROM t WHERE col = 3",
     "ambiguous_column": "SELECT ten FROM t a, t b",
 }
 

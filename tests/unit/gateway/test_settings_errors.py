@@ -85,5 +85,7 @@ def test_errors_raised_while_a_result_streams_keep_their_sqlstate() -> None:
     err = from_exception(OSError(message))
     assert (err.sqlstate, err.message) == ("22012", "division by zero")
     err = from_exception(OSError("Could not convert string 'x' to INT32"))
-    assert err.sqlstate == "22P02"
+    assert (err.sqlstate, err.message) == ("22P02", 'invalid input syntax for type integer: "x"')
+    err = from_exception(OSError("Could not convert string 'n3' to INT32 when casting from source column name"))
+    assert (err.sqlstate, err.message) == ("22P02", 'invalid input syntax for type integer: "n3"')
     assert from_exception(OSError("No such file or directory")).sqlstate == "XX000"
