@@ -133,6 +133,45 @@ _REWORDINGS: dict[str, tuple[re.Pattern[str], str]] = {
 }
 
 
+# DuckDB's names of the types a cast from text fails to, as PostgreSQL names them.
+_CAST_TARGETS = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint", "DOUBLE":
+                 "double precision", "FLOAT": "real", "BOOL": "boolean"}
+_FAILED_CAST = re.compile(r"""^Could not convert string (['"])(.*)\1 to (\w+)(\(\d+,\d+\))?"""
+                          r"""(?: when casting from source column \w+)?$""")
+# (timestamp is not: DuckDB words a timestamptz's failure the same, PostgreSQL not)
+_FAILED_DATETIME = re.compile(r'^invalid (date) field format: "(.*)", expected format')
+_INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
+_AMBIGUOUS = re.compile(r'^Ambiguous reference to column name "([^"]+)"')
+_NO_SUCH_FUNCTION = re.compile(r"^Scalar Function with name (\S+?) does not exist")
+
+
+def _postgres_words(code: str, message: str) -> PgError | None:
+    """DuckDB's error as PostgreSQL reports the same failure, when we know its words."""
+    failed = _FAILED_CAST.match(message)
+    if code == INVALID_TEXT_REPRESENTATION and failed is not None:
+        value, target, precision = failed.group(2), failed.group(3), failed.group(4)
+        type_name = "numeric" if target == "DECIMAL" and precision else _CAST_TARGETS.get(target)
+        if type_name is None:
+            return None
+        if type_name in ("smallint", "integer", "bigint") and _INTEGER_TEXT.match(value):
+            return PgError(NUMERIC_VALUE_OUT_OF_RANGE,
+                           f'value "{value}" is out of range for type {type_name}')
+        return PgError(code, f'invalid input syntax for type {type_name}: "{value}"')
+    failed = _FAILED_DATETIME.match(message)
+    if code == INVALID_TEXT_REPRESENTATION and failed is not None:
+        return PgError(code, f'invalid input syntax for type {failed.group(1)}: "{failed.group(2)}"')
+    ambiguous = _AMBIGUOUS.match(message)
+    if code == AMBIGUOUS_COLUMN and ambiguous is not None:
+        return PgError(code, f'column reference "{ambiguous.group(1)}" is ambiguous')
+    missing = _NO_SUCH_FUNCTION.match(message)
+    if code == UNDEFINED_FUNCTION and missing is not None:
+        # The planner lets through only functions PostgreSQL has (planner.function_check):
+        # one DuckDB lacks is one PostgreSQL would have answered, so it is refused.
+        return PgError(FEATURE_NOT_SUPPORTED, f"function {missing.group(1)}() is not supported "
+                       "by fedgate outside PostgreSQL sources")
+    return None
+
+
 def _reword(code: str, message: str) -> str:
     rule = _REWORDINGS.get(code)
     if rule is None:
@@ -158,6 +197,9 @@ def from_exception(exc: BaseException) -> PgError:
                 # DuckDB's advice (TRY, a setting) does not apply through the gateway, and
                 # its LINE pointer points into the SQL we generated, not the client's.
                 rest = ""
+            postgres = _postgres_words(code, first_line)
+            if postgres is not None:
+                return postgres  # DuckDB's LINE pointer and "Did you mean" do not apply
             hint = rest if rest.startswith("Candidate") or rest.startswith("Did you mean") else None
             return PgError(code, _reword(code, first_line), detail=None if hint else rest or None,
                            hint=hint)

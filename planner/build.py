@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from connectors.base import volatile_reason
 from planner.catalog import CatalogSnapshot
 from planner.conjuncts import conjunction, split_conjuncts
 from planner.logical import (Aggregate, Distinct, Filter, Join, Limit, Node, OneRow, Opaque, Project,
@@ -140,7 +141,7 @@ class Builder:
         if keys and not sort_above:
             if aggregated or select.args.get("distinct") is not None:
                 raise Unmodelled("ORDER BY on a column the query does not output")
-            plan = Sort(plan, keys)
+            plan = Sort(plan, tuple(_below_outputs(k, exprs) for k in keys))
         if aggregated:
             plan = Aggregate(plan, tuple(group.expressions) if group is not None else (), exprs,
                              having.this if having is not None else None)
@@ -270,6 +271,29 @@ def _refers_to_outputs(key: exp.Ordered, outputs: set[str]) -> bool:
         (isinstance(key.this, exp.Literal) and not key.this.is_string)
 
 
+def _below_outputs(key: exp.Ordered, exprs: tuple[exp.Alias, ...]) -> exp.Ordered:
+    """A key of a sort placed below the select list (ORDER BY mixes input columns and
+    outputs): a bare output name or position becomes the output's expression, since the
+    name means nothing there (`ORDER BY ss_ticket_number, q` with `ss_quantity q`).
+    PostgreSQL reads a bare ORDER BY name as an output column first."""
+    target: exp.Expression | None = None
+    if isinstance(key.this, exp.Literal) and not key.this.is_string:
+        position = int(key.this.this)
+        if not 1 <= position <= len(exprs):
+            raise PgError("42P10", f"ORDER BY position {position} is not in select list")
+        target = exprs[position - 1].this
+    elif isinstance(key.this, exp.Column) and not key.this.table:
+        target = next((e.this for e in exprs if e.alias == key.this.name), None)
+    if target is None:
+        return key
+    if target.find(exp.Window) is not None or volatile_reason(target) is not None:
+        # evaluated again below the select list, it would not be the value output
+        raise Unmodelled("ORDER BY mixes input columns with a window or volatile output")
+    ordered = key.copy()
+    ordered.set("this", target.copy())
+    return ordered
+
+
 def _by_name(key: exp.Ordered, names: list[str]) -> exp.Ordered:
     """`ORDER BY 2` -> `ORDER BY <name of output 2>`, so the key survives plan rewrites."""
     if isinstance(key.this, exp.Literal) and not key.this.is_string:
@@ -284,10 +308,8 @@ def _by_name(key: exp.Ordered, names: list[str]) -> exp.Ordered:
 
 def _output_names(tree: exp.Expression) -> list[str]:
     select = tree
-    while isinstance(select, exp.SetOperation):
-        select = select.left
-    if isinstance(select, exp.Subquery):
-        select = select.this
+    while isinstance(select, (exp.SetOperation, exp.Subquery)):
+        select = select.this  # the leftmost branch names the columns, parenthesised or not
     if isinstance(select, exp.Select):
         return [e.alias_or_name for e in select.expressions]
     return []

@@ -88,6 +88,8 @@ def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
         return None if isinstance(node.this, exp.Star) else node.name
     if isinstance(node, exp.Paren):
         return _strong_name(node.this, sql)
+    if isinstance(node, exp.Cast) and _written_name(node, sql) is None:
+        return _strong_name(node.this, sql)  # 4::int4::int2 is named by its last type
     if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
         first = node.this.expressions[0] if node.this.expressions else None
         return figure_colname(first, sql) if first is not None else None
@@ -115,6 +117,9 @@ def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
 def figure_colname(node: exp.Expression, sql: str | None = None) -> str:
     """The output name of select-list item `node`; `sql` is the text it was parsed from."""
     if isinstance(node, exp.Alias):
+        alias = node.args.get("alias")
+        if isinstance(alias, exp.Identifier) and not alias.quoted:
+            return fold_identifier(alias.name)
         return node.alias
     if isinstance(node, exp.Cast) and _written_name(node, sql) is None:
         inner = _strong_name(node.this, sql)
@@ -122,3 +127,12 @@ def figure_colname(node: exp.Expression, sql: str | None = None) -> str:
             return inner
         return pg_type_name(node.to) or node.to.sql("postgres").lower()
     return _strong_name(node, sql) or UNNAMED
+
+
+_ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def fold_identifier(name: str) -> str:
+    """An unquoted identifier as PostgreSQL stores it: ASCII letters in lower case, the
+    rest as written (its downcase_identifier)."""
+    return name.translate(_ASCII_UPPER)

@@ -33,7 +33,8 @@ copy: the values are equal, the number of digits shown differs.
 Only the outputs of a scope are rewritten (select-list items), not conditions: a HAVING
 or WHERE compares the same values whatever their type.
 
-The residual gets this from planner.unparse. A query shipped whole to a source that runs
+The residual gets this from planner.pg_annotate import annotate_postgres
+from planner.unparse. A query shipped whole to a source that runs
 in DuckDB (a DuckDB file, Parquet/CSV files: the embedded demo among them) never reaches
 the engine, so the planner applies `pg_typed_query` to it: every SELECT of the tree,
 innermost first, with the column types of the tree's annotation (a column of a derived
@@ -47,11 +48,11 @@ import functools
 from collections.abc import Callable
 
 from sqlglot import exp
-from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import Schema
 
 from connectors.base import EXACT_AVERAGE
+from planner.pg_annotate import annotate_postgres
 
 T = exp.DataType.Type
 
@@ -121,7 +122,7 @@ def _argument_type(call: exp.AggFunc,
         found = column_type(column)
         if found is not None:
             column.type = found
-    annotate_types(probe, dialect="postgres", overwrite_types=False)
+    annotate_postgres(probe, dialect="postgres")
     return _known(probe.type)
 
 
@@ -254,8 +255,9 @@ def _annotate_output(output: exp.Expression, scope: Scope, schema: Schema | None
             found = _scope_column_type(scope, column, schema)
             if found is not None:
                 column.type = found
-    annotate_types(output, dialect="postgres", overwrite_types=False)
+    annotate_postgres(output, dialect="postgres")
 
 
 def _known(datatype: exp.DataType | None) -> exp.DataType | None:
     return datatype if datatype is not None and datatype.this != T.UNKNOWN else None
+

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
-from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -39,6 +38,7 @@ from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.function_check import check_functions
+from planner.pg_annotate import annotate_postgres
 from planner.params import cast_parameters, infer_param_types, parameters
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
@@ -71,8 +71,9 @@ def _name_outputs(tree: exp.Expression, sql: str) -> tuple[str, ...] | None:
     rename duplicates (`a`, `a_1`) where PostgreSQL keeps `a` twice.
     """
     select = tree
-    while isinstance(select, exp.SetOperation):
-        select = select.this  # PostgreSQL takes the names from the leftmost branch
+    while isinstance(select, (exp.SetOperation, exp.Subquery)):
+        # PostgreSQL takes the names from the leftmost branch, parenthesised or not.
+        select = select.this
     if not isinstance(select, exp.Select):
         return None
     names: list[str] | None = []
@@ -148,7 +149,7 @@ def _annotate(tree: exp.Expression, catalog: CatalogSnapshot, typed: bool = True
                             identify=False)
     except OptimizeError as exc:  # e.g. a column no table in scope has
         raise PgError(UNDEFINED_COLUMN, str(exc).split("\n")[0]) from exc
-    return annotate_types(qualified, schema=catalog.sqlglot_schema) if typed else qualified
+    return annotate_postgres(qualified, schema=catalog.sqlglot_schema) if typed else qualified
 
 
 def _describe_tree(tree: exp.Expression) -> exp.Expression:
@@ -279,7 +280,7 @@ def _render_residual(residual: exp.Expression,
     fragments' column types (named as DuckDB names them, planner.fragment_types); only a
     query that runs there pays for it."""
     schema = MappingSchema(frag_types(), dialect="duckdb", normalize=False)
-    return dialect.to_sql(annotate_types(residual.copy(), schema=schema))
+    return dialect.to_sql(annotate_postgres(residual.copy(), schema=schema))
 
 
 # Textbook selectivity of one pushed filter conjunct when the source gives no statistics.

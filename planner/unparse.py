@@ -199,7 +199,10 @@ class Unparser:
                 rel.select.set("offset", exp.Offset(expression=exp.Literal.number(node.offset)))
             return Rel(rel.select, LIMIT, projected=rel.projected, columns=rel.columns)
         if isinstance(node, SetOp):
-            left, right = self.query(node.left), self.query(node.right)
+            # A side that is itself a set operation, or orders or limits its rows, keeps its
+            # parentheses: `(a UNION b) INTERSECT c` is not `a UNION b INTERSECT c`, since
+            # INTERSECT binds tighter, and `a UNION (b UNION ALL c)` keeps c's duplicates.
+            left, right = (_parenthesised(self.query(side)) for side in (node.left, node.right))
             maker = {"union": exp.union, "intersect": exp.intersect, "except": exp.except_}[node.kind]
             return Rel(maker(left, right, distinct=node.distinct), PROJECT, projected=True)
         if isinstance(node, Opaque):
@@ -293,3 +296,12 @@ def _leaf_name(e: exp.Expression) -> str:
 def flat_name(c: Column) -> str:
     """A column as one name (`alias.column`), as fragments and derived tables output it."""
     return f"{c[0]}.{c[1]}" if c[0] else c[1]
+
+
+def _parenthesised(query: exp.Query) -> exp.Query:
+    """`query` as one side of a set operation: in parentheses when it would otherwise merge
+    into the operation around it."""
+    bounded = any(query.args.get(clause) is not None for clause in ("order", "limit", "offset"))
+    if isinstance(query, exp.SetOperation) or bounded:
+        return exp.Subquery(this=query)
+    return query

@@ -12,7 +12,8 @@ rewrites here close the gaps we know of (DESIGN.md §4):
   DuckDB's decimals stop at 38 digits).
 These need operand types, so they expect a type-annotated tree, and run children before
 parents: a cast inside a division is made exact too (sqlglot's `transform` does not descend
-into a node it replaced). One more needs none:
+into a node it replaced); so do the function rewrites of `duckdb_functions`. One more
+needs none:
 - `LIKE` has no default escape in DuckDB while PostgreSQL's is `\`, so every LIKE/ILIKE
   without an ESCAPE clause gets `ESCAPE '\'` spelled out.
 """
@@ -26,6 +27,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
+from connectors.dialects import duckdb_functions as functions
 from connectors.base import (EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
@@ -49,12 +51,25 @@ def _guard_divisor(divisor: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=zero, true=fail)], default=divisor.copy())
 
 
+def _beyond_bigint(value: exp.Expression) -> bool:
+    number = value.this if isinstance(value, exp.Neg) else value
+    return isinstance(number, exp.Literal) and not number.is_string and number.this.isdigit() \
+        and int(number.this) >= 2**63
+
+
 def _postgres_division(node: exp.Expression) -> exp.Expression:
     if not isinstance(node, exp.Div):
         return node
     left, right = node.this, node.expression
+    if any(_beyond_bigint(side) for side in (left, right)):
+        # PostgreSQL reads such a literal as numeric and divides at a scale chosen per
+        # value; sqlglot calls it an integer, and DuckDB would truncate the quotient.
+        raise PgError(FEATURE_NOT_SUPPORTED, "division of an integer literal beyond bigint is "
+                      "not supported by fedgate outside PostgreSQL sources")
     if is_integer(left.type) and is_integer(right.type):
-        return exp.IntDiv(this=left, expression=right)
+        truncating = exp.IntDiv(this=left, expression=right)
+        truncating.type = node.type  # a division around this one reads it: 7 / 2 / 2 is 1
+        return truncating
     if isinstance(right, exp.Literal) and not right.is_string and right.to_py() != 0:
         return exp.Div(this=left, expression=right, typed=False)
     return exp.Div(this=left, expression=_guard_divisor(right), typed=False)
@@ -67,7 +82,7 @@ def is_bare_decimal(datatype: exp.DataType) -> bool:
 def needs_types(tree: exp.Expression) -> bool:
     """Whether rendering `tree` depends on operand types (see the module docstring)."""
     return tree.find(exp.Div) is not None or any(
-        is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast))
+        is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast)) or functions.needs_rewrite(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -97,7 +112,7 @@ def exact_numeric(node: exp.Expression) -> exp.Expression:
 
 
 def _postgres_semantics(node: exp.Expression) -> exp.Expression:
-    return exact_numeric(_postgres_division(node))
+    return exact_numeric(_postgres_division(functions.postgres_function(node)))
 
 
 def rewrite_bottom_up(tree: exp.Expression,
@@ -222,8 +237,41 @@ def _synonym(node: exp.Expression) -> exp.Expression:
     return node
 
 
+# Operands that raise for some inputs (a zero divisor, text that is not a number).
+_RAISING = (exp.Div, exp.IntDiv, exp.Mod, exp.Cast)
+
+
+def _widens(cast: exp.Cast) -> bool:
+    """A cast to a 38-digit decimal or a double of an operand not known to be text, which
+    is how the planner widens a sum's argument; it raises for no number."""
+    operand = cast.this.type
+    wide = cast.to.this == exp.DataType.Type.DOUBLE or (
+        cast.to.this == exp.DataType.Type.DECIMAL and cast.to.expressions
+        and cast.to.expressions[0].name == "38")
+    return bool(wide) and (operand is None or operand.this not in exp.DataType.TEXT_TYPES)
+
+
+def _filter_first(node: exp.Expression) -> exp.Expression:
+    """`agg(x / y) FILTER (WHERE c)`: PostgreSQL evaluates the argument only for the rows c
+    keeps, DuckDB for every row, so a zero divisor c excludes raised. Each divisor and
+    each cast operand inside the aggregate becomes `CASE WHEN c THEN operand END`: NULL,
+    so harmless, on the rows the FILTER drops anyway."""
+    if not isinstance(node, exp.Filter) or not isinstance(node.expression, exp.Where):
+        return node
+    condition = node.expression.this
+    for risky in list(node.this.find_all(*_RAISING)):
+        if isinstance(risky, exp.Cast) and _widens(risky):
+            continue
+        operand = "this" if isinstance(risky, exp.Cast) else "expression"
+        value = risky.args.get(operand)
+        if value is not None:
+            risky.set(operand, exp.Case(ifs=[exp.If(this=condition.copy(), true=value)]))
+    return node
+
+
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
+    functions.refuse_unfaithful(tree)
     calls = {str(call.this).lower() for call in tree.find_all(exp.Anonymous)}
     if calls & _SYNONYMS.keys():
         tree = tree.transform(_synonym)
@@ -231,6 +279,8 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = tree.transform(_pg_format)
     if needs_types(tree):
         tree = rewrite_bottom_up(tree, _postgres_semantics)
+    if tree.find(exp.Filter) is not None:
+        tree = tree.transform(_filter_first)
     if tree.find(exp.Like, exp.ILike) is not None:
         tree = tree.transform(_like_escape)
     if EXACT_AVERAGE.lower() in calls:  # last: the written-out averages make a large tree to walk

@@ -23,7 +23,17 @@ def classify(expression: exp.Expression, table: TableInfo | None = None) -> Clas
     return EXACT
 
 
+def _to_hex(node: exp.Expression) -> exp.Expression:
+    # sqlglot reads PostgreSQL's to_hex() as its Hex node and writes it back as hex(),
+    # which PostgreSQL does not have.
+    if isinstance(node, exp.Hex):
+        return exp.Anonymous(this="to_hex", expressions=[node.this])
+    return node
+
+
 def to_postgres(tree: exp.Expression) -> str:
+    if tree.find(exp.Hex) is not None:
+        tree = tree.transform(_to_hex)
     return tree.sql("postgres")
 
 

@@ -53,7 +53,14 @@ def test_set_rejects(name: str, value: str, sqlstate: str) -> None:
     ("select * from nope", "42P01", 'relation "nope" does not exist'),
     ("select nope from (select 1 a) t", "42703", 'column "nope" does not exist'),
     ("selec 1", "42601", None),
-    ("select 'x'::int", "22P02", None),
+    ("select 'x'::int", "22P02", 'invalid input syntax for type integer: "x"'),
+    ("select 'x'::double", "22P02", 'invalid input syntax for type double precision: "x"'),
+    ("select 'x'::decimal(10,2)", "22P02", 'invalid input syntax for type numeric: "x"'),
+    ("select 'x'::date", "22P02", 'invalid input syntax for type date: "x"'),
+    ("select '99999999999'::int", "22003", 'value "99999999999" is out of range for type integer'),
+    ("select a from (select 1 a) x, (select 2 a) y", "42702", 'column reference "a" is ambiguous'),
+    ("select lenght('a')", "0A000",
+     "function lenght() is not supported by fedgate outside PostgreSQL sources"),
 ])
 def test_duckdb_errors_map_to_sqlstates(sql: str, sqlstate: str, message: str | None) -> None:
     con = duckdb.connect()
@@ -78,5 +85,7 @@ def test_errors_raised_while_a_result_streams_keep_their_sqlstate() -> None:
     err = from_exception(OSError(message))
     assert (err.sqlstate, err.message) == ("22012", "division by zero")
     err = from_exception(OSError("Could not convert string 'x' to INT32"))
-    assert err.sqlstate == "22P02"
+    assert (err.sqlstate, err.message) == ("22P02", 'invalid input syntax for type integer: "x"')
+    err = from_exception(OSError("Could not convert string 'n3' to INT32 when casting from source column name"))
+    assert (err.sqlstate, err.message) == ("22P02", 'invalid input syntax for type integer: "n3"')
     assert from_exception(OSError("No such file or directory")).sqlstate == "XX000"

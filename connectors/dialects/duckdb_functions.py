@@ -1,0 +1,197 @@
+"""PostgreSQL functions and literals that DuckDB answers differently under the same name.
+
+sqlglot parses a PostgreSQL call into a node and renders that node in DuckDB's spelling;
+the spelling is DuckDB's, the answer too. Each rewrite here makes DuckDB compute
+PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refused
+(0A000) rather than answered differently:
+- `to_hex(n)`: DuckDB's hex() writes upper case, and a negative int4 as 64 bits;
+- `concat(true)`, `concat_ws(',', true)`: DuckDB writes a boolean `true`, PostgreSQL `t`;
+- `div(a, b)` on numerics: sqlglot writes `CAST(a // b AS DECIMAL)`, which DuckDB answers
+  as a float division (`div(999999999999999999999, 1e21)` was 1, PostgreSQL says 0);
+  the quotient is computed on the operands' digits as 128-bit integers;
+- `'\\xDEADBEEF'::bytea`: PostgreSQL reads its hex and escape input formats, DuckDB only
+  `\\xHH` escapes inside text, so the literal is decoded here and written as hex;
+- `length`, `strpos`, `grouping()`, `generate_series(int, int)`: int4 in PostgreSQL,
+  BIGINT in DuckDB; `extract(year from d)` and the other whole-number fields: numeric in
+  PostgreSQL, BIGINT in DuckDB;
+- sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
+  sha256) and regexp_matches (a boolean in DuckDB, a set of text[] in PostgreSQL):
+  refused.
+Operand types decide some of these, so they run over the type-annotated tree.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.types.pg_type import BYTEA
+from pgwire.types.table import decode_param
+
+T = exp.DataType.Type
+
+# Calls answered differently that no rewrite makes identical, by PostgreSQL name.
+_REFUSED_CALLS = {"sha224", "regexp_matches"}
+# DuckDB's BIGINT results that PostgreSQL types int4.
+_INT4_RESULTS = (exp.Length, exp.StrPosition, exp.Grouping)
+_SMALL_INTEGERS = {T.TINYINT, T.SMALLINT, T.INT}
+# extract() fields whose value is a whole number (PostgreSQL: numeric, DuckDB: BIGINT);
+# the planner types them so too (planner.pg_annotate.WHOLE_FIELDS).
+_WHOLE_FIELDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "QUARTER", "DOW", "DOY",
+                           "WEEK", "ISOYEAR", "ISODOW", "DECADE", "CENTURY", "MILLENNIUM"})
+
+
+def _refuse(what: str) -> PgError:
+    return PgError(FEATURE_NOT_SUPPORTED,
+                   f"{what} is not supported by fedgate outside PostgreSQL sources")
+
+
+def needs_rewrite(tree: exp.Expression) -> bool:
+    """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
+    return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
+                     exp.Extract, *_INT4_RESULTS) is not None \
+        or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
+
+
+def refuse_unfaithful(tree: exp.Expression) -> None:
+    """Raise 0A000 for the first call in `tree` DuckDB would answer differently."""
+    for call in tree.find_all(exp.Anonymous):
+        if str(call.this).lower() in _REFUSED_CALLS:
+            raise _refuse(f"{str(call.this).lower()}()")
+    for digest in tree.find_all(exp.SHA2Digest, exp.SHA2):
+        length = digest.args.get("length")
+        if length is not None and length.name not in ("", "256"):
+            raise _refuse(f"sha{length.name}()")
+
+
+def postgres_function(node: exp.Expression) -> exp.Expression:
+    """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
+    if isinstance(node, exp.Hex):
+        return _to_hex(node)
+    if isinstance(node, (exp.Concat, exp.ConcatWs)):
+        return _concat_text(node)
+    if isinstance(node, exp.IntDiv):
+        return _numeric_div(node)
+    if isinstance(node, exp.Cast) and _is_bytea(node.to) and \
+            isinstance(node.this, (exp.Literal, exp.ByteString)):
+        return _bytea_literal(node)
+    if isinstance(node, exp.ExplodingGenerateSeries) and _int4_series(node):
+        return _int4_series_values(node)
+    if isinstance(node, exp.Extract) and node.this.name.upper() in _WHOLE_FIELDS:
+        return exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL(38, 0)"))
+    if isinstance(node, _INT4_RESULTS) and not isinstance(node.parent, exp.Cast):
+        return exp.Cast(this=node.copy(), to=exp.DataType.build("INT"))
+    return node
+
+
+def _is_int4(value: exp.Expression) -> bool:
+    number = value.this if isinstance(value, exp.Neg) else value
+    if isinstance(number, exp.Literal) and not number.is_string:  # sqlglot types any as INT
+        return number.this.isdigit() and int(number.this) < 2**31
+    return value.type is not None and value.type.this in _SMALL_INTEGERS
+
+
+def _int4_series(node: exp.ExplodingGenerateSeries) -> bool:
+    """generate_series over int4 arguments, whose values PostgreSQL types int4."""
+    bounds = [node.args.get(name) for name in ("start", "end", "step")]
+    return all(_is_int4(bound) for bound in bounds if bound is not None)
+
+
+def _int4_series_values(node: exp.ExplodingGenerateSeries) -> exp.Expression:
+    """DuckDB's generate_series is BIGINT: in a select list its values are cast; as a
+    FROM item it becomes a derived table of the cast values, under the same alias."""
+    table = node.parent
+    if not isinstance(table, exp.Table):
+        return exp.Cast(this=node.copy(), to=exp.DataType.build("INT"))
+    series = exp.Table(this=node.copy())
+    values = exp.select(exp.alias_(exp.Cast(this=exp.column("generate_series"),
+                                            to=exp.DataType.build("INT")), "generate_series"))
+    derived = exp.Subquery(this=values.from_(series), alias=table.args.get("alias"))
+    table.replace(derived)
+    return node  # detached with its table: the walk's replace of it changes nothing
+
+
+def _is_bytea(datatype: exp.DataType) -> bool:
+    return datatype.this in (T.VARBINARY, T.BINARY, T.BLOB)
+
+
+def _to_hex(node: exp.Hex) -> exp.Expression:
+    operand = node.this
+    kind = operand.type.this if operand.type is not None else None
+    if kind in _SMALL_INTEGERS:  # two's complement in 32 bits, as PostgreSQL's int4
+        operand = exp.BitwiseAnd(this=exp.Cast(this=operand, to=exp.DataType.build("BIGINT")),
+                                 expression=exp.Literal.number(0xFFFFFFFF))
+    elif kind not in (T.BIGINT, T.VARBINARY, T.BINARY, T.BLOB):
+        raise _refuse("to_hex() of an operand whose type is not known to be an integer")
+    return exp.Lower(this=exp.Hex(this=operand))
+
+
+def _concat_text(node: exp.Expression) -> exp.Expression:
+    for argument in node.expressions:
+        if argument.type is not None and argument.type.this == T.BOOLEAN:
+            argument.replace(exp.Case(ifs=[exp.If(this=argument.copy(), true=exp.Literal.string("t")),
+                                           exp.If(this=exp.Not(this=argument.copy()),
+                                                  true=exp.Literal.string("f"))]))
+    return node
+
+
+def _digits(operand: exp.Expression) -> tuple[exp.Expression, int] | None:
+    """`operand` as (a HUGEINT of its digits, its scale): a number literal or an integer
+    or fixed-scale decimal operand; None for anything else (a float: PostgreSQL's div()
+    is numeric only, and a double has no exact digits)."""
+    literal = operand.this if isinstance(operand, exp.Neg) else operand
+    if isinstance(literal, exp.Literal) and not literal.is_string:
+        try:
+            value = Decimal(literal.this)
+        except InvalidOperation:
+            return None
+        value = -value if isinstance(operand, exp.Neg) else value
+        scale = max(-value.as_tuple().exponent, 0)
+        unscaled = int(value.scaleb(scale))
+        return exp.Cast(this=exp.Literal.number(unscaled), to=exp.DataType.build("HUGEINT")), scale
+    kind = operand.to if isinstance(operand, exp.Cast) else operand.type
+    if kind is not None and kind.this in exp.DataType.INTEGER_TYPES:
+        return exp.Cast(this=operand, to=exp.DataType.build("HUGEINT")), 0
+    if kind is not None and kind.this == T.DECIMAL and len(kind.expressions) == 2:
+        scale = int(kind.expressions[1].name)
+        shifted = exp.Mul(this=operand, expression=exp.Cast(
+            this=exp.Literal.number(10 ** scale), to=exp.DataType.build("HUGEINT")))
+        return exp.Cast(this=shifted, to=exp.DataType.build("HUGEINT")), scale
+    return None
+
+
+def _numeric_div(node: exp.IntDiv) -> exp.Expression:
+    """PostgreSQL's div(a, b): a / b truncated toward zero, as integers on both operands'
+    digits brought to one scale. (sqlglot writes div() as `//`; the planner's own integer
+    divisions are made after this rewrite runs, and are not seen here.)"""
+    if all(side.type is not None and side.type.this in exp.DataType.INTEGER_TYPES
+           for side in (node.this, node.expression)):
+        return node  # DuckDB's // truncates integers toward zero, as div() does
+    left, right = _digits(node.this), _digits(node.expression)
+    if left is None or right is None:
+        raise _refuse("div() of operands that are not integers or numerics of known scale")
+    (a, a_scale), (b, b_scale) = left, right
+    scale = max(a_scale, b_scale)
+
+    def rescaled(digits: exp.Expression, own: int) -> exp.Expression:
+        if own == scale:
+            return digits
+        return exp.Paren(this=exp.Mul(this=digits, expression=exp.Cast(
+            this=exp.Literal.number(10 ** (scale - own)), to=exp.DataType.build("HUGEINT"))))
+
+    divisor = rescaled(b, b_scale)
+    guarded = exp.Case(ifs=[exp.If(this=exp.EQ(this=divisor.copy(), expression=exp.Literal.number(0)),
+                                   true=exp.Anonymous(this="error", expressions=[
+                                       exp.Literal.string("division by zero")]))],
+                       default=divisor)
+    quotient = exp.Paren(this=exp.IntDiv(this=rescaled(a, a_scale), expression=guarded))
+    quotient.type = exp.DataType.build("HUGEINT")  # so div()'s numeric cast keeps scale 0
+    return quotient
+
+
+def _bytea_literal(node: exp.Cast) -> exp.Expression:
+    text = node.this.this  # sqlglot has already read an E'' string's escapes
+    value = decode_param(BYTEA.oid, 0, text.encode("utf-8"))
+    return exp.Anonymous(this="unhex", expressions=[exp.Literal.string(bytes(value).hex())])

@@ -1,0 +1,213 @@
+"""Statements the engine path once answered differently from PostgreSQL, against a real one.
+
+Each statement runs on PostgreSQL 15 itself and through the gateway's engine path: over a
+PostgreSQL source with `fedgate.relay` off (so the planner, not the relay, answers), over
+a Parquet copy of the same tables, and, for statements that join two tables, with one
+table in each source. Rows, result type OIDs and column names must be PostgreSQL's;
+a statement the engine cannot answer identically must be refused with 0A000, and an
+error must carry PostgreSQL's SQLSTATE and message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import asyncpg
+import psycopg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.answers import described, simple
+from tests.support.gateway_proc import GatewayProcess, start_gateway
+from tests.support.postgres import PostgresServer, fresh_database
+
+TABLES = {
+    "t": (("ten", "int4", pa.int32()), ("col", "int4", pa.int32()), ("name", "text", pa.string())),
+    "store_sales": (("ss_item_sk", "int4", pa.int32()), ("ss_quantity", "int4", pa.int32()),
+                    ("ss_ticket_number", "int4", pa.int32())),
+    "item": (("i_item_sk", "int4", pa.int32()), ("i_category", "text", pa.string())),
+}
+ROWS = {
+    "t": [(k % 10, k, f"n{k}") for k in range(20)],
+    "store_sales": [(k % 4, 10 - k, 7 - k % 3) for k in range(10)],
+    "item": [(k, f"cat{k % 2}") for k in range(4)],
+}
+
+# The gateway's routes: the setup statements of a session, by route name.
+ROUTES = {
+    "pg": ("SET fedgate.relay = off", "SET search_path = pg"),
+    "files": ("SET search_path = files",),
+    # item in a Parquet file, the rest in PostgreSQL: joins span two sources.
+    "split": ("SET fedgate.relay = off", "SET search_path = dims, pg"),
+}
+
+# Statements over no table: one route (the engine) is enough.
+CONSTANTS = {
+    "intersect_of_union": "(SELECT 1,2,3 UNION SELECT 4,5,6) INTERSECT SELECT 4,5,6",
+    "union_of_union_all": "SELECT 2 UNION (SELECT 2 UNION ALL SELECT 2)",
+    "except_of_union": "(SELECT 1 UNION SELECT 2) EXCEPT (SELECT 2 UNION ALL SELECT 3) ORDER BY 1",
+    "union_all_of_intersect": "SELECT 1 UNION ALL (SELECT 1 INTERSECT SELECT 1) ORDER BY 1",
+    "sha256": "SELECT sha256('abc'::bytea), md5('abc')",
+    "to_hex": "SELECT to_hex(255), to_hex(-1), to_hex(3000000000::int8)",
+    "concat_bool": "SELECT concat(true), concat(false, 1, NULL, 'x'), concat_ws(',', true, 2)",
+    "numeric_div": "SELECT div(999999999999999999999::numeric, 1e21), div(7.5, 2)",
+    "bytea_escape": r"SELECT E'\\xDeAdBeEf'::bytea, '\xDeAdBeEf'::bytea",
+    "folded_aliases": "SELECT 1 AS Call_Center, 2 AS SEGMENT, 3 AS \"Quoted\", 4 AS MiXed",
+    "int4_functions": "SELECT length('abc'), strpos('abc', 'b'), char_length('ab'), length('ab') + 1",
+    "extract_numeric": "SELECT extract(year FROM DATE '2024-03-05'), extract(dow FROM DATE '2024-03-05'), "
+                       "extract(hour FROM TIMESTAMP '2024-03-05 10:11:12')",
+    "generate_series": "SELECT * FROM generate_series(1, 3)",
+    "generate_series_column": "SELECT generate_series(1, 3)",
+    "cast_names": "SELECT 1::int8, CAST(2 AS text), '3'::numeric, 4::int4::int2",
+}
+
+# Statements over the tables, run on every route.
+TABLE_STATEMENTS = {
+    "aggregate_of_correlated_subquery":
+        "SELECT max((SELECT i.i_item_sk FROM item i WHERE i.i_item_sk = t.ten)) FROM t",
+    "aggregate_of_self_correlated_subquery":
+        "SELECT max((SELECT t2.name FROM t t2 WHERE t2.col = t.ten)), count(*) FROM t",
+    "sum_of_correlated_subquery_with_group":
+        "SELECT ten % 2 AS parity, sum((SELECT count(*) FROM store_sales s WHERE s.ss_item_sk = t.ten)) "
+        "FROM t GROUP BY ten % 2 ORDER BY 1",
+    "filter_before_division": "SELECT sum(1/ten) FILTER (WHERE ten > 0) FROM t",
+    "order_by_input_and_alias":
+        "SELECT ss_item_sk, ss_quantity q FROM store_sales, item WHERE i_item_sk = ss_item_sk "
+        "ORDER BY ss_ticket_number, q",
+    "order_by_input_and_alias_with_limit":
+        "SELECT ss_item_sk, ss_quantity q FROM store_sales, item WHERE i_item_sk = ss_item_sk "
+        "ORDER BY ss_ticket_number, q LIMIT 5",
+    "order_by_alias_and_input":
+        "SELECT ss_item_sk AS k, ss_quantity FROM store_sales, item WHERE i_item_sk = ss_item_sk "
+        "ORDER BY k, ss_ticket_number DESC, ss_quantity",
+    "grouping_type":
+        "SELECT i_category, grouping(i_category), count(*) FROM item GROUP BY ROLLUP (i_category) "
+        "ORDER BY 1",
+    "folded_alias_of_column": "SELECT ten AS Ten_Col, name AS NAME FROM t WHERE col < 3 ORDER BY col",
+    "int4_results": "SELECT sum(length(name)), sum(ten / 3), sum(strpos(name, '1')) FROM t",
+    "bytes_and_hex": "SELECT to_hex(col - 10), concat(ten > 4, name), div(col, 3), name::bytea "
+                     "FROM t ORDER BY col",
+}
+
+# Errors the engine meets: PostgreSQL's SQLSTATE and message.
+ERRORS = {
+    "invalid_integer": "SELECT 'abc'::int",
+    "integer_out_of_range": "SELECT '99999999999'::int",
+    "invalid_integer_in_a_column": "SELECT name::int FROM t WHERE col = 3",
+    "ambiguous_column": "SELECT ten FROM t a, t b",
+}
+
+# Constructs the engine cannot answer as PostgreSQL does: refused, 0A000.
+REFUSED = {
+    "regexp_matches": "SELECT regexp_matches('abc', 'b')",
+    "sha224": "SELECT sha224('abc'::bytea)",
+    "division_of_a_numeric_literal": "SELECT 12345678901234567890/123",
+    "sha384": "SELECT sha384('abc'::bytea)",
+    "sha512": "SELECT sha512('abc'::bytea)",
+}
+
+
+@dataclass
+class World:
+    truth: str  # the PostgreSQL database's DSN
+    gateway: GatewayProcess
+
+
+@pytest.fixture(scope="module")
+def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("engine_answers")
+    truth = fresh_database(postgres_server, "answers")
+    files, dims = root / "files", root / "dims"
+    files.mkdir()
+    dims.mkdir()
+    with psycopg.connect(truth, autocommit=True) as conn:
+        for table, columns in TABLES.items():
+            conn.execute(f"CREATE TABLE {table} (" + ", ".join(f"{n} {t}" for n, t, _ in columns) + ")")
+            with conn.cursor() as cur:
+                cur.executemany(f"INSERT INTO {table} VALUES (" + ", ".join(["%s"] * len(columns)) + ")",
+                                ROWS[table])
+            arrow = pa.table({name: pa.array(values, kind) for (name, _, kind), values
+                              in zip(columns, zip(*ROWS[table]))})
+            pq.write_table(arrow, files / f"{table}.parquet")
+            if table == "item":
+                pq.write_table(arrow, dims / f"{table}.parquet")
+    gateway = start_gateway(
+        '[catalog]\nsearch_path = ["pg"]\n'
+        f'[sources.pg]\nkind = "postgres"\ndsn = "{truth}"\n'
+        f'[sources.files]\nkind = "parquet"\npath = "{files}"\n'
+        f'[sources.dims]\nkind = "parquet"\npath = "{dims}"\n', root / "gw")
+    try:
+        yield World(truth, gateway)
+    finally:
+        gateway.stop()
+
+
+async def _names(dsn: str, sql: str, *setup: str) -> list[str]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        for statement in setup:
+            await conn.execute(statement)
+        return [a.name for a in (await conn.prepare(sql)).get_attributes()]
+    finally:
+        await conn.close()
+
+
+async def _assert_same_answer(world: World, sql: str, route: str) -> None:
+    want = await described(world.truth, sql)
+    got = await described(world.gateway.dsn, sql, *ROUTES[route])
+    assert (got.types, got.rows) == (want.types, want.rows)
+    assert await _names(world.gateway.dsn, sql, *ROUTES[route]) == await _names(world.truth, sql)
+
+
+@pytest.mark.parametrize("name", sorted(CONSTANTS))
+async def test_constant_statements_answer_as_postgres(world: World, name: str) -> None:
+    await _assert_same_answer(world, CONSTANTS[name], "pg")
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+@pytest.mark.parametrize("name", sorted(TABLE_STATEMENTS))
+async def test_table_statements_answer_as_postgres(world: World, name: str, route: str) -> None:
+    await _assert_same_answer(world, TABLE_STATEMENTS[name], route)
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_STATEMENTS))
+def test_simple_query_answers_as_postgres(world: World, name: str) -> None:
+    """The text rows and RowDescription of a simple Query, over the Parquet copy."""
+    sql = TABLE_STATEMENTS[name]
+    with psycopg.connect(world.gateway.dsn, autocommit=True) as conn:
+        conn.execute("SET search_path = files")
+        cursor = conn.execute(sql, prepare=False)
+        got = ([d.name for d in cursor.description], cursor.fetchall())
+    want = simple(world.truth, sql)
+    with psycopg.connect(world.truth, autocommit=True) as conn:
+        names = [d.name for d in conn.execute(sql, prepare=False).description]
+    assert got == (names, want.rows)
+
+
+async def _error(dsn: str, sql: str, *setup: str) -> asyncpg.PostgresError:
+    conn = await asyncpg.connect(dsn)
+    try:
+        for statement in setup:
+            await conn.execute(statement)
+        with pytest.raises(asyncpg.PostgresError) as caught:
+            await conn.fetch(sql)
+        return caught.value
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("route", ["pg", "files"])
+@pytest.mark.parametrize("name", sorted(ERRORS))
+async def test_errors_in_postgres_words(world: World, name: str, route: str) -> None:
+    want = await _error(world.truth, ERRORS[name])
+    got = await _error(world.gateway.dsn, ERRORS[name], *ROUTES[route])
+    assert (got.sqlstate, got.args[0] if got.args else str(got)) == \
+        (want.sqlstate, want.args[0] if want.args else str(want))
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+async def test_unfaithful_constructs_are_refused(world: World, name: str) -> None:
+    got = await _error(world.gateway.dsn, REFUSED[name], *ROUTES["pg"])
+    assert got.sqlstate == "0A000", str(got)
