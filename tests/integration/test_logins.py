@@ -32,7 +32,7 @@ USERS = ("alice", "bob", "carol", "dave", "erin")
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     users = "".join(
-        f'[[users]]\nname = "{name}"\npassword = "right-{name}"\n'
+        f'[[users]]\nname = "{name}"\npassword = "right-{name}"\nsources = ["*"]\n'
         # carol, dave and erin log in with cleartext passwords: a raw client can do that
         # from any loopback address.
         + ('auth_method = "password"\n' if name in ("carol", "dave", "erin") else "")

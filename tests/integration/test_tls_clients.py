@@ -47,7 +47,7 @@ def serve_tls(workdir: Path, pair: CertPair, mode: str, extra: str = "", **optio
 
 
 # The cleartext password method: allowed over TLS, and in plain text from loopback.
-CLEARTEXT_USER = 'auth_method = "password"\n[[users]]\nname = "fedgate"\npassword = "pw"\n'
+CLEARTEXT_USER = 'auth_method = "password"\n[[users]]\nname = "fedgate"\npassword = "pw"\nsources = ["*"]\n'
 
 
 @pytest.fixture(scope="module")
