@@ -55,7 +55,8 @@ def read_until_closed(sock: socket.socket) -> bytes:
     received = bytearray()
     while True:
         remaining = deadline - time.monotonic()
-        assert remaining > 0, f"connection still open {CLOSE_SECONDS}s after EOF: {bytes(received[:200])!r}"
+        assert remaining > 0, (f"connection still open {CLOSE_SECONDS}s after EOF: "
+                               f"{bytes(received[:200])!r}")
         sock.settimeout(remaining)
         try:
             chunk = sock.recv(65536)
