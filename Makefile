@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-fast test-latest lock system-deps node-deps clean
+.PHONY: run test test-fast test-latest fuzz lock system-deps node-deps clean
 
 # Exact versions from requirements.lock, so a fresh clone tests what CI tested; fedgate itself
 # goes in editable, without resolving anything again. pip shows its progress: the first
@@ -54,6 +54,15 @@ test: $(STAMP) system-deps node-deps
 # browser and load tests. CI runs them all (`make test`).
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not spark and not cluster and not browser and not load" $(PYTEST_ARGS)
+
+# The fuzz tests with far more cases than `make test` runs (FUZZ_EXAMPLES=100000: an hour or
+# two): the protocol decoder and peek readers, garbage to the gateway over a socket, and
+# generated literals and identifiers pushed to PostgreSQL, MariaDB and SQLite sources.
+FUZZ_EXAMPLES ?= 100000
+FUZZ_TESTS := tests/unit/pgwire/test_decoder_fuzz.py tests/integration/test_protocol_fuzz.py \
+              tests/sources/test_pushdown_fuzz.py
+fuzz: $(STAMP) system-deps
+	FEDGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest $(FUZZ_TESTS) $(PYTEST_ARGS)
 
 # The newest versions pyproject.toml allows, in a venv of their own (requirements.lock untouched).
 LATEST := .venv-latest
