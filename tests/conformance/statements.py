@@ -20,6 +20,7 @@ class Statement:
     category: str
     sql: str
     ordered: bool = False
+    function: str = ""  # for the function probe (functions.py): the function the call is about
 
     @property
     def key(self) -> str:
@@ -351,8 +352,10 @@ FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, 
 
 
 def all_statements() -> list[Statement]:
+    from tests.conformance.functions import function_statements  # it builds on Statement
+
     seen, out = set(), []
-    for family in FAMILIES:
+    for family in FAMILIES + [function_statements]:
         for statement in family():
             if statement.sql not in seen:
                 seen.add(statement.sql)

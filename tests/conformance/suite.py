@@ -111,6 +111,7 @@ def write_report(results: list[Result]) -> None:
     for category in categories + ["all"]:
         label = f"**{category}**" if category == "all" else category
         lines.append(f"| {label} | " + " | ".join(_line(table[(route, category)]) for route in ROUTES) + " |")
+    lines += _function_table(results)
     lines += ["", "## Different today", "",
               "Grouped by the kind of difference; each statement with what the gateway answered.", ""]
     differing = [r for r in results if r.verdict.kind == "different"]
@@ -123,6 +124,32 @@ def write_report(results: list[Result]) -> None:
             lines.append(f"- [{r.route}] `{r.statement.sql}` — {r.verdict.detail.replace('|', '¦')}")
         lines.append("")
     REPORT.write_text("\n".join(lines))
+
+
+WORST_FIRST = ["different", "refused", "identical"]
+
+
+def _function_table(results: list[Result]) -> list[str]:
+    """Each probed function's verdict per route: the worst of its calls'."""
+    calls: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        if r.statement.function:
+            calls[(r.statement.category.removeprefix("functions: "), r.statement.function)][r.route].append(r.verdict.kind)
+    if not calls:
+        return []
+    lines = ["", "## Functions", "",
+             "The function probe (tests/conformance/functions.py) calls each function with edge-case",
+             "arguments; a function is *different* on a route when any call is, *refused* when any call is",
+             "refused and none is different, else *identical*. The count is of its calls.", "",
+             "| category | function | " + " | ".join(ROUTES) + " |", "|---|---|" + "---|" * len(ROUTES)]
+    for (category, function), by_route in sorted(calls.items()):
+        cells = []
+        for route in ROUTES:
+            kinds = by_route[route]
+            worst = next(k for k in WORST_FIRST if k in kinds)
+            cells.append(f"{worst} ({kinds.count('identical')}/{len(kinds)} identical)")
+        lines.append(f"| {category} | `{function}` | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _kind(detail: str) -> str:

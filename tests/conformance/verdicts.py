@@ -10,9 +10,9 @@ rows, or an error's SQLSTATE and message. The gateway's outcome is
   answer with that very error;
 - different: anything else.
 
-Floats are compared to 12 significant digits: an aggregate over floats may add in another
-order than PostgreSQL does, which moves the last bits, and PostgreSQL itself promises no
-order there. Every other value is compared exactly (numeric by value and scale).
+Dates, times and intervals are compared in their text form (see TEXT_DECODED). Floats are
+compared to 12 significant digits: an aggregate over floats may add in another order than
+PostgreSQL does, which moves the last bits, and PostgreSQL itself promises no order there. Every other value is compared exactly (numeric by value and scale).
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from decimal import Decimal
 import asyncpg
 
 STATEMENT_TIMEOUT = 30.0
+# Read as the server's text: Python's datetime cannot hold infinity, years BC or beyond 9999,
+# and PostgreSQL's text form of these is what a client shows anyway.
+UNDECODABLE = "undecodable"  # not a SQLSTATE: the answer came, the client could not read it
+TEXT_DECODED = ["date", "timestamp", "timestamptz", "interval", "time", "timetz"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class Session:
 
     async def _connect(self) -> asyncpg.Connection:
         conn = await asyncpg.connect(self.dsn, command_timeout=STATEMENT_TIMEOUT)
+        for type_name in TEXT_DECODED:
+            await conn.set_type_codec(type_name, schema="pg_catalog", encoder=str, decoder=str, format="text")
         for statement in self.setup:
             await conn.execute(statement)
         return conn
@@ -69,6 +75,8 @@ class Session:
             rows = await prepared.fetch()
         except asyncpg.PostgresError as error:
             return Outcome(sqlstate=error.sqlstate, message=str(error.args[0]) if error.args else "")
+        except (ValueError, OverflowError) as error:  # a value the client library cannot decode
+            return Outcome(sqlstate=UNDECODABLE, message=f"{type(error).__name__}: {error}")
         except (asyncio.TimeoutError, asyncpg.InterfaceError, OSError) as error:
             await self.close()  # the connection's state is unknown: start afresh next time
             return Outcome(sqlstate="timeout", message=f"{type(error).__name__}: {error}")
@@ -121,6 +129,9 @@ def _short(value: object, limit: int = 160) -> str:
 
 
 def judge(truth: Outcome, gateway: Outcome, *, ordered: bool) -> Verdict:
+    if UNDECODABLE in (truth.sqlstate, gateway.sqlstate):  # nothing to compare: never call it identical
+        return Verdict("different", f"undecodable answer: PostgreSQL {truth.sqlstate} {truth.message}, "
+                                    f"gateway {gateway.sqlstate} {gateway.message}")
     if gateway.failed:
         if truth.failed and (truth.sqlstate, truth.message) == (gateway.sqlstate, gateway.message):
             return Verdict("identical")
