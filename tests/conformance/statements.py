@@ -347,8 +347,44 @@ def column_names() -> list[Statement]:
     return out
 
 
+def joins() -> list[Statement]:
+    out = []
+    for kind, condition in itertools.product(["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"],
+                                             ["ON t.g = u.g", "ON t.g = u.g AND u.name <> 'two'", "USING (g)",
+                                              "ON t.g IS NOT DISTINCT FROM u.g", "ON t.g < u.g", "ON true"]):
+        if kind == "FULL JOIN" and condition == "ON t.g < u.g":
+            condition = "ON t.g = u.g + 1"  # PostgreSQL runs FULL JOIN on merge- or hash-joinable conditions only
+        out += [Statement("joins", f"SELECT t.id, u.name FROM t {kind} u {condition}"),
+                Statement("joins", f"SELECT count(*), count(t.id), count(u.name) FROM t {kind} u {condition}"),
+                Statement("joins", f"SELECT * FROM t {kind} u {condition} WHERE t.id = 2 OR t.id IS NULL")]
+    out += [Statement("joins", sql) for sql in [
+        "SELECT t.id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.g = t.g AND u.name LIKE 't%')",
+        "SELECT t.id, x.name FROM t JOIN u AS x ON x.g = t.g JOIN u AS y ON y.g = x.g AND y.name <> x.name",
+        "SELECT a.id, b.id FROM t a JOIN t b ON a.k = b.k AND a.id < b.id",
+        "SELECT * FROM t NATURAL FULL JOIN u",
+        "SELECT g, count(*) FROM t LEFT JOIN u USING (g) GROUP BY g",
+        "SELECT t.id FROM t LEFT JOIN u ON t.g = u.g WHERE u.g IS NULL",
+        "SELECT count(*) FROM t CROSS JOIN u",
+        "SELECT t.id, u.name FROM t, u WHERE t.g = u.g AND t.k > 10",
+    ]]
+    return out
+
+
+def text_ordering() -> list[Statement]:
+    out = []
+    for expression in ["s", "lower(s)", "s COLLATE \"C\"", "s || 'x'", "substr(s, 2)", "coalesce(s, '~')"]:
+        out += [Statement("collations", f"SELECT {expression} AS v, count(*) FROM t GROUP BY 1"),
+                Statement("collations", f"SELECT DISTINCT {expression} AS v FROM t ORDER BY v NULLS FIRST", True),
+                Statement("collations", f"SELECT id FROM t WHERE {expression} > 'B' ORDER BY id", True),
+                Statement("collations", f"SELECT id FROM t WHERE {expression} BETWEEN 'a' AND 'c'"),
+                Statement("collations", f"SELECT string_agg({expression}, '|' ORDER BY {expression} DESC NULLS LAST) FROM t"),
+                Statement("collations", f"SELECT id, rank() OVER (ORDER BY {expression}) FROM t ORDER BY id", True)]
+    return out
+
+
 FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, recursive_ctes, numeric_edges,
-            text_functions, date_time_functions, null_ordering, collations, column_names]
+            text_functions, date_time_functions, null_ordering, collations, text_ordering, joins,
+            column_names]
 
 
 def all_statements() -> list[Statement]:
