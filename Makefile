@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-fast test-latest fuzz lock system-deps node-deps clean
+.PHONY: run test test-fast test-latest fuzz conformance lock system-deps node-deps clean
 
 # Exact versions from requirements.lock, so a fresh clone tests what CI tested; fedgate itself
 # goes in editable, without resolving anything again. pip shows its progress: the first
@@ -87,3 +87,10 @@ clean:
 .PHONY: bench-tpch
 bench-tpch: $(STAMP) system-deps
 	$(PY) tests/bench/bench_tpch.py $(ARGS)
+
+# Every statement of the differential suite against PostgreSQL 15, on both routes (a few
+# minutes); rewrites docs/compatibility.md and fails on a new difference, or on a known one
+# that is gone (then drop it from tests/conformance/known_differences.json). `make test`
+# runs a fixed sample of the same statements.
+conformance: $(STAMP) system-deps
+	$(PY) -m tests.conformance.suite $(ARGS)

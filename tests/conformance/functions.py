@@ -1,0 +1,174 @@
+"""The function conformance probe: PostgreSQL's built-in functions with edge-case arguments.
+
+For each function users rely on (by category), a handful of calls whose arguments meet the
+edges: NULL, empty, zero, negative, huge, NaN and infinities, non-ASCII text, leap days,
+time zones. Each call is one statement of the differential suite (category "functions:
+<category>"); a function's verdict is the worst of its calls' (different over refused over
+identical), recorded in the table of docs/compatibility.md.
+"""
+
+from __future__ import annotations
+
+from tests.conformance.statements import Statement
+
+NUM = ["0", "-1", "2.5", "-2.5", "1e300", "NULL::numeric", "'NaN'::numeric", "'Infinity'::float8", "'NaN'::float8",
+       "-9223372036854775808", "0.000001"]
+TEXT = ["''", "'abc'", "NULL::text", "'Ünïcødé ß'", "'a b  c'", "' padded '", "'日本語'", "'A,B,,C'"]
+DATES = ["DATE '2024-02-29'", "DATE '0001-01-01'", "NULL::date", "DATE 'infinity'"]
+STAMPS = ["TIMESTAMP '2024-02-29 23:59:59.999999'", "TIMESTAMP '1970-01-01'", "NULL::timestamp",
+          "TIMESTAMPTZ '2024-03-10 02:30:00+00'", "TIMESTAMP 'infinity'"]
+BYTES = ["'\\x'::bytea", "'\\xdeadbeef'::bytea", "NULL::bytea", "'abc'::bytea"]
+JSONS = ["'{\"a\": 1, \"b\": [1, 2]}'::jsonb", "'[]'::jsonb", "'null'::jsonb", "NULL::jsonb", "'{\"a\": {\"b\": \"x\"}}'::json"]
+ARRAYS = ["ARRAY[1, 2, NULL, 3]", "ARRAY[]::int[]", "NULL::int[]", "ARRAY[3, 1, 2]", "ARRAY[[1, 2], [3, 4]]"]
+
+
+def _calls(function: str, templates: list[str], values: list[str]) -> list[str]:
+    return [template.format(v=value) for template in templates for value in values]
+
+
+# category → function → argument lists (each one call)
+PROBES: dict[str, dict[str, list[str]]] = {
+    "math": {
+        "abs": _calls("abs", ["abs({v})"], NUM), "ceil": _calls("ceil", ["ceil({v})"], NUM),
+        "floor": _calls("floor", ["floor({v})"], NUM), "round": _calls("round", ["round({v})", "round({v}, 2)"], NUM),
+        "trunc": _calls("trunc", ["trunc({v})", "trunc({v}, -1)"], NUM), "sign": _calls("sign", ["sign({v})"], NUM),
+        "sqrt": _calls("sqrt", ["sqrt({v})"], NUM), "cbrt": _calls("cbrt", ["cbrt({v}::float8)"], NUM),
+        "exp": _calls("exp", ["exp({v})"], NUM), "ln": _calls("ln", ["ln({v})"], NUM),
+        "log": _calls("log", ["log({v})", "log(2, {v})"], NUM), "log10": _calls("log10", ["log10({v})"], NUM),
+        "power": _calls("power", ["power({v}, 2)", "power(2, {v})"], NUM), "mod": _calls("mod", ["mod({v}, 3)"], NUM),
+        "div": _calls("div", ["div({v}, 2)"], NUM), "gcd": ["gcd(12, 18)", "gcd(0, 0)", "gcd(-4, 6)", "gcd(NULL::int, 2)"],
+        "lcm": ["lcm(4, 6)", "lcm(0, 5)", "lcm(-4, 6)"], "factorial": ["factorial(5)", "factorial(0)", "factorial(-1)"],
+        "pi": ["pi()"], "degrees": _calls("degrees", ["degrees({v})"], NUM), "radians": _calls("radians", ["radians({v})"], NUM),
+        "sin": _calls("sin", ["sin({v})"], NUM), "cos": _calls("cos", ["cos({v})"], NUM), "atan2": ["atan2(1, 1)", "atan2(0, 0)", "atan2(NULL, 1)"],
+        "width_bucket": ["width_bucket(5.35, 0.024, 10.06, 5)", "width_bucket(-1, 0, 10, 5)", "width_bucket(NULL, 0, 10, 5)"],
+        "scale": _calls("scale", ["scale({v})"], ["1.50", "0", "NULL::numeric", "'NaN'::numeric"]),
+        "greatest": ["greatest(1, NULL, 3)", "greatest(NULL::int, NULL)", "greatest(1, 2.5)", "greatest('a', 'B')"],
+        "least": ["least(1, NULL, 3)", "least(1, 2.5)", "least('a', 'B')"],
+    },
+    "string": {
+        "length": _calls("length", ["length({v})"], TEXT), "upper": _calls("upper", ["upper({v})"], TEXT),
+        "lower": _calls("lower", ["lower({v})"], TEXT), "initcap": _calls("initcap", ["initcap({v})"], TEXT),
+        "substr": _calls("substr", ["substr({v}, 2)", "substr({v}, -2, 4)", "substr({v}, 1, 0)"], TEXT),
+        "left": _calls("left", ["left({v}, 2)", "left({v}, -2)"], TEXT), "right": _calls("right", ["right({v}, 2)", "right({v}, -2)"], TEXT),
+        "lpad": _calls("lpad", ["lpad({v}, 6, 'xy')", "lpad({v}, 2)", "lpad({v}, 5, '')"], TEXT),
+        "rpad": _calls("rpad", ["rpad({v}, 6, 'xy')", "rpad({v}, 2)"], TEXT),
+        "btrim": _calls("btrim", ["btrim({v})", "btrim({v}, 'a ')"], TEXT), "ltrim": _calls("ltrim", ["ltrim({v})"], TEXT),
+        "rtrim": _calls("rtrim", ["rtrim({v})"], TEXT), "reverse": _calls("reverse", ["reverse({v})"], TEXT),
+        "repeat": _calls("repeat", ["repeat({v}, 3)", "repeat({v}, 0)"], TEXT),
+        "replace": _calls("replace", ["replace({v}, 'b', '')", "replace({v}, '', 'x')"], TEXT),
+        "strpos": _calls("strpos", ["strpos({v}, 'b')", "strpos({v}, '')"], TEXT),
+        "split_part": _calls("split_part", ["split_part({v}, ',', 2)", "split_part({v}, '', 1)", "split_part({v}, ',', 0)"], TEXT),
+        "concat": _calls("concat", ["concat({v}, NULL, 1.50, false)"], TEXT),
+        "concat_ws": _calls("concat_ws", ["concat_ws(',', {v}, NULL, 2)", "concat_ws(NULL, {v}, 'x')"], TEXT),
+        "ascii": _calls("ascii", ["ascii({v})"], TEXT), "chr": ["chr(65)", "chr(0)", "chr(233)", "chr(NULL)", "chr(-1)"],
+        "translate": _calls("translate", ["translate({v}, 'abc', 'x')"], TEXT),
+        "starts_with": _calls("starts_with", ["starts_with({v}, 'a')", "starts_with({v}, '')"], TEXT),
+        "string_to_array": _calls("string_to_array", ["string_to_array({v}, ',')", "string_to_array({v}, NULL)"], TEXT),
+        "array_to_string": ["array_to_string(ARRAY['a', NULL, 'c'], ',')", "array_to_string(ARRAY['a', NULL], ',', '*')"],
+        "quote_literal": _calls("quote_literal", ["quote_literal({v})"], TEXT + ["'it''s'"]),
+        "quote_ident": _calls("quote_ident", ["quote_ident({v})"], TEXT + ["'Mixed'"]),
+        "quote_nullable": _calls("quote_nullable", ["quote_nullable({v})"], TEXT),
+        "octet_length": _calls("octet_length", ["octet_length({v})"], TEXT),
+        "bit_length": _calls("bit_length", ["bit_length({v})"], TEXT),
+        "overlay": _calls("overlay", ["overlay({v} placing 'XX' from 2 for 1)"], TEXT),
+    },
+    "pattern matching": {
+        "like": _calls("like", ["{v} LIKE '%b%'", "{v} LIKE ''", "{v} LIKE 'a\\_%'", "{v} ILIKE '%Ü%'"], TEXT),
+        "similar to": _calls("similar", ["{v} SIMILAR TO '(a|b)%'", "{v} SIMILAR TO '%'"], TEXT),
+        "regex operators": _calls("~", ["{v} ~ 'b'", "{v} ~* 'B'", "{v} !~ '^a'", "{v} ~ ''"], TEXT),
+        "regexp_replace": _calls("regexp_replace", ["regexp_replace({v}, '[a-c]', '#')", "regexp_replace({v}, '[a-c]', '#', 'g')",
+                                                    "regexp_replace({v}, '(b)', '<\\1>')"], TEXT),
+        "regexp_match": _calls("regexp_match", ["regexp_match({v}, '(b)(c)?')"], TEXT),
+        "regexp_matches": _calls("regexp_matches", ["regexp_matches({v}, '[a-c]', 'g')"], TEXT),
+        "regexp_split_to_array": _calls("regexp_split_to_array", ["regexp_split_to_array({v}, '\\s+')"], TEXT),
+        "regexp_count": _calls("regexp_count", ["regexp_count({v}, '[a-c]')"], TEXT),
+        "regexp_like": _calls("regexp_like", ["regexp_like({v}, '^a')"], TEXT),
+    },
+    "formatting": {
+        "to_char": ["to_char(1234.5, '9,999.99')", "to_char(-0.5, 'FM990.00')", "to_char(1e300, '9.9EEEE')",
+                    "to_char(NULL::numeric, '999')", "to_char(12, 'RN')", "to_char(5, '000')"]
+                   + _calls("to_char", ["to_char({v}, 'YYYY-MM-DD HH24:MI:SS.US')", "to_char({v}, 'Day Month FMDD TZ')"], STAMPS),
+        "format": ["format('%s|%s', 'a', NULL)", "format('%L', 'it''s')", "format('%I', 'Mixed')", "format('%5s|%-5s|', 'ab', 'cd')",
+                   "format('%%')", "format(NULL)", "format('%s')"],
+        "to_number": ["to_number('1,234.5', '9,999.9')", "to_number('-12', 'S99')", "to_number('', '99')"],
+        "to_date": ["to_date('2024-02-29', 'YYYY-MM-DD')", "to_date('2023-02-29', 'YYYY-MM-DD')", "to_date('29 Feb 24', 'DD Mon YY')"],
+        "to_timestamp": ["to_timestamp(0)", "to_timestamp(1e10)", "to_timestamp('NaN'::float8)", "to_timestamp('2024-02-29 12:00', 'YYYY-MM-DD HH24:MI')"],
+        "to_hex": ["to_hex(255)", "to_hex(-1)", "to_hex(0)", "to_hex(9223372036854775807)"],
+    },
+    "date/time": {
+        "date_trunc": _calls("date_trunc", ["date_trunc('month', {v})", "date_trunc('week', {v})", "date_trunc('hour', {v})"], STAMPS),
+        "date_part": _calls("date_part", ["date_part('epoch', {v})", "date_part('dow', {v})", "date_part('century', {v})"], STAMPS),
+        "extract": _calls("extract", ["extract(isodow FROM {v})", "extract(julian FROM {v})", "extract(millennium FROM {v})"], DATES),
+        "age": _calls("age", ["age(TIMESTAMP '2025-01-01', {v})"], STAMPS),
+        "make_date": ["make_date(2024, 2, 29)", "make_date(2023, 2, 29)", "make_date(-44, 3, 15)", "make_date(NULL, 1, 1)"],
+        "make_timestamp": ["make_timestamp(2024, 2, 29, 23, 59, 59.5)", "make_timestamp(2024, 13, 1, 0, 0, 0)"],
+        "make_interval": ["make_interval(years => 1, days => -1)", "make_interval(secs => 1.5)", "make_interval()"],
+        "justify_hours": ["justify_hours(interval '27 hours')", "justify_hours(interval '-27 hours')"],
+        "date arithmetic": _calls("+", ["{v} + interval '1 month'", "{v} - interval '1 year'", "{v} + 1"], DATES),
+        "isfinite": _calls("isfinite", ["isfinite({v})"], DATES),
+        "timezone": _calls("timezone", ["timezone('Asia/Kolkata', {v})", "{v} AT TIME ZONE '+05'"], STAMPS),
+        "overlaps": ["(DATE '2024-01-01', DATE '2024-02-01') OVERLAPS (DATE '2024-01-15', DATE '2024-03-01')"],
+    },
+    "aggregate": {
+        "count": ["count(x)", "count(*)", "count(DISTINCT x)"], "sum": ["sum(x)", "sum(DISTINCT x)"], "avg": ["avg(x)"],
+        "min": ["min(x)"], "max": ["max(x)"], "stddev": ["stddev(x)", "stddev_pop(x)"], "variance": ["variance(x)", "var_pop(x)"],
+        "string_agg": ["string_agg(x::text, ',')", "string_agg(x::text, ',' ORDER BY x DESC)"],
+        "array_agg": ["array_agg(x)", "array_agg(x ORDER BY x NULLS FIRST)"], "bool_and": ["bool_and(x > 0)"],
+        "bool_or": ["bool_or(x > 0)"], "bit_and": ["bit_and(x::int)"], "bit_or": ["bit_or(x::int)"],
+        "percentile_cont": ["percentile_cont(0.5) WITHIN GROUP (ORDER BY x)", "percentile_cont(ARRAY[0.25, 0.75]) WITHIN GROUP (ORDER BY x)"],
+        "percentile_disc": ["percentile_disc(0.5) WITHIN GROUP (ORDER BY x)"], "mode": ["mode() WITHIN GROUP (ORDER BY x)"],
+        "corr": ["corr(x, x * 2)"], "regr_slope": ["regr_slope(x, x)"], "json_agg": ["json_agg(x)"], "jsonb_agg": ["jsonb_agg(x)"],
+    },
+    "window": {
+        "row_number": ["row_number() OVER (ORDER BY x NULLS LAST)"], "rank": ["rank() OVER (ORDER BY x)"],
+        "dense_rank": ["dense_rank() OVER (ORDER BY x)"], "percent_rank": ["percent_rank() OVER (ORDER BY x)"],
+        "cume_dist": ["cume_dist() OVER (ORDER BY x)"], "ntile": ["ntile(2) OVER (ORDER BY x NULLS FIRST)"],
+        "lag": ["lag(x) OVER (ORDER BY x NULLS FIRST)", "lag(x, 2, 0.0) OVER (ORDER BY x NULLS FIRST)"],
+        "lead": ["lead(x) OVER (ORDER BY x NULLS FIRST)"], "first_value": ["first_value(x) OVER (ORDER BY x NULLS FIRST)"],
+        "last_value": ["last_value(x) OVER (ORDER BY x NULLS FIRST)"], "nth_value": ["nth_value(x, 2) OVER (ORDER BY x NULLS FIRST)"],
+    },
+    "array": {
+        "array_length": _calls("array_length", ["array_length({v}, 1)"], ARRAYS), "cardinality": _calls("cardinality", ["cardinality({v})"], ARRAYS),
+        "array_append": _calls("array_append", ["array_append({v}, 9)"], ARRAYS[:4]), "array_cat": ["array_cat(ARRAY[1], ARRAY[2, 3])", "array_cat(NULL::int[], ARRAY[1])"],
+        "array_position": _calls("array_position", ["array_position({v}, 2)"], ARRAYS[:4]),
+        "array_remove": _calls("array_remove", ["array_remove({v}, 2)"], ARRAYS[:4]),
+        "unnest": _calls("unnest", ["unnest({v})"], ARRAYS), "array_upper": _calls("array_upper", ["array_upper({v}, 1)"], ARRAYS),
+        "subscript": _calls("[]", ["({v})[1]", "({v})[0]", "({v})[2:3]"], ARRAYS), "any": _calls("any", ["2 = ANY ({v})"], ARRAYS),
+        "array_dims": _calls("array_dims", ["array_dims({v})"], ARRAYS),
+    },
+    "JSON": {
+        "->": _calls("->", ["{v} -> 'a'", "{v} -> 0"], JSONS), "->>": _calls("->>", ["{v} ->> 'a'"], JSONS),
+        "#>>": _calls("#>>", ["{v} #>> '{{a,b}}'"], JSONS), "jsonb_typeof": _calls("jsonb_typeof", ["jsonb_typeof({v}::jsonb)"], JSONS),
+        "jsonb_array_length": ["jsonb_array_length('[1, 2]')", "jsonb_array_length('{}')"],
+        "to_json": _calls("to_json", ["to_json({v})"], TEXT[:4] + ["1.50", "NULL::int"]), "jsonb_build_object": ["jsonb_build_object('a', 1, 'b', NULL)"],
+        "json_build_array": ["json_build_array(1, 'a', NULL)"], "jsonb_object_keys": ["jsonb_object_keys('{\"b\": 1, \"a\": 2}')"],
+        "@>": _calls("@>", ["{v}::jsonb @> '{{\"a\": 1}}'"], JSONS), "?": _calls("?", ["{v}::jsonb ? 'a'"], JSONS),
+        "jsonb_set": ["jsonb_set('{\"a\": 1}', '{a}', '2')"], "json_extract_path_text": ["json_extract_path_text('{\"a\": {\"b\": 1}}', 'a', 'b')"],
+    },
+    "bytea": {
+        "length": _calls("length", ["length({v})"], BYTES), "octet_length": _calls("octet_length", ["octet_length({v})"], BYTES),
+        "encode": _calls("encode", ["encode({v}, 'hex')", "encode({v}, 'base64')", "encode({v}, 'escape')"], BYTES),
+        "decode": ["decode('deadbeef', 'hex')", "decode('3q2+7w==', 'base64')", "decode('zz', 'hex')"],
+        "concat": _calls("||", ["{v} || '\\x00'::bytea"], BYTES), "get_byte": ["get_byte('\\xdeadbeef'::bytea, 0)", "get_byte('\\x'::bytea, 0)"],
+        "substring": _calls("substring", ["substring({v} FROM 2 FOR 2)"], BYTES),
+    },
+    "hashing": {
+        "md5": _calls("md5", ["md5({v})"], TEXT + BYTES[:3]), "sha224": _calls("sha224", ["sha224({v})"], BYTES),
+        "sha256": _calls("sha256", ["sha256({v})"], BYTES), "sha384": _calls("sha384", ["sha384({v})"], BYTES),
+        "sha512": _calls("sha512", ["sha512({v})"], BYTES), "hashtext": ["hashtext('abc')"],
+    },
+}
+AGGREGATE_ROWS = "(VALUES (1.5), (NULL), (-2.25), (1.5), (4)) AS v(x)"
+
+
+def function_statements() -> list[Statement]:
+    out = []
+    for category, functions in PROBES.items():
+        for function, calls in functions.items():
+            for call in calls:
+                if category in ("aggregate", "window"):
+                    sql = f"SELECT {call} FROM {AGGREGATE_ROWS}"
+                else:
+                    sql = f"SELECT {call}"
+                out.append(Statement(f"functions: {category}", sql, function=function))
+    return out
