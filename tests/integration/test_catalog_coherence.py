@@ -141,8 +141,9 @@ def _pgbench(gateway: GatewayProcess, *args: str) -> subprocess.CompletedProcess
 
 
 @pytest.mark.load
+@pytest.mark.parametrize("mode", ["simple", "prepared"])
 def test_pgbench_initialized_through_two_workers_then_select_only(
-        postgres_server: PostgresServer, tmp_path: Path) -> None:
+        postgres_server: PostgresServer, tmp_path: Path, mode: str) -> None:
     """`pgbench -i` runs on one worker; `pgbench -S` clients land on both, at once."""
     name = f"coherence_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
@@ -154,7 +155,7 @@ def test_pgbench_initialized_through_two_workers_then_select_only(
     try:
         init = _pgbench(gateway, "-i", "-s", "1")
         assert init.returncode == 0, init.stderr[-4000:]
-        run = _pgbench(gateway, "-n", "-S", "-c", "4", "-j", "2", "-T", "5")
+        run = _pgbench(gateway, "-n", "-S", "-M", mode, "-c", "4", "-j", "2", "-T", "5")
         report = f"exit {run.returncode}\n{run.stdout}\n{run.stderr[-4000:]}"
         assert run.returncode == 0, report
         assert "aborted" not in run.stderr and "does not exist" not in run.stderr, report
