@@ -28,7 +28,7 @@ from gateway.state.context import ServerContext
 from gateway.state.portals import Portal, Prepared
 from gateway.state.session import FLUSH_BYTES, SessionState
 from gateway.state.statements import parse_utility
-from pgwire.errors import FEATURE_NOT_SUPPORTED, UNDEFINED_TABLE, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, UNDEFINED_TABLE, PgError
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from pgwire.types.table import pg_type_by_name, pg_type_by_oid
@@ -196,6 +196,13 @@ class SessionCore(SessionState):
             if describe:
                 self.write(row_description(portal.stream.schema, portal.formats))
             await self.send_rows(portal, max_rows)
+        except PgError as err:
+            await portal.close()
+            if err.sqlstate in (UNDEFINED_TABLE, UNDEFINED_COLUMN):
+                # Planned with names a source no longer has (changed outside the gateway,
+                # or a file removed): read the catalog again before the next plan.
+                self.ctx.catalog_stale = True
+            raise
         except BaseException:
             await portal.close()
             raise
