@@ -115,11 +115,12 @@ async def serve_peers(ctx: ServerContext, spec: WorkerSpec) -> asyncio.Server:
         try:
             packet = await asyncio.wait_for(reader.readexactly(16), 5.0)
             length, code, pid, key = struct.unpack("!IIII", packet)
+            ours = pid_owner(pid, spec.count) == spec.index
             if length == 16 and code == CATALOG_CHANGED_CODE:
                 ctx.note_catalog_change()
                 writer.write(CATALOG_CHANGED_ACK)
                 await writer.drain()
-            elif length == 16 and code == CANCEL_REQUEST_CODE and pid_owner(pid, spec.count) == spec.index:
+            elif length == 16 and code == CANCEL_REQUEST_CODE and ours:
                 ctx.cancel(pid, key)
             else:
                 log.warning("worker %d: malformed message from another worker ignored", spec.index)

@@ -69,7 +69,8 @@ def database(postgres_server: PostgresServer) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def two_workers(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def two_workers(database: str,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     gateway = start_gateway(f'[catalog]\nsearch_path = ["pg"]\n{FAR_AWAY_REFRESH}'
                             f'[sources.pg]\nkind = "postgres"\ndsn = {json.dumps(database)}\n',
                             tmp_path_factory.mktemp("gw-coherence"), workers=WORKERS)
