@@ -67,6 +67,7 @@ class PgError(Exception):
         detail: str | None = None,
         hint: str | None = None,
         position: int | None = None,
+        routine: str | None = None,
     ) -> None:
         super().__init__(message)
         self.sqlstate = sqlstate
@@ -75,6 +76,9 @@ class PgError(Exception):
         self.detail = detail
         self.hint = hint
         self.position = position
+        # PostgreSQL's source routine (field R): drivers tell some errors apart by it, e.g.
+        # asyncpg re-prepares a statement on "RevalidateCachedQuery".
+        self.routine = routine
 
     @property
     def is_fatal(self) -> bool:

@@ -17,6 +17,7 @@ and filters into the dataset scanner.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +36,9 @@ from connectors.files.parquet_views import (UNDEFINED_FILE, NativeTable, check, 
                                             native_candidates)
 from connectors.scan_sql import scan_tree
 from connectors.statement_log import StatementLog
-from pgwire.errors import PgError
+from pgwire.errors import UNDEFINED_TABLE, PgError
+
+log = logging.getLogger("fedgate.files")
 
 BATCH_ROWS = 65_536
 # CSV as PostgreSQL's COPY writes it: an unquoted empty field is NULL, a quoted one is the
@@ -55,7 +58,8 @@ class FilesSource:
         self.path = Path(path)
         self.file_format = file_format
         self.statement_log = StatementLog(statement_log)
-        self.datasets = self._discover()
+        self._paths = self._entries()
+        self.datasets = {name: self._dataset(path) for name, path in self._paths.items()}
         # DuckDB reads nothing but the single Parquet files it may view natively.
         self._runner = DuckDBRunner.open(":memory:", allowed_paths=native_candidates(
             self.datasets) if file_format == "parquet" else ())
@@ -69,19 +73,39 @@ class FilesSource:
         """The tables DuckDB reads with its own Parquet reader (the rest: pyarrow)."""
         return frozenset(self._native)
 
-    def _discover(self) -> dict[str, ds.Dataset]:
+    def _entries(self) -> dict[str, Path]:
+        """Each table's name and the file or folder it reads, as the folder is now."""
         suffix = f".{self.file_format}"
         if self.path.is_file():
-            return {self.path.stem: self._dataset(self.path)}
+            return {self.path.stem: self.path}
         if not self.path.is_dir():
             raise FileNotFoundError(f"{self.path} is neither a file nor a folder")
         found = {}
         for entry in sorted(self.path.iterdir()):
             if entry.is_file() and entry.suffix == suffix:
-                found[entry.stem] = self._dataset(entry)
+                found[entry.stem] = entry
             elif entry.is_dir() and not entry.name.startswith((".", "_")):
-                found[entry.name] = self._dataset(entry)
+                found[entry.name] = entry
         return found
+
+    def _rediscovered(self) -> tuple[dict[str, Path], dict[str, ds.Dataset]]:
+        """The tables as the folder holds them now (run on a worker thread). A single file
+        keeps the dataset it had (a rewritten file is caught per query, see
+        connectors.files.parquet_views); folders are listed again, so files added to or
+        removed from them count. A new file that cannot be read yet (still being written)
+        is left out, with a warning, until a later read."""
+        paths = self._entries()
+        datasets = {}
+        for name, path in paths.items():
+            if path == self._paths.get(name) and path.is_file() and name in self.datasets:
+                datasets[name] = self.datasets[name]
+                continue
+            try:
+                datasets[name] = self._dataset(path)
+            except (OSError, pa.ArrowInvalid) as exc:
+                log.warning("file source %s: %s is not readable as a table yet: %s",
+                            self.name, path, exc)
+        return {name: paths[name] for name in datasets}, datasets
 
     def _dataset(self, path: Path) -> ds.Dataset:
         if self.file_format == "parquet":
@@ -96,6 +120,14 @@ class FilesSource:
         return ds.dataset(str(path), format=CSV_FORMAT, partitioning="hive", schema=schema)
 
     async def tables(self) -> list[TableInfo]:
+        """The folder's tables as it holds them now: every catalog read (periodic, after a
+        statement named a table the catalog lacks) notices files added and removed.
+        Tables new since start-up are read by pyarrow (DuckDB's own reader is restricted
+        to the files it was allowed at start-up)."""
+        paths, datasets = await asyncio.to_thread(self._rediscovered)
+        self._native = {n: t for n, t in self._native.items() if paths.get(n) == self._paths.get(n)}
+        self._paths, self.datasets = paths, datasets
+        self._registered = {n: d for n, d in datasets.items() if n not in self._native}
         return [TableInfo(TableRef(self.name, name, remote_name=name), dataset.schema,
                           row_estimate=await asyncio.to_thread(_estimate, dataset))
                 for name, dataset in self.datasets.items()]
@@ -120,12 +152,28 @@ class FilesSource:
         only costs one `stat`)."""
         if self._native:
             text = sql.lower()
-            await check(self._runner, [t for n, t in self._native.items() if n.lower() in text],
-                        self.name)
+            named = [n for n in self._native if n.lower() in text]
+            removed = self._removed_table(named)
+            if removed is not None:
+                raise removed
+            await check(self._runner, [self._native[n] for n in named], self.name)
+
+    def _removed_table(self, names: Sequence[str]) -> PgError | None:
+        """42P01 for a table of `names` whose file or folder was removed since the catalog
+        was read (the next catalog read drops it; until then it answers as if it had)."""
+        for name in names:
+            path = self._paths.get(name)
+            if path is not None and not path.exists():
+                return PgError(UNDEFINED_TABLE, f'relation "{self.name}.{name}" does not exist',
+                               detail=f'its file or folder "{path}" was removed')
+        return None
 
     def _missing_file(self) -> PgError | None:
         """The error to report when a file a dataset lists is gone (checked on failure
         only: a stat per file on every query would cost too much for large datasets)."""
+        removed = self._removed_table(list(self.datasets))
+        if removed is not None:
+            return removed
         for name, dataset in self.datasets.items():
             for path in getattr(dataset, "files", ()):
                 if not os.path.exists(path):
@@ -142,6 +190,9 @@ class FilesSource:
         """Filters pyarrow can evaluate exactly go into the dataset scanner; else DuckDB."""
         name = req.table.remote_name or req.table.name
         dataset = self.datasets[name]
+        removed = self._removed_table([name])
+        if removed is not None:
+            raise removed
         if name in self._native:
             await check(self._runner, [self._native[name]], self.name)
         arrow_filter = to_arrow_filter(req.filters, dataset.schema)

@@ -119,6 +119,10 @@ class PgLink:
         self.broken = False
         self.settings: dict[str, str] = {}
         self.statements: dict[tuple[str, tuple[int, ...]], RemoteStatement] = {}
+        # The tables' shapes the statements were described under (`expire_statements`),
+        # and the ones forgotten since, closed on the source with the next Parse.
+        self.statements_epoch = 0
+        self._closing: list[str] = []
         self._descriptions: dict[bytes, bytes] = {}
         self._names = itertools.count(1)
 
@@ -237,6 +241,15 @@ class PgLink:
                 self.settings[name] = value
         return commands
 
+    def expire_statements(self, epoch: int) -> None:
+        """Tables may have changed shape since `epoch` was last seen (DDL through the
+        gateway, or a catalog read that found a change): forget the statements described
+        before, so none is bound with its old result description."""
+        if epoch != self.statements_epoch:
+            self._closing.extend(s.name for s in self.statements.values())
+            self.statements.clear()
+            self.statements_epoch = epoch
+
     async def prepare(self, sql: str, param_oids: tuple[int, ...], prefix: bytes = b"",
                       prefix_ready: int = 0) -> RemoteStatement:
         """A named statement on the source for `sql`, parsed and described once per link."""
@@ -244,6 +257,10 @@ class PgLink:
         found = self.statements.get(key)
         if found is not None:
             return found
+        if self._closing:
+            prefix += b"".join(w.close("S", name) for name in self._closing) + w.SYNC
+            prefix_ready += 1
+            self._closing = []
         if len(self.statements) >= STATEMENT_CACHE:
             prefix += b"".join(w.close("S", s.name) for s in self.statements.values()) + w.SYNC
             prefix_ready += 1

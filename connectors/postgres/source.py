@@ -84,7 +84,12 @@ class PostgresSource:
         self.pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
         self._pool_lock = asyncio.Lock()
+        # Result descriptions by SQL text, valid for the tables' shapes as `tables()` last
+        # found them: a change of any shape (DDL, through the gateway or not) clears them,
+        # so a table re-created with other columns is never read with its old description.
         self._described: dict[str, list[ColumnType]] = {}
+        self._shapes: dict[str, pa.Schema] | None = None
+        self._shape_changes = 0  # a description begun before a change is not kept
 
     async def pool(self) -> asyncpg.Pool:
         # Created on first use: the gateway builds sources off the event loop.
@@ -113,9 +118,15 @@ class PostgresSource:
     async def tables(self) -> list[TableInfo]:
         conn = await self.acquire()
         try:
-            return await discover_tables(conn, self.name, self.schema)
+            found = await discover_tables(conn, self.name, self.schema)
         finally:
             await (await self.pool()).release(conn)
+        shapes = {info.ref.name: info.schema for info in found}
+        if shapes != self._shapes:
+            self._described.clear()
+            self._shapes = shapes
+            self._shape_changes += 1
+        return found
 
     def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:
         return [self.dialect.classify(f, None).pushdown for f in filters]
@@ -123,10 +134,12 @@ class PostgresSource:
     async def _columns(self, conn: asyncpg.Connection, sql: str) -> list[ColumnType]:
         found = self._described.get(sql)
         if found is None:
+            changes = self._shape_changes
             found = await describe_columns(conn, sql)
             if len(self._described) > 1000:
                 self._described.clear()
-            self._described[sql] = found
+            if changes == self._shape_changes:
+                self._described[sql] = found
         return found
 
     async def describe(self, sql: str, params: Sequence[Any] = ()) -> pa.Schema:

@@ -146,7 +146,10 @@ class Lane:
         if route.writes and s.in_block and links.writer not in (None, route.source):
             return None  # the task reports 0A000
         link = links.links.get(route.source)
-        return link if link is not None and link.idle else None
+        if link is None or not link.idle:
+            return None
+        link.expire_statements(s.ctx.schema_epoch)
+        return link
 
 
     # --- finishing a simple Query, starting an extended run --------------------------

@@ -55,6 +55,13 @@ def stale_plan(error: PgError | None) -> bool:
             and "cached plan must not change result type" in error.message)
 
 
+def result_type(statement: RemoteStatement) -> list[tuple[bytes, int, int]] | None:
+    """What PostgreSQL compares before it lets a prepared statement run again."""
+    if statement.fields is None:
+        return None
+    return [(f.name, f.type_oid, f.type_modifier) for f in statement.fields]
+
+
 def relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
     """The RowDescription (or NoData) of a relayed statement, as its source described it."""
     found = prepared.remote.description(tuple(formats)) if prepared.remote is not None else None
@@ -115,6 +122,7 @@ class SessionLinks:
             if link.status != "I":  # this transaction's work there is gone with it
                 raise source_unavailable(source, "the connection was lost", lost=True)
         if link is not None and not link.broken:
+            link.expire_statements(self.state.ctx.schema_epoch)
             return link
         ctx = self.state.ctx
         remote = ctx.sources[source]
@@ -168,15 +176,16 @@ class SessionLinks:
         if route.ddl:
             self.ddl = True
             if not self.state.in_block:
-                self._stale()
+                await self._stale()
 
-    def _stale(self) -> None:
+    async def _stale(self) -> None:
         """DDL is visible to other connections now: the catalog is read again before the
-        next statement is planned (once for a run of DDL, as `pgbench -i` sends); routing
+        next statement is planned (once for a run of DDL, as `pgbench -i` sends), by this
+        worker and, told before the client hears back, every other one; routing
         does not wait for it (gateway.relay.routing sends writes on unknown tables to the
         first source on search_path, and reads on them to the planner)."""
         self.ddl = False
-        self.state.ctx.catalog_stale = True
+        await self.state.ctx.catalog_changed()
 
     # --- running statements --------------------------------------------------------------
 
@@ -235,6 +244,11 @@ class SessionLinks:
         self._check(route, prepared.sql)
         link = await self.link(route.source)
         statement = await link.prepare(route.sql or prepared.sql, prepared.declared_oids)
+        if prepared.remote is not None and result_type(statement) != result_type(prepared.remote):
+            # Described to the client with other columns (the table changed shape since):
+            # PostgreSQL's own answer, by which drivers know to prepare it again.
+            raise PgError(FEATURE_NOT_SUPPORTED, "cached plan must not change result type",
+                          routine="RevalidateCachedQuery")
         prefix, quiet = self.prefix(link)
         payload = (prefix + w.bind("", statement.name, portal.param_formats, portal.raw_params,
                                    portal.formats) + w.execute("", 0) + w.SYNC)
@@ -296,7 +310,7 @@ class SessionLinks:
             error = error or outcome.error
         self.writer = None
         if self.ddl:
-            self._stale()
+            await self._stale()
         if error is not None:
             raise error
 

@@ -174,7 +174,8 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
             raise listen_error(config, exc) from exc
     else:
         ctx.as_worker(worker.index, worker.count, workers.CancelForwarder(worker))
-        cancels = await workers.serve_cancels(ctx, worker)
+        ctx.announce_catalog_change = workers.CatalogAnnouncer(worker)
+        cancels = await workers.serve_peers(ctx, worker)
         server = await workers.listen(worker, accept)
     try:
         # With TLS configured the HTTP port serves HTTPS with the certificate loaded at start.

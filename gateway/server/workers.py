@@ -24,9 +24,12 @@ CancelRequest: a backend pid encodes its worker (`pid % count == index`, see
 the same 16-byte packet, to the owner's private unix socket in a 0700 directory of the
 parent's; the owner checks the key in constant time, exactly as for a local one.
 
-Catalog: each worker refreshes on its own (periodically, after its own DDL, and when a
-statement names a table it does not know, at most once a second), so a table created
-through one worker is found by another on first use.
+Catalog: each worker reads its sources' tables on its own: periodically, after DDL, and
+whenever a statement names a table it does not know (before answering 42P01). A worker
+that relayed DDL tells the others over the same private sockets (`CatalogAnnouncer`) and
+waits for their answers before the client hears CommandComplete, so a table dropped and
+re-created with another shape through one worker is never planned with its old shape by
+another.
 
 Supervision: SIGTERM/SIGINT stop every worker: the supervisor forwards SIGTERM and each
 worker drains its sessions (gateway/server/shutdown.py) within `shutdown_timeout_s`; a
@@ -75,6 +78,10 @@ log = logging.getLogger("fedgate.workers")
 Serve = Callable[..., Coroutine[object, object, None]]
 
 CANCEL_REQUEST_CODE = 80877102
+# Between workers only: "DDL ran through me" (a code no client packet uses), and its answer.
+CATALOG_CHANGED_CODE = 0x46474343
+CATALOG_CHANGED_ACK = b"k"
+ANNOUNCE_TIMEOUT_S = 2.0
 STOP_GRACE_S = 10.0  # SIGTERM, then SIGKILL
 YOUNG_S = 10.0  # a worker that dies younger than this counts as failing to start
 MAX_YOUNG_DEATHS = 5  # in a row, for one worker slot: give up
@@ -99,25 +106,63 @@ async def listen(spec: WorkerSpec, accept: Accept) -> BalancedListener:
     return listener
 
 
-async def serve_cancels(ctx: ServerContext, spec: WorkerSpec) -> asyncio.Server:
-    """This worker's private socket: CancelRequests for its pids forwarded by the others."""
+async def serve_peers(ctx: ServerContext, spec: WorkerSpec) -> asyncio.Server:
+    """This worker's private socket, where the other workers send what concerns it: a
+    CancelRequest for one of its pids, or word that DDL ran through them (answered with
+    one byte once this worker's catalog is marked stale)."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             packet = await asyncio.wait_for(reader.readexactly(16), 5.0)
             length, code, pid, key = struct.unpack("!IIII", packet)
             ours = pid_owner(pid, spec.count) == spec.index
-            if length == 16 and code == CANCEL_REQUEST_CODE and ours:
+            if length == 16 and code == CATALOG_CHANGED_CODE:
+                ctx.note_catalog_change()
+                writer.write(CATALOG_CHANGED_ACK)
+                await writer.drain()
+            elif length == 16 and code == CANCEL_REQUEST_CODE and ours:
                 ctx.cancel(pid, key)
             else:
-                log.warning("worker %d: malformed forwarded cancel request ignored", spec.index)
+                log.warning("worker %d: malformed message from another worker ignored", spec.index)
         except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
-            pass  # the forwarding worker went away; nothing to cancel
+            pass  # the sending worker went away; it no longer waits for an answer
         finally:
             writer.close()
 
     path = cancel_socket_path(spec.runtime_dir, spec.index)
     return await asyncio.start_unix_server(handle, path=path)
+
+
+@dataclass
+class CatalogAnnouncer:
+    """Tells every other worker that DDL ran through this one, and waits until each has
+    marked its catalog stale (so a client that goes on on another connection, hence maybe
+    another worker, finds the change). A worker that does not answer within
+    `ANNOUNCE_TIMEOUT_S` is restarting or stuck: it is logged and not waited for; its
+    statements that name a table it lacks still read the sources again first
+    (`ServerContext.recheck_missing`), and its periodic refresh catches the rest."""
+
+    spec: WorkerSpec
+
+    async def __call__(self) -> None:
+        others = [i for i in range(self.spec.count) if i != self.spec.index]
+        await asyncio.gather(*(self._tell(index) for index in others))
+
+    async def _tell(self, index: int) -> None:
+        path = cancel_socket_path(self.spec.runtime_dir, index)
+        writer = None
+        try:
+            async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
+                reader, writer = await asyncio.open_unix_connection(path)
+                writer.write(struct.pack("!IIII", 16, CATALOG_CHANGED_CODE, 0, 0))
+                await writer.drain()
+                await reader.readexactly(len(CATALOG_CHANGED_ACK))
+        except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            log.warning("could not tell worker %d that the catalog changed: %s", index,
+                        exc or type(exc).__name__)
+        finally:
+            if writer is not None:
+                writer.close()
 
 
 @dataclass

@@ -28,7 +28,7 @@ from gateway.state.context import ServerContext
 from gateway.state.portals import Portal, Prepared
 from gateway.state.session import FLUSH_BYTES, SessionState
 from gateway.state.statements import parse_utility
-from pgwire.errors import UNDEFINED_TABLE, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, UNDEFINED_TABLE, PgError
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from pgwire.types.table import pg_type_by_name, pg_type_by_oid
@@ -100,8 +100,9 @@ class SessionCore(SessionState):
                 return Prepared(sql, utility, None, (declared_oids[0] if declared_oids and declared_oids[0] else 23,))
             return Prepared(sql, utility, None, tuple(declared_oids))
         self.check_not_failed(Prepared(sql, None, None, ()))
+        epoch = self.ctx.schema_epoch  # read first: a change during planning re-plans once
         plan = await self.plan_query(sql, declared)
-        return Prepared(sql, None, plan, self.param_oids(plan, declared_oids))
+        return Prepared(sql, None, plan, self.param_oids(plan, declared_oids), schema_epoch=epoch)
 
     def param_oids(self, plan: QueryPlan, declared_oids: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(declared_oids[i] if i < len(declared_oids) and declared_oids[i]
@@ -114,8 +115,9 @@ class SessionCore(SessionState):
             try:
                 return self.ctx.plans.get(sql, self.ctx.catalog, settings)
             except PgError as err:
-                # A table created in a source since the last refresh: look again, once.
-                if err.sqlstate != UNDEFINED_TABLE or not await self.ctx.refresh_catalog():
+                # Maybe created since the last read (here, through another worker, or in
+                # the source itself): look again before saying it does not exist.
+                if err.sqlstate != UNDEFINED_TABLE or not await self.ctx.recheck_missing():
                     raise
                 return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))
         except PgError as err:
@@ -145,8 +147,30 @@ class SessionCore(SessionState):
             prepared.row_schema = await executor.describe(prepared.plan, self.engine_for(prepared.plan)[0])
         return prepared.row_schema
 
+    async def replan_if_reshaped(self, portal: Portal) -> None:
+        """A plan prepared before tables may have changed shape is planned again before it
+        runs; when its result columns changed, the client (which was told the old ones)
+        gets PostgreSQL's answer, by which drivers know to prepare the statement again."""
+        prepared = portal.statement
+        if prepared.schema_epoch is None or (prepared.schema_epoch == self.ctx.schema_epoch
+                                             and not self.ctx.catalog_stale):
+            return
+        epoch = self.ctx.schema_epoch
+        declared = tuple(self.type_name(oid) for oid in prepared.param_oids)
+        plan = await self.plan_query(prepared.sql, declared)
+        told = prepared.row_schema
+        if told is not None:
+            now = await self.describe(Prepared(prepared.sql, None, plan, prepared.param_oids))
+            assert now is not None
+            if now.names != told.names or now.types != told.types:
+                raise PgError(FEATURE_NOT_SUPPORTED, "cached plan must not change result type",
+                              routine="RevalidateCachedQuery")
+        # In place: the session's named statement is this object, planned once per change.
+        prepared.plan, prepared.schema_epoch = plan, epoch
+
     async def start(self, portal: Portal) -> None:
         if portal.stream is None and not portal.done and portal.statement.plan is not None:
+            await self.replan_if_reshaped(portal)
             plan = portal.statement.plan
             TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
             executor = self.links.executor_for(plan) or self.ctx.executor
@@ -172,6 +196,13 @@ class SessionCore(SessionState):
             if describe:
                 self.write(row_description(portal.stream.schema, portal.formats))
             await self.send_rows(portal, max_rows)
+        except PgError as err:
+            await portal.close()
+            if err.sqlstate in (UNDEFINED_TABLE, UNDEFINED_COLUMN):
+                # Planned with names a source no longer has (changed outside the gateway,
+                # or a file removed): read the catalog again before the next plan.
+                self.ctx.catalog_stale = True
+            raise
         except BaseException:
             await portal.close()
             raise

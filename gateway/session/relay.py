@@ -98,7 +98,7 @@ class RelayMixin(SessionCore):
                 self.write(encode_rows(b, resolve_formats((), b.num_columns), timezone=self.settings.timezone))
         self.write(encoder.command_complete(result.tag))
         if route.ddl:
-            self.ctx.catalog_stale = True
+            await self.ctx.catalog_changed()
 
 
 _CONTROL = re.compile(r"\s*(BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE\s+TRANSACTION|"

@@ -84,10 +84,19 @@ class ServerContext:
     _pids: itertools.count = field(default_factory=lambda: itertools.count(os.getpid() * 1000 % 2**30 + 1))
     _refreshed: float = field(default_factory=time.monotonic)
     _refresh_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _reads_started: int = 0  # reads of the sources' tables begun so far (`_read_after`)
     # Set by the listener once the context exists (the router reads the context's catalog).
     router: StatementRouter = field(init=False)
-    # DDL went to a source: read the catalog again before the next statement needs it.
+    # DDL went to a source (through this worker or, announced, another): read the catalog
+    # again before the next statement needs it.
     catalog_stale: bool = False
+    # Several workers: tells every other worker that DDL ran through this one, and returns
+    # once they all know (gateway.server.workers.CatalogAnnouncer).
+    announce_catalog_change: Callable[[], Awaitable[None]] | None = None
+    # Counts changes that may have reshaped tables (DDL here or announced, a catalog read
+    # that found a change): what a session's links compare to forget statements they
+    # prepared on a source before (connectors.postgres.link.PgLink.expire_statements).
+    schema_epoch: int = 0
     # Several workers: backend pids encode the worker (pid % worker_count == worker_index),
     # and a CancelRequest for another worker's pid goes to `forward_cancel(owner, pid, key)`.
     worker_index: int = 0
@@ -102,36 +111,80 @@ class ServerContext:
 
     async def refresh_catalog(self, min_interval_s: float = 1.0) -> bool:
         """Re-read every source's tables; any change becomes a new catalog version (which
-        also retires cached plans). At most one refresh per `min_interval_s`."""
+        also retires cached plans). At most one refresh per `min_interval_s`: the periodic
+        refresh's pace, never what answers a statement (`refresh_if_stale`,
+        `recheck_missing` are not rate-limited)."""
         async with self._refresh_lock:
             if time.monotonic() - self._refreshed < min_interval_s:
                 return False
-            self._refreshed = time.monotonic()
-            # Each source is read on its own (together, so a slow one delays no other);
-            # a source that fails is marked down and keeps what we knew of it.
-            names = [name for name in self.sources if name not in self.system_schemas]
-            read = await asyncio.gather(*(self.health.read_tables(self.sources[name])
-                                          for name in names))
-            entries = {}
-            for name, tables in zip(names, read):
-                dialect = self.sources[name].dialect
-                if tables is None:
-                    entries[name] = self.catalog.sources.get(name) or SourceEntry(name, dialect, {})
-                else:
-                    entries[name] = SourceEntry(name, dialect, {t.ref.name: t for t in tables})
-            if self._shapes(entries) == self._shapes(self.catalog.sources):
-                return False
-            snapshot = replace(self.catalog, version=self.catalog.version + 1, sources=entries)
-            if self.remount is not None:
-                snapshot = await self.remount(snapshot)
-            self.catalog = snapshot
-            log.info("catalog refreshed: version %d", snapshot.version)
-            return True
+            return await self._read_sources()
 
     async def refresh_if_stale(self) -> None:
+        """DDL ran through this worker or another one: read the catalog again before
+        planning. A session that finds a read already under way waits for it."""
         if self.catalog_stale:
-            self.catalog_stale = False
-            await self.refresh_catalog(min_interval_s=0.0)
+            await self._read_after(self._reads_started)
+
+    async def recheck_missing(self) -> bool:
+        """A statement named a table the catalog lacks: read the sources again before
+        answering 42P01 (it may have been created since, here, through another worker or
+        in the source itself). Not rate-limited: misses that arrive while a read is under
+        way share the next read that starts after them, so a burst of misses costs one
+        read at a time, never a wrong answer. True when the catalog changed."""
+        version = self.catalog.version
+        await self._read_after(self._reads_started)
+        return self.catalog.version != version
+
+    async def catalog_changed(self) -> None:
+        """DDL through this worker is visible to other connections now: this worker reads
+        the catalog again before its next plan, and every other worker is told (and has
+        been, when this returns, so the client's next statement finds the change wherever
+        it runs)."""
+        self.note_catalog_change()
+        if self.announce_catalog_change is not None:
+            await self.announce_catalog_change()
+
+    def note_catalog_change(self) -> None:
+        """DDL ran (here, or announced by another worker): statements described before
+        are not reused, and the catalog is read again before the next plan."""
+        self.catalog_stale = True
+        self.schema_epoch += 1
+
+    async def _read_after(self, mark: int) -> None:
+        """Make sure a read of the sources that started after read number `mark` has
+        finished (reads are numbered as they start; one runs at a time)."""
+        async with self._refresh_lock:
+            if self._reads_started > mark:
+                return  # one started after the caller's mark and, as we hold the lock, ended
+            await self._read_sources()
+
+    async def _read_sources(self) -> bool:
+        """Under `_refresh_lock`: read every source's tables; a change is a new version."""
+        self._reads_started += 1
+        # Cleared before reading: a change announced from now on is read again next time.
+        self.catalog_stale = False
+        self._refreshed = time.monotonic()
+        # Each source is read on its own (together, so a slow one delays no other);
+        # a source that fails is marked down and keeps what we knew of it.
+        names = [name for name in self.sources if name not in self.system_schemas]
+        read = await asyncio.gather(*(self.health.read_tables(self.sources[name])
+                                      for name in names))
+        entries = {}
+        for name, tables in zip(names, read):
+            dialect = self.sources[name].dialect
+            if tables is None:
+                entries[name] = self.catalog.sources.get(name) or SourceEntry(name, dialect, {})
+            else:
+                entries[name] = SourceEntry(name, dialect, {t.ref.name: t for t in tables})
+        if self._shapes(entries) == self._shapes(self.catalog.sources):
+            return False
+        snapshot = replace(self.catalog, version=self.catalog.version + 1, sources=entries)
+        if self.remount is not None:
+            snapshot = await self.remount(snapshot)
+        self.catalog = snapshot
+        self.schema_epoch += 1
+        log.info("catalog refreshed: version %d", snapshot.version)
+        return True
 
     def unavailable_instead(self, missing: PgError, search_path: Sequence[str]) -> PgError:
         """A relation not found (42P01) that may live in a source which is down: say the

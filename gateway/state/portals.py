@@ -32,6 +32,9 @@ class Prepared:
     remote_fields: list[pg_wire.Field] | None = None
     remote: RemoteStatement | None = None
     declared_oids: tuple[int, ...] = ()
+    # A named plan kept across executions: the ServerContext.schema_epoch it was planned
+    # at (None: planned for one execution). Executed after a change, it is planned again.
+    schema_epoch: int | None = None
 
     @property
     def empty(self) -> bool:

@@ -174,7 +174,8 @@ def error_from_fields(fields: dict[str, str]) -> PgError:
     return PgError(fields.get("C", "XX000"), fields.get("M", "unknown error"),
                    severity=fields.get("V", fields.get("S", "ERROR")),
                    detail=fields.get("D"), hint=fields.get("H"),
-                   position=int(position) if position and position.isdigit() else None)
+                   position=int(position) if position and position.isdigit() else None,
+                   routine=fields.get("R"))
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,7 @@ def _fields(
     detail: str | None,
     hint: str | None,
     position: int | None,
+    routine: str | None = None,
 ) -> bytes:
     # Reporting an error must not fail: drop NULs and unencodable characters.
     items = [(b"S", severity), (b"V", severity), (b"C", sqlstate), (b"M", message)]
@@ -151,6 +152,8 @@ def _fields(
         items.append((b"H", hint))
     if position is not None:
         items.append((b"P", str(position)))
+    if routine is not None:
+        items.append((b"R", routine))
     body = b"".join(
         code + text.replace("\x00", "").encode("utf-8", "replace") + b"\x00" for code, text in items
     )
@@ -164,13 +167,15 @@ def error_response(
     detail: str | None = None,
     hint: str | None = None,
     position: int | None = None,
+    routine: str | None = None,
 ) -> bytes:
-    return _message(b"E", _fields(severity, sqlstate, message, detail, hint, position))
+    return _message(b"E", _fields(severity, sqlstate, message, detail, hint, position, routine))
 
 
 def error_from(exc: PgError) -> bytes:
     return error_response(
-        exc.severity, exc.sqlstate, exc.message, exc.detail, exc.hint, exc.position
+        exc.severity, exc.sqlstate, exc.message, exc.detail, exc.hint, exc.position,
+        exc.routine
     )
 
 
