@@ -118,6 +118,25 @@ def copy_fail(reason: str) -> bytes:
 
 # --- backend messages --------------------------------------------------------------------
 
+def data_rows_end(data: bytes | bytearray, pos: int) -> int:
+    """The end of the run of complete DataRows (tag 'D') that starts at `pos` in `data`.
+
+    Only the lengths are read, never the rows. This loop is the relay's whole per-row
+    cost, so it is kept bare: the end of the data shows as IndexError (no tag byte left)
+    or struct.error (a length cut short) instead of a bounds test on every row."""
+    size = len(data)
+    unpack = _U32.unpack_from
+    try:
+        while data[pos] == _DATA_ROW:
+            end = pos + 1 + unpack(data, pos + 1)[0]
+            if end > size:
+                break
+            pos = end
+    except (IndexError, struct.error):
+        pass  # the data ends inside the next message's header
+    return pos
+
+
 class BackendReader:
     """Cuts the backend's byte stream into messages: `(tag, start, end)` offsets into
     `buffer` (`start` is the tag byte; the body is `buffer[start + 5:end]`)."""
@@ -147,15 +166,16 @@ class BackendReader:
     def skip_data_rows(self) -> int:
         """Advance over consecutive complete DataRows (tag 'D'); returns the new position.
         The relay's inner loop: rows are forwarded as one slice, never looked at."""
-        buffer, pos, n = self.buffer, self.pos, len(self.buffer)
-        unpack = _U32.unpack_from
-        while pos + 5 <= n and buffer[pos] == _DATA_ROW:
-            end = pos + 1 + unpack(buffer, pos + 1)[0]
-            if end > n:
-                break
-            pos = end
-        self.pos = pos
-        return pos
+        self.pos = data_rows_end(self.buffer, self.pos)
+        return self.pos
+
+    def unread_row_missing(self) -> int:
+        """How many bytes the unread DataRow cut short at the end of the buffer still
+        lacks; 0 when the unread bytes are not the head of one DataRow."""
+        buffer, pos = self.buffer, self.pos
+        if len(buffer) - pos < 5 or buffer[pos] != _DATA_ROW:
+            return 0
+        return max(0, pos + 1 + _U32.unpack_from(buffer, pos + 1)[0] - len(buffer))
 
     def body(self, start: int, end: int) -> bytes:
         return bytes(self.buffer[start + 5:end])
