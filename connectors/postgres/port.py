@@ -57,7 +57,8 @@ class LinkPort(asyncio.Protocol):
         pipe = self.pipe
         if pipe is not None:
             data = self._pass_rows(pipe, data)
-            if pipe.get_write_buffer_size() > CLIENT_HIGH_WATER:
+            if pipe.get_write_buffer_size() > CLIENT_HIGH_WATER or pipe.is_closing():
+                # (a client gone: the coroutine's drain() raises, ending the relay)
                 self.pause(SLOW_CLIENT)
                 self._wake()
             if not data:
