@@ -83,20 +83,25 @@ class LinkPort(asyncio.Protocol):
         if missing:
             if missing > len(data):
                 return data  # a row longer than this chunk: gathered in the buffer
-            pipe.write(bytes(wire.buffer[wire.pos:]) + data[:missing])
+            head = bytes(wire.buffer[wire.pos:]) + data[:missing]
             wire.pos = len(wire.buffer)
-            start = missing
         elif wire.pos != len(wire.buffer):
             return data
+        else:
+            head = b""
+        start = missing
         stop = data_rows_end(data, start)
-        if stop == start:
-            return memoryview(data)[start:] if start else data
-        if start == 0 and stop == len(data):
-            pipe.write(data)
-            return b""
         view = memoryview(data)
-        pipe.write(view[start:stop])
-        return view[stop:]
+        if stop == start:
+            if head:
+                pipe.write(head)
+            return view[start:] if start else data
+        run = data if start == 0 and stop == len(data) else view[start:stop]
+        if head:
+            pipe.writelines((head, run))  # one send for the completed row and the run
+        else:
+            pipe.write(run)
+        return view[stop:] if stop < len(data) else b""
 
     def eof_received(self) -> bool:
         self._ended()

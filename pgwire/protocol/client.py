@@ -122,18 +122,19 @@ def data_rows_end(data: bytes | bytearray, pos: int) -> int:
     """The end of the run of complete DataRows (tag 'D') that starts at `pos` in `data`.
 
     Only the lengths are read, never the rows. This loop is the relay's whole per-row
-    cost, so it is kept bare: the end of the data shows as IndexError (no tag byte left)
-    or struct.error (a length cut short) instead of a bounds test on every row."""
-    size = len(data)
+    cost, so it is kept bare: no bounds test per row; the data's end shows as IndexError
+    (no tag byte at `pos`: the last row was whole, or it runs past the end and the run
+    stops at its start) or as struct.error (a header cut short at `pos`)."""
     unpack = _U32.unpack_from
+    row = pos
     try:
         while data[pos] == _DATA_ROW:
-            end = pos + 1 + unpack(data, pos + 1)[0]
-            if end > size:
-                break
-            pos = end
-    except (IndexError, struct.error):
-        pass  # the data ends inside the next message's header
+            row = pos
+            pos += unpack(data, pos + 1)[0] + 1
+    except IndexError:
+        return row if pos > len(data) else pos
+    except struct.error:
+        pass
     return pos
 
 
