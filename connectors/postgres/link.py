@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pgwire.protocol import client as w
-from connectors.postgres.port import LinkPort
+from connectors.postgres.port import CLIENT_HIGH_WATER, SLOW_CLIENT, LinkPort
 from connectors.postgres.tls import ClientTls, TlsFailure, negotiate
 from pgwire.errors import PgError, source_unavailable
 
@@ -41,6 +41,10 @@ _SILENT = frozenset(ord(c) for c in "123nts")  # Parse/Bind/CloseComplete, NoDat
 class Sink(Protocol):
     def write(self, data: bytes) -> None: ...
     async def maybe_flush(self) -> None: ...
+
+    def direct(self) -> asyncio.StreamWriter | None:
+        """Send what is written so far and return the client's writer, for a result's
+        DataRows to go to it straight; None: everything goes through `write`."""
 
 
 @dataclass(frozen=True)
@@ -293,22 +297,40 @@ class PgLink:
     async def relay(self, payload: bytes, sink: Sink, *, ready: int = 1, quiet: int = 0) -> Outcome:
         """Send `payload`; pass the answers to `sink` until `ready` ReadyForQuery messages
         arrived. The first `quiet` exchanges (a pipelined BEGIN or SET) are not passed on,
-        except their errors. Returns the source's status and the first error."""
+        except their errors. Returns the source's status and the first error.
+
+        From a RowDescription to the end of its rows, the rows bypass `sink`: they go to
+        the client's writer (`Sink.direct`) as the chunks received hold them, mostly from
+        the socket's callback (`LinkPort.pipe`); this coroutine sees only the messages
+        around them, and a row that a chunk's end cut short."""
         self.writer.write(payload)
         outcome = Outcome()
         wire = self.wire
+        port = self.port
         seen = 0
+        client: asyncio.StreamWriter | None = None
         try:
             while True:
                 start = wire.pos
                 stop = wire.skip_data_rows()
                 if stop > start:
-                    sink.write(bytes(wire.buffer[start:stop]))
-                    await sink.maybe_flush()
+                    if client is not None:
+                        client.write(bytes(wire.buffer[start:stop]))
+                    else:
+                        sink.write(bytes(wire.buffer[start:stop]))
+                        await sink.maybe_flush()
                 found = wire.next()
                 if found is None:
-                    await self._fill()
+                    if client is not None and (port.paused_for(SLOW_CLIENT) or
+                                               client.transport.get_write_buffer_size() > CLIENT_HIGH_WATER):
+                        await client.drain()
+                        port.resume(SLOW_CLIENT)
+                    else:
+                        await self._fill()
                     continue
+                if client is not None:  # the rows ended: what follows goes through the sink
+                    client = port.pipe = None
+                    port.resume(SLOW_CLIENT)
                 tag, begin, end = found
                 if tag == _Z:
                     seen += 1
@@ -322,6 +344,9 @@ class PgLink:
                     continue
                 elif tag == _T:
                     sink.write(self.client_description(wire.body(begin, end)))
+                    client = sink.direct()
+                    if client is not None:
+                        port.pipe = client.transport
                 elif tag == _G:
                     sink.write(bytes(wire.buffer[begin:end]))
                     outcome.copy_in = True
@@ -329,8 +354,13 @@ class PgLink:
                 else:  # CommandComplete, notices, COPY TO STDOUT, EmptyQuery, notifications
                     sink.write(bytes(wire.buffer[begin:end]))
         except asyncio.CancelledError:
+            port.pipe = None
+            port.resume(SLOW_CLIENT)
             await self._interrupt(ready - seen)
             raise
+        finally:
+            port.pipe = None
+            port.resume(SLOW_CLIENT)
 
     def client_description(self, body: bytes) -> bytes:
         """The source's RowDescription as the client gets it (catalog references zeroed);
@@ -409,6 +439,9 @@ class _CopyData:
     async def maybe_flush(self) -> None:
         pass
 
+    def direct(self) -> None:
+        return None  # the rows are gathered here, not sent
+
 
 class _Discard:
     def write(self, data: bytes) -> None:
@@ -416,3 +449,6 @@ class _Discard:
 
     async def maybe_flush(self) -> None:
         pass
+
+    def direct(self) -> None:
+        return None

@@ -6,6 +6,13 @@ bytes awaits `wait()`, and an express exchange (`gateway.relay.express`) is fed 
 callback itself, so a relayed statement's answer reaches the client without a task
 switch. The stream protocol it replaces stays behind it for the writing side, so
 `StreamWriter.drain()` and `wait_closed()` keep working.
+
+While a relayed result streams, the link opens a pipe to the client (`pipe`): the run of
+whole DataRows at the head of each chunk is written to the client's transport right here,
+as a slice of the chunk received (no copy, no task switch), and only what follows the
+run (the end of the result, an error, a row cut by the chunk's end) is left to the
+coroutine. A client that reads slowly fills its transport's buffer; above
+CLIENT_HIGH_WATER reading from the source pauses until the coroutine has drained it.
 """
 
 from __future__ import annotations
@@ -13,11 +20,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from pgwire.protocol.client import BackendReader
+from pgwire.protocol.client import BackendReader, data_rows_end
 
 # Unread bytes above this stop reading from the socket until a reader catches up: the
 # source then waits, instead of our memory growing (StreamReader's limit did this before).
 HIGH_WATER = 1024 * 1024
+# Bytes waiting in the client's transport above this pause reading from the source (a
+# passed-through result); the coroutine resumes it once the client has caught up.
+CLIENT_HIGH_WATER = 1024 * 1024
+# The reason `pause` is given for a client that reads slower than the source sends.
+SLOW_CLIENT = "slow client"
 
 
 class LinkPort(asyncio.Protocol):
@@ -28,6 +40,8 @@ class LinkPort(asyncio.Protocol):
         self.eof = False
         # Called after every chunk while an express exchange owns the link.
         self.consumer: Callable[[], None] | None = None
+        # The client's side while a relayed result streams: DataRows go straight to it.
+        self.pipe: asyncio.WriteTransport | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._paused: set[str] = set()
         transport.set_protocol(self)
@@ -35,14 +49,59 @@ class LinkPort(asyncio.Protocol):
     # --- callbacks -----------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
-        self.wire.feed(data)
         consumer = self.consumer
         if consumer is not None:
+            self.wire.feed(data)
             consumer()
             return
-        if len(self.wire.buffer) - self.wire.pos > HIGH_WATER:
+        pipe = self.pipe
+        if pipe is not None:
+            data = self._pass_rows(pipe, data)
+            if pipe.get_write_buffer_size() > CLIENT_HIGH_WATER or pipe.is_closing():
+                # (a client gone: the coroutine's drain() raises, ending the relay)
+                self.pause(SLOW_CLIENT)
+                self._wake()
+            if not data:
+                return
+        wire = self.wire
+        wire.feed(data)
+        if pipe is not None and wire.unread_row_missing():
+            return  # a row cut by the chunk's end: the next chunk completes it, here
+        if len(wire.buffer) - wire.pos > HIGH_WATER:
             self.pause("unread")
         self._wake()
+
+    def _pass_rows(self, pipe: asyncio.WriteTransport, data: bytes) -> bytes | memoryview:
+        """Write the whole DataRows at the head of `data` to the client; returns the rest.
+
+        Only when everything before this chunk is consumed: a row the previous chunk cut
+        short is completed from this one first; anything else unread is the coroutine's
+        to handle, in order, so then nothing is passed here."""
+        wire = self.wire
+        start = 0
+        missing = wire.unread_row_missing()
+        if missing:
+            if missing > len(data):
+                return data  # a row longer than this chunk: gathered in the buffer
+            head = bytes(wire.buffer[wire.pos:]) + data[:missing]
+            wire.pos = len(wire.buffer)
+        elif wire.pos != len(wire.buffer):
+            return data
+        else:
+            head = b""
+        start = missing
+        stop = data_rows_end(data, start)
+        view = memoryview(data)
+        if stop == start:
+            if head:
+                pipe.write(head)
+            return view[start:] if start else data
+        run = data if start == 0 and stop == len(data) else view[start:stop]
+        if head:
+            pipe.writelines((head, run))  # one send for the completed row and the run
+        else:
+            pipe.write(run)
+        return view[stop:] if stop < len(data) else b""
 
     def eof_received(self) -> bool:
         self._ended()
@@ -88,6 +147,9 @@ class LinkPort(asyncio.Protocol):
         if not self._paused and not self.transport.is_closing():
             self.transport.pause_reading()
         self._paused.add(reason)
+
+    def paused_for(self, reason: str) -> bool:
+        return reason in self._paused
 
     def resume(self, reason: str) -> None:
         if reason not in self._paused:

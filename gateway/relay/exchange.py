@@ -80,7 +80,17 @@ class Exchange:
         buffer, pos, n = wire.buffer, wire.pos, len(wire.buffer)
         outcome, discard, unpack = self.outcome, self.discard, _U32.unpack_from
         run_at = run_end = -1  # the run of messages to pass on, not yet written
+        rows_end = w.data_rows_end
         while pos + 5 <= n:
+            if buffer[pos] == _D and not discard:
+                stop = rows_end(buffer, pos)  # a run of rows in one bare loop
+                if stop > pos:
+                    if run_end != pos:
+                        if run_at >= 0:
+                            state.write(bytes(buffer[run_at:run_end]))
+                        run_at = pos
+                    run_end = pos = stop
+                    continue
             end = pos + 1 + unpack(buffer, pos + 1)[0]
             if end > n:
                 break

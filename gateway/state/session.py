@@ -117,6 +117,14 @@ class SessionState:
         if self._out_bytes >= FLUSH_BYTES:
             await self.flush()
 
+    def direct(self) -> asyncio.StreamWriter:
+        """Send what is buffered and hand out the writer: a relayed result's rows then
+        go to the socket as the source sent them (`connectors.postgres.link`), without
+        passing through this buffer; its writes keep their order after them."""
+        if self._out:
+            self.writer.write(self.take_output())
+        return self.writer
+
     def report(self, err: PgError) -> None:
         self.write(encoder.error_from(err))
         if self.in_block:

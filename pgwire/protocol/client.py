@@ -118,6 +118,26 @@ def copy_fail(reason: str) -> bytes:
 
 # --- backend messages --------------------------------------------------------------------
 
+def data_rows_end(data: bytes | bytearray, pos: int) -> int:
+    """The end of the run of complete DataRows (tag 'D') that starts at `pos` in `data`.
+
+    Only the lengths are read, never the rows. This loop is the relay's whole per-row
+    cost, so it is kept bare: no bounds test per row; the data's end shows as IndexError
+    (no tag byte at `pos`: the last row was whole, or it runs past the end and the run
+    stops at its start) or as struct.error (a header cut short at `pos`)."""
+    unpack = _U32.unpack_from
+    row = pos
+    try:
+        while data[pos] == _DATA_ROW:
+            row = pos
+            pos += unpack(data, pos + 1)[0] + 1
+    except IndexError:
+        return row if pos > len(data) else pos
+    except struct.error:
+        pass
+    return pos
+
+
 class BackendReader:
     """Cuts the backend's byte stream into messages: `(tag, start, end)` offsets into
     `buffer` (`start` is the tag byte; the body is `buffer[start + 5:end]`)."""
@@ -147,15 +167,16 @@ class BackendReader:
     def skip_data_rows(self) -> int:
         """Advance over consecutive complete DataRows (tag 'D'); returns the new position.
         The relay's inner loop: rows are forwarded as one slice, never looked at."""
-        buffer, pos, n = self.buffer, self.pos, len(self.buffer)
-        unpack = _U32.unpack_from
-        while pos + 5 <= n and buffer[pos] == _DATA_ROW:
-            end = pos + 1 + unpack(buffer, pos + 1)[0]
-            if end > n:
-                break
-            pos = end
-        self.pos = pos
-        return pos
+        self.pos = data_rows_end(self.buffer, self.pos)
+        return self.pos
+
+    def unread_row_missing(self) -> int:
+        """How many bytes the unread DataRow cut short at the end of the buffer still
+        lacks; 0 when the unread bytes are not the head of one DataRow."""
+        buffer, pos = self.buffer, self.pos
+        if len(buffer) - pos < 5 or buffer[pos] != _DATA_ROW:
+            return 0
+        return max(0, pos + 1 + _U32.unpack_from(buffer, pos + 1)[0] - len(buffer))
 
     def body(self, start: int, end: int) -> bytes:
         return bytes(self.buffer[start + 5:end])
