@@ -267,9 +267,16 @@ def classify(expression: exp.Expression, table: TableInfo | None = None) -> Clas
     return rules.classify_with(CAPABILITIES, NAME, expression, table)
 
 
-def _postgres_semantics(node: exp.Expression) -> exp.Expression:
+def _param_marker(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Parameter):
         return exp.Var(this=PARAM_MARKER.format(node.name))
+    return node
+
+
+def _postgres_semantics(node: exp.Expression) -> exp.Expression:
+    # sqlglot's transform does not descend into a node a function returned: the nodes
+    # rebuilt here (LIKE ... ESCAPE, DIV) keep their operands as they are, so parameter
+    # markers are placed by a pass of their own first (`s LIKE $1` went out as @1).
     if isinstance(node, exp.Div) and all(
             rules.operand_kind(side, None) == "int" for side in (node.this, node.expression)):
         # Needs a type-annotated tree for columns (see duckdb.needs_types).
@@ -325,7 +332,7 @@ def bool_hint(tree: exp.Expression) -> str:
 
 def to_mysql(tree: exp.Expression) -> str:
     hint = bool_hint(tree)
-    tree = tree.transform(_drop_param_casts)
+    tree = tree.transform(_drop_param_casts).transform(_param_marker)
     return hint + tree.transform(_postgres_semantics).sql("mysql", identify=True)
 
 

@@ -526,13 +526,12 @@ def literal_batch(fed: Federation, conn: rawpg.RawPG, key: str, values: list[str
     assert_found(simple(conn, f"SELECT id FROM {table} WHERE {likes}"), few, values, patterns,
                  "LIKE")
     shipped.check("LIKE")
-    if source.kind != "mysql":  # LIKE $n finds nothing on MySQL: test_pushdown_bugs.py
-        shipped = Shipped(source, "vals")
-        likes = " OR ".join(f"s LIKE ${n}" for n in range(1, len(few) + 1))
-        assert_found(extended(conn, f"SELECT id FROM {table} WHERE {likes}",
-                              [like_pattern(values[i - 1]) for i in few]), few, values,
-                     patterns, "LIKE bind")
-        shipped.check("LIKE bind")
+    shipped = Shipped(source, "vals")
+    likes = " OR ".join(f"s LIKE ${n}" for n in range(1, len(few) + 1))
+    assert_found(extended(conn, f"SELECT id FROM {table} WHERE {likes}",
+                          [like_pattern(values[i - 1]) for i in few]), few, values,
+                 patterns, "LIKE bind")
+    shipped.check("LIKE bind")
 
     # Literals in the select list of a statement the source runs whole: each comes back
     # unchanged, as its own column.
