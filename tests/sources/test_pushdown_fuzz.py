@@ -589,14 +589,9 @@ def alias_allowed(name: str) -> bool:
     return 0 < len(name.encode()) <= 63
 
 
-def bmp_alias_allowed(name: str) -> bool:
-    """MySQL keeps names in utf8mb3: beyond the BMP it fails (test_pushdown_bugs.py)."""
-    return alias_allowed(name) and all(ord(c) < 0x10000 for c in name)
-
-
 alias_texts = st.lists(pieces, min_size=1, max_size=4).map("".join)
 alias_batches = {kind: generated_batch(ALIASES_PER_STATEMENT, alias_texts,
-                                       keep=bmp_alias_allowed if kind == "mysql" else alias_allowed,
+                                       keep=alias_allowed,
                                        key=str.casefold) for kind in KINDS}
 ALIASES = settings(max_examples=ALIAS_BATCHES, deadline=None, database=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
