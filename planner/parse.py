@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import sqlglot
 from sqlglot import exp
@@ -28,6 +29,20 @@ def _first_word(sql: str) -> str:
     return words[0] if words else ""
 
 
+def _check_unicode_escapes(tree: exp.Expression) -> None:
+    """Refuse a U&'' string escaping a code point PostgreSQL's text cannot hold (NUL, or
+    beyond U+10FFFF), as PostgreSQL's parser does: sqlglot keeps the escapes as written,
+    and MySQL or SQLite would take them."""
+    for node in tree.find_all(exp.UnicodeString):
+        escape = node.args.get("escape")
+        mark = re.escape(escape.this if isinstance(escape, exp.Literal) else "\\")
+        for found in re.finditer(rf"{mark}(?:{mark}|\+([0-9A-Fa-f]{{6}})|([0-9A-Fa-f]{{4}}))",
+                                 node.this):
+            digits = found.group(1) or found.group(2)
+            if digits is not None and not 0 < int(digits, 16) <= 0x10FFFF:
+                raise PgError(SYNTAX_ERROR, "invalid Unicode escape value")
+
+
 def parse_query(sql: str) -> exp.Expression:
     """The statement's tree; anything but a query (SELECT, VALUES, TABLE, WITH ...) raises."""
     try:
@@ -46,6 +61,7 @@ def parse_query(sql: str) -> exp.Expression:
         raise PgError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
     tree = trees[0]
     if isinstance(tree, QUERY_TYPES):
+        _check_unicode_escapes(tree)
         return tree
     if isinstance(tree, exp.Command):
         keyword = str(tree.this).upper()

@@ -14,7 +14,9 @@ tests/sources/test_traps.py):
   `div_precision_increment` digits, so it does not ship either;
 - `^` is XOR and bitwise operators are unsigned 64-bit in MySQL: none of them ship;
 - `\\` escapes in string literals: sqlglot doubles backslashes, and LIKE gets its escape
-  spelled out; identifiers are always backquoted, so ANSI_QUOTES does not matter;
+  spelled out; identifiers are always backquoted, so ANSI_QUOTES does not matter; a name
+  with a character beyond the BMP (only a client's alias can have one: MySQL keeps names
+  in utf8mb3) ships as a stand-in, the gateway names the result columns itself;
 - `$n` parameters are rendered as markers the source replaces by literals (MySQL's
   text protocol has no numbered parameters). The planner types each parameter as
   `CAST($n AS type)`; MySQL's own casts convert where PostgreSQL raises, but these casts
@@ -30,6 +32,7 @@ tests/sources/test_traps.py):
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import pyarrow as pa
@@ -267,9 +270,16 @@ def classify(expression: exp.Expression, table: TableInfo | None = None) -> Clas
     return rules.classify_with(CAPABILITIES, NAME, expression, table)
 
 
-def _postgres_semantics(node: exp.Expression) -> exp.Expression:
+def _param_marker(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Parameter):
         return exp.Var(this=PARAM_MARKER.format(node.name))
+    return node
+
+
+def _postgres_semantics(node: exp.Expression) -> exp.Expression:
+    # sqlglot's transform does not descend into a node a function returned: the nodes
+    # rebuilt here (LIKE ... ESCAPE, DIV) keep their operands as they are, so parameter
+    # markers are placed by a pass of their own first (`s LIKE $1` went out as @1).
     if isinstance(node, exp.Div) and all(
             rules.operand_kind(side, None) == "int" for side in (node.this, node.expression)):
         # Needs a type-annotated tree for columns (see duckdb.needs_types).
@@ -323,9 +333,19 @@ def bool_hint(tree: exp.Expression) -> str:
     return BOOL_HINT.format(",".join(positions)) if positions else ""
 
 
+def _bmp_name(node: exp.Expression) -> exp.Expression:
+    # MySQL keeps names in utf8mb3 and refuses a character beyond the BMP. Its own tables
+    # and columns cannot have one, so such a name is the client's (an alias, a CTE's
+    # name): a stand-in derived from it, the same at each use, means the same there.
+    if isinstance(node, exp.Identifier) and any(ord(c) > 0xFFFF for c in node.name):
+        digest = hashlib.sha256(node.name.encode()).hexdigest()[:32]
+        return exp.Identifier(this=f"fedgate_name_{digest}", quoted=True)
+    return node
+
+
 def to_mysql(tree: exp.Expression) -> str:
     hint = bool_hint(tree)
-    tree = tree.transform(_drop_param_casts)
+    tree = tree.transform(_drop_param_casts).transform(_param_marker).transform(_bmp_name)
     return hint + tree.transform(_postgres_semantics).sql("mysql", identify=True)
 
 

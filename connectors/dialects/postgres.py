@@ -31,9 +31,22 @@ def _to_hex(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _standard_string(node: exp.Expression) -> exp.Expression:
+    # sqlglot reads an E'' string into a ByteString holding its characters, and writes it
+    # back with escapes of its own, some of which PostgreSQL reads otherwise (a vertical
+    # tab becomes \v, which PostgreSQL reads as "v"). A standard string needs no escapes
+    # but a doubled quote, and the remote sessions run with standard_conforming_strings =
+    # on (connectors.postgres.source), so every character reads back as itself.
+    if isinstance(node, exp.ByteString):
+        return exp.Literal.string(node.this)
+    return node
+
+
 def to_postgres(tree: exp.Expression) -> str:
     if tree.find(exp.Hex) is not None:
         tree = tree.transform(_to_hex)
+    if tree.find(exp.ByteString) is not None:
+        tree = tree.transform(_standard_string)
     return tree.sql("postgres")
 
 

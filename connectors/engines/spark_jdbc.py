@@ -60,8 +60,10 @@ JARS = {"postgres": "/usr/share/java/postgresql.jar",
 DRIVERS = {"postgres": "org.postgresql.Driver", "mysql": "org.mariadb.jdbc.Driver"}
 FETCH_ROWS = 10_000
 # PostgreSQL-like session settings for the JDBC connections (the gateway's own
-# connections use the same): UTC, and read-only since a fragment only reads.
+# connections use the same): UTC, standard strings (the shipped SQL is written for them,
+# whatever the database's default), and read-only since a fragment only reads.
 PG_SESSION = ("SET TIME ZONE 'UTC'; SET extra_float_digits = 3; "
+              "SET standard_conforming_strings = on; "
               "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
 MYSQL_SESSION = "SET time_zone = '+00:00', NAMES utf8mb4 COLLATE {collation}"
 

@@ -161,8 +161,12 @@ class PgLink:
         except PgError as err:  # the TLS negotiation failed: its cause says how
             raise source_unavailable(source, err.message) from (err.__cause__ or err)
         link = cls(source, target, reader, writer)
+        # standard_conforming_strings: the client's statements are relayed as written,
+        # and the gateway (like its clients) reads them with standard strings; the
+        # database's default may be off, where '\'' would end a literal early.
         params = {"user": target.user, "database": target.database, "application_name": "fedgate",
-                  "client_encoding": "UTF8", "search_path": schema}
+                  "client_encoding": "UTF8", "search_path": schema,
+                  "standard_conforming_strings": "on"}
         params.update({k: settings[k] for k in MIRRORED if k in settings})
         if read_only:
             params["default_transaction_read_only"] = "on"  # the source itself refuses writes

@@ -51,8 +51,13 @@ def bind(data: bytes, start: int, end: int) -> BindView | None:
         p += 2 + 2 * formats
         (count,) = _I16.unpack_from(data, p)
         p += 2
+        # The decoder's rule (and PostgreSQL's): zero formats, one for all, or one each.
+        if formats > 1 and formats != count:
+            return None
         for _ in range(count):
             (size,) = _I32.unpack_from(data, p)
+            if size < -1:  # -1 is NULL; any other negative size the decoder refuses
+                return None
             p += 4 + max(size, 0)
         (results,) = _I16.unpack_from(data, p)
         p += 2

@@ -75,7 +75,10 @@ def decode_param(
 
 
 def _utf8(data: bytes) -> str:
-    # NUL bytes are rejected too in PostgreSQL, but DuckDB copes, so they pass.
+    # PostgreSQL refuses a NUL as it refuses broken UTF-8 (its text cannot hold one); so
+    # does the gateway, before any source: MySQL and SQLite would take and compare it.
+    if b"\x00" in data:
+        raise PgError(CHARACTER_NOT_IN_REPERTOIRE, 'invalid byte sequence for encoding "UTF8": 0x00')
     try:
         return bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:

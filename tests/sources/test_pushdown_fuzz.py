@@ -124,17 +124,10 @@ def pg_literal(value: str, style: str) -> str:
 
 
 LITERAL_STYLES = ("plain", "plain", "escape", "dollar")
-# A vertical tab held raw in an E'' literal comes back wrong through the gateway (it ships
-# \v, an escape PostgreSQL does not know): known bug, shown by test_pushdown_bugs.py; the
-# fuzz spells values holding one otherwise.
-E_STRING_BUG = re.compile("\x0b")
 
 
 def spell(value: str, rng: random.Random) -> str:
-    style = rng.choice(LITERAL_STYLES)
-    if style == "escape" and E_STRING_BUG.search(value):
-        style = "plain"
-    return pg_literal(value, style)
+    return pg_literal(value, rng.choice(LITERAL_STYLES))
 
 
 def like_pattern(value: str) -> str:
@@ -533,13 +526,12 @@ def literal_batch(fed: Federation, conn: rawpg.RawPG, key: str, values: list[str
     assert_found(simple(conn, f"SELECT id FROM {table} WHERE {likes}"), few, values, patterns,
                  "LIKE")
     shipped.check("LIKE")
-    if source.kind != "mysql":  # LIKE $n finds nothing on MySQL: test_pushdown_bugs.py
-        shipped = Shipped(source, "vals")
-        likes = " OR ".join(f"s LIKE ${n}" for n in range(1, len(few) + 1))
-        assert_found(extended(conn, f"SELECT id FROM {table} WHERE {likes}",
-                              [like_pattern(values[i - 1]) for i in few]), few, values,
-                     patterns, "LIKE bind")
-        shipped.check("LIKE bind")
+    shipped = Shipped(source, "vals")
+    likes = " OR ".join(f"s LIKE ${n}" for n in range(1, len(few) + 1))
+    assert_found(extended(conn, f"SELECT id FROM {table} WHERE {likes}",
+                          [like_pattern(values[i - 1]) for i in few]), few, values,
+                 patterns, "LIKE bind")
+    shipped.check("LIKE bind")
 
     # Literals in the select list of a statement the source runs whole: each comes back
     # unchanged, as its own column.
@@ -576,17 +568,14 @@ def nul_literals(client: rawpg.RawPG, table: str) -> list[tuple[str, Answer]]:
             ("U&''", simple(client, f"SELECT id FROM {table} WHERE s = U&'a\\0000b'"))]
 
 
-# MySQL and SQLite take a NUL in a bind parameter or a U&'' escape: test_pushdown_bugs.py.
 @pytest.mark.parametrize("key", KINDS)
 def test_nul_in_a_literal_is_a_clean_error(fuzz_federation: Federation, client: rawpg.RawPG,
                                            key: str) -> None:
     """PostgreSQL text cannot hold NUL: an E'' or U&'' escape carrying one is refused with
     an error (22021 in PostgreSQL), never sent on or truncated, and the session goes on;
-    on PostgreSQL sources a bind parameter and a U&'' escape too."""
+    so is a bind parameter carrying one."""
     table = f"{fuzz_federation.sources[key].name}.vals"
     for how, answer in nul_literals(client, table):
-        if how != "E''" and key != "postgres":
-            continue
         assert answer.error is not None, (how, answer)
         assert answer.error["C"] != "XX000", (how, answer.error)
     assert simple(client, "SELECT 1").rows == [["1"]]
@@ -600,14 +589,9 @@ def alias_allowed(name: str) -> bool:
     return 0 < len(name.encode()) <= 63
 
 
-def bmp_alias_allowed(name: str) -> bool:
-    """MySQL keeps names in utf8mb3: beyond the BMP it fails (test_pushdown_bugs.py)."""
-    return alias_allowed(name) and all(ord(c) < 0x10000 for c in name)
-
-
 alias_texts = st.lists(pieces, min_size=1, max_size=4).map("".join)
 alias_batches = {kind: generated_batch(ALIASES_PER_STATEMENT, alias_texts,
-                                       keep=bmp_alias_allowed if kind == "mysql" else alias_allowed,
+                                       keep=alias_allowed,
                                        key=str.casefold) for kind in KINDS}
 ALIASES = settings(max_examples=ALIAS_BATCHES, deadline=None, database=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

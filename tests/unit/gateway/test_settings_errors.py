@@ -40,12 +40,24 @@ def test_set_accepts(name: str, value: str, stored: str) -> None:
     ("server_version", "16", "55P02"),
     ("client_encoding", "LATIN1", "0A000"),
     ("fedgate.engine", "oracle", "22023"),
+    # The gateway and every source connection read literals with standard strings.
+    ("standard_conforming_strings", "off", "0A000"),
 ])
 def test_set_rejects(name: str, value: str, sqlstate: str) -> None:
     s = SessionSettings.initial({"user": "u"}, ("demo",))
     with pytest.raises(PgError) as err:
         s.set(name, value)
     assert err.value.sqlstate == sqlstate
+
+
+@pytest.mark.parametrize("startup", [
+    {"user": "u", "standard_conforming_strings": "off"},
+    {"user": "u", "options": "-c standard_conforming_strings=off"},
+])
+def test_standard_conforming_strings_off_is_refused_at_startup(startup: dict[str, str]) -> None:
+    with pytest.raises(PgError) as err:
+        SessionSettings.initial(startup, ("demo",))
+    assert err.value.sqlstate == "0A000"
 
 
 @pytest.mark.parametrize(("sql", "sqlstate", "message"), [
