@@ -17,14 +17,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from pgwire.protocol import client as w
 from connectors.postgres.port import CLIENT_HIGH_WATER, SLOW_CLIENT, LinkPort
-from connectors.postgres.tls import ClientTls, TlsFailure, negotiate
+from connectors.postgres.target import Target
+from connectors.postgres.tls import TlsFailure
 from pgwire.errors import PgError, source_unavailable
 
 log = logging.getLogger("fedgate.pg_link")
@@ -69,44 +69,6 @@ class Outcome:
     status: str = "I"  # the source's transaction status after the exchange
     error: PgError | None = None
     copy_in: bool = False  # the source waits for CopyData (COPY FROM STDIN)
-
-
-@dataclass(frozen=True)
-class Target:
-    host: str
-    port: int
-    user: str
-    password: str | None
-    database: str
-    tls: ClientTls = ClientTls()
-
-    @classmethod
-    def from_dsn(cls, dsn: str) -> Target:
-        url = urllib.parse.urlsplit(dsn)
-        query = dict(urllib.parse.parse_qsl(url.query))
-        host = query.get("host") or url.hostname or "127.0.0.1"
-        return cls(host=host, port=int(query.get("port") or url.port or 5432),
-                   user=urllib.parse.unquote(url.username or query.get("user") or "postgres"),
-                   password=urllib.parse.unquote(url.password) if url.password else query.get("password"),
-                   database=urllib.parse.unquote(url.path.lstrip("/")) or "postgres",
-                   tls=ClientTls.from_query(query))
-
-    async def open(self, *, encrypt: bool | None = None
-                   ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """A connection to the server, TLS negotiated as the DSN's sslmode says (`encrypt`
-        False: plain text, for sslmode allow's first try; True: TLS asked for)."""
-        if self.host.startswith("/"):  # Unix-domain socket: never TLS, as in libpq
-            return await asyncio.open_unix_connection(f"{self.host}/.s.PGSQL.{self.port}")
-        reader, writer = await asyncio.open_connection(self.host, self.port)
-        if encrypt is None:
-            encrypt = self.tls.first_attempt_encrypted
-        if encrypt:
-            try:
-                await negotiate(reader, writer, self.tls, self.host)
-            except BaseException:
-                writer.close()
-                raise
-        return reader, writer
 
 
 class PgLink:

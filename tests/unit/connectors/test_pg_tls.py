@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from connectors.engines.spark_jdbc import jdbc_target
-from connectors.postgres.link import Target
+from connectors.postgres.target import Target
 from connectors.postgres.tls import SSL_REQUEST, ClientTls, ssl_parameters
 from pgwire.errors import PgError
 from tests.support.tls import make_ca
