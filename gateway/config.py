@@ -60,6 +60,15 @@ class EngineConfig:
     spark_partition_rows: int = 500_000
     # More Spark settings for the session the gateway starts, e.g. {"spark.driver.memory" = "8g"}.
     spark_conf: dict[str, str] = field(default_factory=dict)
+    # A master or Spark Connect server that gives no session within this many seconds
+    # fails the statement with 08001 (the next statement tries again).
+    spark_connect_timeout_s: float = 30.0
+    # A Spark job still running after this many seconds is cancelled (57014), so a lost
+    # worker cannot keep a statement waiting forever; 0 leaves only statement_timeout.
+    spark_job_timeout_s: float = 3600.0
+    # The Spark session (and the cluster cores it holds) is stopped after this many
+    # seconds without Spark statements and started again on demand; 0 keeps it.
+    spark_idle_stop_s: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -162,6 +171,10 @@ def parse_config(data: dict[str, Any], base_dir: Path = Path(".")) -> Config:
     if not isinstance(engine.spark_conf, dict) or not all(
             isinstance(v, (str, int, float, bool)) for v in engine.spark_conf.values()):
         raise ConfigError("[engine] spark_conf must be a table of Spark settings")
+    if engine.spark_connect_timeout_s <= 0 or engine.spark_job_timeout_s < 0 \
+            or engine.spark_idle_stop_s < 0:
+        raise ConfigError("[engine] spark_connect_timeout_s must be > 0, spark_job_timeout_s and "
+                          "spark_idle_stop_s >= 0")
     if engine.spark_read_threshold_rows < 0 or engine.spark_partition_rows < 1:
         raise ConfigError("[engine] spark_read_threshold_rows must be >= 0 and "
                           "spark_partition_rows >= 1")

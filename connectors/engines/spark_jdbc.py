@@ -62,6 +62,27 @@ FETCH_ROWS = 10_000
 PG_SESSION = ("SET TIME ZONE 'UTC'; SET extra_float_digits = 3; "
               "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
 MYSQL_SESSION = "SET time_zone = '+00:00', NAMES utf8mb4 COLLATE {collation}"
+APPLICATION = "fedgate-spark"
+
+
+def reads_name(label: str) -> str:
+    """The application_name of the JDBC connections one statement's reads open."""
+    return f"{APPLICATION}-{label}"
+
+
+async def cancel_postgres_reads(dsn: str, label: str) -> int:
+    """Cancel the queries the JDBC reads of statement `label` run on PostgreSQL: a read
+    blocked in the driver's socket does not notice its Spark task being killed. Returns
+    how many backends were told to cancel."""
+    import asyncpg  # the gateway's own PostgreSQL driver
+
+    conn = await asyncpg.connect(dsn, timeout=5)
+    try:
+        return await conn.fetchval(
+            "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = $1 AND pid <> pg_backend_pid()", reads_name(label), timeout=5)
+    finally:
+        await conn.close()
 
 
 @dataclass(frozen=True)
@@ -91,9 +112,15 @@ class DirectRead:
     sql: str = ""  # files: the fragment as Spark SQL over `views`
     drop: tuple[str, ...] = ()  # columns added only to partition on
 
-    def dataframe(self, session: Any) -> Any:
+    def dataframe(self, session: Any, label: str | None = None) -> Any:
+        """The read as a DataFrame of `session`; on PostgreSQL its connections carry
+        `label` in their application_name, so a cancel can find them."""
         if self.kind == "jdbc":
-            frame = session.read.format("jdbc").options(**self.options, **self.credentials).load()
+            options = dict(self.options)
+            if label is not None and options.get("driver") == DRIVERS["postgres"]:
+                options["url"] = options["url"].replace(f"ApplicationName={APPLICATION}",
+                                                        f"ApplicationName={reads_name(label)}")
+            frame = session.read.format("jdbc").options(**options, **self.credentials).load()
             return frame.drop(*self.drop) if self.drop else frame
         for view, path, fmt, ddl in self.views:
             reader = session.read.format(fmt)
@@ -166,7 +193,7 @@ def jdbc_target(kind: str, dsn: str) -> tuple[str, dict[str, str]]:
     if kind == "postgres":
         extra = {k: v for k, v in parse_qsl(url.query) if k in ("sslmode", "sslrootcert", "sslcert",
                                                                  "sslkey", "options")}
-        query = "&".join(f"{k}={v}" for k, v in [("ApplicationName", "fedgate-spark"), *extra.items()])
+        query = "&".join(f"{k}={v}" for k, v in [("ApplicationName", APPLICATION), *extra.items()])
         return f"jdbc:postgresql://{host}:{url.port or 5432}/{database}?{query}", credentials
     # Spark picks its MySQL dialect (backquoted names) by the jdbc:mysql: prefix; the
     # MariaDB driver accepts that prefix.
