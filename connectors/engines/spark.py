@@ -118,6 +118,9 @@ class SparkEngine:
             # few million rows, and more partitions than cores are only more tasks to
             # schedule (AQE coalesces small ones afterwards, but each still costs).
             defaults["spark.sql.shuffle.partitions"] = str(_local_cores(master))
+            # Nothing outside this machine talks to a local Spark: it listens on loopback
+            # (left alone, it binds the address the host name resolves to).
+            defaults["spark.driver.host"] = defaults["spark.driver.bindAddress"] = "127.0.0.1"
         self.conf = {**defaults, **given}
         self.job_timeout_s = job_timeout_s
         self.reads = reads or ReadSettings(cluster=cluster)
@@ -192,11 +195,17 @@ class SparkEngine:
     def _run(self, root: Any, job: _Job, sql: str, tables: Mapping[str, pa.Table | DirectRead],
              params: Sequence[Any]) -> pa.Table:
         session = job.session = self._child(root)
-        session.addTag(job.tag)
-        if not self.remote:
+        if self.remote:
+            session.addTag(job.tag)  # the server matches it within this session, from any thread
+        else:
+            # A classic session's tag is this thread's alone (Spark adds the thread's id to
+            # it), so interruptTag from the cancelling thread would miss the job; a
+            # SparkContext job tag is the same string from every thread.
+            context = session.sparkContext
+            context.addJobTag(job.tag)
             # Cancelling the job also interrupts its tasks' threads (a JDBC read among them).
-            session.sparkContext.setInterruptOnCancel(True)
-            session.sparkContext.setJobDescription(f"fedgate statement {job.tag}")
+            context.setInterruptOnCancel(True)
+            context.setJobDescription(f"fedgate statement {job.tag}")
         handover = Handover(local=not self.reads.cluster, parts=_local_cores(self.master))
         try:
             started = time.perf_counter()
@@ -213,7 +222,11 @@ class SparkEngine:
         finally:
             handover.close()  # the query's scratch files go with it: nothing can go stale
             try:
-                session.removeTag(job.tag)
+                if self.remote:
+                    session.removeTag(job.tag)
+                else:
+                    session.sparkContext.removeJobTag(job.tag)
+                    session.sparkContext.setJobDescription(None)
                 self._release(session)
             except Exception as exc:  # the answer (or its error) stands; the session is spent
                 log.debug("%s: releasing the statement's Spark session failed: %s", job.tag, exc)
@@ -284,7 +297,9 @@ class SparkEngine:
 
         def interrupt() -> None:
             if job.session is not None:
-                in_thread(job.session.interruptTag, job.tag).add_done_callback(_consume)
+                cancel = job.session.interruptTag if self.remote else \
+                    job.session.sparkContext.cancelJobsWithTag
+                in_thread(cancel, job.tag).add_done_callback(_consume)
             for dsn in postgres:
                 loop.create_task(cancel_postgres_reads(dsn, job.tag)).add_done_callback(_consume)
 

@@ -168,6 +168,9 @@ class Connection:
         session.startup_messages()
         await session.flush()
         self.port.lane = session.lane = ExpressLane(session, self.port)
+        # A client gone mid-statement stops the statement (and the work it started on
+        # sources and engines), as PostgreSQL does when it notices.
+        self.port.on_lost = lambda: session.cancel("client disconnect")
         while not session.closed:
             message = await self._next()
             if message is None:

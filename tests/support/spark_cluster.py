@@ -96,6 +96,8 @@ class SparkCluster:
     worker_ui_port: int = field(default_factory=free_port)
     connect_port: int = field(default_factory=free_port)
     connect_ui_port: int = field(default_factory=free_port)
+    worker_cores: int = 2
+    worker_memory: str = "2g"
     master: SparkProcess | None = None
     worker: SparkProcess | None = None
     connect: SparkProcess | None = None
@@ -111,6 +113,10 @@ class SparkCluster:
     @property
     def master_json_url(self) -> str:
         return f"http://127.0.0.1:{self.master_ui_port}/json/"
+
+    def app_ids(self) -> list[str]:
+        """The applications the master runs now."""
+        return [app["id"] for app in self.master_state().get("activeapps", [])]
 
     def master_state(self) -> dict:
         with urllib.request.urlopen(self.master_json_url, timeout=5) as response:
@@ -131,7 +137,8 @@ class SparkCluster:
     def _worker(self) -> SparkProcess:
         return SparkProcess("worker", [
             str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
-            self.master_url, "--host", "127.0.0.1", "--cores", "2", "--memory", "2g",
+            self.master_url, "--host", "127.0.0.1", "--cores", str(self.worker_cores),
+            "--memory", self.worker_memory,
             "--webui-port", str(self.worker_ui_port), "--work-dir", str(self.workdir / "work")],
             self.workdir / "worker.log", _env(self.workdir))
 
@@ -172,10 +179,19 @@ class SparkCluster:
             time.sleep(0.5)
         raise RuntimeError(f"Spark worker did not register within {START_TIMEOUT_S}s:\n{self.worker.log()}")
 
-    def start_connect(self) -> None:
-        self.connect = self._connect()
-        self.connect.start()
-        self._wait(self.connect, self.connect_port)
+    def start_connect(self, attempts: int = 3) -> None:
+        """Start the Connect server; a port taken meanwhile (Spark's own processes pick
+        free ports too) is replaced by another, unless the port was chosen by the caller."""
+        for attempt in range(attempts):
+            self.connect = self._connect()
+            self.connect.start()
+            try:
+                self._wait(self.connect, self.connect_port)
+                return
+            except RuntimeError as exc:
+                if "Failed to bind" not in str(exc) or attempt == attempts - 1:
+                    raise
+                self.connect_port, self.connect_ui_port = free_port(), free_port()
 
     def _wait(self, process: SparkProcess, port: int) -> None:
         assert process.proc is not None
@@ -202,7 +218,8 @@ class SparkCluster:
             if process is not None:
                 process.stop()
 
-    def gateway_engine_config(self, mode: str, **extra: object) -> str:
+    def gateway_engine_config(self, mode: str, spark_conf: dict[str, str] | None = None,
+                              **extra: object) -> str:
         """An [engine] section running Spark on this cluster, by `spark_master` ("standalone")
         or by `spark_remote` ("connect"), sized to share the worker with the other."""
         lines = ['default = "spark"']
@@ -213,9 +230,12 @@ class SparkCluster:
         for key, value in extra.items():
             lines.append(f"{key} = {json.dumps(value) if isinstance(value, str) else value}")
         text = "[engine]\n" + "\n".join(lines) + "\n"
+        conf = dict(spark_conf or {})
         if mode != "connect":
-            text += ("[engine.spark_conf]\n"
-                     '"spark.driver.host" = "127.0.0.1"\n"spark.driver.bindAddress" = "127.0.0.1"\n'
-                     f'"spark.cores.max" = "{APP_CORES}"\n"spark.executor.memory" = "{APP_MEMORY}"\n'
-                     '"spark.driver.memory" = "1g"\n')
+            conf = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                    "spark.cores.max": str(APP_CORES), "spark.executor.memory": APP_MEMORY,
+                    "spark.driver.memory": "1g", **conf}
+        if conf:
+            text += "[engine.spark_conf]\n" + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n"
+                                                      for k, v in conf.items())
         return text
