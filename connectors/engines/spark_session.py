@@ -5,11 +5,11 @@ responsive whatever Spark does.
   loop and never on the default executor, whose threads the interpreter joins at exit: a
   Spark Connect channel that hangs in `close()` or a job that ignores its cancel must not
   keep the gateway from stopping.
-- The event loop never waits on a lock a Spark call holds. A start is one shared future;
-  the loop waits for it at most `connect_timeout_s` and then answers
-  `08001 Spark cluster at <url> is unavailable: <reason>`. A start that finishes later is
-  kept for the next statement; one that fails is forgotten, so the next statement starts
-  again (the cluster may be back).
+- The event loop never waits on a lock a Spark call holds. A start is one shared future,
+  which a statement awaits (a cancel or statement_timeout ends the wait, not the start).
+  An unreachable cluster answers `08001 Spark cluster at <url> is unavailable: <reason>`
+  within `connect_timeout_s`. A start that finishes later is kept for the next statement;
+  one that fails is forgotten, so the next statement starts again (the cluster may be back).
 - Before starting, the master or Connect server is probed over TCP: an unreachable
   cluster is reported at once, instead of after SparkContext's registration retries or
   Spark Connect's ten minutes of retries. A Connect client retries for at most about
@@ -39,7 +39,7 @@ T = TypeVar("T")
 CONNECTION_FAILURE = "08001"
 CONNECT_DEFAULT_PORT = 15002
 STANDALONE_DEFAULT_PORT = 7077
-STOP_WAIT_S = 10.0
+STOP_WAIT_S = 5.0
 
 
 def in_thread(function: Callable[..., T], *args: Any) -> asyncio.Future[T]:
@@ -136,8 +136,12 @@ class SessionKeeper:
         if self._starting is None or (self._starting.done() and self._starting.exception() is not None):
             self._starting = in_thread(self._start)
             self._starting.add_done_callback(self._started)
+        # A Connect session is only a channel: its whole start is bounded. A driver of our
+        # own first starts a JVM, which takes what the machine gives it; only reaching the
+        # cluster (the probe) is bounded there. Either wait ends with the statement.
+        timeout = self.connect_timeout_s if self.remote else None
         try:
-            return await asyncio.wait_for(asyncio.shield(self._starting), self.connect_timeout_s)
+            return await asyncio.wait_for(asyncio.shield(self._starting), timeout)
         except TimeoutError:
             raise unavailable(self.url, f"no session within spark_connect_timeout_s "
                                         f"({self.connect_timeout_s:g} s)") from None
@@ -232,11 +236,16 @@ class SessionKeeper:
                         self.url, STOP_WAIT_S)
 
     async def close(self) -> None:
+        """Stop the session at gateway shutdown, waiting at most STOP_WAIT_S."""
         if self._idle_task is not None:
             self._idle_task.cancel()
             self._idle_task = None
         session, self.session, self._starting = self.session, None, None
         if session is not None:
+            if self.remote:
+                # Releasing the session on a server that is gone would be retried for
+                # connect_timeout_s: one quick try is enough when the gateway stops.
+                bound_retries(session, 0)
             await self._stop(session)
 
 
@@ -259,7 +268,7 @@ def bound_retries(session: Any, within_s: float) -> None:
     most about `within_s` here, so a lost server fails the statement instead."""
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
-    retries = max(1, int(within_s // 2))
+    retries = max(1, int(within_s // 2)) if within_s > 0 else 0
     session.client.set_retry_policies([DefaultPolicy(max_retries=retries, backoff_multiplier=2.0,
                                                      initial_backoff=200, max_backoff=2000)])
 

@@ -96,7 +96,7 @@ async def _connect(gateway: GatewayProcess, engine: str = "spark") -> psycopg.As
     return conn
 
 
-def _spark_reads(source_dsn: str) -> list[str]:
+def spark_reads(source_dsn: str) -> list[str]:
     """The queries Spark's JDBC reads run on the source now."""
     with psycopg.connect(source_dsn, autocommit=True) as conn:
         return [r[0] for r in conn.execute(
@@ -135,7 +135,7 @@ async def _warm(setup: Setup, mode: str) -> None:
 
 
 async def _started_reading(setup: Setup) -> None:
-    await _until(lambda: any("slow" in q for q in _spark_reads(setup.source_dsn)), 60,
+    await _until(lambda: any("slow" in q for q in spark_reads(setup.source_dsn)), 60,
                  "Spark's JDBC read of the slow view running on PostgreSQL")
 
 
@@ -156,7 +156,7 @@ def _failed_jobs(setup: Setup, mode: str) -> int:
 
 async def _job_stopped(setup: Setup, mode: str, failed_before: int) -> None:
     """The read's backend is gone and the application has no running job, one more failed."""
-    await _until(lambda: not any("slow" in q for q in _spark_reads(setup.source_dsn)), 5,
+    await _until(lambda: not any("slow" in q for q in spark_reads(setup.source_dsn)), 5,
                  "the JDBC read cancelled on PostgreSQL")
 
     def ended() -> bool:

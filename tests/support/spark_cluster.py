@@ -13,6 +13,7 @@ executors it forked too, as a lost machine would. `stop()` always reaps everythi
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ JDBC_JARS = [path for path in ("/usr/share/java/postgresql.jar", "/usr/share/jav
 APP_CORES = 1
 APP_MEMORY = "1g"
 START_TIMEOUT_S = 120.0
+PR_SET_PDEATHSIG = 1
 
 
 def _env(workdir: Path, daemon: bool = True) -> dict[str, str]:
@@ -46,6 +48,13 @@ def _env(workdir: Path, daemon: bool = True) -> dict[str, str]:
     return env
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: a test run killed outright (a CI timeout) takes its Spark
+    processes with it instead of leaving them running (Linux's parent-death signal)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 @dataclass
 class SparkProcess:
     name: str
@@ -57,7 +66,7 @@ class SparkProcess:
     def start(self) -> None:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_die_with_parent)
         log.close()
 
     def alive(self) -> bool:
