@@ -35,7 +35,8 @@ from connectors.base import BatchStream, Source, TableStream
 from connectors.engines.spark_handover import Handover
 from connectors.engines.spark_jdbc import (DRIVERS, JARS, DirectRead, ReadSettings, SourceCatalog,
                                            cancel_postgres_reads, plan_read)
-from connectors.engines.spark_session import SessionKeeper, bound_retries, in_thread, unavailable
+from connectors.engines.spark_session import (SessionKeeper, bound_retries, in_thread, reach_warnings,
+                                              unavailable)
 from pgwire.errors import QUERY_CANCELED, PgError, from_exception
 
 log = logging.getLogger("fedgate.spark")
@@ -141,6 +142,11 @@ class SparkEngine:
                              engine.spark_partition_rows, cluster)
         dsns = {s.name: s.options["dsn"] for s in config.sources
                 if isinstance(s.options.get("dsn"), str)}
+        if cluster and engine.spark_reads_sources != "never":
+            described = [(s.name, s.kind, dsns.get(s.name), _text(s.options.get("path")))
+                         for s in config.sources]
+            for warning in reach_warnings(engine.spark_remote or engine.spark_master, described):
+                log.warning("Spark cluster: %s", warning)
         return cls(engine.spark_master, engine.spark_remote, reads=reads, dsns=dsns,
                    conf=engine.spark_conf, connect_timeout_s=engine.spark_connect_timeout_s,
                    job_timeout_s=engine.spark_job_timeout_s, idle_stop_s=engine.spark_idle_stop_s)
@@ -330,6 +336,10 @@ class SparkEngine:
         for job in list(self._jobs.values()):
             self._interrupt(job, {})
         await self._sessions.close()
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _local_cores(master: str) -> int:

@@ -288,6 +288,29 @@ def server_side_settings(session: Any, conf: Mapping[str, str]) -> list[str]:
     return static
 
 
+LOOPBACK_HOSTS = ("localhost", "::1", "ip6-localhost")
+
+
+def reach_warnings(url: str, sources: list[tuple[str, str, str | None, str | None]]) -> list[str]:
+    """Why executors on other machines may not reach a source as configured: `sources`
+    holds (name, kind, dsn, path) per source. For a cluster or Connect server `url` only."""
+    warnings = []
+    for name, kind, dsn, path in sources:
+        if kind in ("postgres", "mysql") and dsn:
+            try:
+                host = urlparse(dsn).hostname or ""
+            except ValueError:
+                continue
+            if host in LOOPBACK_HOSTS or host.startswith("127."):
+                warnings.append(f"source {name}: its dsn names {host}, which on the executors of "
+                                f"{url} is each executor's own machine; use a host they can route to")
+        elif kind in ("parquet", "csv") and path and "://" not in path:
+            warnings.append(f"source {name}: its files are at a local path ({path}); the executors "
+                            f"of {url} read them at the same path, so it must be storage every "
+                            "node mounts")
+    return warnings
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().split("\n")[0]
     return text or type(exc).__name__
