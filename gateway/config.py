@@ -60,7 +60,7 @@ class EngineConfig:
     spark_partition_rows: int = 500_000
     # More Spark settings for the session the gateway starts, e.g. {"spark.driver.memory" = "8g"}.
     spark_conf: dict[str, str] = field(default_factory=dict)
-    # A master or Spark Connect server that gives no session within this many seconds
+    # A master or Spark Connect server that cannot be reached within this many seconds
     # fails the statement with 08001 (the next statement tries again).
     spark_connect_timeout_s: float = 30.0
     # A Spark job still running after this many seconds is cancelled (57014), so a lost

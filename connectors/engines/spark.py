@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from connectors.base import BatchStream, Source, TableStream
+from connectors.query_scope import STATEMENT_LABEL
 from connectors.engines.spark_handover import Handover
 from connectors.engines.spark_jdbc import (DRIVERS, JARS, DirectRead, ReadSettings, SourceCatalog,
                                            cancel_postgres_reads, plan_read)
@@ -85,8 +86,10 @@ class _Job:
     """One statement's Spark work: its tag, and the session that tagged it (the only
     session whose interruptTag reaches its jobs)."""
 
-    def __init__(self, tag: str) -> None:
+    def __init__(self, tag: str, label: str | None) -> None:
         self.tag = tag
+        # What the cluster's UI shows for the statement's jobs: who ran which statement.
+        self.description = f"fedgate {tag}" + (f" ({label})" if label else "")
         self.session: Any = None
         self.cancelled = False
 
@@ -157,8 +160,15 @@ class SparkEngine:
         if self.remote:
             # A new Connect session starts from the server's defaults, not from its parent.
             bound_retries(session, self._sessions.connect_timeout_s)
-            for key, value in self._sessions.session_conf.items():
-                session.conf.set(key, value)
+            try:
+                for key, value in self._sessions.session_conf.items():
+                    session.conf.set(key, value)
+            except Exception:
+                # Closed now, with one quick try to release it: an unclosed Connect client
+                # retries its clean-up against the (lost) server when the gateway exits.
+                bound_retries(session, 0)
+                session.stop()
+                raise
         return session
 
     def _release(self, session: Any) -> None:
@@ -179,7 +189,7 @@ class SparkEngine:
         dsn = self._dsns.get(source.name) or getattr(source, "dsn", None)
         if isinstance(dsn, str) and _password(dsn):
             self._secrets.add(_password(dsn) or "")
-        root = await self._sessions.get()
+        root = await self._sessions.get(self.job_timeout_s)
         parallelism = await in_thread(self._parallelism, root)
         return await plan_read(fragment.name, source, sql, params, dsn, self.reads,
                                self._catalog, parallelism)
@@ -203,6 +213,8 @@ class SparkEngine:
         session = job.session = self._child(root)
         if self.remote:
             session.addTag(job.tag)  # the server matches it within this session, from any thread
+            # Connect has no job descriptions to set: the description is a tag too (no commas).
+            session.addTag(job.description.replace(",", ""))
         else:
             # A classic session's tag is this thread's alone (Spark adds the thread's id to
             # it), so interruptTag from the cancelling thread would miss the job; a
@@ -211,7 +223,7 @@ class SparkEngine:
             context.addJobTag(job.tag)
             # Cancelling the job also interrupts its tasks' threads (a JDBC read among them).
             context.setInterruptOnCancel(True)
-            context.setJobDescription(f"fedgate statement {job.tag}")
+            context.setJobDescription(job.description)
         handover = Handover(local=not self.reads.cluster, parts=_local_cores(self.master))
         try:
             started = time.perf_counter()
@@ -229,7 +241,7 @@ class SparkEngine:
             handover.close()  # the query's scratch files go with it: nothing can go stale
             try:
                 if self.remote:
-                    session.removeTag(job.tag)
+                    session.clearTags()
                 else:
                     session.sparkContext.removeJobTag(job.tag)
                     session.sparkContext.setJobDescription(None)
@@ -257,7 +269,7 @@ class SparkEngine:
 
     async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader | DirectRead],
                       params: Sequence[Any] = ()) -> BatchStream:
-        job = _Job(f"fedgate-{next(_tags)}")
+        job = _Job(f"fedgate-{next(_tags)}", STATEMENT_LABEL.get())
         # Handed-over fragments are read whole before Spark starts: Spark plans over
         # complete inputs. All at once: each fragment's feed is bounded, so reading them
         # one after another would stall every other fragment's source meanwhile. A
@@ -269,7 +281,7 @@ class SparkEngine:
             for data in inputs.values()))
         tables: dict[str, pa.Table | DirectRead] = dict(zip(names, read))
         log.debug("%s: inputs read whole in %.3f s", job.tag, time.perf_counter() - waited)
-        root = await self._sessions.get()
+        root = await self._sessions.get(self.job_timeout_s)
         self._sessions.begin()
         self._jobs[job.tag] = job
         running = in_thread(self._run, root, job, sql, tables, params)
@@ -325,7 +337,7 @@ class SparkEngine:
 
     async def describe(self, sql: str, inputs: Mapping[str, pa.Schema],
                        params: Sequence[Any] = ()) -> pa.Schema:
-        root = await self._sessions.get()
+        root = await self._sessions.get(self.job_timeout_s)
         try:
             return await in_thread(self._schema, root, sql, inputs, params)
         except Exception as exc:
@@ -335,6 +347,9 @@ class SparkEngine:
         """Stop the statements' jobs and the session, waiting for neither for long."""
         for job in list(self._jobs.values()):
             self._interrupt(job, {})
+            if self.remote and job.session is not None:
+                # Its clean-up at exit gets one quick try: the server may be gone.
+                bound_retries(job.session, 0)
         await self._sessions.close()
 
 

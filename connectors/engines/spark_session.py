@@ -126,8 +126,10 @@ class SessionKeeper:
 
     # ------------------------------------------------------------------ start
 
-    async def get(self) -> Any:
-        """The root session, started if need be, within `connect_timeout_s`."""
+    async def get(self, limit_s: float | None = None) -> Any:
+        """The root session, started if need be. An unreachable cluster fails within
+        `connect_timeout_s`; a reachable one that is slow to give a session is waited for
+        up to `limit_s` (None: until the statement ends)."""
         session = self.session
         if session is not None and _alive(session, connect=self.remote is not None):
             return session
@@ -136,15 +138,13 @@ class SessionKeeper:
         if self._starting is None or (self._starting.done() and self._starting.exception() is not None):
             self._starting = in_thread(self._start)
             self._starting.add_done_callback(self._started)
-        # A Connect session is only a channel: its whole start is bounded. A driver of our
-        # own first starts a JVM, which takes what the machine gives it; only reaching the
-        # cluster (the probe) is bounded there. Either wait ends with the statement.
-        timeout = self.connect_timeout_s if self.remote else None
+        # Reaching the cluster (the probe, Connect's retries) is bounded by
+        # connect_timeout_s; what follows (a driver JVM's start, a busy server's first
+        # answers) takes what the machine gives it. A cancel ends the wait, not the start.
         try:
-            return await asyncio.wait_for(asyncio.shield(self._starting), timeout)
+            return await asyncio.wait_for(asyncio.shield(self._starting), limit_s or None)
         except TimeoutError:
-            raise unavailable(self.url, f"no session within spark_connect_timeout_s "
-                                        f"({self.connect_timeout_s:g} s)") from None
+            raise unavailable(self.url, f"no session within {limit_s:g} s") from None
         except PgError:
             raise
         except Exception as exc:
@@ -212,7 +212,7 @@ class SessionKeeper:
                     self.url, reason)
         self.session = None
         self._starting = None
-        in_thread(_stop_quietly, session)
+        in_thread(self._stop_locked, session)
 
     async def _stop_when_idle(self) -> None:
         while True:
@@ -227,8 +227,20 @@ class SessionKeeper:
             self._starting = None
             await self._stop(session)
 
+    def _stop_locked(self, session: Any) -> None:
+        """Stop `session`. A classic start waits for it (it would otherwise find the
+        stopping session still registered and reuse it). A Connect session is the
+        server's: releasing it gets one quick try (the server may be the one that is
+        gone), and a new session need not wait for that."""
+        if self.remote:
+            bound_retries(session, 0)
+            _stop_quietly(session)
+            return
+        with self._lock:
+            _stop_quietly(session)
+
     async def _stop(self, session: Any) -> None:
-        stopping = in_thread(_stop_quietly, session)
+        stopping = in_thread(self._stop_locked, session)
         try:
             await asyncio.wait_for(asyncio.shield(stopping), STOP_WAIT_S)
         except TimeoutError:
@@ -242,10 +254,6 @@ class SessionKeeper:
             self._idle_task = None
         session, self.session, self._starting = self.session, None, None
         if session is not None:
-            if self.remote:
-                # Releasing the session on a server that is gone would be retried for
-                # connect_timeout_s: one quick try is enough when the gateway stops.
-                bound_retries(session, 0)
             await self._stop(session)
 
 

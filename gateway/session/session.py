@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from connectors.query_scope import STATEMENT_LABEL
 from connectors.time_zone import TIMEZONE
 from gateway.session import utility_results as util
 from gateway import pg_catalog
@@ -62,6 +63,7 @@ class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin, CursorMixin)
         self.ctx = ctx
         self.writer = writer
         self.pid, self.key = pid, key
+        self._statement_count = 0  # for the statement label work elsewhere carries
         self.user = startup.get("user", "")
         self.database = startup.get("database") or self.user
         self.settings = SessionSettings.initial(startup, ctx.config.search_path)
@@ -205,6 +207,8 @@ class Session(ExtendedMixin, RelayMixin, CopyInMixin, UtilityMixin, CursorMixin)
         task = asyncio.current_task()
         assert task is not None
         self._running = task
+        self._statement_count += 1
+        STATEMENT_LABEL.set(f"user {self.user}, pid {self.pid}, statement {self._statement_count}")
         timeout_ms = self.settings.statement_timeout_ms
         timer = asyncio.get_running_loop().call_later(
             timeout_ms / 1000, self.cancel, "statement timeout") if timeout_ms else None

@@ -182,6 +182,10 @@ async def test_cancel_request_stops_the_spark_job(setup: Setup, mode: str) -> No
             await asyncio.wait_for(running, 10)
         assert time.monotonic() - cancelled < 2.0
         await _job_stopped(setup, mode, failed_before)
+        # The jobs say who ran them (a description; on Connect, a tag).
+        jobs = await asyncio.to_thread(_jobs, setup.ui_ports[mode])
+        labels = [j.get("description") or "" for j in jobs] + [t for j in jobs for t in j.get("jobTags", [])]
+        assert any("user fedgate" in label and "statement" in label for label in labels), labels
         cursor = await conn.execute(QUICK)  # the session goes on
         assert (await cursor.fetchone()) == (1000,)
     finally:

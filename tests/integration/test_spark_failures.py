@@ -121,7 +121,12 @@ async def _spark_fails_fast(gateway: GatewayProcess, url: str,
 def _stop_timed(gateway: GatewayProcess) -> float:
     started = time.monotonic()
     gateway.proc.send_signal(signal.SIGTERM)
-    gateway.proc.wait(60)
+    try:
+        gateway.proc.wait(30)
+    except Exception:
+        gateway.proc.send_signal(signal.SIGABRT)  # with PYTHONFAULTHANDLER: every thread's stack
+        gateway.proc.wait(10)
+        raise
     return time.monotonic() - started
 
 
