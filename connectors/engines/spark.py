@@ -2,9 +2,14 @@
 
 One SparkSession per gateway process, started on first use (a JVM start costs seconds)
 and reused: `local[*]` by default, a cluster through `spark_master`, or Spark Connect
-through `spark_remote`. Each query runs in its own child session (`newSession()`), so the
-fragment views of concurrent queries never collide, and carries a tag so a cancel
-interrupts exactly its jobs. Results come back as Arrow batches.
+through `spark_remote` (connectors.engines.spark_session keeps it: starts, drops a session
+that lost its cluster, stops it when idle, and runs every Spark call off the event loop).
+Each query runs in its own child session (`newSession()`), so the fragment views of
+concurrent queries never collide, and carries a tag so a cancel interrupts exactly its
+jobs: a SparkContext job tag on a classic session, a session tag on Connect. A cancel
+(CancelRequest, statement_timeout, a client gone, shutdown, `spark_job_timeout_s`) also
+cancels the PostgreSQL queries of the statement's JDBC reads, and answers at once: the
+job winds down on its own thread. Results come back as Arrow batches.
 
 Fragments reach Spark in one of two ways. The executor first asks `reads_directly`: a
 fragment Spark reads itself (PostgreSQL/MySQL through JDBC, partitioned on a key range;
