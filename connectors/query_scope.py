@@ -53,6 +53,9 @@ class QueryScope:
 
 
 _current: ContextVar[QueryScope | None] = ContextVar("fedgate_query_scope", default=None)
+# Who runs the current statement, for the work it starts elsewhere to carry (Spark job
+# descriptions): "user alice, pid 12345, statement 7". Set by the gateway's session.
+STATEMENT_LABEL: ContextVar[str | None] = ContextVar("fedgate_statement_label", default=None)
 
 
 def current() -> QueryScope | None:

@@ -2,9 +2,14 @@
 
 One SparkSession per gateway process, started on first use (a JVM start costs seconds)
 and reused: `local[*]` by default, a cluster through `spark_master`, or Spark Connect
-through `spark_remote`. Each query runs in its own child session (`newSession()`), so the
-fragment views of concurrent queries never collide, and carries a tag so a cancel
-interrupts exactly its jobs. Results come back as Arrow batches.
+through `spark_remote` (connectors.engines.spark_session keeps it: starts, drops a session
+that lost its cluster, stops it when idle, and runs every Spark call off the event loop).
+Each query runs in its own child session (`newSession()`), so the fragment views of
+concurrent queries never collide, and carries a tag so a cancel interrupts exactly its
+jobs: a SparkContext job tag on a classic session, a session tag on Connect. A cancel
+(CancelRequest, statement_timeout, a client gone, shutdown, `spark_job_timeout_s`) also
+cancels the PostgreSQL queries of the statement's JDBC reads, and answers at once: the
+job winds down on its own thread. Results come back as Arrow batches.
 
 Fragments reach Spark in one of two ways. The executor first asks `reads_directly`: a
 fragment Spark reads itself (PostgreSQL/MySQL through JDBC, partitioned on a key range;
@@ -24,10 +29,8 @@ import asyncio
 import itertools
 import logging
 import os
-import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -35,8 +38,12 @@ import pyarrow as pa
 
 from connectors.base import BatchStream, Source, TableStream
 from connectors.dialects.spark import DIALECT
+from connectors.query_scope import STATEMENT_LABEL
 from connectors.engines.spark_handover import Handover
-from connectors.engines.spark_jdbc import JARS, DirectRead, ReadSettings, SourceCatalog, plan_read
+from connectors.engines.spark_jdbc import (DRIVERS, JARS, DirectRead, ReadSettings, SourceCatalog,
+                                           cancel_postgres_reads, plan_read)
+from connectors.engines.spark_session import (SessionKeeper, bound_retries, in_thread, reach_warnings,
+                                              unavailable)
 from pgwire.errors import QUERY_CANCELED, PgError, from_exception
 
 log = logging.getLogger("fedgate.spark")
@@ -53,6 +60,13 @@ DEFAULT_CONF = {
     # Handed-over fragments become DataFrames in the driver: Spark's 1g default runs out
     # of heap on a few million rows (TPC-H SF 1). Only a ceiling: the JVM grows to it.
     "spark.driver.memory": "4g",
+}
+# On a standalone (or other) cluster the application holds its executors for as long as
+# the session lives: bounded, so the gateway leaves room for other applications.
+# spark_conf overrides each.
+CLUSTER_CONF = {
+    "spark.cores.max": "4",
+    "spark.executor.memory": "2g",
 }
 
 
@@ -74,31 +88,60 @@ def _sparkable(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
+class _Job:
+    """One statement's Spark work: its tag, and the session that tagged it (the only
+    session whose interruptTag reaches its jobs)."""
+
+    def __init__(self, tag: str, label: str | None) -> None:
+        self.tag = tag
+        # What the cluster's UI shows for the statement's jobs: who ran which statement.
+        self.description = f"fedgate {tag}" + (f" ({label})" if label else "")
+        self.session: Any = None
+        self.cancelled = False
+
+
 class SparkEngine:
     name = "spark"
     dialect = DIALECT
 
     def __init__(self, master: str = "local[*]", remote: str | None = None, *,
                  reads: ReadSettings | None = None, dsns: Mapping[str, str] | None = None,
-                 conf: Mapping[str, Any] | None = None) -> None:
+                 conf: Mapping[str, Any] | None = None, connect_timeout_s: float = 30.0,
+                 job_timeout_s: float = 3600.0, idle_stop_s: float = 600.0) -> None:
         self.master = master
         self.remote = remote
         cluster = remote is not None or not master.startswith("local")
-        defaults = dict(DEFAULT_CONF)
+        given = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (conf or {}).items()}
+        if remote is not None:
+            # A Connect session takes only runtime (SQL) settings; the server's own start
+            # fixed the rest. Ours are for a driver of our own, which Connect has not.
+            defaults = {k: v for k, v in DEFAULT_CONF.items() if k.startswith("spark.sql.")}
+            server_only = sorted(k for k in given if not k.startswith("spark.sql."))
+            if server_only:
+                log.warning("spark_remote is set: spark_conf settings %s are the Spark Connect "
+                            "server's to make at its start (spark-submit --conf); not applied",
+                            ", ".join(server_only))
+                given = {k: v for k, v in given.items() if k not in server_only}
+        else:
+            defaults = {**DEFAULT_CONF, **(CLUSTER_CONF if cluster else {})}
         if not cluster:
             # One shuffle partition per core: the inputs a local Spark gets are at most a
             # few million rows, and more partitions than cores are only more tasks to
             # schedule (AQE coalesces small ones afterwards, but each still costs).
             defaults["spark.sql.shuffle.partitions"] = str(_local_cores(master))
-        self.conf = {**defaults, **{k: str(v).lower() if isinstance(v, bool) else str(v)
-                                    for k, v in (conf or {}).items()}}
+            # Nothing outside this machine talks to a local Spark: it listens on loopback
+            # (left alone, it binds the address the host name resolves to).
+            defaults["spark.driver.host"] = defaults["spark.driver.bindAddress"] = "127.0.0.1"
+        self.conf = {**defaults, **given}
+        self.job_timeout_s = job_timeout_s
         self.reads = reads or ReadSettings(cluster=cluster)
         self._dsns = dict(dsns or {})  # source name -> DSN, for JDBC reads
         # Passwords are scrubbed from any error text that reaches a client.
         self._secrets = {p for p in (_password(d) for d in self._dsns.values()) if p}
         self._catalog = SourceCatalog()
-        self._spark: Any = None
-        self._lock = threading.Lock()
+        self._sessions = SessionKeeper(master, remote, self.conf, list(JARS.values()),
+                                       connect_timeout_s, idle_stop_s)
+        self._jobs: dict[str, _Job] = {}
 
     @classmethod
     def from_config(cls, config: Any) -> SparkEngine:
@@ -109,32 +152,40 @@ class SparkEngine:
                              engine.spark_partition_rows, cluster)
         dsns = {s.name: s.options["dsn"] for s in config.sources
                 if isinstance(s.options.get("dsn"), str)}
+        if cluster and engine.spark_reads_sources != "never":
+            described = [(s.name, s.kind, dsns.get(s.name), _text(s.options.get("path")))
+                         for s in config.sources]
+            for warning in reach_warnings(engine.spark_remote or engine.spark_master, described):
+                log.warning("Spark cluster: %s", warning)
         return cls(engine.spark_master, engine.spark_remote, reads=reads, dsns=dsns,
-                   conf=engine.spark_conf)
+                   conf=engine.spark_conf, connect_timeout_s=engine.spark_connect_timeout_s,
+                   job_timeout_s=engine.spark_job_timeout_s, idle_stop_s=engine.spark_idle_stop_s)
 
-    def _session(self) -> Any:
-        with self._lock:
-            if self._spark is None:
-                from pyspark.sql import SparkSession  # imported on first use: a heavy import
+    def _child(self, root: Any) -> Any:
+        """A session of its own for one statement (its temp views collide with no other)."""
+        session = root.newSession()
+        if self.remote:
+            # A new Connect session starts from the server's defaults, not from its parent.
+            bound_retries(session, self._sessions.connect_timeout_s)
+            try:
+                for key, value in self._sessions.session_conf.items():
+                    session.conf.set(key, value)
+            except Exception:
+                # Closed now, with one quick try to release it: an unclosed Connect client
+                # retries its clean-up against the (lost) server when the gateway exits.
+                bound_retries(session, 0)
+                session.stop()
+                raise
+        return session
 
-                builder = SparkSession.builder.appName("fedgate")
-                builder = builder.remote(self.remote) if self.remote else builder.master(self.master)
-                for key, value in self.conf.items():
-                    builder = builder.config(key, value)
-                jars = [path for path in JARS.values() if Path(path).is_file()]
-                if jars and not self.remote:  # a Spark Connect server brings its own
-                    builder = builder.config("spark.jars", ",".join(jars))
-                self._spark = builder.getOrCreate()
-                # Query errors reach the client as ErrorResponses; Spark would also print
-                # each one with a full JVM stack trace.
-                self._spark.sparkContext.setLogLevel("ERROR")
-                logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
-            return self._spark
+    def _release(self, session: Any) -> None:
+        if self.remote:  # a Connect session holds a channel and state on the server
+            session.stop()
 
-    def _parallelism(self) -> int:
+    def _parallelism(self, root: Any) -> int:
         if self.remote:
             return 8  # Spark Connect does not expose the cluster's core count
-        return max(1, int(self._session().sparkContext.defaultParallelism))
+        return max(1, int(root.sparkContext.defaultParallelism))
 
     async def reads_directly(self, fragment: Any, source: Source, sql: str,
                              params: Sequence[Any]) -> DirectRead | str:
@@ -145,12 +196,13 @@ class SparkEngine:
         dsn = self._dsns.get(source.name) or getattr(source, "dsn", None)
         if isinstance(dsn, str) and _password(dsn):
             self._secrets.add(_password(dsn) or "")
-        parallelism = await asyncio.to_thread(self._parallelism)
+        root = await self._sessions.get(self.job_timeout_s)
+        parallelism = await in_thread(self._parallelism, root)
         return await plan_read(fragment.name, source, sql, params, dsn, self.reads,
                                self._catalog, parallelism)
 
     def _views(self, session: Any, tables: Mapping[str, pa.Table | DirectRead],
-               handover: Handover) -> None:
+               handover: Handover, label: str | None = None) -> None:
         """Each input as a temp view of `session`."""
         # A plan may hold one fragment twice (the executor then reads it once): Spark
         # gets one DataFrame for both names, so it reads and converts the rows once.
@@ -158,47 +210,73 @@ class SparkEngine:
         for name, table in tables.items():
             frame = next((f for seen, f in made if _same_input(seen, table)), None)
             if frame is None:
-                frame = table.dataframe(session) if isinstance(table, DirectRead) else \
+                frame = table.dataframe(session, label) if isinstance(table, DirectRead) else \
                     handover.dataframe(session, _sparkable(table))
                 made.append((table, frame))
             frame.createOrReplaceTempView(name)
 
-    def _run(self, sql: str, tables: Mapping[str, pa.Table | DirectRead], params: Sequence[Any],
-             tag: str) -> pa.Table:
-        session = self._session().newSession()
-        session.addTag(tag)
+    def _run(self, root: Any, job: _Job, sql: str, tables: Mapping[str, pa.Table | DirectRead],
+             params: Sequence[Any]) -> pa.Table:
+        session = job.session = self._child(root)
+        if self.remote:
+            session.addTag(job.tag)  # the server matches it within this session, from any thread
+            # Connect has no job descriptions to set: the description is a tag too (no commas).
+            session.addTag(job.description.replace(",", ""))
+        else:
+            # A classic session's tag is this thread's alone (Spark adds the thread's id to
+            # it), so interruptTag from the cancelling thread would miss the job; a
+            # SparkContext job tag is the same string from every thread.
+            context = session.sparkContext
+            context.addJobTag(job.tag)
+            # Cancelling the job also interrupts its tasks' threads (a JDBC read among them).
+            context.setInterruptOnCancel(True)
+            context.setJobDescription(job.description)
         handover = Handover(local=not self.reads.cluster, parts=_local_cores(self.master))
         try:
             started = time.perf_counter()
-            self._views(session, tables, handover)
+            self._views(session, tables, handover, job.tag)
             planned = time.perf_counter()
             args = {f"p{i}": value for i, value in enumerate(params, 1)}
             frame = session.sql(sql, args=args) if args else session.sql(sql)
+            if job.cancelled:  # cancelled while the inputs became views: start no job
+                raise PgError(QUERY_CANCELED, "canceling statement due to user request")
             result = frame.toArrow()
-            log.debug("%s: inputs as DataFrames in %.3f s, query in %.3f s, %d rows", tag,
+            log.debug("%s: inputs as DataFrames in %.3f s, query in %.3f s, %d rows", job.tag,
                       planned - started, time.perf_counter() - planned, result.num_rows)
             return result
         finally:
             handover.close()  # the query's scratch files go with it: nothing can go stale
-            session.removeTag(tag)
+            try:
+                if self.remote:
+                    session.clearTags()
+                else:
+                    session.sparkContext.removeJobTag(job.tag)
+                    session.sparkContext.setJobDescription(None)
+                self._release(session)
+            except Exception as exc:  # the answer (or its error) stands; the session is spent
+                log.debug("%s: releasing the statement's Spark session failed: %s", job.tag, exc)
 
-    def _schema(self, sql: str, inputs: Mapping[str, pa.Schema], params: Sequence[Any]) -> pa.Schema:
+    def _schema(self, root: Any, sql: str, inputs: Mapping[str, pa.Schema],
+                params: Sequence[Any]) -> pa.Schema:
         """The result schema from Spark's analysis alone: nothing is planned or run."""
         from pyspark.sql.pandas.types import to_arrow_schema  # a heavy import
 
-        session = self._session().newSession()
-        self._views(session, {name: schema.empty_table() for name, schema in inputs.items()},
-                    Handover(local=False))
-        args = {f"p{i}": value for i, value in enumerate(params, 1)}
-        frame = session.sql(sql, args=args) if args else session.sql(sql)
-        # The schema DataFrame.toArrow() gives its result (it casts to this very schema).
-        large = session.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
-        return to_arrow_schema(frame.schema, error_on_duplicated_field_names_in_struct=True,
-                               timezone="UTC", prefers_large_types=large)
+        session = self._child(root)
+        try:
+            self._views(session, {name: schema.empty_table() for name, schema in inputs.items()},
+                        Handover(local=False))
+            args = {f"p{i}": value for i, value in enumerate(params, 1)}
+            frame = session.sql(sql, args=args) if args else session.sql(sql)
+            # The schema DataFrame.toArrow() gives its result (it casts to this very schema).
+            large = session.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
+            return to_arrow_schema(frame.schema, error_on_duplicated_field_names_in_struct=True,
+                                   timezone="UTC", prefers_large_types=large)
+        finally:
+            self._release(session)
 
     async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader | DirectRead],
                       params: Sequence[Any] = ()) -> BatchStream:
-        tag = f"fedgate-{next(_tags)}"
+        job = _Job(f"fedgate-{next(_tags)}", STATEMENT_LABEL.get())
         # Handed-over fragments are read whole before Spark starts: Spark plans over
         # complete inputs. All at once: each fragment's feed is bounded, so reading them
         # one after another would stall every other fragment's source meanwhile. A
@@ -209,29 +287,81 @@ class SparkEngine:
             asyncio.to_thread(data.read_all) if isinstance(data, pa.RecordBatchReader) else _ready(data)
             for data in inputs.values()))
         tables: dict[str, pa.Table | DirectRead] = dict(zip(names, read))
-        log.debug("%s: inputs read whole in %.3f s", tag, time.perf_counter() - waited)
-        task = asyncio.ensure_future(asyncio.to_thread(self._run, sql, tables, params, tag))
+        log.debug("%s: inputs read whole in %.3f s", job.tag, time.perf_counter() - waited)
+        root = await self._sessions.get(self.job_timeout_s)
+        self._sessions.begin()
+        self._jobs[job.tag] = job
+        running = in_thread(self._run, root, job, sql, tables, params)
+        running.add_done_callback(_consume)
         try:
-            result = await asyncio.shield(task)
+            result = await asyncio.wait_for(asyncio.shield(running), self.job_timeout_s or None)
         except asyncio.CancelledError:
-            self._session().interruptTag(tag)
-            await asyncio.wait([task])
+            # Answer at once: the job stops on the cluster meanwhile, on its own thread.
+            self._interrupt(job, tables)
             raise
+        except TimeoutError:
+            self._interrupt(job, tables)
+            raise PgError(QUERY_CANCELED, "canceling statement: its Spark job ran longer than "
+                                          f"spark_job_timeout_s ({self.job_timeout_s:g} s)") from None
         except Exception as exc:
-            raise _error(exc, self._secrets) from exc
+            raise self._failure(root, exc) from exc
+        finally:
+            self._jobs.pop(job.tag, None)
+            self._sessions.end()
         return TableStream(result)
+
+    def _interrupt(self, job: _Job, tables: Mapping[str, pa.Table | DirectRead]) -> None:
+        """Cancel `job`'s Spark jobs on the session that tagged them, and the JDBC queries
+        its reads started on PostgreSQL; nothing here waits."""
+        job.cancelled = True
+        loop = asyncio.get_running_loop()
+
+        postgres = {self._dsns[t.source] for t in tables.values()
+                    if isinstance(t, DirectRead) and t.kind == "jdbc" and t.source in self._dsns
+                    and t.options.get("driver") == DRIVERS["postgres"]}
+
+        def interrupt() -> None:
+            if job.session is not None:
+                cancel = job.session.interruptTag if self.remote else \
+                    job.session.sparkContext.cancelJobsWithTag
+                in_thread(cancel, job.tag).add_done_callback(_consume)
+            for dsn in postgres:
+                loop.create_task(cancel_postgres_reads(dsn, job.tag)).add_done_callback(_consume)
+
+        interrupt()
+        # The statement may have been between its views and its first job or read: once more.
+        loop.call_later(1.0, interrupt)
+
+    def _failure(self, root: Any, exc: Exception) -> PgError:
+        """The client's error for a failed statement; a session that lost its cluster is
+        dropped, so the next statement starts a new one."""
+        if isinstance(exc, PgError):
+            return exc
+        if _lost_cluster(exc):
+            self._sessions.discard(root, str(exc).split("\n")[0])
+            return unavailable(self._sessions.url, _scrub(str(exc).split("\n")[0], self._secrets))
+        return _error(exc, self._secrets)
 
     async def describe(self, sql: str, inputs: Mapping[str, pa.Schema],
                        params: Sequence[Any] = ()) -> pa.Schema:
+        root = await self._sessions.get(self.job_timeout_s)
         try:
-            return await asyncio.to_thread(self._schema, sql, inputs, params)
+            return await in_thread(self._schema, root, sql, inputs, params)
         except Exception as exc:
-            raise _error(exc, self._secrets) from exc
+            raise self._failure(root, exc) from exc
 
     async def close(self) -> None:
-        if self._spark is not None:
-            await asyncio.to_thread(self._spark.stop)
-            self._spark = None
+        """Stop the statements' jobs and the session, waiting for neither for long."""
+        for job in list(self._jobs.values()):
+            self._interrupt(job, {})
+            if self.remote and job.session is not None:
+                # Its clean-up at exit gets one quick try: the server may be gone.
+                bound_retries(job.session, 0)
+        await self._sessions.close()
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _local_cores(master: str) -> int:
@@ -260,6 +390,31 @@ def _password(dsn: str) -> str | None:
     except ValueError:
         return None
     return unquote(password) if password else None
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Collect the outcome of Spark work nobody waits for any more (a cancelled statement's
+    thread, an interrupt), so it is logged instead of reported as never retrieved."""
+    if not future.cancelled() and future.exception() is not None:
+        log.debug("abandoned Spark call ended with: %s", future.exception())
+
+
+# Error texts of a session that lost its cluster: a SparkContext stopped under it, the
+# Py4J bridge gone, a Connect server not answering.
+_LOST = ("SparkContext was shut down", "stopped SparkContext", "SparkContext has been shutdown",
+         "Answer from Java side is empty", "StatusCode.UNAVAILABLE", "Connection refused",
+         "failed to connect to all addresses", "Socket closed")
+
+
+def _lost_cluster(exc: BaseException) -> bool:
+    text = str(exc)
+    return type(exc).__name__ in ("Py4JNetworkError", "RetriesExceeded") or any(m in text for m in _LOST)
+
+
+def _scrub(text: str, secrets: Collection[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "********")
+    return text
 
 
 def _error(exc: Exception, secrets: Collection[str] = ()) -> PgError:

@@ -80,9 +80,15 @@ class Handover:
 
     def dataframe(self, session: Any, table: pa.Table) -> Any:
         """`table` as a DataFrame of `session`: a Parquet scan or a LocalRelation."""
+        from pyspark.sql.pandas.types import from_arrow_schema  # a heavy import
+
+        if table.num_rows == 0:
+            # Spark Connect cannot infer a schema from zero rows (describing a statement
+            # hands over only empty tables): give it the one createDataFrame would infer.
+            return session.createDataFrame([], schema=from_arrow_schema(table.schema,
+                                                                        prefer_timestamp_ntz=False))
         if not (self.local and table.num_rows >= self.file_rows and file_friendly(table)):
             return session.createDataFrame(table)
-        from pyspark.sql.pandas.types import from_arrow_schema  # a heavy import
 
         table = _for_file(table)
         if self._dir is None:

@@ -66,6 +66,27 @@ PG_SESSION = ("SET TIME ZONE 'UTC'; SET extra_float_digits = 3; "
               "SET standard_conforming_strings = on; "
               "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
 MYSQL_SESSION = "SET time_zone = '+00:00', NAMES utf8mb4 COLLATE {collation}"
+APPLICATION = "fedgate-spark"
+
+
+def reads_name(label: str) -> str:
+    """The application_name of the JDBC connections one statement's reads open."""
+    return f"{APPLICATION}-{label}"
+
+
+async def cancel_postgres_reads(dsn: str, label: str) -> int:
+    """Cancel the queries the JDBC reads of statement `label` run on PostgreSQL: a read
+    blocked in the driver's socket does not notice its Spark task being killed. Returns
+    how many backends were told to cancel."""
+    import asyncpg  # the gateway's own PostgreSQL driver
+
+    conn = await asyncpg.connect(dsn, timeout=5)
+    try:
+        return await conn.fetchval(
+            "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = $1 AND pid <> pg_backend_pid()", reads_name(label), timeout=5)
+    finally:
+        await conn.close()
 
 
 @dataclass(frozen=True)
@@ -95,9 +116,15 @@ class DirectRead:
     sql: str = ""  # files: the fragment as Spark SQL over `views`
     drop: tuple[str, ...] = ()  # columns added only to partition on
 
-    def dataframe(self, session: Any) -> Any:
+    def dataframe(self, session: Any, label: str | None = None) -> Any:
+        """The read as a DataFrame of `session`; on PostgreSQL its connections carry
+        `label` in their application_name, so a cancel can find them."""
         if self.kind == "jdbc":
-            frame = session.read.format("jdbc").options(**self.options, **self.credentials).load()
+            options = dict(self.options)
+            if label is not None and options.get("driver") == DRIVERS["postgres"]:
+                options["url"] = options["url"].replace(f"ApplicationName={APPLICATION}",
+                                                        f"ApplicationName={reads_name(label)}")
+            frame = session.read.format("jdbc").options(**options, **self.credentials).load()
             return frame.drop(*self.drop) if self.drop else frame
         for view, path, fmt, ddl in self.views:
             reader = session.read.format(fmt)
@@ -161,7 +188,7 @@ def _pg_jdbc_query(dsn_query: str) -> str:
     # sslmode=prefer when nobody chose one: pgJDBC's default too, so the URL stays quiet.
     tls = {k: v for k, v in ssl_parameters(given).items()
            if k != "sslmode" or "sslmode" in given or os.environ.get("PGSSLMODE")}
-    parameters = [("ApplicationName", "fedgate-spark")]
+    parameters = [("ApplicationName", APPLICATION)]
     if tls.get("sslmode") in ("require", "verify-ca", "verify-full"):
         parameters.append(("ssl", "true"))
     parameters += [(k, tls[k]) for k in ("sslmode", "sslrootcert", "sslcert", "sslkey") if k in tls]

@@ -131,6 +131,9 @@ ENGINE = Section({
     "spark_read_threshold_rows": integer(0),
     "spark_partition_rows": integer(1),
     "spark_conf": SETTINGS,
+    "spark_connect_timeout_s": number(0, inclusive=False),
+    "spark_job_timeout_s": number(0),
+    "spark_idle_stop_s": number(0),
 })
 
 CATALOG = Section({

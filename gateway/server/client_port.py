@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gateway.server.limits import MessageBudget
@@ -46,6 +47,7 @@ class ClientPort(asyncio.Protocol):
         self.inner = transport.get_protocol()
         self.decoder = decoder
         self.lane: ExpressLane | None = None
+        self.on_lost: Callable[[], None] | None = None  # the session's cancel, once it runs
         self.eof = False
         self.waiting = False  # the connection's task waits for bytes
         self.writing_paused = False
@@ -144,6 +146,8 @@ class ClientPort(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._ended()
         self._give_back()
+        if self.on_lost is not None:
+            self.on_lost()
         if self.lane is not None:
             self.lane.client_lost()
         self.inner.connection_lost(exc)  # wakes a writer waiting in drain()

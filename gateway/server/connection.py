@@ -327,6 +327,9 @@ class Connection:
         session.startup_messages()
         await session.flush()
         self.port.lane = session.lane = ExpressLane(session, session.links, self.port)
+        # A client gone mid-statement stops the statement (and the work it started on
+        # sources and engines), as PostgreSQL does when it notices.
+        self.port.on_lost = lambda: session.cancel("client disconnect")
         while not session.closed:
             if self.gate.draining and self._between_statements():
                 raise shutdown_error()  # its statement is done: the session ends now

@@ -18,7 +18,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from gateway.state.access import access_for, read_only_refused
-from gateway.state.activity import note_idle
+from connectors.query_scope import STATEMENT_LABEL
+from gateway.state.activity import activity_of, note_idle
 from gateway.state.context import ServerContext
 from gateway.state.portals import CopyIn, Portal, Prepared
 from gateway.state.settings import REPORTED, SessionSettings
@@ -278,6 +279,9 @@ class SessionState:
         task = asyncio.current_task()
         assert task is not None
         self.running = task
+        # Work the statement starts elsewhere (Spark jobs) carries who runs it.
+        STATEMENT_LABEL.set(f"user {self.user}, pid {self.pid}, "
+                            f"statement {activity_of(self).statements}")
         timeout_ms = self.settings.statement_timeout_ms
         timer = asyncio.get_running_loop().call_later(
             timeout_ms / 1000, self.cancel, "statement timeout") if timeout_ms else None

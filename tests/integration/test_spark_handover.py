@@ -113,9 +113,9 @@ async def test_aggregates_and_joins_agree_across_both_paths(engines, scratch) ->
     assert _same(await _answer(local, sql, table), await _answer(cluster, sql, table))
 
 
-def test_big_tables_become_split_file_scans_and_small_ones_stay_local(engines, scratch) -> None:
+async def test_big_tables_become_split_file_scans_and_small_ones_stay_local(engines, scratch) -> None:
     local, _ = engines
-    session = local._session().newSession()
+    session = (await local._sessions.get()).newSession()
     handover = Handover(local=True, parts=2)
     try:
         big = handover.dataframe(session, _table(50_000).select(["id", "money", "txt"]))

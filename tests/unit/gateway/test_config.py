@@ -25,7 +25,8 @@ EVERY_SERVER_KEY = {"host": "127.0.0.1", "port": 15000, "database": "db", "max_c
                     "shutdown_timeout_s": 0, "max_inflight_message_bytes": 1 << 21}
 EVERY_ENGINE_KEY = {"default": "spark", "spark_master": "local[2]", "spark_threshold_rows": 7,
                     "spark_reads_sources": "never", "spark_read_threshold_rows": 0,
-                    "spark_partition_rows": 9, "spark_conf": {"spark.driver.memory": "1g"}}
+                    "spark_partition_rows": 9, "spark_conf": {"spark.driver.memory": "1g"},
+                    "spark_connect_timeout_s": 5, "spark_job_timeout_s": 0, "spark_idle_stop_s": 60}
 EVERY_SOURCE_KEY: dict[str, dict[str, Any]] = {
     "postgres": {"kind": "postgres", "dsn": "postgresql://u@h/d", "schema": "s",
                  "pool_size": 3, "read_only": True, "required": True},

@@ -1,0 +1,229 @@
+"""Spark failures end, and the gateway never blocks on them: each test kills or stops a
+real cluster process (worker, master, Spark Connect server, the gateway itself) and checks
+the statement's error, that a DuckDB statement answers meanwhile, and that the next Spark
+statement works once the process is back, without restarting the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.integration.test_spark_cancel import QUICK, SLOW, SOURCE_DDL, spark_reads
+from tests.support.gateway_proc import GatewayProcess, start_gateway
+from tests.support.postgres import PostgresServer, fresh_database
+from tests.support.spark_cluster import SparkCluster
+from tests.support.system import free_port
+
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
+# Long enough for a driver JVM to start on a busy machine (a start is not a failure);
+# Connect sessions start no JVM here, so the Connect tests use a shorter one.
+CONNECT_TIMEOUT_S = 30
+CONNECT_SERVER_TIMEOUT_S = 20
+JOB_TIMEOUT_S = 40
+
+
+class World:
+    def __init__(self, root: Path, cluster: SparkCluster, source_dsn: str, sources: str) -> None:
+        self.root = root
+        self.cluster = cluster
+        self.source_dsn = source_dsn
+        self.sources = sources
+        self.gateways: list[GatewayProcess] = []
+
+    def gateway(self, name: str, engine: str) -> GatewayProcess:
+        """A gateway whose statements run on DuckDB unless they SET fedgate.engine."""
+        engine = engine.replace('default = "spark"\n', "")
+        gateway = start_gateway(engine + self.sources, self.root / f"gateway_{name}")
+        self.gateways.append(gateway)
+        return gateway
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("spark_failures")
+    source_dsn = fresh_database(postgres_server, "spark_failures")
+    with psycopg.connect(source_dsn, autocommit=True) as conn:
+        conn.execute(SOURCE_DDL)
+    files = root / "files"
+    files.mkdir()
+    (files / "one.csv").write_text("k\n1\n")
+    sources = (f'[sources.pg]\nkind = "postgres"\ndsn = {json.dumps(source_dsn)}\n'
+               f'[sources.files]\nkind = "csv"\npath = {json.dumps(str(files))}\n')
+    # Room for the Connect server's application and three gateways' at once.
+    cluster = SparkCluster(root / "cluster", worker_cores=4, worker_memory="4g")
+    world = World(root, cluster, source_dsn, sources)
+    try:
+        cluster.start()
+        yield world
+    finally:
+        for gateway in world.gateways:
+            gateway.stop()
+        cluster.stop()
+
+
+async def _connect(gateway: GatewayProcess, engine: str = "spark") -> psycopg.AsyncConnection:
+    conn = await psycopg.AsyncConnection.connect(gateway.dsn, autocommit=True, connect_timeout=10)
+    await conn.execute(f"SET fedgate.engine = '{engine}'")
+    return conn
+
+
+async def _answer(gateway: GatewayProcess, engine: str = "spark", timeout_s: float = 180) -> tuple:
+    conn = await _connect(gateway, engine)
+    try:
+        cursor = await asyncio.wait_for(conn.execute(QUICK), timeout_s)
+        return await cursor.fetchone()
+    finally:
+        await conn.close()
+
+
+async def _duckdb_answers_within(gateway: GatewayProcess, seconds: float) -> None:
+    started = time.monotonic()
+    assert await _answer(gateway, "duckdb", timeout_s=seconds + 5) == (1000,)
+    assert time.monotonic() - started < seconds, "the gateway's event loop was held up"
+
+
+async def _until(check, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not await asyncio.to_thread(check):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout_s} s: {what}")
+        await asyncio.sleep(0.3)
+
+
+async def _spark_fails_fast(gateway: GatewayProcess, url: str,
+                            timeout_s: float = CONNECT_TIMEOUT_S) -> float:
+    """A Spark statement's 08001 naming the cluster, and how long it took; a DuckDB
+    statement answers while it waits."""
+    conn = await _connect(gateway)
+    try:
+        started = time.monotonic()
+        running = asyncio.ensure_future(conn.execute(QUICK))
+        await _duckdb_answers_within(gateway, 3.0)
+        with pytest.raises(psycopg.OperationalError) as failure:
+            await asyncio.wait_for(running, timeout_s + 30)
+        took = time.monotonic() - started
+    finally:
+        await conn.close()
+    assert failure.value.sqlstate == "08001", failure.value
+    assert f"Spark cluster at {url} is unavailable" in str(failure.value)
+    return took
+
+
+def _stop_timed(gateway: GatewayProcess) -> float:
+    started = time.monotonic()
+    gateway.proc.send_signal(signal.SIGTERM)
+    try:
+        gateway.proc.wait(30)
+    except Exception:
+        gateway.proc.send_signal(signal.SIGABRT)  # with PYTHONFAULTHANDLER: every thread's stack
+        gateway.proc.wait(10)
+        raise
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("mode", ["standalone", "connect"])
+async def test_a_lost_worker_fails_the_statement_and_the_next_one_works(world: World, mode: str) -> None:
+    """Standalone: the statement has no statement_timeout, spark_job_timeout_s ends it.
+    Connect: statement_timeout ends it."""
+    extra = {"spark_reads_sources": "always", "spark_connect_timeout_s": CONNECT_TIMEOUT_S}
+    if mode == "standalone":
+        # Above a cold first statement's executor start on a busy machine.
+        extra["spark_job_timeout_s"] = JOB_TIMEOUT_S
+    gateway = world.gateway(f"lost_worker_{mode}", world.cluster.gateway_engine_config(mode, **extra))
+    assert await _answer(gateway) == (1000,)
+    conn = await _connect(gateway)
+    try:
+        if mode == "connect":
+            await conn.execute(f"SET statement_timeout = '{JOB_TIMEOUT_S}s'")
+        started = time.monotonic()
+        running = asyncio.ensure_future(conn.execute(SLOW))
+        await _until(lambda: any("slow" in q for q in spark_reads(world.source_dsn)), 60,
+                     "Spark's JDBC read running")
+        world.cluster.worker.kill(signal.SIGKILL)  # the machine is gone, executors with it
+        await _duckdb_answers_within(gateway, 3.0)
+        with pytest.raises(psycopg.errors.QueryCanceled) as failure:
+            await asyncio.wait_for(running, 60)
+        assert time.monotonic() - started < JOB_TIMEOUT_S + 3
+        expected = "spark_job_timeout_s" if mode == "standalone" else "statement timeout"
+        assert expected in str(failure.value)
+    finally:
+        await conn.close()
+    world.cluster.start_worker()
+    assert await _answer(gateway) == (1000,)  # the application got executors again
+
+
+async def test_an_unreachable_master_fails_at_once_and_a_returning_one_is_used(world: World) -> None:
+    port = free_port()
+    url = f"spark://127.0.0.1:{port}"
+    engine = ('[engine]\nspark_master = "%s"\nspark_connect_timeout_s = %d\n[engine.spark_conf]\n'
+              '"spark.driver.host" = "127.0.0.1"\n"spark.driver.bindAddress" = "127.0.0.1"\n'
+              '"spark.cores.max" = "1"\n"spark.executor.memory" = "1g"\n"spark.driver.memory" = "1g"\n'
+              % (url, CONNECT_TIMEOUT_S))
+    gateway = world.gateway("no_master", engine)
+    assert await _spark_fails_fast(gateway, url) < 3.0
+    assert await _spark_fails_fast(gateway, url) < 3.0  # every statement tries again
+    returning = SparkCluster(world.root / "returning", master_port=port)
+    try:
+        returning.start(connect=False)
+        assert await _answer(gateway) == (1000,)  # no gateway restart
+        assert _stop_timed(gateway) < 15
+    finally:
+        returning.stop()
+
+
+async def test_a_lost_connect_server_fails_fast_and_a_returning_one_is_used(world: World) -> None:
+    cluster = world.cluster
+    gateway = world.gateway("connect_lost", cluster.gateway_engine_config(
+        "connect", spark_connect_timeout_s=CONNECT_SERVER_TIMEOUT_S))
+    assert await _answer(gateway) == (1000,)
+    cluster.connect.stop()
+    took = await _spark_fails_fast(gateway, cluster.remote_url, CONNECT_SERVER_TIMEOUT_S)
+    assert took < CONNECT_SERVER_TIMEOUT_S + 5
+    # Refused at once now: the lost session was dropped, a new start probes first.
+    assert await _spark_fails_fast(gateway, cluster.remote_url, CONNECT_SERVER_TIMEOUT_S) < 3.0
+    cluster.start_connect(attempts=1)  # on the same port
+    assert await _answer(gateway) == (1000,)  # a new session, no gateway restart
+    cluster.connect.kill(signal.SIGKILL)
+    assert _stop_timed(gateway) < 15  # nothing waits on the lost server's channel
+    cluster.start_connect(attempts=1)
+
+
+async def test_shutdown_during_a_spark_statement_is_prompt_and_frees_the_cluster(world: World) -> None:
+    cluster = world.cluster
+    gateway = world.gateway("shutdown", cluster.gateway_engine_config("standalone",
+                                                                      spark_reads_sources="always"))
+    before = set(cluster.app_ids())
+    assert await _answer(gateway) == (1000,)
+    ours = set(cluster.app_ids()) - before
+    assert len(ours) == 1
+    conn = await _connect(gateway)
+    running = asyncio.ensure_future(conn.execute(SLOW))
+    await _until(lambda: any("slow" in q for q in spark_reads(world.source_dsn)), 60,
+                 "Spark's JDBC read running")
+    assert _stop_timed(gateway) < 15
+    with pytest.raises(psycopg.Error):
+        await asyncio.wait_for(running, 10)
+    await _until(lambda: not ours & set(cluster.app_ids()), 20, "the application gone from the master")
+    await _until(lambda: not any("slow" in q for q in spark_reads(world.source_dsn)), 20,
+                 "the JDBC read gone from PostgreSQL")
+
+
+async def test_an_idle_session_gives_its_cores_back_and_starts_again(world: World) -> None:
+    cluster = world.cluster
+    gateway = world.gateway("idle", cluster.gateway_engine_config("standalone", spark_idle_stop_s=3))
+    before = set(cluster.app_ids())
+    assert await _answer(gateway) == (1000,)
+    ours = set(cluster.app_ids()) - before
+    assert len(ours) == 1
+    await _until(lambda: not ours & set(cluster.app_ids()), 30, "the idle application stopped")
+    assert await _answer(gateway) == (1000,)  # started again on demand
+    assert len(set(cluster.app_ids()) - before) == 1
