@@ -1,4 +1,4 @@
-"""Contracts between the planner, the executor and the outside world (DESIGN.md §2).
+"""Contracts between the planner, the executor and the outside world (docs/design.md §2).
 
 The planner imports only this module from `connectors`: it reads each source's dialect and
 capability answers, never the source's code. Sources and engines stream Arrow record
@@ -17,7 +17,7 @@ from sqlglot import exp
 
 
 # Functions whose value changes per call or per statement: never shipped, never moved
-# across joins or projections (DESIGN.md §4).
+# across joins or projections (docs/design.md §4).
 VOLATILE = (exp.Rand, exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.Uuid,
             exp.CurrentTimestampLTZ)
 

@@ -1,7 +1,7 @@
 """Which remote calls belong to one query: a contextvar scope the executor opens.
 
 A source sees only `run_remote(sql)` calls; it cannot tell that two of them are fragments
-of the same federated query, which matters when they should read one snapshot (DESIGN.md
+of the same federated query, which matters when they should read one snapshot (docs/design.md
 §4). The executor wraps the start of a query's fragments in `query_scope(counts)`, where
 `counts` says how many fragments each source will start concurrently. asyncio tasks copy
 the context when they are created (asyncio.gather included), so every fragment started

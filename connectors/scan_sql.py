@@ -1,6 +1,6 @@
 """A `ScanRequest` as a PostgreSQL-dialect sqlglot query, for sources that run SQL.
 
-Semantics (DESIGN.md §2): filter, then limit, then projection. Filters arrive with columns
+Semantics (docs/design.md §2): filter, then limit, then projection. Filters arrive with columns
 qualified by the query's alias; the scan reads one table, so qualifiers are dropped.
 """
 

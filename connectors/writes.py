@@ -1,4 +1,4 @@
-"""Writes to sources other than PostgreSQL: SQLite and MySQL/MariaDB (DESIGN.md §5).
+"""Writes to sources other than PostgreSQL: SQLite and MySQL/MariaDB (docs/design.md §5).
 
 PostgreSQL sources take writes over the session's link, as the client wrote them
 (`connectors.postgres.link`). Other sources get the statement rendered in their dialect by

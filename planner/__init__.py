@@ -1,4 +1,4 @@
-"""SQL text + catalog snapshot -> QueryPlan. Does no I/O (DESIGN.md §1)."""
+"""SQL text + catalog snapshot -> QueryPlan. Does no I/O (docs/design.md §1)."""
 
 from planner.cache import PlanCache
 from planner.catalog import CatalogSnapshot, SourceEntry

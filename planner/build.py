@@ -1,4 +1,4 @@
-"""Qualified sqlglot tree -> logical plan (DESIGN.md §3 step 3).
+"""Qualified sqlglot tree -> logical plan (docs/design.md §3 step 3).
 
 The builder models the common relational shapes: FROM/JOIN (inner, outer, cross),
 WHERE, GROUP BY/HAVING, projections, DISTINCT, ORDER BY, LIMIT/OFFSET, UNION/INTERSECT/

@@ -1,4 +1,4 @@
-"""The optimizer pipeline as data: which rules run, in which batches (DESIGN.md §3 step 4)."""
+"""The optimizer pipeline as data: which rules run, in which batches (docs/design.md §3 step 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SQL text + catalog snapshot -> QueryPlan: the planner's entry point (DESIGN.md §3).
+"""SQL text + catalog snapshot -> QueryPlan: the planner's entry point (docs/design.md §3).
 
 - Every table in one source, and the source's capability table accepts the whole
   statement: it ships whole, no engine (the path point queries take). A source that runs
@@ -245,7 +245,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
 
 def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[str, ...],
                names: tuple[str, ...] | None, settings: PlanSettings) -> QueryPlan:
-    """Build, optimize, split into fragments and a residual (DESIGN.md §3 steps 3-6)."""
+    """Build, optimize, split into fragments and a residual (docs/design.md §3 steps 3-6)."""
     logical = build(tree, catalog)
     optimized = optimize(logical, RuleContext(catalog, settings.pre_aggregate), BATCHES)
     found, _ = fragments(optimized, catalog)

@@ -1,7 +1,7 @@
 r"""DuckDB as a target of PostgreSQL SQL: what ships, and the rewrites that keep PG semantics.
 
 sqlglot renders DuckDB syntax; it does not make DuckDB compute PostgreSQL's answers. The
-rewrites here close the gaps we know of (DESIGN.md §4):
+rewrites here close the gaps we know of (docs/design.md §4):
 - integer / integer truncates in PostgreSQL; DuckDB's `/` divides as floats, so it
   becomes DuckDB's `//` (which truncates and raises on a zero divisor);
 - any other division by zero raises in PostgreSQL, while DuckDB returns inf or NULL, so

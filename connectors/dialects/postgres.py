@@ -1,7 +1,7 @@
 """PostgreSQL as a source: its answers are PostgreSQL's by definition.
 
 Everything ships EXACT except volatile functions (`now()`, `random()`, ...), which are
-evaluated once by the gateway, never per source (DESIGN.md §4). The remote session runs in
+evaluated once by the gateway, never per source (docs/design.md §4). The remote session runs in
 UTC with ISO DateStyle and `extra_float_digits = 3` (connectors.postgres.source sets them), so
 rendered literals and fetched text mean the same on both sides. Text ordering follows the
 remote database's collation, which is the PostgreSQL answer for that data.

@@ -1,4 +1,4 @@
-"""Shared machinery of the per-dialect capability tables (DESIGN.md §4).
+"""Shared machinery of the per-dialect capability tables (docs/design.md §4).
 
 A capability table is a whitelist: every node of an expression must be a construct the
 dialect evaluates exactly as PostgreSQL does, or the expression is not EXACT. A dialect

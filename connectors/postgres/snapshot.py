@@ -1,4 +1,4 @@
-"""One snapshot for the PostgreSQL fragments of one query (DESIGN.md §4).
+"""One snapshot for the PostgreSQL fragments of one query (docs/design.md §4).
 
 Every fragment reads in its own REPEATABLE READ READ ONLY transaction. When a query
 starts several fragments on the same source together (the executor says so through

@@ -1,6 +1,6 @@
 """The emulated system catalog as a federated source named `pg_catalog`.
 
-It is registered like any other source (DESIGN.md §7), so the planner's routing needs no
+It is registered like any other source (docs/design.md §7), so the planner's routing needs no
 special case: a query over catalog relations only ships whole to it and runs on the
 catalog's in-memory DuckDB. `information_schema` is a second name for the same database
 (`SchemaAlias`), because each source is one schema to the planner.

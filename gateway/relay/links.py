@@ -1,4 +1,4 @@
-"""A session's PostgreSQL links and the transaction they carry (DESIGN.md §5).
+"""A session's PostgreSQL links and the transaction they carry (docs/design.md §5).
 
 `gateway.relay.routing` decides that a statement goes to one PostgreSQL source; this module
 runs it there over the session's own link (`connectors.postgres.link`), opened on first use and

@@ -50,7 +50,7 @@ REMOTE_KINDS = ("postgres", "mysql")
 
 
 def open_source(config: Config, name: str, kind: str, options: dict) -> Source:
-    """Create the source of one `[sources.<name>]` table (DESIGN.md §10); a file that
+    """Create the source of one `[sources.<name>]` table (docs/design.md §10); a file that
     cannot be opened is a ConfigError naming the source."""
     try:
         return _open_source(config, name, kind, options)

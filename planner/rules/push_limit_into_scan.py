@@ -4,7 +4,7 @@
       Scan: s.t AS l filters=[l.a > 1]   =>      Scan: s.t AS l filters=[l.a > 1] fetch=15
 
 With an INEXACT filter the source could fill the limit with rows the re-check then
-drops, so the limit stays local (DESIGN.md §2).
+drops, so the limit stays local (docs/design.md §2).
 """
 
 from __future__ import annotations

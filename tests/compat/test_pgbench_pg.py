@@ -1,4 +1,4 @@
-"""pgbench's own workload through the gateway onto a PostgreSQL source (DESIGN.md §3, §5).
+"""pgbench's own workload through the gateway onto a PostgreSQL source (docs/design.md §3, §5).
 
 `pgbench -i -s 2` creates and loads its tables through the gateway (DDL, a transaction
 with TRUNCATE, INSERT and COPY FROM STDIN, VACUUM, ALTER TABLE ... ADD PRIMARY KEY), then

@@ -1,4 +1,4 @@
-"""Writes, DDL, transactions and COPY FROM STDIN against a real PostgreSQL (DESIGN.md §5).
+"""Writes, DDL, transactions and COPY FROM STDIN against a real PostgreSQL (docs/design.md §5).
 
 Most tests take a `target` and run the same body twice: "direct" runs it against
 PostgreSQL itself, which proves that the test asserts what PostgreSQL really does, and

@@ -7,7 +7,7 @@ DuckDB, Parquet and CSV files are written to a temp dir, with statement logs of 
 
 Tables, the same in every source as far as the source can hold the values:
 - `trap`: text with case and trailing-space twins, NaN, instants either side of a DST
-  change (the trap suite, DESIGN.md §4);
+  change (the trap suite, docs/design.md §4);
 - `types`: one column per common PostgreSQL type, compared with PostgreSQL's answer.
 PostgreSQL also holds `trap_nonan` (NaN as NULL: MySQL and SQLite cannot store NaN) and
 `trap_naive` (that, with timestamp instead of timestamptz: SQLite has no zones), the

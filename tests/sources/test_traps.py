@@ -1,4 +1,4 @@
-"""The trap suite (DESIGN.md §4) against every real source, compared with PostgreSQL.
+"""The trap suite (docs/design.md §4) against every real source, compared with PostgreSQL.
 
 Each trap is a predicate (or a value) over the same `trap` table in every source. The
 test follows the planner's contract exactly: it asks the source's capability table, then

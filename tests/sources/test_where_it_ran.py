@@ -1,6 +1,6 @@
 """Where each trap ran: answers through the real gateway, proven by the sources' own logs.
 
-Every trap (DESIGN.md §4) is sent through one gateway process that mounts the same `trap`
+Every trap (docs/design.md §4) is sent through one gateway process that mounts the same `trap`
 table from every source kind. For each source the test checks three things:
 1. the answer equals PostgreSQL's for the same query over the same data (MySQL and
    SQLite cannot store NaN, SQLite has no time zones: their reference tables in
