@@ -309,3 +309,13 @@ __all__ = ["AUTH_METHODS", "Config", "ConfigError", "DemoConfig", "EngineConfig"
            "SOURCE_KINDS", "ServerConfig", "SourceConfig", "UserConfig", "check_source_files",
            "demo_path", "is_loopback", "listen_error", "load_config", "parse_config", "replace",
            "server_ssl_context", "server_tls", "source_path"]
+
+
+def connect_command(config: Config) -> str:
+    """The psql command that reaches this gateway, for the ready line: a new user's first
+    question is how to connect."""
+    user = config.users[0].name if config.users else "fedgate"
+    host = "127.0.0.1" if config.server.host in ("0.0.0.0", "::", "") else config.server.host
+    tls = "?sslmode=require" if config.server.tls == "require" else ""
+    return (f'psql "postgresql://{user}@{host}:{config.server.port}/'
+            f'{config.server.database}{tls}"')

@@ -21,8 +21,8 @@ from connectors.base import Source
 from connectors.duckdb.source import DuckDBSource
 from connectors.engines.duckdb import DuckDBEngine
 from connectors.engines.spark import SparkEngine
-from gateway.config import (Config, ConfigError, SourceConfig, demo_path, listen_error,
-                            server_tls, source_path)
+from gateway.config import (Config, ConfigError, SourceConfig, connect_command, demo_path,
+                            listen_error, server_tls, source_path)
 from gateway.executor.execute import Executor
 from gateway.pg_catalog.mount import CATALOG_FUNCTIONS, SYSTEM_SCHEMAS, with_catalog
 from gateway.pg_catalog.mount import mount as mount_catalog
@@ -202,9 +202,10 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
     # TLS there is nothing to re-read, and a reload signal must not end the process.
     loop.add_signal_handler(signal.SIGHUP, tls.reload if tls is not None else _nothing_to_reload)
     tables = sum(len(e.tables) for e in ctx.catalog.sources.values())
-    log.info("fedgate listening on %s:%d (database %s; sources: %s; %d tables)",
+    log.info("fedgate listening on %s:%d (database %s; sources: %s; %d tables)%s",
              config.server.host, config.server.port, config.server.database,
-             ", ".join(ctx.sources), tables)
+             ", ".join(ctx.sources), tables,
+             "" if worker is not None else f"; connect with: {connect_command(config)}")
     if on_ready is not None:
         on_ready()
     async with server:

@@ -61,7 +61,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gateway.config import Config, ConfigError, listen_error
+from gateway.config import Config, ConfigError, connect_command, listen_error
 from pgwire.errors import PgError
 from gateway.server.loop import run_loop
 from gateway.server.worker_listen import Accept, BalancedListener, WorkerSpec
@@ -358,8 +358,9 @@ class Supervisor:
                     self._start(slot)
             if not announced and all(s.served for s in self.slots):
                 announced = True
-                log.info("fedgate: %d workers serving %s:%d", self.count,
-                         self.config.server.host, self.config.server.port)
+                log.info("fedgate: %d workers serving %s:%d; connect with: %s", self.count,
+                         self.config.server.host, self.config.server.port,
+                         connect_command(self.config))
         log.info("shutting down %d workers", self.count)
         return 0
 

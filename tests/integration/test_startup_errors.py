@@ -143,6 +143,7 @@ def test_the_shipped_example_starts_as_shipped(tmp_path: Path) -> None:
     finally:
         gateway.stop()
     assert "Traceback" not in gateway.log()
+    assert 'connect with: psql "postgresql://alice@127.0.0.1:' in gateway.log()
 
 
 

@@ -415,3 +415,12 @@ def test_listen_errors_name_the_setting(tmp_path: Path) -> None:
     unknown_host = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
     assert str(listen_error(config, unknown_host)).endswith(
         "[server] host: cannot listen on 127.0.0.1:15432: Name or service not known")
+
+
+def test_the_ready_line_says_how_to_connect() -> None:
+    from gateway.config import connect_command
+    assert connect_command(parse_config({})) == 'psql "postgresql://fedgate@127.0.0.1:15432/fedgate"'
+    users = [{"name": "ann", "password": "pw", "sources": ["*"]}]
+    config = parse_config({"server": {"host": "0.0.0.0", "port": 5433, "database": "db"},
+                           "users": users})
+    assert connect_command(config) == 'psql "postgresql://ann@127.0.0.1:5433/db"'
