@@ -16,6 +16,7 @@ import duckdb
 import pytest
 import sqlglot
 
+from tests.support.slow import COUNT_TO
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 
 ORDERS = "CREATE TABLE orders AS SELECT range AS id, range % 97 AS cust, (range * 7) % 1000 / 10.0 AS total, " \
@@ -90,9 +91,13 @@ async def test_cancel_stops_a_cross_source_query(two_sources) -> None:
     gateway, _ = two_sources
     conn = await asyncpg.connect(gateway.dsn)
     try:
+        # Slow by construction (tests/support/slow.py): a count a row per step, seeded by a
+        # join across the two sources, so the engine runs it whatever the machine's speed.
+        slow = (f"WITH RECURSIVE r(n) AS (SELECT count(*) FROM orders a JOIN customers c "
+                f"ON a.cust = c.id UNION ALL SELECT n + 1 FROM r WHERE n < {COUNT_TO}) "
+                f"SELECT count(*) FROM r")
         with pytest.raises(asyncio.TimeoutError):
-            await conn.fetch("select count(*) from orders a join customers c on a.cust = c.id "
-                             "join orders b on b.cust = c.id", timeout=1.0)
+            await conn.fetch(slow, timeout=1.0)
         assert await conn.fetchval("select count(*) from customers") == 97
     finally:
         await conn.close()
