@@ -126,6 +126,19 @@ class SessionKeeper:
 
     # ------------------------------------------------------------------ start
 
+    @property
+    def start_pending(self) -> str | None:
+        """What a statement that needs the session now would first wait for: a start to
+        begin, or one under way (a notice for the client); None when a session is up.
+        Reads this object's own state only, never the JVM, so the event loop may ask
+        before every statement. A session whose SparkContext died counts as up here:
+        `get` finds that out (a JVM call) and starts a new one."""
+        if self.session is not None:
+            return None
+        if self._starting is not None and not self._starting.done():
+            return f"waiting for the Spark engine ({self.url}) to start"
+        return f"starting the Spark engine ({self.url}); the first Spark statement waits for it"
+
     async def get(self, limit_s: float | None = None) -> Any:
         """The root session, started if need be. An unreachable cluster fails within
         `connect_timeout_s`; a reachable one that is slow to give a session is waited for
@@ -136,6 +149,7 @@ class SessionKeeper:
         if session is not None:
             self.discard(session, "its SparkContext stopped")
         if self._starting is None or (self._starting.done() and self._starting.exception() is not None):
+            log.info("Spark session on %s starting; statements that need it wait", self.url)
             self._starting = in_thread(self._start)
             self._starting.add_done_callback(self._started)
         # Reaching the cluster (the probe, Connect's retries) is bounded by
