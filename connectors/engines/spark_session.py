@@ -143,6 +143,9 @@ class SessionKeeper:
         """The root session, started if need be. An unreachable cluster fails within
         `connect_timeout_s`; a reachable one that is slow to give a session is waited for
         up to `limit_s` (None: until the statement ends)."""
+        # Asking is use: work that does not hold `begin` (a describe, planning a direct
+        # read) must not find the session stopped under it by the idle stop.
+        self._last_used = time.monotonic()
         session = self.session
         if session is not None and _alive(session, connect=self.remote is not None):
             return session
@@ -172,6 +175,7 @@ class SessionKeeper:
             self._starting = None  # the next statement tries again
             return
         self.session = future.result()
+        self._last_used = time.monotonic()  # the statements that waited for it run now
         if self._idle_task is None and self.idle_stop_s > 0:
             self._idle_task = asyncio.get_running_loop().create_task(self._stop_when_idle())
 
