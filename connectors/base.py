@@ -236,6 +236,12 @@ class Engine(Protocol):
     name: str
     dialect: Dialect  # the SQL it runs, which the gateway hands the planner
 
+    @property
+    def start_pending(self) -> str | None:
+        """What a statement run now would first wait for (Spark's session starting), as a
+        notice for the client; None when it runs at once. Cheap and non-blocking: the
+        session asks it on the event loop before each statement (docs/design.md §6)."""
+
     async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader],
                       params: Sequence[Any] = ()) -> BatchStream: ...
 

@@ -27,6 +27,7 @@ from connectors.time_zone import TIMEZONE
 class DuckDBEngine:
     name = "duckdb"
     dialect = DIALECT
+    start_pending = None  # in-process: nothing to wait for
 
     def __init__(self) -> None:
         self._runner = DuckDBRunner.open(":memory:")

@@ -161,6 +161,11 @@ class SparkEngine:
                    conf=engine.spark_conf, connect_timeout_s=engine.spark_connect_timeout_s,
                    job_timeout_s=engine.spark_job_timeout_s, idle_stop_s=engine.spark_idle_stop_s)
 
+    @property
+    def start_pending(self) -> str | None:
+        """Why a statement run now would first wait (a cold or stopped session); cheap."""
+        return self._sessions.start_pending
+
     def _child(self, root: Any) -> Any:
         """A session of its own for one statement (its temp views collide with no other)."""
         session = root.newSession()

@@ -126,16 +126,33 @@ class SessionKeeper:
 
     # ------------------------------------------------------------------ start
 
+    @property
+    def start_pending(self) -> str | None:
+        """What a statement that needs the session now would first wait for: a start to
+        begin, or one under way (a notice for the client); None when a session is up.
+        Reads this object's own state only, never the JVM, so the event loop may ask
+        before every statement. A session whose SparkContext died counts as up here:
+        `get` finds that out (a JVM call) and starts a new one."""
+        if self.session is not None:
+            return None
+        if self._starting is not None and not self._starting.done():
+            return f"waiting for the Spark engine ({self.url}) to start"
+        return f"starting the Spark engine ({self.url}); the first Spark statement waits for it"
+
     async def get(self, limit_s: float | None = None) -> Any:
         """The root session, started if need be. An unreachable cluster fails within
         `connect_timeout_s`; a reachable one that is slow to give a session is waited for
         up to `limit_s` (None: until the statement ends)."""
+        # Asking is use: work that does not hold `begin` (a describe, planning a direct
+        # read) must not find the session stopped under it by the idle stop.
+        self._last_used = time.monotonic()
         session = self.session
         if session is not None and _alive(session, connect=self.remote is not None):
             return session
         if session is not None:
             self.discard(session, "its SparkContext stopped")
         if self._starting is None or (self._starting.done() and self._starting.exception() is not None):
+            log.info("Spark session on %s starting; statements that need it wait", self.url)
             self._starting = in_thread(self._start)
             self._starting.add_done_callback(self._started)
         # Reaching the cluster (the probe, Connect's retries) is bounded by
@@ -158,6 +175,7 @@ class SessionKeeper:
             self._starting = None  # the next statement tries again
             return
         self.session = future.result()
+        self._last_used = time.monotonic()  # the statements that waited for it run now
         if self._idle_task is None and self.idle_stop_s > 0:
             self._idle_task = asyncio.get_running_loop().create_task(self._stop_when_idle())
 

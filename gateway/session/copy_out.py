@@ -191,8 +191,9 @@ async def run(session: SessionCore, sql: str) -> None:
     CommandComplete (the caller sends ReadyForQuery)."""
     copy = parse_copy(sql)
     plan = await session.plan_query(copy.query)
-    stream = await session.ctx.executor.run(plan, [], session.engine_for(plan)[0],
-                                            session.dynamic_filtering)
+    engine = session.engine_for(plan)[0]
+    await session.announce_engine_start(session.ctx.executor, plan, engine)
+    stream = await session.ctx.executor.run(plan, [], engine, session.dynamic_filtering)
     try:
         session.write(encoder.copy_out_response(0, [0] * len(stream.schema)))
         if copy.header:

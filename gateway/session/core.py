@@ -24,11 +24,12 @@ from gateway.relay.links import SessionLinks
 from gateway.state import logs
 from gateway.state.activity import activity_of
 from gateway.state.activity import note_stream
-from gateway.state.context import ServerContext
+from gateway.state.context import PlanExecutor, ServerContext
 from gateway.state.portals import Portal, Prepared
 from gateway.state.session import FLUSH_BYTES, SessionState
 from gateway.state.statements import parse_utility
-from pgwire.errors import FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, UNDEFINED_TABLE, PgError
+from pgwire.errors import (FEATURE_NOT_SUPPORTED, SUCCESSFUL_COMPLETION, UNDEFINED_COLUMN,
+                           UNDEFINED_TABLE, PgError)
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from pgwire.types.table import pg_type_by_name, pg_type_by_oid
@@ -136,6 +137,19 @@ class SessionCore(SessionState):
         found = pg_type_by_name(name)
         return found.oid if found else 25  # text
 
+    async def announce_engine_start(self, executor: PlanExecutor, plan: QueryPlan, engine: str) -> None:
+        """Tell the client, at once, when `plan` is about to wait for its engine to start
+        (a cold Spark session takes 10-30 s): a NOTICE, flushed so that psql shows it
+        while the statement waits (docs/design.md §6). A plan one source answers whole
+        uses no engine and waits for none."""
+        if plan.is_passthrough:
+            return
+        pending = executor.engines[engine].start_pending
+        if pending is None:
+            return
+        self.write(encoder.notice_response("NOTICE", SUCCESSFUL_COMPLETION, pending))
+        await self.flush()
+
     async def describe(self, prepared: Prepared) -> pa.Schema | None:
         if prepared.utility is not None:
             return await self.utility_schema(prepared)
@@ -144,7 +158,9 @@ class SessionCore(SessionState):
         if prepared.row_schema is None:
             TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
             executor = self.links.executor_for(prepared.plan) or self.ctx.executor
-            prepared.row_schema = await executor.describe(prepared.plan, self.engine_for(prepared.plan)[0])
+            engine = self.engine_for(prepared.plan)[0]
+            await self.announce_engine_start(executor, prepared.plan, engine)
+            prepared.row_schema = await executor.describe(prepared.plan, engine)
         return prepared.row_schema
 
     async def replan_if_reshaped(self, portal: Portal) -> None:
@@ -174,8 +190,9 @@ class SessionCore(SessionState):
             plan = portal.statement.plan
             TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
             executor = self.links.executor_for(plan) or self.ctx.executor
-            portal.stream = await executor.run(plan, portal.params, self.engine_for(plan)[0],
-                                               self.dynamic_filtering)
+            engine = self.engine_for(plan)[0]
+            await self.announce_engine_start(executor, plan, engine)
+            portal.stream = await executor.run(plan, portal.params, engine, self.dynamic_filtering)
             note_stream(self, portal.stream)  # what it did, if the status page keeps it
 
     async def execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:

@@ -62,6 +62,8 @@ class UtilityMixin(CursorMixin):
             plan = await self.plan_query(utility.value, ())
             engine, why = self.engine_for(plan)
             note_plan(self, plan)  # the status page draws it while it runs
+            if utility.analyze:
+                await self.announce_engine_start(self.ctx.executor, plan, engine)
             measured = await measure(self.ctx.executor, plan, [], engine, self.dynamic_filtering) \
                 if utility.analyze else None
             numbers = figures(measured) if measured is not None else None

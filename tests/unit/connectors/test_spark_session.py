@@ -8,6 +8,7 @@ import asyncio
 import logging
 import threading
 import time
+import types
 
 import pytest
 
@@ -81,3 +82,28 @@ def test_sources_executors_elsewhere_cannot_reach_are_named() -> None:
     ])
     assert [w.split(":")[0] for w in warnings] == ["source near", "source shop", "source lake"]
     assert not any("secret" in w for w in warnings)
+
+
+async def test_start_pending_says_whether_a_statement_would_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    keeper = SessionKeeper("local[2]", None, {}, [], 30.0, 0)
+    assert keeper.start_pending == ("starting the Spark engine (local[2]); the first Spark "
+                                    "statement waits for it")
+    release = threading.Event()
+    session = types.SimpleNamespace(stop=lambda: None)
+    monkeypatch.setattr(keeper, "_start", lambda: release.wait(30) and session)
+    monkeypatch.setattr("connectors.engines.spark_session._alive", lambda s, connect: True)
+    getting = asyncio.ensure_future(keeper.get())
+    await asyncio.sleep(0.05)
+    assert keeper.start_pending == "waiting for the Spark engine (local[2]) to start"
+    release.set()
+    assert await getting is session
+    assert keeper.start_pending is None  # a session is up: nothing to wait for
+    await keeper.close()  # as the idle stop does: the next statement starts it again
+    assert keeper.start_pending is not None and keeper.start_pending.startswith("starting")
+
+
+def test_duckdb_never_waits_for_a_start() -> None:
+    from connectors.engines.duckdb import DuckDBEngine
+
+    engine = DuckDBEngine()
+    assert engine.start_pending is None and SparkEngine("local[1]").start_pending is not None
