@@ -199,8 +199,11 @@ async def test_a_lost_connect_server_fails_fast_and_a_returning_one_is_used(worl
 
 async def test_shutdown_during_a_spark_statement_is_prompt_and_frees_the_cluster(world: World) -> None:
     cluster = world.cluster
-    gateway = world.gateway("shutdown", cluster.gateway_engine_config("standalone",
-                                                                      spark_reads_sources="always"))
+    # Running statements may finish for shutdown_timeout_s (graceful shutdown): 2 s here,
+    # then the Spark statement is ended and Spark itself gets at most a few seconds.
+    gateway = world.gateway("shutdown", "[server]\nshutdown_timeout_s = 2\n"
+                            + cluster.gateway_engine_config("standalone",
+                                                            spark_reads_sources="always"))
     before = set(cluster.app_ids())
     assert await _answer(gateway) == (1000,)
     ours = set(cluster.app_ids()) - before
