@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import socket
 
+from pgwire.postgres_functions import POSTGRES_FUNCTIONS, SYNTAX_CALLS
+
 # SQLSTATE codes used across the gateway (PostgreSQL Appendix A).
 SUCCESSFUL_COMPLETION = "00000"
 CONNECTION_EXCEPTION = "08000"
@@ -147,6 +149,69 @@ _FAILED_DATETIME = re.compile(r'^invalid (date) field format: "(.*)", expected f
 _INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
 _AMBIGUOUS = re.compile(r'^Ambiguous reference to column name "([^"]+)"')
 _NO_SUCH_FUNCTION = re.compile(r"^Scalar Function with name (\S+?) does not exist")
+_NO_MATCHING_CALL = re.compile(r"^No function matches the given name and argument types '([^(]+)\((.*)\)'")
+# DuckDB's names for the types it reports a call's arguments with, as PostgreSQL prints
+# them (a literal DuckDB has not typed yet is PostgreSQL's unknown).
+_ARGUMENT_TYPES = {"VARCHAR": "text", "STRING_LITERAL": "unknown", "BLOB": "bytea",
+                   "INTEGER_LITERAL": "integer", "INTEGER": "integer", "BIGINT": "bigint",
+                   "SMALLINT": "smallint", "DOUBLE": "double precision", "FLOAT": "real",
+                   "DECIMAL": "numeric", "BOOLEAN": "boolean", "DATE": "date", "JSON": "jsonb",
+                   "TIMESTAMP": "timestamp without time zone", "INTERVAL": "interval",
+                   "TIMESTAMP WITH TIME ZONE": "timestamp with time zone"}
+# Names the DuckDB dialect writes for a PostgreSQL function, so a failed call is reported
+# under the name the client wrote (sqlglot writes PostgreSQL's to_char as strftime).
+_CLIENT_NAMES = {"strftime": "to_char"}
+# PostgreSQL has no arithmetic operator taking text: its answer to one is 42883.
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
+_NUMBERS_AND_TEXT = frozenset({"text", "integer", "bigint", "smallint", "double precision", "numeric"})
+_NO_OPERATOR_HINT = ("No operator matches the given name and argument types. "
+                     "You might need to add explicit type casts.")
+
+
+def _argument_types(listed: str) -> list[str]:
+    """DuckDB's argument list ('DECIMAL(5,1), VARCHAR') as PostgreSQL's type names."""
+    types, depth, current = [], 0, ""
+    for char in listed:
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            types.append(current.strip())
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        types.append(current.strip())
+    names = []
+    for duckdb_type in types:
+        base = duckdb_type.split("(")[0]
+        array = base.endswith("[]")
+        base = base.removesuffix("[]")
+        name = _ARGUMENT_TYPES.get(base, base.lower())
+        names.append(f"{name}[]" if array else name)
+    return names
+
+
+def _unanswerable_call(message: str) -> PgError | None:
+    """DuckDB has no function (or operator) of a name for the arguments it was given.
+
+    Under a PostgreSQL function's name (the planner lets no other name through) the call is
+    one PostgreSQL answers, so it is refused; so is an operator, except arithmetic on text,
+    which PostgreSQL has no operator for either. Any other name keeps 42883."""
+    found = _NO_MATCHING_CALL.match(message)
+    if found is None:
+        return None
+    name = _CLIENT_NAMES.get(found.group(1), found.group(1))
+    types = _argument_types(found.group(2))
+    if not re.fullmatch(r"\w+", name):
+        if name in _ARITHMETIC and "text" in types and set(types) <= _NUMBERS_AND_TEXT:
+            operands = f"{name} {types[0]}" if len(types) == 1 else f" {name} ".join(types)
+            return PgError(UNDEFINED_FUNCTION, f"operator does not exist: {operands}",
+                           hint=_NO_OPERATOR_HINT)
+        return PgError(FEATURE_NOT_SUPPORTED, f"operator {name} ({', '.join(types)}) is not "
+                       "supported by fedgate outside PostgreSQL sources")
+    if name.lower() in POSTGRES_FUNCTIONS or name.lower() in SYNTAX_CALLS:
+        return PgError(FEATURE_NOT_SUPPORTED, f"function {name}({', '.join(types)}) is not "
+                       "supported by fedgate outside PostgreSQL sources")
+    return None
 
 
 def _postgres_words(code: str, message: str) -> PgError | None:
@@ -167,6 +232,8 @@ def _postgres_words(code: str, message: str) -> PgError | None:
     ambiguous = _AMBIGUOUS.match(message)
     if code == AMBIGUOUS_COLUMN and ambiguous is not None:
         return PgError(code, f'column reference "{ambiguous.group(1)}" is ambiguous')
+    if code == UNDEFINED_FUNCTION and (unanswerable := _unanswerable_call(message)) is not None:
+        return unanswerable
     missing = _NO_SUCH_FUNCTION.match(message)
     if code == UNDEFINED_FUNCTION and missing is not None:
         # The planner lets through only functions PostgreSQL has (planner.function_check):

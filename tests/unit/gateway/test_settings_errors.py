@@ -73,6 +73,17 @@ def test_standard_conforming_strings_off_is_refused_at_startup(startup: dict[str
     ("select a from (select 1 a) x, (select 2 a) y", "42702", 'column reference "a" is ambiguous'),
     ("select lenght('a')", "0A000",
      "function lenght() is not supported by fedgate outside PostgreSQL sources"),
+    # PostgreSQL's functions and operators DuckDB lacks for these arguments: refused ...
+    ("select length('a'::blob)", "0A000",
+     "function length(bytea) is not supported by fedgate outside PostgreSQL sources"),
+    ("select strftime(1.5, 'x')", "0A000",
+     "function to_char(numeric, unknown) is not supported by fedgate outside PostgreSQL sources"),
+    ("select '{}'::json @> '{}'", "0A000",
+     "operator @> (jsonb, unknown) is not supported by fedgate outside PostgreSQL sources"),
+    # ... arithmetic on text, which PostgreSQL lacks too, and names it does not have: 42883.
+    ("select -('a'::varchar)", "42883", "operator does not exist: - text"),
+    ("select 'a'::varchar * 2", "42883", "operator does not exist: text * integer"),
+    ("select list_sort(1)", "42883", None),
 ])
 def test_duckdb_errors_map_to_sqlstates(sql: str, sqlstate: str, message: str | None) -> None:
     con = duckdb.connect()
