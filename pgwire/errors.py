@@ -22,6 +22,8 @@ PROTOCOL_VIOLATION = "08P01"
 FEATURE_NOT_SUPPORTED = "0A000"
 INVALID_PARAMETER_VALUE = "22023"
 DIVISION_BY_ZERO = "22012"
+INVALID_ARGUMENT_FOR_LOGARITHM = "2201E"
+CARDINALITY_VIOLATION = "21000"
 NUMERIC_VALUE_OUT_OF_RANGE = "22003"
 INVALID_TEXT_REPRESENTATION = "22P02"
 INVALID_BINARY_REPRESENTATION = "22P03"
@@ -113,6 +115,11 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("BinderException", r"", DATATYPE_MISMATCH),
     ("ParserException", r"", SYNTAX_ERROR),
     ("InvalidInputException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
+    # The DuckDB dialect's error() calls raise PostgreSQL's words for these
+    # (connectors.dialects.duckdb_functions).
+    ("InvalidInputException", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("InvalidInputException", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("InvalidInputException", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("OutOfRangeException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
     ("OutOfRangeException", r"", NUMERIC_VALUE_OUT_OF_RANGE),
     ("ConversionException", r"", INVALID_TEXT_REPRESENTATION),
@@ -124,6 +131,12 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     # reaches Python as pyarrow's OSError (or ArrowInvalid), its kind prefix gone.
     ("OSError", r"^[Dd]ivision by zero", DIVISION_BY_ZERO),
     ("ArrowInvalid", r"^[Dd]ivision by zero", DIVISION_BY_ZERO),
+    ("OSError", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("ArrowInvalid", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("OSError", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("ArrowInvalid", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("OSError", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
+    ("ArrowInvalid", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("OSError", r"^Could not convert", INVALID_TEXT_REPRESENTATION),
     ("ArrowInvalid", r"^Could not convert", INVALID_TEXT_REPRESENTATION),
 )
@@ -136,6 +149,8 @@ _REWORDINGS: dict[str, tuple[re.Pattern[str], str]] = {
     UNDEFINED_TABLE: (re.compile(r"Table with name (\S+?) does not exist"), 'relation "{0}" does not exist'),
     UNDEFINED_FUNCTION: (re.compile(r"Function with name (\S+?) does not exist"), "function {0} does not exist"),
     DIVISION_BY_ZERO: (re.compile(r"[Dd]ivision by zero"), "division by zero"),
+    CARDINALITY_VIOLATION: (re.compile(r"^More than one row returned by a subquery used as an expression"),
+                            "more than one row returned by a subquery used as an expression"),
 }
 
 
@@ -264,7 +279,7 @@ def from_exception(exc: BaseException) -> PgError:
             if code == QUERY_CANCELED:
                 return PgError(code, "canceling statement due to user request")
             rest = rest.strip()
-            if code == DIVISION_BY_ZERO or rest.startswith("LINE "):
+            if code in (DIVISION_BY_ZERO, CARDINALITY_VIOLATION) or rest.startswith("LINE "):
                 # DuckDB's advice (TRY, a setting) does not apply through the gateway, and
                 # its LINE pointer points into the SQL we generated, not the client's.
                 rest = ""

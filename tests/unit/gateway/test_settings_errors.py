@@ -84,6 +84,8 @@ def test_standard_conforming_strings_off_is_refused_at_startup(startup: dict[str
     ("select -('a'::varchar)", "42883", "operator does not exist: - text"),
     ("select 'a'::varchar * 2", "42883", "operator does not exist: text * integer"),
     ("select list_sort(1)", "42883", None),
+    ("select (select * from range(3))", "21000",
+     "more than one row returned by a subquery used as an expression"),
 ])
 def test_duckdb_errors_map_to_sqlstates(sql: str, sqlstate: str, message: str | None) -> None:
     con = duckdb.connect()
