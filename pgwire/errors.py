@@ -162,6 +162,8 @@ _FAILED_CAST = re.compile(r"""^Could not convert string (['"])(.*)\1 to (\w+)(\(
 # (timestamp is not: DuckDB words a timestamptz's failure the same, PostgreSQL not)
 _FAILED_DATETIME = re.compile(r'^invalid (date) field format: "(.*)", expected format')
 _INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
+# The text PostgreSQL's numeric input reads as NaN or an infinity (numeric_in).
+_NUMERIC_SPECIALS = frozenset({"nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf"})
 _AMBIGUOUS = re.compile(r'^Ambiguous reference to column name "([^"]+)"')
 _NO_SUCH_FUNCTION = re.compile(r"^Scalar Function with name (\S+?) does not exist")
 _NO_MATCHING_CALL = re.compile(r"^No function matches the given name and argument types '([^(]+)\((.*)\)'")
@@ -237,6 +239,10 @@ def _postgres_words(code: str, message: str) -> PgError | None:
         type_name = "numeric" if target == "DECIMAL" and precision else _CAST_TARGETS.get(target)
         if type_name is None:
             return None
+        if type_name == "numeric" and value.strip().lower() in _NUMERIC_SPECIALS:
+            # PostgreSQL's numeric holds these; DuckDB's DECIMAL has no such value.
+            return PgError(FEATURE_NOT_SUPPORTED, f"numeric value '{value}' is not supported "
+                           "by fedgate outside PostgreSQL sources")
         if type_name in ("smallint", "integer", "bigint") and _INTEGER_TEXT.match(value):
             return PgError(NUMERIC_VALUE_OUT_OF_RANGE,
                            f'value "{value}" is out of range for type {type_name}')
