@@ -24,6 +24,9 @@ INVALID_PARAMETER_VALUE = "22023"
 DIVISION_BY_ZERO = "22012"
 INVALID_ARGUMENT_FOR_LOGARITHM = "2201E"
 CARDINALITY_VIOLATION = "21000"
+INVALID_ARGUMENT_FOR_POWER = "2201F"
+DATETIME_FIELD_OVERFLOW = "22008"
+INVALID_PRECEDING_OR_FOLLOWING_SIZE = "22013"
 NUMERIC_VALUE_OUT_OF_RANGE = "22003"
 INVALID_TEXT_REPRESENTATION = "22P02"
 INVALID_BINARY_REPRESENTATION = "22P03"
@@ -118,9 +121,17 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     # The DuckDB dialect's error() calls raise PostgreSQL's words for these
     # (connectors.dialects.duckdb_functions).
     ("InvalidInputException", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("InvalidInputException", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("InvalidInputException", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
     ("InvalidInputException", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("OutOfRangeException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
+    ("OutOfRangeException", r"^Invalid RANGE (?:PRECEDING|FOLLOWING) value$",
+     INVALID_PRECEDING_OR_FOLLOWING_SIZE),
+    ("ConversionException", r"^date field value out of range: ", DATETIME_FIELD_OVERFLOW),
+    ("ConversionException", r"the value is out of range for the destination type INT(?:16|32|64)$",
+     NUMERIC_VALUE_OUT_OF_RANGE),
+    ("ConversionException", r"^Failed to cast decimal value \S+ to type INT(?:16|32|64)$",
+     NUMERIC_VALUE_OUT_OF_RANGE),
     ("OutOfRangeException", r"", NUMERIC_VALUE_OUT_OF_RANGE),
     ("ConversionException", r"", INVALID_TEXT_REPRESENTATION),
     ("InterruptException", r"", QUERY_CANCELED),
@@ -133,6 +144,8 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("ArrowInvalid", r"^[Dd]ivision by zero", DIVISION_BY_ZERO),
     ("OSError", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
     ("ArrowInvalid", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("OSError", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
+    ("ArrowInvalid", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("OSError", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
     ("ArrowInvalid", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
     ("OSError", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
@@ -165,6 +178,13 @@ _INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
 # The text PostgreSQL's numeric input reads as NaN or an infinity (numeric_in).
 _NUMERIC_SPECIALS = frozenset({"nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf"})
 _AMBIGUOUS = re.compile(r'^Ambiguous reference to column name "([^"]+)"')
+# An integer result or cast beyond its type, in DuckDB's words (arithmetic, a cast from a
+# wider integer, a float or a decimal); PostgreSQL says "integer out of range".
+_INTEGER_OVERFLOW = re.compile(r"^Overflow in (?:addition|subtraction|multiplication|division) of "
+                               r"(INT16|INT32|INT64) |destination type (INT16|INT32|INT64)$|"
+                               r"^Failed to cast decimal value \S+ to type (INT16|INT32|INT64)$")
+_INTEGER_NAMES = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
+_DATE_FIELD = re.compile(r'^date field value out of range: (".*")$')
 _NO_SUCH_FUNCTION = re.compile(r"^Scalar Function with name (\S+?) does not exist")
 _NO_MATCHING_CALL = re.compile(r"^No function matches the given name and argument types '([^(]+)\((.*)\)'")
 # DuckDB's names for the types it reports a call's arguments with, as PostgreSQL prints
@@ -250,6 +270,15 @@ def _postgres_words(code: str, message: str) -> PgError | None:
     failed = _FAILED_DATETIME.match(message)
     if code == INVALID_TEXT_REPRESENTATION and failed is not None:
         return PgError(code, f'invalid input syntax for type {failed.group(1)}: "{failed.group(2)}"')
+    overflow = _INTEGER_OVERFLOW.search(message)
+    if code == NUMERIC_VALUE_OUT_OF_RANGE and overflow is not None:
+        integer = next(group for group in overflow.groups() if group is not None)
+        return PgError(code, f"{_INTEGER_NAMES[integer]} out of range")
+    if code == INVALID_PRECEDING_OR_FOLLOWING_SIZE:
+        return PgError(code, "invalid preceding or following size in window function")
+    date_field = _DATE_FIELD.match(message)
+    if code == DATETIME_FIELD_OVERFLOW and date_field is not None:
+        return PgError(code, f"date/time field value out of range: {date_field.group(1)}")
     ambiguous = _AMBIGUOUS.match(message)
     if code == AMBIGUOUS_COLUMN and ambiguous is not None:
         return PgError(code, f'column reference "{ambiguous.group(1)}" is ambiguous')

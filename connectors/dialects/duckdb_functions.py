@@ -14,10 +14,11 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
 - `length`, `strpos`, `grouping()`, `generate_series(int, int)`: int4 in PostgreSQL,
   BIGINT in DuckDB; `extract(year from d)` and the other whole-number fields: numeric in
   PostgreSQL, BIGINT in DuckDB;
-- `ln`, `log`, `log10` of zero or a negative number, and `split_part(s, d, 0)`: errors in
-  PostgreSQL (2201E, 22023), -inf, NaN or a value in DuckDB, so the argument is checked
-  first and DuckDB's `error()` raises PostgreSQL's words (pgwire.errors gives them their
-  SQLSTATE). A volatile argument is not checked: it would be evaluated twice;
+- `ln`, `log`, `log10` of zero or a negative number, `sqrt` of a negative one and
+  `split_part(s, d, 0)`: errors in PostgreSQL (2201E, 2201F, 22023), -inf, NaN or a value
+  in DuckDB, so the argument is checked first and DuckDB's `error()` raises PostgreSQL's
+  words (pgwire.errors gives them their SQLSTATE). A volatile argument is not checked:
+  it would be evaluated twice;
 - sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
   sha256) and regexp_matches (a boolean in DuckDB, a set of text[] in PostgreSQL):
   refused.
@@ -52,6 +53,7 @@ _WHOLE_FIELDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "QUARTER", 
 LOG_OF_ZERO = "cannot take logarithm of zero"
 LOG_OF_NEGATIVE = "cannot take logarithm of a negative number"
 FIELD_POSITION_ZERO = "field position must not be zero"
+SQUARE_ROOT_OF_NEGATIVE = "cannot take square root of a negative number"
 
 
 def _refuse(what: str) -> PgError:
@@ -62,7 +64,7 @@ def _refuse(what: str) -> PgError:
 def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
     return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
-                     exp.Extract, exp.Ln, exp.Log, exp.SplitPart, *_INT4_RESULTS) is not None \
+                     exp.Extract, exp.Ln, exp.Log, exp.Sqrt, exp.SplitPart, *_INT4_RESULTS) is not None \
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
 
 
@@ -96,6 +98,9 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
         return _logarithm_checked(node)
     if isinstance(node, exp.SplitPart):
         return _field_position_checked(node)
+    if isinstance(node, exp.Sqrt):
+        negative = exp.LT(this=node.this.copy(), expression=exp.Literal.number(0))
+        return _checked(node.this, [(negative, SQUARE_ROOT_OF_NEGATIVE)], node, [])
     if isinstance(node, _INT4_RESULTS) and not isinstance(node.parent, exp.Cast):
         return exp.Cast(this=node.copy(), to=exp.DataType.build("INT"))
     return node

@@ -28,6 +28,8 @@ def _engine_answer(sql: str) -> list[tuple] | tuple[str, str]:
     ("select log10(-1)", ("2201E", "cannot take logarithm of a negative number")),
     ("select log(0, 8)", ("2201E", "cannot take logarithm of zero")),  # the base first
     ("select log(2, -1)", ("2201E", "cannot take logarithm of a negative number")),
+    ("select sqrt(-1)", ("2201F", "cannot take square root of a negative number")),
+    ("select sqrt(0)", [(0.0,)]),
     ("select split_part('a,b', ',', 0)", ("22023", "field position must not be zero")),
     ("select split_part('a,b', ',', 2)", [("b",)]),
     ("select log(2, 8)", [(3.0,)]),

@@ -88,6 +88,16 @@ def test_standard_conforming_strings_off_is_refused_at_startup(startup: dict[str
     ("select -('a'::varchar)", "42883", "operator does not exist: - text"),
     ("select 'a'::varchar * 2", "42883", "operator does not exist: text * integer"),
     ("select list_sort(1)", "42883", None),
+    # integers beyond their type, the window offset, a date's field: PostgreSQL's words
+    ("select 2147483647::int4 + 2::int4", "22003", "integer out of range"),
+    ("select 32767::int2 * 2::int2", "22003", "smallint out of range"),
+    ("select 9223372036854775807::int8 - (-1)::int8", "22003", "bigint out of range"),
+    ("select 2147483648::int8::int4", "22003", "integer out of range"),
+    ("select 'nan'::double::int8", "22003", "bigint out of range"),
+    ("select 12345678901234567890.123::decimal(38,3)::int4", "22003", "integer out of range"),
+    ("select sum(x) over (order by x range between -1 preceding and current row) from range(3) t(x)",
+     "22013", "invalid preceding or following size in window function"),
+    ("select '2024-13-01'::date", "22008", 'date/time field value out of range: "2024-13-01"'),
     ("select (select * from range(3))", "21000",
      "more than one row returned by a subquery used as an expression"),
 ])
