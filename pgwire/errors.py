@@ -186,7 +186,9 @@ _INTEGER_OVERFLOW = re.compile(r"^Overflow in (?:addition|subtraction|multiplica
 _INTEGER_NAMES = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
 _DATE_FIELD = re.compile(r'^date field value out of range: (".*")$')
 _NO_SUCH_FUNCTION = re.compile(r"^Scalar Function with name (\S+?) does not exist")
-_NO_MATCHING_CALL = re.compile(r"^No function matches the given name and argument types '([^(]+)\((.*)\)'")
+# DuckDB has no overload of the name for the arguments, or several equally good ones.
+_NO_MATCHING_CALL = re.compile(r"^No function matches the given name and argument types '([^(]+)\((.*)\)'"
+                               r'|^Could not choose a best candidate function for the function call "([^(]+)\((.*)\)"')
 # DuckDB's names for the types it reports a call's arguments with, as PostgreSQL prints
 # them (a literal DuckDB has not typed yet is PostgreSQL's unknown).
 _ARGUMENT_TYPES = {"VARCHAR": "text", "STRING_LITERAL": "unknown", "BLOB": "bytea",
@@ -228,7 +230,8 @@ def _argument_types(listed: str) -> list[str]:
 
 
 def _unanswerable_call(message: str) -> PgError | None:
-    """DuckDB has no function (or operator) of a name for the arguments it was given.
+    """DuckDB has no function (or operator) of a name for the arguments it was given, or
+    cannot choose between its overloads.
 
     Under a PostgreSQL function's name (the planner lets no other name through) the call is
     one PostgreSQL answers, so it is refused; so is an operator, except arithmetic on text,
@@ -236,8 +239,9 @@ def _unanswerable_call(message: str) -> PgError | None:
     found = _NO_MATCHING_CALL.match(message)
     if found is None:
         return None
-    name = _CLIENT_NAMES.get(found.group(1), found.group(1))
-    types = _argument_types(found.group(2))
+    called, listed = found.group(1, 2) if found.group(1) is not None else found.group(3, 4)
+    name = _CLIENT_NAMES.get(called, called)
+    types = _argument_types(listed)
     if not re.fullmatch(r"\w+", name):
         if name in _ARITHMETIC and "text" in types and set(types) <= _NUMBERS_AND_TEXT:
             operands = f"{name} {types[0]}" if len(types) == 1 else f" {name} ".join(types)
@@ -282,7 +286,8 @@ def _postgres_words(code: str, message: str) -> PgError | None:
     ambiguous = _AMBIGUOUS.match(message)
     if code == AMBIGUOUS_COLUMN and ambiguous is not None:
         return PgError(code, f'column reference "{ambiguous.group(1)}" is ambiguous')
-    if code == UNDEFINED_FUNCTION and (unanswerable := _unanswerable_call(message)) is not None:
+    if code in (UNDEFINED_FUNCTION, DATATYPE_MISMATCH) and \
+            (unanswerable := _unanswerable_call(message)) is not None:
         return unanswerable
     missing = _NO_SUCH_FUNCTION.match(message)
     if code == UNDEFINED_FUNCTION and missing is not None:

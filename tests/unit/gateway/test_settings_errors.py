@@ -82,6 +82,8 @@ def test_standard_conforming_strings_off_is_refused_at_startup(startup: dict[str
      "function length(bytea) is not supported by fedgate outside PostgreSQL sources"),
     ("select strftime(1.5, 'x')", "0A000",
      "function to_char(numeric, unknown) is not supported by fedgate outside PostgreSQL sources"),
+    ("select octet_length('abc')", "0A000",
+     "function octet_length(unknown) is not supported by fedgate outside PostgreSQL sources"),
     ("select '{}'::json @> '{}'", "0A000",
      "operator @> (jsonb, unknown) is not supported by fedgate outside PostgreSQL sources"),
     # ... arithmetic on text, which PostgreSQL lacks too, and names it does not have: 42883.
