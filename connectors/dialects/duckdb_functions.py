@@ -19,6 +19,8 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
   in DuckDB, so the argument is checked first and DuckDB's `error()` raises PostgreSQL's
   words (pgwire.errors gives them their SQLSTATE). A volatile argument is not checked:
   it would be evaluated twice;
+- `ln`, `log`, `sqrt`, `exp`, `power` of a numeric: numeric in PostgreSQL, computed to a
+  scale of its own, a double in DuckDB: refused (unless an argument raises anyway);
 - sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
   sha256) and regexp_matches (a boolean in DuckDB, a set of text[] in PostgreSQL):
   refused.
@@ -49,6 +51,9 @@ _WHOLE_FIELDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "QUARTER", 
                            "WEEK", "ISOYEAR", "ISODOW", "DECADE", "CENTURY", "MILLENNIUM"})
 
 
+# PostgreSQL computes these on numeric arguments in numeric, to a scale of its choosing;
+# DuckDB computes them in double precision, so the answer would be a float8.
+_INEXACT_ON_NUMERIC = (exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow)
 # PostgreSQL's words for the arguments it raises on (pgwire.errors maps them to SQLSTATEs).
 LOG_OF_ZERO = "cannot take logarithm of zero"
 LOG_OF_NEGATIVE = "cannot take logarithm of a negative number"
@@ -64,7 +69,7 @@ def _refuse(what: str) -> PgError:
 def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
     return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
-                     exp.Extract, exp.Ln, exp.Log, exp.Sqrt, exp.SplitPart, *_INT4_RESULTS) is not None \
+                     exp.Extract, exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow, exp.SplitPart, *_INT4_RESULTS) is not None \
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
 
 
@@ -94,6 +99,9 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
         return _int4_series_values(node)
     if isinstance(node, exp.Extract) and node.this.name.upper() in _WHOLE_FIELDS:
         return exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL(38, 0)"))
+    if isinstance(node, _INEXACT_ON_NUMERIC) and any(map(_is_numeric, node.iter_expressions())) \
+            and not _raises_anyway(node):
+        raise _refuse(f"{node.sql('postgres').split('(')[0].lower()}() of a numeric")
     if isinstance(node, (exp.Ln, exp.Log)):
         return _logarithm_checked(node)
     if isinstance(node, exp.SplitPart):
@@ -265,3 +273,24 @@ def _field_position_checked(node: exp.SplitPart) -> exp.Expression:
     others = [node.this, node.args.get("delimiter")]
     return _checked(position, [(zero, FIELD_POSITION_ZERO)], node,
                     [other for other in others if other is not None])
+
+
+def _is_numeric(value: exp.Expression) -> bool:
+    """A numeric operand: typed so, or a literal PostgreSQL reads as numeric (a fraction or
+    an exponent), which sqlglot types as a double. (An integer literal beyond bigint is
+    left alone: the planner already answers power() of one as PostgreSQL does.)"""
+    number = value.this if isinstance(value, exp.Neg) else value
+    if isinstance(number, exp.Literal) and not number.is_string:
+        return not number.this.isdigit()
+    return value.type is not None and value.type.this == T.DECIMAL
+
+
+def _raises_anyway(node: exp.Expression) -> bool:
+    """A literal argument PostgreSQL raises on (the checks above raise it here too)."""
+    for value in node.iter_expressions():
+        number = value.this if isinstance(value, exp.Neg) else value
+        if isinstance(number, exp.Literal) and not number.is_string and not isinstance(node, (exp.Exp, exp.Pow)):
+            figure = -Decimal(number.this) if isinstance(value, exp.Neg) else Decimal(number.this)
+            if figure < 0 or (figure == 0 and not isinstance(node, exp.Sqrt)):
+                return True
+    return False
