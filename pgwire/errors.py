@@ -187,8 +187,9 @@ _INTEGER_NAMES = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
 _DATE_FIELD = re.compile(r'^date field value out of range: (".*")$')
 _NO_SUCH_FUNCTION = re.compile(r"^Scalar Function with name (\S+?) does not exist")
 # DuckDB has no overload of the name for the arguments, or several equally good ones.
-_NO_MATCHING_CALL = re.compile(r"^No function matches the given name and argument types '([^(]+)\((.*)\)'"
-                               r'|^Could not choose a best candidate function for the function call "([^(]+)\((.*)\)"')
+_NO_MATCHING_CALL = re.compile(
+    r"^No function matches the given name and argument types '([^(]+)\((.*)\)'"
+    r'|^Could not choose a best candidate function for the function call "([^(]+)\((.*)\)"')
 # DuckDB's names for the types it reports a call's arguments with, as PostgreSQL prints
 # them (a literal DuckDB has not typed yet is PostgreSQL's unknown).
 _ARGUMENT_TYPES = {"VARCHAR": "text", "STRING_LITERAL": "unknown", "BLOB": "bytea",
