@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import socket
 
+from pgwire.postgres_functions import POSTGRES_FUNCTIONS, SYNTAX_CALLS
+
 # SQLSTATE codes used across the gateway (PostgreSQL Appendix A).
 SUCCESSFUL_COMPLETION = "00000"
 CONNECTION_EXCEPTION = "08000"
@@ -20,6 +22,11 @@ PROTOCOL_VIOLATION = "08P01"
 FEATURE_NOT_SUPPORTED = "0A000"
 INVALID_PARAMETER_VALUE = "22023"
 DIVISION_BY_ZERO = "22012"
+INVALID_ARGUMENT_FOR_LOGARITHM = "2201E"
+CARDINALITY_VIOLATION = "21000"
+INVALID_ARGUMENT_FOR_POWER = "2201F"
+DATETIME_FIELD_OVERFLOW = "22008"
+INVALID_PRECEDING_OR_FOLLOWING_SIZE = "22013"
 NUMERIC_VALUE_OUT_OF_RANGE = "22003"
 INVALID_TEXT_REPRESENTATION = "22P02"
 INVALID_BINARY_REPRESENTATION = "22P03"
@@ -111,7 +118,20 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("BinderException", r"", DATATYPE_MISMATCH),
     ("ParserException", r"", SYNTAX_ERROR),
     ("InvalidInputException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
+    # The DuckDB dialect's error() calls raise PostgreSQL's words for these
+    # (connectors.dialects.duckdb_functions).
+    ("InvalidInputException", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("InvalidInputException", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
+    ("InvalidInputException", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("InvalidInputException", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("OutOfRangeException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
+    ("OutOfRangeException", r"^Invalid RANGE (?:PRECEDING|FOLLOWING) value$",
+     INVALID_PRECEDING_OR_FOLLOWING_SIZE),
+    ("ConversionException", r"^date field value out of range: ", DATETIME_FIELD_OVERFLOW),
+    ("ConversionException", r"the value is out of range for the destination type INT(?:16|32|64)$",
+     NUMERIC_VALUE_OUT_OF_RANGE),
+    ("ConversionException", r"^Failed to cast decimal value \S+ to type INT(?:16|32|64)$",
+     NUMERIC_VALUE_OUT_OF_RANGE),
     ("OutOfRangeException", r"", NUMERIC_VALUE_OUT_OF_RANGE),
     ("ConversionException", r"", INVALID_TEXT_REPRESENTATION),
     ("InterruptException", r"", QUERY_CANCELED),
@@ -122,6 +142,14 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     # reaches Python as pyarrow's OSError (or ArrowInvalid), its kind prefix gone.
     ("OSError", r"^[Dd]ivision by zero", DIVISION_BY_ZERO),
     ("ArrowInvalid", r"^[Dd]ivision by zero", DIVISION_BY_ZERO),
+    ("OSError", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("ArrowInvalid", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("OSError", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
+    ("ArrowInvalid", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
+    ("OSError", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("ArrowInvalid", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("OSError", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
+    ("ArrowInvalid", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("OSError", r"^Could not convert", INVALID_TEXT_REPRESENTATION),
     ("ArrowInvalid", r"^Could not convert", INVALID_TEXT_REPRESENTATION),
 )
@@ -134,6 +162,8 @@ _REWORDINGS: dict[str, tuple[re.Pattern[str], str]] = {
     UNDEFINED_TABLE: (re.compile(r"Table with name (\S+?) does not exist"), 'relation "{0}" does not exist'),
     UNDEFINED_FUNCTION: (re.compile(r"Function with name (\S+?) does not exist"), "function {0} does not exist"),
     DIVISION_BY_ZERO: (re.compile(r"[Dd]ivision by zero"), "division by zero"),
+    CARDINALITY_VIOLATION: (re.compile(r"^More than one row returned by a subquery used as an expression"),
+                            "more than one row returned by a subquery used as an expression"),
 }
 
 
@@ -145,8 +175,85 @@ _FAILED_CAST = re.compile(r"""^Could not convert string (['"])(.*)\1 to (\w+)(\(
 # (timestamp is not: DuckDB words a timestamptz's failure the same, PostgreSQL not)
 _FAILED_DATETIME = re.compile(r'^invalid (date) field format: "(.*)", expected format')
 _INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
+# The text PostgreSQL's numeric input reads as NaN or an infinity (numeric_in).
+_NUMERIC_SPECIALS = frozenset({"nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf"})
 _AMBIGUOUS = re.compile(r'^Ambiguous reference to column name "([^"]+)"')
+# An integer result or cast beyond its type, in DuckDB's words (arithmetic, a cast from a
+# wider integer, a float or a decimal); PostgreSQL says "integer out of range".
+_INTEGER_OVERFLOW = re.compile(r"^Overflow in (?:addition|subtraction|multiplication|division) of "
+                               r"(INT16|INT32|INT64) |destination type (INT16|INT32|INT64)$|"
+                               r"^Failed to cast decimal value \S+ to type (INT16|INT32|INT64)$")
+_INTEGER_NAMES = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
+_DATE_FIELD = re.compile(r'^date field value out of range: (".*")$')
 _NO_SUCH_FUNCTION = re.compile(r"^Scalar Function with name (\S+?) does not exist")
+# DuckDB has no overload of the name for the arguments, or several equally good ones.
+_NO_MATCHING_CALL = re.compile(
+    r"^No function matches the given name and argument types '([^(]+)\((.*)\)'"
+    r'|^Could not choose a best candidate function for the function call "([^(]+)\((.*)\)"')
+# DuckDB's names for the types it reports a call's arguments with, as PostgreSQL prints
+# them (a literal DuckDB has not typed yet is PostgreSQL's unknown).
+_ARGUMENT_TYPES = {"VARCHAR": "text", "STRING_LITERAL": "unknown", "BLOB": "bytea",
+                   "INTEGER_LITERAL": "integer", "INTEGER": "integer", "BIGINT": "bigint",
+                   "SMALLINT": "smallint", "DOUBLE": "double precision", "FLOAT": "real",
+                   "DECIMAL": "numeric", "BOOLEAN": "boolean", "DATE": "date", "JSON": "jsonb",
+                   "TIMESTAMP": "timestamp without time zone", "INTERVAL": "interval",
+                   "TIMESTAMP WITH TIME ZONE": "timestamp with time zone"}
+# Names the DuckDB dialect writes for a PostgreSQL function, so a failed call is reported
+# under the name the client wrote (sqlglot writes PostgreSQL's to_char as strftime).
+_CLIENT_NAMES = {"strftime": "to_char"}
+# PostgreSQL has no arithmetic operator taking text: its answer to one is 42883.
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
+_NUMBERS_AND_TEXT = frozenset({"text", "integer", "bigint", "smallint", "double precision", "numeric"})
+_NO_OPERATOR_HINT = ("No operator matches the given name and argument types. "
+                     "You might need to add explicit type casts.")
+
+
+def _argument_types(listed: str) -> list[str]:
+    """DuckDB's argument list ('DECIMAL(5,1), VARCHAR') as PostgreSQL's type names."""
+    types, depth, current = [], 0, ""
+    for char in listed:
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            types.append(current.strip())
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        types.append(current.strip())
+    names = []
+    for duckdb_type in types:
+        base = duckdb_type.split("(")[0]
+        array = base.endswith("[]")
+        base = base.removesuffix("[]")
+        name = _ARGUMENT_TYPES.get(base, base.lower())
+        names.append(f"{name}[]" if array else name)
+    return names
+
+
+def _unanswerable_call(message: str) -> PgError | None:
+    """DuckDB has no function (or operator) of a name for the arguments it was given, or
+    cannot choose between its overloads.
+
+    Under a PostgreSQL function's name (the planner lets no other name through) the call is
+    one PostgreSQL answers, so it is refused; so is an operator, except arithmetic on text,
+    which PostgreSQL has no operator for either. Any other name keeps 42883."""
+    found = _NO_MATCHING_CALL.match(message)
+    if found is None:
+        return None
+    called, listed = found.group(1, 2) if found.group(1) is not None else found.group(3, 4)
+    name = _CLIENT_NAMES.get(called, called)
+    types = _argument_types(listed)
+    if not re.fullmatch(r"\w+", name):
+        if name in _ARITHMETIC and "text" in types and set(types) <= _NUMBERS_AND_TEXT:
+            operands = f"{name} {types[0]}" if len(types) == 1 else f" {name} ".join(types)
+            return PgError(UNDEFINED_FUNCTION, f"operator does not exist: {operands}",
+                           hint=_NO_OPERATOR_HINT)
+        return PgError(FEATURE_NOT_SUPPORTED, f"operator {name} ({', '.join(types)}) is not "
+                       "supported by fedgate outside PostgreSQL sources")
+    if name.lower() in POSTGRES_FUNCTIONS or name.lower() in SYNTAX_CALLS:
+        return PgError(FEATURE_NOT_SUPPORTED, f"function {name}({', '.join(types)}) is not "
+                       "supported by fedgate outside PostgreSQL sources")
+    return None
 
 
 def _postgres_words(code: str, message: str) -> PgError | None:
@@ -157,6 +264,10 @@ def _postgres_words(code: str, message: str) -> PgError | None:
         type_name = "numeric" if target == "DECIMAL" and precision else _CAST_TARGETS.get(target)
         if type_name is None:
             return None
+        if type_name == "numeric" and value.strip().lower() in _NUMERIC_SPECIALS:
+            # PostgreSQL's numeric holds these; DuckDB's DECIMAL has no such value.
+            return PgError(FEATURE_NOT_SUPPORTED, f"numeric value '{value}' is not supported "
+                           "by fedgate outside PostgreSQL sources")
         if type_name in ("smallint", "integer", "bigint") and _INTEGER_TEXT.match(value):
             return PgError(NUMERIC_VALUE_OUT_OF_RANGE,
                            f'value "{value}" is out of range for type {type_name}')
@@ -164,9 +275,21 @@ def _postgres_words(code: str, message: str) -> PgError | None:
     failed = _FAILED_DATETIME.match(message)
     if code == INVALID_TEXT_REPRESENTATION and failed is not None:
         return PgError(code, f'invalid input syntax for type {failed.group(1)}: "{failed.group(2)}"')
+    overflow = _INTEGER_OVERFLOW.search(message)
+    if code == NUMERIC_VALUE_OUT_OF_RANGE and overflow is not None:
+        integer = next(group for group in overflow.groups() if group is not None)
+        return PgError(code, f"{_INTEGER_NAMES[integer]} out of range")
+    if code == INVALID_PRECEDING_OR_FOLLOWING_SIZE:
+        return PgError(code, "invalid preceding or following size in window function")
+    date_field = _DATE_FIELD.match(message)
+    if code == DATETIME_FIELD_OVERFLOW and date_field is not None:
+        return PgError(code, f"date/time field value out of range: {date_field.group(1)}")
     ambiguous = _AMBIGUOUS.match(message)
     if code == AMBIGUOUS_COLUMN and ambiguous is not None:
         return PgError(code, f'column reference "{ambiguous.group(1)}" is ambiguous')
+    if code in (UNDEFINED_FUNCTION, DATATYPE_MISMATCH) and \
+            (unanswerable := _unanswerable_call(message)) is not None:
+        return unanswerable
     missing = _NO_SUCH_FUNCTION.match(message)
     if code == UNDEFINED_FUNCTION and missing is not None:
         # The planner lets through only functions PostgreSQL has (planner.function_check):
@@ -197,7 +320,7 @@ def from_exception(exc: BaseException) -> PgError:
             if code == QUERY_CANCELED:
                 return PgError(code, "canceling statement due to user request")
             rest = rest.strip()
-            if code == DIVISION_BY_ZERO or rest.startswith("LINE "):
+            if code in (DIVISION_BY_ZERO, CARDINALITY_VIOLATION) or rest.startswith("LINE "):
                 # DuckDB's advice (TRY, a setting) does not apply through the gateway, and
                 # its LINE pointer points into the SQL we generated, not the client's.
                 rest = ""

@@ -14,6 +14,13 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
 - `length`, `strpos`, `grouping()`, `generate_series(int, int)`: int4 in PostgreSQL,
   BIGINT in DuckDB; `extract(year from d)` and the other whole-number fields: numeric in
   PostgreSQL, BIGINT in DuckDB;
+- `ln`, `log`, `log10` of zero or a negative number, `sqrt` of a negative one and
+  `split_part(s, d, 0)`: errors in PostgreSQL (2201E, 2201F, 22023), -inf, NaN or a value
+  in DuckDB, so the argument is checked first and DuckDB's `error()` raises PostgreSQL's
+  words (pgwire.errors gives them their SQLSTATE). A volatile argument is not checked:
+  it would be evaluated twice;
+- `ln`, `log`, `sqrt`, `exp`, `power` of a numeric: numeric in PostgreSQL, computed to a
+  scale of its own, a double in DuckDB: refused (unless an argument raises anyway);
 - sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
   sha256) and regexp_matches (a boolean in DuckDB, a set of text[] in PostgreSQL):
   refused.
@@ -26,6 +33,7 @@ from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
+from connectors.base import volatile_reason
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.pg_type import BYTEA
 from pgwire.types.table import decode_param
@@ -43,6 +51,16 @@ _WHOLE_FIELDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "QUARTER", 
                            "WEEK", "ISOYEAR", "ISODOW", "DECADE", "CENTURY", "MILLENNIUM"})
 
 
+# PostgreSQL computes these on numeric arguments in numeric, to a scale of its choosing;
+# DuckDB computes them in double precision, so the answer would be a float8.
+_INEXACT_ON_NUMERIC = (exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow)
+# PostgreSQL's words for the arguments it raises on (pgwire.errors maps them to SQLSTATEs).
+LOG_OF_ZERO = "cannot take logarithm of zero"
+LOG_OF_NEGATIVE = "cannot take logarithm of a negative number"
+FIELD_POSITION_ZERO = "field position must not be zero"
+SQUARE_ROOT_OF_NEGATIVE = "cannot take square root of a negative number"
+
+
 def _refuse(what: str) -> PgError:
     return PgError(FEATURE_NOT_SUPPORTED,
                    f"{what} is not supported by fedgate outside PostgreSQL sources")
@@ -51,7 +69,8 @@ def _refuse(what: str) -> PgError:
 def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
     return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
-                     exp.Extract, *_INT4_RESULTS) is not None \
+                     exp.Extract, exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow, exp.SplitPart,
+                     *_INT4_RESULTS) is not None \
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
 
 
@@ -81,6 +100,16 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
         return _int4_series_values(node)
     if isinstance(node, exp.Extract) and node.this.name.upper() in _WHOLE_FIELDS:
         return exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL(38, 0)"))
+    if isinstance(node, _INEXACT_ON_NUMERIC) and any(map(_is_numeric, node.iter_expressions())) \
+            and not _raises_anyway(node):
+        raise _refuse(f"{node.sql('postgres').split('(')[0].lower()}() of a numeric")
+    if isinstance(node, (exp.Ln, exp.Log)):
+        return _logarithm_checked(node)
+    if isinstance(node, exp.SplitPart):
+        return _field_position_checked(node)
+    if isinstance(node, exp.Sqrt):
+        negative = exp.LT(this=node.this.copy(), expression=exp.Literal.number(0))
+        return _checked(node.this, [(negative, SQUARE_ROOT_OF_NEGATIVE)], node, [])
     if isinstance(node, _INT4_RESULTS) and not isinstance(node.parent, exp.Cast):
         return exp.Cast(this=node.copy(), to=exp.DataType.build("INT"))
     return node
@@ -195,3 +224,76 @@ def _bytea_literal(node: exp.Cast) -> exp.Expression:
     text = node.this.this  # sqlglot has already read an E'' string's escapes
     value = decode_param(BYTEA.oid, 0, text.encode("utf-8"))
     return exp.Anonymous(this="unhex", expressions=[exp.Literal.string(bytes(value).hex())])
+
+
+def _raise(message: str) -> exp.Expression:
+    return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
+
+
+def _positive_literal(value: exp.Expression) -> bool:
+    return isinstance(value, exp.Literal) and not value.is_string and Decimal(value.this) > 0
+
+
+def _checked(value: exp.Expression | None, failures: list[tuple[exp.Expression, str]],
+             answer: exp.Expression, others: list[exp.Expression]) -> exp.Expression:
+    """`answer`, unless `value` meets a failure's condition first: then its error. The
+    functions are strict in PostgreSQL, so a NULL among the `others` arguments is NULL."""
+    if value is None or _positive_literal(value) or volatile_reason(value) is not None:
+        return answer
+    present = [exp.Not(this=exp.Is(this=other.copy(), expression=exp.Null())) for other in others
+               if not isinstance(other, exp.Literal)]
+
+    def raised_when(condition: exp.Expression) -> exp.Expression:
+        return exp.and_(condition, *present) if present else condition
+
+    checked = exp.Case(ifs=[exp.If(this=raised_when(condition), true=_raise(message))
+                            for condition, message in failures], default=answer.copy())
+    checked.type = answer.type  # a division or cast around the call reads it
+    return checked
+
+
+def _logarithm_checked(node: exp.Ln | exp.Log) -> exp.Expression:
+    """ln(x), log(x), log(b, x): PostgreSQL raises for a zero or negative b, then x."""
+    def failures(value: exp.Expression) -> list[tuple[exp.Expression, str]]:
+        zero = exp.Literal.number(0)
+        return [(exp.LT(this=value.copy(), expression=zero), LOG_OF_NEGATIVE),
+                (exp.EQ(this=value.copy(), expression=zero.copy()), LOG_OF_ZERO)]
+
+    if isinstance(node, exp.Log) and node.expression is not None:
+        base, argument = node.this, node.expression
+        inner = _checked(argument, failures(argument), node, [base])
+        return _checked(base, failures(base), inner, [argument])
+    return _checked(node.this, failures(node.this), node, [])
+
+
+def _field_position_checked(node: exp.SplitPart) -> exp.Expression:
+    position = node.args.get("part_index")
+    if position is None:
+        return node
+    zero = exp.EQ(this=position.copy(), expression=exp.Literal.number(0))
+    others = [node.this, node.args.get("delimiter")]
+    return _checked(position, [(zero, FIELD_POSITION_ZERO)], node,
+                    [other for other in others if other is not None])
+
+
+def _is_numeric(value: exp.Expression) -> bool:
+    """A numeric operand: typed so, or a literal PostgreSQL reads as numeric (a fraction or
+    an exponent), which sqlglot types as a double. (An integer literal beyond bigint is
+    numeric to PostgreSQL too, but left alone: power() of one matched PostgreSQL's answer
+    in the differential suite before, and a refusal would lose that.)"""
+    number = value.this if isinstance(value, exp.Neg) else value
+    if isinstance(number, exp.Literal) and not number.is_string:
+        return not number.this.isdigit()
+    return value.type is not None and value.type.this == T.DECIMAL
+
+
+def _raises_anyway(node: exp.Expression) -> bool:
+    """A literal argument PostgreSQL raises on (the checks above raise it here too)."""
+    for value in node.iter_expressions():
+        number = value.this if isinstance(value, exp.Neg) else value
+        checked = not isinstance(node, (exp.Exp, exp.Pow))  # exp and power are not checked
+        if checked and isinstance(number, exp.Literal) and not number.is_string:
+            figure = -Decimal(number.this) if isinstance(value, exp.Neg) else Decimal(number.this)
+            if figure < 0 or (figure == 0 and not isinstance(node, exp.Sqrt)):
+                return True
+    return False
