@@ -37,7 +37,7 @@ import pytest
 from tests.support import rawpg
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.mariadb import MariaDBServer, start_mariadb
-from tests.support.postgres import PostgresServer, _pg_ctl_start, _run, start_postgres
+from tests.support.postgres import PostgresServer, start_postgres
 from tests.support.slow import MARIADB_SLOW_VIEW, PG_SLOW_VIEW
 
 ROWS = 200_000_000  # the streaming views: far more than any test reads
@@ -266,12 +266,6 @@ def rss_mb(pid: int) -> float:
     raise AssertionError("no VmRSS line")
 
 
-def stop_postgres_now(pg: PostgresServer) -> None:
-    """Like a crash for the clients: every backend is killed without a goodbye."""
-    _run(pg.run_as, [str(pg.bindir / "pg_ctl"), "-D", str(pg.datadir), "-m", "immediate",
-                     "-w", "stop"])
-
-
 def kill_mariadb(server: MariaDBServer) -> None:
     server.proc.kill()
     server.proc.wait(10)
@@ -365,7 +359,7 @@ async def _first_rows(world: World, sql: str) -> list[tuple]:
 @pytest.mark.parametrize("table", ["pg.big", "big"], ids=["planner", "relay"])
 async def test_postgres_stopped_mid_stream(world: World, table: str) -> None:
     await _stream_then_break(world, table, "pg",
-                             lambda: stop_postgres_now(world.pg), lambda: _pg_ctl_start(world.pg))
+                             world.pg.crash, world.pg.start_again)
 
 
 async def test_mariadb_killed_mid_stream(world: World) -> None:

@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from tests.support.gateway_proc import GatewayProcess, start_gateway
-from tests.support.postgres import PostgresServer, _pg_ctl_start, _run, start_postgres
+from tests.support.postgres import PostgresServer, start_postgres
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +51,6 @@ def serve(pg: PostgresServer, workdir: Path, server: str) -> GatewayProcess:
                          f'[sources.pg]\nkind = "postgres"\ndsn = "{pg.dsn}"\n', workdir / "gw")
 
 
-def stop_now(pg: PostgresServer) -> None:
-    _run(pg.run_as, [str(pg.bindir / "pg_ctl"), "-D", str(pg.datadir), "-m", "immediate",
-                     "-w", "stop"])
-
 
 def wait_for_line(gateway: GatewayProcess, text: str, within: float = 15.0) -> None:
     deadline = time.monotonic() + within
@@ -76,17 +72,17 @@ async def test_json_lines_after_a_mixed_workload(pg: PostgresServer, tmp_path: P
             await conn.execute("SELECT count(*) FROM made_here")  # reads the catalog first
             await conn.execute("SELECT pg_sleep(0.4), a FROM pg.t WHERE a = 1")
             pid = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]
-        await asyncio.to_thread(stop_now, pg)
+        await asyncio.to_thread(pg.crash)
         down = True
         await asyncio.to_thread(wait_for_line, gateway, 'source \\"pg\\" is unavailable')
         await asyncio.sleep(2.5)  # more refresh rounds: still logged once
-        await asyncio.to_thread(_pg_ctl_start, pg)
+        await asyncio.to_thread(pg.start_again)
         down = False
         await asyncio.to_thread(wait_for_line, gateway, 'source \\"pg\\" is up again')
     finally:
         gateway.stop()
         if down:
-            _pg_ctl_start(pg)
+            pg.start_again()
     lines = [json.loads(line) for line in gateway.log().splitlines() if line.strip()]
     for entry in lines:
         assert {"time", "level", "logger", "message", "session", "statement"} <= entry.keys(), entry

@@ -25,7 +25,7 @@ import psycopg
 import pytest
 
 from tests.support.gateway_proc import GatewayProcess, start_gateway
-from tests.support.postgres import PostgresServer, _pg_ctl_start, _run, start_postgres
+from tests.support.postgres import PostgresServer, start_postgres
 
 ANSWER_WITHIN_S = 15.0
 UNAVAILABLE = {"08001", "08006"}
@@ -59,11 +59,6 @@ def config(lite: Path, dsn: str, refresh_s: int = 0) -> str:
             f'[sources.lite]\nkind = "sqlite"\npath = "{lite}"\n'
             f'[sources.pg]\nkind = "postgres"\ndsn = "{dsn}"\n')
 
-
-def stop_now(pg: PostgresServer) -> None:
-    """Like a crash for the clients: every backend is killed without a goodbye."""
-    _run(pg.run_as, [str(pg.bindir / "pg_ctl"), "-D", str(pg.datadir), "-m", "immediate",
-                     "-w", "stop"])
 
 
 async def connect(gateway: GatewayProcess) -> psycopg.AsyncConnection:
@@ -145,7 +140,7 @@ async def test_a_stopped_source_fails_only_the_statements_that_need_it(
         with Bystander(gateway) as bystander:
             # DDL through the gateway marks the catalog stale; the source then goes away.
             await run(conn, "CREATE TABLE pg.made_here (b text)")
-            await asyncio.to_thread(stop_now, pg)
+            await asyncio.to_thread(pg.crash)
             down = True
             # The next statement reads the catalog again first: only the SQLite source
             # answers, and a SQLite-only statement does not care.
@@ -157,7 +152,7 @@ async def test_a_stopped_source_fails_only_the_statements_that_need_it(
             print("relayed:", relayed.sqlstate, relayed.diag.message_primary)
             await asyncio.sleep(2.5)  # a few refresh rounds with the source down
             assert await run(conn, "SELECT count(*) FROM events") == [(500,)]
-            await asyncio.to_thread(_pg_ctl_start, pg)
+            await asyncio.to_thread(pg.start_again)
             down = False
             assert await eventually(conn, "SELECT a FROM pg.t ORDER BY a") == [(1,), (2,)]
             assert await eventually(conn, "SELECT count(*) FROM pg.made_here") == [(0,)]
@@ -171,12 +166,12 @@ async def test_a_stopped_source_fails_only_the_statements_that_need_it(
     finally:
         gateway.stop()
         if down:
-            _pg_ctl_start(pg)
+            pg.start_again()
 
 
 async def test_a_source_down_at_start_is_mounted_down(pg: PostgresServer, lite: Path,
                                                      tmp_path: Path) -> None:
-    await asyncio.to_thread(stop_now, pg)
+    await asyncio.to_thread(pg.crash)
     down = True
     try:
         gateway = start_gateway(config(lite, pg.dsn), tmp_path / "gw")
@@ -189,7 +184,7 @@ async def test_a_source_down_at_start_is_mounted_down(pg: PostgresServer, lite: 
             await unavailable(conn, "SELECT a FROM t")
             with pytest.raises(psycopg.errors.UndefinedTable):  # lite answered: it is not there
                 await run(conn, "SELECT 1 FROM lite.nowhere")
-            await asyncio.to_thread(_pg_ctl_start, pg)
+            await asyncio.to_thread(pg.start_again)
             down = False
             # The miss reads the catalog again (once a second at most): the tables appear.
             assert await eventually(conn, "SELECT a FROM pg.t ORDER BY a") == [(1,), (2,)]
@@ -200,7 +195,7 @@ async def test_a_source_down_at_start_is_mounted_down(pg: PostgresServer, lite: 
             gateway.stop()
     finally:
         if down:
-            _pg_ctl_start(pg)
+            pg.start_again()
 
 
 async def test_an_unknown_role_in_the_dsn_mounts_the_source_down(pg: PostgresServer, lite: Path,
@@ -229,7 +224,7 @@ async def test_a_wrong_password_in_the_dsn_mounts_the_source_down(pg: PostgresSe
         conn.execute("CREATE ROLE guarded LOGIN PASSWORD 'right'")
     hba = pg.datadir / "pg_hba.conf"
     hba.write_text("host all guarded 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
-    _run(pg.run_as, [str(pg.bindir / "pg_ctl"), "-D", str(pg.datadir), "reload"])
+    pg.reload()
     await asyncio.sleep(0.5)  # the postmaster reads pg_hba.conf on SIGHUP
     with pytest.raises(psycopg.OperationalError):  # the server refuses it now
         psycopg.connect(f"postgresql://guarded:wrong@{pg.host}:{pg.port}/postgres").close()

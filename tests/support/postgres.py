@@ -72,6 +72,20 @@ class PostgresServer:
         except OSError:
             return ""
 
+    def crash(self) -> None:
+        """Stop at once, like a crash for the clients: every backend is killed without a
+        goodbye (pg_ctl -m immediate). `start_again` brings it back with its data."""
+        _run(self.run_as, [str(self.bindir / "pg_ctl"), "-D", str(self.datadir),
+                           "-m", "immediate", "-w", "stop"])
+
+    def start_again(self) -> None:
+        """Start a server that `crash` stopped, on the same port and data."""
+        _pg_ctl_start(self)
+
+    def reload(self) -> None:
+        """Re-read postgresql.conf and pg_hba.conf (pg_ctl reload)."""
+        _run(self.run_as, [str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "reload"])
+
     def stop(self) -> None:
         if self._stopped:
             return
