@@ -40,6 +40,7 @@ from pgwire.protocol.decoder import AUTH_MESSAGE_LIMIT
 from pgwire.protocol import messages as m
 from gateway.session.session import Session
 from gateway.state.context import ServerContext
+from gateway.state.session import ClientGone
 
 log = logging.getLogger("fedgate.connection")
 auth_log = logging.getLogger("fedgate.auth")
@@ -175,6 +176,10 @@ class Connection:
                 await self._serve(startup)
         except PgError as err:
             await self._fatal(err)
+        except ClientGone:
+            # Mid-statement, with output still to send: PostgreSQL logs it too.
+            log.info("connection to client lost %s", log_fields(address=self.address,
+                                                                port=self.client_port))
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away; nothing to tell it
         except asyncio.CancelledError:

@@ -16,6 +16,7 @@ from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from gateway.session.core import SessionCore
 from gateway.state.route import Route
+from gateway.state.session import ClientGone
 
 
 class CopyInMixin(SessionCore):
@@ -91,6 +92,8 @@ class CopyInMixin(SessionCore):
         try:
             await self.cancellable(self.links.copy_done(state.route, state.link, failure))
             finished = await self.run_statements(state.rest)
+        except ClientGone:
+            raise
         except Exception as exc:
             self.report(from_exception(exc))
             finished = True

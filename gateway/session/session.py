@@ -29,8 +29,9 @@ from gateway.state import logs
 from gateway.state.activity import note_done
 from gateway.state.context import ServerContext
 from gateway.state.portals import CopyIn, Portal
+from gateway.state.session import ClientGone
 from gateway.state.statements import split_statements
-from pgwire.errors import PROTOCOL_VIOLATION, PgError, from_exception
+from pgwire.errors import CONNECTION_FAILURE, PROTOCOL_VIOLATION, PgError, from_exception
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 
@@ -67,6 +68,8 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
             if err.is_fatal:
                 raise
             await self._fail_extended(err, message)
+        except ClientGone:
+            raise  # nobody to report to: the connection ends
         except Exception as exc:  # a bug of ours: report it, keep the session usable
             log.exception("internal error while handling %s", type(message).__name__)
             await self._fail_extended(from_exception(exc), message)
@@ -151,6 +154,9 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
                 road.prepared(self, prepared)
                 portal = Portal(prepared, [], ())
                 await self.cancellable(self.execute(portal, 0, describe=True))
+            except ClientGone:
+                failed = PgError(CONNECTION_FAILURE, "connection to client lost")  # as PostgreSQL logs it
+                raise
             except Exception as exc:  # PgError, or a bug of ours: either way the client hears
                 err = failed = from_exception(exc)
                 if err.sqlstate == "XX000":

@@ -33,6 +33,12 @@ FLUSH_BYTES = 256 * 1024
 ALLOWED_WHEN_FAILED = {"commit", "rollback", "rollback_to"}
 
 
+class ClientGone(ConnectionResetError):
+    """The client closed its connection while we still had something to send it: the
+    session ends quietly (gateway.server.connection ends on any ConnectionError), it is
+    neither a statement's error nor a bug of ours."""
+
+
 class LaneHandle(Protocol):
     """The express lane as the session sees it (gateway.relay.express.ExpressLane): it
     cancels the statements it runs, and counts them (SHOW fedgate.express_statements)."""
@@ -109,6 +115,9 @@ class SessionState:
         return data
 
     async def flush(self) -> None:
+        if self.writer.transport.is_closing():
+            self.take_output()  # nobody reads it any more
+            raise ClientGone("the client closed its connection")
         if self._out:
             self.writer.write(self.take_output())
         await self.writer.drain()

@@ -6,13 +6,17 @@
   statement; the slow statement is logged once with its duration and user, the fast
   ones not at all; the source's going down and coming back are logged once each.
 - text: lines logged while a session serves carry `session=` and `statement=` tags.
+- a client that goes away in the middle of a large result is "connection to client lost",
+  not an internal error with a traceback, and the gateway serves the next client.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sqlite3
+import subprocess
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -128,3 +132,24 @@ async def test_text_lines_carry_session_and_statement(pg: PostgresServer, tmp_pa
     refreshed = [line for line in log.splitlines() if "catalog refreshed" in line
                  and f"session={pid}" in line]
     assert refreshed and " statement=3" in refreshed[0], log
+
+
+async def test_client_lost_mid_result_is_not_an_internal_error(pg: PostgresServer,
+                                                               tmp_path: Path) -> None:
+    gateway = serve(pg, tmp_path, "")
+    try:
+        # Far more rows than psql reads before it is killed: the gateway is still sending.
+        endless = ("SELECT g, repeat('x', 40) FROM generate_series(1, 50000000) g, events "
+                   "WHERE events.id = g % 50")
+        psql = subprocess.Popen(["psql", gateway.dsn, "-Atc", endless],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        await asyncio.sleep(2)
+        psql.send_signal(signal.SIGKILL)
+        psql.wait()
+        wait_for_line(gateway, "connection to client lost")
+        async with await psycopg.AsyncConnection.connect(gateway.dsn, autocommit=True) as conn:
+            assert await (await conn.execute("SELECT count(*) FROM events")).fetchone() == (50,)
+    finally:
+        gateway.stop()
+    log = gateway.log().split(" shutting down")[0]
+    assert "internal error" not in log and "Traceback" not in log, log
