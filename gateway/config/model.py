@@ -11,9 +11,11 @@ DEMO_SOURCE = "demo"
 DEFAULT_MAX_STARTUP = 1000  # the default max_startup_connections at most
 # [engine] spark_threshold_rows when a cluster is configured (spark_remote, or a
 # spark_master that is not local[...]) and the key is not written: a federated query
-# estimated to send more rows than this into the engine runs on Spark. Chosen from the
-# crossover measured by tests/bench/bench_crossover.py; the figures and the reasoning are
-# in BENCHMARKS.md, section "Engine crossover: DuckDB or Spark by rows entering the engine".
+# estimated to send more rows than this into the engine runs on Spark. Measured by
+# tests/bench/bench_crossover.py (BENCHMARKS.md, "Engine crossover: DuckDB or Spark by rows
+# entering the engine"): on the 2-core machine DuckDB won at every size, Spark's handicap
+# falling to under 2x from a million rows on; so the figure is where one statement's engine
+# input costs the gateway about 1 GB of peak memory (about 100 bytes a row), rounded.
 SPARK_CLUSTER_THRESHOLD_ROWS = 10_000_000
 
 

@@ -119,6 +119,9 @@ def crossover(results: dict[int, dict[str, dict]], mode: str) -> str:
         return text + ": with times this noisy the lines give no meeting point."
     if b_s < b_d:
         meet = (a_s - a_d) / (b_d - b_s)
+        if meet > 10 * max(results):
+            return text + (f": nearly parallel, meeting only near {meet:,.0f} rows, far beyond what "
+                           "was measured (not a figure to rely on).")
         return text + f"; they would meet near {meet:,.0f} rows (an extrapolation, on this machine)."
     return text + ": Spark's line is as steep or steeper, so on this machine they do not meet."
 
@@ -165,21 +168,26 @@ def render(facts: dict, results: dict[int, dict[str, dict]], choices: dict[int, 
         else:
             lines.append(f"- The DuckDB gateway's peak RSS did not grow measurably from {low:,} to "
                          f"{high:,} rows.")
-    lines += ["", REASONING.format(threshold=f"{SPARK_CLUSTER_THRESHOLD_ROWS:,}"), ""]
+    ratios = [row[modes[0]]["seconds"] / row["duckdb"]["seconds"] for row in results.values()
+              if modes and "seconds" in row[modes[0]] and "seconds" in row["duckdb"]]
+    if ratios:
+        lines += ["", REASONING.format(threshold=f"{SPARK_CLUSTER_THRESHOLD_ROWS:,}",
+                                       first=f"{ratios[0]:.1f}×", last=f"{ratios[-1]:.1f}×"), ""]
     return "\n".join(lines)
 
 
 REASONING = (
-    "The default `spark_threshold_rows` on a cluster ({threshold}, "
-    "gateway/config/model.py SPARK_CLUSTER_THRESHOLD_ROWS) follows from these figures: on this "
-    "2-core machine the cluster shares the gateway's cores, so Spark cannot win on time here, and "
-    "its fixed cost per statement (scheduling, JDBC reads from the executors) sets it seconds behind "
-    "at small sizes. What a real cluster brings that DuckDB in the gateway lacks is memory and cores "
-    "beyond one host, so the default is placed where one statement's engine input costs the gateway "
-    "about 1 GB of memory by the slope above (rounded to a power of ten): past that, a few "
-    "concurrent statements would crowd the gateway host, and the cluster's fixed cost is small next "
-    "to the work. A deployment measures its own crossover with this script against its own cluster "
-    "and sets `spark_threshold_rows`; `0` turns the automatic choice off.")
+    "The default `spark_threshold_rows` on a cluster ({threshold}, gateway/config/model.py "
+    "SPARK_CLUSTER_THRESHOLD_ROWS) comes from these figures. On this 2-core machine the cluster "
+    "runs on the gateway's own cores, and Spark's time over DuckDB's goes from {first} at the "
+    "smallest size to {last} at the largest: its fixed cost per statement (scheduling, the "
+    "executors' JDBC reads) is spread over more rows, but on the same cores it did not overtake "
+    "DuckDB. What a real cluster adds is cores and memory beyond the gateway's host, so the default "
+    "is where one statement's engine input would cost the gateway about 1 GB of peak memory by the "
+    "slope above, rounded to a power of ten: past it a few such statements at once crowd the "
+    "gateway's host, while Spark's fixed cost is already small next to the work. A deployment "
+    "measures its own crossover with this script against its own cluster and writes "
+    "`spark_threshold_rows`; `0` turns the automatic choice off.")
 
 
 async def bench(args: argparse.Namespace) -> int:
