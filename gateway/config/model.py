@@ -9,6 +9,14 @@ from typing import Any
 
 DEMO_SOURCE = "demo"
 DEFAULT_MAX_STARTUP = 1000  # the default max_startup_connections at most
+# [engine] spark_threshold_rows when a cluster is configured (spark_remote, or a
+# spark_master that is not local[...]) and the key is not written: a federated query
+# estimated to send more rows than this into the engine runs on Spark. Measured by
+# tests/bench/bench_crossover.py (BENCHMARKS.md, "Engine crossover: DuckDB or Spark by rows
+# entering the engine"): on the 2-core machine DuckDB won at every size, Spark's handicap
+# falling to under 2x from a million rows on; so the figure is where one statement's engine
+# input costs the gateway about 1 GB of peak memory (about 100 bytes a row), rounded.
+SPARK_CLUSTER_THRESHOLD_ROWS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -76,8 +84,10 @@ class EngineConfig:
     spark_master: str = "local[*]"
     spark_remote: str | None = None
     # A federated query whose fragments are estimated to send more rows than this runs on
-    # Spark unless the session chose an engine; 0 turns the automatic choice off.
-    spark_threshold_rows: int = 0
+    # Spark unless the session chose an engine; 0 turns the automatic choice off. Not
+    # written: SPARK_CLUSTER_THRESHOLD_ROWS on a cluster, off on a local Spark
+    # (`size_threshold`).
+    spark_threshold_rows: int | None = None
     # Which fragments Spark reads from their sources itself (JDBC, spark.read) instead of
     # receiving them from the gateway as Arrow: "auto" (those estimated at
     # spark_read_threshold_rows or more, PostgreSQL ones never on a local Spark; every one
@@ -98,6 +108,20 @@ class EngineConfig:
     # The Spark session (and the cluster cores it holds) is stopped after this many
     # seconds without Spark statements and started again on demand; 0 keeps it.
     spark_idle_stop_s: float = 600.0
+
+    @property
+    def on_cluster(self) -> bool:
+        """Spark runs elsewhere: Spark Connect, or a master that is not `local[...]`."""
+        return self.spark_remote is not None or not self.spark_master.startswith("local")
+
+    @property
+    def size_threshold(self) -> int:
+        """The spark_threshold_rows in force (0: no automatic choice). On a local Spark the
+        default is off: on the same cores DuckDB beat it on every federated TPC-H query
+        (BENCHMARKS.md, "Federated TPC-H")."""
+        if self.spark_threshold_rows is not None:
+            return self.spark_threshold_rows
+        return SPARK_CLUSTER_THRESHOLD_ROWS if self.on_cluster else 0
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from gateway.state.access import access_for, read_only_refused
 from connectors.query_scope import STATEMENT_LABEL
 from gateway.state.activity import activity_of, note_idle
+from gateway.config import EngineConfig
 from gateway.state.context import ServerContext
 from gateway.state.portals import CopyIn, Portal, Prepared
 from gateway.state.settings import REPORTED, SessionSettings
@@ -156,14 +157,13 @@ class SessionState:
 
     def engine_for(self, plan: QueryPlan) -> tuple[str, str]:
         """The residual engine for `plan`, and why (for EXPLAIN): the session's choice
-        (`SET fedgate.engine`), else Spark above the configured size, else the default."""
+        (`SET fedgate.engine`), else `[engine] default = "spark"`, else by size."""
         chosen = self.settings.values["fedgate.engine"]
         if self.engine_chosen:
             return chosen, "SET fedgate.engine"
-        threshold = self.ctx.config.engine.spark_threshold_rows
-        if threshold and plan.estimated_rows is not None and plan.estimated_rows > threshold:
-            return "spark", f"about {plan.estimated_rows} rows to combine, over spark_threshold_rows"
-        return chosen, "" if chosen == "duckdb" else "the configured default"
+        if chosen == "spark":
+            return chosen, "the configured default"
+        return engine_by_size(self.ctx.config.engine, plan.estimated_rows)
 
     def startup_messages(self) -> None:
         for name in REPORTED:
@@ -306,3 +306,19 @@ class SessionState:
                 timer.cancel()
             self.running = None
             self.cancel_reason = None
+
+
+def engine_by_size(engine: EngineConfig, estimated_rows: int | None) -> tuple[str, str]:
+    """DuckDB or Spark by the rows estimated to enter the engine, and why; no reason when
+    there is no size threshold (EXPLAIN then says just "Engine")."""
+    threshold = engine.size_threshold
+    if not threshold:
+        return "duckdb", ""
+    limit = f"spark_threshold_rows {threshold}"
+    if engine.spark_threshold_rows is None:
+        limit += ", the default on a cluster"
+    if estimated_rows is None:
+        return "duckdb", f"no row estimate to compare with {limit}"
+    if estimated_rows > threshold:
+        return "spark", f"about {estimated_rows} rows to combine, over {limit}"
+    return "duckdb", f"about {estimated_rows} rows to combine, within {limit}"

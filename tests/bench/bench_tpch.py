@@ -2,6 +2,7 @@
 
     python tests/bench/bench_tpch.py [--cache DIR] [--scale 1] [--runs 3] [--timeout 60]
                                      [--queries 1,3,6] [--explain] [--no-write]
+                                     [--spark-modes local,standalone,connect]
 
 Data: `tpchgen-cli parquet -s 1`, cached in DIR (default: fedgate-tpch under the OS temp
 dir, never in the repository). lineitem, orders and partsupp are loaded into a throwaway
@@ -21,6 +22,9 @@ A cell is the median of `--runs` runs (one run when the first takes over 10 s); 
 the limit and written into BENCHMARKS.md between this script's markers. `--explain` also
 prints the gateway's EXPLAIN ANALYZE per query (rows, bytes and time per fragment).
 This is a script, not a test: it runs for a long time (tens of minutes).
+
+`--spark-modes local,standalone,connect` measures instead the gateway's Spark engine by
+the three ways of reaching Spark, cold first query and warm (tests/bench/tpch_spark_modes.py).
 """
 
 from __future__ import annotations
@@ -455,6 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help=f"comma-separated systems to leave out: {', '.join(SYSTEMS)}")
     parser.add_argument("--explain", action="store_true", help="print the gateway's EXPLAIN ANALYZE")
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
+    parser.add_argument("--spark-modes", default="",
+                        help="instead: the Spark engine on local, standalone and/or connect "
+                             "(comma-separated; tests/bench/tpch_spark_modes.py)")
+    parser.add_argument("--note", default="", help="a sentence added to the --spark-modes section")
     args = parser.parse_args(argv)
     if args.worker:
         kind, config = args.worker
@@ -462,6 +470,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.queries = [int(q) for q in args.queries.split(",") if q]
     args.skip = {s for s in args.skip.split(",") if s}
+    args.spark_modes = [m for m in args.spark_modes.split(",") if m]
+    if args.spark_modes:
+        sys.path.insert(0, str(REPO))
+        from tests.bench.tpch_spark_modes import MODES, bench_spark_modes
+
+        unknown = set(args.spark_modes) - set(MODES)
+        if unknown:
+            parser.error(f"--spark-modes: unknown {', '.join(sorted(unknown))}; choose from {', '.join(MODES)}")
+        return asyncio.run(bench_spark_modes(args))
     return asyncio.run(bench(args))
 
 

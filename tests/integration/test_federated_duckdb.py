@@ -16,7 +16,9 @@ import duckdb
 import pytest
 import sqlglot
 
+from gateway.config.model import SPARK_CLUSTER_THRESHOLD_ROWS
 from tests.support.slow import COUNT_TO
+from tests.support.system import free_port
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 
 ORDERS = "CREATE TABLE orders AS SELECT range AS id, range % 97 AS cust, (range * 7) % 1000 / 10.0 AS total, " \
@@ -120,8 +122,33 @@ async def test_large_federated_work_goes_to_spark_by_estimate(two_sources, tmp_p
             await conn.close()
     finally:
         auto.stop()
-    assert "Engine spark (about " in federated and "over spark_threshold_rows" in federated
+    assert "Engine spark (about " in federated and "over spark_threshold_rows 1000)" in federated
     assert "Engine duckdb (SET fedgate.engine)" in chosen
+
+
+async def test_on_a_cluster_the_size_choice_is_on_by_default(two_sources, tmp_path: Path) -> None:
+    """A cluster configured and no spark_threshold_rows: the measured default decides, and
+    EXPLAIN says so; 0 written turns it off. Nothing reaches the (absent) master: EXPLAIN
+    plans without starting Spark."""
+    gateway, _ = two_sources
+    base = (gateway.log_path.parent / "fedgate.toml").read_text()
+    sql = "explain select c.tier, count(*) from orders o join customers c on o.cust = c.id group by 1"
+    said = {}
+    for name, engine in (("default", ""), ("off", "spark_threshold_rows = 0\n")):
+        cluster = start_gateway(base + f'[engine]\nspark_master = "spark://127.0.0.1:{free_port()}"\n'
+                                + engine, tmp_path / name)
+        try:
+            conn = await asyncpg.connect(cluster.dsn)
+            try:
+                said[name] = [r[0] for r in await conn.fetch(sql)]
+            finally:
+                await conn.close()
+        finally:
+            cluster.stop()
+    engine_line = next(line for line in said["default"] if line.startswith("Engine"))
+    assert engine_line.startswith(f"Engine duckdb (about 200097 rows to combine, within spark_threshold_rows "
+                                  f"{SPARK_CLUSTER_THRESHOLD_ROWS}, the default on a cluster): "), engine_line
+    assert any(line.startswith("Engine: ") for line in said["off"]), said["off"]
 
 
 async def test_dynamic_filter_narrows_the_bigger_side(two_sources) -> None:

@@ -107,6 +107,9 @@ class SparkCluster:
     connect_ui_port: int = field(default_factory=free_port)
     worker_cores: int = 2
     worker_memory: str = "2g"
+    # What each application (the gateway's driver, the Connect server) takes of the worker.
+    app_cores: int = APP_CORES
+    app_memory: str = APP_MEMORY
     master: SparkProcess | None = None
     worker: SparkProcess | None = None
     connect: SparkProcess | None = None
@@ -160,7 +163,7 @@ class SparkCluster:
                 "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
                 "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
                 "--conf", f"spark.ui.port={self.connect_ui_port}",
-                "--conf", f"spark.cores.max={APP_CORES}", "--conf", f"spark.executor.memory={APP_MEMORY}",
+                "--conf", f"spark.cores.max={self.app_cores}", "--conf", f"spark.executor.memory={self.app_memory}",
                 "--conf", "spark.sql.ansi.enabled=true", "--conf", "spark.sql.session.timeZone=UTC"]
         if JDBC_JARS:
             argv += ["--jars", ",".join(JDBC_JARS)]
@@ -242,7 +245,7 @@ class SparkCluster:
         conf = dict(spark_conf or {})
         if mode != "connect":
             conf = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-                    "spark.cores.max": str(APP_CORES), "spark.executor.memory": APP_MEMORY,
+                    "spark.cores.max": str(self.app_cores), "spark.executor.memory": self.app_memory,
                     "spark.driver.memory": "1g", **conf}
         if conf:
             text += "[engine.spark_conf]\n" + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n"
