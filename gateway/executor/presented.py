@@ -1,0 +1,98 @@
+"""Result columns presented with the planner's names and PostgreSQL's types.
+
+The planner says what PostgreSQL would name and type each output column
+(planner.colnames, planner.result_types); the engine's columns carry its own. Where the
+types differ, a column is converted only where the values stay exactly what PostgreSQL
+computes:
+
+- an integer (or a numeric of scale 0) to another integer width: a value beyond the
+  target's range is PostgreSQL's error (22003 "integer out of range");
+- an integer or float4 to float8 (every such value is a float8: `round(7)` is 7);
+- an integer to a numeric of a known display scale (`round(7, 1)` is 7.0);
+- text to varchar or bpchar (the same text; RowDescription says which).
+
+Anything else keeps the engine's type (a float8 where PostgreSQL computes a numeric
+division is not turned into numeric digits it does not have).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+import pyarrow as pa
+
+from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError
+from pgwire.types.from_arrow import pg_type_for_field
+from pgwire.types.pg_type import pg_type_by_name
+
+_INTEGERS = {"int2": (pa.int16(), "smallint"), "int4": (pa.int32(), "integer"),
+             "int8": (pa.int64(), "bigint")}
+_NUMERIC_DIGITS = 38  # Arrow's decimal128
+
+
+def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
+    """The field `field` is presented as for PostgreSQL type `target`; None: as it is."""
+    if target is None or (field.metadata and b"pg_type" in field.metadata):
+        return None  # the source said what the column is (an oid, a name, a jsonb)
+    wanted = pg_type_by_name(target)
+    have = pg_type_for_field(field)
+    if wanted is None or wanted.oid == have.oid:
+        return None
+    t = field.type
+    whole = pa.types.is_integer(t) or (pa.types.is_decimal(t) and t.scale == 0)
+    base = target.split("(")[0]
+    if base in _INTEGERS and whole:
+        return field.with_type(_INTEGERS[base][0])
+    if base == "float8" and (pa.types.is_integer(t) or pa.types.is_float32(t)):
+        return field.with_type(pa.float64())
+    if base == "numeric" and "," in target and pa.types.is_integer(t):
+        scale = int(target[:-1].split(",")[1])
+        if scale + 20 <= _NUMERIC_DIGITS:
+            return field.with_type(pa.decimal128(_NUMERIC_DIGITS, scale))
+        return None
+    if base in ("varchar", "bpchar") and have.name == "text":
+        return field.with_metadata({**(field.metadata or {}), b"pg_type": target.encode()})
+    return None
+
+
+def presented_schema(schema: pa.Schema, names: Sequence[str] | None,
+                     types: Sequence[str | None] | None) -> pa.Schema:
+    fields = list(schema)
+    if types is not None and len(types) == len(fields):
+        fields = [_conversion(f, t) or f for f, t in zip(fields, types)]
+    if names is not None and len(names) == len(fields):
+        fields = [f.with_name(n) for f, n in zip(fields, names)]
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def _cast(column: pa.Array, field: pa.Field) -> pa.Array:
+    if column.type == field.type:
+        return column
+    try:
+        return column.cast(field.type, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        for base, (arrow, name) in _INTEGERS.items():
+            if field.type == arrow:
+                raise PgError(NUMERIC_VALUE_OUT_OF_RANGE, f"{name} out of range") from exc
+        raise
+
+
+class Presented:
+    """A stream whose schema is `presented_schema`'s; batches are cast where it differs."""
+
+    def __init__(self, stream, names: Sequence[str] | None,
+                 types: Sequence[str | None] | None) -> None:
+        self._stream = stream
+        self.schema = presented_schema(stream.schema, names, types)
+        self._casts = any(a.type != b.type for a, b in zip(stream.schema, self.schema))
+
+    def __aiter__(self) -> AsyncIterator[pa.RecordBatch]:
+        return self._cast_batches() if self._casts else self._stream.__aiter__()
+
+    async def _cast_batches(self) -> AsyncIterator[pa.RecordBatch]:
+        async for batch in self._stream:
+            yield pa.RecordBatch.from_arrays(
+                [_cast(c, f) for c, f in zip(batch.columns, self.schema)], schema=self.schema)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
