@@ -132,6 +132,8 @@ def _resolver(scope: Scope | None, scopes: dict[int, Scope],
         if isinstance(source, exp.Table):
             name = node.name if node.this.quoted else node.name.lower()
             found = schema.get_column_type(source, exp.to_identifier(name, quoted=True))
+            if found.this == exp.DataType.Type.DECIMAL and len(found.expressions) == 2:
+                return numeric(int(found.expressions[1].name))  # numeric(p, s) shows s digits
             return pg_type_name(found) if found.this != exp.DataType.Type.UNKNOWN else None
         if isinstance(source, Scope):
             outputs = _query_types(source.expression, scopes, schema)
@@ -257,8 +259,9 @@ def _arithmetic(node: exp.Expression, left: str | None, right: str | None) -> st
     if isinstance(node, exp.Mod) and wider in ("float4", "float8"):
         return None  # no float % in PostgreSQL: an error either way
     if wider == "float4" and (a, b) != ("float4", "float4"):
-        # float4 with an integer or numeric: float8's operator (float48*, or a cast to float8)
-        return "float8"
+        # float4 with an integer or numeric is float8's operator in PostgreSQL (float48pl);
+        # the engine computes it in float4, whose value no widening would make float8's.
+        return None
     if wider != "numeric":
         return wider
     sl, sr = (_scale(left) if a == "numeric" else 0), (_scale(right) if b == "numeric" else 0)

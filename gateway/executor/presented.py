@@ -9,7 +9,8 @@ computes:
   target's range is PostgreSQL's error (22003 "integer out of range");
 - an integer or float4 to float8 (every such value is a float8: `round(7)` is 7);
 - an integer to a numeric of a known display scale (`round(7, 1)` is 7.0);
-- text to varchar or bpchar (the same text; RowDescription says which).
+- text to varchar(n) or bpchar(n): cut to n characters (an explicit cast does that in
+  PostgreSQL) and, for bpchar, padded with spaces to n, as PostgreSQL shows char(n).
 
 Anything else keeps the engine's type (a float8 where PostgreSQL computes a numeric
 division is not turned into numeric digits it does not have).
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError
 from pgwire.types.from_arrow import pg_type_for_field
@@ -50,8 +52,16 @@ def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
         if scale + 20 <= _NUMERIC_DIGITS:
             return field.with_type(pa.decimal128(_NUMERIC_DIGITS, scale))
         return None
-    if base in ("varchar", "bpchar") and have.name == "text":
+    if base in ("varchar", "bpchar") and have.name == "text" and not pa.types.is_dictionary(t):
         return field.with_metadata({**(field.metadata or {}), b"pg_type": target.encode()})
+    return None
+
+
+def _length(field: pa.Field) -> int | None:
+    """n of a varchar(n)/bpchar(n) presentation."""
+    name = (field.metadata or {}).get(b"pg_type", b"").decode()
+    if name.startswith(("varchar(", "bpchar(")):
+        return int(name.split("(")[1].rstrip(")"))
     return None
 
 
@@ -65,7 +75,11 @@ def presented_schema(schema: pa.Schema, names: Sequence[str] | None,
     return pa.schema(fields, metadata=schema.metadata)
 
 
-def _cast(column: pa.Array, field: pa.Field) -> pa.Array:
+def _cast(column: pa.Array, field: pa.Field, length: int | None) -> pa.Array:
+    if length is not None:
+        cut = pc.utf8_slice_codeunits(column, 0, length)
+        return pc.utf8_rpad(cut, length, " ") if field.metadata[b"pg_type"].startswith(b"bpchar") \
+            else cut
     if column.type == field.type:
         return column
     try:
@@ -84,7 +98,10 @@ class Presented:
                  types: Sequence[str | None] | None) -> None:
         self._stream = stream
         self.schema = presented_schema(stream.schema, names, types)
-        self._casts = any(a.type != b.type for a, b in zip(stream.schema, self.schema))
+        self._lengths = [_length(f) if f.metadata != g.metadata else None
+                         for f, g in zip(self.schema, stream.schema)]
+        self._casts = any(a.type != b.type for a, b in zip(stream.schema, self.schema)) or \
+            any(n is not None for n in self._lengths)
 
     def __aiter__(self) -> AsyncIterator[pa.RecordBatch]:
         return self._cast_batches() if self._casts else self._stream.__aiter__()
@@ -92,7 +109,8 @@ class Presented:
     async def _cast_batches(self) -> AsyncIterator[pa.RecordBatch]:
         async for batch in self._stream:
             yield pa.RecordBatch.from_arrays(
-                [_cast(c, f) for c, f in zip(batch.columns, self.schema)], schema=self.schema)
+                [_cast(c, f, n) for c, f, n in zip(batch.columns, self.schema, self._lengths)],
+                schema=self.schema)
 
     async def aclose(self) -> None:
         await self._stream.aclose()
