@@ -7,7 +7,8 @@ computes:
 
 - an integer (or a numeric of scale 0) to another integer width: a value beyond the
   target's range is PostgreSQL's error (22003 "integer out of range");
-- an integer or float4 to float8 (every such value is a float8: `round(7)` is 7);
+- an integer or float4 to float8, as PostgreSQL converts them (`round(7)` is 7; a bigint
+  beyond 2^53 becomes the nearest float8, as in `round(9223372036854775807)`);
 - an integer to a numeric of a known display scale (`round(7, 1)` is 7.0);
 - text to varchar(n) or bpchar(n): cut to n characters (an explicit cast does that in
   PostgreSQL) and, for bpchar, padded with spaces to n, as PostgreSQL shows char(n).
@@ -82,6 +83,9 @@ def _cast(column: pa.Array, field: pa.Field, length: int | None) -> pa.Array:
             else cut
     if column.type == field.type:
         return column
+    if pa.types.is_floating(field.type):
+        # As PostgreSQL's int8 -> float8: to the nearest float8 (2^63 - 1 is 2^63).
+        return column.cast(field.type, safe=False)
     try:
         return column.cast(field.type, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

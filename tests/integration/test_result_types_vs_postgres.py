@@ -31,7 +31,8 @@ STATEMENTS = {
     "int4_functions": "SELECT octet_length('abc'::bytea), bit_length('abc'), gcd(12, 18), "
                       "array_length(ARRAY[1, 2], 1), cardinality(ARRAY[1, 2, 3]), "
                       "DATE '2024-02-29' - DATE '2024-01-01'",
-    "float8_of_integers": "SELECT round(7), trunc(-1), sign(-1), sign(1.5::float4), ceil(1.5::float4)",
+    "float8_of_integers": "SELECT round(7), trunc(-1), sign(-1), sign(1.5::float4), ceil(1.5::float4), "
+                          "round(9223372036854775807)",
     "numeric_of_integers": "SELECT round(7, 1), trunc(7, -1), sign(2.5), round(3::int2, 2)",
     "exponent_literals": "SELECT 1e3, 2.5e-3, -1.5e2 * 2, 1e308::float8",
     "varchar_and_char": "SELECT 'abc'::varchar(2), cast('a' AS char(3))",
