@@ -246,7 +246,7 @@ async def measure(executor: Executor, plan: QueryPlan, params: Sequence[Any],
     stream = await executor.run(plan, params, engine, dynamic_filtering)
     rows = await count_rows(stream)
     elapsed = time.perf_counter() - started
-    inner = stream._stream if isinstance(stream, Presented) else stream
+    inner = stream.inner if isinstance(stream, Presented) else stream
     if isinstance(inner, Metered):
         inner = inner.inner
     return Measured(rows, elapsed, inner)
@@ -274,7 +274,7 @@ def figures(measured: Measured) -> dict[str, dict[str, Any]]:
 def stream_figures(stream: Any) -> dict[str, dict[str, Any]] | None:
     """What a stream `Executor.run` returned did (so far), in `figures`' shape, for a
     statement the status page keeps; None for a plan without an engine."""
-    inner = stream._stream if isinstance(stream, Presented) else stream
+    inner = stream.inner if isinstance(stream, Presented) else stream
     if isinstance(inner, Metered):
         inner = inner.inner
     if not isinstance(inner, EngineStream):

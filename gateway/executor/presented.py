@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from connectors.base import BatchStream
 from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError
 from pgwire.types.from_arrow import pg_type_for_field
 from pgwire.types.pg_type import pg_type_by_name
@@ -98,9 +99,9 @@ def _cast(column: pa.Array, field: pa.Field, length: int | None) -> pa.Array:
 class Presented:
     """A stream whose schema is `presented_schema`'s; batches are cast where it differs."""
 
-    def __init__(self, stream, names: Sequence[str] | None,
+    def __init__(self, stream: BatchStream, names: Sequence[str] | None,
                  types: Sequence[str | None] | None) -> None:
-        self._stream = stream
+        self.inner = stream
         self.schema = presented_schema(stream.schema, names, types)
         self._lengths = [_length(f) if f.metadata != g.metadata else None
                          for f, g in zip(self.schema, stream.schema)]
@@ -108,13 +109,13 @@ class Presented:
             any(n is not None for n in self._lengths)
 
     def __aiter__(self) -> AsyncIterator[pa.RecordBatch]:
-        return self._cast_batches() if self._casts else self._stream.__aiter__()
+        return self._cast_batches() if self._casts else self.inner.__aiter__()
 
     async def _cast_batches(self) -> AsyncIterator[pa.RecordBatch]:
-        async for batch in self._stream:
+        async for batch in self.inner:
             yield pa.RecordBatch.from_arrays(
                 [_cast(c, f, n) for c, f, n in zip(batch.columns, self.schema, self._lengths)],
                 schema=self.schema)
 
     async def aclose(self) -> None:
-        await self._stream.aclose()
+        await self.inner.aclose()
