@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
@@ -43,6 +43,7 @@ from planner.params import cast_parameters, infer_param_types, parameters
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
+from planner.result_types import result_types
 from planner.type_names import datatype_from_pg, pg_type_name
 
 
@@ -190,6 +191,9 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
     single = catalog.sources[next(iter(sources))] if len(sources) == 1 else None
+    # PostgreSQL's types of the outputs, for rows not computed by PostgreSQL itself.
+    types = None if single is not None and single.dialect.sqlglot == "postgres" \
+        else result_types(tree, catalog.sqlglot_schema)
     # Outside UTC the capability check reads operand types (planner.zone_dependent).
     annotated = zoned and bool(sources) and \
         session_zone.needs_check(tree, (info for _, info in tables))
@@ -239,8 +243,9 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
             return (), tuple(f"Conjunct {c.sql('postgres')}: pushed exact (the whole statement "
                              f"runs on {single.name})"
                              for c in split_conjuncts(where.this if where else None))
-        return QueryPlan((fragment,), None, None, pg_types, names, details=details)
-    return _federated(tree, catalog, pg_types, names, settings)
+        return QueryPlan((fragment,), None, None, pg_types, names, details=details,
+                         result_types=types)
+    return replace(_federated(tree, catalog, pg_types, names, settings), result_types=types)
 
 
 def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[str, ...],

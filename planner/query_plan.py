@@ -57,6 +57,9 @@ class QueryPlan:
     # Renders the residual for the engine of a name (connectors.base.Engine.name);
     # residual_sql is the residual in the catalog snapshot's first engine dialect.
     residual_render: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
+    # PostgreSQL's type name of each output column (planner.result_types; None: the
+    # rows' own type), for rows the engine or a non-PostgreSQL source computes.
+    result_types: tuple[str | None, ...] | None = None
 
     def residual_for(self, engine: str) -> str | None:
         if self.residual_render is None:

@@ -69,6 +69,9 @@ def _dependent(node: exp.Expression) -> bool:
         return target in _ZONED
     if isinstance(node, exp.Extract):
         return _zoned(node.expression)
+    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)) and node.this.type is not None \
+            and node.this.type.this == exp.DataType.Type.DATE:
+        return True  # a date's midnight in the session's zone, as a timestamptz
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc, exp.TimeToStr, exp.ToChar)):
         return _zoned(node.this)
     if isinstance(node, (exp.Add, exp.Sub)):
@@ -107,8 +110,8 @@ def needs_check(tree: exp.Expression, tables: Iterable[TableInfo]) -> bool:
         if any(pa.types.is_timestamp(f.type) and f.type.tz is not None for f in info.schema):
             return True
     for node in tree.walk():
-        if isinstance(node, _ZONE_SOURCES):
-            return True
+        if isinstance(node, (*_ZONE_SOURCES, exp.TimestampTrunc, exp.DateTrunc)):
+            return True  # date_trunc of a date is zoned too
         if isinstance(node, exp.DataType) and node.this in _ZONED:
             return True
     return False

@@ -13,7 +13,13 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
   `\\xHH` escapes inside text, so the literal is decoded here and written as hex;
 - `length`, `strpos`, `grouping()`, `generate_series(int, int)`: int4 in PostgreSQL,
   BIGINT in DuckDB; `extract(year from d)` and the other whole-number fields: numeric in
-  PostgreSQL, BIGINT in DuckDB;
+  PostgreSQL, BIGINT in DuckDB; `extract(second ...)`, `milliseconds`, `microseconds`,
+  `epoch` and `julian` (of a date): numeric at scale 6, 3, 0, 6 (0 of a date) and 0 in
+  PostgreSQL, whole numbers or doubles in DuckDB, so they are computed from DuckDB's
+  microseconds as decimals; `date_trunc('month', d)` of a date truncates the date's
+  midnight in the session's zone to a timestamptz in PostgreSQL, a timestamp in DuckDB, so
+  DuckDB's timestamp is read in the session's zone (the engine's TimeZone), which is the
+  same instant (outside UTC the call stays in the engine: planner.zone_dependent);
 - `ln`, `log`, `log10` of zero or a negative number, `sqrt` of a negative one and
   `split_part(s, d, 0)`: errors in PostgreSQL (2201E, 2201F, 22023), -inf, NaN or a value
   in DuckDB, so the argument is checked first and DuckDB's `error()` raises PostgreSQL's
@@ -69,7 +75,7 @@ def _refuse(what: str) -> PgError:
 def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
     return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
-                     exp.Extract, exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow, exp.SplitPart,
+                     exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow, exp.SplitPart,
                      *_INT4_RESULTS) is not None \
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
 
@@ -83,6 +89,37 @@ def refuse_unfaithful(tree: exp.Expression) -> None:
         length = digest.args.get("length")
         if length is not None and length.name not in ("", "256"):
             raise _refuse(f"sha{length.name}()")
+
+
+_DATETIMES = {T.TIMESTAMP, T.TIMESTAMPTZ, T.DATE, T.TIME}
+
+
+def _fraction_field(node: exp.Extract) -> exp.Expression:
+    """extract() of a field PostgreSQL answers with a fraction (see the module docstring),
+    from DuckDB's microseconds; any other extract() as it is."""
+    field, operand = node.this.name.upper(), node.expression
+    kind = operand.type.this if operand.type is not None else None
+    micros: exp.Expression
+    if field in ("SECOND", "SECONDS", "MILLISECOND", "MILLISECONDS", "MICROSECOND",
+                 "MICROSECONDS") and kind in _DATETIMES - {T.DATE}:
+        micros = exp.Anonymous(this="microsecond", expressions=[operand.copy()])
+    elif field == "EPOCH" and kind == T.DATE:
+        return exp.Cast(this=exp.Anonymous(this="epoch", expressions=[operand.copy()]),
+                        to=exp.DataType.build("DECIMAL(38, 0)"))
+    elif field == "EPOCH" and kind in (T.TIMESTAMP, T.TIMESTAMPTZ, T.INTERVAL):
+        micros = exp.Anonymous(this="epoch_us", expressions=[operand.copy()])
+    elif field == "JULIAN" and kind == T.DATE:
+        return exp.Cast(this=exp.Anonymous(this="julian", expressions=[operand.copy()]),
+                        to=exp.DataType.build("DECIMAL(38, 0)"))
+    else:
+        return node
+    scale = 0 if field.startswith("MICRO") else 3 if field.startswith("MILLI") else 6
+    whole = exp.Cast(this=micros, to=exp.DataType.build("DECIMAL(38, 0)"))
+    if scale == 0:
+        return whole
+    unit = exp.Literal.number("0." + "0" * (scale - 1) + "1")
+    return exp.Cast(this=exp.Mul(this=whole, expression=unit),
+                    to=exp.DataType.build(f"DECIMAL(38, {scale})"))
 
 
 def postgres_function(node: exp.Expression) -> exp.Expression:
@@ -100,6 +137,11 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
         return _int4_series_values(node)
     if isinstance(node, exp.Extract) and node.this.name.upper() in _WHOLE_FIELDS:
         return exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL(38, 0)"))
+    if isinstance(node, exp.Extract):
+        return _fraction_field(node)
+    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)) and node.this.type is not None \
+            and node.this.type.this == T.DATE:
+        return exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMPTZ"))
     if isinstance(node, _INEXACT_ON_NUMERIC) and any(map(_is_numeric, node.iter_expressions())) \
             and not _raises_anyway(node):
         raise _refuse(f"{node.sql('postgres').split('(')[0].lower()}() of a numeric")

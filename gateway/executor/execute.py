@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from connectors.query_scope import query_scope
 from gateway.executor.feeds import EngineStream, Feed, open_remote, start_engine
 from gateway.executor.fragment_reads import FragmentReads
 from gateway.executor.metered import Metered
+from gateway.executor.presented import Presented, presented_schema
 from gateway.state.metrics import Metrics
 from planner.dynamic_filters import DynamicFilter
 from planner.key_sets import shape_for
@@ -57,13 +58,13 @@ class Executor:
                 stream = Metered(await self._through_engine(
                     plan, params, self.engines[engine or self.default], dynamic_filtering),
                     self.metrics, None)
-        if plan.column_names is not None:
-            return Renamed(stream, plan.column_names)
+        if plan.column_names is not None or plan.result_types is not None:
+            return Presented(stream, plan.column_names, plan.result_types)
         return stream
 
     async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema:
         schema = await self._describe(plan, self.engines[engine or self.default])
-        return _renamed(schema, plan.column_names)
+        return presented_schema(schema, plan.column_names, plan.result_types)
 
     async def _describe(self, plan: QueryPlan, engine: Engine) -> pa.Schema:
         """The result schema, from each piece's zero-row form: nothing is really computed."""
@@ -228,27 +229,6 @@ def _bound(fragment: RemoteFragment, params: Sequence[Any]) -> Sequence[Any]:
     return params if fragment.uses_params else ()
 
 
-def _renamed(schema: pa.Schema, names: Sequence[str] | None) -> pa.Schema:
-    if names is None or len(names) != len(schema):
-        return schema
-    return pa.schema([field.with_name(name) for field, name in zip(schema, names)],
-                     metadata=schema.metadata)
-
-
-class Renamed:
-    """A stream whose columns carry the planner's names (batches are passed as they are)."""
-
-    def __init__(self, stream: BatchStream, names: Sequence[str]) -> None:
-        self._stream = stream
-        self.schema = _renamed(stream.schema, names)
-
-    def __aiter__(self) -> AsyncIterator[pa.RecordBatch]:
-        return self._stream.__aiter__()
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-
 @dataclass
 class Measured:
     """A plan run to the end for EXPLAIN ANALYZE: rows out, time, and what each part did
@@ -266,7 +246,7 @@ async def measure(executor: Executor, plan: QueryPlan, params: Sequence[Any],
     stream = await executor.run(plan, params, engine, dynamic_filtering)
     rows = await count_rows(stream)
     elapsed = time.perf_counter() - started
-    inner = stream._stream if isinstance(stream, Renamed) else stream
+    inner = stream.inner if isinstance(stream, Presented) else stream
     if isinstance(inner, Metered):
         inner = inner.inner
     return Measured(rows, elapsed, inner)
@@ -294,7 +274,7 @@ def figures(measured: Measured) -> dict[str, dict[str, Any]]:
 def stream_figures(stream: Any) -> dict[str, dict[str, Any]] | None:
     """What a stream `Executor.run` returned did (so far), in `figures`' shape, for a
     statement the status page keeps; None for a plan without an engine."""
-    inner = stream._stream if isinstance(stream, Renamed) else stream
+    inner = stream.inner if isinstance(stream, Presented) else stream
     if isinstance(inner, Metered):
         inner = inner.inner
     if not isinstance(inner, EngineStream):

@@ -3,7 +3,8 @@
 Also the known-differences file (statements whose verdict on a route is "different" today,
 each with the difference observed) and the report in docs/compatibility.md. The test
 (test_differential.py) and `python -m tests.conformance.suite` (what `make conformance`
-runs, with --write-known to rewrite the file after a fix) share this code.
+runs, with --write-known to rewrite the file after a fix, or --prune-known to drop the entries
+no longer different) share this code.
 """
 
 from __future__ import annotations
@@ -68,6 +69,17 @@ def write_known(results: list[Result]) -> None:
     # One entry a line: a fix that removes entries shows as removed lines in the diff.
     lines = ",\n".join(json.dumps(entry, ensure_ascii=False) for entry in entries)
     KNOWN_DIFFERENCES.write_text(f"[\n{lines}\n]\n")
+
+
+def prune_known(results: list[Result]) -> int:
+    """Remove the entries of known_differences.json that are no longer different (never add
+    one); return how many went."""
+    entries = json.loads(KNOWN_DIFFERENCES.read_text())
+    now_fine = {(r.route, r.statement.sql) for r in results if r.verdict.kind != "different"}
+    kept = [e for e in entries if (e["route"], e["sql"]) not in now_fine]
+    lines = ",\n".join(json.dumps(entry, ensure_ascii=False) for entry in kept)
+    KNOWN_DIFFERENCES.write_text(f"[\n{lines}\n]\n")
+    return len(entries) - len(kept)
 
 
 def surprises(results: list[Result], known: dict[tuple[str, str], str]) -> tuple[list[Result], list[Result]]:
@@ -177,6 +189,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write-known", action="store_true",
                         help="rewrite known_differences.json with today's differences")
+    parser.add_argument("--prune-known", action="store_true",
+                        help="remove the entries of known_differences.json that are no longer different")
     args = parser.parse_args()
     statements = all_statements()
     with tempfile.TemporaryDirectory(prefix="fedgate-conformance-") as tmp:
@@ -189,6 +203,8 @@ def main() -> None:
     write_report(results)
     if args.write_known:
         write_known(results)
+    elif args.prune_known:
+        print(f"{prune_known(results)} entries removed from known_differences.json")
     new, fixed = surprises(results, load_known())
     for route_category, counter in sorted(counts(results).items()):
         if route_category[1] == "all":

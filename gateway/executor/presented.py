@@ -1,0 +1,121 @@
+"""Result columns presented with the planner's names and PostgreSQL's types.
+
+The planner says what PostgreSQL would name and type each output column
+(planner.colnames, planner.result_types); the engine's columns carry its own. Where the
+types differ, a column is converted only where the values stay exactly what PostgreSQL
+computes:
+
+- an integer (or a numeric of scale 0) to another integer width: a value beyond the
+  target's range is PostgreSQL's error (22003 "integer out of range");
+- an integer or float4 to float8, as PostgreSQL converts them (`round(7)` is 7; a bigint
+  beyond 2^53 becomes the nearest float8, as in `round(9223372036854775807)`);
+- an integer to a numeric of a known display scale (`round(7, 1)` is 7.0);
+- text to varchar(n) or bpchar(n): cut to n characters (an explicit cast does that in
+  PostgreSQL) and, for bpchar, padded with spaces to n, as PostgreSQL shows char(n).
+
+Anything else keeps the engine's type (a float8 where PostgreSQL computes a numeric
+division is not turned into numeric digits it does not have).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from connectors.base import BatchStream
+from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError
+from pgwire.types.from_arrow import pg_type_for_field
+from pgwire.types.pg_type import pg_type_by_name
+
+_INTEGERS = {"int2": (pa.int16(), "smallint"), "int4": (pa.int32(), "integer"),
+             "int8": (pa.int64(), "bigint")}
+_NUMERIC_DIGITS = 38  # Arrow's decimal128
+
+
+def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
+    """The field `field` is presented as for PostgreSQL type `target`; None: as it is."""
+    if target is None or (field.metadata and b"pg_type" in field.metadata):
+        return None  # the source said what the column is (an oid, a name, a jsonb)
+    wanted = pg_type_by_name(target)
+    have = pg_type_for_field(field)
+    if wanted is None or wanted.oid == have.oid:
+        return None
+    t = field.type
+    whole = pa.types.is_integer(t) or (pa.types.is_decimal(t) and t.scale == 0)
+    base = target.split("(")[0]
+    if base in _INTEGERS and whole:
+        return field.with_type(_INTEGERS[base][0])
+    if base == "float8" and (pa.types.is_integer(t) or pa.types.is_float32(t)):
+        return field.with_type(pa.float64())
+    if base == "numeric" and "," in target and pa.types.is_integer(t):
+        scale = int(target[:-1].split(",")[1])
+        if scale + 20 <= _NUMERIC_DIGITS:
+            return field.with_type(pa.decimal128(_NUMERIC_DIGITS, scale))
+        return None
+    if base in ("varchar", "bpchar") and have.name == "text" and not pa.types.is_dictionary(t):
+        return field.with_metadata({**(field.metadata or {}), b"pg_type": target.encode()})
+    return None
+
+
+def _length(field: pa.Field) -> int | None:
+    """n of a varchar(n)/bpchar(n) presentation."""
+    name = (field.metadata or {}).get(b"pg_type", b"").decode()
+    if name.startswith(("varchar(", "bpchar(")):
+        return int(name.split("(")[1].rstrip(")"))
+    return None
+
+
+def presented_schema(schema: pa.Schema, names: Sequence[str] | None,
+                     types: Sequence[str | None] | None) -> pa.Schema:
+    fields = list(schema)
+    if types is not None and len(types) == len(fields):
+        fields = [_conversion(f, t) or f for f, t in zip(fields, types)]
+    if names is not None and len(names) == len(fields):
+        fields = [f.with_name(n) for f, n in zip(fields, names)]
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def _cast(column: pa.Array, field: pa.Field, length: int | None) -> pa.Array:
+    if length is not None:
+        cut = pc.utf8_slice_codeunits(column, 0, length)
+        return pc.utf8_rpad(cut, length, " ") if field.metadata[b"pg_type"].startswith(b"bpchar") \
+            else cut
+    if column.type == field.type:
+        return column
+    if pa.types.is_floating(field.type):
+        # As PostgreSQL's int8 -> float8: to the nearest float8 (2^63 - 1 is 2^63).
+        return column.cast(field.type, safe=False)
+    try:
+        return column.cast(field.type, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        for base, (arrow, name) in _INTEGERS.items():
+            if field.type == arrow:
+                raise PgError(NUMERIC_VALUE_OUT_OF_RANGE, f"{name} out of range") from exc
+        raise
+
+
+class Presented:
+    """A stream whose schema is `presented_schema`'s; batches are cast where it differs."""
+
+    def __init__(self, stream: BatchStream, names: Sequence[str] | None,
+                 types: Sequence[str | None] | None) -> None:
+        self.inner = stream
+        self.schema = presented_schema(stream.schema, names, types)
+        self._lengths = [_length(f) if f.metadata != g.metadata else None
+                         for f, g in zip(self.schema, stream.schema)]
+        self._casts = any(a.type != b.type for a, b in zip(stream.schema, self.schema)) or \
+            any(n is not None for n in self._lengths)
+
+    def __aiter__(self) -> AsyncIterator[pa.RecordBatch]:
+        return self._cast_batches() if self._casts else self.inner.__aiter__()
+
+    async def _cast_batches(self) -> AsyncIterator[pa.RecordBatch]:
+        async for batch in self.inner:
+            yield pa.RecordBatch.from_arrays(
+                [_cast(c, f, n) for c, f, n in zip(batch.columns, self.schema, self._lengths)],
+                schema=self.schema)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -1,0 +1,309 @@
+"""The PostgreSQL type of each output column, by PostgreSQL's own resolution rules.
+
+The engines type results their own way: DuckDB types `3::int2 + 2` smallint and
+`length(s)` bigint, rounds an integer to an integer, and `cardinality()` is a HUGEINT;
+PostgreSQL answers int4, int4, float8 and int4. The gateway presents the engine's columns
+as PostgreSQL types them (gateway.executor.presented casts the values where that is
+exact), so this module says what PostgreSQL's type is, from pg_proc's signatures and
+pg_operator's:
+
+    SELECT 3::int2 + 2, round(7), round(7, 1), length(s) FROM t
+       ->  ("int4", "float8", "numeric(1000,1)", "int4")
+
+Arithmetic picks the operator of the wider operand (int2 < int4 < int8 < numeric <
+float4 < float8, PostgreSQL's implicit casts); a function with several signatures takes
+the one PostgreSQL's resolution picks for integer arguments: float8, the preferred type of
+the numeric category (`round(int)` is `round(float8)`), unless a second argument picks
+numeric's (`round(int, int)` is `round(numeric, int)`). A numeric type carries the
+display scale where every value has the same one (`numeric(1000,s)`); a plain `numeric`
+means the scale depends on the value (a division), and then only a numeric the engine
+computed is presented as numeric.
+
+None stands for "not known here": the engine's own type stays. The rules only cover
+expressions whose type is certain; anything else (a user function, a catalog query, a
+parameter) is None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.schema import Schema
+
+from planner.type_names import pg_type_name
+
+_NUMERIC_ORDER = ("int2", "int4", "int8", "numeric", "float4", "float8")
+MAX_SCALE = 1000  # PostgreSQL's numeric display scale limit
+_INT4_CALLS = (exp.Length, exp.StrPosition, exp.Ascii, exp.BitLength, exp.ArraySize,
+               exp.RegexpCount, exp.Grouping, exp.Ntile, exp.ArrayPosition)
+_INT4_NAMES = {"octet_length", "array_upper", "array_lower", "array_ndims", "cardinality",
+               "num_nonnulls", "num_nulls", "width_bucket"}
+_INT8_CALLS = (exp.Count, exp.RowNumber, exp.Rank, exp.DenseRank)
+_SAME_AS_ARG = (exp.Abs, exp.Max, exp.Min)
+_SAME_INTEGERS = {"gcd", "lcm"}
+_WHOLE = (exp.Ceil, exp.Floor)
+
+
+def numeric(scale: int | None) -> str:
+    return "numeric" if scale is None or not 0 <= scale <= MAX_SCALE else f"numeric(1000,{scale})"
+
+
+def _scale(name: str | None) -> int | None:
+    if name is None or not name.startswith("numeric("):
+        return None
+    return int(name[:-1].split(",")[1])
+
+
+def _base(name: str | None) -> str | None:
+    return name.split("(")[0] if name is not None else None
+
+
+def result_types(tree: exp.Expression, schema: Schema) -> tuple[str | None, ...] | None:
+    """PostgreSQL's type name of each output column of `tree` (None where not known);
+    None for a statement whose outputs are not a plain list (a `*`)."""
+    scopes = {id(scope.expression): scope for scope in traverse_scope(tree)}
+    types = _query_types(tree, scopes, schema)
+    return tuple(types) if types is not None else None
+
+
+def _query_types(query: exp.Expression, scopes: dict[int, Scope],
+                 schema: Schema) -> list[str | None] | None:
+    if isinstance(query, exp.Subquery):
+        return _query_types(query.this, scopes, schema)
+    if isinstance(query, exp.SetOperation):
+        left = _query_types(query.this, scopes, schema)
+        cte = query.parent
+        if isinstance(cte, exp.CTE) and isinstance(cte.parent, exp.With) and cte.parent.args.get("recursive"):
+            return left  # the non-recursive term types a recursive query's columns
+        right = _query_types(query.expression, scopes, schema)
+        if left is None or right is None or len(left) != len(right):
+            return None
+        return [_common([a, b]) for a, b in zip(left, right)]
+    if isinstance(query, exp.Values):
+        rows = [row.expressions for row in query.expressions if isinstance(row, exp.Tuple)]
+        if not rows or len(rows) != len(query.expressions):
+            return None
+        resolve = _resolver(None, scopes, schema)
+        return [_common([resolve(row[i]) for row in rows], values=True)
+                for i in range(len(rows[0]))]
+    if not isinstance(query, exp.Select):
+        return None
+    if any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
+           for p in query.expressions):
+        return None
+    resolve = _resolver(scopes.get(id(query)), scopes, schema)
+    return [_output(resolve(p.unalias())) for p in query.expressions]
+
+
+def _output(name: str | None) -> str | None:
+    # A bare string literal or NULL is of type unknown, shown as text.
+    return "text" if name == "unknown" else name
+
+
+def _common(names: list[str | None], values: bool = False) -> str | None:
+    """The type a UNION or VALUES column resolves to (parse_coerce.c's select_common_type)
+    for the numeric category and for identical types; unknowns give way to the others."""
+    known = [n for n in names if n != "unknown"]
+    if not known:
+        return "text" if names else None
+    if any(n is None for n in known):
+        return None
+    bases = {_base(n) for n in known}
+    if len(set(known)) == 1:
+        return known[0]
+    if bases <= set(_NUMERIC_ORDER):
+        wider = max(bases, key=_NUMERIC_ORDER.index)
+        return "numeric" if wider == "numeric" else wider
+    if len(bases) == 1 and bases <= {"varchar", "bpchar"}:
+        return bases.pop()
+    return None
+
+
+def _resolver(scope: Scope | None, scopes: dict[int, Scope],
+              schema: Schema) -> Callable[[exp.Expression], str | None]:
+    def column(node: exp.Column) -> str | None:
+        if scope is None:
+            return None
+        sources = scope.sources
+        source = sources.get(node.table) if node.table else \
+            next(iter(sources.values())) if len(sources) == 1 else None
+        if isinstance(source, exp.Table):
+            name = node.name if node.this.quoted else node.name.lower()
+            found = schema.get_column_type(source, exp.to_identifier(name, quoted=True))
+            if found.this == exp.DataType.Type.DECIMAL and len(found.expressions) == 2:
+                return numeric(int(found.expressions[1].name))  # numeric(p, s) shows s digits
+            return pg_type_name(found) if found.this != exp.DataType.Type.UNKNOWN else None
+        if isinstance(source, Scope):
+            outputs = _query_types(source.expression, scopes, schema)
+            names = _output_names(source.expression)
+            if outputs is None or names is None or node.name not in names:
+                return None
+            return outputs[names.index(node.name)]
+        return None
+    return lambda node: pg_type(node, column)
+
+
+def _output_names(query: exp.Expression) -> list[str] | None:
+    alias = query.args.get("alias")
+    if alias is None and isinstance(query.parent, (exp.CTE, exp.Subquery)):
+        alias = query.parent.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return [c.name for c in alias.columns]
+    while isinstance(query, (exp.SetOperation, exp.Subquery)):
+        query = query.this
+    if isinstance(query, exp.Select):
+        return [p.alias_or_name for p in query.expressions]
+    return None
+
+
+def pg_type(node: exp.Expression, column: Callable[[exp.Column], str | None]) -> str | None:
+    """PostgreSQL's type of one expression; `column` types a column reference."""
+    def of(child: exp.Expression | None) -> str | None:
+        return pg_type(child, column) if child is not None else None
+
+    if isinstance(node, exp.Paren):
+        return of(node.this)
+    if isinstance(node, exp.Column):
+        return column(node)
+    if isinstance(node, exp.Literal):
+        return _literal(node)
+    if isinstance(node, exp.Null):
+        return "unknown"
+    if isinstance(node, exp.Boolean):
+        return "bool"
+    if isinstance(node, exp.Cast):
+        return _cast(node)
+    if isinstance(node, exp.Neg):
+        if isinstance(node.this, exp.Literal) and node.this.name.isdigit():
+            # PostgreSQL's grammar folds the sign into the constant: -2147483648 is int4.
+            return _literal(node.this, negative=True)
+        return of(node.this) if _base(of(node.this)) in _NUMERIC_ORDER else None
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+        return _arithmetic(node, of(node.this), of(node.expression))
+    if isinstance(node, exp.Window):
+        return of(node.this) if isinstance(node.this, (*_INT4_CALLS, *_INT8_CALLS)) else None
+    if isinstance(node, _INT4_CALLS):
+        return "int4"
+    if isinstance(node, _INT8_CALLS):
+        return "int8"
+    if isinstance(node, exp.Anonymous):
+        name = node.name.lower()
+        if name in _INT4_NAMES:
+            return "int4"
+        if name in _SAME_INTEGERS and len(node.expressions) == 2:
+            return _integers(of(node.expressions[0]), of(node.expressions[1]))
+        return None
+    if isinstance(node, exp.Sum):
+        return _sum(of(node.this))
+    if isinstance(node, (exp.Avg, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance,
+                         exp.VariancePop)):
+        base = _base(of(node.this))
+        return "numeric" if base in ("int2", "int4", "int8", "numeric") else \
+            "float8" if base in ("float4", "float8") else None
+    if isinstance(node, _SAME_AS_ARG):
+        arg = of(node.this)
+        return arg if _base(arg) in _NUMERIC_ORDER else None
+    if isinstance(node, exp.Sign):
+        return _float_or_numeric(of(node.this), 0)
+    if isinstance(node, _WHOLE) and node.args.get("decimals") is None:
+        return _float_or_numeric(of(node.this), 0)
+    if isinstance(node, (exp.Round, exp.Trunc)):
+        return _rounded(of(node.this), node.args.get("decimals"))
+    return None
+
+
+def _literal(node: exp.Literal, negative: bool = False) -> str | None:
+    if node.is_string:
+        return "unknown"
+    text = node.name
+    if text.isdigit():
+        value = -int(text) if negative else int(text)
+        return "int4" if -2**31 <= value < 2**31 else "int8" if -2**63 <= value < 2**63 \
+            else numeric(0)
+    mantissa, _, exponent = text.lower().partition("e")
+    digits = mantissa.partition(".")[2]
+    try:
+        scale = max(len(digits) - int(exponent or 0), 0)
+    except ValueError:
+        return None
+    return numeric(scale)
+
+
+def _cast(node: exp.Cast) -> str | None:
+    to = node.to
+    name = pg_type_name(to)
+    if name in ("varchar", "bpchar", "numeric") and to.expressions:
+        args = [e.this.name if isinstance(e, exp.DataTypeParam) else e.name for e in to.expressions]
+        if name == "numeric":
+            return numeric(int(args[1])) if len(args) == 2 and args[1].isdigit() else \
+                numeric(0) if len(args) == 1 else "numeric"
+        return f"{name}({args[0]})" if args[0].isdigit() else name
+    if name == "bpchar":
+        return "bpchar(1)"  # char without a length is char(1)
+    if to.this == exp.DataType.Type.TEXT or name in _NUMERIC_ORDER or name in (
+            "bool", "date", "timestamp", "timestamptz", "interval", "varchar", "bytea", "uuid",
+            "json", "jsonb", "time"):
+        return name
+    return None
+
+
+def _arithmetic(node: exp.Expression, left: str | None, right: str | None) -> str | None:
+    a, b = _base(left), _base(right)
+    if a == "date" and b == "date" and isinstance(node, exp.Sub):
+        return "int4"
+    if a not in _NUMERIC_ORDER or b not in _NUMERIC_ORDER:
+        return None
+    wider = max(a, b, key=_NUMERIC_ORDER.index)
+    if isinstance(node, exp.Mod) and wider in ("float4", "float8"):
+        return None  # no float % in PostgreSQL: an error either way
+    if wider == "float4" and (a, b) != ("float4", "float4"):
+        # float4 with an integer or numeric is float8's operator in PostgreSQL (float48pl);
+        # the engine computes it in float4, whose value no widening would make float8's.
+        return None
+    if wider != "numeric":
+        return wider
+    sl, sr = (_scale(left) if a == "numeric" else 0), (_scale(right) if b == "numeric" else 0)
+    if sl is None or sr is None or isinstance(node, exp.Div):
+        return "numeric"
+    return numeric(sl + sr if isinstance(node, exp.Mul) else max(sl, sr))
+
+
+def _sum(arg: str | None) -> str | None:
+    base = _base(arg)
+    if base in ("int2", "int4"):
+        return "int8"
+    if base == "int8":
+        return numeric(0)
+    return arg if base in ("numeric", "float4", "float8") else None
+
+
+def _integers(a: str | None, b: str | None) -> str | None:
+    """gcd/lcm/mod: int4 and int8 signatures, and numeric's."""
+    if a in ("int2", "int4", "int8") and b in ("int2", "int4", "int8"):
+        wider = max(a, b, key=_NUMERIC_ORDER.index)
+        return "int4" if wider == "int2" else wider
+    return None
+
+
+def _float_or_numeric(arg: str | None, scale: int | None) -> str | None:
+    """A function with float8 and numeric signatures (sign, ceil, floor, round(x)): an
+    integer or float4 argument takes float8's, a numeric numeric's."""
+    base = _base(arg)
+    if base in ("int2", "int4", "int8", "float4", "float8"):
+        return "float8"
+    if base == "numeric":
+        return numeric(scale)
+    return None
+
+
+def _rounded(arg: str | None, decimals: exp.Expression | None) -> str | None:
+    if decimals is None:
+        return _float_or_numeric(arg, 0)
+    if _base(arg) not in ("int2", "int4", "int8", "numeric"):
+        return None  # round(float8, int) does not exist
+    places = decimals.this if isinstance(decimals, exp.Neg) else decimals
+    if not (isinstance(places, exp.Literal) and places.name.isdigit()):
+        return "numeric"
+    return numeric(0 if isinstance(decimals, exp.Neg) else int(places.name))

@@ -1,0 +1,113 @@
+"""Result types of the engine path are PostgreSQL's (planner.result_types), against a real one.
+
+Each statement runs on PostgreSQL 15 and through the gateway over a Parquet copy of the
+table and over the PostgreSQL source with `fedgate.relay` off; the type OIDs and the rows
+must be PostgreSQL's, through the extended protocol (binary rows) and a simple Query (text
+rows). DuckDB types `3::int2 + 2` smallint, `length()` bigint, `round(7)` integer and
+`sign(2.5)` tinyint; PostgreSQL says int4, int4, float8 and numeric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import asyncpg
+import psycopg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.answers import described, simple
+from tests.support.gateway_proc import GatewayProcess, start_gateway
+from tests.support.postgres import PostgresServer, fresh_database
+
+ROWS = [(1, 2, "abc", 1.5), (2, -3, "défi", -2.25), (3, None, None, None)]
+ROUTES = {"pg": ("SET fedgate.relay = off", "SET search_path = pg"),
+          "files": ("SET search_path = files",)}
+
+STATEMENTS = {
+    "int2_with_int4": "SELECT 3::int2 + 2, 7 * 3::int2, -7 / 3::int2, mod(3::int2, 3)",
+    "int4_functions": "SELECT octet_length('abc'::bytea), bit_length('abc'), gcd(12, 18), "
+                      "array_length(ARRAY[1, 2], 1), cardinality(ARRAY[1, 2, 3]), "
+                      "DATE '2024-02-29' - DATE '2024-01-01'",
+    "float8_of_integers": "SELECT round(7), trunc(-1), sign(-1), sign(1.5::float4), ceil(1.5::float4), "
+                          "round(9223372036854775807)",
+    "numeric_of_integers": "SELECT round(7, 1), trunc(7, -1), sign(2.5), round(3::int2, 2)",
+    "exponent_literals": "SELECT 1e3, 2.5e-3, -1.5e2 * 2, 1e308::float8",
+    "varchar_and_char": "SELECT 'abc'::varchar(2), cast('a' AS char(3))",
+    "columns": "SELECT id + k::int2, length(s), round(k), sign(f), ntile(2) OVER (ORDER BY id) "
+               "FROM t ORDER BY id",
+    "integer_overflow": "SELECT 2147483647 + 0",
+}
+
+
+@dataclass
+class World:
+    truth: str
+    gateway: GatewayProcess
+
+
+@pytest.fixture(scope="module")
+def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("result_types")
+    truth = fresh_database(postgres_server, "result_types")
+    files = root / "files"
+    files.mkdir()
+    with psycopg.connect(truth, autocommit=True) as conn:
+        conn.execute("CREATE TABLE t (id int4, k int4, s text, f numeric)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO t VALUES (%s, %s, %s, %s)", ROWS)
+    ids, ks, ss, fs = zip(*ROWS)
+    pq.write_table(pa.table({"id": pa.array(ids, pa.int32()), "k": pa.array(ks, pa.int32()),
+                             "s": pa.array(ss, pa.string()),
+                             "f": pa.array([None if f is None else str(f) for f in fs], pa.string())
+                             .cast(pa.decimal128(10, 2))}), files / "t.parquet")
+    gateway = start_gateway(
+        '[catalog]\nsearch_path = ["pg"]\n'
+        f'[sources.pg]\nkind = "postgres"\ndsn = "{truth}"\n'
+        f'[sources.files]\nkind = "parquet"\npath = "{files}"\n', root / "gw")
+    try:
+        yield World(truth, gateway)
+    finally:
+        gateway.stop()
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+@pytest.mark.parametrize("name", sorted(STATEMENTS))
+async def test_types_and_rows_are_postgres(world: World, name: str, route: str) -> None:
+    sql = STATEMENTS[name]
+    if name == "columns" and route == "files":
+        sql = sql.replace("sign(f)", "sign(f::numeric(10, 2))")
+    want = await described(world.truth, STATEMENTS[name])
+    got = await described(world.gateway.dsn, sql, *ROUTES[route])
+    assert (got.types, got.rows) == (want.types, want.rows)
+
+
+@pytest.mark.parametrize("name", sorted(STATEMENTS))
+def test_text_rows_are_postgres(world: World, name: str) -> None:
+    with psycopg.connect(world.gateway.dsn, autocommit=True) as conn:
+        conn.execute("SET fedgate.relay = off")
+        cursor = conn.execute(STATEMENTS[name], prepare=False)
+        got = ([d.type_code for d in cursor.description], cursor.fetchall())
+    with psycopg.connect(world.truth, autocommit=True) as conn:
+        cursor = conn.execute(STATEMENTS[name], prepare=False)
+        want = ([d.type_code for d in cursor.description], cursor.fetchall())
+    assert got == want
+
+
+async def test_a_narrowed_value_out_of_range_is_postgres_error(world: World) -> None:
+    """A bigint the engine computed that PostgreSQL's int4 cannot hold: PostgreSQL's error."""
+    sql = "SELECT length(s) * 1000000000 FROM t WHERE id = 1"
+    errors = []
+    for dsn, setup in ((world.truth, ()), (world.gateway.dsn, ROUTES["files"])):
+        conn = await asyncpg.connect(dsn)
+        try:
+            for statement in setup:
+                await conn.execute(statement)
+            with pytest.raises(asyncpg.PostgresError) as caught:
+                await conn.fetch(sql)
+            errors.append((caught.value.sqlstate, str(caught.value)))
+        finally:
+            await conn.close()
+    assert errors[1] == errors[0]

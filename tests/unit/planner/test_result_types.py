@@ -1,0 +1,50 @@
+"""planner.result_types: PostgreSQL's result types by its resolution rules.
+
+The expected types are what PostgreSQL 15 answers for each statement (pg_typeof); the
+integration test tests/integration/test_result_types_vs_postgres.py checks the gateway
+against a real server.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlglot import parse_one
+from sqlglot.schema import MappingSchema
+
+from planner.result_types import result_types
+
+SCHEMA = MappingSchema({"s": {"t": {"id": "INT", "k": "SMALLINT", "n": "DECIMAL(10, 2)",
+                                    "f": "REAL", "d": "DATE", "v": "VARCHAR(5)"}}})
+
+CASES = [
+    ("SELECT 7, 2147483648, -2147483648, 9223372036854775808", ("int4", "int8", "int4", "numeric(1000,0)")),
+    ("SELECT 1.50, 1e3, 2.5e-3, NULL, 'x', true",
+     ("numeric(1000,2)", "numeric(1000,0)", "numeric(1000,4)", "text", "text", "bool")),
+    ("SELECT 3::int2 + 2, 7 * 3::int2, mod(3::int2, 3), 3::int2 % 2", ("int4", "int4", "int4", "int4")),
+    ("SELECT 2.5 / 3, 2.5 * 1.25, 1.5::float4 * 1.5::float4", ("numeric", "numeric(1000,3)", "float4")),
+    ("SELECT round(7), round(7, 1), trunc(7, -1), sign(2.5), sign(-1), ceil(1.5::float4)",
+     ("float8", "numeric(1000,1)", "numeric(1000,0)", "numeric(1000,0)", "float8", "float8")),
+    ("SELECT length('a'), octet_length('a'::bytea), gcd(1, 2::int8), cardinality(ARRAY[1])",
+     ("int4", "int4", "int8", "int4")),
+    ("SELECT 'a'::varchar(3), cast('a' AS char(2)), 'a'::char", ("varchar(3)", "bpchar(2)", "bpchar(1)")),
+    ("SELECT id + k, k + k, n * 2, f + 1, d - DATE '2024-01-01', v FROM s.t",
+     ("int4", "int2", "numeric(1000,2)", None, "int4", "varchar")),
+    ("SELECT count(*), sum(k), sum(id::int8), sum(n), avg(id), stddev(f), max(k), ntile(2) OVER () FROM s.t",
+     ("int8", "int8", "numeric(1000,0)", "numeric(1000,2)", "numeric", "float8", "int2", "int4")),
+    ("SELECT x FROM (VALUES (1), (2.5), (NULL)) AS v(x)", ("numeric",)),
+    ("SELECT x FROM (VALUES ('a'), ('b'::varchar)) AS v(x)", ("varchar",)),
+    ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) SELECT max(i) FROM r",
+     ("int4",)),
+    ("SELECT 1 UNION SELECT 2::int8", ("int8",)),
+    ("SELECT a FROM (SELECT k AS a FROM s.t) AS q", ("int2",)),
+    ("SELECT my_function(1), 1.5::float4 + 1", (None, None)),
+]
+
+
+@pytest.mark.parametrize(("sql", "types"), CASES, ids=[c[0][:40] for c in CASES])
+def test_postgres_result_types(sql: str, types: tuple) -> None:
+    assert result_types(parse_one(sql, read="postgres"), SCHEMA) == types
+
+
+def test_a_star_leaves_the_types_to_the_rows() -> None:
+    assert result_types(parse_one("SELECT * FROM s.t", read="postgres"), SCHEMA) is None
