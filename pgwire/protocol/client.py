@@ -13,8 +13,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import os
 import secrets
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pgwire.errors import PROTOCOL_VIOLATION, PgError
@@ -118,13 +120,14 @@ def copy_fail(reason: str) -> bytes:
 
 # --- backend messages --------------------------------------------------------------------
 
-def data_rows_end(data: bytes | bytearray, pos: int) -> int:
+def data_rows_end_py(data: bytes | bytearray | memoryview, pos: int) -> int:
     """The end of the run of complete DataRows (tag 'D') that starts at `pos` in `data`.
 
     Only the lengths are read, never the rows. This loop is the relay's whole per-row
     cost, so it is kept bare: no bounds test per row; the data's end shows as IndexError
     (no tag byte at `pos`: the last row was whole, or it runs past the end and the run
-    stops at its start) or as struct.error (a header cut short at `pos`)."""
+    stops at its start) or as struct.error (a header cut short at `pos`). The same walk
+    in C (`pgwire/protocol/rowwalk.c`, ~20x faster) replaces it when built; see ROW_WALK."""
     unpack = _U32.unpack_from
     row = pos
     try:
@@ -136,6 +139,26 @@ def data_rows_end(data: bytes | bytearray, pos: int) -> int:
     except struct.error:
         pass
     return pos
+
+
+def _row_walk() -> tuple[Callable[[bytes | bytearray | memoryview, int], int], str]:
+    """The C row walk when it is built and not turned off, else the Python one; with a
+    sentence saying which, for the gateway's start-up log (never a silent fallback)."""
+    if os.environ.get(ROW_WALK_ENV, "").lower() == "python":
+        return data_rows_end_py, f"pure Python ({ROW_WALK_ENV}=python)"
+    try:
+        from pgwire.protocol.rowwalk import data_rows_end as walk_c
+    except ImportError:
+        return data_rows_end_py, ("pure Python: the C row walk (pgwire/protocol/rowwalk.c) "
+                                  "is not built; install a C compiler and Python's headers "
+                                  "and reinstall fedgate for faster relayed results")
+    return walk_c, "C"
+
+
+# FEDGATE_ROW_WALK=python picks the Python walk even when the C one is built (the tests
+# run the relay both ways; it is also the way out should the C walk ever misbehave).
+ROW_WALK_ENV = "FEDGATE_ROW_WALK"
+data_rows_end, ROW_WALK = _row_walk()
 
 
 class BackendReader:
