@@ -195,10 +195,14 @@ class BackendReader:
 
     def unread_row_missing(self) -> int:
         """How many bytes the unread DataRow cut short at the end of the buffer still
-        lacks; 0 when the unread bytes are not the head of one DataRow."""
+        lacks (when its 5-byte header is cut too: the bytes that complete the header, a
+        lower bound); 0 when the unread bytes are not the head of one DataRow."""
         buffer, pos = self.buffer, self.pos
-        if len(buffer) - pos < 5 or buffer[pos] != _DATA_ROW:
+        have = len(buffer) - pos
+        if not have or buffer[pos] != _DATA_ROW:
             return 0
+        if have < 5:
+            return 5 - have
         return max(0, pos + 1 + _U32.unpack_from(buffer, pos + 1)[0] - len(buffer))
 
     def body(self, start: int, end: int) -> bytes:
