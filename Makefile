@@ -16,8 +16,12 @@ $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check --progress-bar on -r requirements.lock
 	$(PY) -m pip install --disable-pip-version-check --no-deps -e .
+	@$(PY) -c "import pgwire.protocol.rowwalk" 2>/dev/null || echo "NOTE: the C row walk \
+	(pgwire/protocol/rowwalk.c) did not build (no C compiler or Python headers?): relayed \
+	results use the slower pure Python walk. 'make system-deps', then 'rm $(STAMP)' and make again."
 	touch $(STAMP)
 
+# gcc and Python's headers build the relay's C row walk (pgwire/protocol/rowwalk.c);
 # psql and pgbench drive the client tests, some tests compare answers with a real
 # PostgreSQL 15 server, the Spark engine needs a Java runtime (and the JDBC drivers to read
 # sources itself), the pgbench benchmark compares with PgBouncer, the status page's browser
@@ -36,6 +40,9 @@ system-deps:
 	command -v node >/dev/null || missing="$$missing nodejs"; \
 	command -v npm >/dev/null || missing="$$missing npm"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v gcc >/dev/null || missing="$$missing gcc"; \
+	$(PYTHON) -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
+	  || missing="$$missing python3-dev"; \
 	if [ -n "$$missing" ]; then \
 	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; fi
 
@@ -47,7 +54,8 @@ NODE_DIR := tests/compat/node
 node-deps: system-deps
 	test -d $(NODE_DIR)/node_modules/pg-cursor || (cd $(NODE_DIR) && npm ci --no-audit --no-fund)
 
-test: $(STAMP) system-deps node-deps
+# system-deps first: the C compiler it installs builds the row walk when .venv is made.
+test: system-deps $(STAMP) node-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Leaves out what is slow to start or long to run: Spark (local and clusters), the headless

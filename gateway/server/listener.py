@@ -40,6 +40,7 @@ from gateway.state.health import HealthBoard
 from gateway.state.metrics import Metrics
 from pgwire.errors import PgError
 from pgwire.protocol import encoder
+from pgwire.protocol.client import ROW_WALK
 from planner import CatalogSnapshot, SourceEntry
 
 log = logging.getLogger("fedgate")
@@ -151,6 +152,9 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
                 on_ready: Callable[[], None] | None = None) -> None:
     """Serve until SIGINT/SIGTERM: alone, or as one of several workers (`worker`)."""
     tls = server_tls(config)  # each worker loads its own: a context cannot be pickled
+    if ROW_WALK != "C" and (worker is None or worker.index == 0):
+        # Relayed results still pass byte for byte, but a large one costs more CPU.
+        log.warning("relayed results: the row walk is %s", ROW_WALK)
     ctx = await build_context(config)
     gate = Gate.of(config.server)
     refusal = encoder.error_from(too_many_clients())

@@ -9,6 +9,8 @@ the source (its table OID and column number are zero), and an error carries its 
 fields only; for those two the comparison leaves out exactly that, every other message
 must be the same bytes.
 
+Both with the C row walk and with the pure Python one (FEDGATE_ROW_WALK=python).
+
 Then a client that reads a 1M-row result slowly: the gateway's resident memory stays
 bounded (the source waits, instead of the rows piling up in the gateway), and the whole
 result still arrives.
@@ -24,6 +26,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support import rawpg
 from tests.support.gateway_proc import PgSourceGateway, gateway_on_new_database
 from tests.support.postgres import PostgresServer
@@ -56,11 +59,17 @@ QUERIES = {
 }
 
 
-@pytest.fixture(scope="module")
-def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[PgSourceGateway]:
+# Each test runs against a gateway with the C row walk and one with the pure Python walk
+# it falls back to (pgwire/protocol/client.py, ROW_WALK): both must pass the same bytes.
+@pytest.fixture(scope="module", params=["C", "python"])
+def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory,
+          request: pytest.FixtureRequest) -> Iterator[PgSourceGateway]:
+    env = {ROW_WALK_ENV: request.param}
     with gateway_on_new_database(postgres_server.dsn, tmp_path_factory.mktemp("passthrough"),
-                                 DDL) as found:
+                                 DDL, env=env) as found:
+        log = found.gateway.log_path.read_text()
+        fell_back = "the row walk is pure Python" in log
+        assert fell_back == (request.param == "python"), log
         yield found
 
 

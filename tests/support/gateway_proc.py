@@ -39,12 +39,14 @@ class GatewayProcess:
 
 
 def start_gateway(config_text: str, workdir: Path, *, timeout: float = 180.0,
-                  workers: int | None = None) -> GatewayProcess:
+                  workers: int | None = None, env: dict[str, str] | None = None
+                  ) -> GatewayProcess:
     """Write `config_text` to workdir/fedgate.toml and serve it; wait until the port accepts.
 
     The timeout is generous because the first start may generate the demo data. `workers`
     passes `--workers N` (worker processes sharing the port); with more than one, this
-    returns once the supervisor logs that every worker serves.
+    returns once the supervisor logs that every worker serves. `env` adds variables to
+    the process's environment.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "fedgate.toml"
@@ -52,7 +54,7 @@ def start_gateway(config_text: str, workdir: Path, *, timeout: float = 180.0,
     port = free_port()
     log_path = workdir / "gateway.log"
     log = open(log_path, "wb")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     command = [sys.executable, "-m", "gateway", "serve", "--config", str(config),
                "--port", str(port)]
     if workers is not None:
@@ -86,9 +88,11 @@ class PgSourceGateway:
 
 
 @contextmanager
-def gateway_on_new_database(server_dsn: str, workdir: Path, ddl: str = "") -> Iterator[PgSourceGateway]:
+def gateway_on_new_database(server_dsn: str, workdir: Path, ddl: str = "", *,
+                            env: dict[str, str] | None = None) -> Iterator[PgSourceGateway]:
     """Create a database on the PostgreSQL server at `server_dsn`, run `ddl` in it, and
-    serve it through a gateway subprocess until the block ends."""
+    serve it through a gateway subprocess (`env` added to its environment) until the
+    block ends."""
     import psycopg  # only the tests that use this need the driver
 
     database = f"gw_{uuid.uuid4().hex[:10]}"
@@ -100,7 +104,7 @@ def gateway_on_new_database(server_dsn: str, workdir: Path, ddl: str = "") -> It
             conn.execute(ddl)
     config = (f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
               f"dsn = {json.dumps(truth)}\n")
-    gateway = start_gateway(config, workdir)
+    gateway = start_gateway(config, workdir, env=env)
     try:
         yield PgSourceGateway(gateway, truth)
     finally:
