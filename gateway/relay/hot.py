@@ -225,7 +225,7 @@ class HotLane(Lane):
         self.counted(route, None)
         if route.writes and s.in_block:
             self.links.writer = route.source
-        s.query_done()
+        self._query_ready()
         self._done()
 
     def _hot_extended(self, data: bytes, start: int, end: int) -> bool:

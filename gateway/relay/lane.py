@@ -76,7 +76,8 @@ class Lane:
             return True
         if not self._session_idle() or not self._run(data):
             return False
-        self._continue()
+        if self.exchange is None:  # answered at once (BEGIN): send it, take what follows
+            self._continue()
         if self.held:  # bytes after the statement it started wait for its end
             self.port.consumed()
         return True
@@ -189,8 +190,17 @@ class Lane:
             s.report(outcome.error)
         elif route.writes and s.in_block:
             self.links.writer = route.source
-        s.query_done()
+        self._query_ready()
         self._done()
+
+    def _query_ready(self) -> None:
+        """The end of a simple Query, as `SessionState.query_done`, with the activity at
+        hand: ReadyForQuery, after the implicit transaction's portals are closed."""
+        s = self.state
+        if not s.in_block and s.portals:
+            s.close_portals(keep_unnamed=False)
+        idled(self.activity)
+        s.write(encoder.ready_for_query(s.status))
 
     def counted(self, route: Route, error: PgError | None) -> None:
         """/metrics: one statement of the lane ended (timed from `note_query`)."""
