@@ -98,7 +98,8 @@ class Cell:
     """The figures of one workload on one target over the rounds."""
 
     values: list[float] = field(default_factory=list)  # tps, or seconds when streaming
-    cpu_us: list[float] = field(default_factory=list)  # gateway CPU per transaction (µs)
+    cpu_us: list[float] = field(default_factory=list)  # proxy CPU per transaction (µs)
+    user_us: list[float] = field(default_factory=list)  # its user-space part (µs)
     failed_tx: int = 0
     error: str = ""
 
@@ -129,19 +130,22 @@ def psql(ep: Endpoint, sql: str) -> None:
         raise RuntimeError(f"psql {sql!r} failed: {res.stderr}")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of process `pid` and all its descendants (the gateway's workers)."""
-    ticks, pending = 0, [pid]
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU of process `pid` and all its descendants (the gateway's workers)."""
+    user = system = 0
+    pending = [pid]
     while pending:
         current = pending.pop()
         try:
             fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+            user += int(fields[11])  # utime
+            system += int(fields[12])  # stime
             for task in Path(f"/proc/{current}/task").iterdir():
                 pending += [int(c) for c in (task / "children").read_text().split()]
         except (FileNotFoundError, ProcessLookupError):
             continue  # a process that ended meanwhile
-    return ticks / os.sysconf("SC_CLK_TCK")
+    hertz = os.sysconf("SC_CLK_TCK")
+    return user / hertz, system / hertz
 
 
 def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell,
@@ -149,7 +153,7 @@ def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell,
     """One pgbench run; with `cpu_of`, also the CPU that process tree spent per transaction."""
     cmd = ["pgbench", "-n", "-c", str(CLIENTS), "-j", str(THREADS), "-T", str(seconds), *args,
            *ep.libpq(), ep.database]
-    cpu_before = cpu_seconds(cpu_of) if cpu_of is not None else 0.0
+    cpu_before = cpu_seconds(cpu_of) if cpu_of is not None else (0.0, 0.0)
     try:
         res = run(cmd, timeout=seconds + 60)
     except subprocess.TimeoutExpired:
@@ -161,8 +165,10 @@ def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell,
         return
     cell.values.append(float(tps.group(1)))
     if cpu_of is not None and float(tps.group(1)) > 0:
-        spent = cpu_seconds(cpu_of) - cpu_before
-        cell.cpu_us.append(spent / (float(tps.group(1)) * seconds) * 1e6)
+        user, system = cpu_seconds(cpu_of)
+        transactions = float(tps.group(1)) * seconds
+        cell.cpu_us.append((user + system - sum(cpu_before)) / transactions * 1e6)
+        cell.user_us.append((user - cpu_before[0]) / transactions * 1e6)
     cell.failed_tx += int(failed.group(1)) if failed else 0
 
 
@@ -269,7 +275,10 @@ def gateway_name(workers: int) -> str:
 
 
 def cpu_text(cell: Cell) -> str:
-    return f"{statistics.median(cell.cpu_us):.1f} µs" if cell.cpu_us else "–"
+    if not cell.cpu_us:
+        return "–"
+    return (f"{statistics.median(cell.cpu_us):.1f} µs "
+            f"(user {statistics.median(cell.user_us):.1f})")
 
 
 def cpu_ratio_text(cell: Cell, bouncer: Cell) -> str:
@@ -316,7 +325,8 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
             + " | ".join(cell_text(row[p], streaming) for p in proxies) + " | "
             + " | ".join(ratio_text(row[p], row["direct"], goal, streaming) for p in proxies)
             + f" | {'time ≤ ' if streaming else '≥ '}{goal}× |")
-    lines += ["", (f"CPU per transaction (user + system of the proxy's processes, median), and "
+    lines += ["", (f"CPU per transaction (user + system of the proxy's processes, median; in "
+                   f"brackets the user-space part, the rest being the kernel's socket work), and "
                    f"the gateway's next to PgBouncer's (goal: at most {CPU_GOAL}×):"), "",
               ("| Workload | " + " | ".join(labels[p] for p in proxies) + " | "
                + " | ".join(f"{labels[g]} / PgBouncer" for g in gateways) + " |"),
