@@ -337,7 +337,30 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
         lines.append(f"| {workload} | " + " | ".join(cpu_text(row[p]) for p in proxies) + " | "
                      + " | ".join(cpu_ratio_text(row[g], row["pgbouncer"]) for g in gateways)
                      + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + workers_note(facts, cells, gateways)) + "\n"
+
+
+def workers_note(facts: dict, cells: dict[str, dict[str, Cell]], gateways: list[str]) -> list[str]:
+    """-S tps by worker count, and what one worker's CPU per transaction implies for a
+    host with more cores (issue 19: workers that scale)."""
+    row = cells[WORKLOADS[0][0]]
+    direct = row["direct"].median()
+    scaling = [f"{g} {row[g].median():,.0f} tps" + (f" ({row[g].median() / direct:.2f}× direct)"
+                                                    if direct else "")
+               for g in gateways if row[g].median() is not None]
+    one = row[gateways[0]].cpu_us if gateways else []
+    if not scaling or not one:
+        return []
+    per_core = 1e6 / statistics.median(one)
+    return ["", (f"Workers, `{WORKLOADS[0][0]}`: " + "; ".join(scaling) + ". "
+                 f"This host has {facts['cpus']} CPUs for PostgreSQL, pgbench and the proxy "
+                 f"together, so a second gateway worker can only take CPU time the others "
+                 f"need. One worker spends {statistics.median(one):.1f} µs of CPU per "
+                 f"transaction: one core carries at most {per_core:,.0f} tps of it. Workers "
+                 f"share nothing per statement (each has its own sessions and source "
+                 f"connections), so on a 16-core gateway host with PostgreSQL on its own "
+                 f"machine, N workers carry up to N × {per_core:,.0f} tps (16 workers: "
+                 f"{16 * per_core:,.0f}) until PostgreSQL's own limit.")]
 
 
 def start_relay(host: str, port: int) -> tuple[subprocess.Popen, int]:
