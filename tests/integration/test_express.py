@@ -161,7 +161,9 @@ def test_lane_answers_as_the_task_does(setup: Setup) -> None:
 def test_settings_reach_the_link_between_lane_statements(setup: Setup) -> None:
     """The lane sends the client's formatting settings ahead of a statement only when they
     changed since the last one (`PgLink.setting_commands` compares them as one tuple):
-    a SET, a RESET, and a SET back to the first value each reach the source."""
+    a SET, a RESET, and a SET back to the first value each reach the source. RESET of
+    bytea_output, which the gateway keeps no default for, resets it on the source too
+    (it used to stay `escape` there)."""
     reset(setup)
     point = q("SELECT bal::float8 / 3, bal::text::bytea FROM acct WHERE id = 2")
 
