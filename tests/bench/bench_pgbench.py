@@ -371,9 +371,9 @@ def workers_note(facts: dict, cells: dict[str, dict[str, Cell]], gateways: list[
     per_core = 1e6 / statistics.median(one)
     return ["", (f"Workers, `{WORKLOADS[0][0]}`: " + "; ".join(scaling) + ". "
                  f"This host has {facts['cpus']} CPUs for PostgreSQL, pgbench, every proxy "
-                 f"and whatever else runs (see the load average), so more workers here mostly "
-                 f"take a larger share of contended CPUs, and each worker, woken for fewer "
-                 f"statements at a time, spends more CPU per transaction. With cores to "
+                 f"and whatever else runs (see the load average), so what more workers change "
+                 f"here depends on that; each worker, woken for fewer statements at a time, "
+                 f"spends more CPU per transaction. With cores to "
                  f"spare it is different: one worker spends {statistics.median(one):.1f} µs of "
                  f"CPU per transaction, so one core carries at most {per_core:,.0f} tps of "
                  f"it, and workers share nothing per statement (each has its own sessions "
