@@ -84,6 +84,7 @@ class PgLink:
         self.status = "I"
         self.broken = False
         self.settings: dict[str, str] = {}
+        self._mirrored: tuple[str | None, ...] | None = None  # see setting_commands
         self.statements: dict[tuple[str, tuple[int, ...]], RemoteStatement] = {}
         # The tables' shapes the statements were described under (`expire_statements`),
         # and the ones forgotten since, closed on the source with the next Parse.
@@ -202,11 +203,21 @@ class PgLink:
     # --- settings and statements ---------------------------------------------------------
 
     def setting_commands(self, settings: Mapping[str, str]) -> list[str]:
-        """SET commands that bring the link's formatting settings to the client's."""
+        """SET commands that bring the link's formatting settings to the client's; RESET
+        for one the client no longer sets (RESET bytea_output: the source's default)."""
+        # Asked before every relayed statement: the client's values as of the last call
+        # (which `self.settings` then matched) answer a repeat with one comparison.
+        current = tuple(map(settings.get, MIRRORED))
+        if current == self._mirrored:
+            return []
+        self._mirrored = current
         commands = []
         for name in MIRRORED:
             value = settings.get(name)
-            if value is not None and self.settings.get(name) != value:
+            if value is None:
+                if self.settings.pop(name, None) is not None:
+                    commands.append(f"RESET {name}")
+            elif self.settings.get(name) != value:
                 commands.append(f"SET {name} = '{value.replace(chr(39), chr(39) * 2)}'")
                 self.settings[name] = value
         return commands

@@ -81,7 +81,10 @@ def quick_split(text: str) -> tuple[str, str, list[str]] | None:
 
 def parameter_types(numbers: list[str]) -> tuple[int, ...]:
     """The literals' own types (int4, int8 or numeric), as `gateway.relay.literals.lift` gives."""
-    return tuple(INT4 if len(n) < 10 and n.isdigit() else type_of(n) for n in numbers)
+    if len(numbers) == 1:  # pgbench's statements, and most point queries: no generator
+        n = numbers[0]
+        return (INT4,) if len(n) < 10 and n.isdigit() else (type_of(n),)
+    return tuple([INT4 if len(n) < 10 and n.isdigit() else type_of(n) for n in numbers])
 
 
 def bound_request(statement: RemoteStatement, numbers: list[str]) -> bytes:
@@ -222,7 +225,7 @@ class HotLane(Lane):
         self.counted(route, None)
         if route.writes and s.in_block:
             self.links.writer = route.source
-        s.query_done()
+        self._query_ready()
         self._done()
 
     def _hot_extended(self, data: bytes, start: int, end: int) -> bool:

@@ -24,7 +24,7 @@ from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from gateway.relay.exchange import Exchange
 from gateway.relay.links import SessionLinks, stale_plan, unlifted
 from gateway.relay.literals import Lifted
-from gateway.state.activity import activity_of, note_done, note_idle, note_query
+from gateway.state.activity import activity_of, began, ended, idled
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
 from gateway.state.session import SessionState
@@ -62,6 +62,7 @@ class Lane:
         self.held: list[bytes] = []  # arrived while an exchange was in flight
         self.closed = False
         self.taken = 0  # statements the lane ran (SHOW fedgate.express_statements)
+        self.activity = activity_of(state)  # the session's, for pg_stat_activity
         self._decoder = FrontendDecoder(state.ctx.config.server.max_message_bytes)
         self._decoder.startup_done()
 
@@ -71,17 +72,21 @@ class Lane:
         """Take `data` if it starts with what the lane runs; False leaves it to the task."""
         if self.exchange is not None:
             self.held.append(data)
+            self.port.consumed()  # the port stops reading when too much is held
             return True
         if not self._session_idle() or not self._run(data):
             return False
-        self._continue()
+        if self.exchange is None:  # answered at once (BEGIN): send it, take what follows
+            self._continue()
+        if self.held:  # bytes after the statement it started wait for its end
+            self.port.consumed()
         return True
 
     @property
     def held_bytes(self) -> int:
         """What arrived while an exchange was in flight (the port stops reading when this
         grows large, and reads again at `consumed()`)."""
-        return sum(map(len, self.held))
+        return sum(map(len, self.held)) if self.held else 0
 
     def client_lost(self) -> None:
         self.closed = True
@@ -148,7 +153,9 @@ class Lane:
         link = links.links.get(route.source)
         if link is None or not link.idle:
             return None
-        link.expire_statements(s.ctx.schema_epoch)
+        epoch = s.ctx.schema_epoch
+        if epoch != link.statements_epoch:
+            link.expire_statements(epoch)
         return link
 
 
@@ -159,7 +166,7 @@ class Lane:
         SessionLinks.simple do."""
         s = self.state
         s.skipping = False
-        note_query(s, sql)
+        began(self.activity, sql)
         prefix, quiet = self.links.prefix(link)
         self._start(link, prefix + request, quiet, done)
 
@@ -183,13 +190,22 @@ class Lane:
             s.report(outcome.error)
         elif route.writes and s.in_block:
             self.links.writer = route.source
-        s.query_done()
+        self._query_ready()
         self._done()
+
+    def _query_ready(self) -> None:
+        """The end of a simple Query, as `SessionState.query_done`, with the activity at
+        hand: ReadyForQuery, after the implicit transaction's portals are closed."""
+        s = self.state
+        if not s.in_block and s.portals:
+            s.close_portals(keep_unnamed=False)
+        idled(self.activity)
+        s.write(encoder.ready_for_query(s.status))
 
     def counted(self, route: Route, error: PgError | None) -> None:
         """/metrics: one statement of the lane ended (timed from `note_query`)."""
         s = self.state
-        started = activity_of(s).started
+        started = self.activity.started
         assert started is not None  # note_query set it when the lane sent the statement
         s.ctx.metrics.statement_done("write" if route.writes else "select",
                                      error.sqlstate if error is not None else None, "express",
@@ -223,7 +239,7 @@ class Lane:
         portal = Portal(prepared, [], formats)
         s.portals[""] = portal
         s.write(answered)
-        note_query(s, prepared.sql)
+        began(self.activity, prepared.sql)
         prefix, quiet = self.links.prefix(link)
         route = prepared.route
         self._start(link, prefix + w.rebind(remote.name, params) + tail, quiet,
@@ -243,7 +259,7 @@ class Lane:
             portal.done = True
         # Sync, as Session.on_sync.
         s.skipping = False
-        note_idle(s)
+        idled(self.activity)
         if not s.in_block:
             s.close_portals(keep_unnamed=False)
         s.write(encoder.ready_for_query(s.status))
@@ -280,18 +296,21 @@ class Lane:
     def _continue(self) -> None:
         """A unit is done or in flight: once done, send its answer, then take what the
         client sent meanwhile (or hand it to the task)."""
+        took = False
         while self.exchange is None and not self.closed:
             self.flush()
             if not self.held:
                 break
+            took = True
             data = b"".join(self.held)
             self.held.clear()
             if not (self._session_idle() and self._run(data)):
                 self.port.feed(data)
                 break
-        self.port.consumed()
+        if took:  # the port may have stopped reading for what was held (`offer`)
+            self.port.consumed()
 
     def _done(self) -> None:
-        note_done(self.state)  # the statement log (gateway.state.activity)
+        ended(self.activity, self.state)  # the statement log (gateway.state.activity)
         self.exchange = None
         self._continue()

@@ -87,7 +87,12 @@ class SessionLinks:
     @property
     def active(self) -> bool:
         """A transaction block has reached a source (reads must go where writes went)."""
-        return bool(self.writers) or any(link.status != "I" for link in self.links.values())
+        if self.writers:
+            return True
+        for link in self.links.values():  # (a loop: asked before every relayed statement)
+            if link.status != "I":
+                return True
+        return False
 
     def route(self, sql: str) -> Route | None:
         """Where `sql` goes (gateway.relay.routing), or None for the planner: reads are

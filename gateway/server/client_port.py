@@ -84,8 +84,7 @@ class ClientPort(asyncio.Protocol):
         lane = self.lane
         if lane is not None:
             try:
-                if lane.offer(data):
-                    self._update_reading()  # the lane may be holding what arrives
+                if lane.offer(data):  # (which called `consumed()`)
                     return
             except Exception:  # a bug of ours: this connection stays on the task's road
                 log.exception("express lane failed; the session carries on without it")
@@ -108,6 +107,10 @@ class ClientPort(asyncio.Protocol):
         the message took from the budget: it cannot be handed out before its last byte
         is read."""
         decoder = self.decoder
+        lane = self.lane
+        if (not self._reading_paused and not self._taken and not decoder.buffered
+                and (lane is None or not lane.held)):
+            return  # nothing waits (the express lane's case after every statement)
         awaited = decoder.awaited
         if self._taken and self._taken != awaited:  # that message is whole (or gone)
             self._give_back()
@@ -121,7 +124,7 @@ class ClientPort(asyncio.Protocol):
                 if not self._budget_waited:
                     self._budget_waited = True
                     self.budget.wait(self._budget_freed)
-        held = self.lane.held_bytes if self.lane is not None else 0
+        held = lane.held_bytes if lane is not None else 0
         over = held > HIGH_WATER or decoder.buffered > limit
         if over != self._reading_paused and not self.transport.is_closing():
             self._reading_paused = over

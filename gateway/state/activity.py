@@ -48,7 +48,11 @@ class Activity:
 
 def note_query(session: Any, sql: str) -> None:
     """Record the statement a session is running, for pg_stat_activity."""
-    activity = activity_of(session)
+    began(activity_of(session), sql)
+
+
+def began(activity: Activity, sql: str) -> None:
+    """`note_query` on the session's activity (the express lane keeps it at hand)."""
     activity.query = sql
     activity.started = time.time()
     activity.state = "active"
@@ -63,7 +67,11 @@ def note_query(session: Any, sql: str) -> None:
 def note_done(session: Any) -> None:
     """The statement `note_query` noted has finished: log it when it took at least
     `[server] log_min_duration_ms` (-1: never), with its duration, user and text."""
-    activity = activity_of(session)
+    ended(activity_of(session), session)
+
+
+def ended(activity: Activity, session: Any) -> None:
+    """`note_done` on the session's activity (the express lane keeps it at hand)."""
     started, activity.timed = activity.timed, None
     threshold = session.ctx.config.server.log_min_duration_ms
     if started is None or threshold < 0:
@@ -98,7 +106,10 @@ def note_sources(session: Any, sources: tuple[str, ...]) -> None:
 
 
 def note_idle(session: Any) -> None:
-    activity = activity_of(session)
+    idled(activity_of(session))
+
+
+def idled(activity: Activity) -> None:
     activity.state = "idle"
     activity.stream = None
 

@@ -255,6 +255,8 @@ class SessionState:
 
     def close_portals(self, keep_unnamed: bool, keep_holdable: bool = True) -> None:
         """Close the portals a transaction's end closes (WITH HOLD cursors stay)."""
+        if not self.portals:
+            return
         for name, portal in list(self.portals.items()):
             if not ((keep_unnamed and name == "") or (keep_holdable and portal.holdable)):
                 self.close_later(self.portals.pop(name))

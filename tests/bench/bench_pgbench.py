@@ -1,15 +1,16 @@
 """pgbench through the gateway, next to direct PostgreSQL and PgBouncer, in one sitting.
 
-    python tests/bench/bench_pgbench.py [--seconds 10] [--rounds 3] [--scale 10] [--workers N]
-                                        [--only-pgbench] [--no-write]
+    python tests/bench/bench_pgbench.py [--seconds 10] [--rounds 3] [--scale 10]
+                                        [--workers 1,2,4] [--only-pgbench] [--no-write]
 
 One throwaway PostgreSQL 15 cluster (tests/support/postgres.py) is loaded directly with
 `pgbench -i -s 10` and a 1,000,000-row × 4-column table. Three targets then run the same
 work against that one server:
 
 - direct PostgreSQL;
-- the gateway, a subprocess with one postgres source `pg` and search_path = pg, running
-  `--workers N` worker processes (default 1);
+- the gateway, a subprocess with one postgres source `pg` and search_path = pg, once for
+  each worker count of `--workers` (default 1, 2 and 4 worker processes, each its own
+  gateway on its own port, all running side by side);
 - PgBouncer in session pooling (tests/support/pgbouncer.py), the peer a user would pick;
 - a bare byte relay in Python on the gateway's event loop (tests/bench/bare_relay.py): no
   message parsed, nothing routed. It is the floor for any Python proxy on this machine,
@@ -20,8 +21,11 @@ TPC-B script `-c 8 -j 2`; streaming the 1M rows with `psql -At -c '...' > /dev/n
 (wall time). Each pgbench cell runs `--rounds` times for `--seconds`, the targets taking
 turns in an order that rotates every round, so drift in machine load hits all of them;
 the table shows medians and the ratios to direct PostgreSQL, next to issue 7's targets,
-and under it the CPU per transaction of each proxy (its process tree's user + system time
-across each of its runs, divided by the transactions it answered).
+and a second table the CPU per transaction of each proxy (its process tree's user + system
+time across each of its runs, divided by the transactions it answered) and the gateway's
+ratio to PgBouncer's, next to issue 19's target (at most 1.5×). On a loaded machine the
+CPU per transaction is the steadier figure: tps moves with what else runs, the work one
+transaction costs much less.
 A cell that fails (a feature the gateway lacks, a crash) is reported as failed with the
 client's last error lines; the other cells still run. The section between this script's
 markers in BENCHMARKS.md is replaced (appended when missing); nothing else is touched.
@@ -48,8 +52,9 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # run as a plain script from anywhere
     sys.path.insert(0, str(REPO))
 
+from tests.bench.pgbench_notes import WHY, workers_note  # noqa: E402
 from tests.bench.sections import write_section  # noqa: E402
-from tests.support.gateway_proc import start_gateway  # noqa: E402
+from tests.support.gateway_proc import GatewayProcess, start_gateway  # noqa: E402
 from tests.support.pgbouncer import pgbouncer_binary, start_pgbouncer  # noqa: E402
 from tests.support.postgres import start_postgres  # noqa: E402
 from tests.support.system import free_port, wait_listening  # noqa: E402
@@ -63,8 +68,7 @@ STREAM_TABLE = ("CREATE TABLE stream_rows AS SELECT g AS id, g % 1000 AS grp, "
                 "g * 0.25::float8 AS x, 'row-' || g AS label "
                 f"FROM generate_series(1, {STREAM_ROWS}) AS g")
 STREAM_TIMEOUT = 120  # seconds per psql run
-TARGETS = ("direct", "gateway", "pgbouncer", "bare relay")
-PROXIES = TARGETS[1:]  # the targets whose CPU per transaction is measured
+CPU_GOAL = 1.5  # issue 19: the gateway's CPU per transaction at most 1.5× PgBouncer's
 # name, pgbench arguments, issue 7's goal as a ratio to direct PostgreSQL
 WORKLOADS = [
     ("-S, -M simple", ["-S", "-M", "simple"], 0.5),
@@ -95,7 +99,8 @@ class Cell:
     """The figures of one workload on one target over the rounds."""
 
     values: list[float] = field(default_factory=list)  # tps, or seconds when streaming
-    cpu_us: list[float] = field(default_factory=list)  # gateway CPU per transaction (µs)
+    cpu_us: list[float] = field(default_factory=list)  # proxy CPU per transaction (µs)
+    user_us: list[float] = field(default_factory=list)  # its user-space part (µs)
     failed_tx: int = 0
     error: str = ""
 
@@ -126,19 +131,22 @@ def psql(ep: Endpoint, sql: str) -> None:
         raise RuntimeError(f"psql {sql!r} failed: {res.stderr}")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of process `pid` and all its descendants (the gateway's workers)."""
-    ticks, pending = 0, [pid]
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU of process `pid` and all its descendants (the gateway's workers)."""
+    user = system = 0
+    pending = [pid]
     while pending:
         current = pending.pop()
         try:
             fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+            user += int(fields[11])  # utime
+            system += int(fields[12])  # stime
             for task in Path(f"/proc/{current}/task").iterdir():
                 pending += [int(c) for c in (task / "children").read_text().split()]
         except (FileNotFoundError, ProcessLookupError):
             continue  # a process that ended meanwhile
-    return ticks / os.sysconf("SC_CLK_TCK")
+    hertz = os.sysconf("SC_CLK_TCK")
+    return user / hertz, system / hertz
 
 
 def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell,
@@ -146,7 +154,7 @@ def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell,
     """One pgbench run; with `cpu_of`, also the CPU that process tree spent per transaction."""
     cmd = ["pgbench", "-n", "-c", str(CLIENTS), "-j", str(THREADS), "-T", str(seconds), *args,
            *ep.libpq(), ep.database]
-    cpu_before = cpu_seconds(cpu_of) if cpu_of is not None else 0.0
+    cpu_before = cpu_seconds(cpu_of) if cpu_of is not None else (0.0, 0.0)
     try:
         res = run(cmd, timeout=seconds + 60)
     except subprocess.TimeoutExpired:
@@ -158,8 +166,10 @@ def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell,
         return
     cell.values.append(float(tps.group(1)))
     if cpu_of is not None and float(tps.group(1)) > 0:
-        spent = cpu_seconds(cpu_of) - cpu_before
-        cell.cpu_us.append(spent / (float(tps.group(1)) * seconds) * 1e6)
+        user, system = cpu_seconds(cpu_of)
+        transactions = float(tps.group(1)) * seconds
+        cell.cpu_us.append((user + system - sum(cpu_before)) / transactions * 1e6)
+        cell.user_us.append((user - cpu_before[0]) / transactions * 1e6)
     cell.failed_tx += int(failed.group(1)) if failed else 0
 
 
@@ -196,9 +206,9 @@ def stream_once(ep: Endpoint, cell: Cell) -> None:
     cell.values.append(time.perf_counter() - start)
 
 
-def rotated(round_no: int) -> list[str]:
-    k = round_no % len(TARGETS)
-    return list(TARGETS[k:] + TARGETS[:k])
+def rotated(targets: list[str], round_no: int) -> list[str]:
+    k = round_no % len(targets)
+    return targets[k:] + targets[:k]
 
 
 def alive(name: str, procs: dict[str, subprocess.Popen], cell: Cell) -> bool:
@@ -214,23 +224,24 @@ def alive(name: str, procs: dict[str, subprocess.Popen], cell: Cell) -> bool:
 def measure(endpoints: dict[str, Endpoint], procs: dict[str, subprocess.Popen], seconds: int,
             rounds: int, streaming: bool = True) -> dict[str, dict[str, Cell]]:
     """Every cell in rotating turns; `procs` are the proxies, whose CPU is measured."""
-    cells = {w: {t: Cell() for t in TARGETS} for w, _, _ in WORKLOADS}
+    targets = list(endpoints)
+    cells = {w: {t: Cell() for t in targets} for w, _, _ in WORKLOADS}
     if streaming:
-        cells[STREAM_NAME] = {t: Cell() for t in TARGETS}
-    for name in TARGETS:  # warm-up, untimed: connections, caches, the gateway's plan cache
+        cells[STREAM_NAME] = {t: Cell() for t in targets}
+    for name in targets:  # warm-up, untimed: connections, caches, the gateway's plan cache
         say(f"warm-up: {name}")
         pgbench_once(endpoints[name], ["-S", "-M", "simple"], 2, Cell())
         if streaming:
             stream_check(endpoints[name], cells[STREAM_NAME][name])
     for r in range(rounds):
         for workload, args, _ in WORKLOADS:
-            for name in rotated(r):
+            for name in rotated(targets, r):
                 if alive(name, procs, cells[workload][name]):
                     say(f"round {r + 1}/{rounds}: {workload} on {name} for {seconds} s")
                     proc = procs.get(name)
                     pgbench_once(endpoints[name], args, seconds, cells[workload][name],
                                  cpu_of=proc.pid if proc is not None else None)
-        for name in rotated(r) if streaming else []:
+        for name in rotated(targets, r) if streaming else []:
             if alive(name, procs, cells[STREAM_NAME][name]):
                 say(f"round {r + 1}/{rounds}: streaming on {name}")
                 stream_once(endpoints[name], cells[STREAM_NAME][name])
@@ -260,13 +271,33 @@ def ratio_text(cell: Cell, base: Cell, goal: float, streaming: bool) -> str:
     return f"{ratio:.2f}× {'✓' if met and not cell.failed_tx else '✗'}"
 
 
-def gateway_label(workers: int) -> str:
-    return "Gateway" if workers == 1 else f"Gateway ({workers} workers)"
+def gateway_name(workers: int) -> str:
+    return f"gateway ({workers} worker{'s' if workers > 1 else ''})"
+
+
+def cpu_text(cell: Cell) -> str:
+    if not cell.cpu_us:
+        return "–"
+    return (f"{statistics.median(cell.cpu_us):.1f} µs "
+            f"(user {statistics.median(cell.user_us):.1f})")
+
+
+def cpu_ratio_text(cell: Cell, bouncer: Cell) -> str:
+    if not cell.cpu_us or not bouncer.cpu_us:
+        return "–"
+    ratio = statistics.median(cell.cpu_us) / statistics.median(bouncer.cpu_us)
+    if ratio <= CPU_GOAL:
+        return f"{ratio:.2f}× ✓"
+    return f"{ratio:.2f}× ✗ ({ratio / CPU_GOAL - 1:.0%} over)"
 
 
 def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
-    gw = gateway_label(facts["workers"])
-    labels = {"gateway": gw, "pgbouncer": "PgBouncer", "bare relay": "Bare Python relay"}
+    targets = list(next(iter(cells.values())))
+    proxies = targets[1:]
+    gateways = [t for t in targets if t.startswith("gateway")]
+    labels = {t: t[0].upper() + t[1:] for t in targets} | {
+        "direct": "Direct PostgreSQL", "pgbouncer": "PgBouncer", "bare relay": "Bare Python relay"}
+    workers = ", ".join(str(n) for n in facts["workers"])
     lines = [
         f"### pgbench: gateway vs direct PostgreSQL vs PgBouncer ({facts['date']})",
         "",
@@ -274,17 +305,17 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
          f"{facts['scale']}` loaded directly; {facts['cpus']} CPUs, load average "
          f"{facts['load_before']} before and {facts['load_after']} after; {facts['pgbench']}; "
          f"{facts['pgbouncer']}. pgbench `-n -c {CLIENTS} -j {THREADS} -T {facts['seconds']}`, "
-         f"{facts['rounds']} round(s) per cell, the {len(TARGETS)} targets taking turns in a "
+         f"{facts['rounds']} round(s) per cell, the {len(targets)} targets taking turns in a "
          f"rotating order; medians. Gateway: one postgres source, search_path = that source, "
-         f"{facts['workers']} worker process(es). PgBouncer: session pooling. Bare Python "
+         f"{workers} worker process(es), one gateway each. PgBouncer: session pooling. Bare Python "
          f"relay: tests/bench/bare_relay.py, bytes passed on unparsed on the gateway's event "
          f"loop, one process (the floor for a Python proxy). Streaming: "
          f"`psql -At -c '{STREAM_SQL}' > /dev/null` (int, int, float8, text), wall time, "
          f"median of {facts['rounds']}."),
         "",
-        ("| Workload | Direct PostgreSQL | " + " | ".join(labels[p] for p in PROXIES) + " | "
-         + " | ".join(f"{labels[p]} / direct" for p in PROXIES) + " | Goal (gateway) |"),
-        "|---" * (3 + 2 * len(PROXIES)) + "|",
+        ("| Workload | Direct PostgreSQL | " + " | ".join(labels[p] for p in proxies) + " | "
+         + " | ".join(f"{labels[p]} / direct" for p in proxies) + " | Goal (gateway) |"),
+        "|---" * (3 + 2 * len(proxies)) + "|",
     ]
     goals = {w: g for w, _, g in WORKLOADS} | {STREAM_NAME: STREAM_GOAL}
     for workload, row in cells.items():
@@ -292,15 +323,23 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
         goal = goals[workload]
         lines.append(
             f"| {workload} | {cell_text(row['direct'], streaming)} | "
-            + " | ".join(cell_text(row[p], streaming) for p in PROXIES) + " | "
-            + " | ".join(ratio_text(row[p], row["direct"], goal, streaming) for p in PROXIES)
+            + " | ".join(cell_text(row[p], streaming) for p in proxies) + " | "
+            + " | ".join(ratio_text(row[p], row["direct"], goal, streaming) for p in proxies)
             + f" | {'time ≤ ' if streaming else '≥ '}{goal}× |")
-    lines += ["", "CPU per transaction (user + system of the proxy's processes, median):", ""]
-    for proxy in PROXIES:
-        spent = [f"{workload} {statistics.median(row[proxy].cpu_us):.0f} µs"
-                 for workload, row in cells.items() if row[proxy].cpu_us]
-        lines.append(f"- {labels[proxy]}: " + ("; ".join(spent) or "not measured") + ".")
-    return "\n".join(lines) + "\n"
+    lines += ["", (f"CPU per transaction (user + system of the proxy's processes, median; in "
+                   f"brackets the user-space part, the rest being the kernel's socket work), and "
+                   f"the gateway's next to PgBouncer's (goal: at most {CPU_GOAL}×):"), "",
+              ("| Workload | " + " | ".join(labels[p] for p in proxies) + " | "
+               + " | ".join(f"{labels[g]} / PgBouncer" for g in gateways) + " |"),
+              "|---" * (1 + len(proxies) + len(gateways)) + "|"]
+    for workload, row in cells.items():
+        if workload == STREAM_NAME:
+            continue
+        lines.append(f"| {workload} | " + " | ".join(cpu_text(row[p]) for p in proxies) + " | "
+                     + " | ".join(cpu_ratio_text(row[g], row["pgbouncer"]) for g in gateways)
+                     + " |")
+    return "\n".join(lines + [""] + [WHY] + workers_note(facts, cells[WORKLOADS[0][0]],
+                                                          WORKLOADS[0][0], gateways)) + "\n"
 
 
 def start_relay(host: str, port: int) -> tuple[subprocess.Popen, int]:
@@ -330,26 +369,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=10, help="pgbench -T per run (10)")
     parser.add_argument("--rounds", type=int, default=3, help="runs per cell (3)")
     parser.add_argument("--scale", type=int, default=10, help="pgbench -i scale (10)")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="gateway worker processes sharing the port (1)")
+    parser.add_argument("--workers", default="1,2,4",
+                        help="gateways to run, by worker processes sharing the port (1,2,4)")
     parser.add_argument("--only-pgbench", action="store_true",
                         help="skip the 1M-row streaming cell (and loading its table)")
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
     args = parser.parse_args(argv)
-    if args.workers < 1:
+    try:
+        worker_counts = sorted({int(n) for n in args.workers.split(",")})
+    except ValueError:
+        parser.error("--workers takes worker counts separated by commas, such as 1,2,4")
+    if not worker_counts or worker_counts[0] < 1:
         parser.error("--workers must be at least 1")
     for tool in ("pgbench", "psql"):
         if shutil.which(tool) is None:
             parser.error(f"{tool} not found on PATH (Debian: postgresql-client)")
     facts = {"date": dt.date.today().isoformat(), "scale": args.scale, "seconds": args.seconds,
-             "workers": args.workers,
+             "workers": worker_counts,
              "rounds": args.rounds, "cpus": os.cpu_count(), "load_before": load_average(),
              "pgbench": version(["pgbench", "--version"]),
              "pgbouncer": version([pgbouncer_binary(), "--version"])}
     with tempfile.TemporaryDirectory(prefix="bench-pgbench-") as tmp:
         workdir = Path(tmp)
         server = start_postgres(workdir / "postgres", durable=True)  # default settings, as FACTS
-        gateway = bouncer = relay = None
+        gateways: dict[str, GatewayProcess] = {}
+        bouncer = relay = None
         try:
             admin = Endpoint(server.host, server.port, server.user, "postgres")
             psql(admin, f"CREATE DATABASE {DATABASE}")
@@ -363,27 +407,28 @@ def main(argv: list[str] | None = None) -> int:
                 psql(direct, STREAM_TABLE)
                 psql(direct, "VACUUM ANALYZE stream_rows")
             dsn = server.dsn.rsplit("/", 1)[0] + "/" + DATABASE
-            gateway = start_gateway(
-                f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
-                f'dsn = {json.dumps(dsn)}\nschema = "public"\n', workdir / "gateway",
-                workers=args.workers)
+            for n in worker_counts:
+                gateways[gateway_name(n)] = start_gateway(
+                    f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
+                    f'dsn = {json.dumps(dsn)}\nschema = "public"\n', workdir / f"gateway-{n}",
+                    workers=n)
             bouncer = start_pgbouncer(server.host, server.port, user=server.user,
                                       database=DATABASE)
             relay, relay_port = start_relay(server.host, server.port)
-            endpoints = {"direct": direct,
-                         "gateway": Endpoint(gateway.host, gateway.port, "fedgate",
-                                             gateway.database),
-                         "pgbouncer": Endpoint(bouncer.host, bouncer.port, bouncer.user,
-                                               DATABASE),
-                         "bare relay": Endpoint("127.0.0.1", relay_port, server.user, DATABASE)}
-            procs = {"gateway": gateway.proc, "pgbouncer": bouncer.proc, "bare relay": relay}
+            endpoints = {"direct": direct} | {
+                name: Endpoint(gw.host, gw.port, "fedgate", gw.database)
+                for name, gw in gateways.items()} | {
+                "pgbouncer": Endpoint(bouncer.host, bouncer.port, bouncer.user, DATABASE),
+                "bare relay": Endpoint("127.0.0.1", relay_port, server.user, DATABASE)}
+            procs = {name: gw.proc for name, gw in gateways.items()} | {
+                "pgbouncer": bouncer.proc, "bare relay": relay}
             cells = measure(endpoints, procs, args.seconds, args.rounds,
                             streaming=not args.only_pgbench)
         finally:
             if relay is not None:
                 relay.kill()
                 relay.wait(10)
-            for running in (bouncer, gateway):
+            for running in (bouncer, *gateways.values()):
                 if running is not None:
                     running.stop()
             server.stop()

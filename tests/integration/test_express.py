@@ -158,6 +158,37 @@ def test_lane_answers_as_the_task_does(setup: Setup) -> None:
     assert {"22012", "42703", "23505", "25P02", "22P02", "08P01"} <= set(codes), codes
 
 
+def test_settings_reach_the_link_between_lane_statements(setup: Setup) -> None:
+    """The lane sends the client's formatting settings ahead of a statement only when they
+    changed since the last one (`PgLink.setting_commands` compares them as one tuple):
+    a SET, a RESET, and a SET back to the first value each reach the source. RESET of
+    bytea_output, which the gateway keeps no default for, resets it on the source too
+    (it used to stay `escape` there)."""
+    reset(setup)
+    point = q("SELECT bal::float8 / 3, bal::text::bytea FROM acct WHERE id = 2")
+
+    def answer(conn: rawpg.RawPG) -> list[bytes | None]:
+        rows = [p for t, p in exchange(conn, point) if t == "D"]
+        return rawpg.parse_data_row(rows[0])
+
+    with connect(setup, "on") as conn:
+        before = [answer(conn) for _ in range(3)]  # opens the link, prepares the shape
+        exchange(conn, q("SET extra_float_digits = 0"))
+        short = answer(conn)
+        exchange(conn, q("SET bytea_output = 'escape'"))
+        escaped = answer(conn)
+        exchange(conn, q("RESET extra_float_digits"))
+        exchange(conn, q("RESET bytea_output"))
+        again = answer(conn)
+        exchange(conn, q("SET extra_float_digits = 0"))
+        short_again = answer(conn)
+        taken = show_taken(conn)
+    assert before[0] == before[1] == before[2] == again
+    assert short[0] == short_again[0] == b"66.6666666666667" != before[0][0]
+    assert (before[0][1], escaped[1]) == (b"\\x323030", b"200")
+    assert taken >= 5, taken
+
+
 # Runs for many seconds on the source (relayed: no pg_* function, which the gateway keeps).
 LONG = ("SELECT count(*), '{marker}' FROM acct, generate_series(1, 20000) AS x, "
         "generate_series(1, 20000) AS y WHERE id = 1")
