@@ -37,6 +37,9 @@ class DynamicFilter:
     # Per key, every column of the probe fragment its condition goes on: the key and the
     # columns the fragment's own inner joins equate with it (`equivalents`).
     targets: tuple[tuple[Column, ...], ...] = ()
+    # Per key, the Arrow type of the probe column (the width of an integer key array,
+    # planner.key_sets), None when not a scan column.
+    types: tuple[str | None, ...] = ()
 
     @property
     def build_field(self) -> str:
@@ -127,8 +130,17 @@ def find(plan: Node, fragment_names: dict[int, str],
 def dynamic_filter(build: str, probe: Node, probe_name: str, keys: list[tuple[str, Column]]) -> DynamicFilter:
     """The filter narrowing fragment `probe_name` (plan `probe`) by `build`'s `keys`, each
     key's condition going on every column the probe's inner joins equate with it."""
+    scans = spine_scans(probe)
+
+    def type_of(column: Column) -> str | None:
+        scan = scans.get(column[0]) if column[0] is not None else None
+        if scan is None or column[1] not in scan.table.schema.names:
+            return None
+        return str(scan.table.schema.field(column[1]).type)
+
     return DynamicFilter(build, probe_name, tuple(keys),
-                         tuple(tuple(equivalents(probe, column)) for _, column in keys))
+                         tuple(tuple(equivalents(probe, column)) for _, column in keys),
+                         tuple(type_of(column) for _, column in keys))
 
 
 def _through_joins(plan: Node, fragment_names: dict[int, str], field_names: dict[int, dict[Column, str]],

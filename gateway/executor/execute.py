@@ -185,7 +185,7 @@ class Executor:
         conditions = []
         for index, (build_field, column) in enumerate(dynamic.keys):
             keys = pc.unique(table[build_field]).drop_null().to_pylist() or [None]
-            shape = shape_for(dialect, keys)
+            shape = shape_for(dialect, keys, dynamic.types[index] if index < len(dynamic.types) else None)
             targets = dynamic.targets[index] if index < len(dynamic.targets) else (column,)
             name = ", ".join(".".join(c for c in target if c) for target in targets)
             if shape.kind == "none":
