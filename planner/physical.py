@@ -169,7 +169,7 @@ def render_fragment(index: int, node: Node, source: str, dialect: Dialect) -> tu
 
     fragment = RemoteFragment(f"frag_{index}", source, dialect.to_sql(tree),
                               lambda: dialect.to_sql(describe_tree(tree)), bool(params), params,
-                              narrow=narrow)
+                              narrow=narrow, estimated_rows=dynamic_filters.estimated_rows(node))
     qualifiers = {q for q, _ in node.output}
     name = exp.to_identifier(fragment.name, quoted=True)
     if renamed is not None:
