@@ -37,6 +37,9 @@ class DynamicFilter:
     # Per key, every column of the probe fragment its condition goes on: the key and the
     # columns the fragment's own inner joins equate with it (`equivalents`).
     targets: tuple[tuple[Column, ...], ...] = ()
+    # Per key, the Arrow type of the probe column (the width of an integer key array,
+    # planner.key_sets), None when not a scan column.
+    types: tuple[str | None, ...] = ()
 
     @property
     def build_field(self) -> str:
@@ -127,20 +130,34 @@ def find(plan: Node, fragment_names: dict[int, str],
 def dynamic_filter(build: str, probe: Node, probe_name: str, keys: list[tuple[str, Column]]) -> DynamicFilter:
     """The filter narrowing fragment `probe_name` (plan `probe`) by `build`'s `keys`, each
     key's condition going on every column the probe's inner joins equate with it."""
+    scans = spine_scans(probe)
+
+    def type_of(column: Column) -> str | None:
+        scan = scans.get(column[0]) if column[0] is not None else None
+        if scan is None or column[1] not in scan.table.schema.names:
+            return None
+        return str(scan.table.schema.field(column[1]).type)
+
     return DynamicFilter(build, probe_name, tuple(keys),
-                         tuple(tuple(equivalents(probe, column)) for _, column in keys))
+                         tuple(tuple(equivalents(probe, column)) for _, column in keys),
+                         tuple(type_of(column) for _, column in keys))
 
 
 def _through_joins(plan: Node, fragment_names: dict[int, str], field_names: dict[int, dict[Column, str]],
                    direct: list[DynamicFilter]) -> list[DynamicFilter]:
-    """Candidates a chain of inner joins makes: in `part ⋈ lineitem ⋈ partsupp` on
+    """Candidates a region of inner joins makes: in `part ⋈ lineitem ⋈ partsupp` on
     p_partkey = l_partkey = ps_partkey, partsupp joins only rows holding part's keys, so
-    part (the smallest fragment of that key's equivalence class) narrows partsupp too.
-    Within one region of inner/cross joins and filters the `a = b` conditions make the
-    classes; a fragment already narrowed, or read first as a build, is left as it is, and
-    only a build that filters its rows is worth reading first."""
-    builds = {f.build for f in direct}
-    probed = {f.probe for f in direct}
+    part narrows partsupp too. Within one region of inner/cross joins and filters the
+    `a = b` conditions make the classes. A star narrows its fact by every dimension that
+    drops rows (TPC-DS Q72: catalog_sales by household, date and demographics keys), so a
+    probe takes every build smaller than itself by the estimates (ties by name: the order
+    is strict, so no cycle) that drops rows, by a condition of its own or by being
+    narrowed first (a chain: d1 -> d2 on the week, d2 -> inventory on the date); smallest
+    probes first, so a narrowed fragment is known as such when a bigger probe looks."""
+    pairs_done = {(f.build, f.probe) for f in direct}
+    # Per fragment narrowed here, the key classes that narrowed it: its keys of another
+    # class are worth passing on, those of the same class add nothing its build did not.
+    narrowed: dict[str, set[int]] = {f.probe: set() for f in direct}
     found: list[DynamicFilter] = []
     for leaves, pairs in _regions(plan, fragment_names):
         owner = {c: leaf for leaf in leaves for c in leaf.output}
@@ -152,27 +169,27 @@ def _through_joins(plan: Node, fragment_names: dict[int, str], field_names: dict
             merged = [x for c in joined for x in c] + [x for x in (a, b) if not any(x in c for c in joined)]
             classes = [c for c in classes if c not in joined] + [list(dict.fromkeys(merged))]
         estimates = {id(leaf): estimated_rows(leaf) for leaf in leaves}
-        # Smallest builds first: a fragment read first is never narrowed itself.
-        for probe in sorted(leaves, key=lambda leaf: -(estimates[id(leaf)] or 0)):
+        known = [leaf for leaf in leaves if estimates[id(leaf)] is not None]
+        order = sorted(known, key=lambda leaf: (estimates[id(leaf)], fragment_names[id(leaf)]))
+        for position, probe in enumerate(order):
             name = fragment_names[id(probe)]
-            if name in probed or name in builds or estimates[id(probe)] is None:
-                continue
-            best: tuple[int, Node, list[tuple[str, Column]]] | None = None
-            for build in leaves:
-                rows = estimates[id(build)]
-                if build is probe or rows is None or rows > estimates[id(probe)] \
-                        or fragment_names[id(build)] in probed or not drops_rows(build):
+            for build in order[:position]:
+                build_name = fragment_names[id(build)]
+                filtered = drops_rows(build)
+                if (build_name, name) in pairs_done or not (filtered or build_name in narrowed):
                     continue
-                keys = [(field_names[id(build)][b], p) for c in classes
-                        for b in c if owner[b] is build and literal_key(build, b)
-                        for p in c if owner[p] is probe and literal_key(probe, p)]
+                used = [index for index, c in enumerate(classes)
+                        if filtered or index not in narrowed[build_name]]
+                keys = [(field_names[id(build)][b], p) for index in used
+                        for b in classes[index] if owner[b] is build and literal_key(build, b)
+                        for p in classes[index] if owner[p] is probe and literal_key(probe, p)]
                 keys = list(dict.fromkeys(keys))
-                if keys and (best is None or rows < best[0]):
-                    best = (rows, build, keys)
-            if best is not None:
-                probed.add(name)
-                builds.add(fragment_names[id(best[1])])
-                found.append(dynamic_filter(fragment_names[id(best[1])], probe, name, best[2]))
+                if keys:
+                    pairs_done.add((build_name, name))
+                    narrowed.setdefault(name, set()).update(
+                        index for index in used if any(owner[p] is probe for p in classes[index])
+                        and any(owner[b] is build for b in classes[index]))
+                    found.append(dynamic_filter(build_name, probe, name, keys))
     return found
 
 

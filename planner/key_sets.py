@@ -13,7 +13,12 @@ the number of keys and their Python types:
 
 - PostgreSQL parses one array literal far faster than 100,000 IN elements (and so does
   sqlglot, when the executor splits a scan into page ranges), and hashes a constant
-  `= ANY(array)` (PostgreSQL 14+), so it takes large key sets as one array. Its array
+  `= ANY(array)` (PostgreSQL 14+), so it takes large key sets as one array. It hashes
+  only when both sides have the same hash function: an `integer` column against a
+  BIGINT[] (int48eq: hashint4 vs hashint8) falls back to a linear search of the array
+  for every row (27,000 keys on a 1.5M-row fact: 164 s instead of 0.3 s), so integer
+  keys take the probe column's width (`int_type`: INTEGER[] or SMALLINT[] when every key
+  fits, else BIGINT[]). Its array
   text is unambiguous for integers and ISO dates; text elements are always double-quoted
   with `\\` and `"` escaped, the array-literal rules of PostgreSQL's `array_in`.
 - DuckDB (DuckDB files, and Parquet/CSV files, which it reads itself or through pyarrow
@@ -76,6 +81,9 @@ class KeyShape:
 
 
 _KINDS = {int: "int", dt.date: "date", str: "text"}
+# The array element for integer keys by the probe column's Arrow type, with its range.
+INT_ELEMENTS = {"int16": ("SMALLINT", -(1 << 15), (1 << 15) - 1),
+                "int32": ("INT", -(1 << 31), (1 << 31) - 1)}
 
 
 def _kind(values: list) -> str | None:
@@ -89,22 +97,24 @@ def _kind(values: list) -> str | None:
 # The executor asks for a key set's shape (for EXPLAIN ANALYZE), then for its condition,
 # which needs the shape again: the last answer is kept with the list it was for (held,
 # so its id cannot be reused; key lists are built per probe and never changed after).
-_last_shape: tuple[list, str, KeyShape] | None = None
+_last_shape: tuple[list, str, str | None, KeyShape] | None = None
 
 
-def shape_for(dialect: str, values: list) -> KeyShape:
+def shape_for(dialect: str, values: list, int_type: str | None = None) -> KeyShape:
     """The condition `values` (distinct, non-null, or `[None]` for no key) become on
-    a source of dialect `dialect`."""
+    a source of dialect `dialect`, for a probe column of Arrow type `int_type` (its
+    width picks an integer array's element type; None: BIGINT)."""
     global _last_shape
     last = _last_shape
-    if last is not None and last[0] is values and last[1] == dialect and last[2].keys == len(values):
-        return last[2]
-    shape = _shape_for(dialect, values)
-    _last_shape = (values, dialect, shape)
+    if last is not None and last[0] is values and last[1] == dialect and last[2] == int_type \
+            and last[3].keys == len(values):
+        return last[3]
+    shape = _shape_for(dialect, values, int_type)
+    _last_shape = (values, dialect, int_type, shape)
     return shape
 
 
-def _shape_for(dialect: str, values: list) -> KeyShape:
+def _shape_for(dialect: str, values: list, int_type: str | None = None) -> KeyShape:
     rule = RULES.get(dialect, DEFAULT)
     if values == [None]:
         return KeyShape("in", 0)  # `col IN (NULL)`: no row joins
@@ -114,6 +124,9 @@ def _shape_for(dialect: str, values: list) -> KeyShape:
     kind = _kind(values)
     if kind is not None and count <= rule.array:
         if kind == "int" and INT64[0] <= min(values) and max(values) <= INT64[1]:
+            narrow = INT_ELEMENTS.get(int_type or "")
+            if narrow is not None and narrow[1] <= min(values) and max(values) <= narrow[2]:
+                return KeyShape("array", count, narrow[0])
             return KeyShape("array", count, "BIGINT")
         if kind in ("date", "text"):
             return KeyShape("array", count, "DATE" if kind == "date" else "TEXT")
@@ -139,12 +152,14 @@ def _joined_integers(values: list[int]) -> str:
     return pc.binary_join(whole, ",")[0].as_py()
 
 
-def key_condition(column: tuple[str | None, str], values: list, dialect: str) -> exp.Expression | None:
-    """The condition narrowing `column` to `values` on a `dialect` source, built from
-    sqlglot expressions (values are literals, never spliced into SQL text); None when
-    the fragment is to be read whole (`shape_for(...).kind == "none"`)."""
+def key_condition(column: tuple[str | None, str], values: list, dialect: str,
+                  int_type: str | None = None) -> exp.Expression | None:
+    """The condition narrowing `column` (of Arrow type `int_type`, when known) to `values`
+    on a `dialect` source, built from sqlglot expressions (values are literals, never
+    spliced into SQL text); None when the fragment is to be read whole
+    (`shape_for(...).kind == "none"`)."""
     target = exp.column(column[1], table=column[0], quoted=True)
-    shape = shape_for(dialect, values)
+    shape = shape_for(dialect, values, int_type)
     if shape.kind == "in":
         return exp.In(this=target, expressions=[exp.convert(v) for v in values])
     if shape.kind == "array":
@@ -152,7 +167,7 @@ def key_condition(column: tuple[str | None, str], values: list, dialect: str) ->
             # No PostgreSQL text holds a NUL character, so such a key matches nothing
             # there (and the literal could not carry it).
             values = [v for v in values if "\x00" not in v]
-        if shape.element == "BIGINT":  # the common case, without a call per key
+        if shape.element in ("BIGINT", "INT", "SMALLINT"):  # the common case, no call per key
             text = "{" + _joined_integers(values) + "}"
         else:
             text = "{" + ",".join(_array_element(v) for v in values) + "}"

@@ -64,11 +64,20 @@ def _output_columns(node: Node) -> tuple[exp.Query, dict[Column, Column] | None]
     return tree, {c: (None, flat_name(c)) for c in node.output}
 
 
-def key_condition(column: Column, values: list, dialect: str = "") -> exp.Expression | None:
+def key_condition(column: Column, values: list, dialect: str = "",
+                  int_type: str | None = None) -> exp.Expression | None:
     """The condition narrowing `column` to the join keys `values` on a source of dialect
     `dialect`: an IN list, one array literal, a range, or None (read whole). The shape
     per dialect is planner.key_sets'; literals are made by sqlglot, never spliced."""
-    return key_sets.key_condition(column, values, dialect)
+    return key_sets.key_condition(column, values, dialect, int_type)
+
+
+def arrow_type(scans: dict[str, Scan], column: Column) -> str | None:
+    """The Arrow type name of `column` when it is a column of one of `scans`."""
+    scan = scans.get(column[0]) if column[0] is not None else None
+    if scan is None or column[1] not in scan.table.schema.names:
+        return None
+    return str(scan.table.schema.field(column[1]).type)
 
 
 def _narrowed(node: Node, keys: Sequence[tuple[Column, list]], dialect: str) -> Node | None:
@@ -80,7 +89,7 @@ def _narrowed(node: Node, keys: Sequence[tuple[Column, list]], dialect: str) -> 
     on_top: list[exp.Expression] = []
     for column, values in keys:
         for target in dynamic_filters.equivalents(node, column):
-            condition = key_condition(target, values, dialect)
+            condition = key_condition(target, values, dialect, arrow_type(scans, target))
             if condition is None:
                 break  # the same shape for every target: none of them narrows
             scan = scans.get(target[0]) if target[0] is not None else None
@@ -125,7 +134,8 @@ def fenced(node: Node, narrowed: Node, tree: exp.Expression, keys: Sequence[tupl
     if dialect != "postgres" or not isinstance(node, Scan) or not isinstance(narrowed, Scan) \
             or node.limit is not None or not node.filters or not isinstance(tree, exp.Select):
         return None
-    if any(key_sets.shape_for(dialect, values).kind != "in" for _, values in keys):
+    if any(key_sets.shape_for(dialect, values, arrow_type({node.alias: node}, column)).kind != "in"
+           for column, values in keys):
         return None
     added = narrowed.filters[len(node.filters):]
     columns = list(tree.find_all(exp.Column))
@@ -159,7 +169,7 @@ def render_fragment(index: int, node: Node, source: str, dialect: Dialect) -> tu
 
     fragment = RemoteFragment(f"frag_{index}", source, dialect.to_sql(tree),
                               lambda: dialect.to_sql(describe_tree(tree)), bool(params), params,
-                              narrow=narrow)
+                              narrow=narrow, estimated_rows=dynamic_filters.estimated_rows(node))
     qualifiers = {q for q, _ in node.output}
     name = exp.to_identifier(fragment.name, quoted=True)
     if renamed is not None:

@@ -253,7 +253,8 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     """Build, optimize, split into fragments and a residual (docs/design.md §3 steps 3-6)."""
     logical = build(tree, catalog)
     optimized = optimize(logical, RuleContext(catalog, settings.pre_aggregate), BATCHES)
-    found, _ = fragments(optimized, catalog)
+    found, homes = fragments(optimized, catalog)
+    joins = tuple(choice.describe() for choice in homes.choices)
     dialect = catalog.residual_dialect
     pieces, residual, residual_params, dynamic, frag_types = physical.render(
         optimized, found, catalog, dialect)
@@ -262,7 +263,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
 
     if residual is None:
         return QueryPlan((pieces[0],), None, None, pg_types, names,
-                         details=details)
+                         details=details, joins=joins)
     residual_sql = dialect.to_sql(residual)
 
     @functools.cache
@@ -273,7 +274,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
 
     return QueryPlan(tuple(pieces), residual_sql,
                      lambda: dialect.to_sql(physical.describe_tree(residual)), pg_types, names,
-                     residual_params, details=details,
+                     residual_params, details=details, joins=joins,
                      estimated_rows=estimate_rows(found), dynamic_filters=dynamic,
                      residual_render=render_for)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from connectors.base import Pushdown
+from planner import ship_join
 from planner.catalog import CatalogSnapshot
 from planner.logical import (Aggregate, Distinct, Filter, Join, Limit, Node, OneRow, Opaque,
                              Project, Scan, SetOp, Sort, Values)
@@ -53,10 +54,16 @@ class Homes:
 
     catalog: CatalogSnapshot
     by_node: dict[int, str | None]
+    # With `choose_joins`, each same-source inner join's choice (planner.ship_join): a
+    # join estimated to send more rows than its inputs apart has no home of its own.
+    choices: list[ship_join.JoinChoice]
 
-    def __init__(self, catalog: CatalogSnapshot, plan: Node) -> None:
+    def __init__(self, catalog: CatalogSnapshot, plan: Node, choose_joins: bool = False) -> None:
         self.catalog = catalog
         self.by_node = {}
+        self.choices = []
+        self._plan = plan if choose_joins else None
+        self._bounds: dict | None = None
         self._visit(plan)
 
     def __getitem__(self, node: Node) -> str | None:
@@ -91,12 +98,20 @@ class Homes:
         for expression in _expressions(node):
             if dialect.classify(expression, None).pushdown is not Pushdown.EXACT:
                 return None
+        if self._plan is not None and isinstance(node, Join) and ANY not in child_homes:
+            if self._bounds is None:
+                self._bounds = ship_join.column_bounds(self._plan)
+            choice = ship_join.ship_join(node, home, self._bounds)
+            if choice is not None:
+                self.choices.append(choice)
+                if not choice.whole:
+                    return None
         return home
 
 
 def fragments(plan: Node, catalog: CatalogSnapshot) -> tuple[list[Node], Homes]:
     """The maximal shippable sub-plans, left to right; tableless ones stay in the engine."""
-    homes = Homes(catalog, plan)
+    homes = Homes(catalog, plan, choose_joins=True)
     found: list[Node] = []
 
     def walk(node: Node) -> None:

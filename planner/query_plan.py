@@ -25,6 +25,10 @@ class RemoteFragment:
     narrow: Callable[[Sequence[tuple[tuple[str | None, str], list]]], str] | None = field(
         default=None, repr=False, compare=False)
 
+    # Rows the fragment is estimated to send, unnarrowed (planner.dynamic_filters'
+    # estimate; None: a source gave none): small ones are handed to the engine whole.
+    estimated_rows: int | None = None
+
     @cached_property
     def describe_sql(self) -> str:
         return self.describe()
@@ -50,6 +54,9 @@ class QueryPlan:
     # saying where it runs and why.
     details: Callable[[], tuple[tuple[str, ...], tuple[str, ...]]] | None = field(
         default=None, repr=False, compare=False)
+    # Per join whose inputs live in one source: shipped whole or fetched apart, with the
+    # estimates that decided it (planner.ship_join), for EXPLAIN.
+    joins: tuple[str, ...] = ()
     # Fragments to narrow with another fragment's join keys (planner.dynamic_filters).
     dynamic_filters: tuple = ()
     # Rows the engine is expected to read: the fragments' estimated output (None: unknown).
@@ -106,6 +113,7 @@ class QueryPlan:
             lines.append("Logical plan:")
             lines.extend("  " + line for line in self.optimized)
         lines.extend(self.conjuncts)
+        lines.extend(self.joins)
         if self.residual_sql is not None:
             label = "Engine" if engine == "duckdb" and not why else f"Engine {engine} ({why})"
             lines.append(f"{label}: {self.residual_for(engine)}")

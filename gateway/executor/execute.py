@@ -30,6 +30,10 @@ from planner.key_sets import shape_for
 from planner.query_plan import QueryPlan, RemoteFragment
 
 
+# Fragments estimated at no more rows than this are handed to the engine as tables.
+WHOLE_ROWS = 200_000
+
+
 class Executor:
     def __init__(self, sources: Mapping[str, Source], engines: Mapping[str, Engine],
                  default: str = "duckdb", metrics: Metrics | None = None) -> None:
@@ -87,8 +91,11 @@ class Executor:
 
     async def _through_engine(self, plan: QueryPlan, params: Sequence[Any], engine: Engine,
                               dynamic: bool = True) -> EngineStream:
-        filters = {f.probe: f for f in plan.dynamic_filters} if dynamic else {}
-        builds = {f.build for f in filters.values()}
+        # Per probe fragment, every filter narrowing it (a star's fact: one per dimension).
+        filters: dict[str, list[DynamicFilter]] = {}
+        for found in plan.dynamic_filters if dynamic else ():
+            filters.setdefault(found.probe, []).append(found)
+        builds = {f.build for probe_filters in filters.values() for f in probe_filters}
         notes: list[str] = []
         # Fragments the engine reads from their sources itself (Spark: JDBC, spark.read)
         # are described to it, not started here. A dynamic filter's build side is always
@@ -106,6 +113,14 @@ class Executor:
             if failure is not None:
                 raise failure
             await self._open_probes(plan, params, engine, filters, builds, opened, direct, notes)
+            # Small fragments are read whole before the engine starts: an engine planning
+            # over streams sees no row counts, and DuckDB then orders a star's joins blind
+            # (TPC-DS Q72: cross products of the dimensions, out of memory).
+            small = [f.name for f in plan.fragments if f.name in opened
+                     and not isinstance(opened[f.name], WholeStream)
+                     and f.estimated_rows is not None and f.estimated_rows <= WHOLE_ROWS]
+            for name, table in zip(small, await asyncio.gather(*(_whole(opened[n]) for n in small))):
+                opened[name] = table
         except BaseException:
             for stream in opened.values():
                 if not isinstance(stream, BaseException):
@@ -129,7 +144,7 @@ class Executor:
         return result
 
     async def _open_probes(self, plan: QueryPlan, params: Sequence[Any], engine: Engine,
-                           filters: dict[str, DynamicFilter], builds: set[str],
+                           filters: dict[str, list[DynamicFilter]], builds: set[str],
                            opened: dict[str, Any], direct: dict[str, Any], notes: list[str]) -> None:
         """Narrow and start the probe fragments, in waves: a probe whose build is itself a
         probe (a chain: nation -> supplier -> partsupp) waits for that build's wave. The
@@ -138,10 +153,10 @@ class Executor:
         pending = [f for f in plan.fragments if f.name in filters]
         while pending:
             names = {f.name for f in pending}
-            wave = [f for f in pending if filters[f.name].build not in names]
+            wave = [f for f in pending if all(d.build not in names for d in filters[f.name])]
             assert wave, "dynamic filters form a cycle"
             pending = [f for f in pending if f.name in names - {w.name for w in wave}]
-            wanted = list(dict.fromkeys(filters[f.name].build for f in wave))
+            wanted = list(dict.fromkeys(d.build for f in wave for d in filters[f.name]))
             for name, table in zip(wanted, await asyncio.gather(*(_whole(opened[n]) for n in wanted))):
                 opened[name] = table
             starts = []
@@ -177,16 +192,17 @@ class Executor:
         notes.append(f"Read {where}: by {engine.name} itself, {read.summary}")
         return read
 
-    def _narrowed(self, probe: RemoteFragment, dynamic: DynamicFilter,
+    def _narrowed(self, probe: RemoteFragment, found: list[DynamicFilter],
                   opened: dict[str, Any], notes: list[str]) -> str:
-        """`probe`'s SQL restricted to the keys of its build (read whole already), one
+        """`probe`'s SQL restricted to the keys of its builds (read whole already), one
         condition per join key (its shape for the probe's source: planner.key_sets)."""
-        table = opened[dynamic.build].table
         dialect = self.sources[probe.source].dialect.name
         conditions = []
-        for index, (build_field, column) in enumerate(dynamic.keys):
+        for dynamic, index, build_field, column in ((d, i, b, c) for d in found
+                                                     for i, (b, c) in enumerate(d.keys)):
+            table = opened[dynamic.build].table
             keys = pc.unique(table[build_field]).drop_null().to_pylist() or [None]
-            shape = shape_for(dialect, keys)
+            shape = shape_for(dialect, keys, dynamic.types[index] if index < len(dynamic.types) else None)
             targets = dynamic.targets[index] if index < len(dynamic.targets) else (column,)
             name = ", ".join(".".join(c for c in target if c) for target in targets)
             if shape.kind == "none":

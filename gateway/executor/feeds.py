@@ -129,7 +129,17 @@ class Feed:
         self._items: queue.SimpleQueue[pa.RecordBatch | _End] = queue.SimpleQueue()
         self._room = asyncio.Semaphore(QUEUE_BATCHES)
         self._failure: BaseException | None = None  # what the reader raises at its next step
-        self._task = self._loop.create_task(self._pump())
+        # A fragment read whole before the engine started (gateway.executor.execute) is
+        # handed over as its table, not a stream: the engine then knows its row count.
+        table = getattr(stream, "table", None)
+        self.table = table if isinstance(table, pa.Table) else None
+        if self.table is not None:
+            self.stats.rows, self.stats.bytes = self.table.num_rows, self.table.nbytes
+        self._task = self._loop.create_task(self._pump() if self.table is None else self._held())
+
+    async def _held(self) -> None:
+        self.stats.finished = time.perf_counter()
+        await self.stream.aclose()
 
     async def _pump(self) -> None:
         try:
@@ -167,8 +177,10 @@ class Feed:
             self._task.cancel()
         self._fail(error)
 
-    def reader(self) -> pa.RecordBatchReader:
+    def reader(self) -> pa.RecordBatchReader | pa.Table:
         """The fragment's rows for the engine; consumed on the engine's worker thread."""
+        if self.table is not None:
+            return self.table
         def batches() -> Iterator[pa.RecordBatch]:
             while True:
                 item = self._items.get()

@@ -208,3 +208,16 @@ def test_an_unfiltered_fragment_is_not_read_first_through_joins() -> None:
     query_plan = plan("select count(*) from facts f join dims d on f.k = d.k join more m on m.k = f.k",
                       catalog, PlanSettings(("big", "small", "other")))
     assert len(query_plan.dynamic_filters) == 1
+
+
+def test_integer_array_takes_the_probe_columns_width() -> None:
+    # integer = ANY(BIGINT[]) is not hashed by PostgreSQL (int48eq: two hash functions),
+    # so an int4 column gets an INT[] and an int2 column a SMALLINT[] when the keys fit.
+    assert shape_for("postgres", INTS, "int32").element == "INT"
+    assert shape_for("postgres", INTS, "int16").element == "SMALLINT"
+    assert shape_for("postgres", INTS, "int64").element == "BIGINT"
+    assert shape_for("postgres", INTS).element == "BIGINT"
+    assert key_condition(("c", "k"), INTS, "postgres", "int32").sql("postgres").endswith("AS INT[]))")
+    beyond = INTS + [1 << 40]
+    assert shape_for("postgres", beyond, "int32").element == "BIGINT"  # would not cast to int4
+    assert shape_for("postgres", INTS, "int32").describe() == "one INT[] array literal"
