@@ -8,6 +8,7 @@ import re
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Tokenizer, TokenType
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, PgError
 
@@ -43,6 +44,22 @@ def _check_unicode_escapes(tree: exp.Expression) -> None:
                 raise PgError(SYNTAX_ERROR, "invalid Unicode escape value")
 
 
+def _spell_date_parts(tree: exp.Expression, sql: str) -> None:
+    """Record on each Extract whether the statement wrote `date_part(...)` or
+    `extract(...)`: sqlglot parses both into one class without the name's position, and
+    PostgreSQL names an output column after the spelling (planner.colnames)."""
+    extracts = list(tree.find_all(exp.Extract, bfs=False))
+    if not extracts:
+        return
+    tokens = Tokenizer().tokenize(sql)
+    spelled = [token.text.lower() for token, after in zip(tokens, tokens[1:])
+               if token.text.lower() in ("date_part", "extract")
+               and after.token_type == TokenType.L_PAREN]
+    if len(spelled) == len(extracts):  # source order is the tree's pre-order
+        for node, word in zip(extracts, spelled):
+            node.meta["spelled"] = word
+
+
 def parse_query(sql: str) -> exp.Expression:
     """The statement's tree; anything but a query (SELECT, VALUES, TABLE, WITH ...) raises."""
     try:
@@ -62,6 +79,7 @@ def parse_query(sql: str) -> exp.Expression:
     tree = trees[0]
     if isinstance(tree, QUERY_TYPES):
         _check_unicode_escapes(tree)
+        _spell_date_parts(tree, sql)
         return tree
     if isinstance(tree, exp.Command):
         keyword = str(tree.this).upper()

@@ -70,6 +70,18 @@ def write_known(results: list[Result]) -> None:
     KNOWN_DIFFERENCES.write_text(f"[\n{lines}\n]\n")
 
 
+def prune_known(results: list[Result]) -> int:
+    """Drop the known differences that are no longer different (and nothing else: a new
+    difference is never added); return how many went."""
+    different = {(r.route, r.statement.sql) for r in results if r.verdict.kind == "different"}
+    ran = {(r.route, r.statement.sql) for r in results}
+    entries = json.loads(KNOWN_DIFFERENCES.read_text())
+    kept = [e for e in entries if (e["route"], e["sql"]) not in ran or (e["route"], e["sql"]) in different]
+    lines = ",\n".join(json.dumps(entry, ensure_ascii=False) for entry in kept)
+    KNOWN_DIFFERENCES.write_text(f"[\n{lines}\n]\n")
+    return len(entries) - len(kept)
+
+
 def surprises(results: list[Result], known: dict[tuple[str, str], str]) -> tuple[list[Result], list[Result]]:
     """(new differences, known differences that are now identical or refused)."""
     new = [r for r in results if r.verdict.kind == "different" and (r.route, r.statement.sql) not in known]
@@ -177,6 +189,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write-known", action="store_true",
                         help="rewrite known_differences.json with today's differences")
+    parser.add_argument("--prune-known", action="store_true",
+                        help="remove from known_differences.json the statements no longer different")
     args = parser.parse_args()
     statements = all_statements()
     with tempfile.TemporaryDirectory(prefix="fedgate-conformance-") as tmp:
@@ -189,6 +203,8 @@ def main() -> None:
     write_report(results)
     if args.write_known:
         write_known(results)
+    if args.prune_known:
+        print(f"{prune_known(results)} entries removed from known_differences.json")
     new, fixed = surprises(results, load_known())
     for route_category, counter in sorted(counts(results).items()):
         if route_category[1] == "all":

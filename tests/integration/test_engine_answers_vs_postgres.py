@@ -61,6 +61,8 @@ CONSTANTS = {
     "generate_series": "SELECT * FROM generate_series(1, 3)",
     "generate_series_column": "SELECT generate_series(1, 3)",
     "cast_names": "SELECT 1::int8, CAST(2 AS text), '3'::numeric, 4::int4::int2",
+    "values_ordered": "VALUES (1, 'a'), (3, 'c'), (2, 'b') ORDER BY 1 DESC LIMIT 2",
+    "typed_literal_cast": "SELECT DATE '2024-02-29'::text, TIMESTAMP '2024-02-29 10:00'::date",
 }
 
 # Statements over the tables, run on every route.
@@ -89,6 +91,9 @@ TABLE_STATEMENTS = {
     "int4_results": "SELECT sum(length(name)), sum(ten / 3), sum(strpos(name, '1')) FROM t",
     "bytes_and_hex": "SELECT to_hex(col - 10), concat(ten > 4, name), div(col, 3), name::bytea "
                      "FROM t ORDER BY col",
+    "derived_table_names": "SELECT * FROM (SELECT ten + 1, count(*), max(name) AS Top FROM t "
+                           "GROUP BY ten) AS sub ORDER BY 1",
+    "values_names": "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v(x) ORDER BY 1",
 }
 
 # Errors the engine meets: PostgreSQL's SQLSTATE and message.
