@@ -31,6 +31,7 @@ NUMERIC_VALUE_OUT_OF_RANGE = "22003"
 INVALID_TEXT_REPRESENTATION = "22P02"
 INVALID_BINARY_REPRESENTATION = "22P03"
 DATA_EXCEPTION = "22000"
+SUBSTRING_ERROR = "22011"
 INVALID_CURSOR_NAME = "34000"
 INVALID_SQL_STATEMENT_NAME = "26000"
 ACTIVE_SQL_TRANSACTION = "25001"
@@ -123,6 +124,7 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("InvalidInputException", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
     ("InvalidInputException", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("InvalidInputException", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("InvalidInputException", r"^negative substring length not allowed$", SUBSTRING_ERROR),
     ("InvalidInputException", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("OutOfRangeException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
     ("OutOfRangeException", r"^Invalid RANGE (?:PRECEDING|FOLLOWING) value$",
@@ -147,7 +149,9 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("OSError", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("ArrowInvalid", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("OSError", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("OSError", r"^negative substring length not allowed$", SUBSTRING_ERROR),
     ("ArrowInvalid", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("ArrowInvalid", r"^negative substring length not allowed$", SUBSTRING_ERROR),
     ("OSError", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("ArrowInvalid", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("OSError", r"^Could not convert", INVALID_TEXT_REPRESENTATION),
