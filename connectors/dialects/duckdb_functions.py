@@ -74,8 +74,31 @@ def needs_rewrite(tree: exp.Expression) -> bool:
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
 
 
+# PostgreSQL syntax DuckDB has no form of (rendered as written, DuckDB raised a syntax
+# error where PostgreSQL answers), by the words a refusal names it with.
+_NO_DUCKDB_FORM: dict[type[exp.Expression], str] = {
+    exp.Overlaps: "OVERLAPS", exp.JSONBContainsTopKey: "the jsonb ? operator",
+    exp.JSONBContainsAnyTopKeys: "the jsonb ?| operator",
+    exp.JSONBContainsAllTopKeys: "the jsonb ?& operator",
+}
+
+
+def _refuse_syntax(tree: exp.Expression) -> None:
+    for node in tree.find_all(exp.Group, exp.With, exp.Select, *_NO_DUCKDB_FORM):
+        if isinstance(node, exp.Group) and node.args.get("all") is False:
+            raise _refuse("GROUP BY DISTINCT")
+        if isinstance(node, exp.With) and (node.args.get("search") or node.args.get("cycle")):
+            raise _refuse("SEARCH or CYCLE in WITH RECURSIVE")
+        if isinstance(node, exp.Select) and not node.expressions:
+            raise _refuse("a SELECT without a select list")
+        if type(node) in _NO_DUCKDB_FORM:
+            raise _refuse(_NO_DUCKDB_FORM[type(node)])
+
+
 def refuse_unfaithful(tree: exp.Expression) -> None:
-    """Raise 0A000 for the first call in `tree` DuckDB would answer differently."""
+    """Raise 0A000 for the first call in `tree` DuckDB would answer differently, or
+    syntax it has no form of."""
+    _refuse_syntax(tree)
     for call in tree.find_all(exp.Anonymous):
         if str(call.this).lower() in _REFUSED_CALLS:
             raise _refuse(f"{str(call.this).lower()}()")

@@ -117,6 +117,12 @@ REFUSED = {
     "division_of_a_numeric_literal": "SELECT 12345678901234567890/123",
     "sha384": "SELECT sha384('abc'::bytea)",
     "sha512": "SELECT sha512('abc'::bytea)",
+    # PostgreSQL syntax DuckDB has no form of (it answered a syntax error).
+    "overlaps": "SELECT (DATE '2024-01-01', DATE '2024-02-01') OVERLAPS (DATE '2024-01-15', DATE '2024-03-01')",
+    "jsonb_key_exists": "SELECT '{\"a\": 1}'::jsonb ? 'a'",
+    "empty_select_list": "SELECT",
+    "recursive_search": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) "
+                        "SEARCH DEPTH FIRST BY i SET ord SELECT * FROM r",
 }
 
 
