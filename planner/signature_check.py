@@ -52,6 +52,20 @@ def _missing(node: exp.Expression, types: list[str]) -> bool:
     return len(types) == 2 and any(t in FLOATS for t in types)  # log(b, x)
 
 
+def _certain_type(arg: exp.Expression, columns_certain: bool) -> str:
+    """The argument's type when the statement makes it certain, else "unknown": sqlglot's
+    types of other expressions are not always PostgreSQL's (avg() is a double to it)."""
+    while isinstance(arg, exp.Paren):
+        arg = arg.this
+    literal = arg.this if isinstance(arg, exp.Neg) else arg
+    if isinstance(literal, (exp.Literal, exp.Boolean)) or isinstance(arg, exp.Cast) or \
+            (columns_certain and isinstance(arg, exp.Column)):
+        return argument_type(arg)
+    if isinstance(arg, (exp.Predicate, exp.Connector, exp.Not)):
+        return "boolean"  # a comparison, AND, OR, NOT
+    return "unknown"
+
+
 def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | None = None,
                     search_path: Sequence[str] = ()) -> None:
     """Raise PostgreSQL's 42883 for the first call or operator in `tree` (parsed from
@@ -60,12 +74,15 @@ def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | N
     if tree.find(*_CANDIDATES) is None:
         return
     typed = tree.copy()
-    if catalog is not None and typed.find(exp.Column) is not None:
+    # A column is certain when it can only be a catalog table's (no derived table, CTE or
+    # VALUES list in the statement gives columns of its own, typed by sqlglot).
+    columns_certain = catalog is not None and typed.find(exp.Subquery, exp.CTE, exp.Values) is None
+    if columns_certain and typed.find(exp.Column) is not None:
         type_in_place(typed, catalog, search_path)
     for node in typed.find_all(*_CANDIDATES):
         if isinstance(node, (exp.Min, exp.Max)) and node.expressions:
             continue  # not PostgreSQL's aggregate (it has one argument)
-        types = [argument_type(a) for a in _arguments(node)]
+        types = [_certain_type(a, columns_certain) for a in _arguments(node)]
         if not _missing(node, types):
             continue
         name = called_name(node, sql)

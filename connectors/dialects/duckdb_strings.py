@@ -11,6 +11,10 @@ refused (0A000) where no rewrite does:
   -1, else ''), DuckDB splits between characters;
 - `string_to_array(s, d)`: '' is an empty array in PostgreSQL, a NULL delimiter splits
   into characters and '' does not split; DuckDB answers [''], [s] and characters;
+- `lpad(s, n, '')`, `rpad(s, n, '')`: PostgreSQL pads with nothing (s cut to n
+  characters), DuckDB raises;
+- `chr(0)` and `chr(n)` of a negative n: PostgreSQL's errors (54000, 22023), DuckDB
+  answers or raises its own;
 - `s SIMILAR TO p`: DuckDB reads p as a regular expression; PostgreSQL's `%`, `_` and
   escapes are translated (its similar_to_escape) when p is a literal, else refused.
 """
@@ -25,8 +29,10 @@ from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 NEGATIVE_SUBSTRING_LENGTH = "negative substring length not allowed"
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
 _UPPER = _LOWER.upper()
+NULL_CHARACTER = "null character not permitted"
+NEGATIVE_CHARACTER = "character number must be positive"
 _REWRITTEN = (exp.Upper, exp.Lower, exp.Substring, exp.SplitPart, exp.StringToArray,
-              exp.SimilarTo)
+              exp.SimilarTo, exp.Pad, exp.Chr)
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
@@ -69,8 +75,7 @@ def _substring(node: exp.Substring) -> exp.Expression:
     negative = exp.LT(this=count.copy(), expression=exp.Literal.number(0))
     if not isinstance(node.this, exp.Literal):  # substr() is strict: NULL text is NULL
         negative = exp.and_(negative, exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null())))
-    error = exp.Anonymous(this="error", expressions=[_text(NEGATIVE_SUBSTRING_LENGTH)])
-    return exp.Case(ifs=[exp.If(this=negative, true=error)], default=answer)
+    return exp.Case(ifs=[exp.If(this=negative, true=_error(NEGATIVE_SUBSTRING_LENGTH))], default=answer)
 
 
 def _split_part(node: exp.SplitPart) -> exp.Expression:
@@ -144,6 +149,33 @@ def _similar_to(node: exp.SimilarTo) -> exp.Expression:
     return exp.SimilarTo(this=node.this.copy(), expression=_text(similar_to_regex(pattern.this)))
 
 
+def _error(message: str) -> exp.Expression:
+    return exp.Anonymous(this="error", expressions=[_text(message)])
+
+
+def _pad(node: exp.Pad) -> exp.Expression:
+    fill = node.args.get("fill_pattern")
+    if fill is None or (isinstance(fill, exp.Literal) and fill.is_string and fill.this != ""):
+        return node
+    width = exp.Greatest(this=node.expression.copy(), expressions=[exp.Literal.number(0)])
+    cut = exp.Substring(this=node.this.copy(), start=exp.Literal.number(1), length=width)
+    return exp.Case(ifs=[exp.If(this=exp.EQ(this=fill.copy(), expression=_text("")), true=cut)],
+                    default=node.copy())
+
+
+def _chr(node: exp.Chr) -> exp.Expression:
+    if len(node.expressions) != 1:
+        return node
+    code = node.expressions[0]
+    if isinstance(code, exp.Literal) and not code.is_string and code.this.isdigit() and int(code.this) > 0:
+        return node
+    zero = exp.Literal.number(0)
+    return exp.Case(ifs=[exp.If(this=exp.LT(this=code.copy(), expression=zero), true=_error(NEGATIVE_CHARACTER)),
+                         exp.If(this=exp.EQ(this=code.copy(), expression=zero.copy()),
+                                true=_error(NULL_CHARACTER))],
+                    default=node.copy())
+
+
 def postgres_strings(node: exp.Expression) -> exp.Expression:
     """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
     if isinstance(node, (exp.Upper, exp.Lower)):
@@ -156,4 +188,8 @@ def postgres_strings(node: exp.Expression) -> exp.Expression:
         return _string_to_array(node)
     if isinstance(node, exp.SimilarTo):
         return _similar_to(node)
+    if isinstance(node, exp.Pad):
+        return _pad(node)
+    if isinstance(node, exp.Chr):
+        return _chr(node)
     return node

@@ -94,6 +94,8 @@ TABLE_STATEMENTS = {
     "derived_table_names": "SELECT * FROM (SELECT ten + 1, count(*), max(name) AS Top FROM t "
                            "GROUP BY ten) AS sub ORDER BY 1",
     "values_names": "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v(x) ORDER BY 1",
+    # avg() of an integer is numeric: round() to places exists for it.
+    "round_of_an_average": "SELECT round(avg(col), 2), round(avg(col::float8)) FROM t",
 }
 
 # Errors the engine meets: PostgreSQL's SQLSTATE and message.
@@ -108,6 +110,9 @@ ERRORS = {
     "round_of_float_to_places": "SELECT round(ten::float8, 1) FROM t",
     "log_of_float_in_base": "SELECT log(2, 'NaN'::float8)",
     "min_of_boolean": "SELECT min(ten > 3) FROM t",
+    "values_of_unequal_width": "SELECT * FROM (VALUES (1, 2), (3)) AS v",
+    "union_of_unequal_width": "SELECT ten, col FROM t UNION SELECT ten FROM t",
+    "abs_of_bigint_minimum": "SELECT abs(-9223372036854775808)",
 }
 
 # Constructs the engine cannot answer as PostgreSQL does: refused, 0A000.
