@@ -82,10 +82,12 @@ def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | N
     for node in typed.find_all(*_CANDIDATES):
         if isinstance(node, (exp.Min, exp.Max)) and node.expressions:
             continue  # not PostgreSQL's aggregate (it has one argument)
+        name = called_name(node, sql)
+        if isinstance(node, exp.Log) and name != "log":
+            continue  # log10(x) and ln(x) parse as a Log with a base of their own
         types = [_certain_type(a, columns_certain) for a in _arguments(node)]
         if not _missing(node, types):
             continue
-        name = called_name(node, sql)
         if name is None:  # the % operator
             raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {types[0]} % {types[1]}",
                           hint=NO_OPERATOR_HINT)

@@ -63,6 +63,8 @@ CONSTANTS = {
     "cast_names": "SELECT 1::int8, CAST(2 AS text), '3'::numeric, 4::int4::int2",
     "values_ordered": "VALUES (1, 'a'), (3, 'c'), (2, 'b') ORDER BY 1 DESC LIMIT 2",
     "typed_literal_cast": "SELECT DATE '2024-02-29'::text, TIMESTAMP '2024-02-29 10:00'::date",
+    # Parsed as a Log with a base, yet no two-argument log(): PostgreSQL answers these.
+    "log10_and_ln_of_floats": "SELECT log10(100::float8), ln(1::float8), log(1000::float8)",
 }
 
 # Statements over the tables, run on every route.
