@@ -9,12 +9,17 @@ every letter outside a `%` directive is inside double quotes (PostgreSQL's liter
 whose quotes are removed here) and it uses none of those directives; any other format is
 refused (0A000). to_char of an infinite date or timestamp is NULL in PostgreSQL,
 'infinity' in DuckDB.
+
+A float's text form (`x::text`) is PostgreSQL's too: 'NaN', 'Infinity' and '-Infinity'
+where DuckDB writes nan, inf and -inf, and a whole number below 10^15 without DuckDB's
+'.0' ('100', '-0'). Larger values and fractions are written alike by both.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
+from connectors.base import volatile_reason
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 T = exp.DataType.Type
@@ -24,8 +29,40 @@ _DATETIMES = {T.DATE, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.TIMESTAMP_S,
 _FORMATTED = (exp.TimeToStr, exp.StrToDate, exp.StrToTime)
 
 
+_FLOATS = {T.DOUBLE, T.FLOAT}
+_TEXTS = {T.TEXT, T.VARCHAR}
+
+
+def _float_as_text(node: exp.Expression) -> bool:
+    if not (isinstance(node, exp.Cast) and node.to.this in _TEXTS):
+        return False
+    operand = node.this
+    kind = operand.to if isinstance(operand, exp.Cast) else operand.type
+    return kind is not None and kind.this in _FLOATS and volatile_reason(operand) is None
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return tree.find(*_FORMATTED) is not None
+    return tree.find(*_FORMATTED) is not None or any(
+        _float_as_text(cast) for cast in tree.find_all(exp.Cast))
+
+
+def _float_text(node: exp.Cast) -> exp.Expression:
+    value = node.this
+
+    def text(literal: str) -> exp.Literal:
+        return exp.Literal.string(literal)
+
+    whole = exp.and_(exp.EQ(this=value.copy(), expression=exp.Anonymous(this="trunc", expressions=[value.copy()])),
+                     exp.LT(this=exp.Abs(this=value.copy()), expression=exp.Literal.number("1e15")))
+    plain = exp.Cast(this=value.copy(), to=node.to.copy())
+    return exp.Case(ifs=[
+        exp.If(this=exp.Anonymous(this="isnan", expressions=[value.copy()]), true=text("NaN")),
+        exp.If(this=exp.EQ(this=value.copy(), expression=exp.Cast(this=text("inf"), to=exp.DataType.build("DOUBLE"))),
+               true=text("Infinity")),
+        exp.If(this=exp.EQ(this=value.copy(), expression=exp.Cast(this=text("-inf"), to=exp.DataType.build("DOUBLE"))),
+               true=text("-Infinity")),
+        exp.If(this=whole, true=exp.Anonymous(this="regexp_replace", expressions=[
+            plain.copy(), text(r"\.0$"), text("")]))], default=plain)
 
 
 _NAMES = {exp.TimeToStr: "to_char", exp.StrToDate: "to_date", exp.StrToTime: "to_timestamp"}
@@ -70,6 +107,8 @@ def _is_datetime(value: exp.Expression) -> bool:
 
 def postgres_formats(node: exp.Expression) -> exp.Expression:
     """`node` with a faithful format, or a refusal (children are rewritten first)."""
+    if _float_as_text(node):
+        return _float_text(node)
     if not isinstance(node, _FORMATTED):
         return node
     template = node.args.get("format")

@@ -64,6 +64,8 @@ CONSTANTS = {
     "values_ordered": "VALUES (1, 'a'), (3, 'c'), (2, 'b') ORDER BY 1 DESC LIMIT 2",
     "typed_literal_cast": "SELECT DATE '2024-02-29'::text, TIMESTAMP '2024-02-29 10:00'::date",
     # Parsed as a Log with a base, yet no two-argument log(): PostgreSQL answers these.
+    "float_text": "SELECT 'Infinity'::float8::text, '-Infinity'::float8::text, 'NaN'::float8::text, "
+                  "100::float8::text, 0.1::float8::text, 1e16::float8::text, 1.5::float4::text",
     "log10_and_ln_of_floats": "SELECT log10(100::float8), ln(1::float8), log(1000::float8)",
 }
 
