@@ -106,7 +106,16 @@ class ProtocolError(PgError):
 # DuckDB reports errors as typed exceptions whose text starts with "<Kind> Error: ".
 # The table below maps (exception class name, message pattern) to a SQLSTATE; the first
 # match wins. Patterns are matched against the message with that prefix removed.
+# PostgreSQL's words that the DuckDB dialect's error() calls raise
+# (connectors.dialects.duckdb_floats), wherever DuckDB reports them from.
+_RAISED_WORDS = ((r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),
+                 (r"^value out of range: (?:overflow|underflow)$", NUMERIC_VALUE_OUT_OF_RANGE),
+                 (r"^zero raised to a negative power is undefined$", INVALID_ARGUMENT_FOR_POWER),
+                 (r"^a negative number raised to a non-integer power yields a complex result$",
+                  INVALID_ARGUMENT_FOR_POWER))
 _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
+    *((kind, pattern, code) for kind in ("InvalidInputException", "OSError", "ArrowInvalid")
+      for pattern, code in _RAISED_WORDS),
     ("CatalogException", r"^Table with name .* does not exist", UNDEFINED_TABLE),
     ("CatalogException", r"^Table Function with name .* does not exist", UNDEFINED_FUNCTION),
     ("CatalogException", r"^Scalar Function with name .* does not exist", UNDEFINED_FUNCTION),

@@ -66,6 +66,8 @@ CONSTANTS = {
     # Parsed as a Log with a base, yet no two-argument log(): PostgreSQL answers these.
     "float_text": "SELECT 'Infinity'::float8::text, '-Infinity'::float8::text, 'NaN'::float8::text, "
                   "100::float8::text, 0.1::float8::text, 1e16::float8::text, 1.5::float4::text",
+    "float_functions_in_range": "SELECT sin(0::float8), cos(0::float8), exp(0::float8), "
+                                "power(2::float8, 10::float8), acos(1::float8), power(-2::float8, 3::float8)",
     "log10_and_ln_of_floats": "SELECT log10(100::float8), ln(1::float8), log(1000::float8)",
 }
 
@@ -114,6 +116,11 @@ ERRORS = {
     "round_of_float_to_places": "SELECT round(ten::float8, 1) FROM t",
     "log_of_float_in_base": "SELECT log(2, 'NaN'::float8)",
     "min_of_boolean": "SELECT min(ten > 3) FROM t",
+    "cos_of_infinity": "SELECT cos('Infinity'::float8)",
+    "acos_beyond_one": "SELECT acos(2::float8)",
+    "exp_underflow": "SELECT exp(-1000::float8)",
+    "power_overflow": "SELECT power(10::float8, 400::float8)",
+    "zero_to_a_negative_power": "SELECT power(0::float8, -1::float8)",
     "values_of_unequal_width": "SELECT * FROM (VALUES (1, 2), (3)) AS v",
     "union_of_unequal_width": "SELECT ten, col FROM t UNION SELECT ten FROM t",
     "abs_of_bigint_minimum": "SELECT abs(-9223372036854775808)",
