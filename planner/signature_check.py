@@ -3,7 +3,8 @@
 A function can exist in PostgreSQL and still not take the types a statement passes it:
 there is no `%` or `mod()` of a float, no `round(double precision, integer)` nor
 `trunc(double precision, integer)` (only numeric's), no two-argument `log()` of a float
-(a float does not cast to numeric implicitly), and no `min()` or `max()` of a boolean.
+(a float does not cast to numeric implicitly), and no `min()` or `max()` of a boolean;
+`to_json('text')` cannot resolve its polymorphic argument from a literal of unknown type.
 PostgreSQL answers such a statement with 42883 before it runs; DuckDB and Spark have the
 overloads and would answer rows. So the planner raises PostgreSQL's error here: for an
 operator `operator does not exist: double precision % integer`, for a call `function
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
-from pgwire.errors import UNDEFINED_FUNCTION, PgError
+from pgwire.errors import DATATYPE_MISMATCH, UNDEFINED_FUNCTION, PgError
 from pgwire.function_names import undefined_function
 from planner.catalog import CatalogSnapshot
 from planner.function_check import argument_type, called_name, type_in_place
@@ -66,11 +67,26 @@ def _certain_type(arg: exp.Expression, columns_certain: bool) -> str:
     return "unknown"
 
 
+# Polymorphic functions whose argument PostgreSQL must know the type of: a string
+# literal (type unknown) cannot be resolved.
+_POLYMORPHIC = frozenset({"to_json", "to_jsonb"})
+
+
+def _unknown_polymorphic(tree: exp.Expression) -> None:
+    for call in tree.find_all(exp.Anonymous):
+        arguments = call.expressions
+        if call.name.lower() in _POLYMORPHIC and len(arguments) == 1 and \
+                isinstance(arguments[0], exp.Literal) and arguments[0].is_string:
+            raise PgError(DATATYPE_MISMATCH, "could not determine polymorphic type because "
+                          "input has type unknown")
+
+
 def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | None = None,
                     search_path: Sequence[str] = ()) -> None:
     """Raise PostgreSQL's 42883 for the first call or operator in `tree` (parsed from
     `sql`) that PostgreSQL has no overload of for its argument types. The tree is not
     changed (column types are read on a copy)."""
+    _unknown_polymorphic(tree)
     if tree.find(*_CANDIDATES) is None:
         return
     typed = tree.copy()

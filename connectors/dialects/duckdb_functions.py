@@ -80,10 +80,30 @@ _NO_DUCKDB_FORM: dict[type[exp.Expression], str] = {
     exp.Overlaps: "OVERLAPS", exp.JSONBContainsTopKey: "the jsonb ? operator",
     exp.JSONBContainsAnyTopKeys: "the jsonb ?| operator",
     exp.JSONBContainsAllTopKeys: "the jsonb ?& operator",
+    # DuckDB has no to_number: sqlglot writes a cast to a double, where PostgreSQL reads
+    # the template into a numeric.
+    exp.ToNumber: "to_number()",
 }
 
 
+def _merge_joinable(condition: exp.Expression) -> bool:
+    """Whether each conjunct of a FULL JOIN's ON is an equality between the two sides,
+    which is all PostgreSQL can run a FULL JOIN on."""
+    if isinstance(condition, exp.Paren):
+        return _merge_joinable(condition.this)
+    if isinstance(condition, exp.And):
+        return _merge_joinable(condition.this) and _merge_joinable(condition.expression)
+    return isinstance(condition, exp.EQ) and all(
+        side.find(exp.Column) is not None for side in (condition.this, condition.expression))
+
+
 def _refuse_syntax(tree: exp.Expression) -> None:
+    for join in tree.find_all(exp.Join):
+        on = join.args.get("on")
+        if join.side == "FULL" and on is not None and not _merge_joinable(on):
+            # PostgreSQL's own refusal, word for word; DuckDB would answer.
+            raise PgError(FEATURE_NOT_SUPPORTED, "FULL JOIN is only supported with "
+                          "merge-joinable or hash-joinable join conditions")
     for node in tree.find_all(exp.Group, exp.With, exp.Select, *_NO_DUCKDB_FORM):
         if isinstance(node, exp.Group) and node.args.get("all") is False:
             raise _refuse("GROUP BY DISTINCT")
