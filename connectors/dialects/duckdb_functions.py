@@ -192,6 +192,9 @@ def _is_bytea(datatype: exp.DataType) -> bool:
 def _to_hex(node: exp.Hex) -> exp.Expression:
     operand = node.this
     kind = operand.type.this if operand.type is not None else None
+    number = operand.this if isinstance(operand, exp.Neg) else operand
+    if isinstance(number, exp.Literal) and not number.is_string:  # sqlglot types any as INT
+        kind = T.INT if _is_int4(operand) else T.BIGINT
     if kind in _SMALL_INTEGERS:  # two's complement in 32 bits, as PostgreSQL's int4
         operand = exp.BitwiseAnd(this=exp.Cast(this=operand, to=exp.DataType.build("BIGINT")),
                                  expression=exp.Literal.number(0xFFFFFFFF))

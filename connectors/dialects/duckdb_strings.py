@@ -15,6 +15,9 @@ refused (0A000) where no rewrite does:
   characters), DuckDB raises;
 - `chr(0)` and `chr(n)` of a negative n: PostgreSQL's errors (54000, 22023), DuckDB
   answers or raises its own;
+- `initcap(s)`: under the C collation PostgreSQL starts a word after any character that
+  is not an ASCII letter or digit and changes only ASCII letters; DuckDB (sqlglot's
+  rendering) knows Unicode letters. Only an ASCII literal is answered, else refused;
 - `s SIMILAR TO p`: DuckDB reads p as a regular expression; PostgreSQL's `%`, `_` and
   escapes are translated (its similar_to_escape) when p is a literal, else refused.
 """
@@ -32,7 +35,7 @@ _UPPER = _LOWER.upper()
 NULL_CHARACTER = "null character not permitted"
 NEGATIVE_CHARACTER = "character number must be positive"
 _REWRITTEN = (exp.Upper, exp.Lower, exp.Substring, exp.SplitPart, exp.StringToArray,
-              exp.SimilarTo, exp.Pad, exp.Chr)
+              exp.SimilarTo, exp.Pad, exp.Chr, exp.Initcap)
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
@@ -192,4 +195,8 @@ def postgres_strings(node: exp.Expression) -> exp.Expression:
         return _pad(node)
     if isinstance(node, exp.Chr):
         return _chr(node)
+    if isinstance(node, exp.Initcap):
+        text = node.this
+        if not (isinstance(text, exp.Literal) and text.is_string and text.this.isascii()):
+            raise _refuse("initcap() of text that may hold non-ASCII letters")
     return node

@@ -20,7 +20,7 @@ ROWS = "(VALUES ('abc', 2, 1.5, DATE '2024-03-05')) AS v(t, n, x, d)"
 SELECT_LISTS = [
     "substr(t, 1, 2), substring(t, 1, 2), substring(t from 2), position('b' in t), strpos(t, 'b')",
     "lpad(t, 5, '*'), rpad(t, 5), trim(t), btrim(t), ltrim(t), rtrim(t), trim(leading 'a' from t)",
-    "length(t), char_length(t), upper(t), lower(t), initcap(t), replace(t, 'b', 'x'), reverse(t)",
+    "length(t), char_length(t), upper(t), lower(t), initcap('ab cd'), replace(t, 'b', 'x'), reverse(t)",
     "left(t, 1), right(t, 1), split_part(t, 'b', 1), repeat(t, 2), concat(t, n), md5(t)",
     "to_char(d, 'YYYY-MM'), date_trunc('month', d), extract(year from d)",
     "d::timestamp at time zone 'UTC', now() > d, current_date > d, abs(n), ceil(x), ceiling(x), floor(x), round(x), trunc(x)",

@@ -26,7 +26,8 @@ SAME = [
     "array_to_string(string_to_array(t, ''), '|'), array_to_string(string_to_array(t, 'b'), '|')",
     "t SIMILAR TO '(a|b)%', t SIMILAR TO 'a_c', 'a.c' SIMILAR TO 'a_c', 'abc' SIMILAR TO 'a.c', "
     "'100%' SIMILAR TO '100\\%', t NOT SIMILAR TO '%'",
-    "lpad(t, 5, ''), rpad(t, 2, ''), lpad(t, 5, '*'), chr(n + 63)",
+    "lpad(t, 5, ''), rpad(t, 2, ''), lpad(t, 5, '*'), chr(n + 63), initcap('ab cD-eF'), "
+    "to_hex(9223372036854775807), to_hex(-1)",
     # Quoted text is copied; an infinite date has no text form in to_char (NULL).
     "to_char(d, 'YYYY-MM-DD\"T\"FMDD'), to_char(d::timestamp, 'HH24:MI:SS.US'), "
     "to_char(DATE 'infinity', 'YYYY')",
@@ -38,6 +39,7 @@ REFUSED = [
     ("format('%s %s', t)", "22023"),
     ("substr(t, 2, -1)", "22011"),  # PostgreSQL's error, not DuckDB's count backwards
     ("t SIMILAR TO t", "0A000"),  # only a literal pattern is translated
+    ("initcap(t)", "0A000"),  # words and letters are ASCII's under the C collation
     ("chr(n - 2)", "54000"),  # chr(0): PostgreSQL's error
     ("to_char(d, 'Dy DD Mon YYYY')", "0A000"),  # patterns strftime has no faithful form of
     ("to_char(d, 'D')", "0A000"),
