@@ -86,21 +86,11 @@ _NO_DUCKDB_FORM: dict[type[exp.Expression], str] = {
 }
 
 
-def _merge_joinable(condition: exp.Expression) -> bool:
-    """Whether each conjunct of a FULL JOIN's ON is an equality between the two sides,
-    which is all PostgreSQL can run a FULL JOIN on."""
-    if isinstance(condition, exp.Paren):
-        return _merge_joinable(condition.this)
-    if isinstance(condition, exp.And):
-        return _merge_joinable(condition.this) and _merge_joinable(condition.expression)
-    return isinstance(condition, exp.EQ) and all(
-        side.find(exp.Column) is not None for side in (condition.this, condition.expression))
-
-
 def _refuse_syntax(tree: exp.Expression) -> None:
     for join in tree.find_all(exp.Join):
         on = join.args.get("on")
-        if join.side == "FULL" and on is not None and not _merge_joinable(on):
+        # IS NOT DISTINCT FROM is neither merge- nor hash-joinable in PostgreSQL.
+        if join.side == "FULL" and on is not None and on.find(exp.NullSafeEQ) is not None:
             # PostgreSQL's own refusal, word for word; DuckDB would answer.
             raise PgError(FEATURE_NOT_SUPPORTED, "FULL JOIN is only supported with "
                           "merge-joinable or hash-joinable join conditions")

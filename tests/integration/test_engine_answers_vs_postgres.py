@@ -100,6 +100,11 @@ TABLE_STATEMENTS = {
     "derived_table_names": "SELECT * FROM (SELECT ten + 1, count(*), max(name) AS Top FROM t "
                            "GROUP BY ten) AS sub ORDER BY 1",
     "values_names": "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v(x) ORDER BY 1",
+    # A USING or NATURAL join's columns come first in its star.
+    "star_over_using": "SELECT * FROM t a JOIN t b USING (col) WHERE col < 3 ORDER BY col",
+    "star_over_full_using": "SELECT * FROM t a FULL JOIN t b USING (col) WHERE col < 2 ORDER BY 1",
+    "star_over_right_using": "SELECT * FROM t a RIGHT JOIN t b USING (ten, col) WHERE col < 2 ORDER BY 1",
+    "star_over_natural": "SELECT * FROM t a NATURAL LEFT JOIN t b WHERE a.col < 3 ORDER BY a.col",
     # avg() of an integer is numeric: round() to places exists for it.
     "round_of_an_average": "SELECT round(avg(col), 2), round(avg(col::float8)) FROM t",
 }
@@ -135,7 +140,7 @@ REFUSED = {
     "sha384": "SELECT sha384('abc'::bytea)",
     "sha512": "SELECT sha512('abc'::bytea)",
     "to_number": "SELECT to_number('1,234.5', '9,999.9')",
-    "full_join_not_on_equality": "SELECT count(*) FROM t a FULL JOIN t b ON a.ten IS NOT DISTINCT FROM b.col",
+    "full_join_not_distinct": "SELECT count(*) FROM t a FULL JOIN t b ON a.ten IS NOT DISTINCT FROM b.col",
     # PostgreSQL syntax DuckDB has no form of (it answered a syntax error).
     "overlaps": "SELECT (DATE '2024-01-01', DATE '2024-02-01') OVERLAPS (DATE '2024-01-15', DATE '2024-03-01')",
     "jsonb_key_exists": "SELECT '{\"a\": 1}'::jsonb ? 'a'",
