@@ -31,6 +31,7 @@ NUMERIC_VALUE_OUT_OF_RANGE = "22003"
 INVALID_TEXT_REPRESENTATION = "22P02"
 INVALID_BINARY_REPRESENTATION = "22P03"
 DATA_EXCEPTION = "22000"
+SUBSTRING_ERROR = "22011"
 INVALID_CURSOR_NAME = "34000"
 INVALID_SQL_STATEMENT_NAME = "26000"
 ACTIVE_SQL_TRANSACTION = "25001"
@@ -105,7 +106,16 @@ class ProtocolError(PgError):
 # DuckDB reports errors as typed exceptions whose text starts with "<Kind> Error: ".
 # The table below maps (exception class name, message pattern) to a SQLSTATE; the first
 # match wins. Patterns are matched against the message with that prefix removed.
+# PostgreSQL's words that the DuckDB dialect's error() calls raise
+# (connectors.dialects.duckdb_floats), wherever DuckDB reports them from.
+_RAISED_WORDS = ((r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),
+                 (r"^value out of range: (?:overflow|underflow)$", NUMERIC_VALUE_OUT_OF_RANGE),
+                 (r"^zero raised to a negative power is undefined$", INVALID_ARGUMENT_FOR_POWER),
+                 (r"^a negative number raised to a non-integer power yields a complex result$",
+                  INVALID_ARGUMENT_FOR_POWER))
 _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
+    *((kind, pattern, code) for kind in ("InvalidInputException", "OSError", "ArrowInvalid")
+      for pattern, code in _RAISED_WORDS),
     ("CatalogException", r"^Table with name .* does not exist", UNDEFINED_TABLE),
     ("CatalogException", r"^Table Function with name .* does not exist", UNDEFINED_FUNCTION),
     ("CatalogException", r"^Scalar Function with name .* does not exist", UNDEFINED_FUNCTION),
@@ -123,6 +133,9 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("InvalidInputException", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
     ("InvalidInputException", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("InvalidInputException", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("InvalidInputException", r"^negative substring length not allowed$", SUBSTRING_ERROR),
+    ("InvalidInputException", r"^character number must be positive$", INVALID_PARAMETER_VALUE),
+    ("InvalidInputException", r"^null character not permitted$", PROGRAM_LIMIT_EXCEEDED),
     ("InvalidInputException", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("OutOfRangeException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
     ("OutOfRangeException", r"^Invalid RANGE (?:PRECEDING|FOLLOWING) value$",
@@ -147,7 +160,13 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("OSError", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("ArrowInvalid", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("OSError", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("OSError", r"^negative substring length not allowed$", SUBSTRING_ERROR),
+    ("OSError", r"^character number must be positive$", INVALID_PARAMETER_VALUE),
+    ("OSError", r"^null character not permitted$", PROGRAM_LIMIT_EXCEEDED),
     ("ArrowInvalid", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
+    ("ArrowInvalid", r"^negative substring length not allowed$", SUBSTRING_ERROR),
+    ("ArrowInvalid", r"^character number must be positive$", INVALID_PARAMETER_VALUE),
+    ("ArrowInvalid", r"^null character not permitted$", PROGRAM_LIMIT_EXCEEDED),
     ("OSError", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("ArrowInvalid", r"^More than one row returned by a subquery", CARDINALITY_VIOLATION),
     ("OSError", r"^Could not convert", INVALID_TEXT_REPRESENTATION),
@@ -256,8 +275,23 @@ def _unanswerable_call(message: str) -> PgError | None:
     return None
 
 
+# A numeric PostgreSQL holds and DuckDB's DECIMAL (38 digits, no NaN or infinity, a
+# precision fixed per column) does not: PostgreSQL answers, so the statement is refused.
+_BEYOND_DECIMAL = re.compile(r"^Could not cast value \S+ to DECIMAL|^BIGNUM value |"
+                             r'^Casting value "[^"]*" to type DECIMAL\(\d+,\d+\) failed: value is out of range')
+# abs() of an integer type's minimum, which has no positive counterpart in the type.
+_ABS_OVERFLOW = re.compile(r"^Overflow on abs\((-\d+)\)$")
+_INTEGER_MINIMA = {-(2**15): "smallint", -(2**31): "integer", -(2**63): "bigint"}
+
+
 def _postgres_words(code: str, message: str) -> PgError | None:
     """DuckDB's error as PostgreSQL reports the same failure, when we know its words."""
+    if _BEYOND_DECIMAL.match(message):
+        return PgError(FEATURE_NOT_SUPPORTED, "a numeric value beyond DuckDB's DECIMAL (38 digits, no "
+                       "NaN or infinity) is not supported by fedgate outside PostgreSQL sources")
+    overflow = _ABS_OVERFLOW.match(message)
+    if overflow is not None and int(overflow.group(1)) in _INTEGER_MINIMA:
+        return PgError(NUMERIC_VALUE_OUT_OF_RANGE, f"{_INTEGER_MINIMA[int(overflow.group(1))]} out of range")
     failed = _FAILED_CAST.match(message)
     if code == INVALID_TEXT_REPRESENTATION and failed is not None:
         value, target, precision = failed.group(2), failed.group(3), failed.group(4)

@@ -93,9 +93,14 @@ class Builder:
         if isinstance(node, exp.Values):
             alias = node.alias_or_name or "*VALUES*"
             width = len(node.expressions[0].expressions) if node.expressions else 0
-            names = tuple(c.name for c in node.args["alias"].columns) if node.args.get("alias") \
-                and node.args["alias"].columns else tuple(f"column{i + 1}" for i in range(width))
-            return Values(node, alias, names)
+            given = [c.name for c in node.args["alias"].columns] if node.args.get("alias") else []
+            # PostgreSQL names the columns an alias list leaves out column<n>.
+            names = tuple(given[:width]) + tuple(f"column{i + 1}" for i in range(len(given), width))
+            # A top-level VALUES may carry ORDER BY / LIMIT: they apply to its rows.
+            rows = node.copy()
+            for arg in ("order", "limit", "offset"):
+                rows.set(arg, None)
+            return self._ordered(Values(rows, alias, names), node)
         if isinstance(node, exp.Select):
             reason = _reason(node)
             if reason is not None:

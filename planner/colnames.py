@@ -85,9 +85,13 @@ def _written_name(node: exp.Expression, sql: str | None) -> str | None:
 def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
     """A name PostgreSQL takes from the expression itself (strength 2 in its source)."""
     if isinstance(node, exp.Column):
-        return None if isinstance(node.this, exp.Star) else node.name
-    if isinstance(node, exp.Paren):
-        return _strong_name(node.this, sql)
+        if isinstance(node.this, exp.Star):
+            return None
+        return node.name if node.this.quoted else fold_identifier(node.name)
+    if isinstance(node, (exp.Paren, exp.Bracket)):
+        return _strong_name(node.this, sql)  # (ARRAY[1, 2])[1] is "array"
+    if isinstance(node, exp.Extract) and "spelled" in node.meta:
+        return node.meta["spelled"]  # date_part(...) or extract(...) (planner.parse)
     if isinstance(node, exp.Cast) and _written_name(node, sql) is None:
         return _strong_name(node.this, sql)  # 4::int4::int2 is named by its last type
     if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
@@ -121,11 +125,17 @@ def figure_colname(node: exp.Expression, sql: str | None = None) -> str:
         if isinstance(alias, exp.Identifier) and not alias.quoted:
             return fold_identifier(alias.name)
         return node.alias
+    while isinstance(node, (exp.Paren, exp.Bracket)):
+        node = node.this  # PostgreSQL's parser keeps no parentheses; a subscript takes its
+        # operand's name, even a cast's type name ((NULL::int[])[1] is "int4")
     if isinstance(node, exp.Cast) and _written_name(node, sql) is None:
         inner = _strong_name(node.this, sql)
         if inner is not None:
             return inner
-        return pg_type_name(node.to) or node.to.sql("postgres").lower()
+        to = node.to
+        if to.is_type(exp.DataType.Type.ARRAY) and to.expressions:
+            to = to.expressions[0]  # the type's last name: int[] is "int4", its array bounds aside
+        return pg_type_name(to) or to.sql("postgres").lower()
     return _strong_name(node, sql) or UNNAMED
 
 

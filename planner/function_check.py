@@ -110,11 +110,11 @@ def check_functions(tree: exp.Expression, sql: str, allowed: frozenset[str],
         if name is None or name in allowed or name in SYNTAX_CALLS:
             continue
         if catalog is not None:
-            _type_in_place(tree, catalog, search_path)
+            type_in_place(tree, catalog, search_path)
         raise _refusal(node, name)
 
 
-def _type_in_place(tree: exp.Expression, catalog: CatalogSnapshot,
+def type_in_place(tree: exp.Expression, catalog: CatalogSnapshot,
                    search_path: Sequence[str]) -> None:
     """Give the expressions of `tree` their types from the catalog, for the message only.
     A statement that cannot be typed (a table that does not exist, a column no table has)

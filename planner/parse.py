@@ -8,6 +8,7 @@ import re
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Tokenizer, TokenType
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, PgError
 
@@ -43,6 +44,51 @@ def _check_unicode_escapes(tree: exp.Expression) -> None:
                 raise PgError(SYNTAX_ERROR, "invalid Unicode escape value")
 
 
+def _spell_date_parts(tree: exp.Expression, sql: str) -> None:
+    """Record on each Extract whether the statement wrote `date_part(...)` or
+    `extract(...)`: sqlglot parses both into one class without the name's position, and
+    PostgreSQL names an output column after the spelling (planner.colnames)."""
+    extracts = list(tree.find_all(exp.Extract, bfs=False))
+    if not extracts:
+        return
+    tokens = Tokenizer().tokenize(sql)
+    spelled = [token.text.lower() for token, after in zip(tokens, tokens[1:])
+               if token.text.lower() in ("date_part", "extract")
+               and after.token_type == TokenType.L_PAREN]
+    if len(spelled) == len(extracts):  # source order is the tree's pre-order
+        for node, word in zip(extracts, spelled):
+            node.meta["spelled"] = word
+
+
+def _width(query: exp.Expression) -> int | None:
+    """How many columns `query` yields, when the text alone says (no `*`)."""
+    while isinstance(query, (exp.SetOperation, exp.Subquery)):
+        query = query.this
+    if isinstance(query, exp.Values):
+        return len(query.expressions[0].expressions) if query.expressions else None
+    if isinstance(query, exp.Select) and not any(
+            isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+            for e in query.expressions):
+        return len(query.expressions)
+    return None
+
+
+def _check_widths(tree: exp.Expression) -> None:
+    """PostgreSQL's parse-analysis errors for rows of unequal width (the engines word
+    them otherwise, or take the wider)."""
+    for node in tree.find_all(exp.Values, exp.SetOperation):
+        if isinstance(node, exp.Values):
+            if len({len(row.expressions) for row in node.expressions
+                    if isinstance(row, exp.Tuple)}) > 1:
+                raise PgError(SYNTAX_ERROR, "VALUES lists must all be the same length")
+            continue
+        left, right = _width(node.this), _width(node.expression)
+        if left is not None and right is not None and left != right:
+            operator = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}
+            raise PgError(SYNTAX_ERROR, f"each {operator[type(node)]} query must have the same "
+                          "number of columns")
+
+
 def parse_query(sql: str) -> exp.Expression:
     """The statement's tree; anything but a query (SELECT, VALUES, TABLE, WITH ...) raises."""
     try:
@@ -62,6 +108,8 @@ def parse_query(sql: str) -> exp.Expression:
     tree = trees[0]
     if isinstance(tree, QUERY_TYPES):
         _check_unicode_escapes(tree)
+        _spell_date_parts(tree, sql)
+        _check_widths(tree)
         return tree
     if isinstance(tree, exp.Command):
         keyword = str(tree.this).upper()

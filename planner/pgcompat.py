@@ -29,6 +29,7 @@ import re
 
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.parser import Parser
 from sqlglot.tokens import Tokenizer, TokenType
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
@@ -64,6 +65,8 @@ _OPERATORS = {
 # The catalog's look-ups that reg* casts become (`_cast`): only the catalog answers them.
 REG_FUNCTIONS = frozenset({f"{t}_in" for t in _REG_TYPES} | {f"{t}_out" for t in _REG_TYPES})
 
+# Type keywords that open a typed literal (`DATE '...'`); INTERVAL sqlglot parses right.
+_LITERAL_TYPES = frozenset(Parser.TYPE_TOKENS) - {TokenType.INTERVAL}
 _OID_TYPES = {"oid", "regtype", "regclass", "regproc", "regprocedure", "regnamespace", "regrole"}
 
 
@@ -73,11 +76,14 @@ def normalize(sql: str) -> str:
       and then fails on `[]`; it becomes `::uint[]`, which the planner reports as `_oid`
       (asyncpg's type introspection binds `$1::oid[]`, and asyncpg can encode only the
       parameter types it knows without introspecting: _oid, not _int8);
-    - `OPERATOR(pg_catalog.op)` with an operator sqlglot splits: the bare operator.
-    Only type names and operators are replaced, never a value.
+    - `OPERATOR(pg_catalog.op)` with an operator sqlglot splits: the bare operator;
+    - a typed literal cast on (`DATE '2024-01-01'::text`): parenthesised, because sqlglot
+      applies the cast to the string before the type (`DATE ('...'::text)`), where
+      PostgreSQL casts the typed literal.
+    Only type names and operators are replaced, and parentheses added, never a value.
     """
     lowered = sql.lower()
-    if "[]" not in sql and "operator" not in lowered:
+    if "[]" not in sql and "operator" not in lowered and "::" not in sql:
         return sql
     try:
         tokens = Tokenizer().tokenize(sql)
@@ -85,6 +91,12 @@ def normalize(sql: str) -> str:
         return sql
     edits: list[tuple[int, int, str]] = []  # (start, end inclusive, replacement)
     for i, token in enumerate(tokens):
+        if token.token_type in _LITERAL_TYPES and i + 2 < len(tokens) and \
+                tokens[i + 1].token_type == TokenType.STRING and \
+                tokens[i + 2].token_type == TokenType.DCOLON and \
+                (i == 0 or tokens[i - 1].token_type != TokenType.DCOLON):
+            typed = sql[token.start:tokens[i + 1].end + 1]
+            edits.append((token.start, tokens[i + 1].end, f"({typed})"))
         if token.token_type == TokenType.DCOLON:
             j = i + 1
             if j + 1 < len(tokens) and tokens[j].text.lower() == "pg_catalog" and \

@@ -37,7 +37,10 @@ from planner.pushdown import fragments
 from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
+from planner.derived_names import derived_names
+from planner.using_star import using_star
 from planner.function_check import check_functions
+from planner.signature_check import signature_check
 from planner.pg_annotate import annotate_postgres
 from planner.params import cast_parameters, infer_param_types, parameters
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
@@ -180,7 +183,10 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     parsed = parse_query(text)
     # Before rewrites add names of ours; the catalog types the arguments a refusal names.
     check_functions(parsed, text, settings.functions, catalog, settings.search_path)
+    signature_check(parsed, text, catalog, settings.search_path)
     tree = pgcompat.rewrite(parsed, catalog.catalog_functions)
+    using_star(tree, catalog, settings.search_path)
+    derived_names(tree, text)  # before qualify names them _col_0
     names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)
     if settings.hidden_schemas:

@@ -33,6 +33,9 @@ from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 from connectors.dialects import duckdb_functions as functions
+from connectors.dialects import duckdb_floats as floats
+from connectors.dialects import duckdb_formats as formats
+from connectors.dialects import duckdb_strings as strings
 from connectors.base import (EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
@@ -331,6 +334,12 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = tree.transform(_synonym)
     if tree.find(exp.Format) is not None:
         tree = tree.transform(_pg_format)
+    if strings.needs_rewrite(tree):  # first: split_part's own check applies to its rewrite
+        tree = rewrite_bottom_up(tree, strings.postgres_strings)
+    if formats.needs_rewrite(tree):
+        tree = rewrite_bottom_up(tree, formats.postgres_formats)
+    if floats.needs_rewrite(tree):
+        tree = rewrite_bottom_up(tree, floats.postgres_floats)
     if needs_types(tree):
         tree = rewrite_bottom_up(tree, _postgres_semantics)
     if tree.find(exp.Filter) is not None:

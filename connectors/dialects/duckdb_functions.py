@@ -80,8 +80,41 @@ def needs_rewrite(tree: exp.Expression) -> bool:
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
 
 
+# PostgreSQL syntax DuckDB has no form of (rendered as written, DuckDB raised a syntax
+# error where PostgreSQL answers), by the words a refusal names it with.
+_NO_DUCKDB_FORM: dict[type[exp.Expression], str] = {
+    exp.Overlaps: "OVERLAPS", exp.JSONBContainsTopKey: "the jsonb ? operator",
+    exp.JSONBContainsAnyTopKeys: "the jsonb ?| operator",
+    exp.JSONBContainsAllTopKeys: "the jsonb ?& operator",
+    # DuckDB has no to_number: sqlglot writes a cast to a double, where PostgreSQL reads
+    # the template into a numeric.
+    exp.ToNumber: "to_number()",
+}
+
+
+def _refuse_syntax(tree: exp.Expression) -> None:
+    for join in tree.find_all(exp.Join):
+        on = join.args.get("on")
+        # IS NOT DISTINCT FROM is neither merge- nor hash-joinable in PostgreSQL.
+        if join.side == "FULL" and on is not None and on.find(exp.NullSafeEQ) is not None:
+            # PostgreSQL's own refusal, word for word; DuckDB would answer.
+            raise PgError(FEATURE_NOT_SUPPORTED, "FULL JOIN is only supported with "
+                          "merge-joinable or hash-joinable join conditions")
+    for node in tree.find_all(exp.Group, exp.With, exp.Select, *_NO_DUCKDB_FORM):
+        if isinstance(node, exp.Group) and node.args.get("all") is False:
+            raise _refuse("GROUP BY DISTINCT")
+        if isinstance(node, exp.With) and (node.args.get("search") or node.args.get("cycle")):
+            raise _refuse("SEARCH or CYCLE in WITH RECURSIVE")
+        if isinstance(node, exp.Select) and not node.expressions:
+            raise _refuse("a SELECT without a select list")
+        if type(node) in _NO_DUCKDB_FORM:
+            raise _refuse(_NO_DUCKDB_FORM[type(node)])
+
+
 def refuse_unfaithful(tree: exp.Expression) -> None:
-    """Raise 0A000 for the first call in `tree` DuckDB would answer differently."""
+    """Raise 0A000 for the first call in `tree` DuckDB would answer differently, or
+    syntax it has no form of."""
+    _refuse_syntax(tree)
     for call in tree.find_all(exp.Anonymous):
         if str(call.this).lower() in _REFUSED_CALLS:
             raise _refuse(f"{str(call.this).lower()}()")
@@ -135,10 +168,13 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
         return _bytea_literal(node)
     if isinstance(node, exp.ExplodingGenerateSeries) and _int4_series(node):
         return _int4_series_values(node)
-    if isinstance(node, exp.Extract) and node.this.name.upper() in _WHOLE_FIELDS:
-        return exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL(38, 0)"))
     if isinstance(node, exp.Extract):
-        return _fraction_field(node)
+        exact = exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL(38, 0)")) \
+            if node.this.name.upper() in _WHOLE_FIELDS else _fraction_field(node)
+        if node.meta.get("spelled") == "date_part":
+            # date_part() is float8 in PostgreSQL: extract()'s numeric, converted.
+            return exp.Cast(this=exact, to=exp.DataType.build("DOUBLE"))
+        return exact
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)) and node.this.type is not None \
             and node.this.type.this == T.DATE:
         return exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMPTZ"))
@@ -191,6 +227,9 @@ def _is_bytea(datatype: exp.DataType) -> bool:
 def _to_hex(node: exp.Hex) -> exp.Expression:
     operand = node.this
     kind = operand.type.this if operand.type is not None else None
+    number = operand.this if isinstance(operand, exp.Neg) else operand
+    if isinstance(number, exp.Literal) and not number.is_string:  # sqlglot types any as INT
+        kind = T.INT if _is_int4(operand) else T.BIGINT
     if kind in _SMALL_INTEGERS:  # two's complement in 32 bits, as PostgreSQL's int4
         operand = exp.BitwiseAnd(this=exp.Cast(this=operand, to=exp.DataType.build("BIGINT")),
                                  expression=exp.Literal.number(0xFFFFFFFF))

@@ -72,11 +72,12 @@ def write_known(results: list[Result]) -> None:
 
 
 def prune_known(results: list[Result]) -> int:
-    """Remove the entries of known_differences.json that are no longer different (never add
-    one); return how many went."""
+    """Drop the known differences that are no longer different (and nothing else: a new
+    difference is never added); return how many went."""
+    different = {(r.route, r.statement.sql) for r in results if r.verdict.kind == "different"}
+    ran = {(r.route, r.statement.sql) for r in results}
     entries = json.loads(KNOWN_DIFFERENCES.read_text())
-    now_fine = {(r.route, r.statement.sql) for r in results if r.verdict.kind != "different"}
-    kept = [e for e in entries if (e["route"], e["sql"]) not in now_fine]
+    kept = [e for e in entries if (e["route"], e["sql"]) not in ran or (e["route"], e["sql"]) in different]
     lines = ",\n".join(json.dumps(entry, ensure_ascii=False) for entry in kept)
     KNOWN_DIFFERENCES.write_text(f"[\n{lines}\n]\n")
     return len(entries) - len(kept)
@@ -190,7 +191,7 @@ def main() -> None:
     parser.add_argument("--write-known", action="store_true",
                         help="rewrite known_differences.json with today's differences")
     parser.add_argument("--prune-known", action="store_true",
-                        help="remove the entries of known_differences.json that are no longer different")
+                        help="remove from known_differences.json the statements no longer different")
     args = parser.parse_args()
     statements = all_statements()
     with tempfile.TemporaryDirectory(prefix="fedgate-conformance-") as tmp:

@@ -20,7 +20,7 @@ ROWS = "(VALUES ('abc', 2, 1.5, DATE '2024-03-05')) AS v(t, n, x, d)"
 SELECT_LISTS = [
     "substr(t, 1, 2), substring(t, 1, 2), substring(t from 2), position('b' in t), strpos(t, 'b')",
     "lpad(t, 5, '*'), rpad(t, 5), trim(t), btrim(t), ltrim(t), rtrim(t), trim(leading 'a' from t)",
-    "length(t), char_length(t), upper(t), lower(t), initcap(t), replace(t, 'b', 'x'), reverse(t)",
+    "length(t), char_length(t), upper(t), lower(t), initcap('ab cd'), replace(t, 'b', 'x'), reverse(t)",
     "left(t, 1), right(t, 1), split_part(t, 'b', 1), repeat(t, 2), concat(t, n), md5(t)",
     "to_char(d, 'YYYY-MM'), date_trunc('month', d), extract(year from d)",
     "d::timestamp at time zone 'UTC', now() > d, current_date > d, abs(n), ceil(x), ceiling(x), floor(x), round(x), trunc(x)",
@@ -35,7 +35,19 @@ AGGREGATES = [
     "percentile_cont(0.5) within group (order by x), count(*) filter (where n > 1)",
     "sum(n) filter (where x > 0), max(t) filter (where n > 0)",
 ]
-STATEMENTS = [f"SELECT {items} FROM {ROWS}" for items in SELECT_LISTS + AGGREGATES]
+# Names PostgreSQL gives the columns of derived tables, CTEs and VALUES lists, which a
+# `*` above them shows; an unquoted name folds to lower case; a subscript takes its
+# operand's name; a typed literal cast on takes the last type's.
+DERIVED = [
+    f"SELECT * FROM (SELECT n + 1, count(*), t::text, extract(year from d), date_part('year', d), "
+    f"x AS Mixed FROM {ROWS} GROUP BY n, t, d, x) AS sub",
+    f"SELECT * FROM (SELECT T, N AS Big FROM {ROWS}) AS sub",
+    f"WITH c AS (SELECT upper(t), coalesce(n, 0) FROM {ROWS}) SELECT * FROM c",
+    "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v",
+    "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v(x)",
+    f"SELECT (ARRAY[n, 2])[1], (ARRAY[n])[1:1], (NULL::int[])[1], DATE '2024-01-01'::text, N FROM {ROWS}",
+]
+STATEMENTS = [f"SELECT {items} FROM {ROWS}" for items in SELECT_LISTS + AGGREGATES] + DERIVED
 
 
 async def _names(dsn: str, sql: str) -> list[str]:

@@ -61,6 +61,14 @@ CONSTANTS = {
     "generate_series": "SELECT * FROM generate_series(1, 3)",
     "generate_series_column": "SELECT generate_series(1, 3)",
     "cast_names": "SELECT 1::int8, CAST(2 AS text), '3'::numeric, 4::int4::int2",
+    "values_ordered": "VALUES (1, 'a'), (3, 'c'), (2, 'b') ORDER BY 1 DESC LIMIT 2",
+    "typed_literal_cast": "SELECT DATE '2024-02-29'::text, TIMESTAMP '2024-02-29 10:00'::date",
+    # Parsed as a Log with a base, yet no two-argument log(): PostgreSQL answers these.
+    "float_text": "SELECT 'Infinity'::float8::text, '-Infinity'::float8::text, 'NaN'::float8::text, "
+                  "100::float8::text, 0.1::float8::text, 1e16::float8::text, 1.5::float4::text",
+    "float_functions_in_range": "SELECT sin(0::float8), cos(0::float8), exp(0::float8), "
+                                "power(2::float8, 10::float8), acos(1::float8), power(-2::float8, 3::float8)",
+    "log10_and_ln_of_floats": "SELECT log10(100::float8), ln(1::float8), log(1000::float8)",
 }
 
 # Statements over the tables, run on every route.
@@ -89,6 +97,16 @@ TABLE_STATEMENTS = {
     "int4_results": "SELECT sum(length(name)), sum(ten / 3), sum(strpos(name, '1')) FROM t",
     "bytes_and_hex": "SELECT to_hex(col - 10), concat(ten > 4, name), div(col, 3), name::bytea "
                      "FROM t ORDER BY col",
+    "derived_table_names": "SELECT * FROM (SELECT ten + 1, count(*), max(name) AS Top FROM t "
+                           "GROUP BY ten) AS sub ORDER BY 1",
+    "values_names": "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v(x) ORDER BY 1",
+    # A USING or NATURAL join's columns come first in its star.
+    "star_over_using": "SELECT * FROM t a JOIN t b USING (col) WHERE col < 3 ORDER BY col",
+    "star_over_full_using": "SELECT * FROM t a FULL JOIN t b USING (col) WHERE col < 2 ORDER BY 1",
+    "star_over_right_using": "SELECT * FROM t a RIGHT JOIN t b USING (ten, col) WHERE col < 2 ORDER BY 1",
+    "star_over_natural": "SELECT * FROM t a NATURAL LEFT JOIN t b WHERE a.col < 3 ORDER BY a.col",
+    # avg() of an integer is numeric: round() to places exists for it.
+    "round_of_an_average": "SELECT round(avg(col), 2), round(avg(col::float8)) FROM t",
 }
 
 # Errors the engine meets: PostgreSQL's SQLSTATE and message.
@@ -97,6 +115,21 @@ ERRORS = {
     "integer_out_of_range": "SELECT '99999999999'::int",
     "invalid_integer_in_a_column": "SELECT name::int FROM t WHERE col = 3",
     "ambiguous_column": "SELECT ten FROM t a, t b",
+    # PostgreSQL has no overload for these argument types; the engines have.
+    "float_modulo": "SELECT col % 2.5::float8 FROM t",
+    "mod_of_float": "SELECT mod(col::float4, 3) FROM t",
+    "round_of_float_to_places": "SELECT round(ten::float8, 1) FROM t",
+    "log_of_float_in_base": "SELECT log(2, 'NaN'::float8)",
+    "min_of_boolean": "SELECT min(ten > 3) FROM t",
+    "to_json_of_unknown": "SELECT to_json('abc')",
+    "cos_of_infinity": "SELECT cos('Infinity'::float8)",
+    "acos_beyond_one": "SELECT acos(2::float8)",
+    "exp_underflow": "SELECT exp(-1000::float8)",
+    "power_overflow": "SELECT power(10::float8, 400::float8)",
+    "zero_to_a_negative_power": "SELECT power(0::float8, -1::float8)",
+    "values_of_unequal_width": "SELECT * FROM (VALUES (1, 2), (3)) AS v",
+    "union_of_unequal_width": "SELECT ten, col FROM t UNION SELECT ten FROM t",
+    "abs_of_bigint_minimum": "SELECT abs(-9223372036854775808)",
 }
 
 # Constructs the engine cannot answer as PostgreSQL does: refused, 0A000.
@@ -106,6 +139,14 @@ REFUSED = {
     "division_of_a_numeric_literal": "SELECT 12345678901234567890/123",
     "sha384": "SELECT sha384('abc'::bytea)",
     "sha512": "SELECT sha512('abc'::bytea)",
+    "to_number": "SELECT to_number('1,234.5', '9,999.9')",
+    "full_join_not_distinct": "SELECT count(*) FROM t a FULL JOIN t b ON a.ten IS NOT DISTINCT FROM b.col",
+    # PostgreSQL syntax DuckDB has no form of (it answered a syntax error).
+    "overlaps": "SELECT (DATE '2024-01-01', DATE '2024-02-01') OVERLAPS (DATE '2024-01-15', DATE '2024-03-01')",
+    "jsonb_key_exists": "SELECT '{\"a\": 1}'::jsonb ? 'a'",
+    "empty_select_list": "SELECT",
+    "recursive_search": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) "
+                        "SEARCH DEPTH FIRST BY i SET ord SELECT * FROM r",
 }
 
 

@@ -17,12 +17,33 @@ ROWS = "(VALUES ('abc', 2, 1.50, DATE '2024-03-05'), (NULL, 3, NULL, NULL)) AS v
 SAME = [
     "format('%s/%s', t, n), format('%s-%s!', x, d), format('100%%'), format('[%s]', NULL)",
     "format('%s', n + 1), format('no args'), format('%s %s', t, n, 'extra')",
+    # Only ASCII letters change case under the C collation.
+    "upper('Ünïcødé ß'), lower('ÉCLAIR'), upper(t), lower(upper(t))",
+    # A start before the string counts the characters before it; a count may reach past it.
+    "substr(t, -2, 4), substr(t, 0), substr(t, 0, 2), substr('日本語', -1, 3), substr(t, 2, 9)",
+    "split_part(t, '', 1), split_part(t, '', -1), split_part(t, '', 2), split_part(t, 'b', 2)",
+    "array_to_string(string_to_array(t, NULL), '|'), cardinality(string_to_array('', ',')), "
+    "array_to_string(string_to_array(t, ''), '|'), array_to_string(string_to_array(t, 'b'), '|')",
+    "t SIMILAR TO '(a|b)%', t SIMILAR TO 'a_c', 'a.c' SIMILAR TO 'a_c', 'abc' SIMILAR TO 'a.c', "
+    "'100%' SIMILAR TO '100\\%', t NOT SIMILAR TO '%'",
+    "lpad(t, 5, ''), rpad(t, 2, ''), lpad(t, 5, '*'), chr(n + 63), initcap('ab cD-eF'), "
+    "to_hex(9223372036854775807), to_hex(-1)",
+    # Quoted text is copied; an infinite date has no text form in to_char (NULL).
+    "to_char(d, 'YYYY-MM-DD\"T\"FMDD'), to_char(d::timestamp, 'HH24:MI:SS.US'), "
+    "to_char(DATE 'infinity', 'YYYY')",
 ]
 AGGREGATES = ["every(n > 1), every(n > 2), bool_and(n > 1)"]
 REFUSED = [
     ("format('%I', t)", "0A000"),
     ("format('%2$s %1$s', t, n)", "0A000"),
     ("format('%s %s', t)", "22023"),
+    ("substr(t, 2, -1)", "22011"),  # PostgreSQL's error, not DuckDB's count backwards
+    ("t SIMILAR TO t", "0A000"),  # only a literal pattern is translated
+    ("initcap(t)", "0A000"),  # words and letters are ASCII's under the C collation
+    ("chr(n - 2)", "54000"),  # chr(0): PostgreSQL's error
+    ("to_char(d, 'Dy DD Mon YYYY')", "0A000"),  # patterns strftime has no faithful form of
+    ("to_char(d, 'D')", "0A000"),
+    ("'NaN'::float8::numeric", "0A000"),  # no NaN in DuckDB's DECIMAL
 ]
 
 

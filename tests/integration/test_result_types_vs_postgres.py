@@ -39,6 +39,11 @@ STATEMENTS = {
     "columns": "SELECT id + k::int2, length(s), round(k), sign(f), ntile(2) OVER (ORDER BY id) "
                "FROM t ORDER BY id",
     "integer_overflow": "SELECT 2147483647 + 0",
+    # date_part() is float8, extract() numeric, of the same field
+    "date_part_vs_extract": "SELECT date_part('epoch', TIMESTAMP '2024-02-29 23:59:59.999999'), "
+                            "extract(epoch FROM TIMESTAMP '2024-02-29 23:59:59.999999'), "
+                            "date_part('second', TIMESTAMP '2024-02-29 23:59:58.5'), "
+                            "date_part('year', DATE '2024-02-29'), extract(year FROM DATE '2024-02-29')",
 }
 
 

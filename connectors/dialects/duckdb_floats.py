@@ -1,0 +1,83 @@
+"""Float functions whose out-of-range inputs and results PostgreSQL raises on, DuckDB not.
+
+PostgreSQL checks the arguments and results of its float8 functions (float.c); DuckDB
+answers NaN, an infinity or zero. Each call is rewritten to raise PostgreSQL's words
+through DuckDB's `error()` (pgwire.errors gives them their SQLSTATEs):
+- `sin`, `cos`, `tan`, `cot` of an infinity, `asin`, `acos` beyond [-1, 1]:
+  'input is out of range' (22003);
+- `exp(x)`, `power(a, b)` whose result overflows to an infinity or underflows to zero
+  from finite arguments: 'value out of range: overflow' / 'underflow' (22003);
+- `power(0, negative)` and a negative number to a fractional power (2201F).
+A volatile argument is left alone: it would be evaluated more than once.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from connectors.base import volatile_reason
+
+OUT_OF_RANGE = "input is out of range"
+OVERFLOW = "value out of range: overflow"
+UNDERFLOW = "value out of range: underflow"
+ZERO_TO_NEGATIVE = "zero raised to a negative power is undefined"
+COMPLEX_RESULT = "a negative number raised to a non-integer power yields a complex result"
+_PERIODIC = (exp.Sin, exp.Cos, exp.Tan, exp.Cot)
+_REWRITTEN = (*_PERIODIC, exp.Asin, exp.Acos, exp.Exp, exp.Pow)
+
+
+def needs_rewrite(tree: exp.Expression) -> bool:
+    return tree.find(*_REWRITTEN) is not None
+
+
+def _call(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=[a.copy() for a in args])
+
+
+def _error(message: str) -> exp.Expression:
+    return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
+
+
+def _infinite(value: exp.Expression) -> exp.Expression:
+    return _call("isinf", exp.Cast(this=value.copy(), to=exp.DataType.build("DOUBLE")))
+
+
+def _finite(value: exp.Expression) -> exp.Expression:
+    return exp.Not(this=_infinite(value))
+
+
+def _number(text: str) -> exp.Expression:
+    return exp.Literal.number(text)
+
+
+def _guarded(node: exp.Expression, failures: list[tuple[exp.Expression, str]]) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=condition, true=_error(message)) for condition, message in failures],
+                    default=node.copy())
+
+
+def postgres_floats(node: exp.Expression) -> exp.Expression:
+    """`node` raising where PostgreSQL raises (children are rewritten first)."""
+    if not isinstance(node, _REWRITTEN) or any(
+            volatile_reason(arg) is not None for arg in node.iter_expressions()):
+        return node
+    if isinstance(node, _PERIODIC):
+        return _guarded(node, [(_infinite(node.this), OUT_OF_RANGE)])
+    if isinstance(node, (exp.Asin, exp.Acos)):
+        beyond = exp.or_(exp.LT(this=node.this.copy(), expression=_number("-1")),
+                         exp.GT(this=node.this.copy(), expression=_number("1")))
+        return _guarded(node, [(beyond, OUT_OF_RANGE)])
+    arguments = [node.this] if isinstance(node, exp.Exp) else [node.this, node.expression]
+    finite = exp.and_(*[_finite(a) for a in arguments])
+    overflow = exp.and_(_infinite(node), finite)
+    underflow = exp.and_(exp.EQ(this=node.copy(), expression=_number("0")), finite)
+    if isinstance(node, exp.Exp):
+        return _guarded(node, [(overflow, OVERFLOW), (underflow, UNDERFLOW)])
+    base, exponent = node.this, node.expression
+    zero_base = exp.EQ(this=base.copy(), expression=_number("0"))
+    failures = [
+        (exp.and_(zero_base, exp.LT(this=exponent.copy(), expression=_number("0"))), ZERO_TO_NEGATIVE),
+        (exp.and_(exp.LT(this=base.copy(), expression=_number("0")),
+                  exp.NEQ(this=exponent.copy(), expression=_call("trunc", exponent))), COMPLEX_RESULT),
+        (overflow, OVERFLOW),
+        (exp.and_(underflow, exp.Not(this=zero_base.copy())), UNDERFLOW)]
+    return _guarded(node, failures)

@@ -1,0 +1,202 @@
+"""PostgreSQL's string functions that DuckDB answers differently on some inputs.
+
+Each call is rewritten so that DuckDB computes PostgreSQL's answer on every input, or
+refused (0A000) where no rewrite does:
+- `upper(s)`, `lower(s)`: PostgreSQL under the C collation (fedgate's) changes only ASCII
+  letters (`upper('é')` is 'é'), DuckDB every letter: a translate() of the 26 letters;
+- `substr(s, start [, count])` with a start below 1: PostgreSQL counts the characters
+  before the string (`substr('abc', -2, 4)` is 'a'), DuckDB counts from the end ('bc');
+  a negative count is an error in PostgreSQL (22011), a count backwards in DuckDB;
+- `split_part(s, '', n)`: PostgreSQL takes the whole string as the one field (n = 1 or
+  -1, else ''), DuckDB splits between characters;
+- `string_to_array(s, d)`: '' is an empty array in PostgreSQL, a NULL delimiter splits
+  into characters and '' does not split; DuckDB answers [''], [s] and characters;
+- `lpad(s, n, '')`, `rpad(s, n, '')`: PostgreSQL pads with nothing (s cut to n
+  characters), DuckDB raises;
+- `chr(0)` and `chr(n)` of a negative n: PostgreSQL's errors (54000, 22023), DuckDB
+  answers or raises its own;
+- `initcap(s)`: under the C collation PostgreSQL starts a word after any character that
+  is not an ASCII letter or digit and changes only ASCII letters; DuckDB (sqlglot's
+  rendering) knows Unicode letters. Only an ASCII literal is answered, else refused;
+- `s SIMILAR TO p`: DuckDB reads p as a regular expression; PostgreSQL's `%`, `_` and
+  escapes are translated (its similar_to_escape) when p is a literal, else refused.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from connectors.base import volatile_reason
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+
+NEGATIVE_SUBSTRING_LENGTH = "negative substring length not allowed"
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_UPPER = _LOWER.upper()
+NULL_CHARACTER = "null character not permitted"
+NEGATIVE_CHARACTER = "character number must be positive"
+_REWRITTEN = (exp.Upper, exp.Lower, exp.Substring, exp.SplitPart, exp.StringToArray,
+              exp.SimilarTo, exp.Pad, exp.Chr, exp.Initcap)
+
+
+def needs_rewrite(tree: exp.Expression) -> bool:
+    return tree.find(*_REWRITTEN) is not None
+
+
+def _refuse(what: str) -> PgError:
+    return PgError(FEATURE_NOT_SUPPORTED,
+                   f"{what} is not supported by fedgate outside PostgreSQL sources")
+
+
+def _text(value: str) -> exp.Literal:
+    return exp.Literal.string(value)
+
+
+def _ascii_case(node: exp.Upper | exp.Lower) -> exp.Expression:
+    source, target = (_LOWER, _UPPER) if isinstance(node, exp.Upper) else (_UPPER, _LOWER)
+    return exp.Anonymous(this="translate", expressions=[node.this.copy(), _text(source), _text(target)])
+
+
+def _whole_number_at_least_one(value: exp.Expression) -> bool:
+    return isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit() \
+        and int(value.this) >= 1
+
+
+def _substring(node: exp.Substring) -> exp.Expression:
+    start, count = node.args.get("start"), node.args.get("length")
+    if start is None or (isinstance(start, exp.Literal) and start.is_string) or (
+            _whole_number_at_least_one(start) and (count is None or _whole_number_at_least_one(count))):
+        return node  # (a string start is substring(s FROM pattern), a regular expression)
+    if volatile_reason(start) is not None or (count is not None and volatile_reason(count)):
+        raise _refuse("substr() with a volatile start or count")
+    first = exp.Greatest(this=start.copy(), expressions=[exp.Literal.number(1)])
+    if count is None:
+        return exp.Substring(this=node.this.copy(), start=first)
+    end = exp.Add(this=start.copy(), expression=count.copy())
+    length = exp.Greatest(this=exp.Sub(this=end, expression=first.copy()),
+                          expressions=[exp.Literal.number(0)])
+    answer = exp.Substring(this=node.this.copy(), start=first, length=length)
+    negative = exp.LT(this=count.copy(), expression=exp.Literal.number(0))
+    if not isinstance(node.this, exp.Literal):  # substr() is strict: NULL text is NULL
+        negative = exp.and_(negative, exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null())))
+    return exp.Case(ifs=[exp.If(this=negative, true=_error(NEGATIVE_SUBSTRING_LENGTH))], default=answer)
+
+
+def _split_part(node: exp.SplitPart) -> exp.Expression:
+    delimiter, part = node.args.get("delimiter"), node.args.get("part_index")
+    if delimiter is None or part is None or \
+            (isinstance(delimiter, exp.Literal) and delimiter.is_string and delimiter.this != ""):
+        return node
+    strict = exp.or_(exp.Is(this=node.this.copy(), expression=exp.Null()),
+                     exp.Is(this=part.copy(), expression=exp.Null()))  # NULL in, NULL out
+    whole = exp.Case(ifs=[exp.If(this=strict, true=exp.Null()),
+                          exp.If(this=exp.In(this=part.copy(), expressions=[
+                              exp.Literal.number(1), exp.Literal.number(-1)]), true=node.this.copy())],
+                     default=_text(""))
+    return exp.Case(ifs=[exp.If(this=exp.EQ(this=delimiter.copy(), expression=_text("")), true=whole)],
+                    default=node.copy())
+
+
+def _string_to_array(node: exp.StringToArray) -> exp.Expression:
+    text, delimiter = node.this, node.expression
+    if node.args.get("null") is not None or delimiter is None:
+        return node
+    empty = exp.Cast(this=exp.Array(expressions=[]), to=exp.DataType.build("TEXT[]", dialect="duckdb"))
+    ifs = [exp.If(this=exp.EQ(this=text.copy(), expression=_text("")), true=empty)]
+    if not (isinstance(delimiter, exp.Literal) and delimiter.is_string and delimiter.this != ""):
+        characters = exp.Anonymous(this="string_split", expressions=[text.copy(), _text("")])
+        ifs += [exp.If(this=exp.Is(this=delimiter.copy(), expression=exp.Null()), true=characters),
+                exp.If(this=exp.EQ(this=delimiter.copy(), expression=_text("")),
+                       true=exp.Array(expressions=[text.copy()]))]
+    return exp.Case(ifs=ifs, default=node.copy())
+
+
+_REGEX_LITERAL = set(".^$\\")  # plain characters in SIMILAR TO, operators in a regex
+
+
+def similar_to_regex(pattern: str) -> str:
+    """A SIMILAR TO pattern (escape `\\`) as the regular expression PostgreSQL matches."""
+    out, in_class, i = [], False, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            following = pattern[i + 1]
+            if following == '"':
+                raise _refuse('SIMILAR TO with an escaped double quote')
+            out.append(following if following.isalnum() else "\\" + following)
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+            out.append(char)
+        elif char == "[":
+            in_class = True
+            out.append(char)
+        elif char == "%":
+            out.append(".*")
+        elif char == "_":
+            out.append(".")
+        elif char in _REGEX_LITERAL:
+            out.append("\\" + char)
+        else:
+            out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _similar_to(node: exp.SimilarTo) -> exp.Expression:
+    pattern = node.expression
+    if isinstance(node.parent, exp.Escape):
+        raise _refuse("SIMILAR TO with ESCAPE")
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        raise _refuse("SIMILAR TO with a pattern that is not a literal")
+    return exp.SimilarTo(this=node.this.copy(), expression=_text(similar_to_regex(pattern.this)))
+
+
+def _error(message: str) -> exp.Expression:
+    return exp.Anonymous(this="error", expressions=[_text(message)])
+
+
+def _pad(node: exp.Pad) -> exp.Expression:
+    fill = node.args.get("fill_pattern")
+    if fill is None or (isinstance(fill, exp.Literal) and fill.is_string and fill.this != ""):
+        return node
+    width = exp.Greatest(this=node.expression.copy(), expressions=[exp.Literal.number(0)])
+    cut = exp.Substring(this=node.this.copy(), start=exp.Literal.number(1), length=width)
+    return exp.Case(ifs=[exp.If(this=exp.EQ(this=fill.copy(), expression=_text("")), true=cut)],
+                    default=node.copy())
+
+
+def _chr(node: exp.Chr) -> exp.Expression:
+    if len(node.expressions) != 1:
+        return node
+    code = node.expressions[0]
+    if isinstance(code, exp.Literal) and not code.is_string and code.this.isdigit() and int(code.this) > 0:
+        return node
+    zero = exp.Literal.number(0)
+    return exp.Case(ifs=[exp.If(this=exp.LT(this=code.copy(), expression=zero), true=_error(NEGATIVE_CHARACTER)),
+                         exp.If(this=exp.EQ(this=code.copy(), expression=zero.copy()),
+                                true=_error(NULL_CHARACTER))],
+                    default=node.copy())
+
+
+def postgres_strings(node: exp.Expression) -> exp.Expression:
+    """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
+    if isinstance(node, (exp.Upper, exp.Lower)):
+        return _ascii_case(node)
+    if isinstance(node, exp.Substring):
+        return _substring(node)
+    if isinstance(node, exp.SplitPart):
+        return _split_part(node)
+    if isinstance(node, exp.StringToArray):
+        return _string_to_array(node)
+    if isinstance(node, exp.SimilarTo):
+        return _similar_to(node)
+    if isinstance(node, exp.Pad):
+        return _pad(node)
+    if isinstance(node, exp.Chr):
+        return _chr(node)
+    if isinstance(node, exp.Initcap):
+        text = node.this
+        if not (isinstance(text, exp.Literal) and text.is_string and text.this.isascii()):
+            raise _refuse("initcap() of text that may hold non-ASCII letters")
+    return node

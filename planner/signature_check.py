@@ -1,0 +1,111 @@
+"""Calls and operators PostgreSQL has no overload for, given their argument types.
+
+A function can exist in PostgreSQL and still not take the types a statement passes it:
+there is no `%` or `mod()` of a float, no `round(double precision, integer)` nor
+`trunc(double precision, integer)` (only numeric's), no two-argument `log()` of a float
+(a float does not cast to numeric implicitly), and no `min()` or `max()` of a boolean;
+`to_json('text')` cannot resolve its polymorphic argument from a literal of unknown type.
+PostgreSQL answers such a statement with 42883 before it runs; DuckDB and Spark have the
+overloads and would answer rows. So the planner raises PostgreSQL's error here: for an
+operator `operator does not exist: double precision % integer`, for a call `function
+round(double precision, integer) does not exist`.
+
+Only argument types the statement makes certain count (a literal, a cast, a typed column);
+an argument of unknown type is left to the engine, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlglot import exp
+
+from pgwire.errors import DATATYPE_MISMATCH, UNDEFINED_FUNCTION, PgError
+from pgwire.function_names import undefined_function
+from planner.catalog import CatalogSnapshot
+from planner.function_check import argument_type, called_name, type_in_place
+
+FLOATS = frozenset({"double precision", "real"})
+KNOWN = FLOATS | {"smallint", "integer", "bigint", "numeric"}
+NO_OPERATOR_HINT = ("No operator matches the given name and argument types. "
+                    "You might need to add explicit type casts.")
+_CANDIDATES = (exp.Mod, exp.Round, exp.Trunc, exp.Log, exp.Min, exp.Max)
+
+
+def _arguments(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, (exp.Round, exp.Trunc)):
+        return [a for a in (node.this, node.args.get("decimals")) if a is not None]
+    if isinstance(node, (exp.Min, exp.Max)):
+        return [node.this, *node.expressions]
+    return [a for a in (node.this, node.args.get("expression")) if a is not None]
+
+
+def _missing(node: exp.Expression, types: list[str]) -> bool:
+    """Whether PostgreSQL lacks the overload for `types` (each certain)."""
+    if isinstance(node, (exp.Min, exp.Max)):
+        return types == ["boolean"]
+    if not all(t in KNOWN for t in types):
+        return False
+    if isinstance(node, exp.Mod):
+        return any(t in FLOATS for t in types)
+    if isinstance(node, (exp.Round, exp.Trunc)):
+        return len(types) == 2 and types[0] in FLOATS
+    return len(types) == 2 and any(t in FLOATS for t in types)  # log(b, x)
+
+
+def _certain_type(arg: exp.Expression, columns_certain: bool) -> str:
+    """The argument's type when the statement makes it certain, else "unknown": sqlglot's
+    types of other expressions are not always PostgreSQL's (avg() is a double to it)."""
+    while isinstance(arg, exp.Paren):
+        arg = arg.this
+    literal = arg.this if isinstance(arg, exp.Neg) else arg
+    if isinstance(literal, (exp.Literal, exp.Boolean)) or isinstance(arg, exp.Cast) or \
+            (columns_certain and isinstance(arg, exp.Column)):
+        return argument_type(arg)
+    if isinstance(arg, (exp.Predicate, exp.Connector, exp.Not)):
+        return "boolean"  # a comparison, AND, OR, NOT
+    return "unknown"
+
+
+# Polymorphic functions whose argument PostgreSQL must know the type of: a string
+# literal (type unknown) cannot be resolved.
+_POLYMORPHIC = frozenset({"to_json", "to_jsonb"})
+
+
+def _unknown_polymorphic(tree: exp.Expression) -> None:
+    for call in tree.find_all(exp.Anonymous):
+        arguments = call.expressions
+        if call.name.lower() in _POLYMORPHIC and len(arguments) == 1 and \
+                isinstance(arguments[0], exp.Literal) and arguments[0].is_string:
+            raise PgError(DATATYPE_MISMATCH, "could not determine polymorphic type because "
+                          "input has type unknown")
+
+
+def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | None = None,
+                    search_path: Sequence[str] = ()) -> None:
+    """Raise PostgreSQL's 42883 for the first call or operator in `tree` (parsed from
+    `sql`) that PostgreSQL has no overload of for its argument types. The tree is not
+    changed (column types are read on a copy)."""
+    _unknown_polymorphic(tree)
+    if tree.find(*_CANDIDATES) is None:
+        return
+    typed = tree.copy()
+    # A column is certain when it can only be a catalog table's (no derived table, CTE or
+    # VALUES list in the statement gives columns of its own, typed by sqlglot).
+    columns_certain = catalog is not None and typed.find(exp.Subquery, exp.CTE, exp.Values) is None
+    if columns_certain and typed.find(exp.Column) is not None:
+        type_in_place(typed, catalog, search_path)
+    for node in typed.find_all(*_CANDIDATES):
+        if isinstance(node, (exp.Min, exp.Max)) and node.expressions:
+            continue  # not PostgreSQL's aggregate (it has one argument)
+        name = called_name(node, sql)
+        if isinstance(node, exp.Log) and name != "log":
+            continue  # log10(x) and ln(x) parse as a Log with a base of their own
+        types = [_certain_type(a, columns_certain) for a in _arguments(node)]
+        if not _missing(node, types):
+            continue
+        if name is None:  # the % operator
+            raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {types[0]} % {types[1]}",
+                          hint=NO_OPERATOR_HINT)
+        start = node.meta.get("start")
+        raise undefined_function(name, types, start + 1 if start is not None else None)
