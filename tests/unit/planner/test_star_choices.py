@@ -80,3 +80,14 @@ def test_q26_star_narrows_the_fact_three_ways() -> None:
 def test_integer_keys_carry_the_probe_columns_type() -> None:
     filters = _plan("q26").dynamic_filters
     assert filters and all(f.types == ("int32",) for f in filters)
+
+
+def test_a_growing_join_of_one_source_alone_ships_whole() -> None:
+    """Without another source's keys to narrow them, fetching the inputs apart only moves
+    the join from the source's optimizer into the engine: the statement ships whole."""
+    # A cross join (a cancel test's slow statement is one) grows the most of all.
+    query_plan = plan("SELECT count(*) FROM catalog_returns a, catalog_returns b, inventory c",
+                      sf1_catalog(), PlanSettings(("pg", "files")))
+    assert not query_plan.joins
+    assert len(query_plan.fragments) == 1
+    assert query_plan.fragments[0].sql.count('"catalog_returns"') == 2
