@@ -230,10 +230,10 @@ def hcat(parts: list[np.ndarray]) -> np.ndarray:
     Copies whole w_i-byte items through a structured dtype, several times faster than
     np.hstack, which copies these narrow rows byte-slice by byte-slice.
     """
-    parts = [p for p in parts if p.shape[1]]
-    if len(parts) == 1:
-        return parts[0]
     n = parts[0].shape[0]
+    parts = [p for p in parts if p.shape[1]]
+    if len(parts) <= 1:
+        return parts[0] if parts else np.empty((n, 0), dtype=np.uint8)
     widths = [p.shape[1] for p in parts]
     rec = np.empty(
         n, dtype=np.dtype([(f"f{i}", f"V{w}") for i, w in enumerate(widths)])

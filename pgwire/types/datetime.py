@@ -154,7 +154,7 @@ def timestamp_text(arr: pa.Array, *, with_zone: bool, timezone: str) -> Encoded:
     if frac_len.any():
         pieces.append(binary_from_ragged(frac, frac_len, valid))
         lengths += frac_len
-    if zone is not None:
+    if zone is not None and zone_len.any():  # none when every row is printed whole (±infinity)
         uniform = bool((zone_len == zone_len[0]).all())
         if uniform and valid is None:
             pieces.append(np.ascontiguousarray(zone[:, : int(zone_len[0])]))

@@ -557,3 +557,14 @@ def test_duckdb_infinity_sentinels_encode_as_postgres_infinity() -> None:
     binary = results.encode_rows(batch, [1])
     assert binary[7:] == (b"\x00\x00\x00\x04\x80\x00\x00\x00" + b"\x00\x00\x00\x04\x7f\xff\xff\xff"
                           + b"\x00\x00\x00\x08\x80" + b"\x00" * 7 + b"\x00\x00\x00\x08\x7f" + b"\xff" * 7)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata"])
+def test_timestamptz_column_of_only_infinities(zone: str) -> None:
+    """Every row printed whole leaves no zone offset to append (an IndexError before:
+    `timezone('Asia/Kolkata', TIMESTAMP 'infinity')` was an internal error)."""
+    column = pa.array([2**63 - 1, -(2**63)], pa.timestamp("us", tz="UTC"))
+    batch = pa.RecordBatch.from_arrays([column], ["x"])
+    assert parse_rows(encode_rows(batch, [0], timezone=zone)) == [[b"infinity"], [b"-infinity"]]
+    single = pa.RecordBatch.from_arrays([column.slice(0, 1)], ["x"])
+    assert parse_rows(encode_rows(single, [0], timezone=zone)) == [[b"infinity"]]
