@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from connectors.base import Pushdown
 from planner import ship_join
+from planner.dynamic_filters import all_scans
 from planner.catalog import CatalogSnapshot
 from planner.logical import (Aggregate, Distinct, Filter, Join, Limit, Node, OneRow, Opaque,
                              Project, Scan, SetOp, Sort, Values)
@@ -111,7 +112,11 @@ class Homes:
 
 def fragments(plan: Node, catalog: CatalogSnapshot) -> tuple[list[Node], Homes]:
     """The maximal shippable sub-plans, left to right; tableless ones stay in the engine."""
-    homes = Homes(catalog, plan, choose_joins=True)
+    # Fetching a join's inputs apart pays off when other sources' keys can narrow them: a
+    # statement of one source ships whole as before (its own optimizer joins better than
+    # rows fetched apart, and a slow-by-construction cross join stays the source's work).
+    sources = {scan.table.ref.source for scan in all_scans(plan)}
+    homes = Homes(catalog, plan, choose_joins=len(sources) > 1)
     found: list[Node] = []
 
     def walk(node: Node) -> None:
