@@ -32,6 +32,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
+from connectors.dialects import duckdb_arrays as arrays
 from connectors.dialects import duckdb_functions as functions
 from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
@@ -338,6 +339,8 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = rewrite_bottom_up(tree, strings.postgres_strings)
     if formats.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, formats.postgres_formats)
+    if arrays.needs_rewrite(tree):
+        tree = rewrite_bottom_up(tree, arrays.postgres_arrays)
     if floats.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, floats.postgres_floats)
     if needs_types(tree):

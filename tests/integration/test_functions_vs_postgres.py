@@ -33,6 +33,10 @@ SAME = [
     "to_char(DATE 'infinity', 'YYYY')",
     # bytea, decoded by PostgreSQL's rules (whitespace between hex pairs).
     "decode('3q2+7w==', 'base64'), decode(' de ad be ef ', 'hex'), decode(NULL, 'hex'), n",
+    # An empty array has no length (NULL); a NULL array makes ANY and ALL NULL.
+    "array_length(ARRAY[]::int[], 1), array_length(ARRAY[n, n], 1), 2 = ANY (NULL::int[]), "
+    "n <> ALL (NULL::int[]), 2 = ANY (ARRAY[n, NULL]), n = ANY (ARRAY[]::int[]), "
+    "n < ALL (ARRAY[]::int[]), n",
     # jsonb -> is a jsonb, printed as PostgreSQL prints one: keys shorter first, then bytewise.
     "'{\"bb\": [1, 2], \"a\": {\"cc\": \"é\", \"d\": 2}}'::jsonb -> 'a', "
     "'{\"x\": {\"bb\": 1, \"a\": [true, null, \"q\\\"\"], \"ab\": {}}}'::jsonb -> 'x', n",
