@@ -38,6 +38,7 @@ from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.derived_names import derived_names
+from planner.ambiguous_columns import ambiguous_columns
 from planner.using_star import using_star
 from planner.function_check import check_functions
 from planner.signature_check import signature_check
@@ -187,6 +188,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     tree = pgcompat.rewrite(parsed, catalog.catalog_functions)
     using_star(tree, catalog, settings.search_path)
     derived_names(tree, text)  # before qualify names them _col_0
+    ambiguous_columns(tree)
     names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)
     if settings.hidden_schemas:
