@@ -48,6 +48,7 @@ from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.result_types import result_types
+from planner.unknown_literals import unknown_literals
 from planner.type_names import datatype_from_pg, pg_type_name
 
 
@@ -199,6 +200,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
     single = catalog.sources[next(iter(sources))] if len(sources) == 1 else None
+    unknown_literals(tree, catalog.sqlglot_schema)
     # PostgreSQL's types of the outputs, for rows not computed by PostgreSQL itself.
     types = None if single is not None and single.dialect.sqlglot == "postgres" \
         else result_types(tree, catalog.sqlglot_schema)
