@@ -134,6 +134,10 @@ ERRORS = {
     "values_of_unequal_width": "SELECT * FROM (VALUES (1, 2), (3)) AS v",
     "union_of_unequal_width": "SELECT ten, col FROM t UNION SELECT ten FROM t",
     "abs_of_bigint_minimum": "SELECT abs(-9223372036854775808)",
+    # A day beyond its month, in PostgreSQL's words for each function.
+    "make_date_beyond_month": "SELECT make_date(2023, 2, 29)",
+    "make_date_of_year_zero": "SELECT make_date(0, 3, 15)",
+    "to_date_beyond_month": "SELECT to_date('2023-02-29', 'YYYY-MM-DD')",
     # The literal takes the integer column's type, as PostgreSQL resolves a set operation.
     "union_with_a_text_literal": "SELECT ten FROM t UNION SELECT 'x'",
     "except_all_with_a_text_literal": "SELECT 'x' EXCEPT ALL SELECT col FROM t",
