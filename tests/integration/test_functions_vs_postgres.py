@@ -37,6 +37,9 @@ SAME = [
     "array_length(ARRAY[]::int[], 1), array_length(ARRAY[n, n], 1), 2 = ANY (NULL::int[]), "
     "n <> ALL (NULL::int[]), 2 = ANY (ARRAY[n, NULL]), n = ANY (ARRAY[]::int[]), "
     "n < ALL (ARRAY[]::int[]), n",
+    # A scalar of json -> is the same text in both.
+    "'{\"a\": \"x\", \"b\": 1.50}'::json -> 'a', '{\"a\": \"x\"}'::json ->> 'a', "
+    "'{\"a\": \"x\"}'::json -> 'b', n",
     # jsonb -> is a jsonb, printed as PostgreSQL prints one: keys shorter first, then bytewise.
     "'{\"bb\": [1, 2], \"a\": {\"cc\": \"é\", \"d\": 2}}'::jsonb -> 'a', "
     "'{\"x\": {\"bb\": 1, \"a\": [true, null, \"q\\\"\"], \"ab\": {}}}'::jsonb -> 'x', n",
@@ -57,6 +60,9 @@ REFUSED = [
     ("decode('abc', 'hex')", "22023"),  # an odd number of digits
     ("decode(t, 'hex')", "0A000"),  # only a literal is decoded
     ("decode('abc', 'escape')", "0A000"),
+    # json keeps its input's layout in PostgreSQL; the engine writes an object compact.
+    ("'{\"a\": {\"b\": \"x\"}}'::json -> 'a'", "0A000"),
+    ("'{\"a\": [1,  2]}'::json ->> 'a'", "0A000"),
 ]
 
 
