@@ -116,6 +116,9 @@ _RAISED_WORDS = ((r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),
 _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     *((kind, pattern, code) for kind in ("InvalidInputException", "OSError", "ArrowInvalid")
       for pattern, code in _RAISED_WORDS),
+    # A refusal the DuckDB dialect raises when a row is computed (connectors.dialects.duckdb_json).
+    ("InvalidInputException", r"is not supported by fedgate outside PostgreSQL sources$",
+     FEATURE_NOT_SUPPORTED),
     ("CatalogException", r"^Table with name .* does not exist", UNDEFINED_TABLE),
     ("CatalogException", r"^Table Function with name .* does not exist", UNDEFINED_FUNCTION),
     ("CatalogException", r"^Scalar Function with name .* does not exist", UNDEFINED_FUNCTION),

@@ -38,6 +38,7 @@ from planner.logical import Node, Scan
 from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.derived_names import derived_names
+from planner.ambiguous_columns import ambiguous_columns
 from planner.using_star import using_star
 from planner.function_check import check_functions
 from planner.signature_check import signature_check
@@ -47,6 +48,7 @@ from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.result_types import result_types
+from planner.unknown_literals import unknown_literals
 from planner.type_names import datatype_from_pg, pg_type_name
 
 
@@ -187,6 +189,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     tree = pgcompat.rewrite(parsed, catalog.catalog_functions)
     using_star(tree, catalog, settings.search_path)
     derived_names(tree, text)  # before qualify names them _col_0
+    ambiguous_columns(tree)
     names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)
     if settings.hidden_schemas:
@@ -197,6 +200,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
     single = catalog.sources[next(iter(sources))] if len(sources) == 1 else None
+    unknown_literals(tree, catalog.sqlglot_schema)
     # PostgreSQL's types of the outputs, for rows not computed by PostgreSQL itself.
     types = None if single is not None and single.dialect.sqlglot == "postgres" \
         else result_types(tree, catalog.sqlglot_schema)

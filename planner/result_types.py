@@ -195,6 +195,9 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Column], str | None]) ->
         if name in _SAME_INTEGERS and len(node.expressions) == 2:
             return _integers(of(node.expressions[0]), of(node.expressions[1]))
         return None
+    if isinstance(node, exp.JSONExtract):
+        arg = of(node.this)  # `->` keeps its operand's type (json or jsonb)
+        return arg if arg in ("json", "jsonb") else None
     if isinstance(node, exp.Sum):
         return _sum(of(node.this))
     if isinstance(node, (exp.Avg, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance,

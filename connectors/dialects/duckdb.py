@@ -32,7 +32,9 @@ from decimal import Decimal
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
+from connectors.dialects import duckdb_arrays as arrays
 from connectors.dialects import duckdb_functions as functions
+from connectors.dialects import duckdb_json as json_pieces
 from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
@@ -338,6 +340,10 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = rewrite_bottom_up(tree, strings.postgres_strings)
     if formats.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, formats.postgres_formats)
+    if arrays.needs_rewrite(tree):
+        tree = rewrite_bottom_up(tree, arrays.postgres_arrays)
+    if json_pieces.needs_rewrite(tree):
+        tree = rewrite_bottom_up(tree, json_pieces.postgres_json)
     if floats.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, floats.postgres_floats)
     if needs_types(tree):

@@ -13,14 +13,20 @@ refused (0A000). to_char of an infinite date or timestamp is NULL in PostgreSQL,
 A float's text form (`x::text`) is PostgreSQL's too: 'NaN', 'Infinity' and '-Infinity'
 where DuckDB writes nan, inf and -inf, and a whole number below 10^15 without DuckDB's
 '.0' ('100', '-0'). Larger values and fractions are written alike by both.
+
+A day beyond its month in literals (`to_date('2023-02-29', 'YYYY-MM-DD')`,
+`make_date(2023, 2, 29)`) is PostgreSQL's 22008 in its words; DuckDB says 'Date out of
+range' for both, which the gateway cannot tell apart after the fact.
 """
 
 from __future__ import annotations
 
+import datetime
+
 from sqlglot import exp
 
 from connectors.base import volatile_reason
-from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.errors import DATETIME_FIELD_OVERFLOW, FEATURE_NOT_SUPPORTED, PgError
 
 T = exp.DataType.Type
 _WRONG_DIRECTIVES = frozenset("uUz")  # D, WW and OF, translated to other meanings
@@ -43,7 +49,53 @@ def _float_as_text(node: exp.Expression) -> bool:
 
 def needs_rewrite(tree: exp.Expression) -> bool:
     return tree.find(*_FORMATTED) is not None or any(
-        _float_as_text(cast) for cast in tree.find_all(exp.Cast))
+        _float_as_text(cast) for cast in tree.find_all(exp.Cast)) or any(
+        call.name.lower() == "make_date" for call in tree.find_all(exp.Anonymous))
+
+
+def _integer(value: exp.Expression) -> int | None:
+    negative = isinstance(value, exp.Neg)
+    literal = value.this if negative else value
+    if isinstance(literal, exp.Literal) and not literal.is_string and literal.this.isdigit():
+        return -int(literal.this) if negative else int(literal.this)
+    return None
+
+
+def _make_date(node: exp.Anonymous) -> exp.Expression:
+    """PostgreSQL's year -44 is 44 BC, DuckDB's 45 BC (it counts a year 0): a negative
+    literal year moves up by one."""
+    parts = [_integer(a) for a in node.expressions]
+    if len(parts) != 3 or None in parts:
+        return node
+    year, month, day = parts
+    if year == 0:
+        raise PgError(DATETIME_FIELD_OVERFLOW, f"date field value out of range: 0-{month:02d}-{day:02d}")
+    if not 1 <= abs(year) <= 9999:
+        return node
+    try:
+        # a BC year as the year of the same leap rule in 2000..2399
+        datetime.date(year if year > 0 else 2000 + (year + 1) % 400, month, day)
+    except ValueError as exc:
+        raise PgError(DATETIME_FIELD_OVERFLOW,
+                      f"date field value out of range: {year}-{month:02d}-{day:02d}") from exc
+    if year > 0:
+        return node
+    moved = exp.Literal.number(year + 1)
+    return exp.Anonymous(this=node.this, expressions=[
+        exp.Neg(this=exp.Literal.number(-(year + 1))) if year + 1 < 0 else moved,
+        *[a.copy() for a in node.expressions[1:]]])
+
+
+def _check_date_text(node: exp.Expression, strftime: str) -> None:
+    text = node.this
+    if not (isinstance(node, exp.StrToDate) and isinstance(text, exp.Literal) and text.is_string):
+        return
+    try:
+        datetime.datetime.strptime(text.this, strftime)
+    except ValueError as exc:
+        if "day is out of range for month" in str(exc):
+            raise PgError(DATETIME_FIELD_OVERFLOW,
+                          f'date/time field value out of range: "{text.this}"') from exc
 
 
 def _float_text(node: exp.Cast) -> exp.Expression:
@@ -109,6 +161,8 @@ def postgres_formats(node: exp.Expression) -> exp.Expression:
     """`node` with a faithful format, or a refusal (children are rewritten first)."""
     if _float_as_text(node):
         return _float_text(node)
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "make_date":
+        return _make_date(node)
     if not isinstance(node, _FORMATTED):
         return node
     template = node.args.get("format")
@@ -117,6 +171,7 @@ def postgres_formats(node: exp.Expression) -> exp.Expression:
     translated = strftime_format(template.this)
     if translated is None:
         raise _refuse(node)
+    _check_date_text(node, translated)
     node = node.copy()
     node.set("format", exp.Literal.string(translated))
     if isinstance(node, exp.TimeToStr) and _is_datetime(node.this):

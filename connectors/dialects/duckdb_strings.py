@@ -19,15 +19,21 @@ refused (0A000) where no rewrite does:
   is not an ASCII letter or digit and changes only ASCII letters; DuckDB (sqlglot's
   rendering) knows Unicode letters. Only an ASCII literal is answered, else refused;
 - `s SIMILAR TO p`: DuckDB reads p as a regular expression; PostgreSQL's `%`, `_` and
-  escapes are translated (its similar_to_escape) when p is a literal, else refused.
+  escapes are translated (its similar_to_escape) when p is a literal, else refused;
+- `decode(s, 'hex' | 'base64')`: bytea in PostgreSQL, DuckDB's decode() reads a blob as
+  UTF-8 text. A literal is decoded here by PostgreSQL's rules (its errors included) and
+  handed to DuckDB as unhex() of the bytes; anything else is refused.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+
 from sqlglot import exp
 
 from connectors.base import volatile_reason
-from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 
 NEGATIVE_SUBSTRING_LENGTH = "negative substring length not allowed"
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
@@ -35,7 +41,9 @@ _UPPER = _LOWER.upper()
 NULL_CHARACTER = "null character not permitted"
 NEGATIVE_CHARACTER = "character number must be positive"
 _REWRITTEN = (exp.Upper, exp.Lower, exp.Substring, exp.SplitPart, exp.StringToArray,
-              exp.SimilarTo, exp.Pad, exp.Chr, exp.Initcap)
+              exp.SimilarTo, exp.Pad, exp.Chr, exp.Initcap, exp.Decode)
+_HEX_DIGITS = set("0123456789abcdefABCDEF")
+_BASE64_SPACE = " \t\n\r"
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
@@ -179,6 +187,46 @@ def _chr(node: exp.Chr) -> exp.Expression:
                     default=node.copy())
 
 
+def _hex(text: str) -> bytes:
+    """PostgreSQL's hex_decode: pairs of digits, whitespace between pairs."""
+    digits, i = [], 0
+    while i < len(text):
+        if text[i] in " \t\n\r":
+            i += 1
+            continue
+        if text[i] not in _HEX_DIGITS:
+            raise PgError(INVALID_PARAMETER_VALUE, f'invalid hexadecimal digit: "{text[i]}"')
+        if i + 1 >= len(text):
+            raise PgError(INVALID_PARAMETER_VALUE, "invalid hexadecimal data: odd number of digits")
+        if text[i + 1] not in _HEX_DIGITS:
+            raise PgError(INVALID_PARAMETER_VALUE, f'invalid hexadecimal digit: "{text[i + 1]}"')
+        digits.append(text[i:i + 2])
+        i += 2
+    return bytes.fromhex("".join(digits))
+
+
+def _base64(text: str) -> bytes:
+    compact = "".join(c for c in text if c not in _BASE64_SPACE)
+    try:
+        return base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        # PostgreSQL's messages name the offending symbol; this one is refused, not misworded.
+        raise _refuse("decode() of base64 text that is not valid base64") from exc
+
+
+def _decode(node: exp.Decode) -> exp.Expression:
+    text, charset = node.this, node.args.get("charset")
+    if not (isinstance(charset, exp.Literal) and charset.is_string
+            and charset.this.lower() in ("hex", "base64")):
+        raise _refuse("decode() with a format other than 'hex' or 'base64'")
+    if isinstance(text, exp.Null):
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build("BLOB"))
+    if not (isinstance(text, exp.Literal) and text.is_string):
+        raise _refuse("decode() of text that is not a literal")
+    value = _hex(text.this) if charset.this.lower() == "hex" else _base64(text.this)
+    return exp.Anonymous(this="unhex", expressions=[_text(value.hex())])
+
+
 def postgres_strings(node: exp.Expression) -> exp.Expression:
     """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
     if isinstance(node, (exp.Upper, exp.Lower)):
@@ -195,6 +243,8 @@ def postgres_strings(node: exp.Expression) -> exp.Expression:
         return _pad(node)
     if isinstance(node, exp.Chr):
         return _chr(node)
+    if isinstance(node, exp.Decode):
+        return _decode(node)
     if isinstance(node, exp.Initcap):
         text = node.this
         if not (isinstance(text, exp.Literal) and text.is_string and text.this.isascii()):

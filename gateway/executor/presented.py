@@ -11,7 +11,10 @@ computes:
   beyond 2^53 becomes the nearest float8, as in `round(9223372036854775807)`);
 - an integer to a numeric of a known display scale (`round(7, 1)` is 7.0);
 - text to varchar(n) or bpchar(n): cut to n characters (an explicit cast does that in
-  PostgreSQL) and, for bpchar, padded with spaces to n, as PostgreSQL shows char(n).
+  PostgreSQL) and, for bpchar, padded with spaces to n, as PostgreSQL shows char(n);
+- json to jsonb (`'{"a": 1}'::jsonb -> 'a'`, which the engine computes as json): laid out
+  as PostgreSQL prints a jsonb, `{"a": 1, "b": [1, 2]}`, keys shorter first then bytewise,
+  a repeated key once with its last value. Numbers keep the engine's text.
 
 Anything else keeps the engine's type (a float8 where PostgreSQL computes a numeric
 division is not turned into numeric digits it does not have).
@@ -19,6 +22,7 @@ division is not turned into numeric digits it does not have).
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 
 import pyarrow as pa
@@ -56,7 +60,35 @@ def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
         return None
     if base in ("varchar", "bpchar") and have.name == "text" and not pa.types.is_dictionary(t):
         return field.with_metadata({**(field.metadata or {}), b"pg_type": target.encode()})
+    if base == "jsonb" and have.name == "json" and isinstance(t, pa.BaseExtensionType) \
+            and pa.types.is_string(t.storage_type):
+        return pa.field(field.name, pa.string(), field.nullable,
+                        {**(field.metadata or {}), b"pg_type": b"jsonb"})
     return None
+
+
+class _Number(str):
+    """A JSON number token, kept as the engine wrote it."""
+
+
+def _jsonb_value(value: object) -> str:
+    if isinstance(value, _Number):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_jsonb_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda k: (len(k.encode()), k.encode()))
+        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_jsonb_value(value[k])}"
+                               for k in keys) + "}"
+    return "null" if value is None else "true" if value is True else "false"
+
+
+def jsonb_text(text: str) -> str:
+    """A JSON text laid out as PostgreSQL's jsonb_out prints it."""
+    return _jsonb_value(json.loads(text, parse_int=_Number, parse_float=_Number,
+                                   object_pairs_hook=dict))
 
 
 def _length(field: pa.Field) -> int | None:
@@ -78,6 +110,10 @@ def presented_schema(schema: pa.Schema, names: Sequence[str] | None,
 
 
 def _cast(column: pa.Array, field: pa.Field, length: int | None) -> pa.Array:
+    if isinstance(column.type, pa.BaseExtensionType) and field.metadata \
+            and field.metadata.get(b"pg_type") == b"jsonb":
+        texts = column.storage.to_pylist()
+        return pa.array([None if t is None else jsonb_text(t) for t in texts], pa.string())
     if length is not None:
         cut = pc.utf8_slice_codeunits(column, 0, length)
         return pc.utf8_rpad(cut, length, " ") if field.metadata[b"pg_type"].startswith(b"bpchar") \

@@ -70,3 +70,27 @@ async def test_names_equal_postgres(sql: str, gateway, postgres_server) -> None:
     expected = await _names(postgres_server.dsn, sql)
     assert await _names(gateway.dsn, sql) == expected
     assert _psql_header(gateway.dsn, sql) == _psql_header(postgres_server.dsn, sql) == expected
+
+
+AMBIGUOUS = [
+    f"SELECT t FROM (SELECT t, n AS t FROM {ROWS}) AS sub",
+    f"SELECT sub.t FROM (SELECT t, n AS t FROM {ROWS}) AS sub",
+    f"WITH c AS (SELECT t, n AS t FROM {ROWS}) SELECT t FROM c",
+]
+NOT_AMBIGUOUS = [
+    f"SELECT 1 AS t FROM (SELECT t, n AS t FROM {ROWS}) AS sub ORDER BY t",
+]
+
+
+@pytest.mark.parametrize("sql", AMBIGUOUS)
+async def test_a_repeated_derived_column_name_is_ambiguous(sql: str, gateway, postgres_server) -> None:
+    """PostgreSQL's 42702, where an engine would take the first column of the name."""
+    for dsn in (postgres_server.dsn, gateway.dsn):
+        with pytest.raises(asyncpg.PostgresError) as caught:
+            await _names(dsn, sql)
+        assert (caught.value.sqlstate, str(caught.value)) == ("42702", 'column reference "t" is ambiguous')
+
+
+@pytest.mark.parametrize("sql", NOT_AMBIGUOUS)
+async def test_a_repeated_name_not_referred_to_is_answered(sql: str, gateway, postgres_server) -> None:
+    assert await _names(gateway.dsn, sql) == await _names(postgres_server.dsn, sql)

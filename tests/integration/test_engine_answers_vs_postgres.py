@@ -109,6 +109,10 @@ TABLE_STATEMENTS = {
     "round_of_an_average": "SELECT round(avg(col), 2), round(avg(col::float8)) FROM t",
 }
 
+# A literal in a set operation is read as the other branch's type.
+TABLE_STATEMENTS["union_with_a_numeral_in_text"] = \
+    "SELECT ten FROM t UNION SELECT '42' UNION SELECT ' 7 ' ORDER BY 1"
+
 # Errors the engine meets: PostgreSQL's SQLSTATE and message.
 ERRORS = {
     "invalid_integer": "SELECT 'abc'::int",
@@ -130,6 +134,13 @@ ERRORS = {
     "values_of_unequal_width": "SELECT * FROM (VALUES (1, 2), (3)) AS v",
     "union_of_unequal_width": "SELECT ten, col FROM t UNION SELECT ten FROM t",
     "abs_of_bigint_minimum": "SELECT abs(-9223372036854775808)",
+    # A day beyond its month, in PostgreSQL's words for each function.
+    "make_date_beyond_month": "SELECT make_date(2023, 2, 29)",
+    "make_date_of_year_zero": "SELECT make_date(0, 3, 15)",
+    "to_date_beyond_month": "SELECT to_date('2023-02-29', 'YYYY-MM-DD')",
+    # The literal takes the integer column's type, as PostgreSQL resolves a set operation.
+    "union_with_a_text_literal": "SELECT ten FROM t UNION SELECT 'x'",
+    "except_all_with_a_text_literal": "SELECT 'x' EXCEPT ALL SELECT col FROM t",
 }
 
 # Constructs the engine cannot answer as PostgreSQL does: refused, 0A000.

@@ -31,6 +31,18 @@ SAME = [
     # Quoted text is copied; an infinite date has no text form in to_char (NULL).
     "to_char(d, 'YYYY-MM-DD\"T\"FMDD'), to_char(d::timestamp, 'HH24:MI:SS.US'), "
     "to_char(DATE 'infinity', 'YYYY')",
+    # bytea, decoded by PostgreSQL's rules (whitespace between hex pairs).
+    "decode('3q2+7w==', 'base64'), decode(' de ad be ef ', 'hex'), decode(NULL, 'hex'), n",
+    # An empty array has no length (NULL); a NULL array makes ANY and ALL NULL.
+    "array_length(ARRAY[]::int[], 1), array_length(ARRAY[n, n], 1), 2 = ANY (NULL::int[]), "
+    "n <> ALL (NULL::int[]), 2 = ANY (ARRAY[n, NULL]), n = ANY (ARRAY[]::int[]), "
+    "n < ALL (ARRAY[]::int[]), n",
+    # A scalar of json -> is the same text in both.
+    "'{\"a\": \"x\", \"b\": 1.50}'::json -> 'a', '{\"a\": \"x\"}'::json ->> 'a', "
+    "'{\"a\": \"x\"}'::json -> 'b', n",
+    # jsonb -> is a jsonb, printed as PostgreSQL prints one: keys shorter first, then bytewise.
+    "'{\"bb\": [1, 2], \"a\": {\"cc\": \"é\", \"d\": 2}}'::jsonb -> 'a', "
+    "'{\"x\": {\"bb\": 1, \"a\": [true, null, \"q\\\"\"], \"ab\": {}}}'::jsonb -> 'x', n",
 ]
 AGGREGATES = ["every(n > 1), every(n > 2), bool_and(n > 1)"]
 REFUSED = [
@@ -44,6 +56,13 @@ REFUSED = [
     ("to_char(d, 'Dy DD Mon YYYY')", "0A000"),  # patterns strftime has no faithful form of
     ("to_char(d, 'D')", "0A000"),
     ("'NaN'::float8::numeric", "0A000"),  # no NaN in DuckDB's DECIMAL
+    ("decode('zz', 'hex')", "22023"),  # PostgreSQL's error, not DuckDB's text 'zz'
+    ("decode('abc', 'hex')", "22023"),  # an odd number of digits
+    ("decode(t, 'hex')", "0A000"),  # only a literal is decoded
+    ("decode('abc', 'escape')", "0A000"),
+    # json keeps its input's layout in PostgreSQL; the engine writes an object compact.
+    ("'{\"a\": {\"b\": \"x\"}}'::json -> 'a'", "0A000"),
+    ("'{\"a\": [1,  2]}'::json ->> 'a'", "0A000"),
 ]
 
 

@@ -1,0 +1,97 @@
+"""PostgreSQL's array answers that DuckDB gives otherwise on empty or NULL arrays.
+
+- `array_length(a, d)`: PostgreSQL's empty array has no dimensions, so its length is NULL;
+  DuckDB answers 0. No PostgreSQL array has a dimension of length 0, so NULLIF(…, 0) is
+  exactly PostgreSQL's answer.
+- `x op ANY (a)` / `x op ALL (a)` over an array (not a subquery): a NULL array makes the
+  comparison NULL in PostgreSQL; DuckDB answers false (ANY) and true (ALL). An empty
+  array is false and true in both.
+- A multidimensional array literal (`ARRAY[[1, 2], [3, 4]]`) is one array of integers in
+  PostgreSQL, a list of lists in DuckDB: a subscript by fewer indices than its dimensions
+  (NULL in PostgreSQL), a slice, cardinality(), unnest() and ANY/ALL over it are refused;
+  full subscripts, array_length() and array_upper() agree.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+
+
+def needs_rewrite(tree: exp.Expression) -> bool:
+    return tree.find(exp.ArraySize, exp.Any, exp.All, exp.Bracket, exp.Explode, exp.Unnest) is not None or any(
+        call.name.upper() == "ALL" for call in tree.find_all(exp.Anonymous))
+
+
+def _array_operand(node: exp.Expression) -> exp.Expression | None:
+    """The array of `x op ANY/ALL (array)`; None for a subquery or another shape."""
+    quantified = node.expression if isinstance(node, _COMPARISONS) else None
+    if isinstance(quantified, exp.Anonymous) and quantified.name.upper() in ("ANY", "ALL") \
+            and len(quantified.expressions) == 1:
+        array = quantified.expressions[0]  # sqlglot reads `ALL (a)` as a call
+    elif isinstance(quantified, (exp.Any, exp.All)):
+        array = quantified.this
+    else:
+        return None
+    while isinstance(array, exp.Paren):
+        array = array.this
+    return None if isinstance(array, (exp.Query, exp.Subquery)) else array
+
+
+def _unwrapped(node: exp.Expression | None) -> exp.Expression | None:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _dimensions(node: exp.Expression | None) -> int:
+    """How many dimensions an ARRAY literal has (0: not a literal)."""
+    node, depth = _unwrapped(node), 0
+    while isinstance(node, exp.Array):
+        depth += 1
+        node = node.expressions[0] if node.expressions and all(
+            isinstance(_unwrapped(e), exp.Array) for e in node.expressions) else None
+        node = _unwrapped(node)
+    return depth
+
+
+def _multidimensional_use(node: exp.Expression) -> str | None:
+    """What PostgreSQL answers otherwise about a multidimensional literal, if `node` is one."""
+    if isinstance(node, exp.Bracket) and _dimensions(node.this) > 1:
+        subscripts, above = 1, node
+        while isinstance(above.parent, exp.Bracket) and above.parent.this is above:
+            subscripts, above = subscripts + 1, above.parent
+        sliced = any(isinstance(e, exp.Slice) for b in [node, *node.find_all(exp.Bracket)]
+                     for e in b.expressions)
+        if subscripts < _dimensions(node.this) or sliced:
+            return "a subscript of a multidimensional array"
+    if isinstance(node, (exp.Explode, exp.Unnest)) and any(
+            _dimensions(e) > 1 for e in [node.this, *node.expressions] if e is not None):
+        return "unnest() of a multidimensional array"
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "cardinality" and \
+            node.expressions and _dimensions(node.expressions[0]) > 1:
+        return "cardinality() of a multidimensional array"
+    quantified = node.expression if isinstance(node, _COMPARISONS) else None
+    if isinstance(quantified, (exp.Any, exp.All, exp.Anonymous)) and any(
+            _dimensions(e) > 1 for e in [quantified.this, *quantified.expressions]
+            if isinstance(e, exp.Expression)):
+        return "ANY or ALL over a multidimensional array"
+    return None
+
+
+def postgres_arrays(node: exp.Expression) -> exp.Expression:
+    """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
+    use = _multidimensional_use(node)
+    if use is not None:
+        raise PgError(FEATURE_NOT_SUPPORTED, f"{use} is not supported by fedgate outside "
+                      "PostgreSQL sources")
+    if isinstance(node, exp.ArraySize) and node.expression is not None:
+        return exp.Nullif(this=node.copy(), expression=exp.Literal.number(0))
+    array = _array_operand(node)
+    if array is not None:
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=array.copy(), expression=exp.Null()),
+                                    true=exp.Null())], default=node.copy())
+    return node
