@@ -131,6 +131,12 @@ class Dialect:
 # dialect, and every source dialect that can be handed one, expands it in `render`.
 EXACT_AVERAGE = "FEDGATE_AVG"
 
+# The `meta` key the planner sets on the SELECT whose rows go to the client as they are
+# (a residual, a statement shipped whole): a dialect may compute those outputs in a form
+# only the gateway reads back, such as PostgreSQL's text of a numeric of per-value scale
+# (connectors.dialects.duckdb_quotient), which no query around them could compare.
+CLIENT_OUTPUTS = "client_outputs"
+
 
 # Spellings of UTC a client may set as its TimeZone. The sources run their sessions in
 # UTC; any other zone makes zone-dependent expressions differ between PostgreSQL (session

@@ -152,6 +152,11 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("ConversionException", r"", INVALID_TEXT_REPRESENTATION),
     ("InterruptException", r"", QUERY_CANCELED),
     ("NotImplementedException", r"", FEATURE_NOT_SUPPORTED),
+    # A statement the engine found, while running it, to be beyond what fedgate answers
+    # identically (error() in the SQL the DuckDB dialect wrote): refused, as at planning.
+    ("InvalidInputException", r"is not supported by fedgate", FEATURE_NOT_SUPPORTED),
+    ("OSError", r"is not supported by fedgate", FEATURE_NOT_SUPPORTED),
+    ("ArrowInvalid", r"is not supported by fedgate", FEATURE_NOT_SUPPORTED),
     ("InvalidInputException", r"", DATA_EXCEPTION),
     ("PermissionException", r"", READ_ONLY_SQL_TRANSACTION),
     # An error DuckDB raises while a result streams through Arrow's C stream interface

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
-from connectors.base import Dialect
+from connectors.base import CLIENT_OUTPUTS, Dialect
 from planner import dynamic_filters, key_sets, scope_filters
 from planner.catalog import CatalogSnapshot
 from planner.conjuncts import conjunction
@@ -151,8 +151,12 @@ def fenced(node: Node, narrowed: Node, tree: exp.Expression, keys: Sequence[tupl
     return outer
 
 
-def render_fragment(index: int, node: Node, source: str, dialect: Dialect) -> tuple[RemoteFragment, dict]:
+def render_fragment(index: int, node: Node, source: str, dialect: Dialect,
+                    whole: bool = False) -> tuple[RemoteFragment, dict]:
+    """The fragment of `node`; `whole`: it is the plan, its rows the answer."""
     tree, renamed = _output_columns(node)
+    if whole:
+        tree.meta[CLIENT_OUTPUTS] = True
     params = renumber_parameters(tree)
 
     def narrow(keys: Sequence[tuple[Column, list]]) -> str:
@@ -191,7 +195,8 @@ def render(plan: Node, found: list[Node], catalog: CatalogSnapshot, engine: Dial
     names, fields = {}, {}
     for index, node in enumerate(found):
         source = _source_of(node)
-        fragment, replacement = render_fragment(index, node, source, catalog.sources[source].dialect)
+        fragment, replacement = render_fragment(index, node, source, catalog.sources[source].dialect,
+                                                whole=len(found) == 1 and found[0] is plan)
         fragments.append(fragment)
         replacements[id(node)] = replacement
         names[id(node)] = fragment.name

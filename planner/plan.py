@@ -24,7 +24,7 @@ from sqlglot.schema import MappingSchema
 
 from pgwire.errors import PgError, UNDEFINED_COLUMN
 from pgwire.function_names import POSTGRES_FUNCTIONS
-from connectors.base import Dialect, Pushdown, TableInfo, is_utc
+from connectors.base import CLIENT_OUTPUTS, Dialect, Pushdown, TableInfo, is_utc
 from planner import pgcompat, physical
 from planner import zone_dependent as session_zone
 from planner import access
@@ -245,6 +245,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
             schema, name = info.ref.remote
             _point_at(table, name, schema)
         dialect = single.dialect
+        tree.meta[CLIENT_OUTPUTS] = True  # its rows are the answer (connectors.base)
         fragment = RemoteFragment("frag_0", single.name, dialect.to_sql(tree),
                                   lambda: dialect.to_sql(_describe_tree(tree)), True)
 
@@ -274,6 +275,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     if residual is None:
         return QueryPlan((pieces[0],), None, None, pg_types, names,
                          details=details, joins=joins)
+    residual.meta[CLIENT_OUTPUTS] = True  # its rows are the answer (connectors.base)
     residual_sql = dialect.to_sql(residual)
 
     @functools.cache

@@ -182,8 +182,11 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Column], str | None]) ->
         return of(node.this) if _base(of(node.this)) in _NUMERIC_ORDER else None
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
         return _arithmetic(node, of(node.this), of(node.expression))
+    if isinstance(node, exp.Filter):  # agg FILTER (WHERE ...) is of the aggregate's type
+        return of(node.this) if isinstance(node.this, (*_INT4_CALLS, *_INT8_CALLS, exp.Avg)) else None
     if isinstance(node, exp.Window):
-        return of(node.this) if isinstance(node.this, (*_INT4_CALLS, *_INT8_CALLS)) else None
+        return of(node.this) if isinstance(node.this, (*_INT4_CALLS, *_INT8_CALLS, exp.Avg, exp.Filter)) \
+            else None
     if isinstance(node, _INT4_CALLS):
         return "int4"
     if isinstance(node, _INT8_CALLS):
@@ -202,7 +205,10 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Column], str | None]) ->
         return _sum(of(node.this))
     if isinstance(node, (exp.Avg, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance,
                          exp.VariancePop)):
-        base = _base(of(node.this))
+        arg = node.this
+        if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1:
+            arg = arg.expressions[0]  # avg(DISTINCT x) is typed as avg(x)
+        base = _base(of(arg))
         return "numeric" if base in ("int2", "int4", "int8", "numeric") else \
             "float8" if base in ("float4", "float8") else None
     if isinstance(node, _SAME_AS_ARG):

@@ -38,7 +38,8 @@ from connectors.dialects import duckdb_json as json_pieces
 from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
-from connectors.base import (EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
+from connectors.dialects import duckdb_quotient as quotient
+from connectors.base import (CLIENT_OUTPUTS, EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
 DIVISION_BY_ZERO = "division by zero"
@@ -190,6 +191,18 @@ def _power_of_ten(k: int) -> exp.Cast:
     return _hugeint(exp.Literal.number(10 ** k))
 
 
+def unscaled_sum(total: exp.Expression, sum_scale: int) -> exp.Expression:
+    """The digits of `total` (a HUGEINT, or a DECIMAL(38, sum_scale)) as a HUGEINT."""
+    if sum_scale == 0:
+        return _hugeint(total)
+    # the integer and the fractional digits apart: the digits may not fit DECIMAL(38)
+    whole = exp.Anonymous(this="trunc", expressions=[total.copy()])
+    fraction = exp.Paren(this=exp.Sub(this=total.copy(), expression=whole.copy()))
+    return exp.Paren(this=exp.Add(
+        this=exp.Mul(this=_hugeint(whole), expression=_power_of_ten(sum_scale)),
+        expression=_hugeint(exp.Mul(this=fraction, expression=exp.Literal.number(10 ** sum_scale)))))
+
+
 def exact_average(total: exp.Expression, count: exp.Expression, scale: int,
                   sum_scale: int) -> exp.Expression:
     """total / count at `scale` digits, rounded half away from zero, as DuckDB arithmetic
@@ -201,14 +214,7 @@ def exact_average(total: exp.Expression, count: exp.Expression, scale: int,
     divisor away from zero before truncating). NULL for no rows (n = 0, or a NULL total).
     A macro computing this costs DuckDB tens of milliseconds to bind per call, and a
     text-based one microseconds per group: written out, it is integer arithmetic."""
-    if sum_scale == 0:
-        unscaled: exp.Expression = _hugeint(total)
-    else:  # the integer and the fractional digits apart: u itself may not fit DECIMAL(38)
-        whole = exp.Anonymous(this="trunc", expressions=[total.copy()])
-        fraction = exp.Paren(this=exp.Sub(this=total.copy(), expression=whole.copy()))
-        unscaled = exp.Paren(this=exp.Add(
-            this=exp.Mul(this=_hugeint(whole), expression=_power_of_ten(sum_scale)),
-            expression=_hugeint(exp.Mul(this=fraction, expression=exp.Literal.number(10 ** sum_scale)))))
+    unscaled = unscaled_sum(total, sum_scale)
     n = exp.Nullif(this=count, expression=exp.Literal.number(0))
     quotient = exp.Paren(this=exp.IntDiv(this=unscaled, expression=n))
     remainder = exp.Paren(this=exp.Mod(this=unscaled.copy(), expression=n.copy()))
@@ -328,9 +334,18 @@ def _numeric_result(literal: exp.Expression) -> bool:
     return False
 
 
+def _client_select(tree: exp.Expression) -> exp.Select | None:
+    """The SELECT whose outputs go to the client (connectors.base.CLIENT_OUTPUTS): the
+    statement, or the one a describing `SELECT * FROM (...) LIMIT 0` reads."""
+    return next((s for s in tree.find_all(exp.Select) if s.meta.get(CLIENT_OUTPUTS)), None)
+
+
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
     functions.refuse_unfaithful(tree)
+    if _client_select(tree) is not None and tree.find(exp.Div) is not None:
+        tree = tree.copy()
+        quotient.mark_divisions(_client_select(tree))
     calls = {str(call.this).lower() for call in tree.find_all(exp.Anonymous)}
     if calls & _SYNONYMS.keys():
         tree = tree.transform(_synonym)
@@ -354,6 +369,13 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = tree.transform(_like_escape)
     if any("e" in n.this.lower() for n in tree.find_all(exp.Literal) if not n.is_string):
         tree = tree.transform(exponent_literal)
+    client = _client_select(tree)
+    if client is not None:
+        wrapped = quotient.wrap_quotients(client, unscaled_sum)
+        if client is tree:
+            tree = wrapped
+        elif wrapped is not client:
+            client.replace(wrapped)
     if EXACT_AVERAGE.lower() in calls:  # last: the written-out averages make a large tree to walk
         tree = tree.transform(_average)
     return tree.sql("duckdb")

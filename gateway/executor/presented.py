@@ -10,6 +10,8 @@ computes:
 - an integer or float4 to float8, as PostgreSQL converts them (`round(7)` is 7; a bigint
   beyond 2^53 becomes the nearest float8, as in `round(9223372036854775807)`);
 - an integer to a numeric of a known display scale (`round(7, 1)` is 7.0);
+- text to numeric where the engine wrote PostgreSQL's text of a numeric of per-value
+  scale (a division, an average);
 - text to varchar(n) or bpchar(n): cut to n characters (an explicit cast does that in
   PostgreSQL) and, for bpchar, padded with spaces to n, as PostgreSQL shows char(n);
 - json to jsonb (`'{"a": 1}'::jsonb -> 'a'`, which the engine computes as json): laid out
@@ -58,6 +60,10 @@ def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
         if scale + 20 <= _NUMERIC_DIGITS:
             return field.with_type(pa.decimal128(_NUMERIC_DIGITS, scale))
         return None
+    if target == "numeric" and have.name == "text" and pa.types.is_string(t):
+        # PostgreSQL's text of a numeric of per-value scale, as the DuckDB dialect writes
+        # a division or an average out (connectors.dialects.duckdb_quotient)
+        return field.with_metadata({**(field.metadata or {}), b"pg_type": b"numeric"})
     if base in ("varchar", "bpchar") and have.name == "text" and not pa.types.is_dictionary(t):
         return field.with_metadata({**(field.metadata or {}), b"pg_type": target.encode()})
     if base == "jsonb" and have.name == "json" and isinstance(t, pa.BaseExtensionType) \
@@ -141,8 +147,9 @@ class Presented:
         self.schema = presented_schema(stream.schema, names, types)
         self._lengths = [_length(f) if f.metadata != g.metadata else None
                          for f, g in zip(self.schema, stream.schema)]
-        self._casts = any(a.type != b.type for a, b in zip(stream.schema, self.schema)) or \
-            any(n is not None for n in self._lengths)
+        # a changed metadata alone (text presented as numeric) still needs the new schema
+        self._casts = any(a.type != b.type or a.metadata != b.metadata
+                          for a, b in zip(stream.schema, self.schema))
 
     def __aiter__(self) -> AsyncIterator[pa.RecordBatch]:
         return self._cast_batches() if self._casts else self.inner.__aiter__()

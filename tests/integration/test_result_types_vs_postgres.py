@@ -46,6 +46,20 @@ STATEMENTS = {
                             "date_part('year', DATE '2024-02-29'), extract(year FROM DATE '2024-02-29')",
 }
 
+# numeric / numeric and avg(numeric): PostgreSQL shows each value at its own scale
+# (numeric.c's select_div_scale), which Decimal equality would not see: compared as text.
+DISPLAY_SCALES = {
+    "numeric_division": "SELECT 2.5 / 3, -2.5 / 3, 0.1 / 3, 12345678901234567890.123 / 3, 10 / 4.0, "
+                        "0.00001 / 7, 99999 / 0.0003, 2.5 / 3::int2, 7 / 2.00, -0.0001 / 3, 0 / 2.5",
+    "numeric_division_of_columns": "SELECT id, f::numeric(10, 2) / 3 AS q, id / 4.0 FROM t "
+                                   "WHERE f IS NOT NULL OR id = 3 ORDER BY id DESC",
+    "numeric_average": "SELECT avg(f::numeric(10, 2)), avg(id), avg(k) FROM t",
+    "numeric_average_grouped": "SELECT id % 2 AS g, avg(f::numeric(10, 2)) FROM t GROUP BY id % 2 "
+                               "ORDER BY g",
+    "numeric_average_window": "SELECT id, avg(f::numeric(10, 2)) OVER (ORDER BY id ROWS BETWEEN "
+                              "1 PRECEDING AND CURRENT ROW) FROM t ORDER BY id",
+}
+
 
 @dataclass
 class World:
@@ -99,6 +113,25 @@ def test_text_rows_are_postgres(world: World, name: str) -> None:
         cursor = conn.execute(STATEMENTS[name], prepare=False)
         want = ([d.type_code for d in cursor.description], cursor.fetchall())
     assert got == want
+
+
+def _shown(rows: list) -> list:
+    return [tuple(None if v is None else str(v) for v in row) for row in rows]
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+@pytest.mark.parametrize("name", sorted(DISPLAY_SCALES))
+async def test_numeric_quotients_show_postgres_scale(world: World, name: str, route: str) -> None:
+    """Binary rows (asyncpg) and text rows (psycopg, simple Query): PostgreSQL's digits."""
+    sql = DISPLAY_SCALES[name]
+    want = await described(world.truth, sql)
+    with psycopg.connect(world.gateway.dsn, autocommit=True) as conn:
+        for statement in ROUTES[route]:
+            conn.execute(statement)
+        text = _shown(conn.execute(sql, prepare=False).fetchall())
+    assert text == _shown(want.rows)
+    got = await described(world.gateway.dsn, sql, *ROUTES[route])
+    assert (got.types, _shown(got.rows)) == (want.types, _shown(want.rows))
 
 
 async def test_a_narrowed_value_out_of_range_is_postgres_error(world: World) -> None:
