@@ -24,7 +24,7 @@ from sqlglot.schema import MappingSchema
 
 from pgwire.errors import PgError, UNDEFINED_COLUMN
 from pgwire.function_names import POSTGRES_FUNCTIONS
-from connectors.base import CLIENT_OUTPUTS, Dialect, Pushdown, TableInfo, is_utc
+from connectors.base import CLIENT_OUTPUTS, NUMERIC_OUTPUTS, Dialect, Pushdown, TableInfo, is_utc
 from planner import pgcompat, physical
 from planner import zone_dependent as session_zone
 from planner import access
@@ -246,6 +246,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
             _point_at(table, name, schema)
         dialect = single.dialect
         tree.meta[CLIENT_OUTPUTS] = True  # its rows are the answer (connectors.base)
+        tree.meta[NUMERIC_OUTPUTS] = numeric_outputs(types)
         fragment = RemoteFragment("frag_0", single.name, dialect.to_sql(tree),
                                   lambda: dialect.to_sql(_describe_tree(tree)), True)
 
@@ -256,11 +257,12 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
                              for c in split_conjuncts(where.this if where else None))
         return QueryPlan((fragment,), None, None, pg_types, names, details=details,
                          result_types=types)
-    return replace(_federated(tree, catalog, pg_types, names, settings), result_types=types)
+    return replace(_federated(tree, catalog, pg_types, names, settings, types), result_types=types)
 
 
 def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[str, ...],
-               names: tuple[str, ...] | None, settings: PlanSettings) -> QueryPlan:
+               names: tuple[str, ...] | None, settings: PlanSettings,
+               types: tuple[str | None, ...] | None) -> QueryPlan:
     """Build, optimize, split into fragments and a residual (docs/design.md §3 steps 3-6)."""
     logical = build(tree, catalog)
     optimized = optimize(logical, RuleContext(catalog, settings.pre_aggregate), BATCHES)
@@ -276,6 +278,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
         return QueryPlan((pieces[0],), None, None, pg_types, names,
                          details=details, joins=joins)
     residual.meta[CLIENT_OUTPUTS] = True  # its rows are the answer (connectors.base)
+    residual.meta[NUMERIC_OUTPUTS] = numeric_outputs(types)
     residual_sql = dialect.to_sql(residual)
 
     @functools.cache
@@ -327,3 +330,8 @@ def _point_at(table: exp.Table, name: str, schema: str | None) -> None:
         table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
     table.set("this", exp.to_identifier(name, quoted=True))
     table.set("db", exp.to_identifier(schema, quoted=True) if schema else None)
+
+
+def numeric_outputs(types: tuple[str | None, ...] | None) -> frozenset[int]:
+    """Positions of the outputs typed numeric of per-value scale (connectors.base)."""
+    return frozenset(i for i, t in enumerate(types or ()) if t == "numeric")

@@ -127,10 +127,10 @@ def _resolver(scope: Scope | None, scopes: dict[int, Scope],
         if scope is None:
             return None
         sources = scope.sources
+        name = node.name if node.this.quoted else node.name.lower()
         source = sources.get(node.table) if node.table else \
-            next(iter(sources.values())) if len(sources) == 1 else None
+            next(iter(sources.values())) if len(sources) == 1 else _holder(sources, name, schema)
         if isinstance(source, exp.Table):
-            name = node.name if node.this.quoted else node.name.lower()
             found = schema.get_column_type(source, exp.to_identifier(name, quoted=True))
             if found.this == exp.DataType.Type.DECIMAL and len(found.expressions) == 2:
                 return numeric(int(found.expressions[1].name))  # numeric(p, s) shows s digits
@@ -143,6 +143,16 @@ def _resolver(scope: Scope | None, scopes: dict[int, Scope],
             return outputs[names.index(node.name)]
         return None
     return lambda node: pg_type(node, column)
+
+
+def _holder(sources: dict, name: str, schema: Schema) -> exp.Table | None:
+    """The one table among `sources` with a column `name`, for an unqualified column of a
+    join (`avg(cs_quantity) FROM catalog_sales, item`); None if a derived table is among
+    them (its columns are not looked up here) or no table, or several, hold it."""
+    if not all(isinstance(s, exp.Table) for s in sources.values()):
+        return None
+    holders = [s for s in sources.values() if name in schema.column_names(s)]
+    return holders[0] if len(holders) == 1 else None
 
 
 def _output_names(query: exp.Expression) -> list[str] | None:

@@ -27,7 +27,7 @@ from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
-from connectors.base import EXACT_AVERAGE
+from connectors.base import EXACT_AVERAGE, NUMERIC_OUTPUTS
 
 QUOTIENT = "FEDGATE_QUOTIENT"  # marker: (dividend digits, divisor digits, scale1, scale2)
 TOO_WIDE = "a numeric quotient of more than 38 digits is not supported by fedgate " \
@@ -120,7 +120,9 @@ def mark_divisions(tree: exp.Expression) -> exp.Expression:
     by the QUOTIENT marker, where the statement can be wrapped (see `_wrappable`)."""
     if not isinstance(tree, exp.Select):
         return tree
-    divisions = [_division(item.unalias()) for item in tree.expressions]
+    allowed = tree.meta.get(NUMERIC_OUTPUTS, frozenset())
+    divisions = [_division(item.unalias()) if i in allowed else None
+                 for i, item in enumerate(tree.expressions)]
     if not _wrappable(tree, [d is not None for d in divisions]):
         return tree
     for item, division in zip(tree.expressions, divisions):
@@ -198,7 +200,9 @@ def wrap_quotients(tree: exp.Expression, unscaled) -> exp.Expression:
     the module docstring); `unscaled(total, scale)` gives a sum's digits as a HUGEINT."""
     if not isinstance(tree, exp.Select):
         return tree
-    found = [_operands(item.unalias(), unscaled) for item in tree.expressions]
+    allowed = tree.meta.get(NUMERIC_OUTPUTS, frozenset())
+    found = [_operands(item.unalias(), unscaled) if i in allowed else None
+             for i, item in enumerate(tree.expressions)]
     if not any(found) or not _wrappable(tree, [f is not None for f in found]):
         return tree
     inner = tree.copy()

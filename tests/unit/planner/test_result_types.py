@@ -14,7 +14,8 @@ from sqlglot.schema import MappingSchema
 from planner.result_types import result_types
 
 SCHEMA = MappingSchema({"s": {"t": {"id": "INT", "k": "SMALLINT", "n": "DECIMAL(10, 2)",
-                                    "f": "REAL", "d": "DATE", "v": "VARCHAR(5)"}}})
+                                    "f": "REAL", "d": "DATE", "v": "VARCHAR(5)"},
+                              "u": {"uid": "INT", "q": "INT"}}})
 
 CASES = [
     ("SELECT 7, 2147483648, -2147483648, 9223372036854775808", ("int4", "int8", "int4", "numeric(1000,0)")),
@@ -38,6 +39,8 @@ CASES = [
     ("SELECT 1 UNION SELECT 2::int8", ("int8",)),
     ("SELECT a FROM (SELECT k AS a FROM s.t) AS q", ("int2",)),
     ("SELECT my_function(1), 1.5::float4 + 1", (None, None)),
+    # unqualified columns of a join: the one table that holds each
+    ("SELECT avg(q), sum(k), count(*) FROM s.t, s.u WHERE id = uid", ("numeric", "int8", "int8")),
 ]
 
 
