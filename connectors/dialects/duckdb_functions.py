@@ -76,6 +76,7 @@ def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
     return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
                      exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow, exp.SplitPart,
+                     exp.MakeInterval,
                      *_INT4_RESULTS) is not None \
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
 
@@ -185,6 +186,9 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
         return _logarithm_checked(node)
     if isinstance(node, exp.SplitPart):
         return _field_position_checked(node)
+    if isinstance(node, exp.MakeInterval) and not any(node.args.values()):
+        # make_interval() with no argument is a zero interval; sqlglot writes INTERVAL ''.
+        return exp.Cast(this=exp.Literal.string("0 seconds"), to=exp.DataType.build("INTERVAL"))
     if isinstance(node, exp.Sqrt):
         negative = exp.LT(this=node.this.copy(), expression=exp.Literal.number(0))
         return _checked(node.this, [(negative, SQUARE_ROOT_OF_NEGATIVE)], node, [])
@@ -247,10 +251,11 @@ def _concat_text(node: exp.Expression) -> exp.Expression:
     return node
 
 
-def _digits(operand: exp.Expression) -> tuple[exp.Expression, int] | None:
+def exact_digits(operand: exp.Expression) -> tuple[exp.Expression, int] | None:
     """`operand` as (a HUGEINT of its digits, its scale): a number literal or an integer
-    or fixed-scale decimal operand; None for anything else (a float: PostgreSQL's div()
-    is numeric only, and a double has no exact digits)."""
+    or fixed-scale decimal operand; None for anything else (a float: PostgreSQL's numeric
+    division and div() are numeric only, and a double has no exact digits). Used here for
+    div() and by connectors.dialects.duckdb_quotient for `/` and avg()."""
     literal = operand.this if isinstance(operand, exp.Neg) else operand
     if isinstance(literal, exp.Literal) and not literal.is_string:
         try:
@@ -279,7 +284,7 @@ def _numeric_div(node: exp.IntDiv) -> exp.Expression:
     if all(side.type is not None and side.type.this in exp.DataType.INTEGER_TYPES
            for side in (node.this, node.expression)):
         return node  # DuckDB's // truncates integers toward zero, as div() does
-    left, right = _digits(node.this), _digits(node.expression)
+    left, right = exact_digits(node.this), exact_digits(node.expression)
     if left is None or right is None:
         raise _refuse("div() of operands that are not integers or numerics of known scale")
     (a, a_scale), (b, b_scale) = left, right

@@ -23,16 +23,14 @@ whose digits would not fit 38 decimal digits is refused (0A000) at run time.
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
-
 from sqlglot import exp
 
 from connectors.base import EXACT_AVERAGE, NUMERIC_OUTPUTS
+from connectors.dialects.duckdb_functions import exact_digits
 
 QUOTIENT = "FEDGATE_QUOTIENT"  # marker: (dividend digits, divisor digits, scale1, scale2)
 TOO_WIDE = "a numeric quotient of more than 38 digits is not supported by fedgate " \
     "outside PostgreSQL sources"
-_T = exp.DataType.Type
 
 
 def _hugeint(e: exp.Expression) -> exp.Expression:
@@ -40,34 +38,19 @@ def _hugeint(e: exp.Expression) -> exp.Expression:
 
 
 def _digits(operand: exp.Expression) -> tuple[exp.Expression, int] | None:
-    """(a HUGEINT of `operand`'s digits, its display scale) for a number literal or a
-    column or cast of an integer or fixed-scale decimal type; None for anything else."""
+    """(a HUGEINT of `operand`'s digits, its display scale) as `exact_digits` finds them,
+    for a number literal or a column or cast of an integer or fixed-scale decimal type;
+    None for anything else, for a literal with an exponent (PostgreSQL's scale of `1e3`
+    is not its text's) and for one of more than 38 digits (beyond HUGEINT)."""
     literal = operand.this if isinstance(operand, exp.Neg) else operand
     if isinstance(literal, exp.Literal):
         if literal.is_string or "e" in literal.this.lower():
             return None
-        try:
-            value = Decimal(literal.this)
-        except InvalidOperation:
+        if len(literal.this.replace(".", "").lstrip("0")) > 38:
             return None
-        value = -value if isinstance(operand, exp.Neg) else value
-        scale = max(-value.as_tuple().exponent, 0)
-        unscaled = int(value.scaleb(scale))
-        if abs(unscaled) >= 10 ** 38:
-            return None
-        return _hugeint(exp.Literal.number(unscaled)), scale
-    if not isinstance(operand, (exp.Column, exp.Cast)):
+    elif not isinstance(operand, (exp.Column, exp.Cast)):
         return None
-    kind = operand.to if isinstance(operand, exp.Cast) else operand.type
-    if kind is None:
-        return None
-    if kind.this in exp.DataType.INTEGER_TYPES:
-        return _hugeint(operand.copy()), 0
-    if kind.this == _T.DECIMAL and len(kind.expressions) == 2:
-        scale = int(kind.expressions[1].name)
-        return _hugeint(exp.Mul(this=operand.copy(), expression=_hugeint(
-            exp.Literal.number(10 ** scale)))), scale
-    return None
+    return exact_digits(operand.copy())
 
 
 def _inner_names(tree: exp.Select, quotients: list[bool]) -> list[str | None]:

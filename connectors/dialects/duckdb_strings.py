@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
+from typing import Any
 
 from sqlglot import exp
 
@@ -227,26 +229,24 @@ def _decode(node: exp.Decode) -> exp.Expression:
     return exp.Anonymous(this="unhex", expressions=[_text(value.hex())])
 
 
+def _initcap(node: exp.Initcap) -> exp.Expression:
+    text = node.this
+    if not (isinstance(text, exp.Literal) and text.is_string and text.this.isascii()):
+        raise _refuse("initcap() of text that may hold non-ASCII letters")
+    return node
+
+
+# sqlglot's node class -> its rewrite (none of these classes has subclasses, so the
+# lookup by exact class is the isinstance test).
+_REWRITES: dict[type[exp.Expression], Callable[[Any], exp.Expression]] = {
+    exp.Upper: _ascii_case, exp.Lower: _ascii_case, exp.Substring: _substring,
+    exp.SplitPart: _split_part, exp.StringToArray: _string_to_array,
+    exp.SimilarTo: _similar_to, exp.Pad: _pad, exp.Chr: _chr, exp.Decode: _decode,
+    exp.Initcap: _initcap,
+}
+
+
 def postgres_strings(node: exp.Expression) -> exp.Expression:
     """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
-    if isinstance(node, (exp.Upper, exp.Lower)):
-        return _ascii_case(node)
-    if isinstance(node, exp.Substring):
-        return _substring(node)
-    if isinstance(node, exp.SplitPart):
-        return _split_part(node)
-    if isinstance(node, exp.StringToArray):
-        return _string_to_array(node)
-    if isinstance(node, exp.SimilarTo):
-        return _similar_to(node)
-    if isinstance(node, exp.Pad):
-        return _pad(node)
-    if isinstance(node, exp.Chr):
-        return _chr(node)
-    if isinstance(node, exp.Decode):
-        return _decode(node)
-    if isinstance(node, exp.Initcap):
-        text = node.this
-        if not (isinstance(text, exp.Literal) and text.is_string and text.this.isascii()):
-            raise _refuse("initcap() of text that may hold non-ASCII letters")
-    return node
+    rewrite = _REWRITES.get(type(node))
+    return node if rewrite is None else rewrite(node)

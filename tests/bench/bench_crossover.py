@@ -30,10 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -46,9 +43,9 @@ if str(REPO) not in sys.path:  # run as a plain script from anywhere
 
 import asyncpg  # noqa: E402
 import duckdb  # noqa: E402
-import pyspark  # noqa: E402
 
 from gateway.config.model import SPARK_CLUSTER_THRESHOLD_ROWS  # noqa: E402
+from tests.bench.runs import load_average, run_facts  # noqa: E402
 from tests.bench.sections import write_section  # noqa: E402
 from tests.support.gateway_proc import start_gateway  # noqa: E402
 from tests.support.postgres import start_postgres  # noqa: E402
@@ -192,7 +189,7 @@ REASONING = (
 
 async def bench(args: argparse.Namespace) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-crossover-"))
-    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = load_average()
     files = work / "files"
     files.mkdir()
     duckdb.sql(f"COPY (SELECT range::INTEGER AS id, 'g' || (range % 10) AS grp FROM range({DIM_ROWS})) "
@@ -255,10 +252,7 @@ async def bench(args: argparse.Namespace) -> int:
         if cluster is not None:
             cluster.stop()
         server.stop()
-    facts = {"date": dt.date.today().isoformat(), "cpus": os.cpu_count(), "runs": args.runs,
-             "load_before": load_before, "load_after": ", ".join(f"{x:.2f}" for x in os.getloadavg()),
-             "python": platform.python_version(), "duckdb": duckdb.__version__,
-             "pyspark": pyspark.__version__}
+    facts = run_facts(load_before, runs=args.runs)
     saved = work / "results.json"
     saved.write_text(json.dumps({"facts": facts, "results": results, "choices": choices,
                                  "modes": args.modes}))

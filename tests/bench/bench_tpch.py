@@ -31,10 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -169,6 +166,20 @@ def ensure_data(root: Path, scale: float) -> Path:
     subprocess.run([str(tool) if tool.exists() else "tpchgen-cli", "parquet", "-s", f"{scale:g}",
                     f"--output-dir={data}"], check=True)
     return data
+
+
+def tpch_workspace(cache: Path, scale: float, prefix: str) -> tuple[Path, Path, Path]:
+    """(a new work folder under `cache`, the TPC-H data, the folder of the Parquet tables
+    the gateway reads as files: those not loaded into PostgreSQL)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=cache))
+    data = ensure_data(cache, scale)
+    files = work / "files"
+    files.mkdir()
+    for table in TABLES:
+        if table not in PG_TABLES:
+            (files / f"{table}.parquet").symlink_to(data / f"{table}.parquet")
+    return work, data, files
 
 
 async def load_postgres(server, data: Path) -> None:
@@ -332,22 +343,14 @@ async def bench(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(REPO))
     import asyncpg
     import duckdb
-    import pyspark
 
+    from tests.bench.runs import load_average, run_facts
     from tests.support.gateway_proc import start_gateway
     from tests.support.postgres import start_postgres
 
-    cache = Path(args.cache)
-    cache.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="bench-tpch-", dir=cache))
-    data = ensure_data(cache, args.scale)
-    files = work / "files"
-    files.mkdir()
-    for table in TABLES:
-        if table not in PG_TABLES:
-            (files / f"{table}.parquet").symlink_to(data / f"{table}.parquet")
+    work, data, files = tpch_workspace(Path(args.cache), args.scale, "bench-tpch-")
     systems = [s for s in SYSTEMS if s not in args.skip]
-    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = load_average()
     started = time.perf_counter()
     server = start_postgres(work / "pg")
     workers: dict[str, Worker] = {}
@@ -433,10 +436,7 @@ async def bench(args: argparse.Namespace) -> int:
         if gateway is not None:
             gateway.stop()
         server.stop()
-    facts = {"scale": args.scale, "date": dt.date.today().isoformat(), "cpus": os.cpu_count(),
-             "load_before": load_before, "load_after": ", ".join(f"{x:.2f}" for x in os.getloadavg()),
-             "python": platform.python_version(), "duckdb": duckdb.__version__,
-             "pyspark": pyspark.__version__, "runs": args.runs, "timeout": args.timeout}
+    facts = run_facts(load_before, scale=args.scale, runs=args.runs, timeout=args.timeout)
     section = render(facts, results, systems)
     print(section)
     if not args.no_write:

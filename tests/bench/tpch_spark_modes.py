@@ -19,17 +19,14 @@ the DuckDB engine is the reference column unless `--skip gateway-duckdb`.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import os
-import platform
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from tests.bench.bench_tpch import (PG_TABLES, SLOW_S, TABLES, cell, ensure_data, gateway_run,
-                                    load_postgres, query_text)
+from tests.bench.bench_tpch import (SLOW_S, cell, gateway_run, load_postgres, query_text,
+                                    tpch_workspace)
+from tests.bench.runs import load_average, run_facts
 
 MODES = ("local", "standalone", "connect")
 LABELS = {"gateway-duckdb": "DuckDB engine (reference)", "local": "Spark local[*]",
@@ -97,7 +94,6 @@ def render(facts: dict, cold: dict[str, dict], results: dict[int, dict[str, dict
 
 async def bench_spark_modes(args: argparse.Namespace) -> int:
     import asyncpg
-    import pyspark
 
     from tests.support.gateway_proc import start_gateway
     from tests.support.postgres import start_postgres
@@ -105,16 +101,8 @@ async def bench_spark_modes(args: argparse.Namespace) -> int:
 
     modes = list(args.spark_modes)
     systems = ([] if "gateway-duckdb" in args.skip else ["gateway-duckdb"]) + modes
-    cache = Path(args.cache)
-    cache.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="bench-tpch-modes-", dir=cache))
-    data = ensure_data(cache, args.scale)
-    files = work / "files"
-    files.mkdir()
-    for table in TABLES:
-        if table not in PG_TABLES:
-            (files / f"{table}.parquet").symlink_to(data / f"{table}.parquet")
-    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    work, data, files = tpch_workspace(Path(args.cache), args.scale, "bench-tpch-modes-")
+    load_before = load_average()
     started = time.perf_counter()
     server = start_postgres(work / "pg")
     cluster, gateways, conns = None, {}, {}
@@ -182,11 +170,9 @@ async def bench_spark_modes(args: argparse.Namespace) -> int:
         if cluster is not None:
             cluster.stop()
         server.stop()
-    facts = {"scale": args.scale, "date": dt.date.today().isoformat(), "cpus": os.cpu_count(),
-             "load_before": load_before, "load_after": ", ".join(f"{x:.2f}" for x in os.getloadavg()),
-             "python": platform.python_version(), "pyspark": pyspark.__version__, "runs": args.runs,
-             "timeout": args.timeout, "cold_query": facts_cold, "note": args.note,
-             "minutes": (time.perf_counter() - started) / 60}
+    facts = run_facts(load_before, scale=args.scale, runs=args.runs, timeout=args.timeout,
+                      cold_query=facts_cold, note=args.note,
+                      minutes=(time.perf_counter() - started) / 60)
     section = render(facts, cold, results, systems)
     print(section)
     if not args.no_write:

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.answers import Answer, described, simple
+from tests.support.answers import Answer, assert_described_alike, described, simple
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer, fresh_database
 
@@ -102,8 +102,7 @@ def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
 
 
 async def _assert_same(gateway_dsn: str, truth_dsn: str, gateway_sql: str, truth_sql: str) -> None:
-    want, got = await described(truth_dsn, truth_sql), await described(gateway_dsn, gateway_sql)
-    assert (got.types, got.rows) == (want.types, want.rows), "extended protocol"
+    await assert_described_alike(truth_dsn, gateway_dsn, truth_sql, gateway_sql=gateway_sql)
     want, got = simple(truth_dsn, truth_sql), simple(gateway_dsn, gateway_sql)
     assert (got.types, got.rows) == (want.types, want.rows), "simple protocol"
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.answers import described, simple
+from tests.support.answers import assert_described_alike, described
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer, fresh_database
 
@@ -98,9 +98,8 @@ async def test_types_and_rows_are_postgres(world: World, name: str, route: str) 
     sql = STATEMENTS[name]
     if name == "columns" and route == "files":
         sql = sql.replace("sign(f)", "sign(f::numeric(10, 2))")
-    want = await described(world.truth, STATEMENTS[name])
-    got = await described(world.gateway.dsn, sql, *ROUTES[route])
-    assert (got.types, got.rows) == (want.types, want.rows)
+    await assert_described_alike(world.truth, world.gateway.dsn, STATEMENTS[name], *ROUTES[route],
+                                 gateway_sql=sql)
 
 
 @pytest.mark.parametrize("name", sorted(STATEMENTS))

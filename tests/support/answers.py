@@ -35,6 +35,15 @@ async def described(dsn: str, sql: str, *setup: str, timeout: float = 300) -> An
         await conn.close()
 
 
+async def assert_described_alike(truth: str, gateway: str, sql: str, *setup: str,
+                                 gateway_sql: str | None = None) -> None:
+    """The gateway (after `setup`) answers `gateway_sql` (default: `sql`) with the types and
+    rows PostgreSQL at `truth` answers `sql` with, through the extended protocol."""
+    want = await described(truth, sql)
+    got = await described(gateway, sql if gateway_sql is None else gateway_sql, *setup)
+    assert (got.types, got.rows) == (want.types, want.rows)
+
+
 def simple(dsn: str, sql: str) -> Answer:
     """A simple Query: RowDescription and text rows, parsed by psycopg by the OIDs."""
     with psycopg.connect(dsn, autocommit=True) as conn:
