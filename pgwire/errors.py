@@ -51,6 +51,7 @@ DUPLICATE_PREPARED_STATEMENT = "42P05"
 DUPLICATE_CURSOR = "42P03"
 AMBIGUOUS_COLUMN = "42702"
 DATATYPE_MISMATCH = "42804"
+GROUPING_ERROR = "42803"
 INDETERMINATE_DATATYPE = "42P18"
 UNDEFINED_PARAMETER = "42P02"
 CANT_CHANGE_RUNTIME_PARAM = "55P02"
@@ -149,6 +150,10 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("ConversionException", r"^Failed to cast decimal value \S+ to type INT(?:16|32|64)$",
      NUMERIC_VALUE_OUT_OF_RANGE),
     ("OutOfRangeException", r"", NUMERIC_VALUE_OUT_OF_RANGE),
+    # make_date(), make_timestamp() of a field beyond its range.
+    ("ConversionException", r"^Date out of range: ", DATETIME_FIELD_OVERFLOW),
+    ("OSError", r"^Date out of range: ", DATETIME_FIELD_OVERFLOW),
+    ("ArrowInvalid", r"^Date out of range: ", DATETIME_FIELD_OVERFLOW),
     ("ConversionException", r"", INVALID_TEXT_REPRESENTATION),
     ("InterruptException", r"", QUERY_CANCELED),
     ("NotImplementedException", r"", FEATURE_NOT_SUPPORTED),
@@ -212,6 +217,7 @@ _INTEGER_OVERFLOW = re.compile(r"^Overflow in (?:addition|subtraction|multiplica
                                r"^Failed to cast decimal value \S+ to type (INT16|INT32|INT64)$")
 _INTEGER_NAMES = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
 _DATE_FIELD = re.compile(r'^date field value out of range: (".*")$')
+_DATE_OUT_OF_RANGE = re.compile(r"^Date out of range: (-?\d+)-(\d+)-(\d+)$")
 _NO_SUCH_FUNCTION = re.compile(r"^Scalar Function with name (\S+?) does not exist")
 # DuckDB has no overload of the name for the arguments, or several equally good ones.
 _NO_MATCHING_CALL = re.compile(
@@ -326,6 +332,10 @@ def _postgres_words(code: str, message: str) -> PgError | None:
     date_field = _DATE_FIELD.match(message)
     if code == DATETIME_FIELD_OVERFLOW and date_field is not None:
         return PgError(code, f"date/time field value out of range: {date_field.group(1)}")
+    made = _DATE_OUT_OF_RANGE.match(message)
+    if code == DATETIME_FIELD_OVERFLOW and made is not None:  # as make_date() words it
+        year, month, day = map(int, made.groups())
+        return PgError(code, f"date field value out of range: {year}-{month:02d}-{day:02d}")
     ambiguous = _AMBIGUOUS.match(message)
     if code == AMBIGUOUS_COLUMN and ambiguous is not None:
         return PgError(code, f'column reference "{ambiguous.group(1)}" is ambiguous')

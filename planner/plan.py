@@ -39,6 +39,7 @@ from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.derived_names import derived_names
 from planner.ambiguous_columns import ambiguous_columns
+from planner.ungrouped_columns import ungrouped_columns
 from planner.using_star import using_star
 from planner.function_check import check_functions
 from planner.signature_check import signature_check
@@ -190,6 +191,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     using_star(tree, catalog, settings.search_path)
     derived_names(tree, text)  # before qualify names them _col_0
     ambiguous_columns(tree)
+    ungrouped_columns(tree)
     names = _name_outputs(tree, text)  # function names as `text` spells them
     _session_values(tree, settings)
     if settings.hidden_schemas:

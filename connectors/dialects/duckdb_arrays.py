@@ -10,6 +10,7 @@
   PostgreSQL, a list of lists in DuckDB: a subscript by fewer indices than its dimensions
   (NULL in PostgreSQL), a slice, cardinality(), unnest() and ANY/ALL over it are refused;
   full subscripts, array_length() and array_upper() agree.
+- `array_remove(a, v)` keeps NULL elements unless v is NULL.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return tree.find(exp.ArraySize, exp.Any, exp.All, exp.Bracket, exp.Explode, exp.Unnest) is not None or any(
-        call.name.upper() == "ALL" for call in tree.find_all(exp.Anonymous))
+    return tree.find(exp.ArraySize, exp.Any, exp.All, exp.Bracket, exp.Explode, exp.Unnest,
+                     exp.ArrayRemove) is not None or any(
+        call.name.upper() in ("ALL", "CARDINALITY") for call in tree.find_all(exp.Anonymous))
 
 
 def _array_operand(node: exp.Expression) -> exp.Expression | None:
@@ -82,6 +84,15 @@ def _multidimensional_use(node: exp.Expression) -> str | None:
     return None
 
 
+def _array_remove(node: exp.ArrayRemove) -> exp.Expression:
+    """array_remove(a, v) keeps the elements not distinct from v (sqlglot's own DuckDB
+    form filters on `<>`, which drops the NULL elements too)."""
+    element = exp.to_identifier("fedgate_element")
+    kept = exp.NullSafeNEQ(this=exp.column(element), expression=node.expression.copy())
+    return exp.Anonymous(this="list_filter", expressions=[
+        node.this.copy(), exp.Lambda(this=kept, expressions=[element])])
+
+
 def postgres_arrays(node: exp.Expression) -> exp.Expression:
     """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
     use = _multidimensional_use(node)
@@ -90,6 +101,8 @@ def postgres_arrays(node: exp.Expression) -> exp.Expression:
                       "PostgreSQL sources")
     if isinstance(node, exp.ArraySize) and node.expression is not None:
         return exp.Nullif(this=node.copy(), expression=exp.Literal.number(0))
+    if isinstance(node, exp.ArrayRemove):
+        return _array_remove(node)
     array = _array_operand(node)
     if array is not None:
         return exp.Case(ifs=[exp.If(this=exp.Is(this=array.copy(), expression=exp.Null()),

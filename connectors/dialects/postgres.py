@@ -42,7 +42,19 @@ def _standard_string(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _date_part(node: exp.Expression) -> exp.Expression:
+    # sqlglot reads date_part('year', d) as its Extract node and writes EXTRACT(YEAR FROM d),
+    # which PostgreSQL names "extract" and types numeric; date_part() is named date_part
+    # and is float8 (planner.parse records which of the two the statement wrote).
+    if isinstance(node, exp.Extract) and node.meta.get("spelled") == "date_part":
+        return exp.Anonymous(this="date_part", expressions=[
+            exp.Literal.string(node.this.name.lower()), node.expression])
+    return node
+
+
 def to_postgres(tree: exp.Expression) -> str:
+    if tree.find(exp.Extract) is not None:
+        tree = tree.transform(_date_part)
     if tree.find(exp.Hex) is not None:
         tree = tree.transform(_to_hex)
     if tree.find(exp.ByteString) is not None:

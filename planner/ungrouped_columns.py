@@ -1,0 +1,104 @@
+"""PostgreSQL's 42803 for a column outside any aggregate of a query without grouping columns.
+
+`SELECT g, count(*) FROM t` and `SELECT g, count(*) FROM t GROUP BY GROUPING SETS (())`
+are errors in PostgreSQL (`column "t.g" must appear in the GROUP BY clause or be used in
+an aggregate function`), found when the statement is analysed; DuckDB's binder says so in
+other words and SQLSTATE, and `grouping(g)` there fails with a sentence of its own. With
+grouping columns PostgreSQL also accepts columns a primary key determines, which needs
+the catalog: only queries without grouping columns are checked here (the engine's error
+stays for the rest). Only a query that cannot see an outer query's columns is checked
+(the statement itself, a derived table, a CTE), so an unqualified name always belongs to
+its FROM list; and only one with a single FROM item, which PostgreSQL's message names.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from pgwire.errors import GROUPING_ERROR, PgError
+
+
+def _no_grouping_columns(group: exp.Group | None) -> bool:
+    """No GROUP BY, `GROUP BY ()`, or grouping sets that are all empty."""
+    if group is None:
+        return True
+    if group.args.get("rollup") or group.args.get("cube"):
+        return False
+    for item in group.expressions:
+        sets = item.expressions if isinstance(item, exp.GroupingSets) else [item]
+        if not all(isinstance(s, exp.Tuple) and not s.expressions for s in sets):
+            return False
+    return True
+
+
+def _own(node: exp.Expression, select: exp.Select) -> bool:
+    """`node` belongs to `select` itself, not to a subquery inside it."""
+    return node.find_ancestor(exp.Select) is select
+
+
+def _inside(node: exp.Expression, select: exp.Select, kinds: tuple[type, ...]) -> bool:
+    parent = node.parent
+    while parent is not None and parent is not select:
+        if isinstance(parent, kinds):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _aggregated(select: exp.Select) -> bool:
+    """An aggregate of this query level (not a window's, not a subquery's)."""
+    return any(_own(call, select) and not _inside(call, select, (exp.Window,))
+               for call in select.find_all(exp.AggFunc))
+
+
+def _checked(scope: Scope) -> bool:
+    select = scope.expression
+    if not isinstance(select, exp.Select) or not (scope.is_root or scope.is_derived_table
+                                                  or scope.is_cte):
+        return False
+    if any(join.args.get("lateral") or isinstance(join.this, exp.Lateral)
+           for join in select.args.get("joins") or []):
+        return False
+    return len(scope.selected_sources) == 1 and _no_grouping_columns(select.args.get("group")) \
+        and (select.args.get("group") is not None or select.args.get("having") is not None
+             or _aggregated(select))
+
+
+# An aggregate's arguments, its FILTER and its WITHIN GROUP ordering are read per row.
+_AGGREGATING = (exp.AggFunc, exp.Filter, exp.WithinGroup)
+
+
+def _grouped_columns(select: exp.Select) -> list[exp.Column]:
+    """The columns of this query level read after grouping: in the select list, HAVING
+    and ORDER BY (WHERE and the FROM list are read before)."""
+    parts = [*select.expressions, select.args.get("having"), select.args.get("order")]
+    return [column for part in parts if part is not None
+            for column in part.find_all(exp.Column) if _own(column, select)]
+
+
+def _output_alias(column: exp.Column, select: exp.Select) -> bool:
+    """An unqualified ORDER BY name that is an output column of the select."""
+    return not column.table and column.find_ancestor(exp.Order) is not None and \
+        column.name in {p.alias_or_name for p in select.expressions}
+
+
+def ungrouped_columns(tree: exp.Expression) -> None:
+    """Raise PostgreSQL's 42803 where a query without grouping columns uses a column of
+    its FROM item outside an aggregate, or calls grouping()."""
+    for scope in traverse_scope(tree):
+        if not _checked(scope):
+            continue
+        select = scope.expression
+        for call in select.find_all(exp.Grouping):
+            if _own(call, select):
+                raise PgError(GROUPING_ERROR, "arguments to GROUPING must be grouping "
+                              "expressions of the associated query level")
+        (source_name,) = scope.selected_sources
+        for column in _grouped_columns(select):
+            if column.table and column.table != source_name or isinstance(column.this, exp.Star):
+                continue
+            if _inside(column, select, _AGGREGATING) or _output_alias(column, select):
+                continue
+            raise PgError(GROUPING_ERROR, f'column "{source_name}.{column.name}" must appear '
+                          "in the GROUP BY clause or be used in an aggregate function")
