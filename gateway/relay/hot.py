@@ -28,11 +28,15 @@ from __future__ import annotations
 
 import re
 import struct
+import time
 
 from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, RemoteStatement
+from gateway.relay.exchange import Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
+from gateway.state.activity import began, ended
 from gateway.state.portals import Prepared
+from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from gateway.relay.lane import ClientSide, Lane
 from gateway.relay.links import SessionLinks
@@ -43,6 +47,13 @@ from gateway.state.session import SessionState
 _NUMBER = re.compile(r"(?<![\w$.])(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)")
 # Characters whose rules the split does not read; `;` inside the text makes two statements.
 _UNREAD = re.compile(r"""['"\\$?]|--|/\*""")
+# The same two on a Query's bytes (`quick_split_bytes`): for ASCII, `\w` and `\d` match
+# the same characters in bytes as in text, and _SPACE is what str.strip() strips there.
+_NUMBER_B = re.compile(_NUMBER.pattern.encode())
+_UNREAD_B = re.compile(_UNREAD.pattern.encode())
+_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+_READY = {b"I": encoder.ready_for_query(b"I"), b"T": encoder.ready_for_query(b"T"),
+          b"E": encoder.ready_for_query(b"E")}
 _I16, _I32, _U32 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!I")
 _Q, _P, _B = (ord(c) for c in "QPB")
 _NO_FORMATS = _I16.pack(0)
@@ -53,9 +64,11 @@ _UNLIMITED = w.execute("", 0) + w.SYNC
 
 
 class HotQuery:
-    """A lifted shape as the lane first relayed it, with what its route depended on."""
+    """A lifted shape as the lane first relayed it, with what its route depended on; and
+    the head of the Bind for the source's statement it was last sent to (`bind_head`)."""
 
-    __slots__ = ("route", "lifted_sql", "search_path", "version", "in_transaction")
+    __slots__ = ("route", "lifted_sql", "search_path", "version", "in_transaction", "remote",
+                 "head")
 
     def __init__(self, route: Route, lifted_sql: str, search_path: str, version: int,
                  in_transaction: bool) -> None:
@@ -64,6 +77,16 @@ class HotQuery:
         self.search_path = search_path
         self.version = version
         self.in_transaction = in_transaction
+        self.remote: RemoteStatement | None = None
+        self.head = b""
+
+    def bind_head(self, remote: RemoteStatement, count: int) -> bytes:
+        """The Bind's bytes between its length and its values, for `remote` (kept: the
+        link's statement is the same one statement after statement)."""
+        if remote is not self.remote:
+            self.remote = remote
+            self.head = b"\0" + remote.name.encode() + b"\0" + _NO_FORMATS + _I16.pack(count)
+        return self.head
 
 
 def quick_split(text: str) -> tuple[str, str, list[str]] | None:
@@ -77,6 +100,20 @@ def quick_split(text: str) -> tuple[str, str, list[str]] | None:
     if len(parts) == 1:
         return None  # no numbers: nothing was lifted
     return sql, "?".join(parts[0::2]), parts[1::2]
+
+
+def quick_split_bytes(data: bytes) -> tuple[bytes, bytes, list[bytes]] | None:
+    """`quick_split` of a Query's text as bytes (`data`: the text, without its NUL): the
+    same statement, shape and numbers, encoded, without decoding the text first."""
+    if not data.isascii() or _UNREAD_B.search(data):
+        return None
+    sql = data.strip(_SPACE).rstrip(b";").rstrip(_SPACE)
+    if b";" in sql:
+        return None
+    parts = _NUMBER_B.split(sql)
+    if len(parts) == 1:
+        return None
+    return sql, b"?".join(parts[0::2]), parts[1::2]
 
 
 def parameter_types(numbers: list[str]) -> tuple[int, ...]:
@@ -97,6 +134,24 @@ def bound_request(statement: RemoteStatement, numbers: list[str]) -> bytes:
     parts.append(_NO_FORMATS)
     body = b"".join(parts)
     return b"B" + _I32.pack(len(body) + 4) + body + _TAIL
+
+
+def bound_bytes(head: bytes, numbers: list[bytes]) -> bytes:
+    """`bound_request` with the numbers as bytes and the Bind's head from
+    `HotQuery.bind_head`."""
+    if len(numbers) == 1:
+        value = numbers[0]
+        size = len(value)
+        return b"".join((b"B", _I32.pack(len(head) + size + 10), head, _I32.pack(size), value,
+                         _NO_FORMATS, _TAIL))
+    parts = [b"B", b"", head]
+    for value in numbers:
+        parts.append(_I32.pack(len(value)))
+        parts.append(value)
+    parts.append(_NO_FORMATS)
+    parts[1] = _I32.pack(sum(map(len, parts)) + 3)
+    parts.append(_TAIL)
+    return b"".join(parts)
 
 
 # --- extended-protocol runs --------------------------------------------------------------
@@ -156,7 +211,7 @@ class HotLane(Lane):
 
     def __init__(self, state: SessionState, links: SessionLinks, port: ClientSide) -> None:
         super().__init__(state, links, port)
-        self._shapes: dict[str, HotQuery] = {}  # lifted shapes, by shape
+        self._shapes: dict[bytes, HotQuery] = {}  # lifted shapes, by shape (ASCII)
         self._runs: dict[bytes, HotRun] = {}  # extended runs, by bytes without values
 
     def _hot(self, data: bytes) -> bool:
@@ -175,14 +230,13 @@ class HotLane(Lane):
 
     def _hot_query(self, data: bytes, found: tuple[int, int, int]) -> bool:
         """A simple Query of a shape `_query` lifted before: as `_query`, with the route and
-        the lifted text from `_remember` once everything they depend on is unchanged."""
+        the lifted text from `_remember` once everything they depend on is unchanged.
+        This runs for every such statement, so the lane's steps (`_send_query`, `_start`)
+        are written out here, without their calls."""
         s = self.state
         if not self._shapes or s.failed or data[found[2] - 1] != 0:
             return False
-        try:
-            quick = quick_split(data[found[1] + 5:found[2] - 1].decode())
-        except UnicodeDecodeError:
-            return False
+        quick = quick_split_bytes(data[found[1] + 5:found[2] - 1])
         if quick is None:
             return False
         sql, shape, numbers = quick
@@ -198,12 +252,28 @@ class HotLane(Lane):
         link = self._link(route)
         if link is None:
             return False
-        remote = link.statements.get((hot.lifted_sql, parameter_types(numbers)))
+        if len(numbers) == 1:  # as `parameter_types`, on bytes
+            n = numbers[0]
+            types: tuple[int, ...] = (INT4,) if len(n) < 10 and n.isdigit() else (type_of(n.decode()),)
+        else:
+            types = parameter_types([n.decode() for n in numbers])
+        remote = link.statements.get((hot.lifted_sql, types))
         if remote is None:
             return False
+        text = sql.decode()
         raw = data[found[1]:found[2]]
-        self._send_query(link, bound_request(remote, numbers), sql,
-                         lambda outcome: self._hot_done(route, outcome, sql, raw))
+        # `_send_query` and `_start`, written out.
+        s.skipping = False
+        began(self.activity, text)
+        prefix, quiet = self.links.prefix(link)
+        request = bound_bytes(hot.bind_head(remote, len(numbers)), numbers)
+        exchange = self.exchange = Exchange(
+            self, link, 1 + quiet, quiet, lambda outcome: self._hot_done(route, outcome, text, raw))
+        port = link.port
+        port.consumer = exchange.pump
+        port.transport.write(prefix + request if prefix else request)
+        if self.port.writing_paused:
+            port.pause("client")
         return True
 
     def _remember(self, text: str, route: Route, lifted: Lifted) -> None:
@@ -214,19 +284,38 @@ class HotLane(Lane):
         s = self.state
         if len(self._shapes) >= LIMIT:
             self._shapes.clear()
-        self._shapes[quick[1]] = HotQuery(route, lifted.sql, s.settings.values["search_path"],
+        self._shapes[quick[1].encode()] = HotQuery(route, lifted.sql, s.settings.values["search_path"],
                                        s.ctx.catalog.version, s.in_block and self.links.active)
 
     def _hot_done(self, route: Route, outcome: Outcome, sql: str, raw: bytes) -> None:
+        """As `_query_done` without an error: `counted`, `_query_ready` and `_done`,
+        written out."""
         if outcome.error is not None:  # positions and stale plans need the whole lifting
             self._query_done(route, outcome, lift(sql), raw)
             return
         s = self.state
-        self.counted(route, None)
-        if route.writes and s.in_block:
+        activity = self.activity
+        started = activity.started
+        assert started is not None  # `began` set it when the statement was sent
+        s.ctx.metrics.statement_done("write" if route.writes else "select", None, "express",
+                                     time.time() - started)
+        in_block = s.in_block
+        if route.writes and in_block:
             self.links.writer = route.source
-        self._query_ready()
-        self._done()
+        if not in_block and s.portals:
+            s.close_portals(keep_unnamed=False)
+        activity.state = "idle"  # `idled`
+        activity.stream = None
+        s.write(_READY[s.status])
+        ended(activity, s)
+        self.exchange = None
+        if self.held or self.closed:
+            self._continue()
+            return
+        data = s.take_output()  # `_continue` with nothing held: `flush`
+        transport = self.port.transport
+        if data and not transport.is_closing():
+            transport.write(data)
 
     def _hot_extended(self, data: bytes, start: int, end: int) -> bool:
         """A run `_extended` took before, differing only in its parameter values: as
