@@ -26,7 +26,6 @@ the second, and the messages the session answers before the source does are the 
 
 from __future__ import annotations
 
-import re
 import struct
 import time
 
@@ -34,6 +33,7 @@ from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, RemoteStatement
 from gateway.relay.exchange import Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
+from gateway.relay.quick import quick_split, quick_split_bytes
 from gateway.state.activity import began, ended
 from gateway.state.portals import Prepared
 from pgwire.protocol import encoder
@@ -43,15 +43,6 @@ from gateway.relay.links import SessionLinks
 from gateway.state.route import Route
 from gateway.state.session import SessionState
 
-# As gateway.relay.shapes' number alternative (a text read here has no quotes to skip).
-_NUMBER = re.compile(r"(?<![\w$.])(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)")
-# Characters whose rules the split does not read; `;` inside the text makes two statements.
-_UNREAD = re.compile(r"""['"\\$?]|--|/\*""")
-# The same two on a Query's bytes (`quick_split_bytes`): for ASCII, `\w` and `\d` match
-# the same characters in bytes as in text, and _SPACE is what str.strip() strips there.
-_NUMBER_B = re.compile(_NUMBER.pattern.encode())
-_UNREAD_B = re.compile(_UNREAD.pattern.encode())
-_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 _READY = {b"I": encoder.ready_for_query(b"I"), b"T": encoder.ready_for_query(b"T"),
           b"E": encoder.ready_for_query(b"E")}
 _I16, _I32, _U32 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!I")
@@ -87,33 +78,6 @@ class HotQuery:
             self.remote = remote
             self.head = b"\0" + remote.name.encode() + b"\0" + _NO_FORMATS + _I16.pack(count)
         return self.head
-
-
-def quick_split(text: str) -> tuple[str, str, list[str]] | None:
-    """(statement, shape, numbers) of a one-statement text this module reads, else None."""
-    if not text.isascii() or _UNREAD.search(text):
-        return None
-    sql = text.strip().rstrip(";").rstrip()
-    if ";" in sql:
-        return None
-    parts = _NUMBER.split(sql)
-    if len(parts) == 1:
-        return None  # no numbers: nothing was lifted
-    return sql, "?".join(parts[0::2]), parts[1::2]
-
-
-def quick_split_bytes(data: bytes) -> tuple[bytes, bytes, list[bytes]] | None:
-    """`quick_split` of a Query's text as bytes (`data`: the text, without its NUL): the
-    same statement, shape and numbers, encoded, without decoding the text first."""
-    if not data.isascii() or _UNREAD_B.search(data):
-        return None
-    sql = data.strip(_SPACE).rstrip(b";").rstrip(_SPACE)
-    if b";" in sql:
-        return None
-    parts = _NUMBER_B.split(sql)
-    if len(parts) == 1:
-        return None
-    return sql, b"?".join(parts[0::2]), parts[1::2]
 
 
 def parameter_types(numbers: list[str]) -> tuple[int, ...]:
