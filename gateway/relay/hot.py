@@ -35,7 +35,7 @@ from gateway.relay.exchange import Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
 from gateway.relay.quick import quick_split, quick_split_bytes
 from gateway.state.activity import began, ended
-from gateway.state.portals import Prepared
+from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from gateway.relay.lane import ClientSide, Lane
@@ -125,7 +125,8 @@ class HotRun:
     without the Bind's values (`run_key`): what the session answers before the source
     does, and how to find again the statement it ran."""
 
-    __slots__ = ("prepared", "statement", "parsed", "formats", "answered", "tail", "limited")
+    __slots__ = ("prepared", "statement", "parsed", "formats", "answered", "tail", "limited",
+                 "remote", "head")
 
     def __init__(self, prepared: Prepared, statement: str, parsed: tuple[str, tuple[int, ...]] | None,
                  formats: tuple[int, ...], answered: bytes, tail: bytes) -> None:
@@ -136,6 +137,16 @@ class HotRun:
         self.answered = answered  # ParseComplete, BindComplete and the description, as sent
         self.tail = tail  # Execute (with its row limit) and Sync, for the source
         self.limited = tail != _UNLIMITED
+        self.remote: RemoteStatement | None = None
+        self.head = b""
+
+    def bind_head(self, remote: RemoteStatement) -> bytes:
+        """The Bind's bytes before the client's parameters, naming `remote` (as
+        `client.rebind`; kept: the link's statement is the same one run after run)."""
+        if remote is not self.remote:
+            self.remote = remote
+            self.head = w.rebind(remote.name, b"")[5:]
+        return self.head
 
 
 def bind_values(data: bytes, start: int, end: int) -> tuple[int, int, int] | None:
@@ -271,15 +282,7 @@ class HotLane(Lane):
         activity.state = "idle"  # `idled`
         activity.stream = None
         s.write(_READY[s.status])
-        ended(activity, s)
-        self.exchange = None
-        if self.held or self.closed:
-            self._continue()
-            return
-        data = s.take_output()  # `_continue` with nothing held: `flush`
-        transport = self.port.transport
-        if data and not transport.is_closing():
-            transport.write(data)
+        self._finished()
 
     def _hot_extended(self, data: bytes, start: int, end: int) -> bool:
         """A run `_extended` took before, differing only in its parameter values: as
@@ -306,9 +309,67 @@ class HotLane(Lane):
         if target is None:
             return False
         link, remote = target
-        self._send_run(link, remote, prepared, "" if hot.parsed is not None else None, hot.formats,
-                       hot.answered, data[values[0]:end], hot.tail, hot.limited)
+        if hot.limited:  # asyncpg's fetchrow/fetchval: the general road (`_send_run`)
+            self._send_run(link, remote, prepared, "" if hot.parsed is not None else None,
+                           hot.formats, hot.answered, data[values[0]:end], hot.tail, True)
+            return True
+        # `_send_run` and `_start`, written out (this runs for every such statement).
+        if hot.parsed is not None:
+            s.statements[""] = prepared
+        portal = Portal(prepared, [], hot.formats)
+        s.portals[""] = portal
+        s.write(hot.answered)
+        began(self.activity, prepared.sql)
+        prefix, quiet = self.links.prefix(link)
+        bind = hot.bind_head(remote)
+        request = b"".join((prefix, b"B", _I32.pack(len(bind) + end - values[0] + 4), bind,
+                            data[values[0]:end], hot.tail))
+        route = prepared.route
+        exchange = self.exchange = Exchange(
+            self, link, 1 + quiet, quiet, lambda outcome: self._hot_run_done(route, portal, outcome))
+        port = link.port
+        port.consumer = exchange.pump
+        port.transport.write(request)
+        if self.port.writing_paused:
+            port.pause("client")
         return True
+
+    def _hot_run_done(self, route: Route, portal: Portal, outcome: Outcome) -> None:
+        """As `_extended_done` without an error: `counted`, Sync and `_done`, written out."""
+        if outcome.error is not None:
+            self._extended_done(route, portal, outcome)
+            return
+        s = self.state
+        activity = self.activity
+        started = activity.started
+        assert started is not None  # `began` set it when the statement was sent
+        s.ctx.metrics.statement_done("write" if route.writes else "select", None, "express",
+                                     time.time() - started)
+        in_block = s.in_block
+        if route.writes and in_block:
+            self.links.writer = route.source
+        portal.done = True
+        s.skipping = False  # Sync, as Session.on_sync
+        activity.state = "idle"  # `idled`
+        activity.stream = None
+        if not in_block:
+            s.close_portals(keep_unnamed=False)
+        s.write(_READY[s.status])
+        self._finished()
+
+    def _finished(self) -> None:
+        """`_done`: the statement log, then send the answer; with nothing held, `_continue`
+        comes down to `flush`."""
+        s = self.state
+        ended(self.activity, s)
+        self.exchange = None
+        if self.held or self.closed:
+            self._continue()
+            return
+        data = s.take_output()
+        transport = self.port.transport
+        if data and not transport.is_closing():
+            transport.write(data)
 
     def _remember_run(self, data: bytes, found: list[tuple[int, int, int]],
                       prepared: Prepared, parse: m.Parse | None, formats: tuple[int, ...],
