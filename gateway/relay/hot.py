@@ -322,17 +322,21 @@ class HotLane(Lane):
         # `_send_run` and `_start`, written out (this runs for every such statement).
         if hot.parsed is not None:
             s.statements[""] = prepared
-        portal = Portal(prepared, [], hot.formats)
-        s.portals[""] = portal
+        # Outside a block Sync closes the unnamed portal with the run, and nothing reads
+        # it in between (what the client sends meanwhile is held): only a block keeps one.
+        # (`_run_target` found no streaming portal there, so dropping the old one at the
+        # end, as `_hot_run_done` does, is what replacing it here would do.)
+        portal: Portal | None = None
+        if s.in_block:
+            portal = s.portals[""] = Portal(prepared, [], hot.formats)
         s.write(hot.answered)
         began(self.activity, prepared.sql)
         prefix, quiet = self.links.prefix(link)
         bind = hot.bind_head(remote)
         request = b"".join((prefix, b"B", _I32.pack(len(bind) + end - values[0] + 4), bind,
                             data[values[0]:end], hot.tail))
-        route = prepared.route
         exchange = self.exchange = Exchange(
-            self, link, 1 + quiet, quiet, lambda outcome: self._hot_run_done(route, portal, outcome))
+            self, link, 1 + quiet, quiet, lambda outcome: self._hot_run_done(hot, portal, outcome))
         port = link.port
         port.consumer = exchange.pump
         port.transport.write(request)
@@ -340,10 +344,13 @@ class HotLane(Lane):
             port.pause("client")
         return True
 
-    def _hot_run_done(self, route: Route, portal: Portal, outcome: Outcome) -> None:
-        """As `_extended_done` without an error: `counted`, Sync and `_done`, written out."""
+    def _hot_run_done(self, hot: HotRun, portal: Portal | None, outcome: Outcome) -> None:
+        """As `_extended_done` without an error: `counted`, Sync and `_done`, written out
+        (`portal`: the block's unnamed portal; None outside a block)."""
+        route = hot.prepared.route
         if outcome.error is not None:
-            self._extended_done(route, portal, outcome)
+            self._extended_done(route, portal if portal is not None else
+                                Portal(hot.prepared, [], hot.formats), outcome)
             return
         s = self.state
         activity = self.activity
@@ -354,11 +361,12 @@ class HotLane(Lane):
         in_block = s.in_block
         if route.writes and in_block:
             self.links.writer = route.source
-        portal.done = True
+        if portal is not None:
+            portal.done = True
         s.skipping = False  # Sync, as Session.on_sync
         activity.state = "idle"  # `idled`
         activity.stream = None
-        if not in_block:
+        if not in_block and s.portals:
             s.close_portals(keep_unnamed=False)
         s.write(_READY[s.status])
         self._finished()
