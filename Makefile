@@ -19,6 +19,9 @@ $(STAMP): requirements.lock pyproject.toml
 	@$(PY) -c "import pgwire.protocol.rowwalk" 2>/dev/null || echo "NOTE: the C row walk \
 	(pgwire/protocol/rowwalk.c) did not build (no C compiler or Python headers?): relayed \
 	results use the slower pure Python walk. 'make system-deps', then 'rm $(STAMP)' and make again."
+	@$(PY) -c "import gateway.relay.hotsplit" 2>/dev/null || echo "NOTE: the express lane's C \
+	Query split (gateway/relay/hotsplit.c) did not build: it uses the slower pure Python \
+	split. 'make system-deps', then 'rm $(STAMP)' and make again."
 	touch $(STAMP)
 
 # gcc and Python's headers build the relay's C row walk (pgwire/protocol/rowwalk.c);

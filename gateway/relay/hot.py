@@ -16,33 +16,41 @@ Simple Queries are kept by shape, once their numbers were lifted (`gateway.relay
 Only texts without quotes, escapes, dollar signs, question marks, comments, inner
 semicolons or non-ASCII characters are read this way: for them, splitting on numbers
 gives exactly the shape and numbers `gateway.relay.shapes` finds, and `split_statements` the
-statement itself (stripped, one trailing semicolon dropped).
+statement itself (stripped, one trailing semicolon dropped). The split reads the Query's
+bytes in one pass (`gateway.relay.quick`: in C when built).
 
 Extended-protocol runs `[Parse] Bind [Describe] Execute Sync` are kept by their bytes
 without the Bind's length and parameter values (`run_key`): two runs with one key differ
 in their values only, so every check `ExpressLane._extended` made of the first holds for
 the second, and the messages the session answers before the source does are the same.
+
+A repeat's steps (the lane's `_send_query`/`_send_run`, `_start`, and the finish of the
+statement) are written out in `_hot_query`, `_hot_extended` and their `..._done`: each is
+a few function calls fewer per statement, which is most of the lane's CPU; a repeat that
+meets an error, or a run with a row limit, takes the general steps.
 """
 
 from __future__ import annotations
 
-import re
 import struct
+import time
 
 from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, RemoteStatement
+from gateway.relay.exchange import Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
-from gateway.state.portals import Prepared
+from gateway.relay.quick import quick_split, quick_split_bytes
+from gateway.state.activity import began, ended
+from gateway.state.portals import Portal, Prepared
+from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from gateway.relay.lane import ClientSide, Lane
 from gateway.relay.links import SessionLinks
 from gateway.state.route import Route
 from gateway.state.session import SessionState
 
-# As gateway.relay.shapes' number alternative (a text read here has no quotes to skip).
-_NUMBER = re.compile(r"(?<![\w$.])(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)")
-# Characters whose rules the split does not read; `;` inside the text makes two statements.
-_UNREAD = re.compile(r"""['"\\$?]|--|/\*""")
+_READY = {b"I": encoder.ready_for_query(b"I"), b"T": encoder.ready_for_query(b"T"),
+          b"E": encoder.ready_for_query(b"E")}
 _I16, _I32, _U32 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!I")
 _Q, _P, _B = (ord(c) for c in "QPB")
 _NO_FORMATS = _I16.pack(0)
@@ -53,9 +61,11 @@ _UNLIMITED = w.execute("", 0) + w.SYNC
 
 
 class HotQuery:
-    """A lifted shape as the lane first relayed it, with what its route depended on."""
+    """A lifted shape as the lane first relayed it, with what its route depended on; and
+    the head of the Bind for the source's statement it was last sent to (`bind_head`)."""
 
-    __slots__ = ("route", "lifted_sql", "search_path", "version", "in_transaction")
+    __slots__ = ("route", "lifted_sql", "search_path", "version", "in_transaction", "remote",
+                 "head")
 
     def __init__(self, route: Route, lifted_sql: str, search_path: str, version: int,
                  in_transaction: bool) -> None:
@@ -64,19 +74,16 @@ class HotQuery:
         self.search_path = search_path
         self.version = version
         self.in_transaction = in_transaction
+        self.remote: RemoteStatement | None = None
+        self.head = b""
 
-
-def quick_split(text: str) -> tuple[str, str, list[str]] | None:
-    """(statement, shape, numbers) of a one-statement text this module reads, else None."""
-    if not text.isascii() or _UNREAD.search(text):
-        return None
-    sql = text.strip().rstrip(";").rstrip()
-    if ";" in sql:
-        return None
-    parts = _NUMBER.split(sql)
-    if len(parts) == 1:
-        return None  # no numbers: nothing was lifted
-    return sql, "?".join(parts[0::2]), parts[1::2]
+    def bind_head(self, remote: RemoteStatement, count: int) -> bytes:
+        """The Bind's bytes between its length and its values, for `remote` (kept: the
+        link's statement is the same one statement after statement)."""
+        if remote is not self.remote:
+            self.remote = remote
+            self.head = b"\0" + remote.name.encode() + b"\0" + _NO_FORMATS + _I16.pack(count)
+        return self.head
 
 
 def parameter_types(numbers: list[str]) -> tuple[int, ...]:
@@ -99,6 +106,24 @@ def bound_request(statement: RemoteStatement, numbers: list[str]) -> bytes:
     return b"B" + _I32.pack(len(body) + 4) + body + _TAIL
 
 
+def bound_bytes(head: bytes, numbers: list[bytes]) -> bytes:
+    """`bound_request` with the numbers as bytes and the Bind's head from
+    `HotQuery.bind_head`."""
+    if len(numbers) == 1:
+        value = numbers[0]
+        size = len(value)
+        return b"".join((b"B", _I32.pack(len(head) + size + 10), head, _I32.pack(size), value,
+                         _NO_FORMATS, _TAIL))
+    parts = [b"B", b"", head]
+    for value in numbers:
+        parts.append(_I32.pack(len(value)))
+        parts.append(value)
+    parts.append(_NO_FORMATS)
+    parts[1] = _I32.pack(sum(map(len, parts)) + 3)
+    parts.append(_TAIL)
+    return b"".join(parts)
+
+
 # --- extended-protocol runs --------------------------------------------------------------
 
 class HotRun:
@@ -106,7 +131,8 @@ class HotRun:
     without the Bind's values (`run_key`): what the session answers before the source
     does, and how to find again the statement it ran."""
 
-    __slots__ = ("prepared", "statement", "parsed", "formats", "answered", "tail", "limited")
+    __slots__ = ("prepared", "statement", "parsed", "formats", "answered", "tail", "limited",
+                 "remote", "head")
 
     def __init__(self, prepared: Prepared, statement: str, parsed: tuple[str, tuple[int, ...]] | None,
                  formats: tuple[int, ...], answered: bytes, tail: bytes) -> None:
@@ -117,6 +143,16 @@ class HotRun:
         self.answered = answered  # ParseComplete, BindComplete and the description, as sent
         self.tail = tail  # Execute (with its row limit) and Sync, for the source
         self.limited = tail != _UNLIMITED
+        self.remote: RemoteStatement | None = None
+        self.head = b""
+
+    def bind_head(self, remote: RemoteStatement) -> bytes:
+        """The Bind's bytes before the client's parameters, naming `remote` (as
+        `client.rebind`; kept: the link's statement is the same one run after run)."""
+        if remote is not self.remote:
+            self.remote = remote
+            self.head = w.rebind(remote.name, b"")[5:]
+        return self.head
 
 
 def bind_values(data: bytes, start: int, end: int) -> tuple[int, int, int] | None:
@@ -156,7 +192,7 @@ class HotLane(Lane):
 
     def __init__(self, state: SessionState, links: SessionLinks, port: ClientSide) -> None:
         super().__init__(state, links, port)
-        self._shapes: dict[str, HotQuery] = {}  # lifted shapes, by shape
+        self._shapes: dict[bytes, HotQuery] = {}  # lifted shapes, by shape (ASCII)
         self._runs: dict[bytes, HotRun] = {}  # extended runs, by bytes without values
 
     def _hot(self, data: bytes) -> bool:
@@ -175,14 +211,13 @@ class HotLane(Lane):
 
     def _hot_query(self, data: bytes, found: tuple[int, int, int]) -> bool:
         """A simple Query of a shape `_query` lifted before: as `_query`, with the route and
-        the lifted text from `_remember` once everything they depend on is unchanged."""
+        the lifted text from `_remember` once everything they depend on is unchanged.
+        This runs for every such statement, so the lane's steps (`_send_query`, `_start`)
+        are written out here, without their calls."""
         s = self.state
         if not self._shapes or s.failed or data[found[2] - 1] != 0:
             return False
-        try:
-            quick = quick_split(data[found[1] + 5:found[2] - 1].decode())
-        except UnicodeDecodeError:
-            return False
+        quick = quick_split_bytes(data[found[1] + 5:found[2] - 1])
         if quick is None:
             return False
         sql, shape, numbers = quick
@@ -198,12 +233,28 @@ class HotLane(Lane):
         link = self._link(route)
         if link is None:
             return False
-        remote = link.statements.get((hot.lifted_sql, parameter_types(numbers)))
+        if len(numbers) == 1:  # as `parameter_types`, on bytes
+            n = numbers[0]
+            types: tuple[int, ...] = (INT4,) if len(n) < 10 and n.isdigit() else (type_of(n.decode()),)
+        else:
+            types = parameter_types([n.decode() for n in numbers])
+        remote = link.statements.get((hot.lifted_sql, types))
         if remote is None:
             return False
+        text = sql.decode()
         raw = data[found[1]:found[2]]
-        self._send_query(link, bound_request(remote, numbers), sql,
-                         lambda outcome: self._hot_done(route, outcome, sql, raw))
+        # `_send_query` and `_start`, written out.
+        s.skipping = False
+        began(self.activity, text)
+        prefix, quiet = self.links.prefix(link)
+        request = bound_bytes(hot.bind_head(remote, len(numbers)), numbers)
+        exchange = self.exchange = Exchange(
+            self, link, 1 + quiet, quiet, lambda outcome: self._hot_done(route, outcome, text, raw))
+        port = link.port
+        port.consumer = exchange.pump
+        port.transport.write(prefix + request if prefix else request)
+        if self.port.writing_paused:
+            port.pause("client")
         return True
 
     def _remember(self, text: str, route: Route, lifted: Lifted) -> None:
@@ -214,19 +265,30 @@ class HotLane(Lane):
         s = self.state
         if len(self._shapes) >= LIMIT:
             self._shapes.clear()
-        self._shapes[quick[1]] = HotQuery(route, lifted.sql, s.settings.values["search_path"],
+        self._shapes[quick[1].encode()] = HotQuery(route, lifted.sql, s.settings.values["search_path"],
                                        s.ctx.catalog.version, s.in_block and self.links.active)
 
     def _hot_done(self, route: Route, outcome: Outcome, sql: str, raw: bytes) -> None:
+        """As `_query_done` without an error: `counted`, `_query_ready` and `_done`,
+        written out."""
         if outcome.error is not None:  # positions and stale plans need the whole lifting
             self._query_done(route, outcome, lift(sql), raw)
             return
         s = self.state
-        self.counted(route, None)
-        if route.writes and s.in_block:
+        activity = self.activity
+        started = activity.started
+        assert started is not None  # `began` set it when the statement was sent
+        s.ctx.metrics.statement_done("write" if route.writes else "select", None, "express",
+                                     time.time() - started)
+        in_block = s.in_block
+        if route.writes and in_block:
             self.links.writer = route.source
-        self._query_ready()
-        self._done()
+        if not in_block and s.portals:
+            s.close_portals(keep_unnamed=False)
+        activity.state = "idle"  # `idled`
+        activity.stream = None
+        s.write(_READY[s.status])
+        self._finished()
 
     def _hot_extended(self, data: bytes, start: int, end: int) -> bool:
         """A run `_extended` took before, differing only in its parameter values: as
@@ -253,9 +315,75 @@ class HotLane(Lane):
         if target is None:
             return False
         link, remote = target
-        self._send_run(link, remote, prepared, "" if hot.parsed is not None else None, hot.formats,
-                       hot.answered, data[values[0]:end], hot.tail, hot.limited)
+        if hot.limited:  # asyncpg's fetchrow/fetchval: the general road (`_send_run`)
+            self._send_run(link, remote, prepared, "" if hot.parsed is not None else None,
+                           hot.formats, hot.answered, data[values[0]:end], hot.tail, True)
+            return True
+        # `_send_run` and `_start`, written out (this runs for every such statement).
+        if hot.parsed is not None:
+            s.statements[""] = prepared
+        # Outside a block Sync closes the unnamed portal with the run, and nothing reads
+        # it in between (what the client sends meanwhile is held): only a block keeps one.
+        # (`_run_target` found no streaming portal there, so dropping the old one at the
+        # end, as `_hot_run_done` does, is what replacing it here would do.)
+        portal: Portal | None = None
+        if s.in_block:
+            portal = s.portals[""] = Portal(prepared, [], hot.formats)
+        s.write(hot.answered)
+        began(self.activity, prepared.sql)
+        prefix, quiet = self.links.prefix(link)
+        bind = hot.bind_head(remote)
+        request = b"".join((prefix, b"B", _I32.pack(len(bind) + end - values[0] + 4), bind,
+                            data[values[0]:end], hot.tail))
+        exchange = self.exchange = Exchange(
+            self, link, 1 + quiet, quiet, lambda outcome: self._hot_run_done(hot, portal, outcome))
+        port = link.port
+        port.consumer = exchange.pump
+        port.transport.write(request)
+        if self.port.writing_paused:
+            port.pause("client")
         return True
+
+    def _hot_run_done(self, hot: HotRun, portal: Portal | None, outcome: Outcome) -> None:
+        """As `_extended_done` without an error: `counted`, Sync and `_done`, written out
+        (`portal`: the block's unnamed portal; None outside a block)."""
+        route = hot.prepared.route
+        if outcome.error is not None:
+            self._extended_done(route, portal if portal is not None else
+                                Portal(hot.prepared, [], hot.formats), outcome)
+            return
+        s = self.state
+        activity = self.activity
+        started = activity.started
+        assert started is not None  # `began` set it when the statement was sent
+        s.ctx.metrics.statement_done("write" if route.writes else "select", None, "express",
+                                     time.time() - started)
+        in_block = s.in_block
+        if route.writes and in_block:
+            self.links.writer = route.source
+        if portal is not None:
+            portal.done = True
+        s.skipping = False  # Sync, as Session.on_sync
+        activity.state = "idle"  # `idled`
+        activity.stream = None
+        if not in_block and s.portals:
+            s.close_portals(keep_unnamed=False)
+        s.write(_READY[s.status])
+        self._finished()
+
+    def _finished(self) -> None:
+        """`_done`: the statement log, then send the answer; with nothing held, `_continue`
+        comes down to `flush`."""
+        s = self.state
+        ended(self.activity, s)
+        self.exchange = None
+        if self.held or self.closed:
+            self._continue()
+            return
+        data = s.take_output()
+        transport = self.port.transport
+        if data and not transport.is_closing():
+            transport.write(data)
 
     def _remember_run(self, data: bytes, found: list[tuple[int, int, int]],
                       prepared: Prepared, parse: m.Parse | None, formats: tuple[int, ...],

@@ -41,6 +41,7 @@ from gateway.state.metrics import Metrics
 from pgwire.errors import PgError
 from pgwire.protocol import encoder
 from pgwire.protocol.client import ROW_WALK
+from gateway.relay.quick import HOT_SPLIT
 from planner import CatalogSnapshot, SourceEntry
 
 log = logging.getLogger("fedgate")
@@ -155,6 +156,9 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
     if ROW_WALK != "C" and (worker is None or worker.index == 0):
         # Relayed results still pass byte for byte, but a large one costs more CPU.
         log.warning("relayed results: the row walk is %s", ROW_WALK)
+    if HOT_SPLIT != "C" and (worker is None or worker.index == 0):
+        # The express lane answers the same, at more CPU per statement.
+        log.warning("express lane: the Query split is %s", HOT_SPLIT)
     ctx = await build_context(config)
     gate = Gate.of(config.server)
     refusal = encoder.error_from(too_many_clients())

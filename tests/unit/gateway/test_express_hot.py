@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from connectors.postgres.link import RemoteStatement
-from gateway.relay.hot import bind_values, bound_request, parameter_types, quick_split, run_key
+from gateway.relay.hot import (HotQuery, bind_values, bound_bytes, bound_request, parameter_types,
+                                quick_split, quick_split_bytes, run_key)
 from gateway.relay.links import lifted_execute
 from gateway.relay.literals import lift
 from gateway.relay.shapes import scan
@@ -55,9 +56,31 @@ def test_a_read_text_splits_as_the_slow_path(text: str) -> None:
     assert bound_request(statement, numbers) == lifted_execute("fg_7", lifted)
 
 
+@pytest.mark.parametrize("text", READ)
+def test_the_split_of_bytes_is_the_split_of_text(text: str) -> None:
+    """The lane splits a Query's bytes (`quick_split_bytes`); `_remember` keys the
+    shape from its text: the two must agree, and so must the Binds they send."""
+    sql, shape, numbers = quick_split(text)
+    assert quick_split_bytes(text.encode()) == (sql.encode(), shape.encode(),
+                                                [n.encode() for n in numbers])
+    statement = RemoteStatement("fg_7", parameter_types(numbers), None)
+    hot = HotQuery(None, "", "", 0, False)  # type: ignore[arg-type]
+    head = hot.bind_head(statement, len(numbers))
+    assert bound_bytes(head, [n.encode() for n in numbers]) == bound_request(statement, numbers)
+    assert hot.bind_head(RemoteStatement("fg_8", (), None), len(numbers)) != head
+
+
 @pytest.mark.parametrize("text", UNREAD)
 def test_other_texts_take_the_slow_path(text: str) -> None:
     assert quick_split(text) is None
+    assert quick_split_bytes(text.encode()) is None
+
+
+def test_bytes_strip_what_text_strips() -> None:
+    """str.strip() also strips the ASCII separators \\x1c-\\x1f; bytes.strip() would not."""
+    text = "\x1fSELECT x FROM t WHERE id = 1\x1c ;\x1d"
+    sql, shape, _ = quick_split(text)
+    assert quick_split_bytes(text.encode())[:2] == (sql.encode(), shape.encode())
 
 
 def run(values: list[bytes | None], name: str = "s1", formats: list[int] | None = None) -> bytes:

@@ -1,0 +1,104 @@
+"""The express lane's Query split (`quick_split_bytes`): the C one in
+gateway/relay/hotsplit.c and the pure Python one it falls back to give the same answer
+for any bytes, and which one the gateway uses is chosen as documented
+(FEDGATE_HOT_SPLIT=python picks the Python split).
+
+The C split must be built here: `pip install -e .` (as `make` runs it) compiles it, and a
+test run that silently measured the Python split twice would prove nothing about C.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway.relay.quick import HOT_SPLIT_ENV, quick_split, quick_split_bytes_py
+
+try:
+    from gateway.relay.hotsplit import split as split_c
+except ImportError as exc:  # a failure, not a skip: see the module's docstring
+    raise AssertionError("the C split is not built: run `pip install --no-deps -e .` "
+                         "with a C compiler and Python's headers installed") from exc
+
+KNOWN = [
+    b"SELECT abalance FROM pgbench_accounts WHERE aid = 54321;",
+    b"UPDATE pgbench_accounts SET abalance = abalance + -4163 WHERE aid = 54321;",
+    b"  SELECT x FROM t WHERE a >= 1.5e3 AND b < 99999999999 ; ",
+    b"SELECT c1 FROM t2 WHERE v = 2.",
+    b"SELECT 1e FROM t WHERE x = 3e+ AND y = .5 AND z = 1.2.3 AND w = 7E-2",
+    b"\x1fSELECT x FROM t WHERE id = 1\x1c ;;\x1d",
+    b"SELECT x FROM t WHERE id = 1 ; ;",  # a semicolon left inside
+    b"SELECT a1, $1, _2, x.3 FROM t WHERE id = 4",
+    b"SELECT 'a' FROM t WHERE id = 1",
+    b"SELECT x FROM t -- 1",
+    b"SELECT x FROM t /* 1 */",
+    b"SELECT x - -1 / 2 FROM t",
+    b"SELECT x FROM t WHERE id = \xd9\xa1",
+    b"SELECT x FROM t",
+    b"42",
+    b"",
+    b";",
+]
+
+
+@pytest.mark.parametrize("data", KNOWN)
+def test_known_texts(data: bytes) -> None:
+    assert split_c(data) == quick_split_bytes_py(data)
+    text = quick_split(data.decode()) if data.isascii() else None
+    found = quick_split_bytes_py(data)
+    assert found == (None if text is None else (text[0].encode(), text[1].encode(),
+                                                [n.encode() for n in text[2]]))
+
+
+def test_c_split_takes_bytes_only() -> None:
+    with pytest.raises(TypeError):
+        split_c("SELECT 1")  # type: ignore[arg-type]
+
+
+_ALPHABET = st.sampled_from(list(b"0123456789.eE+-;$?'\"\\/* \t\x1c\nab_x=(),") + [0xC3, 0x7F])
+
+
+@settings(max_examples=2000, deadline=None, database=None)
+@given(st.lists(_ALPHABET, max_size=40).map(bytes))
+def test_c_and_python_agree(data: bytes) -> None:
+    """Bytes rich in digits, dots, exponents, white space and the characters that end the
+    split's reading."""
+    assert split_c(data) == quick_split_bytes_py(data)
+
+
+def split_in_fresh_process(env: dict[str, str]) -> str:
+    code = "from gateway.relay.quick import HOT_SPLIT; print(HOT_SPLIT)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=False, timeout=60)
+    return res.stdout.strip() if res.returncode == 0 else res.stderr.strip().splitlines()[-1]
+
+
+def test_choice_of_split() -> None:
+    base = {k: v for k, v in os.environ.items() if k != HOT_SPLIT_ENV}
+    assert split_in_fresh_process(base) == "C"
+    assert split_in_fresh_process({**base, HOT_SPLIT_ENV: "C"}) == "C"
+    assert split_in_fresh_process({**base, HOT_SPLIT_ENV: "python"}) == (
+        f"pure Python ({HOT_SPLIT_ENV}=python)")
+    assert split_in_fresh_process({**base, HOT_SPLIT_ENV: "fast"}) == (
+        f"ValueError: {HOT_SPLIT_ENV}='fast': expected 'c' or 'python'")
+
+
+def test_without_the_c_module() -> None:
+    """As after an install without a compiler: the Python split, named for the start-up
+    warning; or, with FEDGATE_HOT_SPLIT=c, an ImportError (ModuleNotFoundError)."""
+    code = ("import sys; sys.modules['gateway.relay.hotsplit'] = None  # not importable\n"
+            "from gateway.relay.quick import HOT_SPLIT, quick_split_bytes, quick_split_bytes_py\n"
+            "assert quick_split_bytes is quick_split_bytes_py; print(HOT_SPLIT)")
+    base = {k: v for k, v in os.environ.items() if k != HOT_SPLIT_ENV}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=base, check=True, timeout=60)
+    assert res.stdout.startswith("pure Python: the C split (gateway/relay/hotsplit.c) is "
+                                 "not built"), res.stdout
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**base, HOT_SPLIT_ENV: "c"}, check=False, timeout=60)
+    assert res.returncode != 0 and "ModuleNotFoundError" in res.stderr, res.stderr
