@@ -39,6 +39,7 @@ from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
+from connectors.dialects.duckdb_scales import refuse_mixed_scales
 from connectors.base import (CLIENT_OUTPUTS, EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
@@ -343,6 +344,8 @@ def _client_select(tree: exp.Expression) -> exp.Select | None:
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
     functions.refuse_unfaithful(tree)
+    if tree.find(exp.Values) is not None:
+        refuse_mixed_scales(tree)
     if _client_select(tree) is not None and tree.find(exp.Div) is not None:
         tree = tree.copy()
         quotient.mark_divisions(_client_select(tree))

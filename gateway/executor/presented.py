@@ -9,7 +9,8 @@ computes:
   target's range is PostgreSQL's error (22003 "integer out of range");
 - an integer or float4 to float8, as PostgreSQL converts them (`round(7)` is 7; a bigint
   beyond 2^53 becomes the nearest float8, as in `round(9223372036854775807)`);
-- an integer to a numeric of a known display scale (`round(7, 1)` is 7.0);
+- an integer to a numeric of a known display scale (`round(7, 1)` is 7.0), and a decimal
+  of a smaller scale to it (`round(2.5, 2)` is 2.50);
 - text to numeric where the engine wrote PostgreSQL's text of a numeric of per-value
   scale (a division, an average);
 - text to varchar(n) or bpchar(n): cut to n characters (an explicit cast does that in
@@ -44,11 +45,18 @@ def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
     """The field `field` is presented as for PostgreSQL type `target`; None: as it is."""
     if target is None or (field.metadata and b"pg_type" in field.metadata):
         return None  # the source said what the column is (an oid, a name, a jsonb)
+    t = field.type
+    if target.startswith("numeric(") and pa.types.is_decimal(t):
+        # every value has the planner's display scale (`round(2.5, 2)` is 2.50), which
+        # the engine's DECIMAL may show with fewer digits: pad them, the value stays
+        scale = int(target[:-1].split(",")[1])
+        width = t.precision - t.scale + scale
+        if t.scale < scale and width <= _NUMERIC_DIGITS:
+            return field.with_type(pa.decimal128(width, scale))
     wanted = pg_type_by_name(target)
     have = pg_type_for_field(field)
     if wanted is None or wanted.oid == have.oid:
         return None
-    t = field.type
     whole = pa.types.is_integer(t) or (pa.types.is_decimal(t) and t.scale == 0)
     base = target.split("(")[0]
     if base in _INTEGERS and whole:

@@ -62,6 +62,8 @@ CONSTANTS = {
     "generate_series_column": "SELECT generate_series(1, 3)",
     "cast_names": "SELECT 1::int8, CAST(2 AS text), '3'::numeric, 4::int4::int2",
     "values_ordered": "VALUES (1, 'a'), (3, 'c'), (2, 'b') ORDER BY 1 DESC LIMIT 2",
+    # numeric constants of one scale in a VALUES column run on the engine
+    "values_of_one_scale": "SELECT max(x), array_agg(x) FROM (VALUES (1.5), (NULL), (-2.5)) AS v(x)",
     "typed_literal_cast": "SELECT DATE '2024-02-29'::text, TIMESTAMP '2024-02-29 10:00'::date",
     # Parsed as a Log with a base, yet no two-argument log(): PostgreSQL answers these.
     "float_text": "SELECT 'Infinity'::float8::text, '-Infinity'::float8::text, 'NaN'::float8::text, "
@@ -167,6 +169,10 @@ REFUSED = {
     "jsonb_key_exists": "SELECT '{\"a\": 1}'::jsonb ? 'a'",
     "empty_select_list": "SELECT",
     "cardinality_of_multidimensional_array": "SELECT cardinality(ARRAY[[1, 2], [3, 4]])",
+    # PostgreSQL shows each at its own scale (1 and 2.5), a DuckDB DECIMAL column one scale
+    "values_of_mixed_scales": "VALUES (1), (2.5)",
+    "values_of_mixed_scales_derived": "SELECT max(x) FROM (VALUES (1.5), (NULL), (-2.25), (4)) AS v(x)",
+    "values_of_trailing_zeros": "SELECT * FROM (VALUES (1.10), (1.1)) AS v(x) ORDER BY 1",
     "recursive_search": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) "
                         "SEARCH DEPTH FIRST BY i SET ord SELECT * FROM r",
 }

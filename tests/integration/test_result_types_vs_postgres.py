@@ -58,6 +58,9 @@ DISPLAY_SCALES = {
                                "ORDER BY g",
     "numeric_average_window": "SELECT id, avg(f::numeric(10, 2)) OVER (ORDER BY id ROWS BETWEEN "
                               "1 PRECEDING AND CURRENT ROW) FROM t ORDER BY id",
+    # round(x, s) shows s digits, more than the engine's DECIMAL of the literal has
+    "numeric_rounded_to_more_digits": "SELECT round(2.5, 2), round(-2.5, 2), round(1.25, 1), "
+                                      "trunc(2.5, 3), round(f::numeric(10, 2), 4) FROM t ORDER BY id",
 }
 
 
