@@ -27,6 +27,10 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
   it would be evaluated twice;
 - `ln`, `log`, `sqrt`, `exp`, `power` of a numeric: numeric in PostgreSQL, computed to a
   scale of its own, a double in DuckDB: refused (unless an argument raises anyway);
+- stddev, variance, stddev_pop/samp, var_pop/samp of an integer or numeric: numeric in
+  PostgreSQL (to a scale of its own), a double in DuckDB: refused unless the argument is
+  known to be a float4 or float8 (PostgreSQL answers float8 then, as DuckDB does; under
+  VALUES, whose `1.5` sqlglot types a double, always refused);
 - sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
   sha256) and regexp_matches (a boolean in DuckDB, a set of text[] in PostgreSQL):
   refused.
@@ -60,6 +64,9 @@ _WHOLE_FIELDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "QUARTER", 
 # PostgreSQL computes these on numeric arguments in numeric, to a scale of its choosing;
 # DuckDB computes them in double precision, so the answer would be a float8.
 _INEXACT_ON_NUMERIC = (exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow)
+# Likewise PostgreSQL's deviations of integers and numerics; of floats both give float8.
+_DEVIATIONS = (exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance, exp.VariancePop)
+_FLOATS = {T.FLOAT, T.DOUBLE}
 # PostgreSQL's words for the arguments it raises on (pgwire.errors maps them to SQLSTATEs).
 LOG_OF_ZERO = "cannot take logarithm of zero"
 LOG_OF_NEGATIVE = "cannot take logarithm of a negative number"
@@ -76,8 +83,7 @@ def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
     return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
                      exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow, exp.SplitPart,
-                     exp.MakeInterval,
-                     *_INT4_RESULTS) is not None \
+                     exp.MakeInterval, *_INT4_RESULTS, *_DEVIATIONS) is not None \
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
 
 
@@ -182,6 +188,9 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
     if isinstance(node, _INEXACT_ON_NUMERIC) and any(map(_is_numeric, node.iter_expressions())) \
             and not _raises_anyway(node):
         raise _refuse(f"{node.sql('postgres').split('(')[0].lower()}() of a numeric")
+    if isinstance(node, _DEVIATIONS) and not _float_argument(node):
+        name = node.sql("postgres").split("(")[0].lower()
+        raise _refuse(f"{name}() of an integer or numeric")
     if isinstance(node, (exp.Ln, exp.Log)):
         return _logarithm_checked(node)
     if isinstance(node, exp.SplitPart):
@@ -195,6 +204,13 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
     if isinstance(node, _INT4_RESULTS) and not isinstance(node.parent, exp.Cast):
         return exp.Cast(this=node.copy(), to=exp.DataType.build("INT"))
     return node
+
+
+def _float_argument(node: exp.Expression) -> bool:
+    """An argument known to be a float4 or float8 in PostgreSQL. sqlglot types a VALUES
+    column of `1.5` a double, PostgreSQL a numeric, so under VALUES no type is trusted."""
+    kind = node.this.type
+    return kind is not None and kind.this in _FLOATS and node.root().find(exp.Values) is None
 
 
 def _is_int4(value: exp.Expression) -> bool:

@@ -31,7 +31,7 @@ SELECT_LISTS = [
 ]
 AGGREGATES = [
     "count(*), count(t), sum(n), avg(n), min(t), max(d), string_agg(t, ','), array_agg(n)",
-    "bool_and(n > 1), bool_or(n > 1), every(n > 1), stddev(x), variance(x), var_samp(x)",
+    "bool_and(n > 1), bool_or(n > 1), every(n > 1)",
     "percentile_cont(0.5) within group (order by x), count(*) filter (where n > 1)",
     "sum(n) filter (where x > 0), max(t) filter (where n > 0)",
 ]

@@ -63,6 +63,13 @@ REFUSED = [
     # json keeps its input's layout in PostgreSQL; the engine writes an object compact.
     ("'{\"a\": {\"b\": \"x\"}}'::json -> 'a'", "0A000"),
     ("'{\"a\": [1,  2]}'::json ->> 'a'", "0A000"),
+    # Deviations of integers and numerics are numerics of PostgreSQL's own scale; the
+    # engine's are doubles.
+    ("stddev(x)", "0A000"), ("variance(n)", "0A000"), ("stddev_pop(n)", "0A000"),
+    ("var_pop(x)", "0A000"), ("stddev_samp(n::int8)", "0A000"), ("var_samp(x)", "0A000"),
+    ("stddev(n::int2 + 1)", "0A000"),
+    # sqlglot types a VALUES column of 1.50 a double: no deviation is trusted under VALUES.
+    ("variance(x::float8)", "0A000"),
 ]
 
 
@@ -86,3 +93,9 @@ async def test_unfaithful_calls_are_refused(item: str, sqlstate: str, gateway) -
     with pytest.raises(asyncpg.PostgresError) as caught:
         await _rows(gateway.dsn, f"SELECT {item} FROM {ROWS}")
     assert caught.value.sqlstate == sqlstate
+
+
+async def test_a_refused_deviation_names_itself(gateway) -> None:
+    with pytest.raises(asyncpg.PostgresError) as caught:
+        await _rows(gateway.dsn, f"SELECT stddev_pop(x) FROM {ROWS}")
+    assert "stddev_pop() of an integer or numeric" in str(caught.value)

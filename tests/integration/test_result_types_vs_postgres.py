@@ -39,6 +39,8 @@ STATEMENTS = {
     "columns": "SELECT id + k::int2, length(s), round(k), sign(f), ntile(2) OVER (ORDER BY id) "
                "FROM t ORDER BY id",
     "integer_overflow": "SELECT 2147483647 + 0",
+    # deviations of floats are float8 in both (of integers and numerics: refused, below)
+    "deviations_of_floats": "SELECT variance(k::float8), var_pop(k::float8), var_samp(id::float4) FROM t",
     # date_part() is float8, extract() numeric, of the same field
     "date_part_vs_extract": "SELECT date_part('epoch', TIMESTAMP '2024-02-29 23:59:59.999999'), "
                             "extract(epoch FROM TIMESTAMP '2024-02-29 23:59:59.999999'), "
@@ -151,3 +153,20 @@ async def test_a_narrowed_value_out_of_range_is_postgres_error(world: World) -> 
         finally:
             await conn.close()
     assert errors[1] == errors[0]
+
+
+@pytest.mark.parametrize("sql", ["SELECT stddev(k), variance(k), stddev_pop(k), var_pop(k) FROM t",
+                                 "SELECT stddev_samp(f) FROM t", "SELECT var_samp(id::int8) FROM t"])
+async def test_deviations_of_integers_and_numerics_are_refused(world: World, sql: str) -> None:
+    """PostgreSQL answers numeric at a scale of its own; the engine's doubles would differ.
+    (A statement over one PostgreSQL source alone is shipped to it whole: its answer.)"""
+    conn = await asyncpg.connect(world.gateway.dsn)
+    try:
+        for statement in ROUTES["files"]:
+            await conn.execute(statement)
+        with pytest.raises(asyncpg.PostgresError) as caught:
+            await conn.fetch(sql)
+    finally:
+        await conn.close()
+    assert caught.value.sqlstate == "0A000"
+    assert "of an integer or numeric" in str(caught.value)
