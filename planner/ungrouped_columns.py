@@ -8,7 +8,9 @@ grouping columns PostgreSQL also accepts columns a primary key determines, which
 the catalog: only queries without grouping columns are checked here (the engine's error
 stays for the rest). Only a query that cannot see an outer query's columns is checked
 (the statement itself, a derived table, a CTE), so an unqualified name always belongs to
-its FROM list; and only one with a single FROM item, which PostgreSQL's message names.
+its FROM list; only one with a single FROM item, which PostgreSQL's message names; and
+only one whose calls are all known to sqlglot (an unknown one, such as every() or an
+aggregate a source defines, may be an aggregate).
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def _checked(scope: Scope) -> bool:
     if any(join.args.get("lateral") or isinstance(join.this, exp.Lateral)
            for join in select.args.get("joins") or []):
         return False
+    if any(_own(call, select) for call in select.find_all(exp.Anonymous)):
+        return False  # an unknown call may be an aggregate (every(), one a source defines)
     return len(scope.selected_sources) == 1 and _no_grouping_columns(select.args.get("group")) \
         and (select.args.get("group") is not None or select.args.get("having") is not None
              or _aggregated(select))
