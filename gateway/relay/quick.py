@@ -15,9 +15,9 @@ the row walk (`pgwire.protocol.client`). Both give the same answer for any bytes
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable
+
+from pgwire.compiled import choose
 
 # As gateway.relay.shapes' number alternative (a text read here has no quotes to skip).
 _NUMBER = re.compile(r"(?<![\w$.])(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)")
@@ -57,30 +57,9 @@ def quick_split_bytes_py(data: bytes) -> tuple[bytes, bytes, list[bytes]] | None
     return sql, b"?".join(parts[0::2]), parts[1::2]
 
 
-Split = Callable[[bytes], "tuple[bytes, bytes, list[bytes]] | None"]
-
-
-def _hot_split() -> tuple[Split, str]:
-    """The C split when it is built and not turned off, else the Python one; with a
-    sentence saying which, for the gateway's start-up log (never a silent fallback)."""
-    chosen = os.environ.get(HOT_SPLIT_ENV, "").lower()
-    if chosen not in ("", "c", "python"):
-        raise ValueError(f"{HOT_SPLIT_ENV}={chosen!r}: expected 'c' or 'python'")
-    if chosen == "python":
-        return quick_split_bytes_py, f"pure Python ({HOT_SPLIT_ENV}=python)"
-    try:
-        from gateway.relay.hotsplit import split as split_c
-    except ImportError:
-        if chosen == "c":
-            raise
-        return quick_split_bytes_py, ("pure Python: the C split (gateway/relay/hotsplit.c) is "
-                                      "not built; install a C compiler and Python's headers "
-                                      "and reinstall fedgate for a faster express lane")
-    return split_c, "C"
-
-
 # FEDGATE_HOT_SPLIT=python picks the Python split even when the C one is built (the tests
 # run the lane both ways); =c insists on the C split (an ImportError when it is not
 # built); unset: C when built.
 HOT_SPLIT_ENV = "FEDGATE_HOT_SPLIT"
-quick_split_bytes, HOT_SPLIT = _hot_split()
+quick_split_bytes, HOT_SPLIT = choose(HOT_SPLIT_ENV, "gateway.relay.hotsplit", "split",
+                                      quick_split_bytes_py, "split", "a faster express lane")

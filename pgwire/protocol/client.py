@@ -13,12 +13,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import secrets
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from pgwire.compiled import choose
 from pgwire.errors import PROTOCOL_VIOLATION, PgError
 from pgwire.protocol.messages import (
     CANCEL_REQUEST_CODE,
@@ -141,30 +140,12 @@ def data_rows_end_py(data: bytes | bytearray | memoryview, pos: int) -> int:
     return pos
 
 
-def _row_walk() -> tuple[Callable[[bytes | bytearray | memoryview, int], int], str]:
-    """The C row walk when it is built and not turned off, else the Python one; with a
-    sentence saying which, for the gateway's start-up log (never a silent fallback)."""
-    chosen = os.environ.get(ROW_WALK_ENV, "").lower()
-    if chosen not in ("", "c", "python"):
-        raise ValueError(f"{ROW_WALK_ENV}={chosen!r}: expected 'c' or 'python'")
-    if chosen == "python":
-        return data_rows_end_py, f"pure Python ({ROW_WALK_ENV}=python)"
-    try:
-        from pgwire.protocol.rowwalk import data_rows_end as walk_c
-    except ImportError:
-        if chosen == "c":
-            raise
-        return data_rows_end_py, ("pure Python: the C row walk (pgwire/protocol/rowwalk.c) "
-                                  "is not built; install a C compiler and Python's headers "
-                                  "and reinstall fedgate for faster relayed results")
-    return walk_c, "C"
-
-
 # FEDGATE_ROW_WALK=python picks the Python walk even when the C one is built (the tests
 # run the relay both ways; it is also the way out should the C walk ever misbehave);
 # =c insists on the C walk (an ImportError when it is not built); unset: C when built.
 ROW_WALK_ENV = "FEDGATE_ROW_WALK"
-data_rows_end, ROW_WALK = _row_walk()
+data_rows_end, ROW_WALK = choose(ROW_WALK_ENV, "pgwire.protocol.rowwalk", "data_rows_end",
+                                 data_rows_end_py, "row walk", "faster relayed results")
 
 
 class BackendReader:
