@@ -39,6 +39,7 @@ from planner.catalog import CatalogSnapshot
 from planner.colnames import figure_colname
 from planner.derived_names import derived_names
 from planner.ambiguous_columns import ambiguous_columns
+from planner.star_names import star_names
 from planner.ungrouped_columns import ungrouped_columns
 from planner.using_star import using_star
 from planner.function_check import check_functions
@@ -197,6 +198,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if settings.hidden_schemas:
         access.check_schemas(_catalog_tables(tree), settings.hidden_schemas)
     tables = _resolve_tables(tree, catalog, settings)
+    if names is None:  # a `*`: the engine would rename repeated names (planner.star_names)
+        names = star_names(tree, text, {id(table): info for table, info in tables})
     sources = {info.ref.source for _, info in tables}
     access.check_functions(tree, sources)
 

@@ -46,6 +46,10 @@ DERIVED = [
     "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v",
     "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v(x)",
     f"SELECT (ARRAY[n, 2])[1], (ARRAY[n])[1:1], (NULL::int[])[1], DATE '2024-01-01'::text, N FROM {ROWS}",
+    # A `*` shows repeated names as they are (an engine says `t_1`, or `*`).
+    "SELECT * FROM (SELECT 1 AS t, 2 AS t) AS sub",
+    f"SELECT sub.*, 3 FROM (SELECT t, n AS t, x FROM {ROWS}) AS sub",
+    f"WITH c(a) AS (SELECT t, n, 1 AS n FROM {ROWS}) SELECT * FROM c, (VALUES (1, 2)) AS v(n)",
 ]
 STATEMENTS = [f"SELECT {items} FROM {ROWS}" for items in SELECT_LISTS + AGGREGATES] + DERIVED
 
