@@ -71,6 +71,10 @@ CONSTANTS = {
     "float_functions_in_range": "SELECT sin(0::float8), cos(0::float8), exp(0::float8), "
                                 "power(2::float8, 10::float8), acos(1::float8), power(-2::float8, 3::float8)",
     "log10_and_ln_of_floats": "SELECT log10(100::float8), ln(1::float8), log(1000::float8)",
+    # DuckDB read a BC timestamp as AD and refused a BC date; it writes BC as `(BC)`.
+    "bc_dates": "SELECT DATE '0044-03-15 BC'::text, TIMESTAMP '0044-03-15 10:00:00.5 bc'::text, "
+                "DATE '0001-01-01 BC' < DATE '0001-01-01', (DATE '0001-12-31 BC' + 1)::text, "
+                "extract(year FROM DATE '0044-03-15 BC'), date_part('year', DATE '0001-03-15 BC')",
 }
 
 # Statements over the tables, run on every route.
@@ -173,6 +177,7 @@ REFUSED = {
     "values_of_mixed_scales": "VALUES (1), (2.5)",
     "values_of_mixed_scales_derived": "SELECT max(x) FROM (VALUES (1.5), (NULL), (-2.25), (4)) AS v(x)",
     "values_of_trailing_zeros": "SELECT * FROM (VALUES (1.10), (1.1)) AS v(x) ORDER BY 1",
+    "bc_date_in_words": "SELECT 'Mar 15 44 BC'::date",
     "recursive_search": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) "
                         "SEARCH DEPTH FIRST BY i SET ord SELECT * FROM r",
 }

@@ -1,0 +1,83 @@
+"""Dates before the year 1 (PostgreSQL's `BC`) in DuckDB, read and written as PostgreSQL does.
+
+PostgreSQL reads `DATE '0044-03-15 BC'` and writes it back the same way. DuckDB reads a
+`BC` date as an error and, worse, a `BC` timestamp as the same day AD (it drops the word);
+it writes a BC date as `0044-03-15 (BC)`. So:
+
+- a date/time literal ending in `BC` is given to DuckDB with its astronomical year, the
+  year before 1 being 0 (`0044-03-15 BC` → `-0043-03-15`); one naming BC any other way
+  is refused (0A000), never read as AD;
+- a date or timestamp cast to text puts the era where PostgreSQL does, at the end:
+
+    CAST(d AS TEXT)  →  REGEXP_REPLACE(CAST(d AS TEXT), ' \\(BC\\)(.*)$', '\\1 BC')
+
+  (`0044-03-15 (BC) 10:00:00` → `0044-03-15 10:00:00 BC`). Only where the operand's
+  type is known to be a date or timestamp (`needs_types`): a text value is left as it is;
+- the year of a BC date counts as PostgreSQL counts it, without a year 0 (44 BC is -44,
+  DuckDB's -43): `extract(year FROM d)` → `y - CAST(y <= 0 AS INT)`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+
+T = exp.DataType.Type
+_TEMPORAL = {T.DATE, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.DATETIME}
+_TEXT = {T.TEXT, T.VARCHAR}
+# An ISO date (and what follows it) with the era last: `0044-03-15 10:00 BC`.
+_ISO_BC = re.compile(r"^\s*(\d{1,7})(-\d{1,2}-\d{1,2}(?:[ T].*?)?)\s+BC\s*$", re.IGNORECASE | re.DOTALL)
+_COUNTED = "bc_year_counted"  # an extract() already inside its CASE
+_NAMES_BC = re.compile(r"\bBC\b", re.IGNORECASE)
+
+
+def _temporal_literal(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Cast) and node.to.this in _TEMPORAL and \
+        isinstance(node.this, exp.Literal) and node.this.is_string
+
+
+def _text_of_value(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Cast) and node.to.this in _TEXT and \
+        not (isinstance(node.this, exp.Literal) or node.this.is_type(*_TEXT))
+
+
+def needs_types(tree: exp.Expression) -> bool:
+    """A cast to text of something not text: whether it is a date takes its type."""
+    return any(_text_of_value(cast) for cast in tree.find_all(exp.Cast))
+
+
+def _year(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Extract) and node.this.name.upper() in ("YEAR", "YEARS") \
+        and not node.meta.get(_COUNTED)
+
+
+def needs_rewrite(tree: exp.Expression) -> bool:
+    if any(map(_year, tree.find_all(exp.Extract))):
+        return True
+    return any((_temporal_literal(cast) and _NAMES_BC.search(cast.this.this))
+               or (_text_of_value(cast) and cast.this.type is not None and cast.this.type.this in _TEMPORAL)
+               for cast in tree.find_all(exp.Cast))
+
+
+def postgres_dates(node: exp.Expression) -> exp.Expression:
+    """`node` with a BC literal's year made astronomical, or a date's text ending in BC."""
+    if _temporal_literal(node) and _NAMES_BC.search(node.this.this):
+        found = _ISO_BC.match(node.this.this)
+        if found is None:
+            raise PgError(FEATURE_NOT_SUPPORTED, f'the date/time input "{node.this.this}" (BC other '
+                          "than after an ISO date) is not supported by fedgate outside PostgreSQL sources")
+        year = 1 - int(found.group(1))
+        text = f"{year:05d}{found.group(2)}" if year < 0 else f"{year:04d}{found.group(2)}"
+        return exp.Cast(this=exp.Literal.string(text), to=node.to.copy())
+    if _text_of_value(node) and node.this.type is not None and node.this.type.this in _TEMPORAL:
+        return exp.Anonymous(this="regexp_replace", expressions=[
+            node.copy(), exp.Literal.string(r" \(BC\)(.*)$"), exp.Literal.string(r"\1 BC")])
+    if _year(node):
+        year = node.copy()
+        year.meta[_COUNTED] = True
+        before_one = exp.LTE(this=year.copy(), expression=exp.Literal.number(0))
+        return exp.Sub(this=year, expression=exp.Cast(this=before_one, to=exp.DataType.build("INT")))
+    return node
