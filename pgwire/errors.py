@@ -113,7 +113,9 @@ _RAISED_WORDS = ((r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),
                  (r"^value out of range: (?:overflow|underflow)$", NUMERIC_VALUE_OUT_OF_RANGE),
                  (r"^zero raised to a negative power is undefined$", INVALID_ARGUMENT_FOR_POWER),
                  (r"^a negative number raised to a non-integer power yields a complex result$",
-                  INVALID_ARGUMENT_FOR_POWER))
+                  INVALID_ARGUMENT_FOR_POWER),
+                 # to_timestamp(float8) of NaN (connectors.dialects.duckdb_datetimes)
+                 (r"^timestamp cannot be NaN$", DATETIME_FIELD_OVERFLOW))
 _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     *((kind, pattern, code) for kind in ("InvalidInputException", "OSError", "ArrowInvalid")
       for pattern, code in _RAISED_WORDS),
@@ -303,6 +305,10 @@ def _postgres_words(code: str, message: str) -> PgError | None:
     if _BEYOND_DECIMAL.match(message):
         return PgError(FEATURE_NOT_SUPPORTED, "a numeric value beyond DuckDB's DECIMAL (38 digits, no "
                        "NaN or infinity) is not supported by fedgate outside PostgreSQL sources")
+    if message.startswith("Epoch seconds out of range for TIMESTAMP"):
+        # to_timestamp(float8) beyond DuckDB's timestamps, which end before PostgreSQL's.
+        return PgError(FEATURE_NOT_SUPPORTED, "to_timestamp() of a value beyond DuckDB's timestamp "
+                       "range is not supported by fedgate outside PostgreSQL sources")
     overflow = _ABS_OVERFLOW.match(message)
     if overflow is not None and int(overflow.group(1)) in _INTEGER_MINIMA:
         return PgError(NUMERIC_VALUE_OUT_OF_RANGE, f"{_INTEGER_MINIMA[int(overflow.group(1))]} out of range")

@@ -1,8 +1,8 @@
 """Keep expressions that depend on the session TimeZone away from the sources.
 
 PostgreSQL computes `timestamptz::text`, `::date`, `extract(hour from ts)`,
-`date_trunc('day', ts)`, `ts + interval '1 day'`, `to_char(ts, ...)`, `timestamp ->
-timestamptz` casts (and the comparisons that make them implicitly, e.g. `ts > '2024-03-10'`)
+`date_trunc('day', ts)`, `ts + interval '1 day'`, `to_char(ts, ...)`,
+`to_timestamp(text, template)`, `timestamp -> timestamptz` casts (and the comparisons that make them implicitly, e.g. `ts > '2024-03-10'`)
 and `current_date` in the client's TimeZone. The sources run their sessions in UTC (the
 PostgreSQL source sets it; DuckDB, SQLite, MySQL and files have none of the client's), while
 the residual engine runs in the client's zone (connectors.time_zone). So when the
@@ -69,6 +69,8 @@ def _dependent(node: exp.Expression) -> bool:
         return target in _ZONED
     if isinstance(node, exp.Extract):
         return _zoned(node.expression)
+    if isinstance(node, exp.StrToTime):
+        return True  # to_timestamp(text, template) reads the text in the session's zone
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)) and node.this.type is not None \
             and node.this.type.this == exp.DataType.Type.DATE:
         return True  # a date's midnight in the session's zone, as a timestamptz

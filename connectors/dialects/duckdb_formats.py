@@ -8,7 +8,8 @@ is 1) becomes `%u` (Monday is 1), `WW` `%U`, `OF` `%z`. So a format is accepted 
 every letter outside a `%` directive is inside double quotes (PostgreSQL's literal text,
 whose quotes are removed here) and it uses none of those directives; any other format is
 refused (0A000). to_char of an infinite date or timestamp is NULL in PostgreSQL,
-'infinity' in DuckDB.
+'infinity' in DuckDB. to_timestamp(text, template) is a timestamptz in PostgreSQL (the
+text read in the session's zone), a timestamp in DuckDB.
 
 A float's text form (`x::text`) is PostgreSQL's too: 'NaN', 'Infinity' and '-Infinity'
 where DuckDB writes nan, inf and -inf, and a whole number below 10^15 without DuckDB's
@@ -30,8 +31,8 @@ from pgwire.errors import DATETIME_FIELD_OVERFLOW, FEATURE_NOT_SUPPORTED, PgErro
 
 T = exp.DataType.Type
 _WRONG_DIRECTIVES = frozenset("uUz")  # D, WW and OF, translated to other meanings
-_DATETIMES = {T.DATE, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.TIMESTAMP_S, T.TIMESTAMP_MS,
-              T.TIMESTAMP_NS}
+_DATETIMES = {T.DATE, T.TIMESTAMP, T.TIMESTAMPNTZ, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.TIMESTAMP_S,
+              T.TIMESTAMP_MS, T.TIMESTAMP_NS}
 _FORMATTED = (exp.TimeToStr, exp.StrToDate, exp.StrToTime)
 
 
@@ -177,4 +178,10 @@ def postgres_formats(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.TimeToStr) and _is_datetime(node.this):
         infinite = exp.Anonymous(this="isinf", expressions=[node.this.copy()])
         return exp.Case(ifs=[exp.If(this=infinite, true=exp.Null())], default=node)
+    if isinstance(node, exp.StrToTime):
+        # PostgreSQL's to_timestamp(text, text) is a timestamptz, the text read in the
+        # session's zone; DuckDB's strptime a timestamp, cast here in the engine's zone,
+        # which is the session's (outside UTC the call stays in the engine:
+        # planner.zone_dependent).
+        return exp.Cast(this=node, to=exp.DataType.build("TIMESTAMPTZ"))
     return node

@@ -12,11 +12,8 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
 - `'\\xDEADBEEF'::bytea`: PostgreSQL reads its hex and escape input formats, DuckDB only
   `\\xHH` escapes inside text, so the literal is decoded here and written as hex;
 - `length`, `strpos`, `grouping()`, `generate_series(int, int)`: int4 in PostgreSQL,
-  BIGINT in DuckDB; `extract(year from d)` and the other whole-number fields: numeric in
-  PostgreSQL, BIGINT in DuckDB; `extract(second ...)`, `milliseconds`, `microseconds`,
-  `epoch` and `julian` (of a date): numeric at scale 6, 3, 0, 6 (0 of a date) and 0 in
-  PostgreSQL, whole numbers or doubles in DuckDB, so they are computed from DuckDB's
-  microseconds as decimals; `date_trunc('month', d)` of a date truncates the date's
+  BIGINT in DuckDB; `extract()`, `date_part()`, `age()` and `to_timestamp(float8)`: see
+  connectors.dialects.duckdb_datetimes; `date_trunc('month', d)` of a date truncates the date's
   midnight in the session's zone to a timestamptz in PostgreSQL, a timestamp in DuckDB, so
   DuckDB's timestamp is read in the session's zone (the engine's TimeZone), which is the
   same instant (outside UTC the call stays in the engine: planner.zone_dependent);
@@ -44,6 +41,7 @@ from decimal import Decimal, InvalidOperation
 from sqlglot import exp
 
 from connectors.base import volatile_reason
+from connectors.dialects import duckdb_datetimes as datetimes
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.pg_type import BYTEA
 from pgwire.types.table import decode_param
@@ -55,10 +53,6 @@ _REFUSED_CALLS = {"sha224", "regexp_matches"}
 # DuckDB's BIGINT results that PostgreSQL types int4.
 _INT4_RESULTS = (exp.Length, exp.StrPosition, exp.Grouping)
 _SMALL_INTEGERS = {T.TINYINT, T.SMALLINT, T.INT}
-# extract() fields whose value is a whole number (PostgreSQL: numeric, DuckDB: BIGINT);
-# the planner types them so too (planner.pg_annotate.WHOLE_FIELDS).
-_WHOLE_FIELDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "QUARTER", "DOW", "DOY",
-                           "WEEK", "ISOYEAR", "ISODOW", "DECADE", "CENTURY", "MILLENNIUM"})
 
 
 # PostgreSQL computes these on numeric arguments in numeric, to a scale of its choosing;
@@ -83,8 +77,9 @@ def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
     return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
                      exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow, exp.SplitPart,
-                     exp.MakeInterval, *_INT4_RESULTS, *_DEVIATIONS) is not None \
-        or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast))
+                     exp.MakeInterval, exp.UnixToTime, *_INT4_RESULTS, *_DEVIATIONS) is not None \
+        or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast)) \
+        or any(datetimes.is_age(call) for call in tree.find_all(exp.Anonymous))
 
 
 # PostgreSQL syntax DuckDB has no form of (rendered as written, DuckDB raised a syntax
@@ -131,37 +126,6 @@ def refuse_unfaithful(tree: exp.Expression) -> None:
             raise _refuse(f"sha{length.name}()")
 
 
-_DATETIMES = {T.TIMESTAMP, T.TIMESTAMPTZ, T.DATE, T.TIME}
-
-
-def _fraction_field(node: exp.Extract) -> exp.Expression:
-    """extract() of a field PostgreSQL answers with a fraction (see the module docstring),
-    from DuckDB's microseconds; any other extract() as it is."""
-    field, operand = node.this.name.upper(), node.expression
-    kind = operand.type.this if operand.type is not None else None
-    micros: exp.Expression
-    if field in ("SECOND", "SECONDS", "MILLISECOND", "MILLISECONDS", "MICROSECOND",
-                 "MICROSECONDS") and kind in _DATETIMES - {T.DATE}:
-        micros = exp.Anonymous(this="microsecond", expressions=[operand.copy()])
-    elif field == "EPOCH" and kind == T.DATE:
-        return exp.Cast(this=exp.Anonymous(this="epoch", expressions=[operand.copy()]),
-                        to=exp.DataType.build("DECIMAL(38, 0)"))
-    elif field == "EPOCH" and kind in (T.TIMESTAMP, T.TIMESTAMPTZ, T.INTERVAL):
-        micros = exp.Anonymous(this="epoch_us", expressions=[operand.copy()])
-    elif field == "JULIAN" and kind == T.DATE:
-        return exp.Cast(this=exp.Anonymous(this="julian", expressions=[operand.copy()]),
-                        to=exp.DataType.build("DECIMAL(38, 0)"))
-    else:
-        return node
-    scale = 0 if field.startswith("MICRO") else 3 if field.startswith("MILLI") else 6
-    whole = exp.Cast(this=micros, to=exp.DataType.build("DECIMAL(38, 0)"))
-    if scale == 0:
-        return whole
-    unit = exp.Literal.number("0." + "0" * (scale - 1) + "1")
-    return exp.Cast(this=exp.Mul(this=whole, expression=unit),
-                    to=exp.DataType.build(f"DECIMAL(38, {scale})"))
-
-
 def postgres_function(node: exp.Expression) -> exp.Expression:
     """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
     if isinstance(node, exp.Hex):
@@ -176,12 +140,11 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.ExplodingGenerateSeries) and _int4_series(node):
         return _int4_series_values(node)
     if isinstance(node, exp.Extract):
-        exact = exp.Cast(this=node.copy(), to=exp.DataType.build("DECIMAL(38, 0)")) \
-            if node.this.name.upper() in _WHOLE_FIELDS else _fraction_field(node)
-        if node.meta.get("spelled") == "date_part":
-            # date_part() is float8 in PostgreSQL: extract()'s numeric, converted.
-            return exp.Cast(this=exact, to=exp.DataType.build("DOUBLE"))
-        return exact
+        return datetimes.postgres_extract(node)
+    if datetimes.is_age(node):
+        return datetimes.postgres_age(node)
+    if isinstance(node, exp.UnixToTime):
+        return datetimes.postgres_epoch_time(node)
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)) and node.this.type is not None \
             and node.this.type.this == T.DATE:
         return exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMPTZ"))
