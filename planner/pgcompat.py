@@ -14,6 +14,7 @@ afterwards. Both return their input unchanged when there is nothing to do.
   shown (a select-list item, or cast on to text), where it becomes its name
   (`regclass_out(oid)`), which is what PostgreSQL prints;
 - `::oid` -> an unsigned 32-bit integer;
+- a string cast to boolean -> 'true' or 'false', as boolin reads it ('off', 'y', '1');
 - a statement with no table that calls a catalog function (`SELECT pg_backend_pid()`,
   `SELECT 'int4'::regtype::oid`) reads FROM the catalog's one-row relation, so it is routed
   to the catalog source, where those functions live (a CTE's name is no table). Which
@@ -32,7 +33,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.parser import Parser
 from sqlglot.tokens import Tokenizer, TokenType
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
 
 ONE_ROW = "_fedgate_one_row"
 CATALOG_SCHEMAS = ("pg_catalog", "information_schema")
@@ -274,7 +275,26 @@ def _array_literal(node: exp.Cast) -> exp.Expression:
     return exp.Cast(this=exp.Array(expressions=items), to=node.to)
 
 
+def _boolean_literal(node: exp.Cast) -> exp.Cast:
+    """A string cast to boolean, read as PostgreSQL's boolin reads it ('on', 'of', 'y',
+    ' TRUE ', '1'), written 'true'/'false' for any engine; anything else is 22P02."""
+    text = node.this.name.strip(" \t\n\r\f\v").lower()
+    if text and (("true".startswith(text) or "yes".startswith(text)) or
+                 (len(text) >= 2 and "on".startswith(text)) or text == "1"):
+        value = "true"
+    elif text and (("false".startswith(text) or "no".startswith(text)) or
+                   (len(text) >= 2 and "off".startswith(text)) or text == "0"):
+        value = "false"
+    else:
+        raise PgError(INVALID_TEXT_REPRESENTATION,
+                      f'invalid input syntax for type boolean: "{node.this.name}"')
+    return exp.Cast(this=exp.Literal.string(value), to=node.to)
+
+
 def _cast(node: exp.Cast) -> exp.Expression:
+    if node.to.this == exp.DataType.Type.BOOLEAN and isinstance(node.this, exp.Literal) \
+            and node.this.is_string:
+        return _boolean_literal(node)
     target = _reg_type(node.to)
     if target is None:
         return _array_literal(node)

@@ -96,7 +96,7 @@ def needs_types(tree: exp.Expression) -> bool:
     """Whether rendering `tree` depends on operand types (see the module docstring)."""
     return tree.find(exp.Div) is not None or any(
         is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast)) or functions.needs_rewrite(tree) \
-        or dates.needs_types(tree)
+        or dates.needs_types(tree) or floats.needs_types(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:

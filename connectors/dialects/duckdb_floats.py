@@ -9,6 +9,11 @@ through DuckDB's `error()` (pgwire.errors gives them their SQLSTATEs):
   from finite arguments: 'value out of range: overflow' / 'underflow' (22003);
 - `power(0, negative)` and a negative number to a fractional power (2201F).
 A volatile argument is left alone: it would be evaluated more than once.
+
+And `round(float8)` rounds half to even in PostgreSQL (it is rint(): 2.5 is 2), half away
+from zero in DuckDB (3): it becomes DuckDB's `round_even(x, 0)` where the argument is
+certainly a float (`_certainly_float`; a column's type needs the tree's types,
+`needs_types`).
 """
 
 from __future__ import annotations
@@ -26,8 +31,58 @@ _PERIODIC = (exp.Sin, exp.Cos, exp.Tan, exp.Cot)
 _REWRITTEN = (*_PERIODIC, exp.Asin, exp.Acos, exp.Exp, exp.Pow)
 
 
+_FLOATS = {exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT}
+
+
+def _plain_round(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Round) and node.args.get("decimals") is None
+
+
+def needs_types(tree: exp.Expression) -> bool:
+    """A one-argument round(): whether it rounds half to even takes its argument's type."""
+    return any(map(_plain_round, tree.find_all(exp.Round)))
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return tree.find(*_REWRITTEN) is not None
+    return tree.find(*_REWRITTEN, exp.Round) is not None
+
+
+def _certainly_float(node: exp.Expression) -> bool:
+    """A float4/float8 in PostgreSQL for certain: a cast to one, a column typed so (not
+    under VALUES, whose `1.5` sqlglot types a double, PostgreSQL a numeric), or arithmetic
+    with one (float8's operators take numerics and integers)."""
+    if isinstance(node, (exp.Paren, exp.Neg)):
+        return _certainly_float(node.this)
+    if isinstance(node, exp.Cast):
+        return node.to.this in _FLOATS
+    if isinstance(node, exp.Column):
+        return node.type is not None and node.type.this in _FLOATS and _values_agree(node)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div)):
+        return _certainly_float(node.this) or _certainly_float(node.expression)
+    return False
+
+
+def _values_agree(column: exp.Column) -> bool:
+    """A VALUES list naming `column` has a certain float in that place in every row."""
+    for values in column.root().find_all(exp.Values):
+        alias = values.args.get("alias")
+        rows = [row for row in values.expressions if isinstance(row, exp.Tuple)]
+        width = len(rows[0].expressions) if rows else 0
+        names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
+        names += [f"column{i + 1}" for i in range(len(names), width)]
+        if column.name in names:
+            at = names.index(column.name)
+            if not all(at < len(row.expressions) and _certainly_float(row.expressions[at]) for row in rows):
+                return False
+    return True
+
+
+def _rint(node: exp.Expression) -> exp.Expression:
+    """round(float8) as rint(): half to even."""
+    if not _plain_round(node) or not _certainly_float(node.this):
+        return node
+    value = exp.Cast(this=node.this.copy(), to=exp.DataType.build("DOUBLE"))
+    return exp.Anonymous(this="round_even", expressions=[value, exp.Literal.number(0)])
 
 
 def _call(name: str, *args: exp.Expression) -> exp.Expression:
@@ -57,6 +112,8 @@ def _guarded(node: exp.Expression, failures: list[tuple[exp.Expression, str]]) -
 
 def postgres_floats(node: exp.Expression) -> exp.Expression:
     """`node` raising where PostgreSQL raises (children are rewritten first)."""
+    if isinstance(node, exp.Round):
+        return _rint(node)
     if not isinstance(node, _REWRITTEN) or any(
             volatile_reason(arg) is not None for arg in node.iter_expressions()):
         return node

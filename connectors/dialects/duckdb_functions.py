@@ -49,7 +49,9 @@ from pgwire.types.table import decode_param
 T = exp.DataType.Type
 
 # Calls answered differently that no rewrite makes identical, by PostgreSQL name.
-_REFUSED_CALLS = {"sha224", "regexp_matches"}
+# (pg_typeof: DuckDB names its own types, `decimal(2,1)` and `varchar`, as text, where
+# PostgreSQL answers a regtype.)
+_REFUSED_CALLS = {"sha224", "regexp_matches", "pg_typeof"}
 # DuckDB's BIGINT results that PostgreSQL types int4.
 _INT4_RESULTS = (exp.Length, exp.StrPosition, exp.Grouping)
 _SMALL_INTEGERS = {T.TINYINT, T.SMALLINT, T.INT}

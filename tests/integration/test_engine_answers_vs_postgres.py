@@ -71,6 +71,11 @@ CONSTANTS = {
     "float_functions_in_range": "SELECT sin(0::float8), cos(0::float8), exp(0::float8), "
                                 "power(2::float8, 10::float8), acos(1::float8), power(-2::float8, 3::float8)",
     "log10_and_ln_of_floats": "SELECT log10(100::float8), ln(1::float8), log(1000::float8)",
+    # round(float8) is rint(): half to even (DuckDB rounds half away from zero).
+    "round_of_float_half_even": "SELECT round(2.5::float8), round(-2.5::float8), round(0.5::float4), "
+                                "round(x), round(x * 2), round(2.5) FROM (VALUES (3.5::float8)) AS v(x)",
+    # boolin's spellings, which DuckDB does not all read.
+    "boolean_literals": "SELECT 'off'::bool, ' On '::bool, 'of'::bool, 'y'::bool, bool 'FALSE', '1'::boolean",
     # DuckDB read a BC timestamp as AD and refused a BC date; it writes BC as `(BC)`.
     "bc_dates": "SELECT DATE '0044-03-15 BC'::text, TIMESTAMP '0044-03-15 10:00:00.5 bc'::text, "
                 "DATE '0001-01-01 BC' < DATE '0001-01-01', (DATE '0001-12-31 BC' + 1)::text, "
@@ -126,6 +131,7 @@ TABLE_STATEMENTS["union_with_a_numeral_in_text"] = \
 ERRORS = {
     "invalid_integer": "SELECT 'abc'::int",
     "integer_out_of_range": "SELECT '99999999999'::int",
+    "invalid_boolean": "SELECT 'o'::bool",
     "invalid_integer_in_a_column": "SELECT name::int FROM t WHERE col = 3",
     "ambiguous_column": "SELECT ten FROM t a, t b",
     # PostgreSQL has no overload for these argument types; the engines have.
@@ -177,6 +183,7 @@ REFUSED = {
     "values_of_mixed_scales": "VALUES (1), (2.5)",
     "values_of_mixed_scales_derived": "SELECT max(x) FROM (VALUES (1.5), (NULL), (-2.25), (4)) AS v(x)",
     "values_of_trailing_zeros": "SELECT * FROM (VALUES (1.10), (1.1)) AS v(x) ORDER BY 1",
+    "pg_typeof": "SELECT pg_typeof(1.5)",
     "bc_date_in_words": "SELECT 'Mar 15 44 BC'::date",
     "recursive_search": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) "
                         "SEARCH DEPTH FIRST BY i SET ord SELECT * FROM r",
