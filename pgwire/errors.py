@@ -115,7 +115,9 @@ _RAISED_WORDS = ((r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),
                  (r"^a negative number raised to a non-integer power yields a complex result$",
                   INVALID_ARGUMENT_FOR_POWER),
                  # to_timestamp(float8) of NaN (connectors.dialects.duckdb_datetimes)
-                 (r"^timestamp cannot be NaN$", DATETIME_FIELD_OVERFLOW))
+                 (r"^timestamp cannot be NaN$", DATETIME_FIELD_OVERFLOW),
+                 # text cast to an integer (connectors.dialects.duckdb_integers)
+                 (r'^invalid input syntax for type (?:smallint|integer|bigint): ', INVALID_TEXT_REPRESENTATION))
 _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     *((kind, pattern, code) for kind in ("InvalidInputException", "OSError", "ArrowInvalid")
       for pattern, code in _RAISED_WORDS),
@@ -220,7 +222,15 @@ _INTEGER_OVERFLOW = re.compile(r"^Overflow in (?:addition|subtraction|multiplica
 _INTEGER_NAMES = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
 _DATE_FIELD = re.compile(r'^date field value out of range: (".*")$')
 _DATE_OUT_OF_RANGE = re.compile(r"^Date out of range: (-?\d+)-(\d+)-(\d+)$")
-_NO_SUCH_FUNCTION = re.compile(r"^Scalar Function with name (\S+?) does not exist")
+_NO_SUCH_FUNCTION = re.compile(r"^(?:Scalar |Table )Function with name (\S+?) does not exist")
+_NO_SUCH_TYPE = re.compile(r"^Type with name (\S+?) does not exist")
+# PostgreSQL's built-in types DuckDB lacks: a statement naming one is one PostgreSQL answers.
+_POSTGRES_ONLY_TYPES = frozenset({
+    "money", "inet", "cidr", "macaddr", "macaddr8", "point", "line", "lseg", "box", "path",
+    "polygon", "circle", "tsvector", "tsquery", "xml", "pg_lsn", "txid_snapshot", "pg_snapshot",
+    "int4range", "int8range", "numrange", "tsrange", "tstzrange", "daterange", "int4multirange",
+    "int8multirange", "nummultirange", "tsmultirange", "tstzmultirange", "datemultirange",
+    "bit", "varbit", "timetz", "regconfig", "regdictionary", "jsonpath", "aclitem"})
 # DuckDB has no overload of the name for the arguments, or several equally good ones.
 _NO_MATCHING_CALL = re.compile(
     r"^No function matches the given name and argument types '([^(]+)\((.*)\)'"
@@ -354,6 +364,13 @@ def _postgres_words(code: str, message: str) -> PgError | None:
         # one DuckDB lacks is one PostgreSQL would have answered, so it is refused.
         return PgError(FEATURE_NOT_SUPPORTED, f"function {missing.group(1)}() is not supported "
                        "by fedgate outside PostgreSQL sources")
+    no_type = _NO_SUCH_TYPE.match(message)
+    if code == UNDEFINED_OBJECT and no_type is not None:
+        name = no_type.group(1).lower()
+        if name in _POSTGRES_ONLY_TYPES:
+            return PgError(FEATURE_NOT_SUPPORTED, f"type {name} is not supported by fedgate "
+                           "outside PostgreSQL sources")
+        return PgError(code, f'type "{name}" does not exist')
     return None
 
 

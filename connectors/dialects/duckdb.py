@@ -34,6 +34,7 @@ from sqlglot import exp
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 from connectors.dialects import duckdb_arrays as arrays
 from connectors.dialects import duckdb_dates as dates
+from connectors.dialects import duckdb_integers as integers
 from connectors.dialects import duckdb_functions as functions
 from connectors.dialects import duckdb_json as json_pieces
 from connectors.dialects import duckdb_floats as floats
@@ -96,7 +97,7 @@ def needs_types(tree: exp.Expression) -> bool:
     """Whether rendering `tree` depends on operand types (see the module docstring)."""
     return tree.find(exp.Div) is not None or any(
         is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast)) or functions.needs_rewrite(tree) \
-        or dates.needs_types(tree) or floats.needs_types(tree)
+        or dates.needs_types(tree) or floats.needs_types(tree) or integers.needs_types(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -366,6 +367,8 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = rewrite_bottom_up(tree, json_pieces.postgres_json)
     if floats.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, floats.postgres_floats)
+    if integers.needs_rewrite(tree):
+        tree = rewrite_bottom_up(tree, integers.postgres_integers)
     if dates.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, dates.postgres_dates)
     if needs_types(tree):

@@ -11,6 +11,9 @@
   (NULL in PostgreSQL), a slice, cardinality(), unnest() and ANY/ALL over it are refused;
   full subscripts, array_length() and array_upper() agree.
 - `array_remove(a, v)` keeps NULL elements unless v is NULL.
+- `array_agg(DISTINCT x)` and `string_agg(DISTINCT x, sep)` without an ORDER BY come out
+  in x's order in PostgreSQL (its DISTINCT sorts), in hash order in DuckDB: the ORDER BY
+  x is written out.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
 def needs_rewrite(tree: exp.Expression) -> bool:
     return tree.find(exp.ArraySize, exp.Any, exp.All, exp.Bracket, exp.Explode, exp.Unnest,
-                     exp.ArrayRemove) is not None or any(
+                     exp.ArrayRemove, exp.ArrayAgg, exp.GroupConcat) is not None or any(
         call.name.upper() in ("ALL", "CARDINALITY") for call in tree.find_all(exp.Anonymous))
 
 
@@ -103,6 +106,13 @@ def postgres_arrays(node: exp.Expression) -> exp.Expression:
         return exp.Nullif(this=node.copy(), expression=exp.Literal.number(0))
     if isinstance(node, exp.ArrayRemove):
         return _array_remove(node)
+    if isinstance(node, (exp.ArrayAgg, exp.GroupConcat)) and isinstance(node.this, exp.Distinct) \
+            and len(node.this.expressions) == 1:
+        ordered = node.copy()
+        distinct = ordered.this
+        ordered.set("this", exp.Order(this=distinct.copy(), expressions=[
+            exp.Ordered(this=distinct.expressions[0].copy(), nulls_first=False)]))
+        return ordered
     array = _array_operand(node)
     if array is not None:
         return exp.Case(ifs=[exp.If(this=exp.Is(this=array.copy(), expression=exp.Null()),

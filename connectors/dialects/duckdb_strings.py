@@ -27,6 +27,8 @@ refused (0A000) where no rewrite does:
 
 from __future__ import annotations
 
+import re
+
 import base64
 import binascii
 from collections.abc import Callable
@@ -71,11 +73,34 @@ def _whole_number_at_least_one(value: exp.Expression) -> bool:
         and int(value.this) >= 1
 
 
+def _capturing(pattern: str) -> bool | None:
+    """Whether a POSIX pattern has a capturing group; None when a bracket makes it unclear."""
+    groups = re.search(r"(?<!\\)\((?!\?)", pattern) is not None
+    return None if groups and "[" in pattern else groups
+
+
+def _pattern_substring(node: exp.Substring, pattern: str) -> exp.Expression:
+    """substring(s FROM pattern): the first parenthesised group's match, or the whole
+    match without one; NULL where nothing matches (DuckDB's regexp_extract says '')."""
+    if node.args.get("length") is not None:
+        raise _refuse("substring(s FROM pattern FOR escape)")
+    capturing = _capturing(pattern)
+    if capturing is None:
+        raise _refuse("substring(s FROM pattern) with a bracket expression and a group")
+    text, regex = node.this, exp.Literal.string(pattern)
+    extract = exp.Anonymous(this="regexp_extract", expressions=[
+        text.copy(), regex.copy(), exp.Literal.number(1 if capturing else 0)])
+    found = exp.Anonymous(this="regexp_matches", expressions=[text.copy(), regex.copy()])
+    return exp.Case(ifs=[exp.If(this=found, true=extract)])
+
+
 def _substring(node: exp.Substring) -> exp.Expression:
     start, count = node.args.get("start"), node.args.get("length")
-    if start is None or (isinstance(start, exp.Literal) and start.is_string) or (
+    if isinstance(start, exp.Literal) and start.is_string:
+        return _pattern_substring(node, start.this)  # substring(s FROM pattern)
+    if start is None or (
             _whole_number_at_least_one(start) and (count is None or _whole_number_at_least_one(count))):
-        return node  # (a string start is substring(s FROM pattern), a regular expression)
+        return node
     if volatile_reason(start) is not None or (count is not None and volatile_reason(count)):
         raise _refuse("substr() with a volatile start or count")
     first = exp.Greatest(this=start.copy(), expressions=[exp.Literal.number(1)])
