@@ -28,6 +28,9 @@ from sqlglot import exp
 from planner.type_names import pg_type_name
 
 UNNAMED = "?column?"
+# Marks an ARRAY[...] that pgcompat wrote for an array literal ('{1,2}'::int[]): a
+# literal, which gives its cast no name of its own.
+ARRAY_LITERAL = "array_literal"
 
 # sqlglot classes whose PostgreSQL spelling differs from their sql_name().
 _FUNCTION_NAMES: dict[type[exp.Expression], str] = {
@@ -90,6 +93,8 @@ def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
         return node.name if node.this.quoted else fold_identifier(node.name)
     if isinstance(node, (exp.Paren, exp.Bracket)):
         return _strong_name(node.this, sql)  # (ARRAY[1, 2])[1] is "array"
+    if isinstance(node, exp.Array) and node.meta.get(ARRAY_LITERAL):
+        return None
     if isinstance(node, exp.Extract) and "spelled" in node.meta:
         return node.meta["spelled"]  # date_part(...) or extract(...) (planner.parse)
     if isinstance(node, exp.Cast) and _written_name(node, sql) is None:

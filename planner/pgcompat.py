@@ -34,6 +34,7 @@ from sqlglot.parser import Parser
 from sqlglot.tokens import Tokenizer, TokenType
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
+from planner.colnames import ARRAY_LITERAL
 
 ONE_ROW = "_fedgate_one_row"
 CATALOG_SCHEMAS = ("pg_catalog", "information_schema")
@@ -272,7 +273,9 @@ def _array_literal(node: exp.Cast) -> exp.Expression:
             items.append(exp.Literal.string(bare))
         if match.end() >= len(text) - 2:
             break
-    return exp.Cast(this=exp.Array(expressions=items), to=node.to)
+    array = exp.Array(expressions=items)
+    array.meta[ARRAY_LITERAL] = True
+    return exp.Cast(this=array, to=node.to)
 
 
 def _boolean_literal(node: exp.Cast) -> exp.Cast:

@@ -11,6 +11,9 @@
   (NULL in PostgreSQL), a slice, cardinality(), unnest() and ANY/ALL over it are refused;
   full subscripts, array_length() and array_upper() agree.
 - `array_remove(a, v)` keeps NULL elements unless v is NULL.
+- an array cast to text is PostgreSQL's `{a,"b c",NULL}`, DuckDB's `[a, b c, NULL]`: it is
+  written out for arrays of integers, booleans, dates and text (an element quoted where
+  array_out quotes it); of other elements (numerics, floats, timestamps, arrays) refused.
 - `array_agg(DISTINCT x)` and `string_agg(DISTINCT x, sep)` without an ORDER BY come out
   in x's order in PostgreSQL (its DISTINCT sorts), in hash order in DuckDB: the ORDER BY
   x is written out.
@@ -27,7 +30,8 @@ _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
 def needs_rewrite(tree: exp.Expression) -> bool:
     return tree.find(exp.ArraySize, exp.Any, exp.All, exp.Bracket, exp.Explode, exp.Unnest,
-                     exp.ArrayRemove, exp.ArrayAgg, exp.GroupConcat) is not None or any(
+                     exp.ArrayRemove, exp.ArrayAgg, exp.GroupConcat) is not None \
+        or any(map(_array_text, tree.find_all(exp.Cast))) or any(
         call.name.upper() in ("ALL", "CARDINALITY") for call in tree.find_all(exp.Anonymous))
 
 
@@ -96,6 +100,50 @@ def _array_remove(node: exp.ArrayRemove) -> exp.Expression:
         node.this.copy(), exp.Lambda(this=kept, expressions=[element])])
 
 
+T = exp.DataType.Type
+_TEXT = {T.TEXT, T.VARCHAR}
+_PLAIN_ELEMENTS = {T.TINYINT, T.SMALLINT, T.INT, T.BIGINT, T.DATE}
+
+
+def _array_text(node: exp.Expression) -> bool:
+    """A cast to text of an array (the tree's types say so)."""
+    return isinstance(node, exp.Cast) and node.to.this in _TEXT and node.this.type is not None \
+        and node.this.type.this == T.ARRAY
+
+
+def _element_text(kind: exp.DataType, element: exp.Expression) -> exp.Expression:
+    """One element as array_out writes it; NULL as NULL."""
+    text = exp.Cast(this=element.copy(), to=exp.DataType.build("VARCHAR"))
+    if kind.this == T.BOOLEAN:
+        text = exp.If(this=element.copy(), true=exp.Literal.string("t"), false=exp.Literal.string("f"))
+    elif kind.this in _TEXT:
+        quoted = exp.or_(exp.EQ(this=element.copy(), expression=exp.Literal.string("")),
+                         exp.Anonymous(this="regexp_matches", expressions=[
+                             element.copy(), exp.Literal.string('[{}",\\\\[:space:]]')]),
+                         exp.EQ(this=exp.Lower(this=element.copy()), expression=exp.Literal.string("null")))
+        escaped = exp.Replace(this=exp.Replace(this=element.copy(), expression=exp.Literal.string("\\"),
+                                               replacement=exp.Literal.string("\\\\")),
+                              expression=exp.Literal.string('"'), replacement=exp.Literal.string('\\"'))
+        text = exp.If(this=quoted, true=exp.DPipe(this=exp.DPipe(this=exp.Literal.string('"'), expression=escaped),
+                                                  expression=exp.Literal.string('"')),
+                      false=element.copy())
+    return exp.Coalesce(this=text, expressions=[exp.Literal.string("NULL")])
+
+
+def _array_out(node: exp.Cast) -> exp.Expression:
+    kinds = node.this.type.expressions
+    kind = kinds[0] if kinds and isinstance(kinds[0], exp.DataType) else None
+    if kind is None or not (kind.this in _PLAIN_ELEMENTS or kind.this in _TEXT or kind.this == T.BOOLEAN):
+        raise PgError(FEATURE_NOT_SUPPORTED, "an array cast to text, of elements other than integers, "
+                      "booleans, dates or text, is not supported by fedgate outside PostgreSQL sources")
+    element = exp.to_identifier("fedgate_element")
+    each = exp.Anonymous(this="list_transform", expressions=[
+        node.this.copy(), exp.Lambda(this=_element_text(kind, exp.column(element)), expressions=[element])])
+    joined = exp.Anonymous(this="array_to_string", expressions=[each, exp.Literal.string(",")])
+    return exp.DPipe(this=exp.DPipe(this=exp.Literal.string("{"), expression=joined),
+                     expression=exp.Literal.string("}"))
+
+
 def postgres_arrays(node: exp.Expression) -> exp.Expression:
     """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
     use = _multidimensional_use(node)
@@ -106,6 +154,8 @@ def postgres_arrays(node: exp.Expression) -> exp.Expression:
         return exp.Nullif(this=node.copy(), expression=exp.Literal.number(0))
     if isinstance(node, exp.ArrayRemove):
         return _array_remove(node)
+    if _array_text(node):
+        return _array_out(node)
     if isinstance(node, (exp.ArrayAgg, exp.GroupConcat)) and isinstance(node.this, exp.Distinct) \
             and len(node.this.expressions) == 1:
         ordered = node.copy()

@@ -81,6 +81,10 @@ CONSTANTS = {
     # PostgreSQL's DISTINCT sorts; DuckDB's hashes.
     "distinct_aggregates_in_order": "SELECT string_agg(DISTINCT x, ','), array_agg(DISTINCT x) "
                                     "FROM (VALUES ('b'), ('a'), ('b'), ('c')) AS v(x)",
+    # array_out's text ({a,"b c",NULL}); DuckDB wrote [a, b c, NULL].
+    "array_text": "SELECT ARRAY['a', 'b c', '', 'NULL', 'x\"y', NULL]::text, ARRAY[1, NULL]::text, "
+                  "ARRAY[true]::text, '{}'::int[]::text, '{1,2}'::int[], array_agg(x)::text "
+                  "FROM (VALUES (1), (2)) AS v(x)",
     # boolin's spellings, which DuckDB does not all read.
     "boolean_literals": "SELECT 'off'::bool, ' On '::bool, 'of'::bool, 'y'::bool, bool 'FALSE', '1'::boolean",
     # DuckDB read a BC timestamp as AD and refused a BC date; it writes BC as `(BC)`.
@@ -194,6 +198,7 @@ REFUSED = {
     "values_of_mixed_scales_derived": "SELECT max(x) FROM (VALUES (1.5), (NULL), (-2.25), (4)) AS v(x)",
     "values_of_trailing_zeros": "SELECT * FROM (VALUES (1.10), (1.1)) AS v(x) ORDER BY 1",
     "pg_typeof": "SELECT pg_typeof(1.5)",
+    "array_of_numerics_as_text": "SELECT ARRAY[1.5, 2]::text",
     # PostgreSQL's table functions and types DuckDB lacks (it said 42883 and 42704).
     "jsonb_each": "SELECT * FROM jsonb_each('{\"a\": 1}')",
     "money": "SELECT 1::money",
