@@ -144,6 +144,21 @@ def list_binary(
     return Encoded([head, body], with_nulls(header_len + binary_lengths(body), valid))
 
 
+def text_as_lists(arr: pa.Array, pgtype: PgType, registry: Registry, timezone: str) -> pa.Array | None:
+    """A column of array_out texts declared an array type (a PostgreSQL source's rows are
+    read as text) as the lists they spell, for array_send; None if `pgtype` is no array."""
+    elem = ELEMENT_OF.get(pgtype.oid)
+    if elem is None:
+        return None
+    values = [None if text is None else parse_array(registry, elem.oid, text, timezone)
+              for text in arr.to_pylist()]
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise PgError(FEATURE_NOT_SUPPORTED, f"binary output of type {pgtype.name} for these values "
+                      "is not supported; request text format") from exc
+
+
 # --- parameters ----------------------------------------------------------------------
 
 

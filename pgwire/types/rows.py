@@ -26,7 +26,7 @@ from pgwire.errors import (
     PgError,
 )
 from pgwire.types.adapters import REGISTRY
-from pgwire.types.arrays import is_list_type, list_binary, list_text
+from pgwire.types.arrays import is_list_type, list_binary, list_text, text_as_lists
 from pgwire.types.columns import (
     Encoded,
     Piece,
@@ -217,6 +217,10 @@ def encode_column(arr: pa.Array, pgtype: PgType, fmt: int, timezone: str) -> Enc
         return list_binary(arr, pgtype, timezone, encode_column, join_pieces)
     if fmt == TEXT_FORMAT:
         return REGISTRY.encode_text(arr, pgtype, timezone)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        lists = text_as_lists(arr, pgtype, REGISTRY, timezone)  # an array read as its text
+        if lists is not None:
+            return list_binary(lists, pgtype, timezone, encode_column, join_pieces)
     return REGISTRY.encode_binary(arr, pgtype, timezone)
 
 

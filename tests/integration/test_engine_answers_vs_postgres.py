@@ -95,6 +95,9 @@ CONSTANTS = {
 
 # Statements over the tables, run on every route.
 TABLE_STATEMENTS = {
+    # Arrays in binary (asyncpg asks so): a PostgreSQL source's rows carry them as text.
+    "array_aggregates": "SELECT ten, array_agg(col ORDER BY col), array_agg(name ORDER BY col) "
+                        "FROM t GROUP BY ten ORDER BY ten",
     # Named date_part (not extract) and float8, also where the source answers it.
     "date_part_of_a_table_statement": "SELECT col, date_part('year', DATE '2024-03-05') FROM t "
                                       "WHERE col = 1",
