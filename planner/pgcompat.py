@@ -72,6 +72,9 @@ _LITERAL_TYPES = frozenset(Parser.TYPE_TOKENS) - {TokenType.INTERVAL}
 _OID_TYPES = {"oid", "regtype", "regclass", "regproc", "regprocedure", "regnamespace", "regrole"}
 
 
+_SIGN_APART = re.compile(r"([+-])\s+(?=[0-9.])")
+
+
 def normalize(sql: str) -> str:
     """Token-level fixes for what sqlglot cannot parse:
     - `::oid[]` (and `::pg_catalog.regtype[]` ...): sqlglot reads `oid` as a special type
@@ -82,10 +85,14 @@ def normalize(sql: str) -> str:
     - a typed literal cast on (`DATE '2024-01-01'::text`): parenthesised, because sqlglot
       applies the cast to the string before the type (`DATE ('...'::text)`), where
       PostgreSQL casts the typed literal.
-    Only type names and operators are replaced, and parentheses added, never a value.
+    - `INTERVAL '- 1 day'`: sqlglot drops a sign that stands apart from its number (it
+      reads 1 day); the blanks after the sign are taken out ('-1 day'), as PostgreSQL
+      reads it.
+    Only type names and operators are replaced, blanks taken out of an interval, and
+    parentheses added, never a value.
     """
     lowered = sql.lower()
-    if "[]" not in sql and "operator" not in lowered and "::" not in sql:
+    if "[]" not in sql and "operator" not in lowered and "::" not in sql and "interval" not in lowered:
         return sql
     try:
         tokens = Tokenizer().tokenize(sql)
@@ -99,6 +106,12 @@ def normalize(sql: str) -> str:
                 (i == 0 or tokens[i - 1].token_type != TokenType.DCOLON):
             typed = sql[token.start:tokens[i + 1].end + 1]
             edits.append((token.start, tokens[i + 1].end, f"({typed})"))
+        if token.token_type == TokenType.INTERVAL and i + 1 < len(tokens) and \
+                tokens[i + 1].token_type == TokenType.STRING:
+            literal = sql[tokens[i + 1].start:tokens[i + 1].end + 1]
+            joined = _SIGN_APART.sub(r"\1", literal)
+            if joined != literal:
+                edits.append((tokens[i + 1].start, tokens[i + 1].end, joined))
         if token.token_type == TokenType.DCOLON:
             j = i + 1
             if j + 1 < len(tokens) and tokens[j].text.lower() == "pg_catalog" and \

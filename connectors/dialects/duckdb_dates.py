@@ -13,6 +13,8 @@ it writes a BC date as `0044-03-15 (BC)`. So:
 
   (`0044-03-15 (BC) 10:00:00` → `0044-03-15 10:00:00 BC`). Only where the operand's
   type is known to be a date or timestamp (`needs_types`): a text value is left as it is;
+- an interval literal with a sign apart from its number (`'1 month - 1 day'`, which
+  PostgreSQL reads as 1 month -1 day) is given to DuckDB with the sign joined to it;
 - the year of a BC date counts as PostgreSQL counts it, without a year 0 (44 BC is -44,
   DuckDB's -43): `extract(year FROM d)` → `y - CAST(y <= 0 AS INT)`.
 """
@@ -54,8 +56,21 @@ def _year(node: exp.Expression) -> bool:
         and not node.meta.get(_COUNTED)
 
 
+_SIGN_APART = re.compile(r"([+-])\s+(?=[0-9.])")
+
+
+def _interval_text(node: exp.Expression) -> exp.Literal | None:
+    """The string literal of an interval literal (`INTERVAL '1 day'`, `'1 day'::interval`)."""
+    value = node.this if isinstance(node, exp.Interval) else \
+        node.this if isinstance(node, exp.Cast) and node.to.this == T.INTERVAL else None
+    return value if isinstance(value, exp.Literal) and value.is_string else None
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
     if any(map(_year, tree.find_all(exp.Extract))):
+        return True
+    if any((text := _interval_text(node)) is not None and _SIGN_APART.search(text.this)
+           for node in tree.find_all(exp.Interval, exp.Cast)):
         return True
     return any((_temporal_literal(cast) and _NAMES_BC.search(cast.this.this))
                or (_text_of_value(cast) and cast.this.type is not None and cast.this.type.this in _TEMPORAL)
@@ -75,6 +90,11 @@ def postgres_dates(node: exp.Expression) -> exp.Expression:
     if _text_of_value(node) and node.this.type is not None and node.this.type.this in _TEMPORAL:
         return exp.Anonymous(this="regexp_replace", expressions=[
             node.copy(), exp.Literal.string(r" \(BC\)(.*)$"), exp.Literal.string(r"\1 BC")])
+    text = _interval_text(node)
+    if text is not None and _SIGN_APART.search(text.this):
+        joined = node.copy()
+        joined.set("this", exp.Literal.string(_SIGN_APART.sub(r"\1", text.this)))
+        return joined
     if _year(node):
         year = node.copy()
         year.meta[_COUNTED] = True

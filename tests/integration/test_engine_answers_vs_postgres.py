@@ -85,6 +85,9 @@ CONSTANTS = {
     "array_text": "SELECT ARRAY['a', 'b c', '', 'NULL', 'x\"y', NULL]::text, ARRAY[1, NULL]::text, "
                   "ARRAY[true]::text, '{}'::int[]::text, '{1,2}'::int[], array_agg(x)::text "
                   "FROM (VALUES (1), (2)) AS v(x)",
+    # A sign apart from its number: sqlglot dropped it ('- 1 day' was 1 day), DuckDB refused it.
+    "interval_signs": "SELECT interval '- 1 day', interval '1 month - 1 day', '2 days - 3 hours'::interval, "
+                      "(date_trunc('month', DATE '2024-02-10') + interval '1 month - 1 day')::date",
     # boolin's spellings, which DuckDB does not all read.
     "boolean_literals": "SELECT 'off'::bool, ' On '::bool, 'of'::bool, 'y'::bool, bool 'FALSE', '1'::boolean",
     # DuckDB read a BC timestamp as AD and refused a BC date; it writes BC as `(BC)`.
