@@ -10,6 +10,9 @@ through DuckDB's `error()` (pgwire.errors gives them their SQLSTATEs):
 - `power(0, negative)` and a negative number to a fractional power (2201F).
 A volatile argument is left alone: it would be evaluated more than once.
 
+A float written as a string (`'1e400'::float8`) beyond the type's range is PostgreSQL's
+22003, where DuckDB reads an infinity or zero.
+
 And `round(float8)` rounds half to even in PostgreSQL (it is rint(): 2.5 is 2), half away
 from zero in DuckDB (3): it becomes DuckDB's `round_even(x, 0)` where the argument is
 certainly a float (`_certainly_float`; a column's type needs the tree's types,
@@ -18,9 +21,13 @@ certainly a float (`_certainly_float`; a column's type needs the tree's types,
 
 from __future__ import annotations
 
+import math
+import sys
+
 from sqlglot import exp
 
 from connectors.base import volatile_reason
+from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError
 
 OUT_OF_RANGE = "input is out of range"
 OVERFLOW = "value out of range: overflow"
@@ -44,7 +51,31 @@ def needs_types(tree: exp.Expression) -> bool:
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return tree.find(*_REWRITTEN, exp.Round) is not None
+    return tree.find(*_REWRITTEN, exp.Round) is not None or any(
+        map(_float_text, tree.find_all(exp.Cast)))
+
+
+def _float_text(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Cast) and node.to.this in _FLOATS and \
+        isinstance(node.this, exp.Literal) and node.this.is_string
+
+
+def _checked_float_text(node: exp.Cast) -> exp.Cast:
+    """A string read as float8/float4 as float8in reads it: a number beyond the type's
+    range, or a nonzero one that would round to zero, is 22003 (DuckDB reads inf and 0)."""
+    text = node.this.this.strip()
+    try:
+        value = float(text)
+    except ValueError:
+        return node  # not a number: the engine's 22P02 (and 'Infinity', 'NaN' are read alike)
+    name, limits = ("real", (3.4028235677973366e38, 7.006e-46)) if node.to.this == exp.DataType.Type.FLOAT \
+        else ("double precision", (sys.float_info.max, 2.2250738585072014e-308 * sys.float_info.epsilon))
+    spelled_infinite = text.lower().lstrip("+-") in ("inf", "infinity")
+    nonzero = any(c in "123456789" for c in text.lower().partition("e")[0])
+    if not spelled_infinite and (math.isinf(value) or abs(value) > limits[0] or
+                                 (nonzero and abs(value) < limits[1])):
+        raise PgError(NUMERIC_VALUE_OUT_OF_RANGE, f'"{node.this.this}" is out of range for type {name}')
+    return node
 
 
 def _certainly_float(node: exp.Expression) -> bool:
@@ -114,6 +145,8 @@ def postgres_floats(node: exp.Expression) -> exp.Expression:
     """`node` raising where PostgreSQL raises (children are rewritten first)."""
     if isinstance(node, exp.Round):
         return _rint(node)
+    if _float_text(node):
+        return _checked_float_text(node)
     if not isinstance(node, _REWRITTEN) or any(
             volatile_reason(arg) is not None for arg in node.iter_expressions()):
         return node

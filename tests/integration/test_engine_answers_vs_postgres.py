@@ -88,6 +88,8 @@ CONSTANTS = {
     # A sign apart from its number: sqlglot dropped it ('- 1 day' was 1 day), DuckDB refused it.
     "interval_signs": "SELECT interval '- 1 day', interval '1 month - 1 day', '2 days - 3 hours'::interval, "
                       "(date_trunc('month', DATE '2024-02-10') + interval '1 month - 1 day')::date",
+    "float_text_in_range": "SELECT 'Infinity'::float8, '-inf'::float8, '1e-300'::float8, '1e-40'::float4, "
+                           "'3.4e38'::float4, '0e10'::float8",
     # boolin's spellings, which DuckDB does not all read.
     "boolean_literals": "SELECT 'off'::bool, ' On '::bool, 'of'::bool, 'y'::bool, bool 'FALSE', '1'::boolean",
     # DuckDB read a BC timestamp as AD and refused a BC date; it writes BC as `(BC)`.
@@ -149,6 +151,9 @@ ERRORS = {
     "invalid_integer": "SELECT 'abc'::int",
     "integer_out_of_range": "SELECT '99999999999'::int",
     "invalid_boolean": "SELECT 'o'::bool",
+    # DuckDB read these as an infinity and zero.
+    "float_text_beyond_range": "SELECT '1e400'::float8",
+    "float_text_below_range": "SELECT '1e-50'::float4",
     # DuckDB rounded these to 2 and 3.
     "integer_from_fraction_text": "SELECT '1.5'::int",
     "integer_from_fraction_in_a_column": "SELECT x::int FROM (VALUES ('1'), ('2.5')) AS v(x)",
