@@ -72,8 +72,8 @@ def order_names(tree: exp.Expression, schema: Schema) -> None:
     if order is None:
         return
     columns = _unqualified(order)
-    if not columns or tree.find(exp.Star) is not None:
-        return
+    if not columns:
+        return  # a star's outputs are input columns (or renamed by the alias list): no matter
     scope = build_scope(tree)
     inputs = _input_names(scope, schema) if scope is not None else None
     if inputs is None:
