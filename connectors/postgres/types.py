@@ -11,7 +11,9 @@ Types Arrow cannot hold exactly keep their text and say what they are in the `pg
 field metadata the gateway's result encoder honours: unconstrained numeric, jsonb,
 varchar(n)/char(n), arrays, enums and other user types.
 A record (`SELECT row(id, s) FROM t`) is refused (0A000): its text is PostgreSQL's, but a
-client reading it in binary needs each field's type, which the text does not carry.
+client reading it in binary needs each field's type, which the text does not carry (a
+simple Query relayed to the source gets PostgreSQL's own answer; an extended one whose
+result types the catalog cannot describe takes the planner, gateway.session.relay).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
     """
     if typname in ("record", "_record"):
         raise PgError(FEATURE_NOT_SUPPORTED, "a result column of type record (a row constructor) is "
-                      "not supported by fedgate unless the statement is relayed to PostgreSQL")
+                      "not supported by fedgate outside simple queries relayed to PostgreSQL")
     simple = _SIMPLE.get(typname)
     if simple is not None:
         return ColumnType(pa.field(name, simple), simple)
