@@ -41,6 +41,7 @@ from planner.derived_names import derived_names
 from planner.ambiguous_columns import ambiguous_columns
 from planner.star_names import star_names
 from planner.ungrouped_columns import ungrouped_columns
+from planner.order_names import order_names
 from planner.using_star import using_star
 from planner.function_check import check_functions
 from planner.signature_check import signature_check
@@ -49,7 +50,7 @@ from planner.params import cast_parameters, infer_param_types, parameters
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
-from planner.result_types import result_types
+from planner.result_types import result_names, result_types
 from planner.unknown_literals import unknown_literals
 from planner.type_names import datatype_from_pg, pg_type_name
 
@@ -209,6 +210,12 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     # PostgreSQL's types of the outputs, for rows not computed by PostgreSQL itself.
     types = None if single is not None and single.dialect.sqlglot == "postgres" \
         else result_types(tree, catalog.sqlglot_schema)
+    if types is not None:  # PostgreSQL resolves its own names
+        order_names(tree, catalog.sqlglot_schema)
+    if names is None and types is not None:
+        # a `*`'s columns as PostgreSQL names them (planner.star_outputs); PostgreSQL
+        # names its own rows
+        names = result_names(tree, catalog.sqlglot_schema)
     # Outside UTC the capability check reads operand types (planner.zone_dependent).
     annotated = zoned and bool(sources) and \
         session_zone.needs_check(tree, (info for _, info in tables))

@@ -32,6 +32,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import Schema
 
+from planner.star_outputs import Column, is_star, renamed, star_columns
 from planner.type_names import pg_type_name
 
 _NUMERIC_ORDER = ("int2", "int4", "int8", "numeric", "float4", "float8")
@@ -62,39 +63,71 @@ def _base(name: str | None) -> str | None:
 
 def result_types(tree: exp.Expression, schema: Schema) -> tuple[str | None, ...] | None:
     """PostgreSQL's type name of each output column of `tree` (None where not known);
-    None for a statement whose outputs are not a plain list (a `*`)."""
-    scopes = {id(scope.expression): scope for scope in traverse_scope(tree)}
-    types = _query_types(tree, scopes, schema)
-    return tuple(types) if types is not None else None
+    None for a statement whose outputs are not known (a `*` over a join)."""
+    columns = _query_columns(tree, _scopes(tree), schema)
+    return tuple(kind for _, kind in columns) if columns is not None else None
 
 
-def _query_types(query: exp.Expression, scopes: dict[int, Scope],
-                 schema: Schema) -> list[str | None] | None:
+def result_names(tree: exp.Expression, schema: Schema) -> tuple[str, ...] | None:
+    """PostgreSQL's name of each output column of `tree` whose select list holds a `*`
+    (planner.star_outputs), the others named already; None where not known."""
+    columns = _query_columns(tree, _scopes(tree), schema)
+    return tuple(name for name, _ in columns) if columns is not None else None
+
+
+def _scopes(tree: exp.Expression) -> dict[int, Scope]:
+    return {id(scope.expression): scope for scope in traverse_scope(tree)}
+
+
+def _query_columns(query: exp.Expression, scopes: dict[int, Scope],
+                   schema: Schema) -> list[Column] | None:
+    """The (name, type) of each output of `query`, as its own select list names them."""
     if isinstance(query, exp.Subquery):
-        return _query_types(query.this, scopes, schema)
+        return _query_columns(query.this, scopes, schema)
     if isinstance(query, exp.SetOperation):
-        left = _query_types(query.this, scopes, schema)
+        left = _query_columns(query.this, scopes, schema)
         cte = query.parent
         if isinstance(cte, exp.CTE) and isinstance(cte.parent, exp.With) and cte.parent.args.get("recursive"):
             return left  # the non-recursive term types a recursive query's columns
-        right = _query_types(query.expression, scopes, schema)
+        right = _query_columns(query.expression, scopes, schema)
         if left is None or right is None or len(left) != len(right):
             return None
-        return [_common([a, b]) for a, b in zip(left, right)]
+        return [(name, _common([a, b])) for (name, a), (_, b) in zip(left, right)]
     if isinstance(query, exp.Values):
         rows = [row.expressions for row in query.expressions if isinstance(row, exp.Tuple)]
         if not rows or len(rows) != len(query.expressions):
             return None
         resolve = _resolver(None, scopes, schema)
-        return [_common([resolve(row[i]) for row in rows], values=True)
+        return [(f"column{i + 1}", _common([resolve(row[i]) for row in rows], values=True))
                 for i in range(len(rows[0]))]
     if not isinstance(query, exp.Select):
         return None
-    if any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
-           for p in query.expressions):
-        return None
-    resolve = _resolver(scopes.get(id(query)), scopes, schema)
-    return [_output(resolve(p.unalias())) for p in query.expressions]
+    scope = scopes.get(id(query))
+    resolve = _resolver(scope, scopes, schema)
+    columns: list[Column] = []
+    for projection in query.expressions:
+        if is_star(projection):
+            expanded = star_columns(projection, scope, schema, _table_type(schema),
+                                    lambda q: _derived_columns(q, scopes, schema))
+            if expanded is None:
+                return None
+            columns += expanded
+        else:
+            columns.append((_projection_name(projection), _output(resolve(projection.unalias()))))
+    return columns
+
+
+def _projection_name(projection: exp.Expression) -> str:
+    if isinstance(projection, exp.Column) and not projection.this.quoted:
+        return projection.name.lower()  # PostgreSQL folds an unquoted name
+    return projection.alias_or_name
+
+
+def _derived_columns(query: exp.Expression, scopes: dict[int, Scope],
+                     schema: Schema) -> list[Column] | None:
+    """A derived table's, CTE's or VALUES list's columns as the query reading it sees them."""
+    columns = _query_columns(query, scopes, schema)
+    return renamed(query, columns) if columns is not None else None
 
 
 def _output(name: str | None) -> str | None:
@@ -131,16 +164,11 @@ def _resolver(scope: Scope | None, scopes: dict[int, Scope],
         source = sources.get(node.table) if node.table else \
             next(iter(sources.values())) if len(sources) == 1 else _holder(sources, name, schema)
         if isinstance(source, exp.Table):
-            found = schema.get_column_type(source, exp.to_identifier(name, quoted=True))
-            if found.this == exp.DataType.Type.DECIMAL and len(found.expressions) == 2:
-                return numeric(int(found.expressions[1].name))  # numeric(p, s) shows s digits
-            return pg_type_name(found) if found.this != exp.DataType.Type.UNKNOWN else None
+            return _table_type(schema)(source, name)
         if isinstance(source, Scope):
-            outputs = _query_types(source.expression, scopes, schema)
-            names = _output_names(source.expression)
-            if outputs is None or names is None or node.name not in names:
-                return None
-            return outputs[names.index(node.name)]
+            columns = _derived_columns(source.expression, scopes, schema)
+            found = [kind for column_name, kind in columns or () if column_name == name]
+            return found[0] if len(found) == 1 else None
         return None
     return lambda node: pg_type(node, column)
 
@@ -155,17 +183,13 @@ def _holder(sources: dict, name: str, schema: Schema) -> exp.Table | None:
     return holders[0] if len(holders) == 1 else None
 
 
-def _output_names(query: exp.Expression) -> list[str] | None:
-    alias = query.args.get("alias")
-    if alias is None and isinstance(query.parent, (exp.CTE, exp.Subquery)):
-        alias = query.parent.args.get("alias")
-    if isinstance(alias, exp.TableAlias) and alias.columns:
-        return [c.name for c in alias.columns]
-    while isinstance(query, (exp.SetOperation, exp.Subquery)):
-        query = query.this
-    if isinstance(query, exp.Select):
-        return [p.alias_or_name for p in query.expressions]
-    return None
+def _table_type(schema: Schema) -> Callable[[exp.Table, str], str | None]:
+    def table_type(table: exp.Table, name: str) -> str | None:
+        found = schema.get_column_type(table, exp.to_identifier(name, quoted=True))
+        if found.this == exp.DataType.Type.DECIMAL and len(found.expressions) == 2:
+            return numeric(int(found.expressions[1].name))  # numeric(p, s) shows s digits
+        return pg_type_name(found) if found.this != exp.DataType.Type.UNKNOWN else None
+    return table_type
 
 
 def pg_type(node: exp.Expression, column: Callable[[exp.Column], str | None]) -> str | None:

@@ -42,6 +42,7 @@ from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
 from connectors.dialects.duckdb_scales import refuse_mixed_scales
+from connectors.dialects.duckdb_collations import check_collations
 from connectors.base import (CLIENT_OUTPUTS, EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
@@ -97,7 +98,8 @@ def needs_types(tree: exp.Expression) -> bool:
     """Whether rendering `tree` depends on operand types (see the module docstring)."""
     return tree.find(exp.Div) is not None or any(
         is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast)) or functions.needs_rewrite(tree) \
-        or dates.needs_types(tree) or floats.needs_types(tree) or integers.needs_types(tree)
+        or dates.needs_types(tree) or floats.needs_types(tree) or integers.needs_types(tree) \
+        or json_pieces.needs_types(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -347,6 +349,8 @@ def _client_select(tree: exp.Expression) -> exp.Select | None:
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
     functions.refuse_unfaithful(tree)
+    if tree.find(exp.Collate) is not None:
+        check_collations(tree)
     if tree.find(exp.Values) is not None:
         refuse_mixed_scales(tree)
     if _client_select(tree) is not None and tree.find(exp.Div) is not None:

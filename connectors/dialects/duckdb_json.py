@@ -1,37 +1,178 @@
-"""json (not jsonb) `->` and `->>` whose answer is an object or an array: refused.
+"""json's and jsonb's `->` and `->>` where DuckDB answers otherwise.
+
+json (not jsonb) `->` and `->>` whose answer is an object or an array: refused.
 
 PostgreSQL's json keeps its input text as written, so `'{"a": {"b": "x"}}'::json -> 'a'`
 is `{"b": "x"}` with the input's spacing; DuckDB parses the text and writes the piece back
 compact (`{"b":"x"}`). A scalar is the same text in both, so only an object or array
 answer raises a refusal (0A000), when the row is computed. jsonb is printed PostgreSQL's
 way by the gateway (gateway.executor.presented).
+
+jsonb `->` and `->>` of the index 0 or -1 on a scalar: PostgreSQL stores a scalar jsonb
+as a one-element array (jsonb.h's raw scalar), so `'null'::jsonb -> 0` is `null` and
+`'5'::jsonb ->> -1` is `5`; DuckDB finds no element (NULL). The scalar is answered as is
+(json is NULL there in both).
+
+`to_json(numeric)`: PostgreSQL writes the numeric's text, at its display scale
+(`to_json(1.50)` is `1.50`); DuckDB reads `1.50` as a double and drops zeros of a
+DECIMAL's scale too (`1.5`). A numeric whose DuckDB DECIMAL has PostgreSQL's scale (a
+constant, a numeric(p, s) column or cast, and +, -, * of those and integers) is written
+as its text; any other numeric argument (a quotient, a function's, an array of numerics)
+is refused.
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from sqlglot import exp
+
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 CONTAINER_REFUSED = ("json -> or ->> of an object or array (PostgreSQL keeps its text as "
                      "written) is not supported by fedgate outside PostgreSQL sources")
 _JSON = exp.DataType.Type.JSON
+_JSONB = exp.DataType.Type.JSONB
+_CONTAINERS = [exp.Literal.string("OBJECT"), exp.Literal.string("ARRAY")]
+
+
+TO_JSON_REFUSED = ("to_json() of a numeric computed by the engine (PostgreSQL writes it at its "
+                   "display scale) is not supported by fedgate outside PostgreSQL sources")
+_DECIMAL = exp.DataType.Type.DECIMAL
+
+
+def _is_to_json(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "to_json" \
+        and len(node.expressions) == 1
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return tree.find(exp.JSONExtract, exp.JSONExtractScalar) is not None
+    return tree.find(exp.JSONExtract, exp.JSONExtractScalar) is not None or needs_types(tree)
 
 
-def _is_json(value: exp.Expression) -> bool:
+def needs_types(tree: exp.Expression) -> bool:
+    """Whether the tree holds a call rewritten by its argument's type (to_json)."""
+    return any(_is_to_json(call) for call in tree.find_all(exp.Anonymous))
+
+
+def _decimal_literal(node: exp.Expression) -> bool:
+    """A constant PostgreSQL reads as numeric: with a point or an exponent."""
+    return isinstance(node, exp.Literal) and not node.is_string and not node.this.isdigit()
+
+
+def _digits(literal: exp.Literal) -> tuple[str, int, int]:
+    """The constant's text at PostgreSQL's display scale, its precision and scale
+    (`1e3` is 1000 at scale 0, `2.5e-2` is 0.025)."""
+    mantissa, _, exponent = literal.this.lower().partition("e")
+    scale = max(len(mantissa.partition(".")[2]) - int(exponent or 0), 0)
+    text = f"{Decimal(literal.this):.{scale}f}"
+    return text, max(len(text.lstrip("-").replace(".", "").lstrip("0")), scale + 1, 1), scale
+
+
+def _scaled(kind: exp.DataType | None) -> bool:
+    """A DECIMAL of a stated scale (or precision alone: scale 0)."""
+    return kind is not None and kind.this == _DECIMAL and bool(kind.expressions)
+
+
+def _integer(node: exp.Expression) -> bool:
+    return (isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit()) or \
+        (node.type is not None and node.type.this in exp.DataType.INTEGER_TYPES)
+
+
+def _exact(node: exp.Expression) -> bool:
+    """Whether DuckDB computes `node` as a DECIMAL of PostgreSQL's display scale."""
+    if isinstance(node, (exp.Neg, exp.Paren)):
+        return _exact(node.this)
+    if _decimal_literal(node):
+        return _digits(node)[1] <= 38
+    if isinstance(node, exp.Cast):
+        return _scaled(node.to)
+    if isinstance(node, exp.Column):
+        return _scaled(node.type)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        sides = (node.this, node.expression)
+        return all(_exact(side) or _integer(side) for side in sides) and any(_exact(side) for side in sides)
+    return False
+
+
+def _exact_literal(node: exp.Expression) -> exp.Expression:
+    if not _decimal_literal(node) or isinstance(node.parent, exp.Cast):
+        return node
+    text, precision, scale = _digits(node)
+    return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build(f"DECIMAL({precision}, {scale})"))
+
+
+def _numeric_like(node: exp.Expression) -> bool:
+    kind = node.type
+    if kind is not None and (kind.this == _DECIMAL or (kind.expressions and "DECIMAL" in kind.sql().upper())):
+        return True
+    return any(_decimal_literal(n) for n in node.find_all(exp.Literal)) or \
+        node.find(exp.Div, exp.Avg) is not None
+
+
+def _to_json(node: exp.Expression) -> exp.Expression:
+    """to_json(x) of a numeric as PostgreSQL writes it (see the module docstring)."""
+    argument = node.expressions[0]
+    if isinstance(argument, exp.Cast) and (isinstance(argument.this, exp.Null) or not (
+            argument.to.this == _DECIMAL or argument.to.is_type(*exp.DataType.NESTED_TYPES))):
+        return node  # NULL either way; or a value of another type (1.5::float8)
+    if _exact(argument):
+        text = exp.Cast(this=argument.transform(_exact_literal), to=exp.DataType.build("VARCHAR"))
+        return exp.Cast(this=text, to=exp.DataType.build("JSON"))
+    if _numeric_like(argument):
+        raise PgError(FEATURE_NOT_SUPPORTED, TO_JSON_REFUSED)
+    return node
+
+
+def _is_json(value: exp.Expression, kind_of: exp.DataType.Type = _JSON) -> bool:
     kind = value.to if isinstance(value, exp.Cast) else value.type
-    return kind is not None and kind.this == _JSON
+    return kind is not None and kind.this == kind_of
+
+
+def _first_or_last(index: exp.Expression) -> exp.Expression | None:
+    """A condition that `index` is 0 or -1 (an element a scalar's pseudo-array has);
+    None when the index is not an integer (a key)."""
+    if isinstance(index, exp.JSONPath):
+        steps = index.expressions
+        if len(steps) == 2 and isinstance(steps[0], exp.JSONPathRoot) \
+                and isinstance(steps[1], exp.JSONPathSubscript) and isinstance(steps[1].this, int):
+            return exp.true() if steps[1].this in (0, -1) else exp.false()
+        return None
+    number = index.this if isinstance(index, exp.Neg) else index
+    if isinstance(number, exp.Literal) and not number.is_string:
+        return exp.true() if index.sql() in ("0", "-1") else exp.false()
+    if index.type is not None and index.type.this in exp.DataType.INTEGER_TYPES:
+        return exp.In(this=index.copy(), expressions=[exp.Literal.number(0), exp.Literal.number(-1)])
+    return None
+
+
+def _scalar_element(node: exp.Expression) -> exp.Expression:
+    """jsonb `->`/`->>` with the scalar answered as PostgreSQL does (see the docstring)."""
+    index = _first_or_last(node.expression)
+    if index is None or index == exp.false():
+        return node
+    scalar = exp.Not(this=exp.In(this=exp.Anonymous(this="json_type", expressions=[node.this.copy()]),
+                                 expressions=[c.copy() for c in _CONTAINERS]))
+    condition = scalar if index == exp.true() else exp.and_(scalar, index)
+    answer = node.this.copy() if isinstance(node, exp.JSONExtract) else exp.JSONExtractScalar(
+        this=node.this.copy(), expression=exp.JSONPath(expressions=[exp.JSONPathRoot()]),
+        only_json_types=node.args.get("only_json_types"))
+    return exp.Case(ifs=[exp.If(this=condition, true=answer)], default=node.copy())
 
 
 def postgres_json(node: exp.Expression) -> exp.Expression:
     """`node` with a refusal where its answer would be laid out otherwise."""
-    if not isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)) or not _is_json(node.this):
+    if _is_to_json(node):
+        return _to_json(node)
+    if not isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
+        return node
+    if _is_json(node.this, _JSONB):
+        return _scalar_element(node)
+    if not _is_json(node.this):
         return node
     piece = exp.JSONExtract(this=node.this.copy(), expression=node.expression.copy(),
                             only_json_types=node.args.get("only_json_types"))
     kind = exp.Anonymous(this="json_type", expressions=[piece])
-    container = exp.In(this=kind, expressions=[exp.Literal.string("OBJECT"), exp.Literal.string("ARRAY")])
+    container = exp.In(this=kind, expressions=[c.copy() for c in _CONTAINERS])
     refusal = exp.Anonymous(this="error", expressions=[exp.Literal.string(CONTAINER_REFUSED)])
     return exp.Case(ifs=[exp.If(this=container, true=refusal)], default=node.copy())

@@ -10,6 +10,10 @@ bytea (`\\x` hex), uuid (hex), interval (ISO 8601, per value: rare).
 Types Arrow cannot hold exactly keep their text and say what they are in the `pg_type`
 field metadata the gateway's result encoder honours: unconstrained numeric, jsonb,
 varchar(n)/char(n), arrays, enums and other user types.
+A record (`SELECT row(id, s) FROM t`) is refused (0A000): its text is PostgreSQL's, but a
+client reading it in binary needs each field's type, which the text does not carry (a
+simple Query relayed to the source gets PostgreSQL's own answer; an extended one whose
+result types the catalog cannot describe takes the planner, gateway.session.relay).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pgwire.errors import INVALID_TEXT_REPRESENTATION, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
 
 Convert = Callable[[pa.Array], pa.Array]
 
@@ -44,6 +48,9 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
     `formatted` is `format_type(oid, typmod)` where known (catalog discovery), used for
     the pg_type metadata of types kept as text.
     """
+    if typname in ("record", "_record"):
+        raise PgError(FEATURE_NOT_SUPPORTED, "a result column of type record (a row constructor) is "
+                      "not supported by fedgate outside simple queries relayed to PostgreSQL")
     simple = _SIMPLE.get(typname)
     if simple is not None:
         return ColumnType(pa.field(name, simple), simple)

@@ -11,7 +11,7 @@ import pytest
 from sqlglot import parse_one
 from sqlglot.schema import MappingSchema
 
-from planner.result_types import result_types
+from planner.result_types import result_names, result_types
 
 SCHEMA = MappingSchema({"s": {"t": {"id": "INT", "k": "SMALLINT", "n": "DECIMAL(10, 2)",
                                     "f": "REAL", "d": "DATE", "v": "VARCHAR(5)"},
@@ -49,5 +49,25 @@ def test_postgres_result_types(sql: str, types: tuple) -> None:
     assert result_types(parse_one(sql, read="postgres"), SCHEMA) == types
 
 
-def test_a_star_leaves_the_types_to_the_rows() -> None:
-    assert result_types(parse_one("SELECT * FROM s.t", read="postgres"), SCHEMA) is None
+STAR_CASES = [
+    ("SELECT * FROM s.t", ("id", "k", "n", "f", "d", "v"),
+     ("int4", "int2", "numeric(1000,2)", "float4", "date", "varchar")),
+    # an alias list renames the first columns, to a name another column has if it says so
+    ("SELECT x.*, id FROM s.u AS x(id)", ("id", "q", "id"), ("int4", "int4", None)),
+    ("SELECT * FROM (SELECT v::varchar, k + 1 AS m FROM s.t) AS sub", ("v", "m"), ("varchar", "int4")),
+    ("SELECT * FROM (VALUES ('a'), ('b'::varchar)) AS v(column1)", ("column1",), ("varchar",)),
+    ("SELECT * FROM (SELECT id, k FROM s.t) AS sub(a)", ("a", "k"), ("int4", "int2")),
+    ("WITH c AS (SELECT n * 2 AS m FROM s.t) SELECT * FROM c", ("m",), ("numeric(1000,2)",)),
+]
+
+
+@pytest.mark.parametrize(("sql", "names", "types"), STAR_CASES, ids=[c[0][:40] for c in STAR_CASES])
+def test_a_star_over_one_relation_is_expanded(sql: str, names: tuple, types: tuple) -> None:
+    tree = parse_one(sql, read="postgres")
+    assert result_names(tree, SCHEMA) == names
+    assert result_types(tree, SCHEMA) == types
+
+
+def test_a_star_over_a_join_leaves_the_types_to_the_rows() -> None:
+    tree = parse_one("SELECT * FROM s.t JOIN s.u ON id = uid", read="postgres")
+    assert result_types(tree, SCHEMA) is None and result_names(tree, SCHEMA) is None
