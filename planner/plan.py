@@ -17,6 +17,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+import pyarrow as pa
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.qualify import qualify
@@ -219,9 +220,12 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     pg_aggregates = shippable and single is not None and single.dialect.sqlglot == "duckdb" \
         and tree.find(exp.Sum, exp.Avg) is not None
     param_types: list[exp.DataType] = []
+    # A float4 column: the engine computes float4 with an integer in float8, as PostgreSQL
+    # (connectors.dialects.duckdb_float4), which reads operand types.
     typed = bool(annotated or parameters(tree) or declared
                  or catalog.residual_dialect.needs_types(tree)) \
-        or any(catalog.sources[source].dialect.wants_types for source in sources)
+        or any(catalog.sources[source].dialect.wants_types for source in sources) \
+        or any(pa.types.is_float32(f.type) for _, info in tables for f in info.schema)
     # Over one table, the aggregates' column types come from the catalog directly.
     one_table = _one_table_columns(tree, tables, catalog) if pg_aggregates and not typed else None
     qualified = annotated

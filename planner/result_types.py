@@ -278,9 +278,9 @@ def _arithmetic(node: exp.Expression, left: str | None, right: str | None) -> st
     if isinstance(node, exp.Mod) and wider in ("float4", "float8"):
         return None  # no float % in PostgreSQL: an error either way
     if wider == "float4" and (a, b) != ("float4", "float4"):
-        # float4 with an integer or numeric is float8's operator in PostgreSQL (float48pl);
-        # the engine computes it in float4, whose value no widening would make float8's.
-        return None
+        # float4 with an integer or numeric is float8's operator in PostgreSQL (float48pl),
+        # and the engine computes it so (connectors.dialects.duckdb_float4).
+        return "float8"
     if wider != "numeric":
         return wider
     sl, sr = (_scale(left) if a == "numeric" else 0), (_scale(right) if b == "numeric" else 0)

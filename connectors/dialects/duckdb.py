@@ -33,6 +33,7 @@ from sqlglot import exp
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 from connectors.dialects import duckdb_arrays as arrays
 from connectors.dialects import duckdb_functions as functions
+from connectors.dialects import duckdb_float4 as float4
 from connectors.dialects import duckdb_json as json_pieces
 from connectors.dialects import duckdb_literals as literals
 from connectors.dialects import duckdb_floats as floats
@@ -95,7 +96,7 @@ def needs_types(tree: exp.Expression) -> bool:
     """Whether rendering `tree` depends on operand types (see the module docstring)."""
     return tree.find(exp.Div) is not None or any(
         is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast)) or functions.needs_rewrite(tree) \
-        or literals.needs_rewrite(tree)
+        or literals.needs_rewrite(tree) or float4.needs_rewrite(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -125,7 +126,8 @@ def exact_numeric(node: exp.Expression) -> exp.Expression:
 
 
 def _postgres_semantics(node: exp.Expression) -> exp.Expression:
-    return exact_numeric(_postgres_division(functions.postgres_function(node)))
+    # float4 first: the division and the numeric cast then see its operands as float8's
+    return exact_numeric(_postgres_division(functions.postgres_function(float4.postgres_float4(node))))
 
 
 def rewrite_bottom_up(tree: exp.Expression,

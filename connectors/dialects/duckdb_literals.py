@@ -47,17 +47,18 @@ def _number(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and not node.is_string
 
 
-def pg_text(literal: exp.Literal) -> tuple[str, int]:
-    """PostgreSQL's text of a numeric constant and its digits (precision): `1.5e2` is 150
-    (its display scale is the digits after the point less the exponent, at least 0)."""
-    mantissa, _, exponent = literal.this.lower().partition("e")
+def pg_text(number: str) -> tuple[str, int]:
+    """PostgreSQL's text of a numeric constant written `number` and its digits (precision):
+    `1.5e2` is 150 (its display scale is the digits after the point less the exponent, at
+    least 0)."""
+    mantissa, _, exponent = number.lower().partition("e")
     scale = max(len(mantissa.partition(".")[2]) - int(exponent or 0), 0)
-    text = f"{Decimal(literal.this):.{scale}f}"
+    text = f"{Decimal(number):.{scale}f}"
     return text, max(len(text.lstrip("-").replace(".", "").lstrip("0")), scale, 1)
 
 
 def _beyond(node: exp.Expression) -> bool:
-    return _number(node) and pg_text(node)[1] > MAX_DIGITS
+    return _number(node) and pg_text(node.this)[1] > MAX_DIGITS
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
@@ -117,7 +118,7 @@ def postgres_literals(node: exp.Expression) -> exp.Expression:
     which move constants under new parents."""
     if not _number(node):
         return node
-    text, digits = pg_text(node)
+    text, digits = pg_text(node.this)
     parent = node.parent
     if isinstance(parent, exp.Cast) and parent.to.this in _TEXTS and not parent.to.expressions \
             and ("e" in node.this.lower() or digits > MAX_DIGITS):
@@ -140,7 +141,7 @@ def exponent_literal(node: exp.Expression) -> exp.Expression:
         return node
     if isinstance(node.parent, exp.Cast) and node.parent.to.this in _FLOATS:
         return node
-    text, digits = pg_text(node)
+    text, digits = pg_text(node.this)
     if digits > MAX_DIGITS:
         return node  # postgres_literals left it: PostgreSQL makes a float8 of it as well
     scale = len(text.partition(".")[2])

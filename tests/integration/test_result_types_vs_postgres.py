@@ -35,6 +35,16 @@ STATEMENTS = {
                           "round(9223372036854775807)",
     "numeric_of_integers": "SELECT round(7, 1), trunc(7, -1), sign(2.5), round(3::int2, 2)",
     "exponent_literals": "SELECT 1e3, 2.5e-3, -1.5e2 * 2, 1e308::float8",
+    # a constant beyond DuckDB's 38 digits: its exact text, a float8 only where PostgreSQL
+    # makes one of it too; exponent constants under casts are their exact numeric
+    "constants_beyond_38_digits": "SELECT 1e308::text, 1.5e2::text, 2.5e-3::text, 2.5e0::int4, "
+                                  "1e3::numeric, 1e308 * 'Infinity'::float8, 1e308 = 1e308::float8",
+    # float4 with an integer or numeric is float8 (float48div); a float constant's numeric
+    # has the float's 6 (float4) or 15 (float8) significant digits
+    "float4_with_integers": "SELECT 1.5::float4 / 3, 1.1::float4 * 3, 1.1::float4 + 2.5, 2 - 1.1::float4, "
+                            "1.1::float4 + 1.1::float4",
+    "floats_to_numeric": "SELECT 1.5::float4::numeric, 0.1::float4::numeric, -1.1::float4::numeric, "
+                         "123456789::float4::numeric, 1.1::float4::float8::numeric, 0.1::float8::numeric",
     "varchar_and_char": "SELECT 'abc'::varchar(2), cast('a' AS char(3))",
     "columns": "SELECT id + k::int2, length(s), round(k), sign(f), ntile(2) OVER (ORDER BY id) "
                "FROM t ORDER BY id",
@@ -170,3 +180,39 @@ async def test_deviations_of_integers_and_numerics_are_refused(world: World, sql
         await conn.close()
     assert caught.value.sqlstate == "0A000"
     assert "of an integer or numeric" in str(caught.value)
+
+
+@pytest.mark.parametrize(("sql", "construct"), [
+    ("SELECT 1e308 / -1", "1e308"), ("SELECT 1e308 / 3::int2", "1e308"),
+    ("SELECT 12345678901234567890123456789012345678901234567890 + 1", "1234567890"),
+    ("SELECT 1.000000000000000000000000000000000000001", "1.0000"),
+    ("SELECT id FROM t WHERE k < 1e300", "1e300"),
+    ("SELECT f::float4::numeric FROM t", "real (float4) value to numeric")])
+async def test_what_the_engine_cannot_hold_exactly_is_refused(world: World, sql: str, construct: str) -> None:
+    """Never a float where PostgreSQL computes an exact numeric: refused, naming it."""
+    conn = await asyncpg.connect(world.gateway.dsn)
+    try:
+        for statement in ROUTES["files"]:
+            await conn.execute(statement)
+        with pytest.raises(asyncpg.PostgresError) as caught:
+            await conn.fetch(sql)
+    finally:
+        await conn.close()
+    assert caught.value.sqlstate == "0A000"
+    assert construct in str(caught.value)
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+async def test_a_huge_constant_modulo_zero_is_postgres_error(world: World, route: str) -> None:
+    errors = []
+    for dsn, setup in ((world.truth, ()), (world.gateway.dsn, ROUTES[route])):
+        conn = await asyncpg.connect(dsn)
+        try:
+            for statement in setup:
+                await conn.execute(statement)
+            with pytest.raises(asyncpg.PostgresError) as caught:
+                await conn.fetch("SELECT 1e308 % 0, 1e308 / 0")
+            errors.append((caught.value.sqlstate, str(caught.value)))
+        finally:
+            await conn.close()
+    assert errors[1] == errors[0] == ("22012", "division by zero")
