@@ -211,6 +211,8 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Column], str | None]) ->
     if isinstance(node, exp.JSONExtract):
         arg = of(node.this)  # `->` keeps its operand's type (json or jsonb)
         return arg if arg in ("json", "jsonb") else None
+    if isinstance(node, exp.Nullif):
+        return _nullif(of(node.this), of(node.expression))
     if isinstance(node, exp.Sum):
         return _sum(of(node.this))
     if isinstance(node, (exp.Avg, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance,
@@ -287,6 +289,21 @@ def _arithmetic(node: exp.Expression, left: str | None, right: str | None) -> st
     if sl is None or sr is None or isinstance(node, exp.Div):
         return "numeric"
     return numeric(sl + sr if isinstance(node, exp.Mul) else max(sl, sr))
+
+
+def _nullif(first: str | None, second: str | None) -> str | None:
+    """NULLIF(a, b) returns a, promoted to b's type where the `=` it implies promotes it
+    (PostgreSQL: NULLIF(1, 2.2) is numeric): a's type when b's is no wider."""
+    a, b = _base(first), _base(second)
+    integers = ("int2", "int4", "int8")
+    if a in integers and b == "numeric":
+        return numeric(0)
+    if a in integers and b in integers:
+        return first  # int2 = int4 and the like are operators of their own: no promotion
+    if a is None or a != b and (a not in _NUMERIC_ORDER or b not in _NUMERIC_ORDER
+                                or _NUMERIC_ORDER.index(b) > _NUMERIC_ORDER.index(a)):
+        return None
+    return first
 
 
 def _sum(arg: str | None) -> str | None:

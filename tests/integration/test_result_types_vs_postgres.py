@@ -65,6 +65,9 @@ DISPLAY_SCALES = {
                         "0.00001 / 7, 99999 / 0.0003, 2.5 / 3::int2, 7 / 2.00, -0.0001 / 3, 0 / 2.5",
     "numeric_division_of_columns": "SELECT id, f::numeric(10, 2) / 3 AS q, id / 4.0 FROM t "
                                    "WHERE f IS NOT NULL OR id = 3 ORDER BY id DESC",
+    # NULLIF(a, b) is a's type: a numeric quotient of per-value scale, not the engine's double
+    "numeric_division_by_nullif": "SELECT id, f / NULLIF(f, 0), id / NULLIF(f, 1.50), k / NULLIF(id, 2), "
+                                  "NULLIF(1, 2.2) FROM t ORDER BY id",
     "numeric_average": "SELECT avg(f::numeric(10, 2)), avg(id), avg(k) FROM t",
     "numeric_average_grouped": "SELECT id % 2 AS g, avg(f::numeric(10, 2)) FROM t GROUP BY id % 2 "
                                "ORDER BY g",

@@ -37,6 +37,9 @@ CASES = [
     ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) SELECT max(i) FROM r",
      ("int4",)),
     ("SELECT 1 UNION SELECT 2::int8", ("int8",)),
+    # NULLIF(a, b) is a, promoted where b's type is wider
+    ("SELECT n / NULLIF(n, 0), NULLIF(k, 1), NULLIF(1, 2.2), NULLIF(1, 'x'::text) FROM s.t",
+     ("numeric", "int2", "numeric(1000,0)", None)),
     ("SELECT a FROM (SELECT k AS a FROM s.t) AS q", ("int2",)),
     # float4 with an integer is float8's operator (the engine computes it so: duckdb_float4)
     ("SELECT my_function(1), 1.5::float4 + 1, 2.5 * 1.5::float4", (None, "float8", "float8")),
