@@ -51,6 +51,7 @@ from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.result_types import result_types
 from planner.unknown_literals import unknown_literals
+from planner.set_scales import set_scales
 from planner.type_names import datatype_from_pg, pg_type_name
 
 
@@ -207,6 +208,9 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     # PostgreSQL's types of the outputs, for rows not computed by PostgreSQL itself.
     types = None if single is not None and single.dialect.sqlglot == "postgres" \
         else result_types(tree, catalog.sqlglot_schema)
+    if tree.find(exp.SetOperation) is not None and \
+            not (single is not None and single.dialect.sqlglot == "postgres"):
+        set_scales(tree, catalog.sqlglot_schema)
     # Outside UTC the capability check reads operand types (planner.zone_dependent).
     annotated = zoned and bool(sources) and \
         session_zone.needs_check(tree, (info for _, info in tables))

@@ -123,7 +123,10 @@ def _common(names: list[str | None], values: bool = False) -> str | None:
 
 def _resolver(scope: Scope | None, scopes: dict[int, Scope],
               schema: Schema) -> Callable[[exp.Expression], str | None]:
-    def column(node: exp.Column) -> str | None:
+    def column(node: exp.Column | exp.Subquery) -> str | None:
+        if isinstance(node, exp.Subquery):  # a scalar subquery: its one output's type
+            outputs = _query_types(node.this, scopes, schema)
+            return outputs[0] if outputs is not None and len(outputs) == 1 else None
         if scope is None:
             return None
         sources = scope.sources
@@ -168,14 +171,15 @@ def _output_names(query: exp.Expression) -> list[str] | None:
     return None
 
 
-def pg_type(node: exp.Expression, column: Callable[[exp.Column], str | None]) -> str | None:
-    """PostgreSQL's type of one expression; `column` types a column reference."""
+def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]) -> str | None:
+    """PostgreSQL's type of one expression; `column` types a column reference and a
+    scalar subquery."""
     def of(child: exp.Expression | None) -> str | None:
         return pg_type(child, column) if child is not None else None
 
     if isinstance(node, exp.Paren):
         return of(node.this)
-    if isinstance(node, exp.Column):
+    if isinstance(node, (exp.Column, exp.Subquery)):
         return column(node)
     if isinstance(node, exp.Literal):
         return _literal(node)

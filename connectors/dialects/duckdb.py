@@ -40,7 +40,7 @@ from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
-from connectors.dialects.duckdb_scales import refuse_mixed_scales
+from connectors.dialects.duckdb_scales import postgres_extremes, refuse_mixed_scales
 from connectors.base import (CLIENT_OUTPUTS, EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
@@ -96,7 +96,8 @@ def needs_types(tree: exp.Expression) -> bool:
     """Whether rendering `tree` depends on operand types (see the module docstring)."""
     return tree.find(exp.Div) is not None or any(
         is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast)) or functions.needs_rewrite(tree) \
-        or literals.needs_rewrite(tree) or float4.needs_rewrite(tree)
+        or literals.needs_rewrite(tree) or float4.needs_rewrite(tree) \
+        or tree.find(exp.Least, exp.Greatest) is not None
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -127,7 +128,8 @@ def exact_numeric(node: exp.Expression) -> exp.Expression:
 
 def _postgres_semantics(node: exp.Expression) -> exp.Expression:
     # float4 first: the division and the numeric cast then see its operands as float8's
-    return exact_numeric(_postgres_division(functions.postgres_function(float4.postgres_float4(node))))
+    return exact_numeric(_postgres_division(functions.postgres_function(
+        postgres_extremes(float4.postgres_float4(node)))))
 
 
 def rewrite_bottom_up(tree: exp.Expression,

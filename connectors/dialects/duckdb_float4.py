@@ -31,7 +31,9 @@ _SIGNIFICANT = {T.FLOAT: 6, T.DOUBLE: 15}  # FLT_DIG, DBL_DIG
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return any(cast.to.this == T.FLOAT for cast in tree.find_all(exp.Cast))
+    """A cast to float4, or (in a tree the planner annotated for reading one) a float4 column."""
+    return any(cast.to.this == T.FLOAT for cast in tree.find_all(exp.Cast)) or \
+        any(_type(column) == T.FLOAT for column in tree.find_all(exp.Column))
 
 
 def _type(node: exp.Expression) -> exp.DataType.Type | None:

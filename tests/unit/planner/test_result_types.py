@@ -37,6 +37,8 @@ CASES = [
     ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) SELECT max(i) FROM r",
      ("int4",)),
     ("SELECT 1 UNION SELECT 2::int8", ("int8",)),
+    # a scalar subquery is of its one output's type (sum of an int4 is int8)
+    ("SELECT sum((SELECT max(uid) FROM s.u)), (SELECT max(n) FROM s.t) FROM s.t", ("int8", "numeric(1000,2)")),
     # NULLIF(a, b) is a, promoted where b's type is wider
     ("SELECT n / NULLIF(n, 0), NULLIF(k, 1), NULLIF(1, 2.2), NULLIF(1, 'x'::text) FROM s.t",
      ("numeric", "int2", "numeric(1000,0)", None)),
