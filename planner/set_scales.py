@@ -7,7 +7,8 @@ engine's DECIMAL column has one scale (5.00 for both), so a statement not answer
 PostgreSQL itself is refused (0A000) where a column of a set operation joins numeric
 values of different scales, integers counted as scale 0 (or numerics of a scale known
 only per value, as a division's). Integers alone, numerics of one scale, floats: as
-before.
+before; so is an EXCEPT whose left column has the larger scale (its rows are the left
+branch's, and the engine's common scale is theirs).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def set_scales(tree: exp.Expression, schema: Schema) -> None:
             scales = {_scale(a), _scale(b)}
             if None in scales or a in _INTEGERS and b in _INTEGERS:
                 continue
+            if isinstance(operation, exp.Except) and "value" not in scales and _scale(a) >= _scale(b):
+                continue  # EXCEPT answers left rows only, at their scale, the engine's common one
             if len(scales) > 1 or "value" in scales:
                 kind = operation.key.upper() + ("" if operation.args.get("distinct", True) else " ALL")
                 raise PgError(FEATURE_NOT_SUPPORTED, f"{kind} of {_shown(a)} and "

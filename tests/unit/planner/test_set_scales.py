@@ -19,6 +19,7 @@ SCHEMA = MappingSchema({"s": {"t": {"id": "INT", "k": "BIGINT", "n": "DECIMAL(10
     ("SELECT id, n FROM s.t INTERSECT SELECT id, 1.5 FROM s.t", "INTERSECT of a numeric of scale 2 and a numeric "
                                                               "of scale 1 in column 2"),
     ("SELECT 1 EXCEPT SELECT 2.5", "EXCEPT of an integer and a numeric of scale 1"),
+    ("SELECT id FROM s.t EXCEPT ALL SELECT n FROM s.t", "EXCEPT ALL of an integer and a numeric of scale 2"),
     ("SELECT count(*) FROM (SELECT n / 3 FROM s.t UNION SELECT n / 7 FROM s.t) AS q", "per-value scale"),
 ])
 def test_mixed_scales_are_refused(sql: str, words: str) -> None:
@@ -32,6 +33,7 @@ def test_mixed_scales_are_refused(sql: str, words: str) -> None:
     "SELECT n FROM s.t UNION ALL SELECT m FROM s.t",  # one scale
     "SELECT f FROM s.t UNION SELECT n FROM s.t",  # float8
     "SELECT 'a' UNION SELECT 'b'",
+    "SELECT n FROM s.t EXCEPT SELECT id FROM s.t",  # left rows only, at the larger scale
 ])
 def test_one_scale_is_left_alone(sql: str) -> None:
     set_scales(parse_one(sql, read="postgres"), SCHEMA)
