@@ -17,6 +17,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+import pyarrow as pa
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.qualify import qualify
@@ -52,6 +53,7 @@ from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.result_types import result_names, result_types
 from planner.unknown_literals import unknown_literals
+from planner.set_scales import set_scales
 from planner.type_names import datatype_from_pg, pg_type_name
 
 
@@ -216,6 +218,9 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         # a `*`'s columns as PostgreSQL names them (planner.star_outputs); PostgreSQL
         # names its own rows
         names = result_names(tree, catalog.sqlglot_schema)
+    if tree.find(exp.SetOperation) is not None and \
+            not (single is not None and single.dialect.sqlglot == "postgres"):
+        set_scales(tree, catalog.sqlglot_schema)
     # Outside UTC the capability check reads operand types (planner.zone_dependent).
     annotated = zoned and bool(sources) and \
         session_zone.needs_check(tree, (info for _, info in tables))
@@ -229,9 +234,12 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     pg_aggregates = shippable and single is not None and single.dialect.sqlglot == "duckdb" \
         and tree.find(exp.Sum, exp.Avg) is not None
     param_types: list[exp.DataType] = []
+    # A float4 column: the engine computes float4 with an integer in float8, as PostgreSQL
+    # (connectors.dialects.duckdb_float4), which reads operand types.
     typed = bool(annotated or parameters(tree) or declared
                  or catalog.residual_dialect.needs_types(tree)) \
-        or any(catalog.sources[source].dialect.wants_types for source in sources)
+        or any(catalog.sources[source].dialect.wants_types for source in sources) \
+        or any(pa.types.is_float32(f.type) for _, info in tables for f in info.schema)
     # Over one table, the aggregates' column types come from the catalog directly.
     one_table = _one_table_columns(tree, tables, catalog) if pg_aggregates and not typed else None
     qualified = annotated

@@ -156,7 +156,10 @@ def _common(names: list[str | None], values: bool = False) -> str | None:
 
 def _resolver(scope: Scope | None, scopes: dict[int, Scope],
               schema: Schema) -> Callable[[exp.Expression], str | None]:
-    def column(node: exp.Column) -> str | None:
+    def column(node: exp.Column | exp.Subquery) -> str | None:
+        if isinstance(node, exp.Subquery):  # a scalar subquery: its one output's type
+            outputs = _query_types(node.this, scopes, schema)
+            return outputs[0] if outputs is not None and len(outputs) == 1 else None
         if scope is None:
             return None
         sources = scope.sources
@@ -192,14 +195,15 @@ def _table_type(schema: Schema) -> Callable[[exp.Table, str], str | None]:
     return table_type
 
 
-def pg_type(node: exp.Expression, column: Callable[[exp.Column], str | None]) -> str | None:
-    """PostgreSQL's type of one expression; `column` types a column reference."""
+def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]) -> str | None:
+    """PostgreSQL's type of one expression; `column` types a column reference and a
+    scalar subquery."""
     def of(child: exp.Expression | None) -> str | None:
         return pg_type(child, column) if child is not None else None
 
     if isinstance(node, exp.Paren):
         return of(node.this)
-    if isinstance(node, exp.Column):
+    if isinstance(node, (exp.Column, exp.Subquery)):
         return column(node)
     if isinstance(node, exp.Literal):
         return _literal(node)
@@ -235,6 +239,8 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Column], str | None]) ->
     if isinstance(node, exp.JSONExtract):
         arg = of(node.this)  # `->` keeps its operand's type (json or jsonb)
         return arg if arg in ("json", "jsonb") else None
+    if isinstance(node, exp.Nullif):
+        return _nullif(of(node.this), of(node.expression))
     if isinstance(node, exp.Sum):
         return _sum(of(node.this))
     if isinstance(node, (exp.Avg, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance,
@@ -302,15 +308,30 @@ def _arithmetic(node: exp.Expression, left: str | None, right: str | None) -> st
     if isinstance(node, exp.Mod) and wider in ("float4", "float8"):
         return None  # no float % in PostgreSQL: an error either way
     if wider == "float4" and (a, b) != ("float4", "float4"):
-        # float4 with an integer or numeric is float8's operator in PostgreSQL (float48pl);
-        # the engine computes it in float4, whose value no widening would make float8's.
-        return None
+        # float4 with an integer or numeric is float8's operator in PostgreSQL (float48pl),
+        # and the engine computes it so (connectors.dialects.duckdb_float4).
+        return "float8"
     if wider != "numeric":
         return wider
     sl, sr = (_scale(left) if a == "numeric" else 0), (_scale(right) if b == "numeric" else 0)
     if sl is None or sr is None or isinstance(node, exp.Div):
         return "numeric"
     return numeric(sl + sr if isinstance(node, exp.Mul) else max(sl, sr))
+
+
+def _nullif(first: str | None, second: str | None) -> str | None:
+    """NULLIF(a, b) returns a, promoted to b's type where the `=` it implies promotes it
+    (PostgreSQL: NULLIF(1, 2.2) is numeric): a's type when b's is no wider."""
+    a, b = _base(first), _base(second)
+    integers = ("int2", "int4", "int8")
+    if a in integers and b == "numeric":
+        return numeric(0)
+    if a in integers and b in integers:
+        return first  # int2 = int4 and the like are operators of their own: no promotion
+    if a is None or a != b and (a not in _NUMERIC_ORDER or b not in _NUMERIC_ORDER
+                                or _NUMERIC_ORDER.index(b) > _NUMERIC_ORDER.index(a)):
+        return None
+    return first
 
 
 def _sum(arg: str | None) -> str | None:

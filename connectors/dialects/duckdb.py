@@ -15,10 +15,9 @@ parents: a cast inside a division is made exact too (sqlglot's `transform` does 
 into a node it replaced); so do the function rewrites of `duckdb_functions`. Two more need
 none:
 - a literal in exponent notation (`1e3`, `2.5e-2`) is a numeric in PostgreSQL and a DOUBLE
-  in DuckDB: it becomes the DECIMAL of its digits (`1e3` is 1000, scale 0; PostgreSQL
-  shows it so), and one of more than DuckDB's 38 digits (`1e308`) is refused with 0A000
-  where PostgreSQL computes a numeric from it (`1e308 + 2`; not `sin(1e300)` or
-  `1e308 * 'Infinity'::float8`, which are float8 there too);
+  in DuckDB: it becomes the DECIMAL of its digits, and one of more than DuckDB's 38
+  digits stays a DOUBLE only where PostgreSQL makes a float8 of it too, else it is
+  refused with 0A000 (`duckdb_literals`; that one does read types);
 - `LIKE` has no default escape in DuckDB while PostgreSQL's is `\`, so every LIKE/ILIKE
   without an ESCAPE clause gets `ESCAPE '\'` spelled out.
 """
@@ -36,12 +35,14 @@ from connectors.dialects import duckdb_arrays as arrays
 from connectors.dialects import duckdb_dates as dates
 from connectors.dialects import duckdb_integers as integers
 from connectors.dialects import duckdb_functions as functions
+from connectors.dialects import duckdb_float4 as float4
 from connectors.dialects import duckdb_json as json_pieces
+from connectors.dialects import duckdb_literals as literals
 from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
-from connectors.dialects.duckdb_scales import refuse_mixed_scales
+from connectors.dialects.duckdb_scales import postgres_extremes, refuse_mixed_scales
 from connectors.dialects.duckdb_collations import check_collations
 from connectors.base import (CLIENT_OUTPUTS, EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
@@ -99,7 +100,8 @@ def needs_types(tree: exp.Expression) -> bool:
     return tree.find(exp.Div) is not None or any(
         is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast)) or functions.needs_rewrite(tree) \
         or dates.needs_types(tree) or floats.needs_types(tree) or integers.needs_types(tree) \
-        or json_pieces.needs_types(tree)
+        or json_pieces.needs_types(tree) or literals.needs_rewrite(tree) or float4.needs_rewrite(tree) \
+        or tree.find(exp.Least, exp.Greatest) is not None
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -129,7 +131,9 @@ def exact_numeric(node: exp.Expression) -> exp.Expression:
 
 
 def _postgres_semantics(node: exp.Expression) -> exp.Expression:
-    return exact_numeric(_postgres_division(functions.postgres_function(node)))
+    # float4 first: the division and the numeric cast then see its operands as float8's
+    return exact_numeric(_postgres_division(functions.postgres_function(
+        postgres_extremes(float4.postgres_float4(node)))))
 
 
 def rewrite_bottom_up(tree: exp.Expression,
@@ -291,55 +295,6 @@ def _filter_first(node: exp.Expression) -> exp.Expression:
     return node
 
 
-def exponent_literal(node: exp.Expression) -> exp.Expression:
-    """A numeric literal in exponent notation as PostgreSQL reads it (see the module
-    docstring); any other node as it is."""
-    if not (isinstance(node, exp.Literal) and not node.is_string and "e" in node.this.lower()) \
-            or isinstance(node.parent, exp.Cast):
-        return node
-    value = Decimal(node.this)
-    mantissa, _, exponent = node.this.lower().partition("e")
-    scale = max(len(mantissa.partition(".")[2]) - int(exponent), 0)
-    text = f"{value:.{scale}f}"
-    precision = max(len(text.lstrip("-").replace(".", "").lstrip("0")), scale, 1)
-    if precision <= 38:
-        return exp.Cast(this=exp.Literal.string(text), to=_decimal(precision, scale))
-    if _numeric_result(node):
-        raise PgError(FEATURE_NOT_SUPPORTED, f"the numeric constant {node.this} is not supported "
-                      "by the query engine (more than 38 digits)")
-    return node  # PostgreSQL turns it into a float8 too (sin(1e300), 1e308 * 'Infinity'::float8)
-
-
-_EXACT_CALLS = (exp.Abs, exp.Ceil, exp.Floor, exp.Round, exp.Trunc, exp.Sign)
-
-
-def _exact_operand(node: exp.Expression) -> bool:
-    while isinstance(node, (exp.Neg, exp.Paren)):
-        node = node.this
-    if isinstance(node, exp.Cast):
-        return node.to.this in exp.DataType.INTEGER_TYPES or node.to.this == exp.DataType.Type.DECIMAL
-    return isinstance(node, exp.Literal) and not node.is_string
-
-
-def _numeric_result(literal: exp.Expression) -> bool:
-    """Whether PostgreSQL computes a numeric from this literal: it is a select-list item
-    itself, the argument of a numeric function, or an operand of arithmetic with another
-    integer or numeric constant (not a division by zero, which raises either way)."""
-    node = literal
-    while isinstance(node.parent, (exp.Neg, exp.Paren)):
-        node = node.parent
-    parent = node.parent
-    if isinstance(parent, (exp.Alias, exp.Select)) or isinstance(parent, _EXACT_CALLS):
-        return True
-    if isinstance(parent, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
-        other = parent.expression if node is parent.this else parent.this
-        if isinstance(parent, (exp.Div, exp.Mod)) and other is parent.expression and \
-                isinstance(other, exp.Literal) and other.this in ("0", "0.0"):
-            return False
-        return _exact_operand(other)
-    return False
-
-
 def _client_select(tree: exp.Expression) -> exp.Select | None:
     """The SELECT whose outputs go to the client (connectors.base.CLIENT_OUTPUTS): the
     statement, or the one a describing `SELECT * FROM (...) LIMIT 0` reads."""
@@ -351,6 +306,8 @@ def to_duckdb(tree: exp.Expression) -> str:
     functions.refuse_unfaithful(tree)
     if tree.find(exp.Collate) is not None:
         check_collations(tree)
+    if literals.needs_rewrite(tree):  # first: the rewrites below move constants under new parents
+        tree = rewrite_bottom_up(tree, literals.postgres_literals)
     if tree.find(exp.Values) is not None:
         refuse_mixed_scales(tree)
     if _client_select(tree) is not None and tree.find(exp.Div) is not None:
@@ -382,7 +339,7 @@ def to_duckdb(tree: exp.Expression) -> str:
     if tree.find(exp.Like, exp.ILike) is not None:
         tree = tree.transform(_like_escape)
     if any("e" in n.this.lower() for n in tree.find_all(exp.Literal) if not n.is_string):
-        tree = tree.transform(exponent_literal)
+        tree = tree.transform(literals.exponent_literal)
     client = _client_select(tree)
     if client is not None:
         wrapped = quotient.wrap_quotients(client, unscaled_sum)

@@ -39,9 +39,16 @@ def _hugeint(e: exp.Expression) -> exp.Expression:
 
 def _digits(operand: exp.Expression) -> tuple[exp.Expression, int] | None:
     """(a HUGEINT of `operand`'s digits, its display scale) as `exact_digits` finds them,
-    for a number literal or a column or cast of an integer or fixed-scale decimal type;
+    for a number literal or a column or cast of an integer or fixed-scale decimal type, or
+    NULLIF of one;
     None for anything else, for a literal with an exponent (PostgreSQL's scale of `1e3`
     is not its text's) and for one of more than 38 digits (beyond HUGEINT)."""
+    if isinstance(operand, exp.Nullif):  # NULLIF(x, y) is x, or NULL where x = y
+        inner = _digits(operand.this)
+        if inner is None:
+            return None
+        same = exp.EQ(this=operand.this.copy(), expression=operand.expression.copy())
+        return exp.Case(ifs=[exp.If(this=same, true=exp.Null())], default=inner[0]), inner[1]
     literal = operand.this if isinstance(operand, exp.Neg) else operand
     if isinstance(literal, exp.Literal):
         if literal.is_string or "e" in literal.this.lower():

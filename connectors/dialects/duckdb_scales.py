@@ -1,4 +1,5 @@
-"""VALUES columns whose numeric constants have different display scales, refused.
+"""VALUES columns whose numeric constants have different display scales, refused; so is
+least()/greatest() of numbers of different scales, unless of constants alone (computed).
 
 PostgreSQL's numeric keeps each value's own display scale: `VALUES (1), (2.5)` is 1 and
 2.5, and max(), lag(), array_agg() or a text cast of that column show each value so.
@@ -11,6 +12,8 @@ before.
 """
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 from sqlglot import exp
 
@@ -40,3 +43,39 @@ def refuse_mixed_scales(tree: exp.Expression) -> None:
                 raise PgError(FEATURE_NOT_SUPPORTED, f"a VALUES column mixing numeric constants of "
                               f"different scales ({first} and {second}) is not supported by the "
                               "query engine (PostgreSQL shows each value at its own scale)")
+
+
+def _arg_scale(arg: exp.Expression) -> int | None:
+    """A least()/greatest() argument's display scale: a plain number constant's own, an
+    integer's 0, a numeric(p, s)'s s; None where not known or not a fixed-scale number."""
+    scale = _scale(arg)
+    if scale is not None or arg.type is None:
+        return scale
+    if arg.type.this in exp.DataType.INTEGER_TYPES:
+        return 0
+    if arg.type.this == exp.DataType.Type.DECIMAL and len(arg.type.expressions) == 2:
+        return int(arg.type.expressions[1].name)
+    return None
+
+
+def postgres_extremes(node: exp.Expression) -> exp.Expression:
+    """least()/greatest() of numbers of different scales: PostgreSQL answers the chosen
+    argument at its own scale (`least(1, 2.5)` is 1), DuckDB at the widest (1.0). Of
+    constants alone the answer is computed here (the first of equal ones, as PostgreSQL's
+    MINMAX keeps); otherwise refused (0A000). Any other node as it is."""
+    if not isinstance(node, (exp.Least, exp.Greatest)):
+        return node
+    args = [node.this, *node.expressions]
+    scales = {_arg_scale(arg) for arg in args} - {None}
+    if len(scales) < 2:
+        return node
+    constants = [arg for arg in args if not isinstance(arg, exp.Null)]  # NULLs are skipped
+    if all(_scale(arg) is not None for arg in constants):
+        values = [Decimal(arg.sql("postgres").replace(" ", "")) for arg in constants]
+        chosen = (min if isinstance(node, exp.Least) else max)(values)
+        digits = max(len(str(abs(chosen)).replace(".", "").lstrip("0")), -chosen.as_tuple().exponent, 1)
+        scale = max(-chosen.as_tuple().exponent, 0)
+        return exp.Cast(this=exp.Literal.string(str(chosen)), to=exp.DataType.build(f"DECIMAL({digits}, {scale})"))
+    name = "least" if isinstance(node, exp.Least) else "greatest"
+    raise PgError(FEATURE_NOT_SUPPORTED, f"{name}() of numbers of different scales is not supported by "
+                  "the query engine (PostgreSQL shows the value chosen at its own scale)")

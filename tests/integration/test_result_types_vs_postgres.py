@@ -22,7 +22,7 @@ from tests.support.answers import assert_described_alike, described
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer, fresh_database
 
-ROWS = [(1, 2, "abc", 1.5), (2, -3, "défi", -2.25), (3, None, None, None)]
+ROWS = [(1, 2, "abc", 1.5, 1.1), (2, -3, "défi", -2.25, -0.5), (3, None, None, None, None)]
 ROUTES = {"pg": ("SET fedgate.relay = off", "SET search_path = pg"),
           "files": ("SET search_path = files",)}
 
@@ -35,6 +35,19 @@ STATEMENTS = {
                           "round(9223372036854775807)",
     "numeric_of_integers": "SELECT round(7, 1), trunc(7, -1), sign(2.5), round(3::int2, 2)",
     "exponent_literals": "SELECT 1e3, 2.5e-3, -1.5e2 * 2, 1e308::float8",
+    # a constant beyond DuckDB's 38 digits: its exact text, a float8 only where PostgreSQL
+    # makes one of it too; exponent constants under casts are their exact numeric
+    "constants_beyond_38_digits": "SELECT 1e308::text, 1.5e2::text, 2.5e-3::text, 2.5e0::int4, "
+                                  "1e3::numeric, 1e308 * 'Infinity'::float8, 1e308 = 1e308::float8",
+    # float4 with an integer or numeric is float8 (float48div); a float constant's numeric
+    # has the float's 6 (float4) or 15 (float8) significant digits
+    "float4_with_integers": "SELECT 1.5::float4 / 3, 1.1::float4 * 3, 1.1::float4 + 2.5, 2 - 1.1::float4, "
+                            "1.1::float4 + 1.1::float4",
+    "float4_column_with_integers": "SELECT r * 3, r / 3, r + 2.5, r + r FROM t ORDER BY id",
+    "floats_to_numeric": "SELECT 1.5::float4::numeric, 0.1::float4::numeric, -1.1::float4::numeric, "
+                         "123456789::float4::numeric, 1.1::float4::float8::numeric, 0.1::float8::numeric",
+    # a scalar subquery is of its output's type: sum() of an int4 one is int8
+    "scalar_subquery_types": "SELECT sum((SELECT max(k) FROM t)), (SELECT max(k) FROM t) + 1 FROM t",
     "varchar_and_char": "SELECT 'abc'::varchar(2), cast('a' AS char(3))",
     "columns": "SELECT id + k::int2, length(s), round(k), sign(f), ntile(2) OVER (ORDER BY id) "
                "FROM t ORDER BY id",
@@ -55,6 +68,12 @@ DISPLAY_SCALES = {
                         "0.00001 / 7, 99999 / 0.0003, 2.5 / 3::int2, 7 / 2.00, -0.0001 / 3, 0 / 2.5",
     "numeric_division_of_columns": "SELECT id, f::numeric(10, 2) / 3 AS q, id / 4.0 FROM t "
                                    "WHERE f IS NOT NULL OR id = 3 ORDER BY id DESC",
+    # NULLIF(a, b) is a's type: a numeric quotient of per-value scale, not the engine's double
+    "numeric_division_by_nullif": "SELECT id, f / NULLIF(f, 0), id / NULLIF(f, 1.50), k / NULLIF(id, 2), "
+                                  "NULLIF(1, 2.2) FROM t ORDER BY id",
+    # least()/greatest() answer the argument chosen at its own scale
+    "least_greatest_of_constants": "SELECT least(1, 2.5), greatest(1, 2.5), least(1, 1.0), least(1.0, 1), "
+                                   "greatest(-1.50, -2, 3), least(1, 2.5, NULL)",
     "numeric_average": "SELECT avg(f::numeric(10, 2)), avg(id), avg(k) FROM t",
     "numeric_average_grouped": "SELECT id % 2 AS g, avg(f::numeric(10, 2)) FROM t GROUP BY id % 2 "
                                "ORDER BY g",
@@ -79,14 +98,15 @@ def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
     files = root / "files"
     files.mkdir()
     with psycopg.connect(truth, autocommit=True) as conn:
-        conn.execute("CREATE TABLE t (id int4, k int4, s text, f numeric)")
+        conn.execute("CREATE TABLE t (id int4, k int4, s text, f numeric, r float4)")
         with conn.cursor() as cur:
-            cur.executemany("INSERT INTO t VALUES (%s, %s, %s, %s)", ROWS)
-    ids, ks, ss, fs = zip(*ROWS)
+            cur.executemany("INSERT INTO t VALUES (%s, %s, %s, %s, %s)", ROWS)
+    ids, ks, ss, fs, rs = zip(*ROWS)
     pq.write_table(pa.table({"id": pa.array(ids, pa.int32()), "k": pa.array(ks, pa.int32()),
                              "s": pa.array(ss, pa.string()),
                              "f": pa.array([None if f is None else str(f) for f in fs], pa.string())
-                             .cast(pa.decimal128(10, 2))}), files / "t.parquet")
+                             .cast(pa.decimal128(10, 2)), "r": pa.array(rs, pa.float32())}),
+             files / "t.parquet")
     gateway = start_gateway(
         '[catalog]\nsearch_path = ["pg"]\n'
         f'[sources.pg]\nkind = "postgres"\ndsn = "{truth}"\n'
@@ -170,3 +190,43 @@ async def test_deviations_of_integers_and_numerics_are_refused(world: World, sql
         await conn.close()
     assert caught.value.sqlstate == "0A000"
     assert "of an integer or numeric" in str(caught.value)
+
+
+@pytest.mark.parametrize(("sql", "construct"), [
+    ("SELECT 1e308 / -1", "1e308"), ("SELECT 1e308 / 3::int2", "1e308"),
+    ("SELECT 12345678901234567890123456789012345678901234567890 + 1", "1234567890"),
+    ("SELECT 1.000000000000000000000000000000000000001", "1.0000"),
+    ("SELECT id FROM t WHERE k < 1e300", "1e300"),
+    ("SELECT f::float4::numeric FROM t", "real (float4) value to numeric"),
+    # per-value scales a DuckDB DECIMAL column cannot show
+    ("SELECT f FROM t UNION ALL SELECT k FROM t", "UNION ALL of a numeric of scale 2 and an integer"),
+    ("SELECT f FROM t INTERSECT SELECT id FROM t", "INTERSECT of a numeric of scale 2"),
+    ("SELECT least(f, k) FROM t", "least() of numbers of different scales")])
+async def test_what_the_engine_cannot_hold_exactly_is_refused(world: World, sql: str, construct: str) -> None:
+    """Never a float where PostgreSQL computes an exact numeric: refused, naming it."""
+    conn = await asyncpg.connect(world.gateway.dsn)
+    try:
+        for statement in ROUTES["files"]:
+            await conn.execute(statement)
+        with pytest.raises(asyncpg.PostgresError) as caught:
+            await conn.fetch(sql)
+    finally:
+        await conn.close()
+    assert caught.value.sqlstate == "0A000"
+    assert construct in str(caught.value)
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+async def test_a_huge_constant_modulo_zero_is_postgres_error(world: World, route: str) -> None:
+    errors = []
+    for dsn, setup in ((world.truth, ()), (world.gateway.dsn, ROUTES[route])):
+        conn = await asyncpg.connect(dsn)
+        try:
+            for statement in setup:
+                await conn.execute(statement)
+            with pytest.raises(asyncpg.PostgresError) as caught:
+                await conn.fetch("SELECT 1e308 % 0, 1e308 / 0")
+            errors.append((caught.value.sqlstate, str(caught.value)))
+        finally:
+            await conn.close()
+    assert errors[1] == errors[0] == ("22012", "division by zero")

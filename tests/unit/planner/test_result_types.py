@@ -29,7 +29,7 @@ CASES = [
      ("int4", "int4", "int8", "int4")),
     ("SELECT 'a'::varchar(3), cast('a' AS char(2)), 'a'::char", ("varchar(3)", "bpchar(2)", "bpchar(1)")),
     ("SELECT id + k, k + k, n * 2, f + 1, d - DATE '2024-01-01', v FROM s.t",
-     ("int4", "int2", "numeric(1000,2)", None, "int4", "varchar")),
+     ("int4", "int2", "numeric(1000,2)", "float8", "int4", "varchar")),
     ("SELECT count(*), sum(k), sum(id::int8), sum(n), avg(id), stddev(f), max(k), ntile(2) OVER () FROM s.t",
      ("int8", "int8", "numeric(1000,0)", "numeric(1000,2)", "numeric", "float8", "int2", "int4")),
     ("SELECT x FROM (VALUES (1), (2.5), (NULL)) AS v(x)", ("numeric",)),
@@ -37,8 +37,14 @@ CASES = [
     ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) SELECT max(i) FROM r",
      ("int4",)),
     ("SELECT 1 UNION SELECT 2::int8", ("int8",)),
+    # a scalar subquery is of its one output's type (sum of an int4 is int8)
+    ("SELECT sum((SELECT max(uid) FROM s.u)), (SELECT max(n) FROM s.t) FROM s.t", ("int8", "numeric(1000,2)")),
+    # NULLIF(a, b) is a, promoted where b's type is wider
+    ("SELECT n / NULLIF(n, 0), NULLIF(k, 1), NULLIF(1, 2.2), NULLIF(1, 'x'::text) FROM s.t",
+     ("numeric", "int2", "numeric(1000,0)", None)),
     ("SELECT a FROM (SELECT k AS a FROM s.t) AS q", ("int2",)),
-    ("SELECT my_function(1), 1.5::float4 + 1", (None, None)),
+    # float4 with an integer is float8's operator (the engine computes it so: duckdb_float4)
+    ("SELECT my_function(1), 1.5::float4 + 1, 2.5 * 1.5::float4", (None, "float8", "float8")),
     # unqualified columns of a join: the one table that holds each
     ("SELECT avg(q), sum(k), count(*) FROM s.t, s.u WHERE id = uid", ("numeric", "int8", "int8")),
 ]
