@@ -158,8 +158,8 @@ def _resolver(scope: Scope | None, scopes: dict[int, Scope],
               schema: Schema) -> Callable[[exp.Expression], str | None]:
     def column(node: exp.Column | exp.Subquery) -> str | None:
         if isinstance(node, exp.Subquery):  # a scalar subquery: its one output's type
-            outputs = _query_types(node.this, scopes, schema)
-            return outputs[0] if outputs is not None and len(outputs) == 1 else None
+            outputs = _query_columns(node.this, scopes, schema)
+            return outputs[0][1] if outputs is not None and len(outputs) == 1 else None
         if scope is None:
             return None
         sources = scope.sources
