@@ -174,6 +174,12 @@ ERRORS = {
     "invalid_integer": "SELECT 'abc'::int",
     "integer_out_of_range": "SELECT '99999999999'::int",
     "invalid_boolean": "SELECT 'o'::bool",
+    # Date/time input in PostgreSQL's words and SQLSTATEs (22007, 22008).
+    "invalid_date": "SELECT 'abc'::date",
+    "date_time_field_out_of_range": "SELECT timestamp '2024-01-01 25:00'",
+    "time_field_out_of_range": "SELECT '25:00'::time",
+    "invalid_interval": "SELECT 'x'::interval",
+    "invalid_uuid": "SELECT 'abc'::uuid",
     # DuckDB read these as an infinity and zero.
     "float_text_beyond_range": "SELECT '1e400'::float8",
     "float_text_below_range": "SELECT '1e-50'::float4",

@@ -72,7 +72,7 @@ def test_standard_conforming_strings_off_is_refused_at_startup(startup: dict[str
      "numeric value 'NaN' is not supported by fedgate outside PostgreSQL sources"),
     ("select '-Infinity'::decimal(38,10)", "0A000",
      "numeric value '-Infinity' is not supported by fedgate outside PostgreSQL sources"),
-    ("select 'x'::date", "22P02", 'invalid input syntax for type date: "x"'),
+    ("select 'x'::date", "22007", 'invalid input syntax for type date: "x"'),
     ("select '99999999999'::int", "22003", 'value "99999999999" is out of range for type integer'),
     ("select a from (select 1 a) x, (select 2 a) y", "42702", 'column reference "a" is ambiguous'),
     ("select lenght('a')", "0A000",
