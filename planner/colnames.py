@@ -47,6 +47,7 @@ _FUNCTION_NAMES: dict[type[exp.Expression], str] = {
     exp.Case: "case",
     exp.If: "case",
     exp.Exists: "exists",
+    exp.Overlaps: "overlaps",
     exp.Array: "array",
     exp.Coalesce: "coalesce",
     exp.Greatest: "greatest",

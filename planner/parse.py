@@ -60,6 +60,21 @@ def _spell_date_parts(tree: exp.Expression, sql: str) -> None:
             node.meta["spelled"] = word
 
 
+def _spell_logs(tree: exp.Expression, sql: str) -> None:
+    """Record on each Log whether the statement wrote `log10(x)` or `log(...)`: sqlglot
+    parses log10(x) as log(10, x), which PostgreSQL has only for numerics (a float8
+    argument is 42883 there), so a PostgreSQL source is sent log10(x) again."""
+    logs = list(tree.find_all(exp.Log, bfs=False))
+    if not logs:
+        return
+    tokens = Tokenizer().tokenize(sql)
+    spelled = [token.text.lower() for token, after in zip(tokens, tokens[1:])
+               if token.text.lower() in ("log", "log10") and after.token_type == TokenType.L_PAREN]
+    if len(spelled) == len(logs):  # source order is the tree's pre-order
+        for node, word in zip(logs, spelled):
+            node.meta["spelled"] = word
+
+
 def _width(query: exp.Expression) -> int | None:
     """How many columns `query` yields, when the text alone says (no `*`)."""
     while isinstance(query, (exp.SetOperation, exp.Subquery)):
@@ -109,6 +124,7 @@ def parse_query(sql: str) -> exp.Expression:
     if isinstance(tree, QUERY_TYPES):
         _check_unicode_escapes(tree)
         _spell_date_parts(tree, sql)
+        _spell_logs(tree, sql)
         _check_widths(tree)
         return tree
     if isinstance(tree, exp.Command):

@@ -23,7 +23,7 @@ from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from pgwire.errors import PgError, UNDEFINED_COLUMN
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError, UNDEFINED_COLUMN
 from pgwire.function_names import POSTGRES_FUNCTIONS
 from connectors.base import CLIENT_OUTPUTS, NUMERIC_OUTPUTS, Dialect, Pushdown, TableInfo, is_utc
 from planner import pgcompat, physical
@@ -36,7 +36,7 @@ from planner.optimizer import RuleContext, optimize
 from planner.pipeline import BATCHES
 from planner.pushdown import fragments
 from planner.logical import Node, Scan
-from planner.catalog import CatalogSnapshot
+from planner.catalog import CatalogSnapshot, SourceEntry
 from planner.colnames import figure_colname
 from planner.derived_names import derived_names
 from planner.ambiguous_columns import ambiguous_columns
@@ -116,6 +116,28 @@ def _session_values(tree: exp.Expression, settings: PlanSettings) -> None:
         node.replace(exp.Literal.string(value) if value is not None else exp.null())
 
 
+def _refuse_unshaped(tree: exp.Expression) -> None:
+    """Results the gateway cannot carry whoever computes them: rows of no columns
+    (`SELECT FROM t`, whose row count is its answer) and the record[] column of WITH
+    RECURSIVE ... SEARCH/CYCLE."""
+    if isinstance(tree, exp.Select) and not tree.expressions:
+        raise PgError(FEATURE_NOT_SUPPORTED, "an empty select list is not supported by fedgate")
+    if tree.find(exp.RecursiveWithSearch) is not None:
+        raise PgError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE ... SEARCH or CYCLE is not supported by fedgate")
+
+
+def _home_postgres(catalog: CatalogSnapshot, settings: PlanSettings) -> SourceEntry | None:
+    """The source a statement without tables is shipped to: the first source on the
+    search path, when it is a PostgreSQL one the session may use. PostgreSQL's own
+    answer then comes back where the engine would compute another or refuse
+    (`SELECT sha512('abc'::bytea)`, `SELECT format('%I', 'Foo')`); the session's own values
+    (version(), current_user ...) were written in before (`_session_values`)."""
+    home = next((catalog.sources[name] for name in settings.search_path if name in catalog.sources), None)
+    if home is None or home.dialect.sqlglot != "postgres" or home.name in settings.hidden_schemas:
+        return None
+    return home
+
+
 def _catalog_tables(tree: exp.Expression) -> list[exp.Table]:
     ctes: set[str] = set()
     tables: list[exp.Table] = []
@@ -166,7 +188,8 @@ def _annotate(tree: exp.Expression, catalog: CatalogSnapshot, typed: bool = True
 def _describe_tree(tree: exp.Expression) -> exp.Expression:
     if isinstance(tree, exp.Select) and tree.args.get("limit") is None:  # LIMIT $n stays bound
         return tree.copy().limit(0)
-    return exp.select("*").from_(tree.copy().subquery("described")).limit(0)
+    described = exp.Subquery(this=tree.copy(), alias=exp.TableAlias(this=exp.to_identifier("described")))
+    return exp.select("*").from_(described).limit(0)  # (a bare VALUES has no .subquery())
 
 
 def _resolve_tables(tree: exp.Expression, catalog: CatalogSnapshot,
@@ -208,6 +231,9 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
     single = catalog.sources[next(iter(sources))] if len(sources) == 1 else None
+    if not tables:  # no table: the session's PostgreSQL source, if it has one, answers
+        single = _home_postgres(catalog, settings)
+    _refuse_unshaped(tree)
     unknown_literals(tree, catalog.sqlglot_schema)
     # PostgreSQL's types of the outputs, for rows not computed by PostgreSQL itself.
     types = None if single is not None and single.dialect.sqlglot == "postgres" \

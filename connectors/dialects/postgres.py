@@ -52,7 +52,17 @@ def _date_part(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _log10(node: exp.Expression) -> exp.Expression:
+    """log10(x), which sqlglot reads as log(10, x), written as the statement wrote it
+    (planner.parse): PostgreSQL's log(10, x) takes numerics only."""
+    if isinstance(node, exp.Log) and node.meta.get("spelled") == "log10" and node.expression is not None:
+        return exp.Anonymous(this="log10", expressions=[node.expression.copy()])
+    return node
+
+
 def to_postgres(tree: exp.Expression) -> str:
+    if tree.find(exp.Log) is not None:
+        tree = tree.transform(_log10)
     if tree.find(exp.Extract) is not None:
         tree = tree.transform(_date_part)
     if tree.find(exp.Hex) is not None:
