@@ -34,7 +34,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.parser import Parser
 from sqlglot.tokens import Tokenizer, TokenType
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, SYNTAX_ERROR, PgError
 from planner.colnames import ARRAY_LITERAL
 
 ONE_ROW = "_fedgate_one_row"
@@ -75,6 +75,21 @@ _LITERAL_TYPES = frozenset(Parser.TYPE_TOKENS) - {TokenType.INTERVAL}
 _OID_TYPES = {"oid", "regtype", "regclass", "regproc", "regprocedure", "regnamespace", "regrole"}
 
 
+_UNICODE_ESCAPE = re.compile(r"\\(?:(\\)|\+([0-9A-Fa-f]{6})|([0-9A-Fa-f]{4}))")
+
+
+def _unicode_identifier(text: str) -> str:
+    """The name a U&"..." identifier spells (backslash escapes: \\XXXX, \\+XXXXXX, \\\\)."""
+    def char(found: re.Match[str]) -> str:
+        if found.group(1):
+            return "\\"
+        code = int(found.group(2) or found.group(3), 16)
+        if not 0 < code <= 0x10FFFF:
+            raise PgError(SYNTAX_ERROR, "invalid Unicode escape value")
+        return chr(code)
+    return _UNICODE_ESCAPE.sub(char, text)
+
+
 _SIGN_APART = re.compile(r"([+-])\s+(?=[0-9.])")
 
 
@@ -91,11 +106,15 @@ def normalize(sql: str) -> str:
     - `INTERVAL '- 1 day'`: sqlglot drops a sign that stands apart from its number (it
       reads 1 day); the blanks after the sign are taken out ('-1 day'), as PostgreSQL
       reads it.
-    Only type names and operators are replaced, blanks taken out of an interval, and
-    parentheses added, never a value.
+    - `ORDER BY x USING >` (`<`): `DESC` (`ASC`), which sqlglot parses;
+    - a `U&"d\0061ta"` identifier: the quoted identifier it spells ("data");
+    - `VARIADIC` in a call, which sqlglot cannot parse: refused (0A000), not a syntax error.
+    Only type names, operators and identifiers' spellings are replaced, blanks taken out
+    of an interval, and parentheses added, never a value.
     """
     lowered = sql.lower()
-    if "[]" not in sql and "operator" not in lowered and "::" not in sql and "interval" not in lowered:
+    if "[]" not in sql and "operator" not in lowered and "::" not in sql and "interval" not in lowered \
+            and "using" not in lowered and "u&" not in lowered and "variadic" not in lowered:
         return sql
     try:
         tokens = Tokenizer().tokenize(sql)
@@ -109,6 +128,19 @@ def normalize(sql: str) -> str:
                 (i == 0 or tokens[i - 1].token_type != TokenType.DCOLON):
             typed = sql[token.start:tokens[i + 1].end + 1]
             edits.append((token.start, tokens[i + 1].end, f"({typed})"))
+        if token.token_type == TokenType.USING and i + 1 < len(tokens) and \
+                tokens[i + 1].token_type in (TokenType.GT, TokenType.LT):
+            edits.append((token.start, tokens[i + 1].end,
+                          "DESC" if tokens[i + 1].token_type == TokenType.GT else "ASC"))
+        if token.text.lower() == "u" and i + 2 < len(tokens) and tokens[i + 1].token_type == TokenType.AMP \
+                and tokens[i + 2].token_type == TokenType.IDENTIFIER \
+                and token.end + 1 == tokens[i + 1].start and tokens[i + 1].end + 1 == tokens[i + 2].start \
+                and not (i + 3 < len(tokens) and tokens[i + 3].text.upper() == "UESCAPE"):
+            name = _unicode_identifier(tokens[i + 2].text)
+            edits.append((token.start, tokens[i + 2].end, '"' + name.replace('"', '""') + '"'))
+        if token.text.upper() == "VARIADIC" and token.token_type == TokenType.VAR and i > 0 and \
+                tokens[i - 1].token_type in (TokenType.L_PAREN, TokenType.COMMA):
+            raise PgError(FEATURE_NOT_SUPPORTED, "VARIADIC arguments are not supported by fedgate")
         if token.token_type == TokenType.INTERVAL and i + 1 < len(tokens) and \
                 tokens[i + 1].token_type == TokenType.STRING:
             literal = sql[tokens[i + 1].start:tokens[i + 1].end + 1]

@@ -23,6 +23,7 @@ from sqlglot.errors import ParseError
 
 from connectors.base import TableInfo, TableRef
 from connectors.postgres.types import ColumnType, column_type
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 log = logging.getLogger("fedgate.postgres")
 
@@ -91,6 +92,11 @@ async def describe_columns(conn: asyncpg.Connection, sql: str) -> list[ColumnTyp
     try:
         statement = await conn.prepare(sql)
         attributes = statement.get_attributes()
+        for attribute in attributes:
+            if attribute.type.kind == "composite":  # a whole row (SELECT t FROM t): as a record
+                raise PgError(FEATURE_NOT_SUPPORTED, f"a result column of the composite type "
+                              f"{attribute.type.name} is not supported by fedgate outside simple "
+                              "queries relayed to PostgreSQL")
         if not any(a.type.name == "numeric" for a in attributes):
             return [column_type(a.name, a.type.name, -1) for a in attributes]
         params = [p.name for p in statement.get_parameters()]

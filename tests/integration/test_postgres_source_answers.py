@@ -1,0 +1,102 @@
+"""Through the planner, a PostgreSQL source answers what the engine would refuse.
+
+With `fedgate.relay` off, a statement whose tables all live in one PostgreSQL source (or
+that reads no table, with that source first on the search path) is shipped whole to it,
+so PostgreSQL's own answer comes back: rows, types and names as PostgreSQL itself gives
+them. These are the constructs the engine path refused or answered otherwise (the
+"refused or failing although PostgreSQL answers" list), each compared with a real
+PostgreSQL 15 over the conformance tables (tests/conformance/world.py); the same
+statements over the Parquet copy are refused (0A000), never answered differently.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from tests.conformance.world import World, conformance_world
+from tests.support.answers import assert_described_alike
+
+RELAY_OFF = ("SET fedgate.relay = off",)
+
+ANSWERED = {
+    "sha_digests_and_regexp_matches": "SELECT sha384('abc'::bytea), sha512('abc'::bytea), "
+                                      "regexp_matches('abc', 'b'), to_hex(255), concat(true)",
+    "numeric_beyond_the_engine": "SELECT div(999999999999999999999::numeric, 1e21), 12345678901234567890/123, "
+                                 "4790999999999999999999999999999999 * 9999999999999999999999999",
+    "numeric_deviations": "SELECT g, n / 3, stddev(n), variance(n), covar_pop(n, k), corr(n, k) "
+                          "FROM t WHERE g IS NOT NULL GROUP BY g, n ORDER BY g, n NULLS LAST",
+    "format_beyond_s": "SELECT format('%s-%I-%L', s, s, s) FROM t WHERE s IS NOT NULL ORDER BY id",
+    "to_char_to_number": "SELECT to_char(n, '999.99'), to_number('1,234.5', '9,999.9'), round(n) "
+                         "FROM t ORDER BY id",
+    "numeric_series": "SELECT generate_series(1.5, 3.5, 1.0)",
+    "degree_trigonometry_and_buckets": "SELECT width_bucket(f, 0, 10, 5), scale(n), sind(30), cosd(60) "
+                                       "FROM t ORDER BY id",
+    "regexp_split_and_flags": "SELECT regexp_split_to_table('a,b', ','), regexp_replace('Abc', 'a', 'x', 'gi')",
+    "ordered_set_aggregates": "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f), "
+                              "mode() WITHIN GROUP (ORDER BY g) FROM t",
+    "pattern_substring_and_json_agg": "SELECT substring(s FROM 'p+'), json_agg(id ORDER BY id) FROM t "
+                                      "GROUP BY s ORDER BY 1 NULLS LAST",
+    "json_paths": "SELECT '{\"a\":{\"b\":1}}'::jsonb #> '{a,b}', '{\"a\":{\"b\":1}}'::jsonb #>> '{a}'",
+    "order_by_using": "SELECT id FROM t ORDER BY id USING >",
+    "unicode_identifier": "SELECT U&\"i\\0064\" FROM t ORDER BY 1",
+    "lateral_reference": "SELECT id, x.y FROM t, LATERAL (SELECT t.id * 2 AS y) x ORDER BY 1",
+    "distinct_on": "SELECT DISTINCT ON (g) g, id FROM t ORDER BY g, id",
+}
+# Refused on every route: rows the gateway cannot carry (no columns, a composite row).
+REFUSED = {
+    "empty_select_list": "SELECT FROM t",
+    "whole_row": "SELECT t FROM t WHERE id = 1",
+    "variadic": "SELECT concat_ws(',', VARIADIC ARRAY['a', 'b'])",
+}
+
+
+@pytest.fixture(scope="module")
+def world(postgres_server, tmp_path_factory):
+    with conformance_world(postgres_server, tmp_path_factory.mktemp("pg_answers")) as world:
+        yield world
+
+
+async def _names(dsn: str, sql: str, *setup: str) -> list[str]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        for statement in setup:
+            await conn.execute(statement)
+        return [a.name for a in (await conn.prepare(sql)).get_attributes()]
+    finally:
+        await conn.close()
+
+
+async def _sqlstate(dsn: str, sql: str, *setup: str) -> str:
+    conn = await asyncpg.connect(dsn)
+    try:
+        for statement in setup:
+            await conn.execute(statement)
+        with pytest.raises(asyncpg.PostgresError) as caught:
+            await conn.fetch(sql)
+        return caught.value.sqlstate
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERED))
+async def test_a_postgres_source_answers_as_postgres(world: World, name: str) -> None:
+    sql = ANSWERED[name]
+    await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *RELAY_OFF)
+    assert await _names(world.pg_gateway.dsn, sql, *RELAY_OFF) == await _names(world.truth, sql)
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERED))
+async def test_the_engine_answers_alike_or_refuses(world: World, name: str) -> None:
+    """Over the Parquet copy the engine answers; where it cannot, 0A000."""
+    sql = ANSWERED[name]
+    try:
+        await assert_described_alike(world.truth, world.parquet_gateway.dsn, sql)
+    except asyncpg.PostgresError as exc:
+        assert exc.sqlstate == "0A000", str(exc)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+async def test_refused_on_both_routes(world: World, name: str) -> None:
+    assert await _sqlstate(world.pg_gateway.dsn, REFUSED[name], *RELAY_OFF) == "0A000"
+    assert await _sqlstate(world.parquet_gateway.dsn, REFUSED[name]) == "0A000"
