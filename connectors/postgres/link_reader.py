@@ -16,7 +16,6 @@ the feeds' queues.
 from __future__ import annotations
 
 import asyncio
-import io
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,9 +26,10 @@ from sqlglot import exp
 
 from connectors.base import BatchStream, TableStream
 from connectors.postgres.link import PgLink
+from connectors.postgres.csv_text import read_csv
 from connectors.postgres.types import ColumnType, column_type
 from connectors.writes import param_number, literal
-from pgwire.errors import INTERNAL_ERROR, PgError
+from pgwire.errors import PgError
 from pgwire.types.table import pg_type_by_oid
 
 
@@ -91,11 +91,7 @@ def _parse(data: bytes, columns: list[ColumnType]) -> pa.Table:
                                    strings_can_be_null=True, quoted_strings_can_be_null=False)
     # A one-column NULL is an empty line: a record, not a blank to skip.
     parse = pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False)
-    try:
-        table = pacsv.read_csv(io.BytesIO(data), read_options=read, parse_options=parse,
-                               convert_options=convert)
-    except pa.ArrowInvalid as exc:
-        raise PgError(INTERNAL_ERROR, f"cannot read PostgreSQL's text as Arrow: {exc}") from exc
+    table = read_csv(data, read, parse, convert)
     arrays = []
     for column, ctype in zip(table.columns, columns):
         array = column.combine_chunks()

@@ -32,6 +32,7 @@ from connectors.postgres.roles import SOURCE_ROLES, set_role_sql
 from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
 from connectors.dialects import postgres as pg_dialect
 from connectors.postgres.describe import describe_columns, discover_tables
+from connectors.postgres.csv_text import read_csv
 from connectors.postgres.types import ColumnType
 from connectors.scan_sql import scan_tree
 from pgwire.errors import (CONNECTION_FAILURE, INTERNAL_ERROR,
@@ -265,11 +266,7 @@ class PostgresStream:
         return self._pending.pop()
 
     def _parse(self, segment: bytes) -> list[pa.RecordBatch]:
-        try:
-            table = pacsv.read_csv(pa.BufferReader(segment), read_options=self._read,
-                                   parse_options=self._parse_options, convert_options=self._convert)
-        except pa.ArrowInvalid as exc:
-            raise PgError(INTERNAL_ERROR, f"cannot read PostgreSQL's text as Arrow: {exc}") from exc
+        table = read_csv(pa.py_buffer(segment), self._read, self._parse_options, self._convert)
         arrays = []
         for column, ctype in zip(table.columns, self._columns):
             array = column.combine_chunks()

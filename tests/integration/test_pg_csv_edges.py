@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import asyncio
+
+import asyncpg
 import psycopg
 import pytest
+from psycopg.types.string import TextLoader
 
 from tests.support.gateway_proc import PgSourceGateway, gateway_on_new_database
 from tests.support.postgres import PostgresServer
@@ -24,6 +28,9 @@ CREATE TABLE one_text (v text);
 INSERT INTO one_text VALUES (NULL), (''), ('a' || chr(10) || 'b'), ('x'), (NULL), ('"q"'), (' ');
 CREATE TABLE one_int (i int);
 INSERT INTO one_int SELECT CASE WHEN g % 10 = 0 THEN NULL ELSE g END FROM generate_series(1, 20000) AS g;
+CREATE TABLE periods (id int, d date, ts timestamp, tz timestamptz);
+INSERT INTO periods VALUES (1, 'infinity', '-infinity', 'infinity'), (2, '2024-02-29', NULL, '2024-01-01 10:00+00'),
+  (3, '-infinity', 'infinity', '-infinity'), (4, NULL, '2000-01-01 00:00:00.5', NULL);
 CREATE TABLE two (i int, v text);
 INSERT INTO two VALUES (1, NULL), (NULL, ''), (3, 'line' || chr(13) || chr(10) || 'two'), (NULL, NULL);
 """
@@ -63,3 +70,29 @@ def test_fragment_rows_survive_csv_in_a_block(setup: PgSourceGateway, sql: str) 
         with conn.transaction():
             conn.execute("UPDATE two SET i = i WHERE false")  # the block reaches the source
             assert conn.execute(sql).fetchall() == expected
+
+
+def test_infinite_dates_survive_csv(setup: PgSourceGateway) -> None:
+    """'infinity' and '-infinity' dates and timestamps (open-ended periods) read back as
+    PostgreSQL sends them, in binary (asyncpg: date.max/min) and in text."""
+    sql = "SELECT id, d, ts, tz FROM periods ORDER BY id"
+
+    async def rows(dsn: str, *setup_sql: str) -> list[tuple]:
+        conn = await asyncpg.connect(dsn)
+        try:
+            for statement in setup_sql:
+                await conn.execute(statement)
+            return [tuple(r) for r in await conn.fetch(sql)]
+        finally:
+            await conn.close()
+
+    assert asyncio.run(rows(setup.gateway.dsn, "SET fedgate.relay = off")) == asyncio.run(rows(setup.truth))
+
+    def texts(dsn: str, options: str = "") -> list[tuple]:
+        with psycopg.connect(dsn, autocommit=True, options=options) as conn:
+            for name in ("date", "timestamp", "timestamptz"):  # the wire's text, not datetimes
+                conn.adapters.register_loader(name, TextLoader)
+            conn.execute("SET TimeZone = 'UTC'")
+            return conn.execute(sql).fetchall()
+
+    assert texts(setup.gateway.dsn, "-c fedgate.relay=off") == texts(setup.truth)
