@@ -23,7 +23,7 @@ from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError, UNDEFINED_COLUMN
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError, UNDEFINED_COLUMN, UNDEFINED_FUNCTION
 from pgwire.function_names import POSTGRES_FUNCTIONS
 from connectors.base import CLIENT_OUTPUTS, NUMERIC_OUTPUTS, Dialect, Pushdown, TableInfo, is_utc
 from planner import pgcompat, physical
@@ -212,7 +212,14 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     text = pgcompat.normalize(sql)
     parsed = parse_query(text)
     # Before rewrites add names of ours; the catalog types the arguments a refusal names.
-    check_functions(parsed, text, settings.functions, catalog, settings.search_path)
+    try:
+        check_functions(parsed, text, settings.functions, catalog, settings.search_path)
+        unknown_function = None
+    except PgError as exc:  # a PostgreSQL source may define it (CREATE FUNCTION): see below
+        if exc.sqlstate != UNDEFINED_FUNCTION:
+            raise
+        unknown_function = exc
+        parsed = parse_query(text)  # the check typed the tree in place, for its message
     signature_check(parsed, text, catalog, settings.search_path)
     tree = pgcompat.rewrite(parsed, catalog.catalog_functions)
     using_star(tree, catalog, settings.search_path)
@@ -234,6 +241,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if not tables:  # no table: the session's PostgreSQL source, if it has one, answers
         single = _home_postgres(catalog, settings)
     _refuse_unshaped(tree)
+    if unknown_function is not None and (single is None or single.dialect.sqlglot != "postgres"):
+        raise unknown_function  # no PostgreSQL source answers the whole statement
     unknown_literals(tree, catalog.sqlglot_schema)
     # PostgreSQL's types of the outputs, for rows not computed by PostgreSQL itself.
     types = None if single is not None and single.dialect.sqlglot == "postgres" \

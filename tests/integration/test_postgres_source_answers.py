@@ -100,3 +100,18 @@ async def test_the_engine_answers_alike_or_refuses(world: World, name: str) -> N
 async def test_refused_on_both_routes(world: World, name: str) -> None:
     assert await _sqlstate(world.pg_gateway.dsn, REFUSED[name], *RELAY_OFF) == "0A000"
     assert await _sqlstate(world.parquet_gateway.dsn, REFUSED[name]) == "0A000"
+
+
+async def test_a_function_the_source_defines(world: World) -> None:
+    """A function created in the PostgreSQL source (CREATE FUNCTION) is that source's to
+    call; elsewhere it does not exist (42883)."""
+    conn = await asyncpg.connect(world.truth)
+    try:
+        await conn.execute("CREATE OR REPLACE FUNCTION add_one(integer) RETURNS integer "
+                           "LANGUAGE sql IMMUTABLE AS 'SELECT $1 + 1'")
+    finally:
+        await conn.close()
+    for sql in ("SELECT add_one(id) FROM t ORDER BY 1", "SELECT add_one(3)"):
+        await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *RELAY_OFF)
+        assert await _names(world.pg_gateway.dsn, sql, *RELAY_OFF) == ["add_one"]
+    assert await _sqlstate(world.parquet_gateway.dsn, "SELECT add_one(3)") == "42883"
