@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.answers import assert_described_alike, simple
+from tests.support.answers import assert_described_alike, described_names, simple
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer, fresh_database
 
@@ -303,19 +303,10 @@ def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
         gateway.stop()
 
 
-async def _names(dsn: str, sql: str, *setup: str) -> list[str]:
-    conn = await asyncpg.connect(dsn)
-    try:
-        for statement in setup:
-            await conn.execute(statement)
-        return [a.name for a in (await conn.prepare(sql)).get_attributes()]
-    finally:
-        await conn.close()
-
-
 async def _assert_same_answer(world: World, sql: str, route: str) -> None:
     await assert_described_alike(world.truth, world.gateway.dsn, sql, *ROUTES[route])
-    assert await _names(world.gateway.dsn, sql, *ROUTES[route]) == await _names(world.truth, sql)
+    assert await described_names(world.gateway.dsn, sql, *ROUTES[route]) == \
+        await described_names(world.truth, sql)
 
 
 @pytest.mark.parametrize("name", sorted(CONSTANTS))

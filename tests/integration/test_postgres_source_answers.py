@@ -15,7 +15,7 @@ import asyncpg
 import pytest
 
 from tests.conformance.world import World, conformance_world
-from tests.support.answers import assert_described_alike
+from tests.support.answers import assert_described_alike, described_names, error_of
 
 RELAY_OFF = ("SET fedgate.relay = off",)
 
@@ -57,33 +57,12 @@ def world(postgres_server, tmp_path_factory):
         yield world
 
 
-async def _names(dsn: str, sql: str, *setup: str) -> list[str]:
-    conn = await asyncpg.connect(dsn)
-    try:
-        for statement in setup:
-            await conn.execute(statement)
-        return [a.name for a in (await conn.prepare(sql)).get_attributes()]
-    finally:
-        await conn.close()
-
-
-async def _sqlstate(dsn: str, sql: str, *setup: str) -> str:
-    conn = await asyncpg.connect(dsn)
-    try:
-        for statement in setup:
-            await conn.execute(statement)
-        with pytest.raises(asyncpg.PostgresError) as caught:
-            await conn.fetch(sql)
-        return caught.value.sqlstate
-    finally:
-        await conn.close()
-
-
 @pytest.mark.parametrize("name", sorted(ANSWERED))
 async def test_a_postgres_source_answers_as_postgres(world: World, name: str) -> None:
     sql = ANSWERED[name]
     await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *RELAY_OFF)
-    assert await _names(world.pg_gateway.dsn, sql, *RELAY_OFF) == await _names(world.truth, sql)
+    assert await described_names(world.pg_gateway.dsn, sql, *RELAY_OFF) == \
+        await described_names(world.truth, sql)
 
 
 @pytest.mark.parametrize("name", sorted(ANSWERED))
@@ -98,8 +77,8 @@ async def test_the_engine_answers_alike_or_refuses(world: World, name: str) -> N
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 async def test_refused_on_both_routes(world: World, name: str) -> None:
-    assert await _sqlstate(world.pg_gateway.dsn, REFUSED[name], *RELAY_OFF) == "0A000"
-    assert await _sqlstate(world.parquet_gateway.dsn, REFUSED[name]) == "0A000"
+    assert (await error_of(world.pg_gateway.dsn, REFUSED[name], *RELAY_OFF)).sqlstate == "0A000"
+    assert (await error_of(world.parquet_gateway.dsn, REFUSED[name])).sqlstate == "0A000"
 
 
 async def test_a_function_the_source_defines(world: World) -> None:
@@ -113,5 +92,5 @@ async def test_a_function_the_source_defines(world: World) -> None:
         await conn.close()
     for sql in ("SELECT add_one(id) FROM t ORDER BY 1", "SELECT add_one(3)"):
         await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *RELAY_OFF)
-        assert await _names(world.pg_gateway.dsn, sql, *RELAY_OFF) == ["add_one"]
-    assert await _sqlstate(world.parquet_gateway.dsn, "SELECT add_one(3)") == "42883"
+        assert await described_names(world.pg_gateway.dsn, sql, *RELAY_OFF) == ["add_one"]
+    assert (await error_of(world.parquet_gateway.dsn, "SELECT add_one(3)")).sqlstate == "42883"

@@ -35,6 +35,32 @@ async def described(dsn: str, sql: str, *setup: str, timeout: float = 300) -> An
         await conn.close()
 
 
+async def described_names(dsn: str, sql: str, *setup: str) -> list[str]:
+    """The result's column names, as Parse/Describe gives them (after `setup`)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        for statement in setup:
+            await conn.execute(statement)
+        return [a.name for a in (await conn.prepare(sql)).get_attributes()]
+    finally:
+        await conn.close()
+
+
+async def error_of(dsn: str, sql: str, *setup: str) -> asyncpg.PostgresError:
+    """The error the server answers `sql` with (after `setup`); a test failure if none."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        for statement in setup:
+            await conn.execute(statement)
+        try:
+            await conn.fetch(sql)
+        except asyncpg.PostgresError as exc:
+            return exc
+        raise AssertionError(f"no error for {sql}")
+    finally:
+        await conn.close()
+
+
 async def assert_described_alike(truth: str, gateway: str, sql: str, *setup: str,
                                  gateway_sql: str | None = None) -> None:
     """The gateway (after `setup`) answers `gateway_sql` (default: `sql`) with the types and
