@@ -141,7 +141,10 @@ def figure_colname(node: exp.Expression, sql: str | None = None) -> str:
         to = node.to
         if to.is_type(exp.DataType.Type.ARRAY) and to.expressions:
             to = to.expressions[0]  # the type's last name: int[] is "int4", its array bounds aside
-        return pg_type_name(to) or to.sql("postgres").lower()
+        if to.this == exp.DataType.Type.NAME:
+            return "name"  # (typed as text elsewhere in the planner)
+        # the type's name without its modifiers: bit(3) is "bit"
+        return pg_type_name(to) or to.sql("postgres").lower().split("(")[0]
     return _strong_name(node, sql) or UNNAMED
 
 

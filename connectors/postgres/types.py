@@ -56,6 +56,8 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
         return ColumnType(pa.field(name, simple), simple)
     if typname == "numeric":
         return _numeric(name, typmod)
+    if typname == "name":  # text, presented as name (catalog-like columns, ::name)
+        return ColumnType(_meta(name, pa.string(), "name"), pa.string())
     if typname in ("varchar", "bpchar"):
         spelled = {"varchar": "varchar", "bpchar": "char"}[typname]
         shown = f"{spelled}({typmod - 4})" if typmod >= 4 else spelled
@@ -113,7 +115,7 @@ def _numeric(name: str, typmod: int) -> ColumnType:
 _SIMPLE: dict[str, pa.DataType] = {
     "bool": pa.bool_(), "int2": pa.int16(), "int4": pa.int32(), "int8": pa.int64(),
     "oid": pa.uint32(), "float4": pa.float32(), "float8": pa.float64(),
-    "text": pa.string(), "name": pa.string(), "date": pa.date32(),
+    "text": pa.string(), "date": pa.date32(),
     "time": pa.time64("us"), "timestamp": pa.timestamp("us"),
     "timestamptz": pa.timestamp("us", tz="UTC"),
 }
