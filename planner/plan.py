@@ -185,6 +185,20 @@ def _annotate(tree: exp.Expression, catalog: CatalogSnapshot, typed: bool = True
     return annotate_postgres(qualified, schema=catalog.sqlglot_schema) if typed else qualified
 
 
+def _annotated(tree: exp.Expression, catalog: CatalogSnapshot, typed: bool,
+               optional: bool) -> tuple[exp.Expression, bool]:
+    """`tree` qualified (and typed), and whether it is. `optional`: the statement ships
+    whole and its source resolves its own names, the types were only wanted by a
+    renderer's rewrites; a statement sqlglot's qualifier cannot follow (a table function's
+    column alias in a catalog query) then ships as written, untyped."""
+    if not optional:
+        return _annotate(tree, catalog, typed), True
+    try:
+        return _annotate(tree.copy(), catalog, typed), True
+    except PgError:
+        return tree, False
+
+
 def _describe_tree(tree: exp.Expression) -> exp.Expression:
     if isinstance(tree, exp.Select) and tree.args.get("limit") is None:  # LIMIT $n stays bound
         return tree.copy().limit(0)
@@ -283,8 +297,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         # table); types cost as much again, so they are computed only when parameters,
         # rewrites or a capability table need them.
         if not annotated:
-            tree = _annotate(tree, catalog, typed)
-            qualified = True
+            tree, qualified = _annotated(tree, catalog, typed, shippable and not pg_aggregates
+                                         and not (parameters(tree) or declared))
         param_types = infer_param_types(tree, declared)
         cast_parameters(tree, param_types)
     pg_types = tuple(pg_type_name(t) or "text" for t in param_types)
