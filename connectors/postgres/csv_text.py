@@ -4,7 +4,8 @@ pyarrow's CSV reader parses dates and timestamps itself, fast, but knows no `inf
 (a table of validity periods ending at 'infinity' is common). When a segment holds one,
 it is read again with its date and timestamp columns as text, and each of those columns
 is converted here: the infinities go to the type's extremes, as DuckDB hands its own
-infinities to Arrow and as the result encoders (pgwire.types.datetime) print them.
+infinities to Arrow and as the result encoders (pgwire.types.datetime) print them. A date
+before the year 1 (`0044-03-15 BC`) is refused (0A000), not read as another.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from pgwire.errors import INTERNAL_ERROR, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INTERNAL_ERROR, PgError
 
 _INT32, _INT64 = (2**31 - 1, -(2**31)), (2**63 - 1, -(2**63))
 # A finite value of each type, standing in for an infinity while the text is parsed.
@@ -38,7 +39,7 @@ def read_csv(source: pa.Buffer | bytes, read: pacsv.ReadOptions, parse: pacsv.Pa
         return pacsv.read_csv(_reader(source), read_options=read, parse_options=parse,
                               convert_options=convert)
     except pa.ArrowInvalid as exc:
-        if "infinity'" not in str(exc):
+        if "infinity'" not in str(exc) and " BC'" not in str(exc):
             raise PgError(INTERNAL_ERROR, f"cannot read PostgreSQL's text as Arrow: {exc}") from exc
     types = dict(convert.column_types)
     temporal = {name: t for name, t in types.items() if _kind(t) is not None}
@@ -66,6 +67,9 @@ def temporal_from_text(texts: pa.Array, target: pa.DataType) -> pa.Array:
     """A date or timestamp column's PostgreSQL text, ±infinity at the type's extremes."""
     kind = _kind(target)
     assert kind is not None
+    if pc.any(pc.ends_with(texts, " BC")).as_py():
+        raise PgError(FEATURE_NOT_SUPPORTED, "a date or timestamp before the year 1 (BC) read from a "
+                      "PostgreSQL source is not supported by fedgate")
     positive = pc.fill_null(pc.equal(texts, "infinity"), False)
     negative = pc.fill_null(pc.equal(texts, "-infinity"), False)
     finite = pc.if_else(pc.or_(positive, negative), _PLACEHOLDER[kind], texts)

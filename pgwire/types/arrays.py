@@ -152,6 +152,9 @@ def text_as_lists(arr: pa.Array, pgtype: PgType, registry: Registry, timezone: s
         return None
     values = [None if text is None else parse_array(registry, elem.oid, text, timezone)
               for text in arr.to_pylist()]
+    if elem.name == "numeric":  # each element at its own scale: as text, not one decimal type
+        values = [None if items is None else [None if v is None else str(v) for v in items]
+                  for items in values]
     try:
         return pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
