@@ -252,7 +252,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
     single = catalog.sources[next(iter(sources))] if len(sources) == 1 else None
-    if not tables:  # no table: the session's PostgreSQL source, if it has one, answers
+    if not tables and not zoned:  # no table: the session's PostgreSQL source answers it
+        # (outside UTC the engine does: the sources' sessions run in UTC, planner.zone_dependent)
         single = _home_postgres(catalog, settings)
     _refuse_unshaped(tree)
     if unknown_function is not None and (single is None or single.dialect.sqlglot != "postgres"):

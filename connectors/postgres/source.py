@@ -7,7 +7,8 @@ A bounded queue between the two keeps memory flat: when the consumer stops readi
 COPY stops reading the socket and the server waits. `aclose()` cancels the COPY task,
 which makes asyncpg send a CancelRequest, so the backend stops too.
 
-Every remote session runs in UTC with ISO DateStyle, IntervalStyle iso_8601,
+Every remote session runs in UTC with ISO DateStyle, IntervalStyle postgres (a client's
+default: an interval PostgreSQL turns into text reads as the client's would),
 `extra_float_digits = 3` and `standard_conforming_strings = on` (whatever the database's
 default: the SQL the gateway ships is written for standard strings); each query runs in a REPEATABLE READ READ ONLY transaction, and
 the fragments one query starts together on this source share one snapshot
@@ -42,7 +43,7 @@ log = logging.getLogger("fedgate.postgres")
 
 # standard_conforming_strings: the shipped SQL (and the client's, relayed) is written for
 # standard strings; on a database whose default is off, '\'' would end a literal early.
-SESSION = {"TimeZone": "UTC", "DateStyle": "ISO, MDY", "IntervalStyle": "iso_8601",
+SESSION = {"TimeZone": "UTC", "DateStyle": "ISO, MDY", "IntervalStyle": "postgres",
            "extra_float_digits": "3", "bytea_output": "hex", "application_name": "fedgate",
            "standard_conforming_strings": "on"}
 SEGMENT_BYTES = 4 << 20  # parse unit: big enough for pyarrow's speed, small for memory

@@ -2,7 +2,7 @@
 
 The source streams `COPY (query) TO STDOUT (FORMAT csv)` and lets pyarrow's C++ CSV
 reader parse it with explicit column types, so values never become Python objects. With
-the remote session in UTC, ISO DateStyle, IntervalStyle iso_8601 and
+the remote session in UTC, ISO DateStyle, IntervalStyle postgres and
 `extra_float_digits = 3`, PostgreSQL's text is exact and pyarrow reads most of it
 directly (`t`/`f`, `Infinity`/`NaN`, `+00` offsets). The rest is read as text and
 converted per batch, vectorized where it matters:
@@ -164,23 +164,42 @@ _ISO_INTERVAL = re.compile(
     r"(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?\d+(?:\.\d+)?)S)?)?$")
 
 
+# IntervalStyle postgres, the sessions' (and clients' default): each field signed on its
+# own, '1 year 2 mons -3 days +04:05:06.5'.
+_POSTGRES_INTERVAL = re.compile(
+    r"^(?:([+-]?\d+) years? ?)?(?:([+-]?\d+) mons? ?)?(?:([+-]?\d+) days? ?)?"
+    r"(?:([+-])?(\d+):(\d+):(\d+(?:\.\d+)?))?$")
+
+
+def _micros(seconds: str) -> int:
+    whole, _, frac = seconds.partition(".")
+    us = abs(int(whole)) * 1_000_000 + int((frac + "000000")[:6])
+    return -us if whole.startswith("-") else us
+
+
+def _interval(value: str) -> tuple[int, int, int]:
+    """(months, days, nanoseconds) of an interval's text in IntervalStyle postgres or
+    iso_8601 (a block's link mirrors the client's style)."""
+    m = _POSTGRES_INTERVAL.match(value)
+    if m is not None and value:
+        years, months, days, sign, hours, minutes, seconds = m.groups()
+        micros = (int(hours or 0) * 3600 + int(minutes or 0) * 60) * 1_000_000 + \
+            (_micros(seconds) if seconds else 0)
+        return (int(years or 0) * 12 + int(months or 0), int(days or 0),
+                (-micros if sign == "-" else micros) * 1000)
+    m = _ISO_INTERVAL.match(value)
+    if m is None:
+        raise PgError(INVALID_TEXT_REPRESENTATION, f"unexpected interval text {value!r}")
+    neg, years, months, days, hours, minutes, seconds = m.groups()
+    factor = -1 if neg else 1
+    micros = (int(hours or 0) * 3600 + int(minutes or 0) * 60) * 1_000_000 + \
+        (_micros(seconds) if seconds else 0)
+    return (factor * (int(years or 0) * 12 + int(months or 0)), factor * int(days or 0),
+            factor * micros * 1000)
+
+
 def interval_from_text(text: pa.Array) -> pa.Array:
-    """IntervalStyle iso_8601 text ('P1Y2M3DT4H5M6.5S') to month_day_nano, per value."""
-    out: list[tuple[int, int, int] | None] = []
-    for value in text.to_pylist():
-        if value is None:
-            out.append(None)
-            continue
-        m = _ISO_INTERVAL.match(value)
-        if m is None:
-            raise PgError(INVALID_TEXT_REPRESENTATION, f"unexpected interval text {value!r}")
-        neg, years, months, days, hours, minutes, seconds = m.groups()
-        sign = -1 if neg else 1
-        total_months = int(years or 0) * 12 + int(months or 0)
-        micros = (int(hours or 0) * 3600 + int(minutes or 0) * 60) * 1_000_000
-        if seconds:
-            whole, _, frac = seconds.partition(".")
-            us = abs(int(whole)) * 1_000_000 + int((frac + "000000")[:6])
-            micros += -us if whole.startswith("-") else us
-        out.append((sign * total_months, sign * int(days or 0), sign * micros * 1000))
-    return pa.array(out, pa.month_day_nano_interval())
+    """An interval column's text (IntervalStyle postgres, or iso_8601) to month_day_nano,
+    per value."""
+    return pa.array([None if value is None else _interval(value) for value in text.to_pylist()],
+                    pa.month_day_nano_interval())

@@ -94,3 +94,19 @@ async def test_a_function_the_source_defines(world: World) -> None:
         await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *RELAY_OFF)
         assert await described_names(world.pg_gateway.dsn, sql, *RELAY_OFF) == ["add_one"]
     assert (await error_of(world.parquet_gateway.dsn, "SELECT add_one(3)")).sqlstate == "42883"
+
+
+async def test_without_tables_in_another_zone(world: World) -> None:
+    """Outside UTC a statement without tables stays with the engine, which runs in the
+    client's zone (a source's session runs in UTC)."""
+    zone = "SET TimeZone = 'America/New_York'"
+    sql = "SELECT '2024-03-10 06:30+00'::timestamptz::text, '2024-03-10 12:00'::timestamptz::date::text"
+    await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *RELAY_OFF, zone,
+                                 truth_setup=(zone,))
+
+
+async def test_intervals_as_text(world: World) -> None:
+    """An interval PostgreSQL turns into text reads in the client's IntervalStyle."""
+    sql = "SELECT id, (ts - TIMESTAMP '2000-01-01')::text, justify_hours(interval '27 hours')::text " \
+          "FROM t WHERE id < 4 ORDER BY id"
+    await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *RELAY_OFF)

@@ -62,10 +62,12 @@ async def error_of(dsn: str, sql: str, *setup: str) -> asyncpg.PostgresError:
 
 
 async def assert_described_alike(truth: str, gateway: str, sql: str, *setup: str,
-                                 gateway_sql: str | None = None) -> None:
+                                 gateway_sql: str | None = None,
+                                 truth_setup: tuple[str, ...] = ()) -> None:
     """The gateway (after `setup`) answers `gateway_sql` (default: `sql`) with the types and
-    rows PostgreSQL at `truth` answers `sql` with, through the extended protocol."""
-    want = await described(truth, sql)
+    rows PostgreSQL at `truth` (after `truth_setup`) answers `sql` with, through the
+    extended protocol."""
+    want = await described(truth, sql, *truth_setup)
     got = await described(gateway, sql if gateway_sql is None else gateway_sql, *setup)
     assert (got.types, got.rows) == (want.types, want.rows)
 
