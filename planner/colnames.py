@@ -135,7 +135,12 @@ def figure_colname(node: exp.Expression, sql: str | None = None) -> str:
         node = node.this  # PostgreSQL's parser keeps no parentheses; a subscript takes its
         # operand's name, even a cast's type name ((NULL::int[])[1] is "int4")
     if isinstance(node, exp.Cast) and _written_name(node, sql) is None:
-        inner = _strong_name(node.this, sql)
+        # a typed literal cast on (interval '1 day'::text) is named by the last type
+        operand = node.this
+        while isinstance(operand, exp.Paren):
+            operand = operand.this
+        literal = isinstance(operand, exp.Interval) and isinstance(operand.this, exp.Literal)
+        inner = None if literal else _strong_name(node.this, sql)
         if inner is not None:
             return inner
         to = node.to

@@ -48,6 +48,7 @@ DERIVED = [
     f"SELECT (ARRAY[n, 2])[1], (ARRAY[n])[1:1], (NULL::int[])[1], DATE '2024-01-01'::text, N FROM {ROWS}",
     # A `*` shows repeated names as they are (an engine says `t_1`, or `*`).
     "SELECT * FROM (SELECT 1 AS t, 2 AS t) AS sub",
+    "SELECT interval '1 day 2 hours'::text, (interval '2 days')::text, interval '1 day'",
     f"SELECT sub.*, 3 FROM (SELECT t, n AS t, x FROM {ROWS}) AS sub",
     f"WITH c(a) AS (SELECT t, n, 1 AS n FROM {ROWS}) SELECT * FROM c, (VALUES (1, 2)) AS v(n)",
 ]
