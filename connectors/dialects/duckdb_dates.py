@@ -1,4 +1,4 @@
-"""Dates before the year 1 (PostgreSQL's `BC`) in DuckDB, read and written as PostgreSQL does.
+"""Date/time literals and BC dates in DuckDB, read and written as PostgreSQL does.
 
 PostgreSQL reads `DATE '0044-03-15 BC'` and writes it back the same way. DuckDB reads a
 `BC` date as an error and, worse, a `BC` timestamp as the same day AD (it drops the word);
@@ -28,11 +28,11 @@ from sqlglot import exp
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 T = exp.DataType.Type
-_TEMPORAL = {T.DATE, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.DATETIME}
+_TEMPORAL = {T.DATE, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.TIMESTAMPNTZ, T.DATETIME}
 _TEXT = {T.TEXT, T.VARCHAR}
 # An ISO date (and what follows it) with the era last: `0044-03-15 10:00 BC`.
 _ISO_BC = re.compile(r"^\s*(\d{1,7})(-\d{1,2}-\d{1,2}(?:[ T].*?)?)\s+BC\s*$", re.IGNORECASE | re.DOTALL)
-_COUNTED = "bc_year_counted"  # an extract() already inside its CASE
+_COUNTED = "bc_year_counted"  # an extract() already counted (inside its `y - ...`)
 _NAMES_BC = re.compile(r"\bBC\b", re.IGNORECASE)
 
 
