@@ -101,7 +101,7 @@ def needs_types(tree: exp.Expression) -> bool:
         is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast)) or functions.needs_rewrite(tree) \
         or dates.needs_types(tree) or floats.needs_types(tree) or integers.needs_types(tree) \
         or json_pieces.needs_types(tree) or literals.needs_rewrite(tree) or float4.needs_rewrite(tree) \
-        or tree.find(exp.Least, exp.Greatest) is not None
+        or tree.find(exp.Least, exp.Greatest) is not None or arrays.needs_types(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:

@@ -14,6 +14,11 @@
 - an array cast to text is PostgreSQL's `{a,"b c",NULL}`, DuckDB's `[a, b c, NULL]`: it is
   written out for arrays of integers, booleans, dates and text (an element quoted where
   array_out quotes it); of other elements (numerics, floats, timestamps, arrays) refused.
+- `a || b` with an array operand: PostgreSQL's array_cat, array_append or array_prepend
+  (by the other operand's type); DuckDB's `||` of lists is NULL when either is, and it
+  has no list-and-element `||` at all. array_cat keeps the other array when one is NULL
+  (NULL only when both are); DuckDB's list_concat gives [] for two NULLs. An untyped
+  string operand is an array literal to PostgreSQL: refused.
 - `array_agg(DISTINCT x)` and `string_agg(DISTINCT x, sep)` without an ORDER BY come out
   in x's order in PostgreSQL (its DISTINCT sorts), in hash order in DuckDB: the ORDER BY
   x is written out.
@@ -30,9 +35,15 @@ _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
 def needs_rewrite(tree: exp.Expression) -> bool:
     return tree.find(exp.ArraySize, exp.Any, exp.All, exp.Bracket, exp.Explode, exp.Unnest,
-                     exp.ArrayRemove, exp.ArrayAgg, exp.GroupConcat) is not None \
+                     exp.ArrayRemove, exp.ArrayAgg, exp.GroupConcat, exp.ArrayConcat,
+                     exp.DPipe) is not None \
         or any(map(_array_text, tree.find_all(exp.Cast))) or any(
         call.name.upper() in ("ALL", "CARDINALITY") for call in tree.find_all(exp.Anonymous))
+
+
+def needs_types(tree: exp.Expression) -> bool:
+    """`||` and array_cat read their operands' types (an array or an element)."""
+    return tree.find(exp.DPipe, exp.ArrayConcat) is not None
 
 
 def _array_operand(node: exp.Expression) -> exp.Expression | None:
@@ -144,6 +155,41 @@ def _array_out(node: exp.Cast) -> exp.Expression:
                      expression=exp.Literal.string("}"))
 
 
+def _is_array(node: exp.Expression) -> bool:
+    return node.type is not None and node.type.this == exp.DataType.Type.ARRAY
+
+
+def _is_null(node: exp.Expression) -> bool:
+    return isinstance(_unwrapped(node), exp.Null)
+
+
+def _array_cat(left: exp.Expression, right: exp.Expression) -> exp.Expression:
+    """PostgreSQL's array_cat: NULL only when both arrays are."""
+    both_null = exp.And(this=exp.Is(this=left.copy(), expression=exp.Null()),
+                        expression=exp.Is(this=right.copy(), expression=exp.Null()))
+    concat = exp.Anonymous(this="list_concat", expressions=[left.copy(), right.copy()])
+    return exp.Case(ifs=[exp.If(this=both_null, true=exp.Null())], default=concat)
+
+
+def _concatenation(node: exp.DPipe) -> exp.Expression:
+    """`a || b` with an array operand, as PostgreSQL resolves the operator."""
+    left, right = node.this, node.expression
+    for operand in (left, right):
+        if _dimensions(operand) > 1 or (_is_array(operand) and operand.type.expressions
+                                        and operand.type.expressions[0].this == exp.DataType.Type.ARRAY):
+            raise PgError(FEATURE_NOT_SUPPORTED, "|| of a multidimensional array is not "
+                          "supported by fedgate outside PostgreSQL sources")
+        if isinstance(_unwrapped(operand), exp.Literal) and operand.is_string:
+            raise PgError(FEATURE_NOT_SUPPORTED, "|| of an array and a string literal (an "
+                          "array literal to PostgreSQL) is not supported by fedgate outside "
+                          "PostgreSQL sources")
+    if (_is_array(left) or _is_null(left)) and (_is_array(right) or _is_null(right)):
+        return _array_cat(left, right)
+    if _is_array(left):
+        return exp.Anonymous(this="list_append", expressions=[left.copy(), right.copy()])
+    return exp.Anonymous(this="list_prepend", expressions=[left.copy(), right.copy()])
+
+
 def postgres_arrays(node: exp.Expression) -> exp.Expression:
     """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
     use = _multidimensional_use(node)
@@ -154,6 +200,10 @@ def postgres_arrays(node: exp.Expression) -> exp.Expression:
         return exp.Nullif(this=node.copy(), expression=exp.Literal.number(0))
     if isinstance(node, exp.ArrayRemove):
         return _array_remove(node)
+    if isinstance(node, exp.DPipe) and (_is_array(node.this) or _is_array(node.expression)):
+        return _concatenation(node)
+    if isinstance(node, exp.ArrayConcat) and len(node.expressions) == 1:
+        return _array_cat(node.this, node.expressions[0])
     if _array_text(node):
         return _array_out(node)
     if isinstance(node, (exp.ArrayAgg, exp.GroupConcat)) and isinstance(node.this, exp.Distinct) \

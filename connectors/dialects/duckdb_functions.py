@@ -12,7 +12,8 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
 - `'\\xDEADBEEF'::bytea`: PostgreSQL reads its hex and escape input formats, DuckDB only
   `\\xHH` escapes inside text, so the literal is decoded here and written as hex;
 - `length`, `strpos`, `grouping()`, `generate_series(int, int)`: int4 in PostgreSQL,
-  BIGINT in DuckDB; `extract()`, `date_part()`, `age()` and `to_timestamp(float8)`: see
+  BIGINT in DuckDB; `generate_series(date, date, interval)`: timestamptz in PostgreSQL,
+  TIMESTAMP in DuckDB; `extract()`, `date_part()`, `age()` and `to_timestamp(float8)`: see
   connectors.dialects.duckdb_datetimes; `date_trunc('month', d)` of a date truncates the date's
   midnight in the session's zone to a timestamptz in PostgreSQL, a timestamp in DuckDB, so
   DuckDB's timestamp is read in the session's zone (the engine's TimeZone), which is the
@@ -140,7 +141,9 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
             isinstance(node.this, (exp.Literal, exp.ByteString)):
         return _bytea_literal(node)
     if isinstance(node, exp.ExplodingGenerateSeries) and _int4_series(node):
-        return _int4_series_values(node)
+        return _series_values(node, "INT")
+    if isinstance(node, exp.ExplodingGenerateSeries) and _date_series(node):
+        return _series_values(node, "TIMESTAMPTZ")
     if isinstance(node, exp.Extract):
         return datetimes.postgres_extract(node)
     if datetimes.is_age(node):
@@ -191,15 +194,26 @@ def _int4_series(node: exp.ExplodingGenerateSeries) -> bool:
     return all(_is_int4(bound) for bound in bounds if bound is not None)
 
 
-def _int4_series_values(node: exp.ExplodingGenerateSeries) -> exp.Expression:
-    """DuckDB's generate_series is BIGINT: in a select list its values are cast; as a
-    FROM item it becomes a derived table of the cast values, under the same alias."""
+def _date_series(node: exp.ExplodingGenerateSeries) -> bool:
+    """generate_series between two dates: PostgreSQL has no date variant and resolves the
+    call to its timestamptz one (midnights in the session's zone), DuckDB to timestamps.
+    The engine's TimeZone is the session's, so DuckDB's timestamps read as timestamptz are
+    the same instants."""
+    bounds = [node.args.get(name) for name in ("start", "end")]
+    return all(bound is not None and bound.type is not None and bound.type.this == T.DATE
+               for bound in bounds)
+
+
+def _series_values(node: exp.ExplodingGenerateSeries, kind: str) -> exp.Expression:
+    """generate_series's values cast to PostgreSQL's type of them (DuckDB's is BIGINT, or
+    TIMESTAMP between dates): in a select list the call is cast; as a FROM item it becomes
+    a derived table of the cast values, under the same alias."""
     table = node.parent
     if not isinstance(table, exp.Table):
-        return exp.Cast(this=node.copy(), to=exp.DataType.build("INT"))
+        return exp.Cast(this=node.copy(), to=exp.DataType.build(kind))
     series = exp.Table(this=node.copy())
     values = exp.select(exp.alias_(exp.Cast(this=exp.column("generate_series"),
-                                            to=exp.DataType.build("INT")), "generate_series"))
+                                            to=exp.DataType.build(kind)), "generate_series"))
     derived = exp.Subquery(this=values.from_(series), alias=table.args.get("alias"))
     table.replace(derived)
     return node  # detached with its table: the walk's replace of it changes nothing

@@ -107,6 +107,8 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "date arithmetic": _calls("+", ["{v} + interval '1 month'", "{v} - interval '1 year'", "{v} + 1"], DATES),
         "isfinite": _calls("isfinite", ["isfinite({v})"], DATES),
         "timezone": _calls("timezone", ["timezone('Asia/Kolkata', {v})", "{v} AT TIME ZONE '+05'"], STAMPS),
+        "generate_series": ["generate_series(DATE '2024-02-27', DATE '2024-03-01', interval '1 day')",
+                            "generate_series(TIMESTAMP '2024-01-01', DATE '2024-01-02', interval '12 hours')"],
         "overlaps": ["(DATE '2024-01-01', DATE '2024-02-01') OVERLAPS (DATE '2024-01-15', DATE '2024-03-01')"],
     },
     "aggregate": {
@@ -135,6 +137,8 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "unnest": _calls("unnest", ["unnest({v})"], ARRAYS), "array_upper": _calls("array_upper", ["array_upper({v}, 1)"], ARRAYS),
         "subscript": _calls("[]", ["({v})[1]", "({v})[0]", "({v})[2:3]"], ARRAYS), "any": _calls("any", ["2 = ANY ({v})"], ARRAYS),
         "array_dims": _calls("array_dims", ["array_dims({v})"], ARRAYS),
+        "||": _calls("||", ["{v} || 9", "0 || {v}", "{v} || 9::bigint", "{v} || ARRAY[7]", "{v} || NULL",
+                            "NULL || {v}", "{v} || '{{8}}'"], ARRAYS) + ["array_cat(NULL::int[], NULL)"],
     },
     "JSON": {
         "->": _calls("->", ["{v} -> 'a'", "{v} -> 0"], JSONS), "->>": _calls("->>", ["{v} ->> 'a'"], JSONS),

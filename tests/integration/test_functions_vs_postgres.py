@@ -37,6 +37,12 @@ SAME = [
     "array_length(ARRAY[]::int[], 1), array_length(ARRAY[n, n], 1), 2 = ANY (NULL::int[]), "
     "n <> ALL (NULL::int[]), 2 = ANY (ARRAY[n, NULL]), n = ANY (ARRAY[]::int[]), "
     "n < ALL (ARRAY[]::int[]), n",
+    # || with an array is array_append/array_prepend/array_cat; array_cat keeps the other
+    # array when one is NULL.
+    "ARRAY[n] || n, n || ARRAY[n], ARRAY[n] || 9::bigint, ARRAY[n] || NULL, NULL || ARRAY[t], "
+    "ARRAY[x] || ARRAY[2.5], array_cat(NULL::int[], NULL), ARRAY[t] || t",
+    # Between dates generate_series is PostgreSQL's timestamptz variant.
+    "generate_series(d, d + 2, interval '1 day'), n",
     # A scalar of json -> is the same text in both.
     "'{\"a\": \"x\", \"b\": 1.50}'::json -> 'a', '{\"a\": \"x\"}'::json ->> 'a', "
     "'{\"a\": \"x\"}'::json -> 'b', n",
@@ -56,6 +62,8 @@ REFUSED = [
     ("to_char(d, 'Dy DD Mon YYYY')", "0A000"),  # patterns strftime has no faithful form of
     ("to_char(d, 'D')", "0A000"),
     ("'NaN'::float8::numeric", "0A000"),  # no NaN in DuckDB's DECIMAL
+    ("ARRAY[t] || 'b'", "0A000"),  # an array literal to PostgreSQL (22P02 here)
+    ("ARRAY[[n]] || ARRAY[n]", "0A000"),
     ("decode('zz', 'hex')", "22023"),  # PostgreSQL's error, not DuckDB's text 'zz'
     ("decode('abc', 'hex')", "22023"),  # an odd number of digits
     ("decode(t, 'hex')", "0A000"),  # only a literal is decoded
