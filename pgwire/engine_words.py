@@ -160,6 +160,10 @@ _INTEGER_OVERFLOW = re.compile(r"^Overflow in (?:addition|subtraction|multiplica
                                r"(INT16|INT32|INT64) |destination type (INT16|INT32|INT64)$|"
                                r"^Failed to cast decimal value \S+ to type (INT16|INT32|INT64)$")
 _INTEGER_NAMES = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
+# The one overflowing integer division, the type's minimum by -1, which DuckDB reports
+# without the type: the minimum says which.
+_MINIMUM_BY_MINUS_ONE = re.compile(r"^Overflow in division of (-\d+) / -1$")
+_MINIMA = {str(-2**15): "smallint", str(-2**31): "integer", str(-2**63): "bigint"}
 _DATE_FIELD = re.compile(r'^date field value out of range: (".*")$')
 _DATE_OUT_OF_RANGE = re.compile(r"^Date out of range: (-?\d+)-(\d+)-(\d+)$")
 _NO_SUCH_FUNCTION = re.compile(r"^(?:Scalar |Table )Function with name (\S+?) does not exist")
@@ -292,6 +296,9 @@ def _postgres_words(code: str, message: str) -> PgError | None:
     if code == NUMERIC_VALUE_OUT_OF_RANGE and overflow is not None:
         integer = next(group for group in overflow.groups() if group is not None)
         return PgError(code, f"{_INTEGER_NAMES[integer]} out of range")
+    minimum = _MINIMUM_BY_MINUS_ONE.match(message)
+    if code == NUMERIC_VALUE_OUT_OF_RANGE and minimum is not None and minimum.group(1) in _MINIMA:
+        return PgError(code, f"{_MINIMA[minimum.group(1)]} out of range")
     if code == INVALID_PRECEDING_OR_FOLLOWING_SIZE:
         return PgError(code, "invalid preceding or following size in window function")
     date_field = _DATE_FIELD.match(message)

@@ -44,7 +44,6 @@ _FUNCTION_NAMES: dict[type[exp.Expression], str] = {
     exp.CurrentTimestamp: "current_timestamp",
     exp.CurrentDate: "current_date",
     exp.CurrentTime: "current_time",
-    exp.Case: "case",
     exp.If: "case",
     exp.Exists: "exists",
     exp.Overlaps: "overlaps",
@@ -109,6 +108,11 @@ def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
         return _strong_name(node.this, sql)  # row_number() OVER (...) is "row_number"
     if isinstance(node, exp.Dot):
         return _strong_name(node.expression, sql)  # pg_catalog.upper(x) is "upper"
+    if isinstance(node, exp.Case):
+        # named by its ELSE where that has a name of its own (ELSE g::text is "g"), else
+        # weakly "case": a cast of it is named by the type
+        default = node.args.get("default")
+        return _strong_name(default, sql) if default is not None else None
     written = _written_name(node, sql)  # mod(a, b) is a Mod, div(a, b) a Cast
     if written is not None:
         return written
@@ -150,7 +154,7 @@ def figure_colname(node: exp.Expression, sql: str | None = None) -> str:
             return "name"  # (typed as text elsewhere in the planner)
         # the type's name without its modifiers: bit(3) is "bit"
         return pg_type_name(to) or to.sql("postgres").lower().split("(")[0]
-    return _strong_name(node, sql) or UNNAMED
+    return _strong_name(node, sql) or ("case" if isinstance(node, exp.Case) else UNNAMED)
 
 
 _ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")

@@ -118,12 +118,18 @@ def _argument_type(call: exp.AggFunc,
     if known is not None:
         return known
     probe = arg.copy()
-    for column in probe.find_all(exp.Column):
+    for column in list(probe.find_all(exp.Column)):
         found = column_type(column)
-        if found is not None:
-            column.type = found
+        if found is not None:  # a typed NULL: annotating would type a column afresh (unknown)
+            column.replace(exp.Cast(this=exp.Null(), to=found.copy()))
     annotate_postgres(probe, dialect="postgres")
-    return _known(probe.type)
+    known = _known(probe.type)
+    # A decimal computed by arithmetic is not trusted: sqlglot types n * n of a
+    # numeric(10, 2) as DECIMAL(10, 2), where the engines compute it at scale 4.
+    if known is not None and known.this == T.DECIMAL and \
+            probe.find(exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod) is not None:
+        return None
+    return known
 
 
 def _retyped(call: exp.AggFunc, arg_type: exp.DataType | None) -> bool:

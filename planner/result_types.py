@@ -241,6 +241,9 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         return arg if arg in ("json", "jsonb") else None
     if isinstance(node, exp.Nullif):
         return _nullif(of(node.this), of(node.expression))
+    if isinstance(node, exp.Case):  # its results' common type, as a UNION column's
+        results = [branch.args["true"] for branch in node.args.get("ifs", [])]
+        return _common([of(r) for r in results + [node.args.get("default") or exp.null()]])
     if isinstance(node, exp.Sum):
         return _sum(of(node.this))
     if isinstance(node, (exp.Avg, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance,

@@ -214,6 +214,9 @@ def postgres_arrays(node: exp.Expression) -> exp.Expression:
             exp.Ordered(this=distinct.expressions[0].copy(), nulls_first=False)]))
         return ordered
     array = _array_operand(node)
+    if isinstance(array, exp.Literal) and array.is_string:
+        raise PgError(FEATURE_NOT_SUPPORTED, "ANY or ALL over a string literal (an array literal "
+                      "to PostgreSQL) is not supported by fedgate outside PostgreSQL sources")
     if array is not None:
         return exp.Case(ifs=[exp.If(this=exp.Is(this=array.copy(), expression=exp.Null()),
                                     true=exp.Null())], default=node.copy())

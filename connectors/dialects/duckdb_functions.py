@@ -156,6 +156,10 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
     if isinstance(node, _INEXACT_ON_NUMERIC) and any(map(_is_numeric, node.iter_expressions())) \
             and not _raises_anyway(node):
         raise _refuse(f"{node.sql('postgres').split('(')[0].lower()}() of a numeric")
+    if isinstance(node, exp.Log) and node.expression is not None and not _raises_anyway(node) \
+            and node.meta.get("spelled") != "log10":  # sqlglot reads log10(x) as log(10, x)
+        # PostgreSQL's only log(b, x) is log(numeric, numeric), at a scale of its own
+        raise _refuse("log(b, x), a numeric,")
     if isinstance(node, _DEVIATIONS) and not _float_argument(node):
         name = node.sql("postgres").split("(")[0].lower()
         raise _refuse(f"{name}() of an integer or numeric")

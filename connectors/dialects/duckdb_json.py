@@ -19,6 +19,10 @@ DECIMAL's scale too (`1.5`). A numeric whose DuckDB DECIMAL has PostgreSQL's sca
 constant, a numeric(p, s) column or cast, and +, -, * of those and integers) is written
 as its text; any other numeric argument (a quotient, a function's, an array of numerics)
 is refused.
+
+`row_to_json(r)`: PostgreSQL writes each field by its type's output (a numeric at its
+display scale, a timestamp as `2024-01-01T10:00:00`), DuckDB its own way (`1.5`,
+`2024-01-01 10:00:00`): refused.
 """
 
 from __future__ import annotations
@@ -46,8 +50,17 @@ def _is_to_json(node: exp.Expression) -> bool:
         and len(node.expressions) == 1
 
 
+ROW_TO_JSON_REFUSED = ("row_to_json() (PostgreSQL writes each field by its type's output) is not "
+                       "supported by fedgate outside PostgreSQL sources")
+
+
+def _is_row_to_json(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "row_to_json"
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return tree.find(exp.JSONExtract, exp.JSONExtractScalar) is not None or needs_types(tree)
+    return tree.find(exp.JSONExtract, exp.JSONExtractScalar) is not None or needs_types(tree) \
+        or any(map(_is_row_to_json, tree.find_all(exp.Anonymous)))
 
 
 def needs_types(tree: exp.Expression) -> bool:
@@ -164,6 +177,8 @@ def postgres_json(node: exp.Expression) -> exp.Expression:
     """`node` with a refusal where its answer would be laid out otherwise."""
     if _is_to_json(node):
         return _to_json(node)
+    if _is_row_to_json(node):
+        raise PgError(FEATURE_NOT_SUPPORTED, ROW_TO_JSON_REFUSED)
     if not isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
         return node
     if _is_json(node.this, _JSONB):

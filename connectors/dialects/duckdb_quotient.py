@@ -29,6 +29,8 @@ from connectors.base import EXACT_AVERAGE, NUMERIC_OUTPUTS
 from connectors.dialects.duckdb_functions import exact_digits
 
 QUOTIENT = "FEDGATE_QUOTIENT"  # marker: (dividend digits, divisor digits, scale1, scale2)
+INEXACT = "a numeric division of operands the engine computes inexactly is not supported " \
+    "by fedgate outside PostgreSQL sources"
 TOO_WIDE = "a numeric quotient of more than 38 digits is not supported by fedgate " \
     "outside PostgreSQL sources"
 
@@ -37,12 +39,12 @@ def _hugeint(e: exp.Expression) -> exp.Expression:
     return exp.Cast(this=e, to=exp.DataType.build("HUGEINT"))
 
 
-def _digits(operand: exp.Expression) -> tuple[exp.Expression, int] | None:
-    """(a HUGEINT of `operand`'s digits, its display scale) as `exact_digits` finds them,
-    for a number literal or a column or cast of an integer or fixed-scale decimal type, or
-    NULLIF of one;
-    None for anything else, for a literal with an exponent (PostgreSQL's scale of `1e3`
-    is not its text's) and for one of more than 38 digits (beyond HUGEINT)."""
+def _digits(operand: exp.Expression) -> tuple[exp.Expression, exp.Expression] | None:
+    """(a HUGEINT of `operand`'s digits, its display scale as an expression) for a number
+    literal, a column or cast of an integer or fixed-scale decimal type (`exact_digits`),
+    NULLIF of one, or an expression of such operands `_exact_shape` accepts (read at run
+    time); None for anything else, for a literal with an exponent (PostgreSQL's scale of
+    `1e3` is not its text's) and for one of more than 38 digits (beyond HUGEINT)."""
     if isinstance(operand, exp.Nullif):  # NULLIF(x, y) is x, or NULL where x = y
         inner = _digits(operand.this)
         if inner is None:
@@ -55,9 +57,70 @@ def _digits(operand: exp.Expression) -> tuple[exp.Expression, int] | None:
             return None
         if len(literal.this.replace(".", "").lstrip("0")) > 38:
             return None
-    elif not isinstance(operand, (exp.Column, exp.Cast)):
-        return None
-    return exact_digits(operand.copy())
+    found = exact_digits(operand.copy()) if isinstance(operand, (exp.Literal, exp.Neg, exp.Column, exp.Cast)) \
+        else None
+    if found is not None:
+        return found[0], exp.Literal.number(found[1])
+    return _checked_digits(operand) if _exact_shape(operand) else None
+
+
+_INTEGER_NAMES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
+                  "USMALLINT", "UINTEGER", "UBIGINT")
+
+
+def _exact_shape(node: exp.Expression) -> bool:
+    """Whether every value of `node`, computed as an integer or a decimal by DuckDB, has
+    PostgreSQL's digits and display scale: columns, number literals, casts to integers or
+    numerics of those, count, sum/min/max, +, -, * and a CASE of them. Functions are not
+    (round(x, 1) is DuckDB's DOUBLE for some x). A CASE whose results have different
+    scales is DuckDB's at the largest, PostgreSQL's per value; the scale enters a quotient
+    only past its 16 significant digits (select_div_scale), so the quotients agree unless
+    they exceed 10^12 with operands of more than 4 decimal places: not a shape of the
+    statements this serves (shares, ratios, averages)."""
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    if isinstance(node, exp.Literal):
+        return not node.is_string and "e" not in node.this.lower()
+    if isinstance(node, (exp.Column, exp.Count, exp.Null)):
+        return True
+    if isinstance(node, (exp.Sum, exp.Min, exp.Max)):
+        inner = node.this.expressions[0] if isinstance(node.this, exp.Distinct) and \
+            len(node.this.expressions) == 1 else node.this
+        return _exact_shape(inner)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        return _exact_shape(node.this) and _exact_shape(node.expression)
+    if isinstance(node, exp.Case):
+        results = [branch.args["true"] for branch in node.args.get("ifs", [])]
+        return all(map(_exact_shape, results + [node.args.get("default") or exp.Null()]))
+    if isinstance(node, exp.Cast):
+        return (node.to.this in exp.DataType.INTEGER_TYPES or node.to.this == exp.DataType.Type.DECIMAL) \
+            and _exact_shape(node.this)
+    return False
+
+
+def _checked_digits(operand: exp.Expression) -> tuple[exp.Expression, exp.Expression]:
+    """(`operand`'s digits, its scale), both read at run time from DuckDB's value: its
+    text without the point, and the scale of its DECIMAL type (0 for an integer). A value
+    DuckDB computed otherwise (a DOUBLE, whose digits PostgreSQL's numeric would not have)
+    is refused."""
+    kind = exp.Anonymous(this="typeof", expressions=[operand.copy()])
+    decimal = exp.Like(this=kind.copy(), expression=exp.Literal.string("DECIMAL(%"))
+    integer = exp.In(this=kind.copy(), expressions=[exp.Literal.string(n) for n in _INTEGER_NAMES])
+    # concat, not a cast to text: the float rewrites (connectors.dialects.duckdb_floats)
+    # would write a cast of what sqlglot types a DOUBLE as PostgreSQL's float8 text
+    # (of NULL it is '', NULL again by NULLIF)
+    text = exp.Nullif(this=exp.Anonymous(this="concat", expressions=[
+        exp.Literal.string(""), operand.copy()]), expression=exp.Literal.string(""))
+    digits = _hugeint(exp.Anonymous(this="replace", expressions=[
+        text, exp.Literal.string("."), exp.Literal.string("")]))
+    refused = exp.Anonymous(this="error", expressions=[exp.Literal.string(INEXACT)])
+    checked = exp.Case(ifs=[exp.If(this=exp.Not(this=exp.paren(exp.or_(decimal, integer))),
+                                   true=refused)], default=digits)
+    declared = exp.Anonymous(this="regexp_extract", expressions=[
+        kind.copy(), exp.Literal.string(r",\s*(\d+)\)"), exp.Literal.number(1)])
+    scale = exp.Case(ifs=[exp.If(this=decimal.copy(), true=exp.Cast(
+        this=declared, to=exp.DataType.build("INTEGER")))], default=exp.Literal.number(0))
+    return checked, scale
 
 
 def _inner_names(tree: exp.Select, quotients: list[bool]) -> list[str | None]:
@@ -89,7 +152,10 @@ def _wrappable(tree: exp.Expression, quotients: list[bool]) -> bool:
     return True
 
 
-def _division(node: exp.Expression) -> tuple[exp.Expression, exp.Expression, int, int] | None:
+Operands = tuple[exp.Expression, exp.Expression, exp.Expression, exp.Expression]
+
+
+def _division(node: exp.Expression) -> Operands | None:
     """(dividend digits, guarded divisor digits, their scales) of a numeric division."""
     if not isinstance(node, exp.Div):
         return None
@@ -118,20 +184,21 @@ def mark_divisions(tree: exp.Expression) -> exp.Expression:
     for item, division in zip(tree.expressions, divisions):
         if division is not None:
             a, b, sa, sb = division
-            item.unalias().replace(exp.Anonymous(this=QUOTIENT, expressions=[
-                a, b, exp.Literal.number(sa), exp.Literal.number(sb)]))
+            item.unalias().replace(exp.Anonymous(this=QUOTIENT, expressions=[a, b, sa, sb]))
     return tree
 
 
-def _operands(node: exp.Expression, unscaled) -> tuple[exp.Expression, exp.Expression, int, int] | None:
+def _operands(node: exp.Expression, unscaled) -> Operands | None:
+    """(dividend digits, divisor digits, their scales) of a marked output."""
     if isinstance(node, exp.Anonymous) and node.name.upper() == QUOTIENT:
         a, b, sa, sb = node.expressions
-        return a, b, int(sa.name), int(sb.name)
+        return a, b, sa, sb
     if isinstance(node, exp.Cast) and isinstance(node.this, exp.Anonymous) and \
             node.this.name.upper() == EXACT_AVERAGE:
         total, count, _, sum_scale = node.this.expressions
         return unscaled(total, int(sum_scale.name)), \
-            exp.Nullif(this=_hugeint(count), expression=exp.Literal.number(0)), int(sum_scale.name), 0
+            exp.Nullif(this=_hugeint(count), expression=exp.Literal.number(0)), sum_scale, \
+            exp.Literal.number(0)
     return None
 
 
@@ -153,22 +220,23 @@ _FIRST = ("CASE WHEN x = 0 THEN 0 ELSE CAST(rpad(CAST(abs(x) AS VARCHAR), "
           "CAST(length(CAST(abs(x) AS VARCHAR)) - s - 4 * w AS INTEGER), '0') AS INTEGER) END")
 
 
-def _rscale(x: exp.Expression, y: exp.Expression, sa: int, sb: int) -> exp.Expression:
-    def weight(v: exp.Expression, s: int) -> exp.Expression:
-        return _sql(_WEIGHT, x=v, s=exp.Literal.number(s))
+def _rscale(x: exp.Expression, y: exp.Expression, sa: exp.Expression,
+            sb: exp.Expression) -> exp.Expression:
+    def weight(v: exp.Expression, s: exp.Expression) -> exp.Expression:
+        return _sql(_WEIGHT, x=v, s=s)
 
-    def first(v: exp.Expression, s: int) -> exp.Expression:
-        return _sql(_FIRST, x=v, s=exp.Literal.number(s), w=weight(v, s))
+    def first(v: exp.Expression, s: exp.Expression) -> exp.Expression:
+        return _sql(_FIRST, x=v, s=s, w=weight(v, s))
 
     return _sql("least(greatest(16 - 4 * (wa - wb - CASE WHEN fa <= fb THEN 1 ELSE 0 END), "
                 "sa, sb, 0), 1000)", wa=weight(x, sa), wb=weight(y, sb), fa=first(x, sa),
-                fb=first(y, sb), sa=exp.Literal.number(sa), sb=exp.Literal.number(sb))
+                fb=first(y, sb), sa=sa, sb=sb)
 
 
-def _rounded(x: exp.Expression, y: exp.Expression, r: exp.Expression, sa: int,
-             sb: int) -> exp.Expression:
+def _rounded(x: exp.Expression, y: exp.Expression, r: exp.Expression, sa: exp.Expression,
+             sb: exp.Expression) -> exp.Expression:
     """|x / y| at r digits (x, y at scales sa, sb), rounded half away from zero."""
-    shift = _sql("r + sb - sa", r=r, sa=exp.Literal.number(sa), sb=exp.Literal.number(sb))
+    shift = _sql("r + sb - sa", r=r, sa=sa, sb=sb)
     scaled = _sql("CASE WHEN length(CAST(abs(x) AS VARCHAR)) + m > 38 THEN error(msg) "
                   "ELSE abs(x) * CAST('1' || repeat('0', CAST(m AS BIGINT)) AS HUGEINT) END",
                   x=x, m=shift, msg=exp.Literal.string(TOO_WIDE))
@@ -207,11 +275,13 @@ def wrap_quotients(tree: exp.Expression, unscaled) -> exp.Expression:
             outer_items.append(_col(name) if name == item.alias_or_name else
                                exp.alias_(_col(name), item.alias_or_name or name, quoted=True))
             continue
-        a, b, sa, sb = operands
+        a, b, scale_a, scale_b = operands
         inner_items.append(exp.alias_(a, f"_x{i}", quoted=True))
-        divisors.append(exp.alias_(b, f"_y{i}", quoted=True))
+        divisors += [exp.alias_(b, f"_y{i}", quoted=True), exp.alias_(scale_a, f"_sx{i}", quoted=True),
+                     exp.alias_(scale_b, f"_sy{i}", quoted=True)]
         x, y, r, q = _col(f"_x{i}"), _col(f"_y{i}"), _col(f"_r{i}"), _col(f"_q{i}")
-        mid_items += [x, y, exp.alias_(_rscale(x, y, sa, sb), f"_r{i}", quoted=True)]
+        sa, sb = _col(f"_sx{i}"), _col(f"_sy{i}")
+        mid_items += [x, y, sa, sb, exp.alias_(_rscale(x, y, sa, sb), f"_r{i}", quoted=True)]
         rounded_items += [x, y, r, exp.alias_(_rounded(x, y, r, sa, sb), f"_q{i}", quoted=True)]
         outer_items.append(exp.alias_(_text(x, y, q, r), item.alias_or_name or f"_c{i}", quoted=True))
     inner.set("expressions", inner_items + divisors)

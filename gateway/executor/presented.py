@@ -19,8 +19,9 @@ computes:
   as PostgreSQL prints a jsonb, `{"a": 1, "b": [1, 2]}`, keys shorter first then bytewise,
   a repeated key once with its last value. Numbers keep the engine's text.
 
-Anything else keeps the engine's type (a float8 where PostgreSQL computes a numeric
-division is not turned into numeric digits it does not have).
+A float where PostgreSQL computes a numeric (a numeric division inside an expression,
+`2::numeric / 3 * 3`) is refused (0A000): its digits are not PostgreSQL's. Anything else
+keeps the engine's type.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from connectors.base import BatchStream
-from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, NUMERIC_VALUE_OUT_OF_RANGE, PgError
 from pgwire.types.from_arrow import pg_type_for_field
 from pgwire.types.pg_type import pg_type_by_name
 
@@ -68,6 +69,12 @@ def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
         if scale + 20 <= _NUMERIC_DIGITS:
             return field.with_type(pa.decimal128(_NUMERIC_DIGITS, scale))
         return None
+    if base == "numeric" and pa.types.is_floating(t):
+        # a numeric the engine computed in floating point (a division inside an
+        # expression, a float turned numeric): its digits are not PostgreSQL's
+        raise PgError(FEATURE_NOT_SUPPORTED, "a numeric result the engine computes in floating "
+                      "point (such as a numeric division inside an expression) is not supported "
+                      "by fedgate outside PostgreSQL sources")
     if target == "numeric" and have.name == "text" and pa.types.is_string(t):
         # PostgreSQL's text of a numeric of per-value scale, as the DuckDB dialect writes
         # a division or an average out (connectors.dialects.duckdb_quotient)

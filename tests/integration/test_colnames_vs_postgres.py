@@ -30,7 +30,7 @@ SELECT_LISTS = [
     "row_number() over (order by n), rank() over (), lag(t) over (order by n)",
 ]
 AGGREGATES = [
-    "count(*), count(t), sum(n), avg(n), min(t), max(d), string_agg(t, ','), array_agg(n)",
+    "count(*), count(t), sum(n), avg(n::float8), min(t), max(d), string_agg(t, ','), array_agg(n)",
     "bool_and(n > 1), bool_or(n > 1), every(n > 1)",
     "percentile_cont(0.5) within group (order by x), count(*) filter (where n > 1)",
     "sum(n) filter (where x > 0), max(t) filter (where n > 0)",
