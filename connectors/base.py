@@ -117,6 +117,10 @@ class Dialect:
     # Whether `render` reads operand types to write a given tree (a division, say): the
     # planner annotates what it hands such a dialect (see `needs_types`).
     render_needs_types: Callable[[exp.Expression], bool] = _renders_without_types
+    # An engine that divides numerics in double precision by design (Spark, whose decimal
+    # division keeps too few digits): its float8 where PostgreSQL computes a numeric is
+    # presented as it is; any other engine's is refused (gateway.executor.presented).
+    numerics_in_double: bool = False
 
     def to_sql(self, tree: exp.Expression) -> str:
         return self.render(tree) if self.render is not None else tree.sql(self.sqlglot)

@@ -123,4 +123,4 @@ def _always(tree: exp.Expression) -> bool:
 DIALECT = Dialect(name="spark", sqlglot="spark", paramstyle="?", classify=classify,
                   render=to_spark, render_needs_types=_always,
                   ships=frozenset({"join", "aggregate", "sort", "limit", "distinct", "union", "window",
-                                   "subquery"}))
+                                   "subquery"}), numerics_in_double=True)

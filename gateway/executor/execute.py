@@ -63,12 +63,19 @@ class Executor:
                     plan, params, self.engines[engine or self.default], dynamic_filtering),
                     self.metrics, None)
         if plan.column_names is not None or plan.result_types is not None:
-            return Presented(stream, plan.column_names, plan.result_types)
+            return Presented(stream, plan.column_names, plan.result_types,
+                             self._double_numerics(plan, engine))
         return stream
 
     async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema:
         schema = await self._describe(plan, self.engines[engine or self.default])
-        return presented_schema(schema, plan.column_names, plan.result_types)
+        return presented_schema(schema, plan.column_names, plan.result_types,
+                                self._double_numerics(plan, engine))
+
+    def _double_numerics(self, plan: QueryPlan, engine: str | None) -> bool:
+        """Whether the rows come from an engine that divides numerics in double precision."""
+        return not plan.is_passthrough and \
+            self.engines[engine or self.default].dialect.numerics_in_double
 
     async def _describe(self, plan: QueryPlan, engine: Engine) -> pa.Schema:
         """The result schema, from each piece's zero-row form: nothing is really computed."""

@@ -20,8 +20,9 @@ computes:
   a repeated key once with its last value. Numbers keep the engine's text.
 
 A float where PostgreSQL computes a numeric (a numeric division inside an expression,
-`2::numeric / 3 * 3`) is refused (0A000): its digits are not PostgreSQL's. Anything else
-keeps the engine's type.
+`2::numeric / 3 * 3`) is refused (0A000): its digits are not PostgreSQL's; except from
+the Spark engine, which divides numerics in double precision by design
+(connectors.dialects.spark; docs/compatibility.md). Anything else keeps the engine's type.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ _INTEGERS = {"int2": (pa.int16(), "smallint"), "int4": (pa.int32(), "integer"),
 _NUMERIC_DIGITS = 38  # Arrow's decimal128
 
 
-def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
-    """The field `field` is presented as for PostgreSQL type `target`; None: as it is."""
+def _conversion(field: pa.Field, target: str | None, double_numerics: bool) -> pa.Field | None:
+    """The field `field` is presented as for PostgreSQL type `target`; None: as it is.
+    `double_numerics`: the engine divides numerics in double precision by design."""
     if target is None or (field.metadata and b"pg_type" in field.metadata):
         return None  # the source said what the column is (an oid, a name, a jsonb)
     t = field.type
@@ -69,7 +71,7 @@ def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
         if scale + 20 <= _NUMERIC_DIGITS:
             return field.with_type(pa.decimal128(_NUMERIC_DIGITS, scale))
         return None
-    if base == "numeric" and pa.types.is_floating(t):
+    if base == "numeric" and pa.types.is_floating(t) and not double_numerics:
         # a numeric the engine computed in floating point (a division inside an
         # expression, a float turned numeric): its digits are not PostgreSQL's
         raise PgError(FEATURE_NOT_SUPPORTED, "a numeric result the engine computes in floating "
@@ -121,10 +123,10 @@ def _length(field: pa.Field) -> int | None:
 
 
 def presented_schema(schema: pa.Schema, names: Sequence[str] | None,
-                     types: Sequence[str | None] | None) -> pa.Schema:
+                     types: Sequence[str | None] | None, double_numerics: bool = False) -> pa.Schema:
     fields = list(schema)
     if types is not None and len(types) == len(fields):
-        fields = [_conversion(f, t) or f for f, t in zip(fields, types)]
+        fields = [_conversion(f, t, double_numerics) or f for f, t in zip(fields, types)]
     if names is not None and len(names) == len(fields):
         fields = [f.with_name(n) for f, n in zip(fields, names)]
     return pa.schema(fields, metadata=schema.metadata)
@@ -157,9 +159,9 @@ class Presented:
     """A stream whose schema is `presented_schema`'s; batches are cast where it differs."""
 
     def __init__(self, stream: BatchStream, names: Sequence[str] | None,
-                 types: Sequence[str | None] | None) -> None:
+                 types: Sequence[str | None] | None, double_numerics: bool = False) -> None:
         self.inner = stream
-        self.schema = presented_schema(stream.schema, names, types)
+        self.schema = presented_schema(stream.schema, names, types, double_numerics)
         self._lengths = [_length(f) if f.metadata != g.metadata else None
                          for f, g in zip(self.schema, stream.schema)]
         # a changed metadata alone (text presented as numeric) still needs the new schema
