@@ -60,7 +60,21 @@ def _log10(node: exp.Expression) -> exp.Expression:
     return node
 
 
+# The call planner.pgcompat wraps a VARIADIC argument in (it cannot import the planner).
+VARIADIC = "fedgate_variadic"
+
+
+def _variadic(node: exp.Expression) -> exp.Expression:
+    """`fedgate_variadic(arr)` written back as PostgreSQL's `VARIADIC (arr)` (the keyword
+    before a parenthesised argument, which sqlglot writes as a call)."""
+    if isinstance(node, exp.Anonymous) and node.name.lower() == VARIADIC:
+        return exp.Anonymous(this="VARIADIC", expressions=node.expressions)
+    return node
+
+
 def to_postgres(tree: exp.Expression) -> str:
+    if tree.find(exp.Anonymous) is not None:
+        tree = tree.transform(_variadic)
     if tree.find(exp.Log) is not None:
         tree = tree.transform(_log10)
     if tree.find(exp.Extract) is not None:

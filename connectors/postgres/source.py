@@ -237,10 +237,8 @@ class PostgresStream:
                     await self._queue.put(segment)
 
         try:
-            if not self._columns:
-                await self._conn.execute(sql, *params)
-            else:
-                await self._conn.copy_from_query(sql, *params, output=sink, format="csv")
+            # Rows of no columns (`SELECT FROM t`) are empty lines, one a row.
+            await self._conn.copy_from_query(sql, *params, output=sink, format="csv")
             if buffer:
                 await self._queue.put(bytes(buffer))
             await self._queue.put(None)
@@ -267,6 +265,9 @@ class PostgresStream:
         return self._pending.pop()
 
     def _parse(self, segment: bytes) -> list[pa.RecordBatch]:
+        if not self._columns:  # rows of no columns: one empty line each, only a count
+            rows = pa.array([{}] * segment.count(b"\n"), type=pa.struct([]))
+            return [pa.RecordBatch.from_struct_array(rows)]
         table = read_csv(pa.py_buffer(segment), self._read, self._parse_options, self._convert)
         arrays = []
         for column, ctype in zip(table.columns, self._columns):
