@@ -52,6 +52,7 @@ from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.result_types import result_names, result_types
+from planner.regclass_arguments import regclass_arguments
 from planner.unknown_literals import unknown_literals
 from planner.set_scales import set_scales
 from planner.type_names import datatype_from_pg, pg_type_name
@@ -243,6 +244,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         unknown_function = exc
         parsed = parse_query(text)  # the check typed the tree in place, for its message
     signature_check(parsed, text, catalog, settings.search_path)
+    regclass_arguments(parsed)  # before pgcompat turns ::regclass into the look-up
     tree = pgcompat.rewrite(parsed, catalog.catalog_functions)
     using_star(tree, catalog, settings.search_path)
     derived_names(tree, text)  # before qualify names them _col_0
