@@ -159,6 +159,11 @@ class Dialect:
 # dialect, and every source dialect that can be handed one, expands it in `render`.
 EXACT_AVERAGE = "FEDGATE_AVG"
 
+# The call the planner wraps a VARIADIC argument in, `f(fedgate_variadic(arr))`
+# (planner.pgcompat: sqlglot cannot parse the keyword); only the PostgreSQL dialect is
+# handed one, and writes it back as `f(VARIADIC (arr))`.
+VARIADIC_CALL = "fedgate_variadic"
+
 # The `meta` key the planner sets on the SELECT whose rows go to the client as they are
 # (a residual, a statement shipped whole): a dialect may compute those outputs in a form
 # only the gateway reads back, such as PostgreSQL's text of a numeric of per-value scale

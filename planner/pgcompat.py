@@ -34,13 +34,14 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.parser import Parser
 from sqlglot.tokens import Tokenizer, TokenType
 
+from connectors.base import VARIADIC_CALL
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, SYNTAX_ERROR,
                            UNDEFINED_FUNCTION, PgError)
 from planner.colnames import ARRAY_LITERAL
 
 ONE_ROW = "_fedgate_one_row"
 # The call `normalize` wraps a VARIADIC argument in (sqlglot cannot parse the keyword).
-VARIADIC = "fedgate_variadic"
+VARIADIC = VARIADIC_CALL
 CATALOG_SCHEMAS = ("pg_catalog", "information_schema")
 _REG_TYPES = {"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole"}
 # The emulated catalog's collations (gateway.pg_catalog's pg_collation), all C order in

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from connectors.base import EXACT, Classification, Dialect, Pushdown, TableInfo, volatile_reason
+from connectors.base import (EXACT, VARIADIC_CALL, Classification, Dialect, Pushdown, TableInfo,
+                             volatile_reason)
 
 NAME = "postgres"
 
@@ -60,14 +61,10 @@ def _log10(node: exp.Expression) -> exp.Expression:
     return node
 
 
-# The call planner.pgcompat wraps a VARIADIC argument in (it cannot import the planner).
-VARIADIC = "fedgate_variadic"
-
-
 def _variadic(node: exp.Expression) -> exp.Expression:
     """`fedgate_variadic(arr)` written back as PostgreSQL's `VARIADIC (arr)` (the keyword
     before a parenthesised argument, which sqlglot writes as a call)."""
-    if isinstance(node, exp.Anonymous) and node.name.lower() == VARIADIC:
+    if isinstance(node, exp.Anonymous) and node.name.lower() == VARIADIC_CALL:
         return exp.Anonymous(this="VARIADIC", expressions=node.expressions)
     return node
 
