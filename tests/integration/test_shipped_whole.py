@@ -17,11 +17,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import asyncpg
 import psycopg
 import pytest
 
 from tests.conformance.world import World, conformance_world
-from tests.support.answers import assert_described_alike, described_names, error_of
+from tests.support.answers import assert_described_alike, described_names, error_of, simple
 
 RELAY_OFF = ("SET fedgate.relay = off",)
 
@@ -58,6 +59,13 @@ async def test_the_postgres_source_answers(world: World, sql: str) -> None:
     await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *RELAY_OFF)
     assert await described_names(world.pg_gateway.dsn, sql, *RELAY_OFF) == \
         await described_names(world.truth, sql)
+
+
+@pytest.mark.parametrize("sql", ANSWERED)
+async def test_relayed_as_written(world: World, sql: str) -> None:
+    """With the relay on (the default), PostgreSQL answers what it is handed, as before."""
+    await assert_described_alike(world.truth, world.pg_gateway.dsn, sql)
+    assert simple(world.pg_gateway.dsn, sql) == simple(world.truth, sql)
 
 
 @pytest.mark.parametrize("sql", ANSWERED)
@@ -106,3 +114,18 @@ def test_no_columns_through_psql(world: World) -> None:
         outputs.append(done.stdout)
     assert outputs[1] == outputs[0]
     assert "(12 rows)" in outputs[0]
+
+
+async def test_no_columns_with_a_parameter(world: World) -> None:
+    """A bound parameter (the express lane's kind of statement): still one empty row a row."""
+    answers = []
+    for dsn, setup in ((world.truth, ()), (world.pg_gateway.dsn, RELAY_OFF)):
+        conn = await asyncpg.connect(dsn)
+        try:
+            for statement in setup:
+                await conn.execute(statement)
+            answers.append([len(r) for r in await conn.fetch("SELECT FROM t WHERE id = $1", 2)])
+            answers.append(await conn.execute("SELECT FROM t WHERE id <= 5"))
+        finally:
+            await conn.close()
+    assert answers[2:] == answers[:2] == [[0], "SELECT 5"]
