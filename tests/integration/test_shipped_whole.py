@@ -129,3 +129,20 @@ async def test_no_columns_with_a_parameter(world: World) -> None:
         finally:
             await conn.close()
     assert answers[2:] == answers[:2] == [[0], "SELECT 5"]
+
+
+async def test_no_columns_inside_a_writing_transaction(world: World) -> None:
+    """After a write in the transaction, the source's rows are read over the session's
+    link (connectors.postgres.link_reader): the row written is counted, then undone."""
+    conn = await asyncpg.connect(world.pg_gateway.dsn)
+    try:
+        await conn.execute(RELAY_OFF[0])
+        before = await conn.execute("SELECT FROM t")
+        await conn.execute("BEGIN")
+        await conn.execute("INSERT INTO t (id) VALUES (1000)")
+        inside = await conn.execute("SELECT FROM t")
+        rows = await conn.fetch("SELECT FROM t WHERE id >= 1000")
+        await conn.execute("ROLLBACK")
+    finally:
+        await conn.close()
+    assert (before, inside, [len(r) for r in rows]) == ("SELECT 12", "SELECT 13", [0])
