@@ -186,10 +186,13 @@ def normalize(sql: str) -> str:
 
 
 def _call_end(tokens: list, at: int) -> int | None:
-    """The index of the parenthesis that closes the call whose argument `tokens[at]` opens."""
+    """The index of the token that ends the argument `tokens[at]` opens: the call's closing
+    parenthesis, or its ORDER BY (an aggregate's)."""
     depth = 0
     for k in range(at + 1, len(tokens)):
         kind = tokens[k].token_type
+        if kind == TokenType.ORDER_BY and depth == 0:
+            return k
         if kind in (TokenType.L_PAREN, TokenType.L_BRACKET):
             depth += 1
         elif kind in (TokenType.R_PAREN, TokenType.R_BRACKET):
