@@ -120,7 +120,8 @@ def _session_values(tree: exp.Expression, settings: PlanSettings) -> None:
 def _refuse_unshipped(tree: exp.Expression) -> None:
     """What only PostgreSQL itself answers, refused (0A000) where the statement does not
     ship whole to a PostgreSQL source: rows of no columns (`SELECT FROM t`, whose row
-    count is its answer), the record columns of WITH RECURSIVE ... SEARCH/CYCLE, and a
+    count is its answer), WITH RECURSIVE ... SEARCH/CYCLE (whose record columns stay
+    refused there too, connectors.postgres.types), and a
     VARIADIC argument (planner.pgcompat), which no engine of ours spells."""
     if isinstance(tree, exp.Select) and not tree.expressions:
         raise PgError(FEATURE_NOT_SUPPORTED, "an empty select list is not supported by fedgate "
@@ -244,7 +245,6 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         unknown_function = exc
         parsed = parse_query(text)  # the check typed the tree in place, for its message
     signature_check(parsed, text, catalog, settings.search_path)
-    regclass_arguments(parsed)  # before pgcompat turns ::regclass into the look-up
     tree = pgcompat.rewrite(parsed, catalog.catalog_functions)
     using_star(tree, catalog, settings.search_path)
     derived_names(tree, text)  # before qualify names them _col_0
@@ -258,6 +258,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if names is None:  # a `*`: the engine would rename repeated names (planner.star_names)
         names = star_names(tree, text, {id(table): info for table, info in tables})
     sources = {info.ref.source for _, info in tables}
+    if sources and sources <= set(pgcompat.CATALOG_SCHEMAS):  # the catalog answers the calls
+        regclass_arguments(tree)
     access.check_functions(tree, sources)
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]

@@ -7,7 +7,8 @@ catalog's in-memory DuckDB. `information_schema` is a second name for the same d
 
 Every query gets the asking session's tables registered on its cursor (current user,
 search_path, settings, pg_stat_activity rows; relation sizes when it asks for them,
-gateway.pg_catalog.storage), and its UINTEGER columns are presented as `oid`. The database is rebuilt when the federated catalog's version changes (`refresh`).
+gateway.pg_catalog.storage), and its UINTEGER columns are presented as `oid`. The
+database is rebuilt when the federated catalog's version changes (`refresh`).
 """
 
 from __future__ import annotations

@@ -406,6 +406,8 @@ def postgres_only() -> list[Statement]:
         ("SELECT pg_table_size('u') >= pg_relation_size('u')", False),
         ("SELECT pg_relation_size('t', 'nofork')", False),
         ("SELECT pg_get_viewdef('t'::regclass)", False),
+        ("SELECT id, pg_relation_size('t') FROM t ORDER BY id", True),
+        ("SELECT id, pg_get_viewdef('t') FROM t ORDER BY id", True),
     ]]
 
 

@@ -107,3 +107,15 @@ async def test_errors_are_postgres_own(world: World, route: str) -> None:
         want = await error_of(world.truth, sql)
         got = await error_of(dsn, sql, *setup)
         assert (got.sqlstate, str(got)) == (want.sqlstate, str(want)) == (sqlstate, str(want))
+
+
+@pytest.mark.parametrize("sql", ["SELECT id, pg_relation_size('t') FROM t ORDER BY id",
+                                 "SELECT id, pg_get_viewdef('t') FROM t ORDER BY id"])
+async def test_beside_a_table(world: World, sql: str) -> None:
+    """Over a PostgreSQL source's table the statement ships whole: PostgreSQL reads the
+    name; over the Parquet copy the engine has no such function of its own (DuckDB's
+    pg_get_viewdef look-alike read 't' as a bigint): refused."""
+    want = await described(world.truth, sql)
+    got = await described(world.pg_gateway.dsn, sql, *RELAY_OFF)
+    assert (got.types, got.rows) == (want.types, want.rows)
+    assert (await error_of(world.parquet_gateway.dsn, sql)).sqlstate == "0A000"

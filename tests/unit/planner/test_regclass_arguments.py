@@ -11,6 +11,6 @@ def test_a_name_literal_becomes_a_regclass() -> None:
                              read="postgres")
     regclass_arguments(tree)
     assert tree.sql("postgres") == (
-        "SELECT PG_RELATION_SIZE(CAST('t' AS REGCLASS), 'fsm'), "
-        "pg_catalog.pg_total_relation_size(CAST('s.u' AS REGCLASS)), "
-        "PG_GET_VIEWDEF(CAST('v' AS REGCLASS), TRUE), PG_TABLE_SIZE(c.oid), LOWER('t') FROM c")
+        "SELECT PG_RELATION_SIZE(REGCLASS_IN('t'), 'fsm'), "
+        "pg_catalog.pg_total_relation_size(REGCLASS_IN('s.u')), "
+        "PG_GET_VIEWDEF(REGCLASS_IN('v'), TRUE), PG_TABLE_SIZE(c.oid), LOWER('t') FROM c")
