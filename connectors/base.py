@@ -71,6 +71,34 @@ class TableInfo:
 
 
 @dataclass(frozen=True)
+class Storage:
+    """A relation's sizes in bytes and a view's definition, as PostgreSQL's functions
+    report them: pg_relation_size per fork, pg_table_size, pg_indexes_size,
+    pg_total_relation_size, pg_get_viewdef (plain and pretty; None for a table)."""
+
+    main: int
+    fsm: int
+    vm: int
+    init: int
+    table: int
+    indexes: int
+    total: int
+    definition: str | None = None
+    pretty_definition: str | None = None
+
+
+@runtime_checkable
+class StorageReporter(Protocol):
+    """A source that can say what its relations occupy now (the emulated catalog's size
+    functions ask it per query, so the answer is live; gateway.pg_catalog.storage)."""
+
+    name: str
+
+    async def storage(self) -> dict[str, Storage]:
+        """Each relation's Storage, keyed by the name `tables()` gives it."""
+
+
+@dataclass(frozen=True)
 class Classification:
     """A capability table's answer for one expression, with the reason when not EXACT."""
 
@@ -134,6 +162,11 @@ class Dialect:
 # `FEDGATE_AVG(sum, count, scale, the sum's scale)` (planner.pg_aggregates); every engine
 # dialect, and every source dialect that can be handed one, expands it in `render`.
 EXACT_AVERAGE = "FEDGATE_AVG"
+
+# The call the planner wraps a VARIADIC argument in, `f(fedgate_variadic(arr))`
+# (planner.pgcompat: sqlglot cannot parse the keyword); only the PostgreSQL dialect is
+# handed one, and writes it back as `f(VARIADIC (arr))`.
+VARIADIC_CALL = "fedgate_variadic"
 
 # The `meta` key the planner sets on the SELECT whose rows go to the client as they are
 # (a residual, a statement shipped whole): a dialect may compute those outputs in a form

@@ -34,10 +34,14 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.parser import Parser
 from sqlglot.tokens import Tokenizer, TokenType
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, SYNTAX_ERROR, PgError
+from connectors.base import VARIADIC_CALL
+from pgwire.errors import (FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, SYNTAX_ERROR,
+                           UNDEFINED_FUNCTION, PgError)
 from planner.colnames import ARRAY_LITERAL
 
 ONE_ROW = "_fedgate_one_row"
+# The call `normalize` wraps a VARIADIC argument in (sqlglot cannot parse the keyword).
+VARIADIC = VARIADIC_CALL
 CATALOG_SCHEMAS = ("pg_catalog", "information_schema")
 _REG_TYPES = {"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole"}
 # The emulated catalog's collations (gateway.pg_catalog's pg_collation), all C order in
@@ -108,7 +112,11 @@ def normalize(sql: str) -> str:
       reads it.
     - `ORDER BY x USING >` (`<`): `DESC` (`ASC`), which sqlglot parses;
     - a `U&"d\0061ta"` identifier: the quoted identifier it spells ("data");
-    - `VARIADIC` in a call, which sqlglot cannot parse: refused (0A000), not a syntax error.
+    - `f(a, VARIADIC arr)`, which sqlglot cannot parse: `f(a, fedgate_variadic(arr))`
+      (VARIADIC is the last argument: the marker's call closes with `f`'s). Only a
+      PostgreSQL source can be handed it (connectors.dialects.postgres writes it back as
+      `VARIADIC (arr)`); anywhere else the planner refuses it (0A000). A statement that
+      spells the marker itself is PostgreSQL's 42883: no such function.
     Only type names, operators and identifiers' spellings are replaced, blanks taken out
     of an interval, and parentheses added, never a value.
     """
@@ -138,9 +146,14 @@ def normalize(sql: str) -> str:
                 and not (i + 3 < len(tokens) and tokens[i + 3].text.upper() == "UESCAPE"):
             name = _unicode_identifier(tokens[i + 2].text)
             edits.append((token.start, tokens[i + 2].end, '"' + name.replace('"', '""') + '"'))
+        if token.text.lower() == VARIADIC and token.token_type == TokenType.VAR:
+            raise PgError(UNDEFINED_FUNCTION, f"function {VARIADIC} does not exist")
         if token.text.upper() == "VARIADIC" and token.token_type == TokenType.VAR and i > 0 and \
                 tokens[i - 1].token_type in (TokenType.L_PAREN, TokenType.COMMA):
-            raise PgError(FEATURE_NOT_SUPPORTED, "VARIADIC arguments are not supported by fedgate")
+            close = _call_end(tokens, i)
+            if close is not None:  # else the parser reports the unbalanced call
+                edits.append((token.start, token.end, f"{VARIADIC}("))
+                edits.append((tokens[close].start, tokens[close].start - 1, ")"))
         if token.token_type == TokenType.INTERVAL and i + 1 < len(tokens) and \
                 tokens[i + 1].token_type == TokenType.STRING:
             literal = sql[tokens[i + 1].start:tokens[i + 1].end + 1]
@@ -167,9 +180,26 @@ def normalize(sql: str) -> str:
                 operator = operator[len("pg_catalog."):]
             if operator in _OPERATORS:
                 edits.append((token.start, tokens[close].end, f" {operator} "))
-    for start, end, text in reversed(edits):
+    for start, end, text in sorted(edits, reverse=True):
         sql = sql[:start] + text + sql[end + 1:]
     return sql
+
+
+def _call_end(tokens: list, at: int) -> int | None:
+    """The index of the token that ends the argument `tokens[at]` opens: the call's closing
+    parenthesis, or its ORDER BY (an aggregate's)."""
+    depth = 0
+    for k in range(at + 1, len(tokens)):
+        kind = tokens[k].token_type
+        if kind == TokenType.ORDER_BY and depth == 0:
+            return k
+        if kind in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+        elif kind in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            if depth == 0:
+                return k if kind == TokenType.R_PAREN else None
+            depth -= 1
+    return None
 
 
 def rewrite(tree: exp.Expression, catalog_functions: frozenset[str]) -> exp.Expression:

@@ -52,6 +52,7 @@ from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.result_types import result_names, result_types
+from planner.regclass_arguments import regclass_arguments
 from planner.unknown_literals import unknown_literals
 from planner.set_scales import set_scales
 from planner.type_names import datatype_from_pg, pg_type_name
@@ -116,14 +117,21 @@ def _session_values(tree: exp.Expression, settings: PlanSettings) -> None:
         node.replace(exp.Literal.string(value) if value is not None else exp.null())
 
 
-def _refuse_unshaped(tree: exp.Expression) -> None:
-    """Results the gateway cannot carry whoever computes them: rows of no columns
-    (`SELECT FROM t`, whose row count is its answer) and the record[] column of WITH
-    RECURSIVE ... SEARCH/CYCLE."""
+def _refuse_unshipped(tree: exp.Expression) -> None:
+    """What only PostgreSQL itself answers, refused (0A000) where the statement does not
+    ship whole to a PostgreSQL source: rows of no columns (`SELECT FROM t`, whose row
+    count is its answer), WITH RECURSIVE ... SEARCH/CYCLE (whose record columns stay
+    refused there too, connectors.postgres.types), and a
+    VARIADIC argument (planner.pgcompat), which no engine of ours spells."""
     if isinstance(tree, exp.Select) and not tree.expressions:
-        raise PgError(FEATURE_NOT_SUPPORTED, "an empty select list is not supported by fedgate")
+        raise PgError(FEATURE_NOT_SUPPORTED, "an empty select list is not supported by fedgate "
+                      "outside statements shipped whole to one PostgreSQL source")
     if tree.find(exp.RecursiveWithSearch) is not None:
-        raise PgError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE ... SEARCH or CYCLE is not supported by fedgate")
+        raise PgError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE ... SEARCH or CYCLE is not supported by "
+                      "fedgate outside statements shipped whole to one PostgreSQL source")
+    if any(call.name.lower() == pgcompat.VARIADIC for call in tree.find_all(exp.Anonymous)):
+        raise PgError(FEATURE_NOT_SUPPORTED, "VARIADIC arguments are not supported by fedgate "
+                      "outside statements shipped whole to one PostgreSQL source")
 
 
 def _home_postgres(catalog: CatalogSnapshot, settings: PlanSettings) -> SourceEntry | None:
@@ -226,8 +234,10 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     text = pgcompat.normalize(sql)
     parsed = parse_query(text)
     # Before rewrites add names of ours; the catalog types the arguments a refusal names.
+    functions = settings.functions | {pgcompat.VARIADIC} if pgcompat.VARIADIC in text \
+        else settings.functions  # the call normalize wrote for VARIADIC (refused below)
     try:
-        check_functions(parsed, text, settings.functions, catalog, settings.search_path)
+        check_functions(parsed, text, functions, catalog, settings.search_path)
         unknown_function = None
     except PgError as exc:  # a PostgreSQL source may define it (CREATE FUNCTION): see below
         if exc.sqlstate != UNDEFINED_FUNCTION:
@@ -248,6 +258,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if names is None:  # a `*`: the engine would rename repeated names (planner.star_names)
         names = star_names(tree, text, {id(table): info for table, info in tables})
     sources = {info.ref.source for _, info in tables}
+    if sources and sources <= set(pgcompat.CATALOG_SCHEMAS):  # the catalog answers the calls
+        regclass_arguments(tree)
     access.check_functions(tree, sources)
 
     declared = [datatype_from_pg(t) if t else None for t in settings.declared_param_types]
@@ -255,7 +267,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if not tables and not zoned:  # no table: the session's PostgreSQL source answers it
         # (outside UTC the engine does: the sources' sessions run in UTC, planner.zone_dependent)
         single = _home_postgres(catalog, settings)
-    _refuse_unshaped(tree)
+    if single is None or single.dialect.sqlglot != "postgres":
+        _refuse_unshipped(tree)
     if unknown_function is not None and (single is None or single.dialect.sqlglot != "postgres"):
         raise unknown_function  # no PostgreSQL source answers the whole statement
     unknown_literals(tree, catalog.sqlglot_schema)
@@ -278,6 +291,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         tree = _annotate(tree, catalog, True)
     shippable = single is not None and \
         single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
+    if not shippable:  # e.g. a volatile call keeps a PostgreSQL source's statement here
+        _refuse_unshipped(tree)
     # Shipped whole to DuckDB (a DuckDB file, Parquet/CSV), sums and averages are retyped
     # as PostgreSQL types them, as the engine's are (planner.pg_aggregates): that needs
     # qualified columns, whose types it reads from the catalog (not a whole annotation).

@@ -53,6 +53,11 @@ T = exp.DataType.Type
 # (pg_typeof: DuckDB names its own types, `decimal(2,1)` and `varchar`, as text, where
 # PostgreSQL answers a regtype.)
 _REFUSED_CALLS = {"sha224", "regexp_matches", "pg_typeof"}
+# Sizes and view definitions are the emulated catalog's, which calls them qualified
+# (`fg_fn.pg_get_viewdef(...)`, gateway.pg_catalog.dialect); unqualified, DuckDB's own
+# look-alike answers (its pg_get_viewdef reads a name as a bigint) or none does.
+_CATALOG_ONLY_CALLS = {"pg_get_viewdef", "pg_relation_size", "pg_table_size",
+                       "pg_indexes_size", "pg_total_relation_size"}
 # DuckDB's BIGINT results that PostgreSQL types int4.
 _INT4_RESULTS = (exp.Length, exp.StrPosition, exp.Grouping)
 _SMALL_INTEGERS = {T.TINYINT, T.SMALLINT, T.INT}
@@ -121,8 +126,9 @@ def refuse_unfaithful(tree: exp.Expression) -> None:
     syntax it has no form of."""
     _refuse_syntax(tree)
     for call in tree.find_all(exp.Anonymous):
-        if str(call.this).lower() in _REFUSED_CALLS:
-            raise _refuse(f"{str(call.this).lower()}()")
+        name = str(call.this).lower()
+        if name in _REFUSED_CALLS or (name in _CATALOG_ONLY_CALLS and not isinstance(call.parent, exp.Dot)):
+            raise _refuse(f"{name}()")
     for digest in tree.find_all(exp.SHA2Digest, exp.SHA2):
         length = digest.args.get("length")
         if length is not None and length.name not in ("", "256"):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from connectors.base import EXACT, Classification, Dialect, Pushdown, TableInfo, volatile_reason
+from connectors.base import (EXACT, VARIADIC_CALL, Classification, Dialect, Pushdown, TableInfo,
+                             volatile_reason)
 
 NAME = "postgres"
 
@@ -60,7 +61,17 @@ def _log10(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _variadic(node: exp.Expression) -> exp.Expression:
+    """`fedgate_variadic(arr)` written back as PostgreSQL's `VARIADIC (arr)` (the keyword
+    before a parenthesised argument, which sqlglot writes as a call)."""
+    if isinstance(node, exp.Anonymous) and node.name.lower() == VARIADIC_CALL:
+        return exp.Anonymous(this="VARIADIC", expressions=node.expressions)
+    return node
+
+
 def to_postgres(tree: exp.Expression) -> str:
+    if tree.find(exp.Anonymous) is not None:
+        tree = tree.transform(_variadic)
     if tree.find(exp.Log) is not None:
         tree = tree.transform(_log10)
     if tree.find(exp.Extract) is not None:

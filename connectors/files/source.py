@@ -28,7 +28,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 from sqlglot import exp
 
-from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
+from connectors.base import BatchStream, Pushdown, ScanRequest, Storage, TableInfo, TableRef
 from connectors.dialects import files as files_dialect
 from connectors.duckdb.runner import DuckDBRunner
 from connectors.files.filters import to_arrow_filter
@@ -131,6 +131,19 @@ class FilesSource:
         return [TableInfo(TableRef(self.name, name, remote_name=name), dataset.schema,
                           row_estimate=await asyncio.to_thread(_estimate, dataset))
                 for name, dataset in self.datasets.items()]
+
+    async def storage(self) -> dict[str, Storage]:
+        """Each table's bytes on disk now (its file, or the files of its folder), as
+        pg_relation_size, pg_table_size and pg_total_relation_size: the main fork and
+        all there is; a file has no other forks and no indexes (0, as PostgreSQL says of a
+        fork a relation lacks)."""
+        def sizes() -> dict[str, Storage]:
+            found = {}
+            for name, dataset in self.datasets.items():
+                size = sum(os.path.getsize(f) for f in dataset.files)
+                found[name] = Storage(size, 0, 0, 0, size, 0, size)
+            return found
+        return await asyncio.to_thread(sizes)
 
     def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:
         return [self.dialect.classify(f, None).pushdown for f in filters]

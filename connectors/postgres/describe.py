@@ -21,7 +21,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from connectors.base import TableInfo, TableRef
+from connectors.base import Storage, TableInfo, TableRef
 from connectors.postgres.types import ColumnType, column_type
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
@@ -53,7 +53,26 @@ SELECT a.attname, t.typname, a.atttypmod, format_type(a.atttypid, a.atttypmod)
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 WHERE a.attrelid = $1::regclass AND a.attnum > 0 ORDER BY a.attnum
 """
+# What pg_relation_size & co. and pg_get_viewdef answer for each relation of the schema,
+# read live when a catalog query calls them (gateway.pg_catalog.storage).
+_STORAGE = """
+SELECT c.relname, pg_relation_size(c.oid, 'main') AS main, pg_relation_size(c.oid, 'fsm') AS fsm,
+       pg_relation_size(c.oid, 'vm') AS vm, pg_relation_size(c.oid, 'init') AS init,
+       pg_table_size(c.oid) AS table_size, pg_indexes_size(c.oid) AS indexes,
+       pg_total_relation_size(c.oid) AS total,
+       CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END AS definition,
+       CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid, true) END AS pretty
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
+"""
 _view_names = itertools.count()
+
+
+async def relation_storage(conn: asyncpg.Connection, schema: str) -> dict[str, Storage]:
+    """Each relation of `schema` by name: its sizes and, for a view, its definition."""
+    return {r["relname"]: Storage(r["main"], r["fsm"], r["vm"], r["init"], r["table_size"],
+                                  r["indexes"], r["total"], r["definition"], r["pretty"])
+            for r in await conn.fetch(_STORAGE, schema)}
 
 
 async def discover_tables(conn: asyncpg.Connection, source: str, schema: str) -> list[TableInfo]:

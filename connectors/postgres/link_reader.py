@@ -82,6 +82,9 @@ def _withliterals(sql: str, params: Sequence[Any]) -> str:
 
 def _parse(data: bytes, columns: list[ColumnType]) -> pa.Table:
     schema = pa.schema([c.field for c in columns])
+    if not columns:  # rows of no columns (`SELECT FROM t`): one empty line each
+        rows = pa.array([{}] * data.count(b"\n"), type=pa.struct([]))
+        return pa.Table.from_batches([pa.RecordBatch.from_struct_array(rows)])
     if not data:
         return schema.empty_table()
     names = [f"c{i}" for i in range(len(columns))]

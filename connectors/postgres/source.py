@@ -30,9 +30,9 @@ from sqlglot import exp
 
 from connectors.postgres import snapshot as pg_snapshot
 from connectors.postgres.roles import SOURCE_ROLES, set_role_sql
-from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
+from connectors.base import BatchStream, Pushdown, ScanRequest, Storage, TableInfo, TableRef
 from connectors.dialects import postgres as pg_dialect
-from connectors.postgres.describe import describe_columns, discover_tables
+from connectors.postgres.describe import describe_columns, discover_tables, relation_storage
 from connectors.postgres.csv_text import read_csv
 from connectors.postgres.types import ColumnType
 from connectors.scan_sql import scan_tree
@@ -133,6 +133,14 @@ class PostgresSource:
             self._shapes = shapes
             self._shape_changes += 1
         return found
+
+    async def storage(self) -> dict[str, Storage]:
+        """Sizes and view definitions, as PostgreSQL reports them now (StorageReporter)."""
+        conn = await self.acquire()
+        try:
+            return await relation_storage(conn, self.schema)
+        finally:
+            await (await self.pool()).release(conn)
 
     def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:
         return [self.dialect.classify(f, None).pushdown for f in filters]
@@ -237,10 +245,8 @@ class PostgresStream:
                     await self._queue.put(segment)
 
         try:
-            if not self._columns:
-                await self._conn.execute(sql, *params)
-            else:
-                await self._conn.copy_from_query(sql, *params, output=sink, format="csv")
+            # Rows of no columns (`SELECT FROM t`) are empty lines, one a row.
+            await self._conn.copy_from_query(sql, *params, output=sink, format="csv")
             if buffer:
                 await self._queue.put(bytes(buffer))
             await self._queue.put(None)
@@ -267,6 +273,9 @@ class PostgresStream:
         return self._pending.pop()
 
     def _parse(self, segment: bytes) -> list[pa.RecordBatch]:
+        if not self._columns:  # rows of no columns: one empty line each, only a count
+            rows = pa.array([{}] * segment.count(b"\n"), type=pa.struct([]))
+            return [pa.RecordBatch.from_struct_array(rows)]
         table = read_csv(pa.py_buffer(segment), self._read, self._parse_options, self._convert)
         arrays = []
         for column, ctype in zip(table.columns, self._columns):

@@ -48,7 +48,7 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
     `formatted` is `format_type(oid, typmod)` where known (catalog discovery), used for
     the pg_type metadata of types kept as text.
     """
-    if typname in ("record", "_record"):
+    if typname in ("record", "_record", "record[]"):  # asyncpg names record[] so
         raise PgError(FEATURE_NOT_SUPPORTED, "a result column of type record (a row constructor) is "
                       "not supported by fedgate outside simple queries relayed to PostgreSQL")
     simple = _SIMPLE.get(typname)

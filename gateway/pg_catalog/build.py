@@ -66,6 +66,7 @@ def build(version: int, database: str, user_tables: dict[str, list[TableInfo]]) 
     model = CatalogModel.build(version, user_tables, system)
     _fill(con, model, database)
     con.execute(functions.VISIBILITY_VIEW)
+    con.execute(functions.STORAGE_VIEW)
     _create_macros(con)
     system["pg_catalog"].append(_info(con, "pg_catalog", ONE_ROW))
     restrict_access(con)  # built from Python data: client queries reach no file from here

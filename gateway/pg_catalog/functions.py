@@ -7,12 +7,16 @@ name) read the per-query tables `fg_session` and `fg_settings` that the catalog 
 registers on the cursor running the query; the placeholders created in `main` only let
 the macros bind at creation time.
 
-Functions that take no part in answering a catalog query (a relation's size, a trigger's
-definition) return NULL: fedgate has no such storage or object, and PostgreSQL returns
-NULL for objects that do not exist.
+A relation's sizes and a view's definition are the sources' own, read live for the
+queries that ask (gateway.pg_catalog.storage, the per-query table `fg_storage`).
+Functions that take no part in answering a catalog query (a trigger's definition) return
+NULL: fedgate has no such object, and PostgreSQL returns NULL for objects that do not
+exist.
 """
 
 from __future__ import annotations
+
+from gateway.pg_catalog import storage
 
 SESSION_TABLES = {
     "fg_session": ('"user" VARCHAR, database VARCHAR, pid INTEGER, explicit VARCHAR[], '
@@ -22,6 +26,7 @@ SESSION_TABLES = {
                     "client_addr VARCHAR, client_port INTEGER, backend_start TIMESTAMPTZ, "
                     "xact_start TIMESTAMPTZ, query_start TIMESTAMPTZ, state VARCHAR, "
                     "query VARCHAR"),
+    storage.TABLE: storage.COLUMNS,
 }
 
 HELPER_TABLES = {
@@ -72,7 +77,9 @@ MACROS: dict[str, str] = {
             WHERE fgm_d.oid = con AND fgm_d.kind = 'constraint'),
         (con, pretty) AS (SELECT fgm_d.definition FROM fg_x.definitions fgm_d
             WHERE fgm_d.oid = con AND fgm_d.kind = 'constraint')""",
-    "pg_get_viewdef": "(v) AS NULL::VARCHAR, (v, pretty) AS NULL::VARCHAR",
+    "pg_get_viewdef": """(v) AS (SELECT fgm_z.definition FROM fg_x.storage_of fgm_z WHERE fgm_z.oid = v),
+        (v, pretty) AS (SELECT CASE WHEN pretty THEN fgm_z.definition_pretty ELSE fgm_z.definition END
+            FROM fg_x.storage_of fgm_z WHERE fgm_z.oid = v)""",
     "pg_get_triggerdef": "(t) AS NULL::VARCHAR, (t, pretty) AS NULL::VARCHAR",
     "pg_get_ruledef": "(t) AS NULL::VARCHAR, (t, pretty) AS NULL::VARCHAR",
     "pg_get_statisticsobjdef_columns": "(t) AS NULL::VARCHAR",
@@ -172,10 +179,15 @@ MACROS: dict[str, str] = {
     "pg_operator_is_visible": "(op) AS true",
     "pg_relation_is_publishable": "(rel) AS false",
     "pg_postmaster_start_time": "() AS (SELECT min(fgm_a.backend_start) FROM fg_activity fgm_a)",
-    "pg_relation_size": "(rel) AS NULL::BIGINT, (rel, fork) AS NULL::BIGINT",
-    "pg_table_size": "(rel) AS NULL::BIGINT",
-    "pg_indexes_size": "(rel) AS NULL::BIGINT",
-    "pg_total_relation_size": "(rel) AS NULL::BIGINT",
+    "pg_relation_size": """(rel) AS (SELECT fgm_z.main FROM fg_x.storage_of fgm_z WHERE fgm_z.oid = rel),
+        (rel, fork) AS (CASE WHEN fork IS NULL THEN NULL::BIGINT
+            WHEN fork IN ('main', 'fsm', 'vm', 'init') THEN (SELECT CASE fork
+                WHEN 'main' THEN fgm_z.main WHEN 'fsm' THEN fgm_z.fsm WHEN 'vm' THEN fgm_z.vm
+                ELSE fgm_z.init END FROM fg_x.storage_of fgm_z WHERE fgm_z.oid = rel)
+            ELSE error('invalid fork name') END)""",
+    "pg_table_size": "(rel) AS (SELECT fgm_z.table_size FROM fg_x.storage_of fgm_z WHERE fgm_z.oid = rel)",
+    "pg_indexes_size": "(rel) AS (SELECT fgm_z.indexes FROM fg_x.storage_of fgm_z WHERE fgm_z.oid = rel)",
+    "pg_total_relation_size": "(rel) AS (SELECT fgm_z.total FROM fg_x.storage_of fgm_z WHERE fgm_z.oid = rel)",
     "pg_database_size": "(db) AS NULL::BIGINT",
     "pg_size_pretty": "(size) AS (CASE WHEN size IS NULL THEN NULL ELSE format_bytes(size) END)",
     "pg_tablespace_location": "(spc) AS ''",
@@ -194,6 +206,12 @@ VISIBILITY_VIEW = """CREATE VIEW fg_x.visibility AS
         false) AS visible
     FROM fg_pg.pg_class fgm_c JOIN fg_pg.pg_namespace fgm_n ON fgm_c.relnamespace = fgm_n.oid,
     fg_session fgm_s"""
+
+# fg_storage's rows (by schema and relation name) under the OIDs of this catalog.
+STORAGE_VIEW = """CREATE VIEW fg_x.storage_of AS
+    SELECT fgm_c.oid, fgm_s.* EXCLUDE (nspname, relname) FROM fg_storage fgm_s
+    JOIN fg_pg.pg_namespace fgm_n ON fgm_n.nspname = fgm_s.nspname
+    JOIN fg_pg.pg_class fgm_c ON fgm_c.relnamespace = fgm_n.oid AND fgm_c.relname = fgm_s.relname"""
 
 
 def create_macro_sql(name: str, body: str, reserved: list[str]) -> str:

@@ -43,7 +43,7 @@ async def mount(database: str, sources: MutableMapping[str, Source],
     for schema in SYSTEM_SCHEMAS:
         if schema in sources:
             raise ValueError(f"a source may not be named {schema!r}: the name is reserved")
-    catalog = CatalogSource(database, sessions)
+    catalog = CatalogSource(database, sessions, sources)
     await asyncio.to_thread(catalog.refresh, version, user_tables(entries))
     sources["pg_catalog"] = catalog
     sources["information_schema"] = SchemaAlias(catalog, "information_schema")

@@ -6,8 +6,9 @@ catalog's in-memory DuckDB. `information_schema` is a second name for the same d
 (`SchemaAlias`), because each source is one schema to the planner.
 
 Every query gets the asking session's tables registered on its cursor (current user,
-search_path, settings, pg_stat_activity rows), and its UINTEGER columns are presented as
-`oid`. The database is rebuilt when the federated catalog's version changes (`refresh`).
+search_path, settings, pg_stat_activity rows; relation sizes when it asks for them,
+gateway.pg_catalog.storage), and its UINTEGER columns are presented as `oid`. The
+database is rebuilt when the federated catalog's version changes (`refresh`).
 """
 
 from __future__ import annotations
@@ -23,30 +24,32 @@ from sqlglot import exp
 from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo
 from connectors.duckdb.runner import DuckDBRunner
 from connectors.scan_sql import scan_tree
-from pgwire.errors import (DATA_EXCEPTION, UNDEFINED_FUNCTION, UNDEFINED_OBJECT,
-                            UNDEFINED_TABLE, PgError)
-from gateway.pg_catalog import session_state
+from pgwire.errors import (DATA_EXCEPTION, INVALID_PARAMETER_VALUE, UNDEFINED_FUNCTION,
+                           UNDEFINED_OBJECT, UNDEFINED_TABLE, PgError)
+from gateway.pg_catalog import session_state, storage
 from gateway.pg_catalog.build import build, oid_schema
 from gateway.pg_catalog.dialect import DIALECT
 
 UNDEFINED_SCHEMA = "3F000"
 
-# Errors our macros raise with DuckDB's error(): PostgreSQL's message and SQLSTATE.
+# Errors our macros raise with DuckDB's error(): PostgreSQL's message, SQLSTATE and hint.
 _MACRO_ERRORS = (
-    (re.compile(r'^relation ".*" does not exist'), UNDEFINED_TABLE),
-    (re.compile(r'^type ".*" does not exist'), UNDEFINED_OBJECT),
-    (re.compile(r'^function ".*" does not exist'), UNDEFINED_FUNCTION),
-    (re.compile(r'^schema ".*" does not exist'), UNDEFINED_SCHEMA),
-    (re.compile(r'^role ".*" does not exist'), UNDEFINED_OBJECT),
-    (re.compile(r"^unrecognized configuration parameter"), UNDEFINED_OBJECT),
+    (re.compile(r'^relation ".*" does not exist'), UNDEFINED_TABLE, None),
+    (re.compile(r'^type ".*" does not exist'), UNDEFINED_OBJECT, None),
+    (re.compile(r'^function ".*" does not exist'), UNDEFINED_FUNCTION, None),
+    (re.compile(r'^schema ".*" does not exist'), UNDEFINED_SCHEMA, None),
+    (re.compile(r'^role ".*" does not exist'), UNDEFINED_OBJECT, None),
+    (re.compile(r"^unrecognized configuration parameter"), UNDEFINED_OBJECT, None),
+    (re.compile(r"^invalid fork name"), INVALID_PARAMETER_VALUE,
+     'Valid fork names are "main", "fsm", "vm", and "init".'),
 )
 
 
 def _postgres_error(err: PgError) -> PgError:
     if err.sqlstate == DATA_EXCEPTION:
-        for pattern, code in _MACRO_ERRORS:
+        for pattern, code, hint in _MACRO_ERRORS:
             if pattern.search(err.message):
-                return PgError(code, err.message)
+                return PgError(code, err.message, hint=hint)
     return err
 
 
@@ -56,9 +59,12 @@ class CatalogSource:
     name = "pg_catalog"
     dialect = DIALECT
 
-    def __init__(self, database: str, sessions: Callable[[], Mapping[int, Any]]) -> None:
+    def __init__(self, database: str, sessions: Callable[[], Mapping[int, Any]],
+                 sources: Mapping[str, Any] | None = None) -> None:
         self.database = database
         self._sessions = sessions
+        # The gateway's sources, asked for their relations' sizes (gateway.pg_catalog.storage).
+        self._sources: Mapping[str, Any] = sources if sources is not None else {}
         self._runner: DuckDBRunner | None = None
         self._retired: list[DuckDBRunner] = []
         self.version: int | None = None
@@ -126,6 +132,8 @@ class CatalogSource:
         if hidden:
             runner, schemas = await self._scoped_runner(hidden)
         register = session_state.session_tables(session, schemas, self._sessions)
+        if storage.calls_storage(sql):
+            register[storage.TABLE] = await storage.storage_table(self._sources, hidden)
         try:
             stream = await runner.stream(sql, params, register=register)
         except PgError as err:

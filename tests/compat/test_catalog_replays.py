@@ -62,6 +62,10 @@ DBEAVER = {
         "INNER JOIN pg_catalog.pg_class tc ON tc.oid=i.indrelid\n"
         "LEFT OUTER JOIN pg_catalog.pg_description dsc ON i.indexrelid=dsc.objoid\n"
         f"WHERE  i.indrelid={NATION} ORDER BY tc.relname, c.relname"),
+    "table-statistics": (
+        "select c.oid,pg_catalog.pg_total_relation_size(c.oid) as total_rel_size,"
+        "pg_catalog.pg_relation_size(c.oid) as rel_size\nFROM pg_class c\n"
+        f"WHERE c.relnamespace={DEMO_NS}"),
     "constraints": (
         "SELECT c.oid,c.*,t.relname as tabrelname,rt.relnamespace as refnamespace,"
         "d.description, case when c.contype='c' then \"substring\"(pg_get_constraintdef(c.oid),"
@@ -217,5 +221,8 @@ def test_replayed_answers_are_right(conn):
     assert [f[0] for f in fields] == ["n_nationkey", "n_name", "n_regionkey", "n_comment"]
     tables = conn.execute(METABASE["tables"]).fetchall()
     assert ("demo", "nation", "TABLE", None, 25) in tables
+    # The demo is a DuckDB file: its relations have no size here (NULL), not a made-up one.
+    sizes = conn.execute(DBEAVER["table-statistics"]).fetchall()
+    assert sizes and all(r[1:] == (None, None) for r in sizes)
     types = {r[2]: r for r in conn.execute(NPGSQL["load-types"]).fetchall()}
     assert types["_int4"][3] == "a" and types["_int4"][5] == 23  # array of int4

@@ -382,9 +382,38 @@ def text_ordering() -> list[Statement]:
     return out
 
 
+def postgres_only() -> list[Statement]:
+    """What only PostgreSQL can answer: rows of no columns, VARIADIC arguments, WITH
+    RECURSIVE ... SEARCH/CYCLE, relation sizes. A PostgreSQL source answers them where the
+    statement is all its own; the engine refuses them (or, for a size, answers what holds
+    of the file: planner and catalog notes in docs/design.md)."""
+    recursive = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3)"
+    cycle = "WITH RECURSIVE r(i) AS (SELECT g FROM u WHERE g = 1 UNION ALL SELECT i % 3 + 1 FROM r)"
+    return [Statement("PostgreSQL only", sql, ordered) for sql, ordered in [
+        ("SELECT FROM t", False), ("SELECT FROM t WHERE id < 3", False), ("SELECT", False),
+        ("SELECT FROM t JOIN u ON u.g = t.g", False), ("SELECT FROM t GROUP BY g", False),
+        ("SELECT concat_ws(',', VARIADIC ARRAY['a', 'b'])", False),
+        ("SELECT concat_ws(VARIADIC ARRAY['a', 'b'])", False),
+        ("SELECT id, concat(VARIADIC ARRAY[s, 'x']) FROM t", False),
+        ("SELECT format('%s|%s', VARIADIC ARRAY[s, k::text]) FROM t ORDER BY id", True),
+        ("SELECT num_nulls(VARIADIC ARRAY[g, k]) FROM t ORDER BY id", True),
+        (f"{recursive} SEARCH DEPTH FIRST BY i SET o SELECT i FROM r ORDER BY o", True),
+        (f"{recursive} SEARCH BREADTH FIRST BY i SET o SELECT i FROM r", False),
+        (f"{cycle} CYCLE i SET c USING p SELECT i, c FROM r", False),
+        (f"{cycle} CYCLE i SET c USING p SELECT p FROM r", False),
+        ("SELECT pg_relation_size('t') > 0, pg_total_relation_size('t') >= pg_relation_size('t')", False),
+        ("SELECT pg_indexes_size('t'), pg_relation_size('t', 'init')", False),
+        ("SELECT pg_table_size('u') >= pg_relation_size('u')", False),
+        ("SELECT pg_relation_size('t', 'nofork')", False),
+        ("SELECT pg_get_viewdef('t'::regclass)", False),
+        ("SELECT id, pg_relation_size('t') FROM t ORDER BY id", True),
+        ("SELECT id, pg_get_viewdef('t') FROM t ORDER BY id", True),
+    ]]
+
+
 FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, recursive_ctes, numeric_edges,
             text_functions, date_time_functions, null_ordering, collations, text_ordering, joins,
-            column_names]
+            column_names, postgres_only]
 
 
 def all_statements() -> list[Statement]:

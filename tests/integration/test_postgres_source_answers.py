@@ -42,12 +42,12 @@ ANSWERED = {
     "unicode_identifier": "SELECT U&\"i\\0064\" FROM t ORDER BY 1",
     "lateral_reference": "SELECT id, x.y FROM t, LATERAL (SELECT t.id * 2 AS y) x ORDER BY 1",
     "distinct_on": "SELECT DISTINCT ON (g) g, id FROM t ORDER BY g, id",
-}
-# Refused on every route: rows the gateway cannot carry (no columns, a composite row).
-REFUSED = {
-    "empty_select_list": "SELECT FROM t",
-    "whole_row": "SELECT t FROM t WHERE id = 1",
+    "empty_select_list": "SELECT FROM t",  # rows of no columns (tests/integration/test_shipped_whole.py)
     "variadic": "SELECT concat_ws(',', VARIADIC ARRAY['a', 'b'])",
+}
+# Refused on every route: rows the gateway cannot carry (a composite row).
+REFUSED = {
+    "whole_row": "SELECT t FROM t WHERE id = 1",
 }
 
 
