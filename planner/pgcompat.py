@@ -35,7 +35,7 @@ from sqlglot.parser import Parser
 from sqlglot.tokens import Tokenizer, TokenType
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, SYNTAX_ERROR, PgError
-from planner.colnames import ARRAY_LITERAL
+from planner.colnames import ARRAY_LITERAL, CAST_NAME, figure_colname, strong_name
 
 ONE_ROW = "_fedgate_one_row"
 CATALOG_SCHEMAS = ("pg_catalog", "information_schema")
@@ -108,13 +108,15 @@ def normalize(sql: str) -> str:
       reads it.
     - `ORDER BY x USING >` (`<`): `DESC` (`ASC`), which sqlglot parses;
     - a `U&"d\0061ta"` identifier: the quoted identifier it spells ("data");
+    - `bit varying` (sqlglot reads `x::bit varying` as `x::bit AS varying`): `varbit`;
     - `VARIADIC` in a call, which sqlglot cannot parse: refused (0A000), not a syntax error.
     Only type names, operators and identifiers' spellings are replaced, blanks taken out
     of an interval, and parentheses added, never a value.
     """
     lowered = sql.lower()
     if "[]" not in sql and "operator" not in lowered and "::" not in sql and "interval" not in lowered \
-            and "using" not in lowered and "u&" not in lowered and "variadic" not in lowered:
+            and "using" not in lowered and "u&" not in lowered and "variadic" not in lowered \
+            and "varying" not in lowered:
         return sql
     try:
         tokens = Tokenizer().tokenize(sql)
@@ -147,6 +149,10 @@ def normalize(sql: str) -> str:
             joined = _SIGN_APART.sub(r"\1", literal)
             if joined != literal:
                 edits.append((tokens[i + 1].start, tokens[i + 1].end, joined))
+        if token.token_type == TokenType.BIT and 0 < i < len(tokens) - 1 and \
+                tokens[i - 1].token_type in (TokenType.DCOLON, TokenType.ALIAS) and \
+                tokens[i + 1].text.lower() == "varying":
+            edits.append((token.start, tokens[i + 1].end, "varbit"))
         if token.token_type == TokenType.DCOLON:
             j = i + 1
             if j + 1 < len(tokens) and tokens[j].text.lower() == "pg_catalog" and \
@@ -350,17 +356,25 @@ def _cast(node: exp.Cast) -> exp.Expression:
     if target is None:
         return _array_literal(node)
     value = node.this
+    # Each node written for the cast is named as the cast is ('int4'::regtype is
+    # "regtype", atttypid::regtype "atttypid", 'int4'::regtype::oid "oid").
+    named = (strong_name(value), figure_colname(node))
     if target == "oid":
-        return exp.Cast(this=value, to=exp.DataType.build("UINT"))
+        return _named(exp.Cast(this=value, to=exp.DataType.build("UINT")), named)
     kind = "regproc" if target == "regprocedure" else target
     if _is_text(value):
         # A name to look up; a bind parameter is a name too ($1::regclass, as psycopg sends).
-        value = exp.Anonymous(this=f"{kind}_in", expressions=[value])
+        value = _named(exp.Anonymous(this=f"{kind}_in", expressions=[value]), named)
     elif isinstance(value, exp.Literal):
-        value = exp.Cast(this=value, to=exp.DataType.build("UINT"))
+        value = _named(exp.Cast(this=value, to=exp.DataType.build("UINT")), named)
     if not _shown(node):
         return value
-    return exp.Anonymous(this=f"{kind}_out", expressions=[value])
+    return _named(exp.Anonymous(this=f"{kind}_out", expressions=[value]), named)
+
+
+def _named(node: exp.Expression, named: tuple[str | None, str]) -> exp.Expression:
+    node.meta[CAST_NAME] = named
+    return node
 
 
 _TEXT_FUNCTIONS = {"format", "concat", "quote_ident", "lower", "upper", "trim", "btrim",

@@ -233,6 +233,8 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         name = node.name.lower()
         if name in _INT4_NAMES:
             return "int4"
+        if name == "regtype_out":  # a regtype the catalog shows (planner.pgcompat)
+            return "regtype"
         if name in _SAME_INTEGERS and len(node.expressions) == 2:
             return _integers(of(node.expressions[0]), of(node.expressions[1]))
         return None
