@@ -32,6 +32,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import Schema
 
+from planner.colnames import CAST_NAME
 from planner.star_outputs import Column, is_star, renamed, star_columns
 from planner.type_names import pg_type_name
 
@@ -284,6 +285,8 @@ def _literal(node: exp.Literal, negative: bool = False) -> str | None:
 
 def _cast(node: exp.Cast) -> str | None:
     to = node.to
+    if to.this == exp.DataType.Type.UINT and node.meta.get(CAST_NAME):
+        return "oid"  # `::oid`, written as an unsigned integer (planner.pgcompat)
     name = pg_type_name(to)
     if name in ("varchar", "bpchar", "numeric") and to.expressions:
         args = [e.this.name if isinstance(e, exp.DataTypeParam) else e.name for e in to.expressions]

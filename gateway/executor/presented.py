@@ -57,6 +57,10 @@ def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
     have = pg_type_for_field(field)
     if wanted is None or wanted.oid == have.oid:
         return None
+    if target == "oid" and pa.types.is_unsigned_integer(t) and t.bit_width <= 32:
+        # the engine's UINTEGER of a `::oid` (planner.pgcompat), an int8 to Arrow alone
+        return pa.field(field.name, pa.uint32(), field.nullable,
+                        {**(field.metadata or {}), b"pg_type": b"oid"})
     whole = pa.types.is_integer(t) or (pa.types.is_decimal(t) and t.scale == 0)
     base = target.split("(")[0]
     if base in _INTEGERS and whole:

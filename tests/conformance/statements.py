@@ -382,9 +382,26 @@ def text_ordering() -> list[Statement]:
     return out
 
 
+def postgres_types() -> list[Statement]:
+    """bit, bit varying, time with time zone, money and the reg* types: a PostgreSQL
+    source's values presented as themselves, refused by the engine."""
+    over_t = ["B'101'", "B'101'::bit(3)", "X'1F'", "B'1010101010'::varbit(12)", "'101'::bit varying",
+              "B'101' & B'110'", "~B'1100'", "B'1011' << 1", "k::bit(12)", "'12:00+02'::timetz",
+              "'08:15:30.25-05:30'::time with time zone", "'12:00+02'::timetz < '11:00+00'::timetz",
+              "12.5::money", "12.5::money + 1.25::money", "(id * 100)::money / 3", "'int4'::regtype",
+              "'bigint[]'::regtype", "'int4'::regtype::oid", "'int4'::regtype::text", "'t'::regclass",
+              "'now'::regproc", "id::oid"]
+    out = [Statement("types", f"SELECT id, {e} FROM t ORDER BY 1", True) for e in over_t]
+    out += [Statement("types", sql) for sql in (
+        "SELECT B'101'::bit(3)", "SELECT '12:00+02'::timetz", "SELECT 12.5::money",
+        "SELECT 'int4'::regtype", "SELECT 'int4'::regtype::oid", "SELECT array_agg(ROW(id, s)) FROM t",
+        "SELECT id FROM t WHERE 'int4'::regtype = 23::regtype ORDER BY id")]
+    return out
+
+
 FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, recursive_ctes, numeric_edges,
             text_functions, date_time_functions, null_ordering, collations, text_ordering, joins,
-            column_names]
+            column_names, postgres_types]
 
 
 def all_statements() -> list[Statement]:
