@@ -361,7 +361,7 @@ def _cast(node: exp.Cast) -> exp.Expression:
     named = (strong_name(value), figure_colname(node))
     if target == "oid":
         return _named(exp.Cast(this=value, to=exp.DataType.build("UINT")), named)
-    kind = "regproc" if target == "regprocedure" else target
+    kind = target
     if _is_text(value):
         # A name to look up; a bind parameter is a name too ($1::regclass, as psycopg sends).
         value = _named(exp.Anonymous(this=f"{kind}_in", expressions=[value]), named)

@@ -234,8 +234,8 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         name = node.name.lower()
         if name in _INT4_NAMES:
             return "int4"
-        if name == "regtype_out":  # a regtype the catalog shows (planner.pgcompat)
-            return "regtype"
+        if name in _REG_OUTPUTS:  # a reg* value the catalog shows (planner.pgcompat)
+            return name[:-len("_out")]
         if name in _SAME_INTEGERS and len(node.expressions) == 2:
             return _integers(of(node.expressions[0]), of(node.expressions[1]))
         return None
@@ -281,6 +281,10 @@ def _literal(node: exp.Literal, negative: bool = False) -> str | None:
     except ValueError:
         return None
     return numeric(scale)
+
+
+_REG_OUTPUTS = {f"{kind}_out" for kind in ("regtype", "regclass", "regproc", "regprocedure",
+                                            "regnamespace", "regrole")}
 
 
 def _cast(node: exp.Cast) -> str | None:

@@ -64,7 +64,7 @@ def _log10(node: exp.Expression) -> exp.Expression:
 
 # The reg* look-ups planner.pgcompat writes for the gateway's catalog (`'t'::regclass` is
 # regclass_in('t'), shown through regclass_out) and its `::oid` (an unsigned integer).
-_REG_CALL = re.compile(r"^(regclass|regtype|regproc|regnamespace|regrole)_(in|out)$")
+_REG_CALL = re.compile(r"^(regclass|regtype|regprocedure|regproc|regnamespace|regrole)_(in|out)$")
 
 
 def _reg_cast(node: exp.Expression) -> exp.Expression:

@@ -76,8 +76,9 @@ def _conversion(field: pa.Field, target: str | None) -> pa.Field | None:
         # PostgreSQL's text of a numeric of per-value scale, as the DuckDB dialect writes
         # a division or an average out (connectors.dialects.duckdb_quotient)
         return field.with_metadata({**(field.metadata or {}), b"pg_type": b"numeric"})
-    if base in ("varchar", "bpchar", "regtype") and have.name == "text" and not pa.types.is_dictionary(t):
-        # (regtype: the catalog's regtype_out text, planner.pgcompat)
+    if (base in ("varchar", "bpchar") or base.startswith("reg")) and have.name == "text" \
+            and not pa.types.is_dictionary(t):
+        # (reg*: the text the catalog's regclass_out etc. print, planner.pgcompat)
         return field.with_metadata({**(field.metadata or {}), b"pg_type": target.encode()})
     if base == "jsonb" and have.name == "json" and isinstance(t, pa.BaseExtensionType) \
             and pa.types.is_string(t.storage_type):

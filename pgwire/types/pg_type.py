@@ -190,7 +190,7 @@ NUMERIC = _served("numeric")
 UUID = _served("uuid")
 JSONB = _served("jsonb")
 # Served as PostgreSQL's own text (a PostgreSQL source's rows), with binary encoders of
-# their own (pgwire.types.bits, .timetz, .money, .regtypes); no arrays of them.
+# their own (pgwire.types.bits, .timetz, .money, .regtypes); arrays of them too.
 BIT = _served("bit")
 VARBIT = _served("varbit")
 TIMETZ = _served("timetz")
@@ -213,11 +213,11 @@ SCALAR_TYPES: tuple[PgType, ...] = (
 # element oid → array type (pg_type.typarray; arrays are always varlena), and back.
 ARRAY_OF: dict[int, PgType] = {
     t.oid: PgType(row.array_oid, f"_{t.name}", -1)
-    for t in SCALAR_TYPES
+    for t in (*SCALAR_TYPES, *TEXT_SERVED_TYPES)
     if (row := TYPE_BY_OID[t.oid]).array_oid
 }
 ELEMENT_OF: dict[int, PgType] = {
-    arr.oid: elem for elem in SCALAR_TYPES if (arr := ARRAY_OF.get(elem.oid))
+    arr.oid: elem for elem in (*SCALAR_TYPES, *TEXT_SERVED_TYPES) if (arr := ARRAY_OF.get(elem.oid))
 }
 
 BOOL_ARRAY = ARRAY_OF[BOOL.oid]

@@ -18,7 +18,9 @@ from tests.conformance.world import World, conformance_world
 from tests.support.answers import error_of
 
 RELAY_OFF = ("SET fedgate.relay = off",)
-TYPES = ("bit", "varbit", "timetz", "money", "regtype", "regclass", "regproc", "oid")
+# (arrays of them are decoded element by element with these codecs)
+TYPES = ("bit", "varbit", "timetz", "money", "regtype", "regclass", "regproc", "regnamespace",
+         "regprocedure", "oid")
 
 # Over table t (the describe path) and without a table (a statement the source answers whole).
 ANSWERED = {
@@ -35,6 +37,8 @@ ANSWERED = {
     "regtype": "SELECT id, 'int4'::regtype, 'bigint[]'::regtype, 'timestamptz'::regtype, "
                "'int4'::regtype::oid, 'int4'::regtype::text FROM t ORDER BY id",
     "oid_column": "SELECT id, id::oid FROM t ORDER BY 1",
+    "arrays": "SELECT id, ARRAY[B'101', NULL], ARRAY['12:00+02'::timetz], ARRAY[12.5::money, NULL], "
+              "ARRAY['int4'::regtype, 'float8'::regtype], '{101,11}'::varbit[] FROM t ORDER BY 1",
     "table_less_bit": "SELECT B'101'::bit(3), '101'::varbit",
     "table_less_timetz": "SELECT '12:00+02'::timetz",
     "table_less_money": "SELECT 12.5::money",
@@ -42,7 +46,7 @@ ANSWERED = {
 }
 # The engine has no faithful counterpart: refused over the Parquet copy.
 ENGINE_REFUSED = ["bit_literals", "bit_from_integers", "varbit_and_operators", "bit_varying_spelled",
-                  "timetz", "money", "regtype", "table_less_bit",
+                  "timetz", "money", "regtype", "arrays", "table_less_bit",
                   "table_less_timetz", "table_less_money"]
 
 
@@ -104,6 +108,20 @@ async def test_the_catalog_answers_a_regtype_as_a_regtype(world: World) -> None:
     for fmt in ("text", "binary"):
         want = await _raw(world.truth, ANSWERED["table_less_regtype"], fmt)
         assert await _raw(world.parquet_gateway.dsn, ANSWERED["table_less_regtype"], fmt) == want
+
+
+async def test_the_catalog_answers_reg_types_as_themselves(world: World) -> None:
+    """'t'::regclass without a table reads the gateway's catalog: typed and named as
+    PostgreSQL's in text; its OID is the catalog's, so binary is refused. A function the
+    emulated pg_proc lacks is refused, not said not to exist."""
+    sql = "SELECT 't'::regclass, 'pg_catalog'::regnamespace, 'array_in'::regproc, 'array_in(cstring,oid,integer)'::regprocedure"
+    for route in (world.pg_gateway.dsn, world.parquet_gateway.dsn):
+        assert await _raw(route, sql, "text") == await _raw(world.truth, sql, "text")
+        with pytest.raises(asyncpg.PostgresError) as refused:
+            await _raw(route, sql, "binary")
+        assert refused.value.sqlstate == "0A000"
+        for missing in ("SELECT 'now'::regproc", "SELECT 'now()'::regprocedure"):
+            assert (await error_of(route, missing)).sqlstate == "0A000"
 
 
 @pytest.mark.parametrize("route", ["pg", "parquet"])
