@@ -390,12 +390,16 @@ def postgres_types() -> list[Statement]:
               "'08:15:30.25-05:30'::time with time zone", "'12:00+02'::timetz < '11:00+00'::timetz",
               "12.5::money", "12.5::money + 1.25::money", "(id * 100)::money / 3", "'int4'::regtype",
               "'bigint[]'::regtype", "'int4'::regtype::oid", "'int4'::regtype::text", "'t'::regclass",
-              "'now'::regproc", "id::oid"]
+              "'now'::regproc", "'now()'::regprocedure", "id::oid", "ARRAY[B'101', NULL]",
+              "ARRAY['12:00+02'::timetz]", "ARRAY[12.5::money]", "ARRAY['int4'::regtype]",
+              "'{101,11}'::varbit[]", "NULL::bit(3)", "n::money", "pg_typeof(id)"]
     out = [Statement("types", f"SELECT id, {e} FROM t ORDER BY 1", True) for e in over_t]
     out += [Statement("types", sql) for sql in (
         "SELECT B'101'::bit(3)", "SELECT '12:00+02'::timetz", "SELECT 12.5::money",
         "SELECT 'int4'::regtype", "SELECT 'int4'::regtype::oid", "SELECT array_agg(ROW(id, s)) FROM t",
-        "SELECT id FROM t WHERE 'int4'::regtype = 23::regtype ORDER BY id")]
+        "SELECT id FROM t WHERE 'int4'::regtype = 23::regtype ORDER BY id",
+        "SELECT 't'::regclass, 'pg_catalog'::regnamespace", "SELECT 'now'::regproc",
+        "SELECT 'now()'::regprocedure", "SELECT sum(k::money) FROM t")]
     return out
 
 
