@@ -361,15 +361,14 @@ def _cast(node: exp.Cast) -> exp.Expression:
     named = (strong_name(value), figure_colname(node))
     if target == "oid":
         return _named(exp.Cast(this=value, to=exp.DataType.build("UINT")), named)
-    kind = target
     if _is_text(value):
         # A name to look up; a bind parameter is a name too ($1::regclass, as psycopg sends).
-        value = _named(exp.Anonymous(this=f"{kind}_in", expressions=[value]), named)
+        value = _named(exp.Anonymous(this=f"{target}_in", expressions=[value]), named)
     elif isinstance(value, exp.Literal):
         value = _named(exp.Cast(this=value, to=exp.DataType.build("UINT")), named)
     if not _shown(node):
         return value
-    return _named(exp.Anonymous(this=f"{kind}_out", expressions=[value]), named)
+    return _named(exp.Anonymous(this=f"{target}_out", expressions=[value]), named)
 
 
 def _named(node: exp.Expression, named: tuple[str | None, str]) -> exp.Expression:
