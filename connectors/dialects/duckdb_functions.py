@@ -31,8 +31,8 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
 - sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
   sha256) and regexp_matches (a boolean in DuckDB, a set of text[] in PostgreSQL):
   refused;
-- the types bit, bit varying, time with time zone and money, and bit string literals:
-  refused (DuckDB has none of them as PostgreSQL has them).
+- the types bit, bit varying, time with time zone and money, bit string literals and
+  current_time (a timetz): refused (DuckDB has none of them as PostgreSQL has them).
 Operand types decide some of these, so they run over the type-annotated tree.
 """
 
@@ -95,6 +95,9 @@ _NO_DUCKDB_FORM: dict[type[exp.Expression], str] = {
     # DuckDB has no to_number: sqlglot writes a cast to a double, where PostgreSQL reads
     # the template into a numeric.
     exp.ToNumber: "to_number()",
+    # PostgreSQL's current_time is a time with time zone, which DuckDB has not as
+    # PostgreSQL has it (and DuckDB reads CURRENT_TIME "current_time" as its own alias).
+    exp.CurrentTime: "current_time (a time with time zone)",
 }
 
 

@@ -399,7 +399,8 @@ def postgres_types() -> list[Statement]:
         "SELECT 'int4'::regtype", "SELECT 'int4'::regtype::oid", "SELECT array_agg(ROW(id, s)) FROM t",
         "SELECT id FROM t WHERE 'int4'::regtype = 23::regtype ORDER BY id",
         "SELECT 't'::regclass, 'pg_catalog'::regnamespace", "SELECT 'now'::regproc",
-        "SELECT 'now()'::regprocedure", "SELECT sum(k::money) FROM t")]
+        "SELECT 'now()'::regprocedure", "SELECT sum(k::money) FROM t",
+        "SELECT current_time IS NOT NULL", "SELECT count(*) FROM t WHERE current_time IS NOT NULL")]
     return out
 
 

@@ -130,3 +130,13 @@ async def test_an_array_of_rows_is_refused(world: World, route: str) -> None:
     setup = RELAY_OFF if route == "pg" else ()
     error = await error_of(dsn, "SELECT array_agg(ROW(id, s)) FROM t", *setup)
     assert error.sqlstate == "0A000", str(error)
+
+
+@pytest.mark.parametrize("route", ["pg", "parquet"])
+async def test_current_time_is_refused_where_the_engine_computes_it(world: World, route: str) -> None:
+    """current_time is a timetz, which the engine has not as PostgreSQL has it; being
+    volatile, it is computed by the gateway's engine on the PostgreSQL route too."""
+    dsn = world.pg_gateway.dsn if route == "pg" else world.parquet_gateway.dsn
+    setup = RELAY_OFF if route == "pg" else ()
+    error = await error_of(dsn, "SELECT id, current_time FROM t", *setup)
+    assert error.sqlstate == "0A000", str(error)
