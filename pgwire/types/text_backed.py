@@ -1,8 +1,9 @@
 """Types served as PostgreSQL's own text: their binary form is computed from that text.
 
 bit, varbit, timetz, money and the reg* types reach the gateway only as the text a
-PostgreSQL source printed (the DuckDB engine refuses them: connectors.dialects), kept in
-a string column whose `pg_type` metadata names the type. Text output sends that text as
+PostgreSQL source printed (the DuckDB engine refuses them: connectors.dialects), or for
+the reg* types the text the emulated catalog's regclass_out etc. print, kept in a string
+column whose `pg_type` metadata names the type. Text output sends that text as
 it is; binary output parses each value into its *send layout, per value (these columns
 are rare), with the family's `send` function.
 """
