@@ -31,6 +31,7 @@ UNNAMED = "?column?"
 # Marks an ARRAY[...] that pgcompat wrote for an array literal ('{1,2}'::int[]): a
 # literal, which gives its cast no name of its own.
 ARRAY_LITERAL = "array_literal"
+CAST_NAME = "cast_name"  # (strong name or None, the name of the cast) of a rewritten cast
 
 # sqlglot classes whose PostgreSQL spelling differs from their sql_name().
 _FUNCTION_NAMES: dict[type[exp.Expression], str] = {
@@ -85,8 +86,14 @@ def _written_name(node: exp.Expression, sql: str | None) -> str | None:
     return None
 
 
-def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
+def strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
     """A name PostgreSQL takes from the expression itself (strength 2 in its source)."""
+    return _strong_name(node, sql)
+
+
+def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
+    if CAST_NAME in node.meta:  # a reg* or ::oid cast written otherwise (planner.pgcompat)
+        return node.meta[CAST_NAME][0]
     if isinstance(node, exp.Column):
         if isinstance(node.this, exp.Star):
             return None
@@ -99,6 +106,11 @@ def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
         return node.meta["spelled"]  # date_part(...) or extract(...) (planner.parse)
     if isinstance(node, exp.Cast) and _written_name(node, sql) is None:
         return _strong_name(node.this, sql)  # 4::int4::int2 is named by its last type
+    if isinstance(node, exp.Case) and node.args.get("default") is not None:
+        # named by its ELSE where that has a name of its own (ELSE id::bit(32) is "id")
+        strong = _strong_name(node.args["default"], sql)
+        if strong is not None:
+            return strong
     if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
         first = node.this.expressions[0] if node.this.expressions else None
         return figure_colname(first, sql) if first is not None else None
@@ -138,6 +150,9 @@ def figure_colname(node: exp.Expression, sql: str | None = None) -> str:
     while isinstance(node, (exp.Paren, exp.Bracket)):
         node = node.this  # PostgreSQL's parser keeps no parentheses; a subscript takes its
         # operand's name, even a cast's type name ((NULL::int[])[1] is "int4")
+    if CAST_NAME in node.meta:  # a reg* or ::oid cast written otherwise (planner.pgcompat)
+        strong, cast = node.meta[CAST_NAME]
+        return strong or cast
     if isinstance(node, exp.Cast) and _written_name(node, sql) is None:
         # a typed literal cast on (interval '1 day'::text) is named by the last type
         operand = node.this

@@ -37,7 +37,7 @@ from sqlglot.tokens import Tokenizer, TokenType
 from connectors.base import VARIADIC_CALL
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, SYNTAX_ERROR,
                            UNDEFINED_FUNCTION, PgError)
-from planner.colnames import ARRAY_LITERAL
+from planner.colnames import ARRAY_LITERAL, CAST_NAME, figure_colname, strong_name
 
 ONE_ROW = "_fedgate_one_row"
 # The call `normalize` wraps a VARIADIC argument in (sqlglot cannot parse the keyword).
@@ -116,13 +116,15 @@ def normalize(sql: str) -> str:
       (VARIADIC is the last argument: the marker's call closes with `f`'s). Only a
       PostgreSQL source can be handed it (connectors.dialects.postgres writes it back as
       `VARIADIC (arr)`); anywhere else the planner refuses it (0A000). A statement that
-      spells the marker itself is PostgreSQL's 42883: no such function.
+      spells the marker itself is PostgreSQL's 42883: no such function;
+    - `bit varying` (sqlglot reads `x::bit varying` as `x::bit AS varying`): `varbit`.
     Only type names, operators and identifiers' spellings are replaced, blanks taken out
     of an interval, and parentheses added, never a value.
     """
     lowered = sql.lower()
     if "[]" not in sql and "operator" not in lowered and "::" not in sql and "interval" not in lowered \
-            and "using" not in lowered and "u&" not in lowered and "variadic" not in lowered:
+            and "using" not in lowered and "u&" not in lowered and "variadic" not in lowered \
+            and "varying" not in lowered:
         return sql
     try:
         tokens = Tokenizer().tokenize(sql)
@@ -160,6 +162,10 @@ def normalize(sql: str) -> str:
             joined = _SIGN_APART.sub(r"\1", literal)
             if joined != literal:
                 edits.append((tokens[i + 1].start, tokens[i + 1].end, joined))
+        if token.token_type == TokenType.BIT and 0 < i < len(tokens) - 1 and \
+                tokens[i - 1].token_type in (TokenType.DCOLON, TokenType.ALIAS) and \
+                tokens[i + 1].text.lower() == "varying":
+            edits.append((token.start, tokens[i + 1].end, "varbit"))
         if token.token_type == TokenType.DCOLON:
             j = i + 1
             if j + 1 < len(tokens) and tokens[j].text.lower() == "pg_catalog" and \
@@ -380,17 +386,24 @@ def _cast(node: exp.Cast) -> exp.Expression:
     if target is None:
         return _array_literal(node)
     value = node.this
+    # Each node written for the cast is named as the cast is ('int4'::regtype is
+    # "regtype", atttypid::regtype "atttypid", 'int4'::regtype::oid "oid").
+    named = (strong_name(value), figure_colname(node))
     if target == "oid":
-        return exp.Cast(this=value, to=exp.DataType.build("UINT"))
-    kind = "regproc" if target == "regprocedure" else target
+        return _named(exp.Cast(this=value, to=exp.DataType.build("UINT")), named)
     if _is_text(value):
         # A name to look up; a bind parameter is a name too ($1::regclass, as psycopg sends).
-        value = exp.Anonymous(this=f"{kind}_in", expressions=[value])
+        value = _named(exp.Anonymous(this=f"{target}_in", expressions=[value]), named)
     elif isinstance(value, exp.Literal):
-        value = exp.Cast(this=value, to=exp.DataType.build("UINT"))
+        value = _named(exp.Cast(this=value, to=exp.DataType.build("UINT")), named)
     if not _shown(node):
         return value
-    return exp.Anonymous(this=f"{kind}_out", expressions=[value])
+    return _named(exp.Anonymous(this=f"{target}_out", expressions=[value]), named)
+
+
+def _named(node: exp.Expression, named: tuple[str | None, str]) -> exp.Expression:
+    node.meta[CAST_NAME] = named
+    return node
 
 
 _TEXT_FUNCTIONS = {"format", "concat", "quote_ident", "lower", "upper", "trim", "btrim",

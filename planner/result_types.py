@@ -32,6 +32,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import Schema
 
+from planner.colnames import CAST_NAME
 from planner.star_outputs import Column, is_star, renamed, star_columns
 from planner.type_names import pg_type_name
 
@@ -233,6 +234,8 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         name = node.name.lower()
         if name in _INT4_NAMES:
             return "int4"
+        if name in _REG_OUTPUTS:  # a reg* value the catalog shows (planner.pgcompat)
+            return name[:-len("_out")]
         if name in _SAME_INTEGERS and len(node.expressions) == 2:
             return _integers(of(node.expressions[0]), of(node.expressions[1]))
         return None
@@ -283,8 +286,14 @@ def _literal(node: exp.Literal, negative: bool = False) -> str | None:
     return numeric(scale)
 
 
+_REG_OUTPUTS = {f"{kind}_out" for kind in ("regtype", "regclass", "regproc", "regprocedure",
+                                            "regnamespace", "regrole")}
+
+
 def _cast(node: exp.Cast) -> str | None:
     to = node.to
+    if to.this == exp.DataType.Type.UINT and node.meta.get(CAST_NAME):
+        return "oid"  # `::oid`, written as an unsigned integer (planner.pgcompat)
     name = pg_type_name(to)
     if name in ("varchar", "bpchar", "numeric") and to.expressions:
         args = [e.this.name if isinstance(e, exp.DataTypeParam) else e.name for e in to.expressions]

@@ -12,7 +12,7 @@ _PG_NAMES: dict[exp.DataType.Type, str] = {
     T.BOOLEAN: "bool", T.TINYINT: "int2", T.SMALLINT: "int2", T.INT: "int4",
     T.BIGINT: "int8", T.UTINYINT: "int2", T.USMALLINT: "int4", T.UINT: "int8",
     T.UBIGINT: "numeric", T.INT128: "numeric", T.FLOAT: "float4", T.DOUBLE: "float8",
-    T.DECIMAL: "numeric", T.BIGDECIMAL: "numeric", T.MONEY: "numeric",
+    T.DECIMAL: "numeric", T.BIGDECIMAL: "numeric", T.MONEY: "money",
     T.TEXT: "text", T.VARCHAR: "varchar", T.NVARCHAR: "varchar", T.CHAR: "bpchar",
     T.NCHAR: "bpchar", T.NAME: "text",
     T.DATE: "date", T.TIME: "time", T.TIMESTAMP: "timestamp",

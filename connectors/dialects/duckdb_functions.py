@@ -31,7 +31,9 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
   VALUES, whose `1.5` sqlglot types a double, always refused);
 - sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
   sha256) and regexp_matches (a boolean in DuckDB, a set of text[] in PostgreSQL):
-  refused.
+  refused;
+- the types bit, bit varying, time with time zone and money, bit string literals and
+  current_time (a timetz): refused (DuckDB has none of them as PostgreSQL has them).
 Operand types decide some of these, so they run over the type-annotated tree.
 """
 
@@ -99,6 +101,9 @@ _NO_DUCKDB_FORM: dict[type[exp.Expression], str] = {
     # DuckDB has no to_number: sqlglot writes a cast to a double, where PostgreSQL reads
     # the template into a numeric.
     exp.ToNumber: "to_number()",
+    # PostgreSQL's current_time is a time with time zone, which DuckDB has not as
+    # PostgreSQL has it (and DuckDB reads CURRENT_TIME "current_time" as its own alias).
+    exp.CurrentTime: "current_time (a time with time zone)",
 }
 
 
@@ -121,10 +126,33 @@ def _refuse_syntax(tree: exp.Expression) -> None:
             raise _refuse(_NO_DUCKDB_FORM[type(node)])
 
 
+# PostgreSQL types DuckDB has no faithful counterpart of: sqlglot writes B'101' as the
+# integer 5; DuckDB's BIT casts an integer to its 32 bits and has no bit(n) length; its
+# TIMETZ reads '12:00+02' as out of range and orders by instant, where PostgreSQL orders
+# by time then zone; money and bit varying are unknown to it. Refused by name.
+_NO_DUCKDB_TYPE = {T.BIT: "bit", T.TIMETZ: "time with time zone", T.MONEY: "money"}
+_NO_DUCKDB_USER_TYPE = {"varbit": "bit varying", "bit varying": "bit varying"}
+
+
+def _refuse_types(tree: exp.Expression) -> None:
+    for node in tree.find_all(exp.BitString, exp.HexString, exp.DataType):
+        if isinstance(node, exp.BitString):
+            raise _refuse("a bit string literal (B'...')")
+        if isinstance(node, exp.HexString):
+            raise _refuse("a bit string literal (X'...')")
+        name = _NO_DUCKDB_TYPE.get(node.this)
+        if name is None and node.this == T.USERDEFINED:
+            name = _NO_DUCKDB_USER_TYPE.get(str(node.args.get("kind") or "").lower())
+        if name is not None:
+            raise _refuse(f"type {name}")
+
+
 def refuse_unfaithful(tree: exp.Expression) -> None:
     """Raise 0A000 for the first call in `tree` DuckDB would answer differently, or
     syntax it has no form of."""
     _refuse_syntax(tree)
+    if tree.find(exp.BitString, exp.HexString, exp.DataType) is not None:
+        _refuse_types(tree)
     for call in tree.find_all(exp.Anonymous):
         name = str(call.this).lower()
         if name in _REFUSED_CALLS or (name in _CATALOG_ONLY_CALLS and not isinstance(call.parent, exp.Dot)):

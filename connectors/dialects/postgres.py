@@ -9,6 +9,8 @@ remote database's collation, which is the PostgreSQL answer for that data.
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from connectors.base import (EXACT, VARIADIC_CALL, Classification, Dialect, Pushdown, TableInfo,
@@ -69,7 +71,45 @@ def _variadic(node: exp.Expression) -> exp.Expression:
     return node
 
 
+# The reg* look-ups planner.pgcompat writes for the gateway's catalog (`'t'::regclass` is
+# regclass_in('t'), shown through regclass_out) and its `::oid` (an unsigned integer).
+_REG_CALL = re.compile(r"^(regclass|regtype|regprocedure|regproc|regnamespace|regrole)_(in|out)$")
+
+
+def _reg_cast(node: exp.Expression) -> exp.Expression:
+    """The catalog's reg* look-ups as the casts they were: PostgreSQL looks the name up in
+    its own catalog, whose OIDs are the source's (children are rewritten first)."""
+    if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.UINT:
+        return exp.Cast(this=node.this, to=exp.DataType.build("oid", dialect="postgres"))
+    if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.UINT:
+        return exp.DataType.build("oid", dialect="postgres")  # (::oid[], planner.pgcompat)
+    if not isinstance(node, exp.Anonymous):
+        return node
+    found = _REG_CALL.match(str(node.this).lower())
+    if found is None or len(node.expressions) != 1:
+        return node
+    kind, operand = found.group(1), node.expressions[0]
+    reg = exp.DataType.build(kind, dialect="postgres", udt=True)
+    if found.group(2) == "out" and isinstance(operand, exp.Cast) and operand.to == reg:
+        return operand  # regclass_out(regclass_in('t')): the cast of the name, shown
+    return exp.Cast(this=operand, to=reg)
+
+
+def _reg_casts(tree: exp.Expression) -> exp.Expression:
+    tree = tree.copy()
+    for node in reversed(list(tree.dfs())):
+        new = _reg_cast(node)
+        if new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
+    return tree
+
+
 def to_postgres(tree: exp.Expression) -> str:
+    if tree.find(exp.Anonymous, exp.DataType) is not None:
+        tree = _reg_casts(tree)
     if tree.find(exp.Anonymous) is not None:
         tree = tree.transform(_variadic)
     if tree.find(exp.Log) is not None:

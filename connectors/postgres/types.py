@@ -10,8 +10,11 @@ bytea (`\\x` hex), uuid (hex), interval (ISO 8601, per value: rare).
 Types Arrow cannot hold exactly keep their text and say what they are in the `pg_type`
 field metadata the gateway's result encoder honours: unconstrained numeric, jsonb,
 varchar(n)/char(n), arrays, enums and other user types.
-A record (`SELECT row(id, s) FROM t`) is refused (0A000): its text is PostgreSQL's, but a
-client reading it in binary needs each field's type, which the text does not carry (a
+bit, varbit, timetz, money and the reg* types keep their text too, presented as
+themselves (their binary encoders read that text: pgwire.types.text_backed).
+A record (`SELECT row(id, s) FROM t`), or an array of them, is refused (0A000): its
+text is PostgreSQL's, but a client reading it in binary needs each field's type, which
+the text does not carry (a
 simple Query relayed to the source gets PostgreSQL's own answer; an extended one whose
 result types the catalog cannot describe takes the planner, gateway.session.relay).
 """
@@ -48,14 +51,17 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
     `formatted` is `format_type(oid, typmod)` where known (catalog discovery), used for
     the pg_type metadata of types kept as text.
     """
-    if typname in ("record", "_record", "record[]"):  # asyncpg names record[] so
-        raise PgError(FEATURE_NOT_SUPPORTED, "a result column of type record (a row constructor) is "
-                      "not supported by fedgate outside simple queries relayed to PostgreSQL")
+    if typname in ("record", "_record", "record[]"):  # record[] is asyncpg's name of _record
+        what = "record (a row constructor)" if typname == "record" else "record[] (an array of rows)"
+        raise PgError(FEATURE_NOT_SUPPORTED, f"a result column of type {what} is not supported "
+                      "by fedgate outside simple queries relayed to PostgreSQL")
     simple = _SIMPLE.get(typname)
     if simple is not None:
         return ColumnType(pa.field(name, simple), simple)
     if typname == "numeric":
         return _numeric(name, typmod)
+    if typname == "oid":  # uint32, presented as oid (Arrow alone would say int8)
+        return ColumnType(_meta(name, pa.uint32(), "oid"), pa.uint32())
     if typname == "name":  # text, presented as name (catalog-like columns, ::name)
         return ColumnType(_meta(name, pa.string(), "name"), pa.string())
     if typname in ("varchar", "bpchar"):
@@ -114,7 +120,7 @@ def _numeric(name: str, typmod: int) -> ColumnType:
 
 _SIMPLE: dict[str, pa.DataType] = {
     "bool": pa.bool_(), "int2": pa.int16(), "int4": pa.int32(), "int8": pa.int64(),
-    "oid": pa.uint32(), "float4": pa.float32(), "float8": pa.float64(),
+    "float4": pa.float32(), "float8": pa.float64(),
     "text": pa.string(), "date": pa.date32(),
     "time": pa.time64("us"), "timestamp": pa.timestamp("us"),
     "timestamptz": pa.timestamp("us", tz="UTC"),

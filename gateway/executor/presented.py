@@ -60,6 +60,10 @@ def _conversion(field: pa.Field, target: str | None, double_numerics: bool) -> p
     have = pg_type_for_field(field)
     if wanted is None or wanted.oid == have.oid:
         return None
+    if target == "oid" and pa.types.is_unsigned_integer(t) and t.bit_width <= 32:
+        # the engine's UINTEGER of a `::oid` (planner.pgcompat), an int8 to Arrow alone
+        return pa.field(field.name, pa.uint32(), field.nullable,
+                        {**(field.metadata or {}), b"pg_type": b"oid"})
     whole = pa.types.is_integer(t) or (pa.types.is_decimal(t) and t.scale == 0)
     base = target.split("(")[0]
     if base in _INTEGERS and whole:
@@ -81,7 +85,9 @@ def _conversion(field: pa.Field, target: str | None, double_numerics: bool) -> p
         # PostgreSQL's text of a numeric of per-value scale, as the DuckDB dialect writes
         # a division or an average out (connectors.dialects.duckdb_quotient)
         return field.with_metadata({**(field.metadata or {}), b"pg_type": b"numeric"})
-    if base in ("varchar", "bpchar") and have.name == "text" and not pa.types.is_dictionary(t):
+    if (base in ("varchar", "bpchar") or base.startswith("reg")) and have.name == "text" \
+            and not pa.types.is_dictionary(t):
+        # (reg*: the text the catalog's regclass_out etc. print, planner.pgcompat)
         return field.with_metadata({**(field.metadata or {}), b"pg_type": target.encode()})
     if base == "jsonb" and have.name == "json" and isinstance(t, pa.BaseExtensionType) \
             and pa.types.is_string(t.storage_type):

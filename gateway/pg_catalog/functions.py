@@ -137,11 +137,23 @@ MACROS: dict[str, str] = {
         ELSE fgm_n.nspname || '.' || fgm_c.relname END
         FROM fg_pg.pg_class fgm_c JOIN fg_pg.pg_namespace fgm_n ON fgm_c.relnamespace = fgm_n.oid
         JOIN fg_x.visibility fgm_v ON fgm_v.oid = fgm_c.oid WHERE fgm_c.oid = rel)""",
+    # The emulated pg_proc lists the functions clients look up, not all of PostgreSQL's:
+    # a name it lacks is refused (0A000), not said not to exist.
     "regproc_in": """(arg_name) AS coalesce((SELECT min(fgm_p.oid) FROM fg_pg.pg_proc fgm_p
         WHERE fgm_p.proname = regexp_replace(arg_name, '^pg_catalog\\.', '')),
-        error('function "' || arg_name || '" does not exist'))""",
+        error('a look-up of function "' || arg_name || '" outside the functions of fedgate''s '
+              || 'catalog is not supported by fedgate outside PostgreSQL sources'))""",
     "regproc_out": """(fn) AS (CASE WHEN fn = 0 THEN '-' ELSE
         (SELECT fgm_p.proname FROM fg_pg.pg_proc fgm_p WHERE fgm_p.oid = fn) END)""",
+    # regprocedureout's 'name(type,type)': format_type's names, joined without blanks.
+    "regprocedure_out": """(fn) AS (CASE WHEN fn = 0 THEN '-' ELSE
+        (SELECT fgm_p.proname || '(' || replace(fg_fn.pg_get_function_arguments(fn), ', ', ',')
+            || ')' FROM fg_pg.pg_proc fgm_p WHERE fgm_p.oid = fn) END)""",
+    "regprocedure_in": """(arg_name) AS coalesce((SELECT min(fgm_q.oid) FROM fg_pg.pg_proc fgm_q
+        WHERE fg_fn.regprocedure_out(fgm_q.oid) = replace(regexp_replace(arg_name,
+            '^pg_catalog\\.', ''), ' ', '')),
+        error('a look-up of function "' || arg_name || '" outside the functions of fedgate''s '
+              || 'catalog, as written there, is not supported by fedgate outside PostgreSQL sources'))""",
     "regnamespace_in": """(arg_name) AS coalesce((SELECT fgm_n.oid FROM fg_pg.pg_namespace fgm_n
         WHERE fgm_n.nspname = fg_fn._unquote(arg_name)),
         error('schema "' || arg_name || '" does not exist'))""",

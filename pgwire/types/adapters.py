@@ -6,11 +6,13 @@ family module with the codecs and a `register(registry)`, and list the module he
 
 from __future__ import annotations
 
-from pgwire.types import arrays, datetime, floats, integers, interval, numeric, text, uuid
+from pgwire.types import (arrays, bits, datetime, floats, integers, interval, money, numeric,
+                          regtypes, text, timetz, uuid)
 from pgwire.types import bool as booleans
 from pgwire.types.registry import Registry
 
-FAMILIES = (booleans, integers, floats, numeric, text, uuid, datetime, interval, arrays)
+FAMILIES = (booleans, integers, floats, numeric, text, uuid, datetime, interval, arrays, bits,
+            timetz, money, regtypes)
 
 REGISTRY = Registry()
 for family in FAMILIES:

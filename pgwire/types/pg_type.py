@@ -189,6 +189,21 @@ INTERVAL = _served("interval")
 NUMERIC = _served("numeric")
 UUID = _served("uuid")
 JSONB = _served("jsonb")
+# Served as PostgreSQL's own text (a PostgreSQL source's rows), with binary encoders of
+# their own (pgwire.types.bits, .timetz, .money, .regtypes); arrays of them too.
+BIT = _served("bit")
+VARBIT = _served("varbit")
+TIMETZ = _served("timetz")
+MONEY = _served("money")
+REGPROC = _served("regproc")
+REGPROCEDURE = _served("regprocedure")
+REGCLASS = _served("regclass")
+REGTYPE = _served("regtype")
+REGNAMESPACE = _served("regnamespace")
+REGROLE = _served("regrole")
+TEXT_SERVED_TYPES: tuple[PgType, ...] = (
+    BIT, VARBIT, TIMETZ, MONEY, REGPROC, REGPROCEDURE, REGCLASS, REGTYPE, REGNAMESPACE, REGROLE,
+)
 
 SCALAR_TYPES: tuple[PgType, ...] = (
     BOOL, BYTEA, NAME, INT8, INT2, INT4, TEXT, OID, JSON, FLOAT4, FLOAT8, UNKNOWN, BPCHAR,
@@ -198,11 +213,11 @@ SCALAR_TYPES: tuple[PgType, ...] = (
 # element oid → array type (pg_type.typarray; arrays are always varlena), and back.
 ARRAY_OF: dict[int, PgType] = {
     t.oid: PgType(row.array_oid, f"_{t.name}", -1)
-    for t in SCALAR_TYPES
+    for t in (*SCALAR_TYPES, *TEXT_SERVED_TYPES)
     if (row := TYPE_BY_OID[t.oid]).array_oid
 }
 ELEMENT_OF: dict[int, PgType] = {
-    arr.oid: elem for elem in SCALAR_TYPES if (arr := ARRAY_OF.get(elem.oid))
+    arr.oid: elem for elem in (*SCALAR_TYPES, *TEXT_SERVED_TYPES) if (arr := ARRAY_OF.get(elem.oid))
 }
 
 BOOL_ARRAY = ARRAY_OF[BOOL.oid]
@@ -227,7 +242,8 @@ JSON_ARRAY = ARRAY_OF[JSON.oid]
 UUID_ARRAY = ARRAY_OF[UUID.oid]
 JSONB_ARRAY = ARRAY_OF[JSONB.oid]
 
-_BY_OID: dict[int, PgType] = {t.oid: t for t in (*SCALAR_TYPES, *ARRAY_OF.values())}
+_BY_OID: dict[int, PgType] = {t.oid: t for t in (*SCALAR_TYPES, *ARRAY_OF.values(),
+                                                  *TEXT_SERVED_TYPES)}
 
 # Every spelling PostgreSQL's grammar or format_type() uses for the types above.
 _ALIASES: dict[str, PgType] = {
@@ -268,6 +284,13 @@ _ALIASES: dict[str, PgType] = {
     "decimal": NUMERIC,
     "uuid": UUID,
     "jsonb": JSONB,
+    "bit": BIT,
+    "varbit": VARBIT,
+    "bit varying": VARBIT,
+    "timetz": TIMETZ,
+    "time with time zone": TIMETZ,
+    "money": MONEY,
+    **{t.name: t for t in (REGPROC, REGPROCEDURE, REGCLASS, REGTYPE, REGNAMESPACE, REGROLE)},
 }
 
 _BY_TYPNAME: dict[str, PgType] = {t.name: t for t in _BY_OID.values()}
@@ -317,7 +340,7 @@ def _with_typmod(base: PgType, args: list[int]) -> PgType | None:
         return replace(NUMERIC, typmod=numeric_typmod(precision, scale))
     if base in (VARCHAR, BPCHAR) and len(args) == 1:
         return replace(base, typmod=args[0] + 4)  # VARHDRSZ + length
-    if base in (TIME, TIMESTAMP, TIMESTAMPTZ) and len(args) == 1:
+    if base in (TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ, BIT, VARBIT) and len(args) == 1:
         return replace(base, typmod=args[0])
     if base is FLOAT8 and len(args) == 1 and 1 <= args[0] <= 53:
         return FLOAT4 if args[0] <= 24 else FLOAT8

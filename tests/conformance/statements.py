@@ -411,9 +411,31 @@ def postgres_only() -> list[Statement]:
     ]]
 
 
+def postgres_types() -> list[Statement]:
+    """bit, bit varying, time with time zone, money and the reg* types: a PostgreSQL
+    source's values presented as themselves, refused by the engine."""
+    over_t = ["B'101'", "B'101'::bit(3)", "X'1F'", "B'1010101010'::varbit(12)", "'101'::bit varying",
+              "B'101' & B'110'", "~B'1100'", "B'1011' << 1", "k::bit(12)", "'12:00+02'::timetz",
+              "'08:15:30.25-05:30'::time with time zone", "'12:00+02'::timetz < '11:00+00'::timetz",
+              "12.5::money", "12.5::money + 1.25::money", "(id * 100)::money / 3", "'int4'::regtype",
+              "'bigint[]'::regtype", "'int4'::regtype::oid", "'int4'::regtype::text", "'t'::regclass",
+              "'now'::regproc", "'now()'::regprocedure", "id::oid", "ARRAY[B'101', NULL]",
+              "ARRAY['12:00+02'::timetz]", "ARRAY[12.5::money]", "ARRAY['int4'::regtype]",
+              "'{101,11}'::varbit[]", "NULL::bit(3)", "n::money", "pg_typeof(id)"]
+    out = [Statement("types", f"SELECT id, {e} FROM t ORDER BY 1", True) for e in over_t]
+    out += [Statement("types", sql) for sql in (
+        "SELECT B'101'::bit(3)", "SELECT '12:00+02'::timetz", "SELECT 12.5::money",
+        "SELECT 'int4'::regtype", "SELECT 'int4'::regtype::oid", "SELECT array_agg(ROW(id, s)) FROM t",
+        "SELECT id FROM t WHERE 'int4'::regtype = 23::regtype ORDER BY id",
+        "SELECT 't'::regclass, 'pg_catalog'::regnamespace", "SELECT 'now'::regproc",
+        "SELECT 'now()'::regprocedure", "SELECT sum(k::money) FROM t",
+        "SELECT current_time IS NOT NULL", "SELECT count(*) FROM t WHERE current_time IS NOT NULL")]
+    return out
+
+
 FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, recursive_ctes, numeric_edges,
             text_functions, date_time_functions, null_ordering, collations, text_ordering, joins,
-            column_names, postgres_only]
+            column_names, postgres_only, postgres_types]
 
 
 def all_statements() -> list[Statement]:

@@ -31,3 +31,12 @@ def test_a_name_beyond_the_bmp_ships_as_one_stand_in_on_mysql() -> None:
     assert "\U0001f600" not in sql
     names = [part.split("`")[0] for part in sql.split("`fedgate_name_")[1:]]
     assert len(names) == 2 and names[0] == names[1]
+
+
+def test_reg_lookups_ship_to_postgres_as_casts() -> None:
+    """The catalog's reg* look-ups (planner.pgcompat) reach PostgreSQL as the casts they
+    were, so PostgreSQL looks the names up in its own catalog."""
+    tree = sqlglot.parse_one("SELECT regtype_out(regtype_in('int4')), CAST(regtype_in('int4') AS UINT), "
+                             "regclass_out(CAST(23 AS UINT)), regprocedure_in('now()') FROM t", read="postgres")
+    assert to_postgres(tree) == ("SELECT CAST('int4' AS REGTYPE), CAST(CAST('int4' AS REGTYPE) AS OID), "
+                                 "CAST(CAST(23 AS OID) AS REGCLASS), CAST('now()' AS REGPROCEDURE) FROM t")

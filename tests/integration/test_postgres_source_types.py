@@ -1,0 +1,142 @@
+"""bit, bit varying, time with time zone, money and the reg* types, as PostgreSQL has them.
+
+A PostgreSQL source's columns of these types reach the gateway as PostgreSQL's text; they
+are presented as the types they are (OID and name), and their values go out as
+PostgreSQL's own bytes in text and in binary format (bit_send, timetz_send, cash_send,
+regtype's OID), each compared byte for byte with a real PostgreSQL 15 over the
+conformance tables (tests/conformance/world.py). The DuckDB engine (the Parquet copy)
+has none of these types as PostgreSQL has them: it refuses them (0A000), never answers
+otherwise. Arrays of rows (record[]) are refused on both routes.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from tests.conformance.world import World, conformance_world
+from tests.support.answers import error_of
+
+RELAY_OFF = ("SET fedgate.relay = off",)
+# (arrays of them are decoded element by element with these codecs)
+TYPES = ("bit", "varbit", "timetz", "money", "regtype", "regclass", "regproc", "regnamespace",
+         "regprocedure", "oid")
+
+# Over table t (the describe path) and without a table (a statement the source answers whole).
+ANSWERED = {
+    "bit_literals": "SELECT id, B'101', B'101'::bit(3), X'1F', B'' FROM t ORDER BY id",
+    "bit_from_integers": "SELECT id, k::bit(12), CASE WHEN s IS NULL THEN NULL ELSE id::bit(32) END "
+                         "FROM t ORDER BY 1",
+    "varbit_and_operators": "SELECT id, B'1010101010'::varbit(12), B'101' & B'110', B'101' | B'010', "
+                            "~B'1100', B'1011' << 1, length(B'10110'::varbit) FROM t ORDER BY id",
+    "bit_varying_spelled": "SELECT id, '101'::bit varying, CAST('11' AS bit varying(5)) FROM t ORDER BY id",
+    "timetz": "SELECT id, '12:00+02'::timetz, '08:15:30.25-05:30'::time with time zone, "
+              "'23:59:59.999999+14'::timetz(3), '12:00+02'::timetz < '11:00+00'::timetz FROM t ORDER BY id",
+    "money": "SELECT id, 12.5::money, (-1234.5)::money + 1.25::money, (id * 100)::money / 3, "
+             "k::money FROM t ORDER BY id",
+    "regtype": "SELECT id, 'int4'::regtype, 'bigint[]'::regtype, 'timestamptz'::regtype, "
+               "'int4'::regtype::oid, 'int4'::regtype::text FROM t ORDER BY id",
+    "oid_column": "SELECT id, id::oid FROM t ORDER BY 1",
+    "arrays": "SELECT id, ARRAY[B'101', NULL], ARRAY['12:00+02'::timetz], ARRAY[12.5::money, NULL], "
+              "ARRAY['int4'::regtype, 'float8'::regtype], '{101,11}'::varbit[] FROM t ORDER BY 1",
+    "table_less_bit": "SELECT B'101'::bit(3), '101'::varbit",
+    "table_less_timetz": "SELECT '12:00+02'::timetz",
+    "table_less_money": "SELECT 12.5::money",
+    "table_less_regtype": "SELECT 'int4'::regtype",
+}
+# The engine has no faithful counterpart: refused over the Parquet copy.
+ENGINE_REFUSED = ["bit_literals", "bit_from_integers", "varbit_and_operators", "bit_varying_spelled",
+                  "timetz", "money", "regtype", "arrays", "table_less_bit",
+                  "table_less_timetz", "table_less_money"]
+
+
+@pytest.fixture(scope="module")
+def world(postgres_server, tmp_path_factory):
+    with conformance_world(postgres_server, tmp_path_factory.mktemp("pg_types")) as world:
+        yield world
+
+
+async def _raw(dsn: str, sql: str, fmt: str, *setup: str) -> tuple[list, list, list]:
+    """Names, type OIDs and each value's bytes as the server sent them in format `fmt`."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        for name in TYPES:
+            await conn.set_type_codec(name, schema="pg_catalog", encoder=lambda v: v,
+                                      decoder=lambda v: v, format=fmt)
+        for statement in setup:
+            await conn.execute(statement)
+        prepared = await conn.prepare(sql)
+        attributes = prepared.get_attributes()
+        rows = [tuple(r.values()) for r in await prepared.fetch()]
+        return [a.name for a in attributes], [a.type.oid for a in attributes], rows
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("fmt", ["text", "binary"])
+@pytest.mark.parametrize("name", sorted(ANSWERED))
+async def test_a_postgres_source_gives_postgres_bytes(world: World, name: str, fmt: str) -> None:
+    sql = ANSWERED[name]
+    want = await _raw(world.truth, sql, fmt)
+    got = await _raw(world.pg_gateway.dsn, sql, fmt, *RELAY_OFF)
+    assert got == want
+
+
+# The OID of a relation or function is the source's own, unknown to the gateway: text
+# format only, binary refused (0A000) rather than sent with an OID of the gateway's.
+REGCLASS = "SELECT id, 't'::regclass, 'now'::regproc, 't'::regclass::oid > 0 FROM t ORDER BY id"
+
+
+async def test_regclass_and_regproc_in_text_and_refused_in_binary(world: World) -> None:
+    assert await _raw(world.pg_gateway.dsn, REGCLASS, "text", *RELAY_OFF) == \
+        await _raw(world.truth, REGCLASS, "text")
+    with pytest.raises(asyncpg.PostgresError) as refused:
+        await _raw(world.pg_gateway.dsn, REGCLASS, "binary", *RELAY_OFF)
+    assert refused.value.sqlstate == "0A000"
+    assert (await error_of(world.parquet_gateway.dsn, REGCLASS)).sqlstate == "0A000"
+
+
+@pytest.mark.parametrize("name", ENGINE_REFUSED)
+async def test_the_engine_refuses(world: World, name: str) -> None:
+    error = await error_of(world.parquet_gateway.dsn, ANSWERED[name])
+    assert error.sqlstate == "0A000", str(error)
+
+
+async def test_the_catalog_answers_a_regtype_as_a_regtype(world: World) -> None:
+    """A table-less reg* cast is the emulated catalog's on both routes: named and typed
+    as PostgreSQL's, its binary form the built-in type's OID."""
+    for fmt in ("text", "binary"):
+        want = await _raw(world.truth, ANSWERED["table_less_regtype"], fmt)
+        assert await _raw(world.parquet_gateway.dsn, ANSWERED["table_less_regtype"], fmt) == want
+
+
+async def test_the_catalog_answers_reg_types_as_themselves(world: World) -> None:
+    """'t'::regclass without a table reads the gateway's catalog: typed and named as
+    PostgreSQL's in text; its OID is the catalog's, so binary is refused. A function the
+    emulated pg_proc lacks is refused, not said not to exist."""
+    sql = "SELECT 't'::regclass, 'pg_catalog'::regnamespace, 'array_in'::regproc, 'array_in(cstring,oid,integer)'::regprocedure"
+    for route in (world.pg_gateway.dsn, world.parquet_gateway.dsn):
+        assert await _raw(route, sql, "text") == await _raw(world.truth, sql, "text")
+        with pytest.raises(asyncpg.PostgresError) as refused:
+            await _raw(route, sql, "binary")
+        assert refused.value.sqlstate == "0A000"
+        for missing in ("SELECT 'now'::regproc", "SELECT 'now()'::regprocedure"):
+            assert (await error_of(route, missing)).sqlstate == "0A000"
+
+
+@pytest.mark.parametrize("route", ["pg", "parquet"])
+async def test_an_array_of_rows_is_refused(world: World, route: str) -> None:
+    dsn = world.pg_gateway.dsn if route == "pg" else world.parquet_gateway.dsn
+    setup = RELAY_OFF if route == "pg" else ()
+    error = await error_of(dsn, "SELECT array_agg(ROW(id, s)) FROM t", *setup)
+    assert error.sqlstate == "0A000", str(error)
+
+
+@pytest.mark.parametrize("route", ["pg", "parquet"])
+async def test_current_time_is_refused_where_the_engine_computes_it(world: World, route: str) -> None:
+    """current_time is a timetz, which the engine has not as PostgreSQL has it; being
+    volatile, it is computed by the gateway's engine on the PostgreSQL route too."""
+    dsn = world.pg_gateway.dsn if route == "pg" else world.parquet_gateway.dsn
+    setup = RELAY_OFF if route == "pg" else ()
+    error = await error_of(dsn, "SELECT id, current_time FROM t", *setup)
+    assert error.sqlstate == "0A000", str(error)
