@@ -38,6 +38,7 @@ from connectors.base import VARIADIC_CALL
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, SYNTAX_ERROR,
                            UNDEFINED_FUNCTION, PgError)
 from planner.colnames import ARRAY_LITERAL, CAST_NAME, figure_colname, strong_name
+from planner.recursive_order import recursive_order
 
 ONE_ROW = "_fedgate_one_row"
 # The call `normalize` wraps a VARIADIC argument in (sqlglot cannot parse the keyword).
@@ -231,41 +232,8 @@ def rewrite(tree: exp.Expression, catalog_functions: frozenset[str]) -> exp.Expr
         elif isinstance(new, exp.With) and new.args.get("recursive"):
             recursive.append(new)
     for with_ in recursive:
-        _order_recursive_ctes(with_)
+        recursive_order(with_)
     return _route_table_less(tree, tables, ctes, catalog_functions)
-
-
-def _order_recursive_ctes(with_: exp.With) -> None:
-    """Order a WITH RECURSIVE's items so that each comes after those it reads.
-
-    PostgreSQL lets an item of WITH RECURSIVE read one defined after it; the engines
-    resolve names in order, so the items are sorted by what they read (the order is kept
-    where it does not matter). Two items reading each other are mutual recursion, which
-    PostgreSQL does not implement either (0A000, with its message)."""
-    items = {cte.alias_or_name: cte for cte in with_.expressions}
-    reads = {name: {t.name for t in cte.this.find_all(exp.Table)
-                    if not t.db and t.name in items and t.name != name}
-             for name, cte in items.items()}
-    if not any(reads.values()):
-        return
-    ordered: list[str] = []
-    visiting: set[str] = set()
-
-    def visit(name: str) -> None:
-        if name in ordered:
-            return
-        if name in visiting:
-            raise PgError(FEATURE_NOT_SUPPORTED, "mutual recursion between WITH items is not implemented")
-        visiting.add(name)
-        for other in sorted(reads[name], key=list(items).index):
-            visit(other)
-        visiting.discard(name)
-        ordered.append(name)
-
-    for name in items:
-        visit(name)
-    if ordered != list(items):
-        with_.set("expressions", [items[name] for name in ordered])
 
 
 def _plain(node: exp.Expression) -> exp.Expression:
