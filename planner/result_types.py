@@ -46,6 +46,8 @@ _INT8_CALLS = (exp.Count, exp.RowNumber, exp.Rank, exp.DenseRank)
 _SAME_AS_ARG = (exp.Abs, exp.Max, exp.Min)
 _SAME_INTEGERS = {"gcd", "lcm"}
 _WHOLE = (exp.Ceil, exp.Floor)
+# Aggregates typed the same under FILTER and OVER (planner.pg_aggregates retypes sums there too)
+_TYPED_AGGREGATES = (*_INT4_CALLS, *_INT8_CALLS, exp.Avg, exp.Sum, *_SAME_AS_ARG)
 
 
 def numeric(scale: int | None) -> str:
@@ -222,10 +224,9 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
         return _arithmetic(node, of(node.this), of(node.expression))
     if isinstance(node, exp.Filter):  # agg FILTER (WHERE ...) is of the aggregate's type
-        return of(node.this) if isinstance(node.this, (*_INT4_CALLS, *_INT8_CALLS, exp.Avg)) else None
+        return of(node.this) if isinstance(node.this, _TYPED_AGGREGATES) else None
     if isinstance(node, exp.Window):
-        return of(node.this) if isinstance(node.this, (*_INT4_CALLS, *_INT8_CALLS, exp.Avg, exp.Filter)) \
-            else None
+        return of(node.this) if isinstance(node.this, (*_TYPED_AGGREGATES, exp.Filter)) else None
     if isinstance(node, _INT4_CALLS):
         return "int4"
     if isinstance(node, _INT8_CALLS):

@@ -71,18 +71,20 @@ _INTEGER_NAMES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYI
 def _exact_shape(node: exp.Expression) -> bool:
     """Whether every value of `node`, computed as an integer or a decimal by DuckDB, has
     PostgreSQL's digits and display scale: columns, number literals, casts to integers or
-    numerics of those, count, sum/min/max, +, -, * and a CASE of them. Functions are not
-    (round(x, 1) is DuckDB's DOUBLE for some x). A CASE whose results have different
-    scales is DuckDB's at the largest, PostgreSQL's per value; the scale enters a quotient
-    only past its 16 significant digits (select_div_scale), so the quotients agree unless
-    they exceed 10^12 with operands of more than 4 decimal places: not a shape of the
-    statements this serves (shares, ratios, averages)."""
+    numerics of those, count, sum/min/max (under FILTER and OVER too), +, -, * and a CASE
+    of them. Functions are not (round(x, 1) is DuckDB's DOUBLE for some x). A CASE whose
+    results have different scales is DuckDB's at the largest, PostgreSQL's per value; the
+    scale enters a quotient only past its 16 significant digits (select_div_scale), so the
+    quotients agree unless they exceed 10^12 with operands of more than 4 decimal places:
+    not a shape of the statements this serves (shares, ratios, averages)."""
     while isinstance(node, (exp.Paren, exp.Neg)):
         node = node.this
     if isinstance(node, exp.Literal):
         return not node.is_string and "e" not in node.this.lower()
     if isinstance(node, (exp.Column, exp.Count, exp.Null)):
         return True
+    if isinstance(node, (exp.Window, exp.Filter)):  # sum(n) OVER (...), FILTER (WHERE ...)
+        return _exact_shape(node.this)
     if isinstance(node, (exp.Sum, exp.Min, exp.Max)):
         inner = node.this.expressions[0] if isinstance(node.this, exp.Distinct) and \
             len(node.this.expressions) == 1 else node.this

@@ -382,67 +382,18 @@ def text_ordering() -> list[Statement]:
     return out
 
 
-def postgres_only() -> list[Statement]:
-    """What only PostgreSQL can answer: rows of no columns, VARIADIC arguments, WITH
-    RECURSIVE ... SEARCH/CYCLE, relation sizes. A PostgreSQL source answers them where the
-    statement is all its own; the engine refuses them (or, for a size, answers what holds
-    of the file: planner and catalog notes in docs/design.md)."""
-    recursive = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3)"
-    cycle = "WITH RECURSIVE r(i) AS (SELECT g FROM u WHERE g = 1 UNION ALL SELECT i % 3 + 1 FROM r)"
-    return [Statement("PostgreSQL only", sql, ordered) for sql, ordered in [
-        ("SELECT FROM t", False), ("SELECT FROM t WHERE id < 3", False), ("SELECT", False),
-        ("SELECT FROM t JOIN u ON u.g = t.g", False), ("SELECT FROM t GROUP BY g", False),
-        ("SELECT concat_ws(',', VARIADIC ARRAY['a', 'b'])", False),
-        ("SELECT concat_ws(VARIADIC ARRAY['a', 'b'])", False),
-        ("SELECT id, concat(VARIADIC ARRAY[s, 'x']) FROM t", False),
-        ("SELECT format('%s|%s', VARIADIC ARRAY[s, k::text]) FROM t ORDER BY id", True),
-        ("SELECT num_nulls(VARIADIC ARRAY[g, k]) FROM t ORDER BY id", True),
-        (f"{recursive} SEARCH DEPTH FIRST BY i SET o SELECT i FROM r ORDER BY o", True),
-        (f"{recursive} SEARCH BREADTH FIRST BY i SET o SELECT i FROM r", False),
-        (f"{cycle} CYCLE i SET c USING p SELECT i, c FROM r", False),
-        (f"{cycle} CYCLE i SET c USING p SELECT p FROM r", False),
-        ("SELECT pg_relation_size('t') > 0, pg_total_relation_size('t') >= pg_relation_size('t')", False),
-        ("SELECT pg_indexes_size('t'), pg_relation_size('t', 'init')", False),
-        ("SELECT pg_table_size('u') >= pg_relation_size('u')", False),
-        ("SELECT pg_relation_size('t', 'nofork')", False),
-        ("SELECT pg_get_viewdef('t'::regclass)", False),
-        ("SELECT id, pg_relation_size('t') FROM t ORDER BY id", True),
-        ("SELECT id, pg_get_viewdef('t') FROM t ORDER BY id", True),
-    ]]
-
-
-def postgres_types() -> list[Statement]:
-    """bit, bit varying, time with time zone, money and the reg* types: a PostgreSQL
-    source's values presented as themselves, refused by the engine."""
-    over_t = ["B'101'", "B'101'::bit(3)", "X'1F'", "B'1010101010'::varbit(12)", "'101'::bit varying",
-              "B'101' & B'110'", "~B'1100'", "B'1011' << 1", "k::bit(12)", "'12:00+02'::timetz",
-              "'08:15:30.25-05:30'::time with time zone", "'12:00+02'::timetz < '11:00+00'::timetz",
-              "12.5::money", "12.5::money + 1.25::money", "(id * 100)::money / 3", "'int4'::regtype",
-              "'bigint[]'::regtype", "'int4'::regtype::oid", "'int4'::regtype::text", "'t'::regclass",
-              "'now'::regproc", "'now()'::regprocedure", "id::oid", "ARRAY[B'101', NULL]",
-              "ARRAY['12:00+02'::timetz]", "ARRAY[12.5::money]", "ARRAY['int4'::regtype]",
-              "'{101,11}'::varbit[]", "NULL::bit(3)", "n::money", "pg_typeof(id)"]
-    out = [Statement("types", f"SELECT id, {e} FROM t ORDER BY 1", True) for e in over_t]
-    out += [Statement("types", sql) for sql in (
-        "SELECT B'101'::bit(3)", "SELECT '12:00+02'::timetz", "SELECT 12.5::money",
-        "SELECT 'int4'::regtype", "SELECT 'int4'::regtype::oid", "SELECT array_agg(ROW(id, s)) FROM t",
-        "SELECT id FROM t WHERE 'int4'::regtype = 23::regtype ORDER BY id",
-        "SELECT 't'::regclass, 'pg_catalog'::regnamespace", "SELECT 'now'::regproc",
-        "SELECT 'now()'::regprocedure", "SELECT sum(k::money) FROM t",
-        "SELECT current_time IS NOT NULL", "SELECT count(*) FROM t WHERE current_time IS NOT NULL")]
-    return out
-
-
 FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, recursive_ctes, numeric_edges,
             text_functions, date_time_functions, null_ordering, collations, text_ordering, joins,
-            column_names, postgres_only, postgres_types]
+            column_names]
 
 
 def all_statements() -> list[Statement]:
-    from tests.conformance.functions import function_statements  # it builds on Statement
+    # they build on Statement
+    from tests.conformance.edges import postgres_only, postgres_types, numeric_divisions
+    from tests.conformance.functions import function_statements
 
     seen, out = set(), []
-    for family in FAMILIES + [function_statements]:
+    for family in FAMILIES + [postgres_only, postgres_types, numeric_divisions, function_statements]:
         for statement in family():
             if statement.sql not in seen:
                 seen.add(statement.sql)

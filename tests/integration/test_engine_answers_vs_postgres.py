@@ -56,6 +56,7 @@ CONSTANTS = {
     "bytea_escape": r"SELECT E'\\xDeAdBeEf'::bytea, '\xDeAdBeEf'::bytea",
     "folded_aliases": "SELECT 1 AS Call_Center, 2 AS SEGMENT, 3 AS \"Quoted\", 4 AS MiXed",
     "int4_functions": "SELECT length('abc'), strpos('abc', 'b'), char_length('ab'), length('ab') + 1",
+    "dates_series": "SELECT * FROM generate_series(DATE '2024-02-27', DATE '2024-03-01', interval '1 day')",
     "extract_numeric": "SELECT extract(year FROM DATE '2024-03-05'), extract(dow FROM DATE '2024-03-05'), "
                        "extract(hour FROM TIMESTAMP '2024-03-05 10:11:12')",
     "generate_series": "SELECT * FROM generate_series(1, 3)",
@@ -163,6 +164,22 @@ TABLE_STATEMENTS = {
     "order_by_a_folded_alias": "SELECT ten AS Mixed FROM t ORDER BY MIXED, col",
     # avg() of an integer is numeric: round() to places exists for it.
     "round_of_an_average": "SELECT round(avg(col), 2), round(avg(col::float8)) FROM t",
+    # Numeric divisions of aggregates, CASEs and windows: PostgreSQL's digits and scale.
+    "numeric_division_of_aggregates":
+        "SELECT ten, sum(col * 1.50) / count(*), 100.00 * sum(CASE WHEN col > 5 THEN col * 0.5 "
+        "ELSE 0 END) / sum(col * 0.5), sum(col) / 7.0 FROM t GROUP BY ten ORDER BY ten",
+    "numeric_division_over_windows":
+        "SELECT col, sum(col * 0.5) OVER (PARTITION BY ten) / count(*) OVER (PARTITION BY ten) "
+        "FROM t ORDER BY col",
+    "average_of_an_integer_expression": "SELECT ten, avg(col + ten) FROM t GROUP BY ten ORDER BY ten",
+    # A CASE is named by its ELSE where that has a name of its own.
+    "case_named_by_its_else": "SELECT col, CASE WHEN ten = 1 THEN 'one' ELSE name END, "
+                              "CASE WHEN ten = 1 THEN 1 END, (CASE WHEN ten = 1 THEN 1 END)::text "
+                              "FROM t ORDER BY col",
+    # || with an array: array_append, array_prepend, array_cat (NULL keeps the other).
+    "array_concatenation": "SELECT col, ARRAY[col] || ten, 0 || ARRAY[col], ARRAY[name] || NULL, "
+                           "array_agg(col) OVER (ORDER BY col ROWS 1 PRECEDING) || ARRAY[-1] "
+                           "FROM t ORDER BY col",
 }
 
 # A literal in a set operation is read as the other branch's type.
@@ -173,6 +190,7 @@ TABLE_STATEMENTS["union_with_a_numeral_in_text"] = \
 ERRORS = {
     "invalid_integer": "SELECT 'abc'::int",
     "integer_out_of_range": "SELECT '99999999999'::int",
+    "integer_minimum_by_minus_one": "SELECT (-2147483648)::int4 / -1, (-9223372036854775808)::int8 / -1",
     "invalid_boolean": "SELECT 'o'::bool",
     # Date/time input in PostgreSQL's words and SQLSTATEs (22007, 22008).
     "invalid_date": "SELECT 'abc'::date",
@@ -265,6 +283,11 @@ REFUSED_ON_FILES = {
     # PostgreSQL's quotient has a scale per value, the engine's DECIMAL one
     "to_json_of_a_quotient": "SELECT to_json(col / 3.0) FROM t",
     "to_json_of_an_array_of_numerics": "SELECT to_json(ARRAY[1.50])",
+    # The engine's quotient inside round() is a double: not PostgreSQL's numeric digits.
+    "numeric_division_inside_an_expression": "SELECT round(sum(col * 1.5) / count(*), 2) FROM t",
+    "row_to_json": "SELECT row_to_json(t) FROM t WHERE col = 1",
+    "log_of_a_base": "SELECT log(2, col) FROM t WHERE col = 8",
+    "any_of_an_array_literal": "SELECT col FROM t WHERE name = ANY('{n1,n2}') ORDER BY col",
 }
 
 

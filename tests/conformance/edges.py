@@ -1,0 +1,86 @@
+"""Statement families at the edges of what the engine answers: what only PostgreSQL
+answers (rows of no columns, VARIADIC, SEARCH/CYCLE, relation sizes), the types the
+engine does not carry (bit, timetz, money, reg*), and numeric divisions as analytic
+statements write them."""
+
+from __future__ import annotations
+
+from tests.conformance.statements import Statement
+
+
+def postgres_only() -> list[Statement]:
+    """What only PostgreSQL can answer: rows of no columns, VARIADIC arguments, WITH
+    RECURSIVE ... SEARCH/CYCLE, relation sizes. A PostgreSQL source answers them where the
+    statement is all its own; the engine refuses them (or, for a size, answers what holds
+    of the file: planner and catalog notes in docs/design.md)."""
+    recursive = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3)"
+    cycle = "WITH RECURSIVE r(i) AS (SELECT g FROM u WHERE g = 1 UNION ALL SELECT i % 3 + 1 FROM r)"
+    return [Statement("PostgreSQL only", sql, ordered) for sql, ordered in [
+        ("SELECT FROM t", False), ("SELECT FROM t WHERE id < 3", False), ("SELECT", False),
+        ("SELECT FROM t JOIN u ON u.g = t.g", False), ("SELECT FROM t GROUP BY g", False),
+        ("SELECT concat_ws(',', VARIADIC ARRAY['a', 'b'])", False),
+        ("SELECT concat_ws(VARIADIC ARRAY['a', 'b'])", False),
+        ("SELECT id, concat(VARIADIC ARRAY[s, 'x']) FROM t", False),
+        ("SELECT format('%s|%s', VARIADIC ARRAY[s, k::text]) FROM t ORDER BY id", True),
+        ("SELECT num_nulls(VARIADIC ARRAY[g, k]) FROM t ORDER BY id", True),
+        (f"{recursive} SEARCH DEPTH FIRST BY i SET o SELECT i FROM r ORDER BY o", True),
+        (f"{recursive} SEARCH BREADTH FIRST BY i SET o SELECT i FROM r", False),
+        (f"{cycle} CYCLE i SET c USING p SELECT i, c FROM r", False),
+        (f"{cycle} CYCLE i SET c USING p SELECT p FROM r", False),
+        ("SELECT pg_relation_size('t') > 0, pg_total_relation_size('t') >= pg_relation_size('t')", False),
+        ("SELECT pg_indexes_size('t'), pg_relation_size('t', 'init')", False),
+        ("SELECT pg_table_size('u') >= pg_relation_size('u')", False),
+        ("SELECT pg_relation_size('t', 'nofork')", False),
+        ("SELECT pg_get_viewdef('t'::regclass)", False),
+        ("SELECT id, pg_relation_size('t') FROM t ORDER BY id", True),
+        ("SELECT id, pg_get_viewdef('t') FROM t ORDER BY id", True),
+    ]]
+
+
+def numeric_divisions() -> list[Statement]:
+    """Numeric divisions as analytic statements write them: of sums, counts, CASEs,
+    windows and derived columns (exact, or refused where the engine's digits are a
+    double's), and the CASE's name and type around them."""
+    return [Statement("numeric divisions", sql, ordered) for sql, ordered in [
+        ("SELECT g, sum(n) / sum(k), sum(n * n) / count(*), max(n) / min(n), sum(k) / 3, "
+         "count(*) / 7.0 FROM t GROUP BY g ORDER BY g", True),
+        ("SELECT g, sum(n) / NULLIF(count(k), 0), (sum(n) + 1) / 3, -sum(n) / 7 FROM t GROUP BY g ORDER BY g", True),
+        ("SELECT id, n / k, k / n, n / 3, (n * 2) / (k + 1) FROM t WHERE k <> 0 ORDER BY id", True),
+        ("SELECT id, CASE WHEN b THEN n ELSE k END / 4 FROM t ORDER BY id", True),
+        ("SELECT g, 100.00 * sum(CASE WHEN b THEN n ELSE 0 END) / sum(n) FROM t GROUP BY g ORDER BY g", True),
+        ("SELECT sum(CASE WHEN b THEN 1.0 ELSE 0 END) / count(*) FROM t", False),
+        ("SELECT total / cnt FROM (SELECT g, sum(n) AS total, count(*) AS cnt FROM t GROUP BY g) s ORDER BY g", True),
+        ("SELECT g, sum(n) OVER (PARTITION BY g) / count(*) OVER (PARTITION BY g) FROM t ORDER BY id", True),
+        ("SELECT s, sum(n) / sum(sum(n)) OVER () AS share FROM t GROUP BY s ORDER BY s NULLS FIRST", True),
+        ("SELECT sum(n) FILTER (WHERE g = 1) / sum(n) FROM t", False),
+        ("SELECT 1::numeric / 3, 10::numeric / 4, 2.5 / 1, 1.000 / 3", False),
+        ("SELECT id, k::numeric / 7, f::numeric / 3 FROM t ORDER BY id", True),
+        ("SELECT round(sum(n) / count(*), 2), sum(n) / 0 FROM t", False),
+        ("SELECT g, avg(id + k), avg(n * 2) FROM t GROUP BY g ORDER BY g", True),
+        ("SELECT id, CASE WHEN g = 1 THEN 'one' ELSE g::text END, CASE WHEN b THEN n ELSE 0 END FROM t ORDER BY id", True),
+        ("SELECT id, CASE WHEN b THEN 1 ELSE 2.5 END, (CASE WHEN b THEN 1 END)::text FROM t ORDER BY id", True),
+        ("SELECT (-2147483648)::int4 / -1", False), ("SELECT log(2, 8), log(100)", False),
+        ("SELECT id, ARRAY[id] || k, s || ARRAY['x'], ARRAY[s] || NULL FROM t ORDER BY id", True),
+    ]]
+
+
+def postgres_types() -> list[Statement]:
+    """bit, bit varying, time with time zone, money and the reg* types: a PostgreSQL
+    source's values presented as themselves, refused by the engine."""
+    over_t = ["B'101'", "B'101'::bit(3)", "X'1F'", "B'1010101010'::varbit(12)", "'101'::bit varying",
+              "B'101' & B'110'", "~B'1100'", "B'1011' << 1", "k::bit(12)", "'12:00+02'::timetz",
+              "'08:15:30.25-05:30'::time with time zone", "'12:00+02'::timetz < '11:00+00'::timetz",
+              "12.5::money", "12.5::money + 1.25::money", "(id * 100)::money / 3", "'int4'::regtype",
+              "'bigint[]'::regtype", "'int4'::regtype::oid", "'int4'::regtype::text", "'t'::regclass",
+              "'now'::regproc", "'now()'::regprocedure", "id::oid", "ARRAY[B'101', NULL]",
+              "ARRAY['12:00+02'::timetz]", "ARRAY[12.5::money]", "ARRAY['int4'::regtype]",
+              "'{101,11}'::varbit[]", "NULL::bit(3)", "n::money", "pg_typeof(id)"]
+    out = [Statement("types", f"SELECT id, {e} FROM t ORDER BY 1", True) for e in over_t]
+    out += [Statement("types", sql) for sql in (
+        "SELECT B'101'::bit(3)", "SELECT '12:00+02'::timetz", "SELECT 12.5::money",
+        "SELECT 'int4'::regtype", "SELECT 'int4'::regtype::oid", "SELECT array_agg(ROW(id, s)) FROM t",
+        "SELECT id FROM t WHERE 'int4'::regtype = 23::regtype ORDER BY id",
+        "SELECT 't'::regclass, 'pg_catalog'::regnamespace", "SELECT 'now'::regproc",
+        "SELECT 'now()'::regprocedure", "SELECT sum(k::money) FROM t",
+        "SELECT current_time IS NOT NULL", "SELECT count(*) FROM t WHERE current_time IS NOT NULL")]
+    return out
