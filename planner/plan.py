@@ -54,6 +54,7 @@ from planner.query_plan import QueryPlan, RemoteFragment
 from planner.result_types import result_names, result_types
 from planner.regclass_arguments import regclass_arguments
 from planner.unknown_literals import unknown_literals
+from planner.case_scales import case_scales
 from planner.set_scales import set_scales
 from planner.type_names import datatype_from_pg, pg_type_name
 
@@ -284,6 +285,9 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if tree.find(exp.SetOperation) is not None and \
             not (single is not None and single.dialect.sqlglot == "postgres"):
         set_scales(tree, catalog.sqlglot_schema)
+    if tree.find(exp.Case, exp.Coalesce) is not None and \
+            not (single is not None and single.dialect.sqlglot == "postgres"):
+        case_scales(tree, catalog.sqlglot_schema)
     # Outside UTC the capability check reads operand types (planner.zone_dependent).
     annotated = zoned and bool(sources) and \
         session_zone.needs_check(tree, (info for _, info in tables))

@@ -78,6 +78,15 @@ def result_names(tree: exp.Expression, schema: Schema) -> tuple[str, ...] | None
     return tuple(name for name, _ in columns) if columns is not None else None
 
 
+def expression_typer(tree: exp.Expression, schema: Schema) -> Callable[[exp.Select, exp.Expression], str | None]:
+    """PostgreSQL's type of an expression of one of `tree`'s SELECTs (None: not known)."""
+    scopes = _scopes(tree)
+
+    def typed(select: exp.Select, node: exp.Expression) -> str | None:
+        return _resolver(scopes.get(id(select)), scopes, schema)(node)
+    return typed
+
+
 def _scopes(tree: exp.Expression) -> dict[int, Scope]:
     return {id(scope.expression): scope for scope in traverse_scope(tree)}
 

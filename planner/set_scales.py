@@ -22,7 +22,7 @@ from planner.result_types import result_types
 _INTEGERS = ("int2", "int4", "int8")
 
 
-def _scale(name: str | None) -> int | str | None:
+def display_scale(name: str | None) -> int | str | None:
     """An integer's or numeric's display scale ("value" where it depends on the value);
     None for any other type."""
     if name in _INTEGERS:
@@ -35,7 +35,7 @@ def _scale(name: str | None) -> int | str | None:
 
 
 def _shown(name: str) -> str:
-    scale = _scale(name)
+    scale = display_scale(name)
     return "an integer" if name in _INTEGERS else "a numeric of per-value scale" if scale == "value" \
         else f"a numeric of scale {scale}"
 
@@ -47,10 +47,10 @@ def set_scales(tree: exp.Expression, schema: Schema) -> None:
         if left is None or right is None or len(left) != len(right):
             continue
         for position, (a, b) in enumerate(zip(left, right), 1):
-            scales = {_scale(a), _scale(b)}
+            scales = {display_scale(a), display_scale(b)}
             if None in scales or a in _INTEGERS and b in _INTEGERS:
                 continue
-            if isinstance(operation, exp.Except) and "value" not in scales and _scale(a) >= _scale(b):
+            if isinstance(operation, exp.Except) and "value" not in scales and display_scale(a) >= display_scale(b):
                 continue  # EXCEPT answers left rows only, at their scale, the engine's common one
             if len(scales) > 1 or "value" in scales:
                 kind = operation.key.upper() + ("" if operation.args.get("distinct", True) else " ALL")

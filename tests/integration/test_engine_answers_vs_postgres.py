@@ -286,6 +286,10 @@ REFUSED_ON_FILES = {
     # The engine's quotient inside round() is a double: not PostgreSQL's numeric digits.
     "numeric_division_inside_an_expression": "SELECT round(sum(col * 1.5) / count(*), 2) FROM t",
     "row_to_json": "SELECT row_to_json(t) FROM t WHERE col = 1",
+    # PostgreSQL shows each value of a CASE or coalesce() at its own scale (1.5 and 0)
+    "case_of_mixed_scales": "SELECT CASE WHEN ten = 1 THEN col * 1.5 ELSE 0 END FROM t ORDER BY col",
+    "sum_of_a_case_of_mixed_scales": "SELECT sum(CASE WHEN ten = 1 THEN col * 1.5 ELSE 0 END) FROM t",
+    "coalesce_of_mixed_scales": "SELECT coalesce(col * 1.5, 0) FROM t ORDER BY col",
     "log_of_a_base": "SELECT log(2, col) FROM t WHERE col = 8",
     "any_of_an_array_literal": "SELECT col FROM t WHERE name = ANY('{n1,n2}') ORDER BY col",
 }
