@@ -25,7 +25,6 @@ none:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from decimal import Decimal
 
 from sqlglot import exp
@@ -44,6 +43,7 @@ from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
 from connectors.dialects.duckdb_scales import postgres_extremes, refuse_mixed_scales
 from connectors.dialects.duckdb_collations import check_collations
+from connectors.dialects.rules import rewrite_bottom_up
 from connectors.base import (CLIENT_OUTPUTS, EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
 
@@ -134,20 +134,6 @@ def _postgres_semantics(node: exp.Expression) -> exp.Expression:
     # float4 first: the division and the numeric cast then see its operands as float8's
     return exact_numeric(_postgres_division(functions.postgres_function(
         postgres_extremes(float4.postgres_float4(node)))))
-
-
-def rewrite_bottom_up(tree: exp.Expression,
-                      rewrite: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
-    """A copy of `tree` with `rewrite` applied to every node, children before parents."""
-    tree = tree.copy()
-    for node in reversed(list(tree.dfs())):
-        new = rewrite(node)
-        if new is not node:
-            if node is tree:
-                tree = new
-            else:
-                node.replace(new)
-    return tree
 
 
 def _like_escape(node: exp.Expression) -> exp.Expression:

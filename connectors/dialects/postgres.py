@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from connectors.base import (EXACT, VARIADIC_CALL, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)
+from connectors.dialects.rules import rewrite_bottom_up
 
 NAME = "postgres"
 
@@ -95,21 +96,9 @@ def _reg_cast(node: exp.Expression) -> exp.Expression:
     return exp.Cast(this=operand, to=reg)
 
 
-def _reg_casts(tree: exp.Expression) -> exp.Expression:
-    tree = tree.copy()
-    for node in reversed(list(tree.dfs())):
-        new = _reg_cast(node)
-        if new is not node:
-            if node is tree:
-                tree = new
-            else:
-                node.replace(new)
-    return tree
-
-
 def to_postgres(tree: exp.Expression) -> str:
     if tree.find(exp.Anonymous, exp.DataType) is not None:
-        tree = _reg_casts(tree)
+        tree = rewrite_bottom_up(tree, _reg_cast)
     if tree.find(exp.Anonymous) is not None:
         tree = tree.transform(_variadic)
     if tree.find(exp.Log) is not None:

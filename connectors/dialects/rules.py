@@ -195,3 +195,17 @@ def with_escape(node: exp.Expression, escape: str = "\\") -> exp.Expression:
     if isinstance(node, (exp.Like, exp.ILike)) and not isinstance(node.parent, exp.Escape):
         return exp.Escape(this=node.copy(), expression=exp.Literal.string(escape))
     return node
+
+
+def rewrite_bottom_up(tree: exp.Expression,
+                      rewrite: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
+    """A copy of `tree` with `rewrite` applied to every node, children before parents."""
+    tree = tree.copy()
+    for node in reversed(list(tree.dfs())):
+        new = rewrite(node)
+        if new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
+    return tree

@@ -32,7 +32,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import EXACT_AVERAGE, Dialect
-from connectors.dialects.duckdb import classify, exact_numeric, is_integer, rewrite_bottom_up
+from connectors.dialects.duckdb import classify, exact_numeric, is_integer
+from connectors.dialects.rules import rewrite_bottom_up
 
 T = exp.DataType.Type
 
