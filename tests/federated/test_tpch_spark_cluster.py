@@ -12,7 +12,9 @@ executors, Parquet through spark.read), so these answers also prove the executor
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
+import psycopg
 import pytest
 
 from tests.federated import tpch_data
@@ -24,6 +26,10 @@ from tests.support.spark_cluster import SparkCluster
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 MODES = ("standalone", "connect")
+# On a cluster the executors read both (PostgreSQL by JDBC, Parquet by spark.read), so
+# their first reads are warm too.
+WARM = ("select count(*) from b_pg.region r join b_files.nation n "
+        "on n.n_regionkey = r.r_regionkey")
 CASES = [(mode, split, n) for mode in MODES for split in tpch_data.SPLITS for n in NUMBERS]
 
 
@@ -47,10 +53,21 @@ def cluster_gateways(cluster: SparkCluster, tpch_world: TpchWorld) -> Iterator[d
             engine = cluster.gateway_engine_config(mode, spark_read_threshold_rows=10000,
                                                    spark_partition_rows=25000)
             gateways[mode] = tpch_world.start(f"spark_{mode}", engine + sources)
+        # Both cold starts (a driver JVM and its executor, a Connect session) overlap here
+        # instead of following one another in each mode's first query.
+        with ThreadPoolExecutor(len(MODES)) as pool:
+            for count in pool.map(_warm, gateways.values()):
+                assert count == (25,)
         yield gateways
     finally:
         for gateway in gateways.values():
             gateway.stop()
+
+
+def _warm(gateway: GatewayProcess) -> tuple | None:
+    """A join across two sources, so it runs on Spark (the default engine here)."""
+    with psycopg.connect(gateway.dsn, autocommit=True, connect_timeout=10) as conn:
+        return conn.execute(WARM).fetchone()
 
 
 @pytest.mark.parametrize(("mode", "split", "number"), CASES,

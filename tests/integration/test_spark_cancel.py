@@ -18,6 +18,7 @@ import json
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import asyncpg
 import psycopg
@@ -83,11 +84,22 @@ def setup(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresSer
                                                            spark_reads_sources="always")
             engine = engine.replace('default = "spark"\n', "")  # DuckDB by default, Spark by SET
             gateways[mode] = start_gateway(engine + source, root / f"gateway_{mode}")
+        # The three cold starts (two driver JVMs, a Connect session, the executors) overlap
+        # here instead of following one another in the first test of each mode.
+        with ThreadPoolExecutor(len(MODES)) as pool:
+            for answer in pool.map(_warm_now, gateways.values()):
+                assert answer == (1000,)
         yield Setup(cluster, source_dsn, gateways, ui_ports)
     finally:
         for gateway in gateways.values():
             gateway.stop()
         cluster.stop()
+
+
+def _warm_now(gateway: GatewayProcess) -> tuple | None:
+    with psycopg.connect(gateway.dsn, autocommit=True, connect_timeout=10) as conn:
+        conn.execute("SET fedgate.engine = 'spark'")
+        return conn.execute(QUICK).fetchone()
 
 
 async def _connect(gateway: GatewayProcess, engine: str = "spark") -> psycopg.AsyncConnection:

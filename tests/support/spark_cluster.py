@@ -177,8 +177,16 @@ class SparkCluster:
         self._wait(self.master, self.master_ui_port)
 
     def start_worker(self) -> None:
+        self.launch_worker()
+        self.wait_worker()
+
+    def launch_worker(self) -> None:
         self.worker = self._worker()
         self.worker.start()
+
+    def wait_worker(self) -> None:
+        """Until the master counts the worker alive."""
+        assert self.worker is not None
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if not self.worker.alive():
@@ -188,15 +196,23 @@ class SparkCluster:
                     return
             except OSError:
                 pass
-            time.sleep(0.5)
+            time.sleep(0.3)
         raise RuntimeError(f"Spark worker did not register within {START_TIMEOUT_S}s:\n{self.worker.log()}")
 
     def start_connect(self, attempts: int = 3) -> None:
-        """Start the Connect server; a port taken meanwhile (Spark's own processes pick
-        free ports too) is replaced by another, unless the port was chosen by the caller."""
+        self.launch_connect()
+        self.wait_connect(attempts)
+
+    def launch_connect(self) -> None:
+        self.connect = self._connect()
+        self.connect.start()
+
+    def wait_connect(self, attempts: int = 3) -> None:
+        """Until the launched Connect server listens; a port taken meanwhile (Spark's own
+        processes pick free ports too) is replaced by another, unless the port was chosen
+        by the caller (attempts=1)."""
         for attempt in range(attempts):
-            self.connect = self._connect()
-            self.connect.start()
+            assert self.connect is not None
             try:
                 self._wait(self.connect, self.connect_port)
                 return
@@ -204,6 +220,7 @@ class SparkCluster:
                 if "Failed to bind" not in str(exc) or attempt == attempts - 1:
                     raise
                 self.connect_port, self.connect_ui_port = free_port(), free_port()
+                self.launch_connect()
 
     def _wait(self, process: SparkProcess, port: int) -> None:
         assert process.proc is not None
@@ -217,9 +234,14 @@ class SparkCluster:
         (self.workdir / "work").mkdir(parents=True, exist_ok=True)
         try:
             self.start_master()
-            self.start_worker()
+            # The worker and the Connect server (whose application waits for executors,
+            # not for a worker) start side by side: two JVM starts overlap.
+            self.launch_worker()
             if connect:
-                self.start_connect()
+                self.launch_connect()
+            self.wait_worker()
+            if connect:
+                self.wait_connect()
         except BaseException:
             self.stop()
             raise
