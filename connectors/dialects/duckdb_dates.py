@@ -16,7 +16,11 @@ it writes a BC date as `0044-03-15 (BC)`. So:
 - an interval literal with a sign apart from its number (`'1 month - 1 day'`, which
   PostgreSQL reads as 1 month -1 day) is given to DuckDB with the sign joined to it;
 - the year of a BC date counts as PostgreSQL counts it, without a year 0 (44 BC is -44,
-  DuckDB's -43): `extract(year FROM d)` → `y - CAST(y <= 0 AS INT)`.
+  DuckDB's -43): `extract(year FROM d)` → `y - CAST(y <= 0 AS INT)`;
+- an interval cast to text names months `mon`/`mons` and puts a unit in the plural for
+  any count but 1 (`-1 days`), as interval_out writes it in IntervalStyle postgres;
+  DuckDB writes `month` and `-1 day`;
+- avg() of intervals: DuckDB's mean is rounded otherwise (to 100 microseconds): refused.
 """
 
 from __future__ import annotations
@@ -47,8 +51,10 @@ def _text_of_value(node: exp.Expression) -> bool:
 
 
 def needs_types(tree: exp.Expression) -> bool:
-    """A cast to text of something not text: whether it is a date takes its type."""
-    return any(_text_of_value(cast) for cast in tree.find_all(exp.Cast))
+    """A cast to text of something not text: whether it is a date takes its type; so does
+    whether an avg() is of intervals."""
+    return any(_text_of_value(cast) for cast in tree.find_all(exp.Cast)) or \
+        tree.find(exp.Avg) is not None
 
 
 def _year(node: exp.Expression) -> bool:
@@ -66,14 +72,41 @@ def _interval_text(node: exp.Expression) -> exp.Literal | None:
     return value if isinstance(value, exp.Literal) and value.is_string else None
 
 
+def _interval_valued(node: exp.Expression) -> bool:
+    """An interval operand: typed so, or a timestamp minus a timestamp (sqlglot types that
+    a timestamp)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Sub) and all(side.type is not None and side.type.this in _TEMPORAL - {T.DATE}
+                                         for side in (node.this, node.expression)):
+        return True
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div)) and \
+            any(_interval_valued(side) for side in (node.this, node.expression)) and \
+            not any(side.type is not None and side.type.this in _TEMPORAL
+                    for side in (node.this, node.expression)):
+        return True  # interval arithmetic (an interval times a number, minus an interval)
+    return isinstance(node, exp.Interval) or (node.type is not None and node.type.this == T.INTERVAL)
+
+
+def _interval_out(node: exp.Cast) -> exp.Expression:
+    months = exp.Anonymous(this="regexp_replace", expressions=[
+        node.copy(), exp.Literal.string("month"), exp.Literal.string("mon"), exp.Literal.string("g")])
+    return exp.Anonymous(this="regexp_replace", expressions=[
+        months, exp.Literal.string(r"(^|\s)-1 (year|mon|day)\b"), exp.Literal.string(r"\1-1 \2s"),
+        exp.Literal.string("g")])
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
     if any(map(_year, tree.find_all(exp.Extract))):
         return True
     if any((text := _interval_text(node)) is not None and _SIGN_APART.search(text.this)
            for node in tree.find_all(exp.Interval, exp.Cast)):
         return True
+    if any(_interval_valued(avg.this) for avg in tree.find_all(exp.Avg)):
+        return True
     return any((_temporal_literal(cast) and _NAMES_BC.search(cast.this.this))
                or (_text_of_value(cast) and cast.this.type is not None and cast.this.type.this in _TEMPORAL)
+               or (_text_of_value(cast) and _interval_valued(cast.this))
                for cast in tree.find_all(exp.Cast))
 
 
@@ -87,6 +120,12 @@ def postgres_dates(node: exp.Expression) -> exp.Expression:
         year = 1 - int(found.group(1))
         text = f"{year:05d}{found.group(2)}" if year < 0 else f"{year:04d}{found.group(2)}"
         return exp.Cast(this=exp.Literal.string(text), to=node.to.copy())
+    if _text_of_value(node) and _interval_valued(node.this):
+        return _interval_out(node)
+    if isinstance(node, exp.Avg) and _interval_valued(node.this):
+        # DuckDB rounds the mean to 100 microseconds where PostgreSQL keeps each one
+        raise PgError(FEATURE_NOT_SUPPORTED, "avg() of intervals is not supported by fedgate "
+                      "outside PostgreSQL sources")
     if _text_of_value(node) and node.this.type is not None and node.this.type.this in _TEMPORAL:
         return exp.Anonymous(this="regexp_replace", expressions=[
             node.copy(), exp.Literal.string(r" \(BC\)(.*)$"), exp.Literal.string(r"\1 BC")])

@@ -46,6 +46,11 @@ def _refusal(what: str) -> str:
 
 
 def _kind(value: exp.Expression) -> T | None:
+    while isinstance(value, exp.Paren):
+        value = value.this
+    if isinstance(value, exp.Sub) and _kind(value.this) in _TIMESTAMPS and \
+            _kind(value.expression) in _TIMESTAMPS:
+        return T.INTERVAL  # a timestamp minus a timestamp (sqlglot types it a timestamp)
     kind = value.to if isinstance(value, exp.Cast) else value.type
     return kind.this if kind is not None else None
 

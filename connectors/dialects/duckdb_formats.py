@@ -11,9 +11,10 @@ refused (0A000). to_char of an infinite date or timestamp is NULL in PostgreSQL,
 'infinity' in DuckDB. to_timestamp(text, template) is a timestamptz in PostgreSQL (the
 text read in the session's zone), a timestamp in DuckDB.
 
-A float's text form (`x::text`) is PostgreSQL's too: 'NaN', 'Infinity' and '-Infinity'
-where DuckDB writes nan, inf and -inf, and a whole number below 10^15 without DuckDB's
-'.0' ('100', '-0'). Larger values and fractions are written alike by both.
+A float's text form (`x::text`, a float operand of `||`, concat() and concat_ws()) is
+PostgreSQL's too: 'NaN', 'Infinity' and '-Infinity' where DuckDB writes nan, inf and -inf,
+and a whole number below 10^15 without DuckDB's '.0' ('100', '-0'). Larger values and
+fractions are written alike by both.
 
 A day beyond its month in literals (`to_date('2023-02-29', 'YYYY-MM-DD')`,
 `make_date(2023, 2, 29)`) is PostgreSQL's 22008 in its words; DuckDB says 'Date out of
@@ -48,9 +49,17 @@ def _float_as_text(node: exp.Expression) -> bool:
     return kind is not None and kind.this in _FLOATS and volatile_reason(operand) is None
 
 
+def _float_operands(node: exp.Expression) -> bool:
+    """A `||`, concat() or concat_ws() with a float operand, which PostgreSQL writes as
+    float8out writes it."""
+    return isinstance(node, (exp.DPipe, exp.Concat, exp.ConcatWs)) and any(
+        side.type is not None and side.type.this in _FLOATS for side in node.iter_expressions())
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
     return tree.find(*_FORMATTED) is not None or any(
         _float_as_text(cast) for cast in tree.find_all(exp.Cast)) or any(
+        map(_float_operands, tree.find_all(exp.DPipe, exp.Concat, exp.ConcatWs))) or any(
         call.name.lower() == "make_date" for call in tree.find_all(exp.Anonymous))
 
 
@@ -162,6 +171,12 @@ def postgres_formats(node: exp.Expression) -> exp.Expression:
     """`node` with a faithful format, or a refusal (children are rewritten first)."""
     if _float_as_text(node):
         return _float_text(node)
+    if _float_operands(node):  # `s || 2.0::float8` is 's2', as `2.0::float8::text`
+        node = node.copy()
+        for side in list(node.iter_expressions()):
+            if side.type is not None and side.type.this in _FLOATS:
+                side.replace(_float_text(exp.Cast(this=side.copy(), to=exp.DataType.build("TEXT"))))
+        return node
     if isinstance(node, exp.Anonymous) and node.name.lower() == "make_date":
         return _make_date(node)
     if not isinstance(node, _FORMATTED):

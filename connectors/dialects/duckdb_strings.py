@@ -4,6 +4,8 @@ Each call is rewritten so that DuckDB computes PostgreSQL's answer on every inpu
 refused (0A000) where no rewrite does:
 - `upper(s)`, `lower(s)`: PostgreSQL under the C collation (fedgate's) changes only ASCII
   letters (`upper('é')` is 'é'), DuckDB every letter: a translate() of the 26 letters;
+  `s ILIKE p` likewise folds only ASCII letters ('éclair' ILIKE '%É%' is false): a LIKE
+  of both sides' ASCII letters in lower case;
 - `substr(s, start [, count])` with a start below 1: PostgreSQL counts the characters
   before the string (`substr('abc', -2, 4)` is 'a'), DuckDB counts from the end ('bc');
   a negative count is an error in PostgreSQL (22011), a count backwards in DuckDB;
@@ -45,7 +47,7 @@ _UPPER = _LOWER.upper()
 NULL_CHARACTER = "null character not permitted"
 NEGATIVE_CHARACTER = "character number must be positive"
 _REWRITTEN = (exp.Upper, exp.Lower, exp.Substring, exp.SplitPart, exp.StringToArray,
-              exp.SimilarTo, exp.Pad, exp.Chr, exp.Initcap, exp.Decode)
+              exp.SimilarTo, exp.Pad, exp.Chr, exp.Initcap, exp.Decode, exp.ILike)
 _HEX_DIGITS = set("0123456789abcdefABCDEF")
 _BASE64_SPACE = " \t\n\r"
 
@@ -66,6 +68,18 @@ def _text(value: str) -> exp.Literal:
 def _ascii_case(node: exp.Upper | exp.Lower) -> exp.Expression:
     source, target = (_LOWER, _UPPER) if isinstance(node, exp.Upper) else (_UPPER, _LOWER)
     return exp.Anonymous(this="translate", expressions=[node.this.copy(), _text(source), _text(target)])
+
+
+def _ascii_ilike(node: exp.ILike) -> exp.Expression:
+    def lowered(side: exp.Expression) -> exp.Expression:
+        return exp.Anonymous(this="translate", expressions=[side.copy(), _text(_UPPER), _text(_LOWER)])
+    like = exp.Like(**{key: value.copy() if isinstance(value, exp.Expression) else value
+                       for key, value in node.args.items()})  # NOT ILIKE's negate too
+    like.set("this", lowered(node.this))
+    if isinstance(node.expression, (exp.Any, exp.All)):
+        raise _refuse("ILIKE ANY or ALL")
+    like.set("expression", lowered(node.expression))
+    return like
 
 
 def _whole_number_at_least_one(value: exp.Expression) -> bool:
@@ -267,7 +281,7 @@ _REWRITES: dict[type[exp.Expression], Callable[[Any], exp.Expression]] = {
     exp.Upper: _ascii_case, exp.Lower: _ascii_case, exp.Substring: _substring,
     exp.SplitPart: _split_part, exp.StringToArray: _string_to_array,
     exp.SimilarTo: _similar_to, exp.Pad: _pad, exp.Chr: _chr, exp.Decode: _decode,
-    exp.Initcap: _initcap,
+    exp.Initcap: _initcap, exp.ILike: _ascii_ilike,
 }
 
 

@@ -176,6 +176,19 @@ TABLE_STATEMENTS = {
     "case_named_by_its_else": "SELECT col, CASE WHEN ten = 1 THEN 'one' ELSE name END, "
                               "CASE WHEN ten = 1 THEN 1 END, (CASE WHEN ten = 1 THEN 1 END)::text "
                               "FROM t ORDER BY col",
+    # ILIKE folds only ASCII letters under the C collation ('É' is not 'é').
+    "ilike_folds_ascii_only": "SELECT col, name ILIKE 'N1%', 'Éclair' ILIKE 'é%', name NOT ILIKE '%1%' "
+                              "FROM t ORDER BY col",
+    # A float in || and concat() is written as float8out writes it (2, not 2.0).
+    "float_text_in_concatenation": "SELECT col, name || (col / 2.0)::float8, concat(name, col::float8), "
+                                   "concat_ws(',', col::float8 / 4, name) FROM t ORDER BY col",
+    # An interval as text: mons, and the plural for any count but 1 (-1 days).
+    "interval_text": "SELECT col, (interval '1 month' * col - interval '1 day')::text, "
+                     "(TIMESTAMP '2024-01-01' + col * interval '1 hour' - TIMESTAMP '2024-01-02')::text "
+                     "FROM t ORDER BY col",
+    "extract_of_an_interval": "SELECT col, extract(epoch FROM TIMESTAMP '2024-01-01' + col * interval '1 minute' "
+                              "- TIMESTAMP '2024-01-01'), extract(hour FROM TIMESTAMP '2024-01-03' - "
+                              "(TIMESTAMP '2024-01-01' + col * interval '1 hour')) FROM t ORDER BY col",
     # || with an array: array_append, array_prepend, array_cat (NULL keeps the other).
     "array_concatenation": "SELECT col, ARRAY[col] || ten, 0 || ARRAY[col], ARRAY[name] || NULL, "
                            "array_agg(col) OVER (ORDER BY col ROWS 1 PRECEDING) || ARRAY[-1] "
@@ -286,6 +299,10 @@ REFUSED_ON_FILES = {
     # The engine's quotient inside round() is a double: not PostgreSQL's numeric digits.
     "numeric_division_inside_an_expression": "SELECT round(sum(col * 1.5) / count(*), 2) FROM t",
     "row_to_json": "SELECT row_to_json(t) FROM t WHERE col = 1",
+    # DuckDB rounds the mean interval to 100 microseconds
+    "avg_of_intervals": "SELECT avg(TIMESTAMP '2024-01-01' + col * interval '1.234567 seconds' "
+                        "- TIMESTAMP '2023-12-31') FROM t",
+    "ilike_any": "SELECT col FROM t WHERE name ILIKE ANY (ARRAY['N1%', 'x']) ORDER BY col",
     # PostgreSQL shows each value of a CASE or coalesce() at its own scale (1.5 and 0)
     "case_of_mixed_scales": "SELECT CASE WHEN ten = 1 THEN col * 1.5 ELSE 0 END FROM t ORDER BY col",
     "sum_of_a_case_of_mixed_scales": "SELECT sum(CASE WHEN ten = 1 THEN col * 1.5 ELSE 0 END) FROM t",
