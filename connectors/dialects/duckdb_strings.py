@@ -5,7 +5,9 @@ refused (0A000) where no rewrite does:
 - `upper(s)`, `lower(s)`: PostgreSQL under the C collation (fedgate's) changes only ASCII
   letters (`upper('é')` is 'é'), DuckDB every letter: a translate() of the 26 letters;
   `s ILIKE p` likewise folds only ASCII letters ('éclair' ILIKE '%É%' is false): a LIKE
-  of both sides' ASCII letters in lower case;
+  of both sides' ASCII letters in lower case; a case-insensitive regular expression
+  (`~*`, flag 'i') too, which DuckDB's RE2 folds by Unicode: answered for an ASCII literal
+  pattern, else refused;
 - `substr(s, start [, count])` with a start below 1: PostgreSQL counts the characters
   before the string (`substr('abc', -2, 4)` is 'a'), DuckDB counts from the end ('bc');
   a negative count is an error in PostgreSQL (22011), a count backwards in DuckDB;
@@ -47,7 +49,8 @@ _UPPER = _LOWER.upper()
 NULL_CHARACTER = "null character not permitted"
 NEGATIVE_CHARACTER = "character number must be positive"
 _REWRITTEN = (exp.Upper, exp.Lower, exp.Substring, exp.SplitPart, exp.StringToArray,
-              exp.SimilarTo, exp.Pad, exp.Chr, exp.Initcap, exp.Decode, exp.ILike)
+              exp.SimilarTo, exp.Pad, exp.Chr, exp.Initcap, exp.Decode, exp.ILike,
+              exp.RegexpILike, exp.RegexpReplace, exp.RegexpLike)
 _HEX_DIGITS = set("0123456789abcdefABCDEF")
 _BASE64_SPACE = " \t\n\r"
 
@@ -80,6 +83,22 @@ def _ascii_ilike(node: exp.ILike) -> exp.Expression:
         raise _refuse("ILIKE ANY or ALL")
     like.set("expression", lowered(node.expression))
     return like
+
+
+def _case_insensitive(node: exp.Expression) -> bool:
+    flags = node.args.get("modifiers") or node.args.get("flag")
+    return isinstance(node, exp.RegexpILike) or (
+        isinstance(flags, exp.Literal) and "i" in flags.this) or (
+        flags is not None and not isinstance(flags, exp.Literal))
+
+
+def _ascii_pattern(node: exp.Expression) -> exp.Expression:
+    """A case-insensitive match, kept for an ASCII literal pattern only."""
+    pattern = node.expression
+    if _case_insensitive(node) and not (isinstance(pattern, exp.Literal) and pattern.is_string
+                                        and pattern.this.isascii()):
+        raise _refuse("a case-insensitive regular expression that is not an ASCII literal")
+    return node
 
 
 def _whole_number_at_least_one(value: exp.Expression) -> bool:
@@ -281,7 +300,8 @@ _REWRITES: dict[type[exp.Expression], Callable[[Any], exp.Expression]] = {
     exp.Upper: _ascii_case, exp.Lower: _ascii_case, exp.Substring: _substring,
     exp.SplitPart: _split_part, exp.StringToArray: _string_to_array,
     exp.SimilarTo: _similar_to, exp.Pad: _pad, exp.Chr: _chr, exp.Decode: _decode,
-    exp.Initcap: _initcap, exp.ILike: _ascii_ilike,
+    exp.Initcap: _initcap, exp.ILike: _ascii_ilike, exp.RegexpILike: _ascii_pattern,
+    exp.RegexpReplace: _ascii_pattern, exp.RegexpLike: _ascii_pattern,
 }
 
 

@@ -179,6 +179,8 @@ TABLE_STATEMENTS = {
     # ILIKE folds only ASCII letters under the C collation ('É' is not 'é').
     "ilike_folds_ascii_only": "SELECT col, name ILIKE 'N1%', 'Éclair' ILIKE 'é%', name NOT ILIKE '%1%' "
                               "FROM t ORDER BY col",
+    "case_insensitive_regex_of_ascii": "SELECT col, name ~* 'N1', name !~* '^N', "
+                                       "regexp_replace(name, 'N', 'x', 'i') FROM t ORDER BY col",
     # A float in || and concat() is written as float8out writes it (2, not 2.0).
     "float_text_in_concatenation": "SELECT col, name || (col / 2.0)::float8, concat(name, col::float8), "
                                    "concat_ws(',', col::float8 / 4, name) FROM t ORDER BY col",
@@ -302,6 +304,8 @@ REFUSED_ON_FILES = {
     # DuckDB rounds the mean interval to 100 microseconds
     "avg_of_intervals": "SELECT avg(TIMESTAMP '2024-01-01' + col * interval '1.234567 seconds' "
                         "- TIMESTAMP '2023-12-31') FROM t",
+    # RE2 folds Unicode ('É' matches 'é'); PostgreSQL under the C collation only ASCII
+    "case_insensitive_regex_of_non_ascii": "SELECT col FROM t WHERE name ~* 'É' ORDER BY col",
     "ilike_any": "SELECT col FROM t WHERE name ILIKE ANY (ARRAY['N1%', 'x']) ORDER BY col",
     # PostgreSQL shows each value of a CASE or coalesce() at its own scale (1.5 and 0)
     "case_of_mixed_scales": "SELECT CASE WHEN ten = 1 THEN col * 1.5 ELSE 0 END FROM t ORDER BY col",
