@@ -176,12 +176,18 @@ def _resolver(scope: Scope | None, scopes: dict[int, Scope],
             return None
         sources = scope.sources
         name = node.name if node.this.quoted else node.name.lower()
+        if node.table and node.table not in sources and scope.parent is not None:
+            # an outer reference (a LATERAL's or a correlated subquery's): the outer scope's
+            return _resolver(scope.parent, scopes, schema)(node)
         source = sources.get(node.table) if node.table else \
             next(iter(sources.values())) if len(sources) == 1 else _holder(sources, name, schema)
         if isinstance(source, exp.Table):
             return _table_type(schema)(source, name)
         if isinstance(source, Scope):
-            columns = _derived_columns(source.expression, scopes, schema)
+            derived = source.expression
+            if isinstance(derived, exp.Lateral) and isinstance(derived.this, exp.Subquery):
+                derived = derived.this  # LATERAL (SELECT ...) AS l
+            columns = _derived_columns(derived, scopes, schema)
             found = [kind for column_name, kind in columns or () if column_name == name]
             return found[0] if len(found) == 1 else None
         return None

@@ -171,6 +171,9 @@ TABLE_STATEMENTS = {
     "numeric_division_over_windows":
         "SELECT col, sum(col * 0.5) OVER (PARTITION BY ten) / count(*) OVER (PARTITION BY ten) "
         "FROM t ORDER BY col",
+    # A LATERAL's column (an outer reference inside) is typed as PostgreSQL types it.
+    "numeric_division_of_a_lateral_column": "SELECT col, l.x / 4 FROM t, LATERAL (SELECT t.col * 1.5 AS x) l "
+                                            "ORDER BY col",
     "average_of_an_integer_expression": "SELECT ten, avg(col + ten) FROM t GROUP BY ten ORDER BY ten",
     # A CASE is named by its ELSE where that has a name of its own.
     "case_named_by_its_else": "SELECT col, CASE WHEN ten = 1 THEN 'one' ELSE name END, "
