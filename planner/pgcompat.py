@@ -98,6 +98,18 @@ def _unicode_identifier(text: str) -> str:
 _SIGN_APART = re.compile(r"([+-])\s+(?=[0-9.])")
 
 
+# Units after an interval's string (`INTERVAL '1' DAY`, `... HOUR TO SECOND`): sqlglot reads those.
+_UNITS = {"year", "years", "month", "months", "day", "days", "hour", "hours", "minute", "minutes",
+          "second", "seconds"}
+
+
+def _mangled_interval(text: str) -> bool:
+    """An interval string sqlglot's INTERVAL parser cuts short: a time after another part
+    (`'1 day 02:00:00'` became 1 day) or `ago` (`'1 day ago'` became +1 day)."""
+    lowered = text.lower()
+    return (":" in lowered and len(lowered.split()) > 1) or "ago" in lowered.split()
+
+
 def normalize(sql: str) -> str:
     """Token-level fixes for what sqlglot cannot parse:
     - `::oid[]` (and `::pg_catalog.regtype[]` ...): sqlglot reads `oid` as a special type
@@ -110,7 +122,8 @@ def normalize(sql: str) -> str:
       PostgreSQL casts the typed literal.
     - `INTERVAL '- 1 day'`: sqlglot drops a sign that stands apart from its number (it
       reads 1 day); the blanks after the sign are taken out ('-1 day'), as PostgreSQL
-      reads it.
+      reads it. `INTERVAL '1 day 02:00:00'` and `INTERVAL '1 day ago'`, which sqlglot
+      reads as 1 day: `CAST('...' AS INTERVAL)`, which keeps the whole string;
     - `ORDER BY x USING >` (`<`): `DESC` (`ASC`), which sqlglot parses;
     - a `U&"d\0061ta"` identifier: the quoted identifier it spells ("data");
     - `f(a, VARIADIC arr)`, which sqlglot cannot parse: `f(a, fedgate_variadic(arr))`
@@ -161,7 +174,10 @@ def normalize(sql: str) -> str:
                 tokens[i + 1].token_type == TokenType.STRING:
             literal = sql[tokens[i + 1].start:tokens[i + 1].end + 1]
             joined = _SIGN_APART.sub(r"\1", literal)
-            if joined != literal:
+            if _mangled_interval(tokens[i + 1].text) and (i + 2 >= len(tokens) or
+                                                        tokens[i + 2].text.lower() not in _UNITS):
+                edits.append((token.start, tokens[i + 1].end, f"CAST({joined} AS INTERVAL)"))
+            elif joined != literal:
                 edits.append((tokens[i + 1].start, tokens[i + 1].end, joined))
         if token.token_type == TokenType.BIT and 0 < i < len(tokens) - 1 and \
                 tokens[i - 1].token_type in (TokenType.DCOLON, TokenType.ALIAS) and \

@@ -17,9 +17,10 @@ it writes a BC date as `0044-03-15 (BC)`. So:
   PostgreSQL reads as 1 month -1 day) is given to DuckDB with the sign joined to it;
 - the year of a BC date counts as PostgreSQL counts it, without a year 0 (44 BC is -44,
   DuckDB's -43): `extract(year FROM d)` → `y - CAST(y <= 0 AS INT)`;
-- an interval cast to text names months `mon`/`mons` and puts a unit in the plural for
-  any count but 1 (`-1 days`), as interval_out writes it in IntervalStyle postgres;
-  DuckDB writes `month` and `-1 day`;
+- an interval cast to text names months `mon`/`mons`, puts a unit in the plural for any
+  count but 1 (`-1 days`) and signs a positive part right after a negative one
+  (`-1 days +02:00:00`), as interval_out writes it in IntervalStyle postgres; DuckDB
+  writes `month`, `-1 day` and `02:00:00`;
 - avg() of intervals: DuckDB's mean is rounded otherwise (to 100 microseconds): refused.
 """
 
@@ -88,12 +89,17 @@ def _interval_valued(node: exp.Expression) -> bool:
     return isinstance(node, exp.Interval) or (node.type is not None and node.type.this == T.INTERVAL)
 
 
-def _interval_out(node: exp.Cast) -> exp.Expression:
-    months = exp.Anonymous(this="regexp_replace", expressions=[
-        node.copy(), exp.Literal.string("month"), exp.Literal.string("mon"), exp.Literal.string("g")])
+def _replaced(text: exp.Expression, pattern: str, replacement: str) -> exp.Expression:
     return exp.Anonymous(this="regexp_replace", expressions=[
-        months, exp.Literal.string(r"(^|\s)-1 (year|mon|day)\b"), exp.Literal.string(r"\1-1 \2s"),
-        exp.Literal.string("g")])
+        text, exp.Literal.string(pattern), exp.Literal.string(replacement), exp.Literal.string("g")])
+
+
+def _interval_out(node: exp.Cast) -> exp.Expression:
+    text = _replaced(node.copy(), "month", "mon")
+    text = _replaced(text, r"(^|\s)-1 (year|mon|day)\b", r"\1-1 \2s")
+    # a positive part right after a negative one is signed (`-1 days +02:00:00`, but
+    # `-1 mons +3 days 04:00:00`): interval_out's is_before
+    return _replaced(text, r"((?:^|\s)-\d\S* \S+) (\d)", r"\1 +\2")
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:

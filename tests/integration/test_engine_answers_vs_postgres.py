@@ -189,8 +189,13 @@ TABLE_STATEMENTS = {
                                    "concat_ws(',', col::float8 / 4, name) FROM t ORDER BY col",
     # An interval as text: mons, and the plural for any count but 1 (-1 days).
     "interval_text": "SELECT col, (interval '1 month' * col - interval '1 day')::text, "
-                     "(TIMESTAMP '2024-01-01' + col * interval '1 hour' - TIMESTAMP '2024-01-02')::text "
+                     "(TIMESTAMP '2024-01-01' + col * interval '1 hour' - TIMESTAMP '2024-01-02')::text, "
+                     "(interval '-1 day' + col * interval '1 hour')::text, "
+                     "(col * interval '-1 month' + interval '3 days 04:00')::text "
                      "FROM t ORDER BY col",
+    # sqlglot's INTERVAL parser read '1 day 02:00' as 1 day and '1 day ago' as +1 day
+    "interval_literals_with_a_time_or_ago": "SELECT interval '3 days 04:00', interval '1 day ago', "
+                                            "interval '1 day 02:00:00', interval '1' day",
     "extract_of_an_interval": "SELECT col, extract(epoch FROM TIMESTAMP '2024-01-01' + col * interval '1 minute' "
                               "- TIMESTAMP '2024-01-01'), extract(hour FROM TIMESTAMP '2024-01-03' - "
                               "(TIMESTAMP '2024-01-01' + col * interval '1 hour')) FROM t ORDER BY col",
