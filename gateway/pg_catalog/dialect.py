@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from connectors.base import EXACT, Classification, Dialect, TableInfo
 from connectors.dialects.duckdb import to_duckdb
+from connectors.dialects.rules import rewrite_bottom_up
 from gateway.pg_catalog.functions import MACROS
 
 MACRO_SCHEMA = "fg_fn"
@@ -142,14 +143,7 @@ def render(tree: exp.Expression) -> str:
             table.replace(_series_table(table))
     # Children before parents: sqlglot's transform does not descend into a replacement,
     # and a macro call's arguments may hold macro calls too.
-    for node in reversed(list(tree.dfs())):
-        new = _catalog_node(node)
-        if new is not node:
-            if node is tree:
-                tree = new
-            else:
-                node.replace(new)
-    return to_duckdb(tree)
+    return to_duckdb(rewrite_bottom_up(tree, _catalog_node))
 
 
 def classify(expression: exp.Expression, table: TableInfo | None = None) -> Classification:
