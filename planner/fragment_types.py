@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import pyarrow as pa
 from sqlglot import exp
 
 from planner.logical import (Aggregate, Column, Distinct, Filter, Join, Limit, Node, Project, Scan,
@@ -62,3 +63,44 @@ def column_type(node: Node, column: Column) -> exp.DataType | None:
         return column_type(node.left, node.left.output[position])
     return None  # Values, OneRow, Opaque: nothing the catalog says
 
+
+
+def source_texts(node: Node, names: Mapping[Column, str]) -> dict[str, str]:
+    """{output name: PostgreSQL type} for `node`'s columns that a source hands over as the
+    PostgreSQL text of a type Arrow cannot hold (an unconstrained numeric, a jsonb, an
+    array, an enum, a varchar(n): connectors.postgres.types), passed through unchanged."""
+    found = {}
+    for column in node.output:
+        kept = source_text(node, column)
+        if kept is not None:
+            found[names[column]] = kept
+    return found
+
+
+def source_text(node: Node, column: Column) -> str | None:
+    if isinstance(node, Scan):
+        index = node.table.schema.get_field_index(column[1])
+        if index < 0:
+            return None
+        field = node.table.schema.field(index)
+        meta = field.metadata or {}
+        kept = meta.get(b"pg_type", meta.get(b"source_type", b"")).decode()
+        if not kept or not pa.types.is_string(field.type):
+            return None
+        return kept
+    if isinstance(node, (Filter, Sort, Limit, Distinct)):
+        return source_text(node.input, column)
+    if isinstance(node, SubqueryAlias):
+        if column[1] not in node.names:
+            return None
+        return source_text(node.input, node.input.output[node.names.index(column[1])])
+    if isinstance(node, Join):
+        side = node.left if column in node.left.output else node.right
+        return source_text(side, column) if column in side.output else None
+    if isinstance(node, (Project, Aggregate)):
+        expression = next((e.this for e in node.exprs if e.alias == column[1]), None)
+        if isinstance(expression, (exp.Max, exp.Min)):  # the source's own max: the same type
+            expression = expression.this
+        if isinstance(expression, exp.Column):
+            return source_text(node.input, (expression.table or None, expression.name))
+    return None  # computed at the source into a type of its own, or a set operation's

@@ -18,7 +18,7 @@ from connectors.base import CLIENT_OUTPUTS, Dialect
 from planner import dynamic_filters, key_sets, scope_filters
 from planner.catalog import CatalogSnapshot
 from planner.conjuncts import conjunction
-from planner.fragment_types import fragment_types
+from planner.fragment_types import fragment_types, source_texts
 from planner.logical import Column, Filter, Join, Node, Scan, replace
 from planner.query_plan import RemoteFragment
 from planner.unparse import Unparser, flat_name
@@ -187,9 +187,11 @@ def render_fragment(index: int, node: Node, source: str, dialect: Dialect,
 
 def render(plan: Node, found: list[Node], catalog: CatalogSnapshot, engine: Dialect):
     """(fragments, residual tree or None, residual params, dynamic filters, fragment column
-    types) for the plan. The types are what the residual reads from each `frag_<i>`, as
-    far as the catalog tells them (a sqlglot schema: fragment -> column -> type), worked
-    out on first call: only engines other than DuckDB need them."""
+    types, source texts) for the plan. The types are what the residual reads from each
+    `frag_<i>`, as far as the catalog tells them (a sqlglot schema: fragment -> column ->
+    type), worked out on first call: only engines other than DuckDB need them. The source
+    texts are the columns each fragment hands over as a PostgreSQL type's text
+    (planner.fragment_types.source_texts): fragment -> column -> type."""
     fragments = []
     replacements = {}
     names, fields = {}, {}
@@ -207,13 +209,14 @@ def render(plan: Node, found: list[Node], catalog: CatalogSnapshot, engine: Dial
         return {names[id(node)]: fragment_types(node, fields[id(node)]) for node in found}
 
     if len(found) == 1 and found[0] is plan:
-        return fragments, None, (), (), types
+        return fragments, None, (), (), types, {}
     residual = Unparser(lambda scan: remote_table(scan), replacements).query(plan)
     params = renumber_parameters(residual)
     found_filters = dynamic_filters.find(plan, names, fields)
     # Scopes the plan does not model (subqueries in expressions) narrow their fragments too.
     found_filters += tuple(scope_filters.find(plan, names, fields, {f.probe for f in found_filters}))
-    return fragments, residual, params, found_filters, types
+    texts = {names[id(node)]: source_texts(node, fields[id(node)]) for node in found}
+    return fragments, residual, params, found_filters, types, texts
 
 
 def _source_of(node: Node) -> str:

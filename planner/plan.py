@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 from sqlglot import exp
@@ -48,6 +48,7 @@ from planner.function_check import check_functions
 from planner.signature_check import signature_check
 from planner.pg_annotate import annotate_postgres
 from planner.params import cast_parameters, infer_param_types, parameters
+from planner.kept_texts import kept_texts
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
@@ -346,7 +347,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
                              for c in split_conjuncts(where.this if where else None))
         return QueryPlan((fragment,), None, None, pg_types, names, details=details,
                          result_types=types)
-    return replace(_federated(tree, catalog, pg_types, names, settings, types), result_types=types)
+    return _federated(tree, catalog, pg_types, names, settings, types)
 
 
 def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[str, ...],
@@ -358,14 +359,18 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     found, homes = fragments(optimized, catalog)
     joins = tuple(choice.describe() for choice in homes.choices)
     dialect = catalog.residual_dialect
-    pieces, residual, residual_params, dynamic, frag_types = physical.render(
+    pieces, residual, residual_params, dynamic, frag_types, texts = physical.render(
         optimized, found, catalog, dialect)
     def details() -> tuple[tuple[str, ...], tuple[str, ...]]:
         return tuple(str(optimized).splitlines()), tuple(conjunct_lines(optimized, catalog))
 
     if residual is None:
         return QueryPlan((pieces[0],), None, None, pg_types, names,
-                         details=details, joins=joins)
+                         details=details, joins=joins, result_types=types)
+    kept = kept_texts(residual, texts)  # outputs that are a source's text of their type
+    if kept:
+        types = tuple(kept.get(i, t) for i, t in enumerate(types)) if types is not None \
+            else tuple(kept.get(i) for i in range(len(residual.selects)))
     residual.meta[CLIENT_OUTPUTS] = True  # its rows are the answer (connectors.base)
     residual.meta[NUMERIC_OUTPUTS] = numeric_outputs(types)
     residual_sql = dialect.to_sql(residual)
@@ -380,7 +385,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
                      lambda: dialect.to_sql(physical.describe_tree(residual)), pg_types, names,
                      residual_params, details=details, joins=joins,
                      estimated_rows=estimate_rows(found), dynamic_filters=dynamic,
-                     residual_render=render_for)
+                     residual_render=render_for, result_types=types, kept_texts=tuple(sorted(kept)))
 
 
 def _render_residual(residual: exp.Expression,

@@ -67,6 +67,9 @@ class QueryPlan:
     # PostgreSQL's type name of each output column (planner.result_types; None: the
     # rows' own type), for rows the engine or a non-PostgreSQL source computes.
     result_types: tuple[str | None, ...] | None = None
+    # Outputs whose values are a source's PostgreSQL text of their result type (an
+    # unconstrained numeric, a jsonb, an array passed through the engine: planner.kept_texts).
+    kept_texts: tuple[int, ...] = ()
 
     def residual_for(self, engine: str) -> str | None:
         if self.residual_render is None:

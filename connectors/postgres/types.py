@@ -83,11 +83,14 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
         return ColumnType(pa.field(name, pa.month_day_nano_interval()), pa.string(),
                           interval_from_text)
     # Arrays, enums, domains over text, ranges, ...: their PostgreSQL text, named as such
-    # when the gateway knows the type (int4[] etc.), else plain text.
+    # when the gateway knows the type (int4[] etc.), else plain text that still says
+    # which type it is the text of (`source_type`), so the engine never sorts or compares
+    # it as text (planner.kept_texts): an enum's order is its labels' order.
     from pgwire.types.table import pg_type_by_name  # the gateway's type registry
     shown = formatted or (typname[1:] + "[]" if typname.startswith("_") else typname)
     known = pg_type_by_name(shown)
-    field = _meta(name, pa.string(), shown) if known is not None else pa.field(name, pa.string())
+    field = _meta(name, pa.string(), shown) if known is not None else \
+        pa.field(name, pa.string(), metadata={"source_type": shown})
     return ColumnType(field, pa.string())
 
 

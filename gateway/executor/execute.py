@@ -64,13 +64,13 @@ class Executor:
                     self.metrics, None)
         if plan.column_names is not None or plan.result_types is not None:
             return Presented(stream, plan.column_names, plan.result_types,
-                             self._double_numerics(plan, engine))
+                             self._double_numerics(plan, engine), plan.kept_texts)
         return stream
 
     async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema:
         schema = await self._describe(plan, self.engines[engine or self.default])
         return presented_schema(schema, plan.column_names, plan.result_types,
-                                self._double_numerics(plan, engine))
+                                self._double_numerics(plan, engine), plan.kept_texts)
 
     def _double_numerics(self, plan: QueryPlan, engine: str | None) -> bool:
         """Whether the rows come from an engine that divides numerics in double precision."""

@@ -15,6 +15,9 @@ computes:
   scale (a division, an average);
 - text to varchar(n) or bpchar(n): cut to n characters (an explicit cast does that in
   PostgreSQL) and, for bpchar, padded with spaces to n, as PostgreSQL shows char(n);
+- a PostgreSQL source's text of a type Arrow cannot hold (an unconstrained numeric, a
+  jsonb, an array), passed through the engine unchanged (planner.kept_texts): said to be
+  of that type, as the source's own rows are;
 - json to jsonb (`'{"a": 1}'::jsonb -> 'a'`, which the engine computes as json): laid out
   as PostgreSQL prints a jsonb, `{"a": 1, "b": [1, 2]}`, keys shorter first then bytewise,
   a repeated key once with its last value. Numbers keep the engine's text.
@@ -128,11 +131,21 @@ def _length(field: pa.Field) -> int | None:
     return None
 
 
+def _kept(field: pa.Field, target: str | None) -> pa.Field:
+    """A source's text of `target` passed through the engine (planner.kept_texts): said
+    to be of that type, as the source's own rows are (connectors.postgres.types)."""
+    if target is None or not pa.types.is_string(field.type):
+        return field
+    return field.with_metadata({**(field.metadata or {}), b"pg_type": target.encode()})
+
+
 def presented_schema(schema: pa.Schema, names: Sequence[str] | None,
-                     types: Sequence[str | None] | None, double_numerics: bool = False) -> pa.Schema:
+                     types: Sequence[str | None] | None, double_numerics: bool = False,
+                     kept: Sequence[int] = ()) -> pa.Schema:
     fields = list(schema)
     if types is not None and len(types) == len(fields):
-        fields = [_conversion(f, t, double_numerics) or f for f, t in zip(fields, types)]
+        fields = [_kept(f, t) if i in kept else _conversion(f, t, double_numerics) or f
+                  for i, (f, t) in enumerate(zip(fields, types))]
     if names is not None and len(names) == len(fields):
         fields = [f.with_name(n) for f, n in zip(fields, names)]
     return pa.schema(fields, metadata=schema.metadata)
@@ -165,9 +178,10 @@ class Presented:
     """A stream whose schema is `presented_schema`'s; batches are cast where it differs."""
 
     def __init__(self, stream: BatchStream, names: Sequence[str] | None,
-                 types: Sequence[str | None] | None, double_numerics: bool = False) -> None:
+                 types: Sequence[str | None] | None, double_numerics: bool = False,
+                 kept: Sequence[int] = ()) -> None:
         self.inner = stream
-        self.schema = presented_schema(stream.schema, names, types, double_numerics)
+        self.schema = presented_schema(stream.schema, names, types, double_numerics, kept)
         self._lengths = [_length(f) if f.metadata != g.metadata else None
                          for f, g in zip(self.schema, stream.schema)]
         # a changed metadata alone (text presented as numeric) still needs the new schema

@@ -1,0 +1,147 @@
+"""A PostgreSQL value the engine holds as text is passed through, never computed on.
+
+A PostgreSQL source hands over the values of types Arrow cannot hold (an unconstrained
+`numeric`, a jsonb, an array, an enum, bit, money, ...) as PostgreSQL's own text
+(connectors.postgres.types), so in the engine they are text: `ORDER BY n` would sort
+'10' before '2', `n + 1` has no operator, `a[1]` indexes characters, and '1.5' and '1.50'
+are two groups. The residual may therefore only pass such a column through to the
+client (which then gets it with its PostgreSQL type: the planner's output types say
+so), test it for NULL, count it or cast it to text; anything else is refused (0A000)
+naming the column. A varchar(n), char(n) or name is text to the engine too: computed on
+as text, and passed through with its type. What the source computes itself (a pushed filter, a statement
+shipped whole) is PostgreSQL's answer and never reaches this check.
+
+    SELECT g.nb FROM frag_0 AS g JOIN frag_1 AS d ON d.dk = g.dk        -> output 0 is numeric
+    SELECT g.nb FROM frag_0 AS g JOIN frag_1 AS d ON ... ORDER BY g.nb  -> 0A000
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.types.table import pg_type_by_name
+
+_TEXT_CASTS = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
+# Text to the engine as well: their order and equality are the text's.
+_PLAIN_TEXT = ("varchar", "char", "bpchar", "name", "text")
+
+
+def _computed_as_text(kept: str | None) -> bool:
+    return kept is not None and kept.split("(")[0] not in _PLAIN_TEXT
+
+
+def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]]) -> dict[int, str]:
+    """{output position: PostgreSQL type} of the residual's outputs that pass a source's
+    text through; raise 0A000 where the residual computes on such a text.
+    `texts`: fragment name -> column -> PostgreSQL type (planner.fragment_types)."""
+    if not any(texts.values()):
+        return {}
+    outputs: dict[int, list[str | None]] = {}  # per scope expression: each output's type
+    root: Scope | None = None
+    for scope in traverse_scope(residual):
+        root = scope
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            continue
+        for column in scope.columns:
+            kept = _kept(column, scope, texts, outputs)
+            if _computed_as_text(kept) and not _passed(column, select):
+                _refuse(column, kept)
+        marks = [_output_mark(e, scope, texts, outputs) for e in select.expressions]
+        if any(_computed_as_text(m) for m in marks):
+            _check_select(select, [m if _computed_as_text(m) else None for m in marks])
+        outputs[id(select)] = marks
+    if root is None or not isinstance(root.expression, exp.Select):
+        return {}
+    # A type the gateway does not know (an enum) is presented as text, as the source's own
+    # rows are (connectors.postgres.types).
+    return {i: t for i, t in enumerate(outputs.get(id(root.expression), ()))
+            if t is not None and pg_type_by_name(t) is not None}
+
+
+def _kept(column: exp.Column, scope: Scope, texts: Mapping[str, Mapping[str, str]],
+          outputs: Mapping[int, list[str | None]]) -> str | None:
+    """The PostgreSQL type whose text `column` reads, if it reads one."""
+    walk: Scope | None = scope
+    while walk is not None and column.table not in walk.sources:
+        walk = walk.parent  # an outer reference
+    if walk is None or not column.table:
+        return None
+    source = walk.sources[column.table]
+    if isinstance(source, exp.Table):
+        return texts.get(source.name, {}).get(column.name)
+    if isinstance(source, Scope) and isinstance(source.expression, exp.Select):
+        marks = outputs.get(id(source.expression), ())
+        names = _output_names(source)
+        return marks[names.index(column.name)] if column.name in names else None
+    return None
+
+
+def _output_names(scope: Scope) -> list[str]:
+    """A derived table's or CTE's output names: its alias's column list, else its own."""
+    holder = scope.expression.parent
+    alias = holder.args.get("alias") if isinstance(holder, (exp.Subquery, exp.CTE)) else None
+    columns = alias.columns if isinstance(alias, exp.TableAlias) else []
+    if columns:
+        return [c.name for c in columns]
+    return [e.alias_or_name for e in scope.expression.expressions]
+
+
+def _output_mark(expression: exp.Expression, scope: Scope, texts: Mapping[str, Mapping[str, str]],
+                 outputs: Mapping[int, list[str | None]]) -> str | None:
+    inner = expression.this if isinstance(expression, exp.Alias) else expression
+    return _kept(inner, scope, texts, outputs) if isinstance(inner, exp.Column) else None
+
+
+def _passed(column: exp.Column, select: exp.Select) -> bool:
+    """Whether `column` is only passed through, tested for NULL, counted or cast to text."""
+    parent = column.parent
+    if isinstance(parent, exp.Alias):
+        return parent.parent is select and parent.arg_key == "expressions"
+    if parent is select:
+        return column.arg_key == "expressions"
+    if isinstance(parent, exp.Is):
+        return True
+    if isinstance(parent, exp.Count):
+        return True  # count(DISTINCT c) has a Distinct in between: refused
+    if isinstance(parent, exp.Cast):
+        return parent.to.this in _TEXT_CASTS and not parent.to.expressions
+    return False
+
+
+def _check_select(select: exp.Select, marks: list[str | None]) -> None:
+    """A passed-through text must not be made distinct, set-combined or sorted."""
+    named = {e.alias_or_name: m for e, m in zip(select.expressions, marks) if m is not None}
+    first = next(m for m in marks if m is not None)
+    if select.args.get("distinct") is not None:
+        raise _error(first, "DISTINCT")
+    if isinstance(select.parent, exp.SetOperation):
+        raise _error(first, select.parent.key.upper())
+    order = select.args.get("order")
+    for ordered in order.expressions if order is not None else ():
+        key = ordered.this
+        if isinstance(key, exp.Literal) and key.is_int and 0 < int(key.name) <= len(marks) \
+                and marks[int(key.name) - 1] is not None:
+            raise _error(marks[int(key.name) - 1], "ORDER BY")
+        if isinstance(key, exp.Column) and not key.table and key.name in named:
+            raise _error(named[key.name], "ORDER BY")
+
+
+def _refuse(column: exp.Column, kept: str) -> None:
+    parent = column.parent
+    while isinstance(parent, (exp.Paren, exp.Ordered)) and parent.parent is not None:
+        parent = parent.parent
+    where = "ORDER BY" if isinstance(column.parent, exp.Ordered) else \
+        "GROUP BY" if isinstance(parent, exp.Group) else f"`{parent.sql('postgres')[:80]}`"
+    raise _error(kept, where, column.name)
+
+
+def _error(kept: str, where: str, name: str | None = None) -> PgError:
+    what = f'the column "{name}"' if name else "a column"
+    return PgError(FEATURE_NOT_SUPPORTED, f"{what} of type {kept} from a PostgreSQL source in {where} "
+                   "is not supported outside that source: the query engine holds its values as "
+                   "PostgreSQL's text (a filter or a statement the source runs itself is)")

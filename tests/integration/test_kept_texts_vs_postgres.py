@@ -1,0 +1,133 @@
+"""A PostgreSQL source's values the engine holds as text, in federated queries.
+
+A PostgreSQL table `g` (an unconstrained numeric, a jsonb, an int4[], a varchar(5), an
+enum) is joined to a Parquet table `dim`; real PostgreSQL holds the same `dim`, so each
+statement's truth is PostgreSQL's own answer. The source hands those values over as
+PostgreSQL's text (connectors.postgres.types), so through the engine
+(planner.kept_texts):
+- passed through, they come back with their PostgreSQL types and text, in the extended
+  (binary) and the simple (text) protocol (an enum, a type the gateway's catalog does not
+  have, comes back as text, as from the source alone);
+- filtered where the source can filter them, they are PostgreSQL's answer;
+- sorted, compared, computed on, grouped or made distinct in the engine, they are refused
+  (0A000) naming the column: the engine would sort '10' before '2', index characters of
+  '{1,2}' and count 1.5 and 1.50 as two values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import asyncpg
+import psycopg
+import psycopg.rows
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.answers import assert_described_alike, described_names, error_of
+from tests.support.gateway_proc import start_gateway
+from tests.support.postgres import new_database
+
+SETUP = ("CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')",
+         "CREATE TABLE g (id int, dk int, nb numeric, j jsonb, a int[], vc varchar(5), m mood)",
+         "INSERT INTO g VALUES (1, 1, 2, '{\"b\": 1, \"a\": [1, 2]}', '{1,2}', 'ab', 'happy'), "
+         "(2, 2, 10, NULL, '{3}', 'c', 'sad'), (3, 3, 1.50, '[1]', NULL, NULL, NULL), "
+         "(4, 1, 12345678901234567890.123456789012345678901, '\"x\"', '{}', 'éé', 'ok'), "
+         "(5, 9, NULL, NULL, NULL, 'zz', 'ok')",
+         "CREATE TABLE dim (dk int, name text)",
+         "INSERT INTO dim VALUES (1, 'one'), (2, 'two'), (3, 'three')")
+WHERE_DIMS = ("SET search_path = dims, pg", "SET fedgate.relay = off")
+
+ANSWERED = [
+    "SELECT g.id, g.nb, g.j, g.a, g.vc, dim.name FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.id",
+    "SELECT x.nb, x.name FROM (SELECT g.nb, dim.name FROM g JOIN dim ON dim.dk = g.dk) x "
+    "ORDER BY x.name",
+    "SELECT g.id, g.nb FROM g JOIN dim ON dim.dk = g.dk WHERE g.nb > 1.5 ORDER BY g.id",
+    "SELECT g.id, g.a FROM g JOIN dim ON dim.dk = g.dk WHERE g.a @> ARRAY[3] ORDER BY g.id",
+    "SELECT g.id, g.nb IS NULL, g.j IS NOT NULL FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.id",
+    "SELECT dim.name, count(g.nb) FROM g JOIN dim ON dim.dk = g.dk GROUP BY dim.name ORDER BY 1",
+    "SELECT g.id, g.nb::text, g.a::text FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.id",
+    "SELECT g.id, g.vc FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.vc NULLS FIRST",
+    # one source, but a volatile call keeps the statement in the engine
+    "SELECT g.nb, g.a, random() < 2 FROM g WHERE g.id < 4 ORDER BY g.id",
+]
+REFUSED = [
+    "SELECT g.nb FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.nb",
+    "SELECT g.nb FROM g JOIN dim ON dim.dk = g.dk ORDER BY 1",
+    "SELECT g.nb AS n FROM g JOIN dim ON dim.dk = g.dk ORDER BY n",
+    "SELECT g.id, g.nb + 1 FROM g JOIN dim ON dim.dk = g.dk",
+    "SELECT g.id FROM g JOIN dim ON dim.dk = g.dk WHERE g.nb > dim.dk",
+    "SELECT DISTINCT g.nb FROM g JOIN dim ON dim.dk = g.dk",
+    "SELECT count(DISTINCT g.nb) FROM g JOIN dim ON dim.dk = g.dk",
+    "SELECT g.a[1] FROM g JOIN dim ON dim.dk = g.dk",
+    "SELECT g.j -> 'a' FROM g JOIN dim ON dim.dk = g.dk",
+    "SELECT max(g.m) FROM g JOIN dim ON dim.dk = g.dk",
+    "SELECT g.m FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.m",
+    "SELECT dim.name, g.nb FROM g JOIN dim ON dim.dk = g.dk GROUP BY dim.name, g.nb",
+    "SELECT g.nb FROM g JOIN dim ON dim.dk = g.dk UNION SELECT 1",
+    "SELECT x.nb FROM (SELECT g.nb FROM g JOIN dim ON dim.dk = g.dk) x ORDER BY x.nb",
+]
+
+
+@pytest.fixture(scope="module")
+def world(postgres_server, tmp_path_factory):
+    root = tmp_path_factory.mktemp("kept_texts")
+
+    async def setup() -> str:
+        dsn = await new_database(postgres_server, "fedgate_kept_texts")
+        conn = await asyncpg.connect(dsn)
+        try:
+            for statement in SETUP:
+                await conn.execute(statement)
+        finally:
+            await conn.close()
+        return dsn
+
+    truth = asyncio.run(setup())
+    dims = root / "dims"
+    dims.mkdir()
+    pq.write_table(pa.table({"dk": pa.array([1, 2, 3], pa.int32()),
+                             "name": ["one", "two", "three"]}), dims / "dim.parquet")
+    gateway = start_gateway('[catalog]\nsearch_path = ["pg"]\n'
+                            f'[sources.pg]\nkind = "postgres"\ndsn = "{truth}"\n'
+                            f'[sources.dims]\nkind = "parquet"\npath = "{dims}"\n', root / "gw")
+    try:
+        yield truth, gateway.dsn
+    finally:
+        gateway.stop()
+
+
+@pytest.mark.parametrize("sql", ANSWERED)
+async def test_passed_through_as_postgres_has_them(world, sql: str) -> None:
+    truth, gateway = world
+    await assert_described_alike(truth, gateway, sql, *WHERE_DIMS)
+    assert await described_names(gateway, sql, *WHERE_DIMS) == await described_names(truth, sql)
+
+
+def test_in_text_as_postgres_prints_them(world) -> None:
+    """A simple Query: the same RowDescription types and the same text in each cell."""
+    truth, gateway = world
+    sql = ANSWERED[0]
+
+    def texts(dsn: str, *setup: str) -> tuple[list[int], list[tuple]]:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for statement in setup:
+                conn.execute(statement)
+            cursor = conn.cursor(row_factory=psycopg.rows.tuple_row)
+            cursor.execute(sql, prepare=False)
+            # text as the server sent it: no loaders
+            return [d.type_code for d in cursor.description], \
+                [tuple(cursor.pgresult.get_value(r, c) for c in range(cursor.pgresult.nfields))
+                 for r in range(cursor.pgresult.ntuples)]
+
+    want, got = texts(truth), texts(gateway, *WHERE_DIMS)
+    assert got == want
+    assert want[1][3][1] == b"12345678901234567890.123456789012345678901"
+
+
+@pytest.mark.parametrize("sql", REFUSED)
+async def test_computed_on_is_refused(world, sql: str) -> None:
+    _, gateway = world
+    error = await error_of(gateway, sql, *WHERE_DIMS)
+    assert error.sqlstate == "0A000", str(error)
+    assert "from a PostgreSQL source" in str(error)
