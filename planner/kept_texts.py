@@ -7,8 +7,9 @@ A PostgreSQL source hands over the values of types Arrow cannot hold (an unconst
 are two groups. The residual may therefore only pass such a column through to the
 client (which then gets it with its PostgreSQL type: the planner's output types say
 so), test it for NULL, count it or cast it to text; anything else is refused (0A000)
-naming the column. A varchar(n), char(n) or name is text to the engine too: computed on
-as text, and passed through with its type. What the source computes itself (a pushed filter, a statement
+naming the column. A varchar(n) or name is text to the engine too: computed on as text,
+and passed through with its type; a char(n) also, read without its trailing blanks where
+PostgreSQL turns it into text (`ch || '|'` is 'ab|', `length(ch)` 2). What the source computes itself (a pushed filter, a statement
 shipped whole) is PostgreSQL's answer and never reaches this check.
 
     SELECT g.nb FROM frag_0 AS g JOIN frag_1 AS d ON d.dk = g.dk        -> output 0 is numeric
@@ -34,6 +35,35 @@ def _computed_as_text(kept: str | None) -> bool:
     return kept is not None and kept.split("(")[0] not in _PLAIN_TEXT
 
 
+def _blank_padded(kept: str | None) -> bool:
+    return kept is not None and kept.split("(")[0] in ("char", "bpchar")
+
+
+# Where PostgreSQL reads a char(n) with its trailing blanks, as the engine holds it: its
+# own comparisons (grouping, sorting) ignore them, and equal-length padded texts compare
+# as the unpadded ones do; pattern matching and concat() see them.
+_PADDED_USES = (exp.Group, exp.Ordered, exp.Window, exp.Is, exp.Count, exp.Concat,
+                exp.ConcatWs, exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike,
+                exp.SimilarTo)
+# Where the result keeps the char(n) type, which the engine would compute as text.
+_TYPED_USES = (exp.Coalesce, exp.Case, exp.If, exp.Nullif, exp.Greatest, exp.Least, exp.Max,
+               exp.Min, exp.ArgMax, exp.ArgMin, exp.AnyValue, exp.First, exp.Last)
+
+
+def _unpad(column: exp.Column, select: exp.Select, kept: str) -> None:
+    """A char(n) is blank-padded text; PostgreSQL drops the blanks where it turns one
+    into text (`ch || 'x'`, `length(ch)`, `ch = 'ab'`, ...), so there the residual reads
+    it without them."""
+    parent = column.parent
+    if _passed(column, select) and not isinstance(parent, exp.Cast) or isinstance(parent, _PADDED_USES):
+        return
+    if isinstance(parent, _TYPED_USES) or isinstance(parent, exp.Cast) and \
+            parent.to.this in (exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR):
+        _refuse(column, kept)
+    column.replace(exp.Trim(this=column.copy(), expression=exp.Literal.string(" "),
+                            position="TRAILING"))
+
+
 def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]]) -> dict[int, str]:
     """{output position: PostgreSQL type} of the residual's outputs that pass a source's
     text through; raise 0A000 where the residual computes on such a text.
@@ -49,7 +79,9 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
             continue
         for column in scope.columns:
             kept = _kept(column, scope, texts, outputs)
-            if _computed_as_text(kept) and not _passed(column, select):
+            if _blank_padded(kept):
+                _unpad(column, select, kept)
+            elif _computed_as_text(kept) and not _passed(column, select):
                 _refuse(column, kept)
         marks = [_output_mark(e, scope, texts, outputs) for e in select.expressions]
         if any(_computed_as_text(m) for m in marks):

@@ -8,6 +8,7 @@ PostgreSQL's text (connectors.postgres.types), so through the engine
 - passed through, they come back with their PostgreSQL types and text, in the extended
   (binary) and the simple (text) protocol (an enum, a type the gateway's catalog does not
   have, comes back as text, as from the source alone);
+- a char(n) reads with or without its trailing blanks as PostgreSQL reads it there;
 - filtered where the source can filter them, they are PostgreSQL's answer;
 - sorted, compared, computed on, grouped or made distinct in the engine, they are refused
   (0A000) naming the column: the engine would sort '10' before '2', index characters of
@@ -29,17 +30,18 @@ from tests.support.gateway_proc import start_gateway
 from tests.support.postgres import new_database
 
 SETUP = ("CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')",
-         "CREATE TABLE g (id int, dk int, nb numeric, j jsonb, a int[], vc varchar(5), m mood)",
-         "INSERT INTO g VALUES (1, 1, 2, '{\"b\": 1, \"a\": [1, 2]}', '{1,2}', 'ab', 'happy'), "
-         "(2, 2, 10, NULL, '{3}', 'c', 'sad'), (3, 3, 1.50, '[1]', NULL, NULL, NULL), "
-         "(4, 1, 12345678901234567890.123456789012345678901, '\"x\"', '{}', 'éé', 'ok'), "
-         "(5, 9, NULL, NULL, NULL, 'zz', 'ok')",
+         "CREATE TABLE g (id int, dk int, nb numeric, j jsonb, a int[], vc varchar(5), m mood, "
+         "ch char(3))",
+         "INSERT INTO g VALUES (1, 1, 2, '{\"b\": 1, \"a\": [1, 2]}', '{1,2}', 'ab', 'happy', 'ab'), "
+         "(2, 2, 10, NULL, '{3}', 'c', 'sad', 'x'), (3, 3, 1.50, '[1]', NULL, NULL, NULL, NULL), "
+         "(4, 1, 12345678901234567890.123456789012345678901, '\"x\"', '{}', 'éé', 'ok', 'abc'), "
+         "(5, 9, NULL, NULL, NULL, 'zz', 'ok', 'o')",
          "CREATE TABLE dim (dk int, name text)",
          "INSERT INTO dim VALUES (1, 'one'), (2, 'two'), (3, 'three')")
 WHERE_DIMS = ("SET search_path = dims, pg", "SET fedgate.relay = off")
 
 ANSWERED = [
-    "SELECT g.id, g.nb, g.j, g.a, g.vc, dim.name FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.id",
+    "SELECT g.id, g.nb, g.j, g.a, g.vc, g.ch, dim.name FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.id",
     "SELECT x.nb, x.name FROM (SELECT g.nb, dim.name FROM g JOIN dim ON dim.dk = g.dk) x "
     "ORDER BY x.name",
     "SELECT g.id, g.nb FROM g JOIN dim ON dim.dk = g.dk WHERE g.nb > 1.5 ORDER BY g.id",
@@ -48,6 +50,12 @@ ANSWERED = [
     "SELECT dim.name, count(g.nb) FROM g JOIN dim ON dim.dk = g.dk GROUP BY dim.name ORDER BY 1",
     "SELECT g.id, g.nb::text, g.a::text FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.id",
     "SELECT g.id, g.vc FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.vc NULLS FIRST",
+    # a char(n): blank-padded where PostgreSQL shows it, sorts, groups, pattern-matches it
+    # or hands it to concat(); without the blanks where it turns it into text
+    "SELECT g.id, g.ch, g.ch = 'ab', g.ch || '|', length(g.ch), upper(g.ch), g.ch LIKE 'ab_', "
+    "g.ch ~ 'b$', concat(g.ch, '|'), g.ch::text, g.ch < dim.name FROM g JOIN dim ON dim.dk = g.dk "
+    "ORDER BY g.id",
+    "SELECT g.ch, count(*) FROM g JOIN dim ON dim.dk = g.dk GROUP BY g.ch ORDER BY g.ch NULLS FIRST",
     # one source, but a volatile call keeps the statement in the engine
     "SELECT g.nb, g.a, random() < 2 FROM g WHERE g.id < 4 ORDER BY g.id",
 ]
@@ -63,6 +71,8 @@ REFUSED = [
     "SELECT g.j -> 'a' FROM g JOIN dim ON dim.dk = g.dk",
     "SELECT max(g.m) FROM g JOIN dim ON dim.dk = g.dk",
     "SELECT g.m FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.m",
+    "SELECT coalesce(g.ch, 'q') FROM g JOIN dim ON dim.dk = g.dk",
+    "SELECT max(g.ch) FROM g JOIN dim ON dim.dk = g.dk",
     "SELECT dim.name, g.nb FROM g JOIN dim ON dim.dk = g.dk GROUP BY dim.name, g.nb",
     "SELECT g.nb FROM g JOIN dim ON dim.dk = g.dk UNION SELECT 1",
     "SELECT x.nb FROM (SELECT g.nb FROM g JOIN dim ON dim.dk = g.dk) x ORDER BY x.nb",
