@@ -96,8 +96,12 @@ class Homes:
             return None
         if isinstance(node, Join) and node.kind in ("semi", "anti"):
             return None
+        # Over one table the capability table reads its columns' own types (a MySQL
+        # column's collation, an unsigned integer), which the annotated types lack.
+        scans = all_scans(node)
+        table = scans[0].table if len(scans) == 1 else None
         for expression in _expressions(node):
-            if dialect.classify(expression, None).pushdown is not Pushdown.EXACT:
+            if dialect.classify(expression, table).pushdown is not Pushdown.EXACT:
                 return None
         if self._plan is not None and isinstance(node, Join) and ANY not in child_homes:
             if self._bounds is None:

@@ -12,7 +12,9 @@ tests/sources/test_traps.py):
   `DIV`, which truncates like PostgreSQL; a divisor that may be zero does not ship
   because MySQL answers NULL where PostgreSQL raises 22012; decimal division stops at
   `div_precision_increment` digits, so it does not ship either;
-- `^` is XOR and bitwise operators are unsigned 64-bit in MySQL: none of them ship;
+- `^` is XOR and bitwise operators are unsigned 64-bit in MySQL: none of them ship; nor
+  does arithmetic with an unsigned integer column, which MySQL computes unsigned (`u - 5`
+  below zero is an error; the engine reads such a column as a signed type);
 - `\\` escapes in string literals: sqlglot doubles backslashes, and LIKE gets its escape
   spelled out; identifiers are always backquoted, so ANSI_QUOTES does not matter; a name
   with a character beyond the BMP (only a client's alias can have one: MySQL keeps names
@@ -174,9 +176,18 @@ def _like(node: exp.Expression, table: TableInfo | None) -> Classification | Non
     return inexact(problem) if problem else None
 
 
+def _unsigned(node: exp.Expression, table: TableInfo | None) -> bool:
+    """Whether an operand is an unsigned integer column: MySQL computes in unsigned 64
+    bits with it, so `u - 5` below zero and `u + 1` beyond 2^64 - 1 are errors."""
+    fields = (rules.column_field(operand, table) for operand in (node.this, node.expression))
+    return any(f is not None and pa.types.is_unsigned_integer(f.type) for f in fields)
+
+
 def _arithmetic(node: exp.Expression, table: TableInfo | None) -> Classification | None:
     if not _kinds(node, table) <= {"int", "float", "decimal"}:
         return unsupported("arithmetic on non-numeric or unknown operands on mysql")
+    if _unsigned(node, table):
+        return unsupported("arithmetic on unsigned integers is unsigned on mysql")
     return None
 
 
@@ -184,6 +195,8 @@ def _division(node: exp.Expression, table: TableInfo | None) -> Classification |
     kinds = _kinds(node, table)
     if not kinds <= {"int", "float", "decimal"}:
         return unsupported("division of non-numeric or unknown operands on mysql")
+    if _unsigned(node, table):
+        return unsupported("arithmetic on unsigned integers is unsigned on mysql")
     if not rules.is_nonzero_number(node.expression):
         return unsupported("division by zero returns NULL on mysql")
     if "decimal" in kinds:

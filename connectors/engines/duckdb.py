@@ -9,6 +9,11 @@ The residual asks for PostgreSQL's average of integers and numerics as an exact 
 (planner.pg_aggregates), which DuckDB lacks: the DuckDB dialect writes it out as 128-bit
 integer arithmetic (connectors.dialects.duckdb.exact_average), as it does for the whole
 queries shipped to the DuckDB and Parquet/CSV sources with the same aggregates.
+
+Unsigned integer inputs (MySQL's `bigint unsigned` and friends) reach DuckDB as the
+signed types the planner gives them (planner.type_names: a uint64 is numeric(20,0)):
+DuckDB's own UBIGINT would compute `u + 1` in 64 unsigned bits and overflow, and
+`u - 5` below zero, where PostgreSQL's numeric and integers answer.
 """
 
 from __future__ import annotations
@@ -35,12 +40,13 @@ class DuckDBEngine:
     async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader],
                       params: Sequence[Any] = ()) -> BatchStream:
         # Read here, on the session's task: the worker thread does not inherit the context.
-        return await self._runner.stream(sql, params, register=dict(inputs),
+        return await self._runner.stream(sql, params,
+                                         register={n: _signed(i) for n, i in inputs.items()},
                                          timezone=TIMEZONE.get())
 
     async def describe(self, sql: str, inputs: Mapping[str, pa.Schema],
                        params: Sequence[Any] = ()) -> pa.Schema:
-        empty = {name: schema.empty_table() for name, schema in inputs.items()}
+        empty = {name: _signed_schema(schema).empty_table() for name, schema in inputs.items()}
         stream = await self._runner.stream(f"SELECT * FROM ({sql}) AS described LIMIT 0",
                                            params, register=empty, timezone=TIMEZONE.get())
         await stream.aclose()
@@ -48,3 +54,30 @@ class DuckDBEngine:
 
     async def close(self) -> None:
         self._runner.close()
+
+
+# As planner.type_names.sqlglot_type_of types them.
+_SIGNED = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(),
+           pa.uint64(): pa.decimal128(20, 0)}
+
+
+def _signed_field(field: pa.Field) -> pa.Field:
+    if field.type not in _SIGNED or (field.metadata and b"pg_type" in field.metadata):
+        return field  # (an oid is an unsigned 32-bit integer, as PostgreSQL has it)
+    return field.with_type(_SIGNED[field.type])
+
+
+def _signed_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([_signed_field(f) for f in schema], metadata=schema.metadata)
+
+
+def _signed(data: pa.Table | pa.RecordBatchReader) -> pa.Table | pa.RecordBatchReader:
+    """`data` with its unsigned integer columns as the signed types the planner reads."""
+    schema = _signed_schema(data.schema)
+    if schema.equals(data.schema):
+        return data
+    if isinstance(data, pa.Table):
+        return data.cast(schema)
+    batches = (pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(b.columns, schema)],
+                                          schema=schema) for b in data)
+    return pa.RecordBatchReader.from_batches(schema, batches)

@@ -162,6 +162,12 @@ def mariadb_server() -> Iterator[MariaDBServer]:
                     [tuple(str(v) if isinstance(v, uuid.UUID) else
                            v.replace(tzinfo=None) if isinstance(v, dt.datetime) else v
                            for v in row) for row in TYPE_ROWS])
+                # MySQL computes with an unsigned column in unsigned 64 bits
+                # (tests/sources/test_unsigned.py)
+                await cur.execute("CREATE TABLE shop.unsigned (id int PRIMARY KEY, "
+                                  "ti tinyint unsigned, bu bigint unsigned)")
+                await cur.execute("INSERT INTO shop.unsigned VALUES (1, 255, 18446744073709551615), "
+                                  "(2, 0, 0), (3, NULL, NULL)")
                 await cur.execute("ANALYZE TABLE shop.trap, shop.types")
             conn.close()
 
