@@ -68,7 +68,8 @@ def column_type(node: Node, column: Column) -> exp.DataType | None:
 def source_texts(node: Node, names: Mapping[Column, str]) -> dict[str, str]:
     """{output name: PostgreSQL type} for `node`'s columns that a source hands over as the
     PostgreSQL text of a type Arrow cannot hold (an unconstrained numeric, a jsonb, an
-    array, an enum, a varchar(n): connectors.postgres.types), passed through unchanged."""
+    array, an enum, a varchar(n): connectors.postgres.types; a decimal beyond 38 digits,
+    which the DuckDB engine reads as text), passed through unchanged."""
     found = {}
     for column in node.output:
         kept = source_text(node, column)
@@ -83,6 +84,8 @@ def source_text(node: Node, column: Column) -> str | None:
         if index < 0:
             return None
         field = node.table.schema.field(index)
+        if pa.types.is_decimal256(field.type):  # the engine reads it as text
+            return f"numeric({field.type.precision},{field.type.scale})"
         meta = field.metadata or {}
         kept = meta.get(b"pg_type", meta.get(b"source_type", b"")).decode()
         if not kept or not pa.types.is_string(field.type):

@@ -7,7 +7,8 @@ A PostgreSQL source hands over the values of types Arrow cannot hold (an unconst
 are two groups. The residual may therefore only pass such a column through to the
 client (which then gets it with its PostgreSQL type: the planner's output types say
 so), test it for NULL, count it or cast it to text; anything else is refused (0A000)
-naming the column. A varchar(n) or name is text to the engine too: computed on as text,
+naming the column. So is a MySQL decimal beyond the engine's 38 digits, which the DuckDB
+engine reads as its text. A varchar(n) or name is text to the engine too: computed on as text,
 and passed through with its type; a char(n) also, read without its trailing blanks where
 PostgreSQL turns it into text (`ch || '|'` is 'ab|', `length(ch)` 2). What the source computes itself (a pushed filter, a statement
 shipped whole) is PostgreSQL's answer and never reaches this check.
@@ -174,6 +175,6 @@ def _refuse(column: exp.Column, kept: str) -> None:
 
 def _error(kept: str, where: str, name: str | None = None) -> PgError:
     what = f'the column "{name}"' if name else "a column"
-    return PgError(FEATURE_NOT_SUPPORTED, f"{what} of type {kept} from a PostgreSQL source in {where} "
-                   "is not supported outside that source: the query engine holds its values as "
-                   "PostgreSQL's text (a filter or a statement the source runs itself is)")
+    return PgError(FEATURE_NOT_SUPPORTED, f"{what} of type {kept} in {where} is not supported by "
+                   "the query engine, which holds its values as text (a filter or a statement "
+                   "its source runs itself is)")

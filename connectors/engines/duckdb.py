@@ -13,7 +13,8 @@ queries shipped to the DuckDB and Parquet/CSV sources with the same aggregates.
 Unsigned integer inputs (MySQL's `bigint unsigned` and friends) reach DuckDB as the
 signed types the planner gives them (planner.type_names: a uint64 is numeric(20,0)):
 DuckDB's own UBIGINT would compute `u + 1` in 64 unsigned bits and overflow, and
-`u - 5` below zero, where PostgreSQL's numeric and integers answer.
+`u - 5` below zero, where PostgreSQL's numeric and integers answer. A decimal wider than
+DuckDB's 38 digits arrives as its text.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ _SIGNED = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int6
 
 
 def _signed_field(field: pa.Field) -> pa.Field:
+    if pa.types.is_decimal256(field.type):
+        # beyond DuckDB's 38 digits (MySQL's decimal(65,30)): its text, which the residual
+        # only passes through (planner.kept_texts)
+        return field.with_type(pa.string())
     if field.type not in _SIGNED or (field.metadata and b"pg_type" in field.metadata):
         return field  # (an oid is an unsigned 32-bit integer, as PostgreSQL has it)
     return field.with_type(_SIGNED[field.type])

@@ -165,9 +165,10 @@ def mariadb_server() -> Iterator[MariaDBServer]:
                 # MySQL computes with an unsigned column in unsigned 64 bits
                 # (tests/sources/test_unsigned.py)
                 await cur.execute("CREATE TABLE shop.unsigned (id int PRIMARY KEY, "
-                                  "ti tinyint unsigned, bu bigint unsigned)")
-                await cur.execute("INSERT INTO shop.unsigned VALUES (1, 255, 18446744073709551615), "
-                                  "(2, 0, 0), (3, NULL, NULL)")
+                                  "ti tinyint unsigned, bu bigint unsigned, wide decimal(65,30))")
+                await cur.execute("INSERT INTO shop.unsigned VALUES (1, 255, 18446744073709551615, "
+                                  "12345678901234567890123456789012345.123456789012345678901234567890), "
+                                  "(2, 0, 0, -1.5), (3, NULL, NULL, NULL)")
                 await cur.execute("ANALYZE TABLE shop.trap, shop.types")
             conn.close()
 
