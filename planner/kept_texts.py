@@ -154,6 +154,10 @@ def _check_select(select: exp.Select, marks: list[str | None]) -> None:
         raise _error(first, "DISTINCT")
     if isinstance(select.parent, exp.SetOperation):
         raise _error(first, select.parent.key.upper())
+    holder = select.parent
+    if isinstance(holder, exp.Subquery) and not isinstance(holder.parent, (exp.From, exp.Join)):
+        # an IN list or a scalar subquery: its value meets the outer query's as text
+        raise _error(first, "a subquery expression")
     order = select.args.get("order")
     for ordered in order.expressions if order is not None else ():
         key = ordered.this

@@ -44,6 +44,10 @@ ANSWERED = [
     "SELECT g.id, g.nb, g.j, g.a, g.vc, g.ch, dim.name FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.id",
     "SELECT x.nb, x.name FROM (SELECT g.nb, dim.name FROM g JOIN dim ON dim.dk = g.dk) x "
     "ORDER BY x.name",
+    "WITH x(n, name) AS (SELECT g.nb, dim.name FROM g JOIN dim ON dim.dk = g.dk) "
+    "SELECT x.n, x.name FROM x ORDER BY x.name",
+    "SELECT dim.name FROM dim WHERE EXISTS (SELECT g.nb FROM g WHERE g.dk = dim.dk) ORDER BY 1",
+    "SELECT dim.dk, (SELECT max(g.id) FILTER (WHERE g.nb IS NULL) FROM g) FROM dim ORDER BY 1",
     "SELECT g.id, g.nb FROM g JOIN dim ON dim.dk = g.dk WHERE g.nb > 1.5 ORDER BY g.id",
     "SELECT g.id, g.a FROM g JOIN dim ON dim.dk = g.dk WHERE g.a @> ARRAY[3] ORDER BY g.id",
     "SELECT g.id, g.nb IS NULL, g.j IS NOT NULL FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.id",
@@ -76,6 +80,7 @@ REFUSED = [
     "SELECT dim.name, g.nb FROM g JOIN dim ON dim.dk = g.dk GROUP BY dim.name, g.nb",
     "SELECT g.nb FROM g JOIN dim ON dim.dk = g.dk UNION SELECT 1",
     "SELECT x.nb FROM (SELECT g.nb FROM g JOIN dim ON dim.dk = g.dk) x ORDER BY x.nb",
+    "SELECT dim.dk FROM dim WHERE dim.dk IN (SELECT g.nb FROM g JOIN dim d ON d.dk = g.dk)",
 ]
 
 
