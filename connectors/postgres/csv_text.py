@@ -5,12 +5,15 @@ pyarrow's CSV reader parses dates and timestamps itself, fast, but knows no `inf
 it is read again with its date and timestamp columns as text, and each of those columns
 is converted here: the infinities go to the type's extremes, as DuckDB hands its own
 infinities to Arrow and as the result encoders (pgwire.types.datetime) print them. A date
-before the year 1 (`0044-03-15 BC`) is refused (0A000), not read as another.
+before the year 1 (`0044-03-15 BC`) is refused (0A000), not read as another; so is a
+NaN in a numeric(p,s) column, which an Arrow decimal cannot hold.
 """
 
 from __future__ import annotations
 
 import io
+import re
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,14 +36,15 @@ def _kind(t: pa.DataType) -> str | None:
 
 
 def read_csv(source: pa.Buffer | bytes, read: pacsv.ReadOptions, parse: pacsv.ParseOptions,
-             convert: pacsv.ConvertOptions) -> pa.Table:
-    """`pacsv.read_csv` of PostgreSQL's CSV text; its ArrowInvalid is XX000 (ours to fix)."""
+             convert: pacsv.ConvertOptions, names: Sequence[str] = ()) -> pa.Table:
+    """`pacsv.read_csv` of PostgreSQL's CSV text; its ArrowInvalid is XX000 (ours to fix).
+    `names`: the result's column names, for errors (the reader's are c0, c1, ...)."""
     try:
         return pacsv.read_csv(_reader(source), read_options=read, parse_options=parse,
                               convert_options=convert)
     except pa.ArrowInvalid as exc:
         if "infinity'" not in str(exc) and " BC'" not in str(exc):
-            raise PgError(INTERNAL_ERROR, f"cannot read PostgreSQL's text as Arrow: {exc}") from exc
+            raise _read_error(exc, names) from exc
     types = dict(convert.column_types)
     temporal = {name: t for name, t in types.items() if _kind(t) is not None}
     as_text = pacsv.ConvertOptions(
@@ -55,8 +59,25 @@ def read_csv(source: pa.Buffer | bytes, read: pacsv.ReadOptions, parse: pacsv.Pa
             index = table.schema.get_field_index(name)
             table = table.set_column(index, name, temporal_from_text(table.column(name).combine_chunks(), t))
     except pa.ArrowInvalid as exc:
-        raise PgError(INTERNAL_ERROR, f"cannot read PostgreSQL's text as Arrow: {exc}") from exc
+        raise _read_error(exc, names) from exc
     return table
+
+
+def _read_error(exc: pa.ArrowInvalid, names: Sequence[str]) -> PgError:
+    if "'NaN' is not a valid decimal" in str(exc):
+        # numeric(p,s) holds NaN in PostgreSQL; an Arrow decimal has no NaN
+        return PgError(FEATURE_NOT_SUPPORTED, "a numeric NaN in a column of fixed precision and "
+                       "scale read from a PostgreSQL source is not supported by fedgate outside "
+                       f"queries relayed to PostgreSQL ({_column_of(exc, names)})")
+    return PgError(INTERNAL_ERROR, f"cannot read PostgreSQL's text as Arrow: {exc}")
+
+
+def _column_of(exc: pa.ArrowInvalid, names: Sequence[str]) -> str:
+    """The column an error of pyarrow's CSV reader names by number ("CSV column #3")."""
+    match = re.search(r"CSV column #(\d+)", str(exc))
+    if match is None or int(match.group(1)) >= len(names):
+        return "a result column"
+    return f'column "{names[int(match.group(1))]}"'
 
 
 def _reader(source: pa.Buffer | bytes) -> pa.BufferReader | io.BytesIO:

@@ -94,7 +94,7 @@ def _parse(data: bytes, columns: list[ColumnType]) -> pa.Table:
                                    strings_can_be_null=True, quoted_strings_can_be_null=False)
     # A one-column NULL is an empty line: a record, not a blank to skip.
     parse = pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False)
-    table = read_csv(data, read, parse, convert)
+    table = read_csv(data, read, parse, convert, schema.names)
     arrays = []
     for column, ctype in zip(table.columns, columns):
         array = column.combine_chunks()

@@ -276,7 +276,8 @@ class PostgresStream:
         if not self._columns:  # rows of no columns: one empty line each, only a count
             rows = pa.array([{}] * segment.count(b"\n"), type=pa.struct([]))
             return [pa.RecordBatch.from_struct_array(rows)]
-        table = read_csv(pa.py_buffer(segment), self._read, self._parse_options, self._convert)
+        table = read_csv(pa.py_buffer(segment), self._read, self._parse_options, self._convert,
+                         self.schema.names)
         arrays = []
         for column, ctype in zip(table.columns, self._columns):
             array = column.combine_chunks()

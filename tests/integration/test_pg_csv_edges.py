@@ -33,6 +33,8 @@ INSERT INTO periods VALUES (1, 'infinity', '-infinity', 'infinity'), (2, '2024-0
   (3, '-infinity', 'infinity', '-infinity'), (4, NULL, '2000-01-01 00:00:00.5', NULL);
 CREATE TABLE two (i int, v text);
 INSERT INTO two VALUES (1, NULL), (NULL, ''), (3, 'line' || chr(13) || chr(10) || 'two'), (NULL, NULL);
+CREATE TABLE nans (id int, n numeric(10,2), d date);
+INSERT INTO nans VALUES (1, 'NaN', 'infinity'), (2, 1.5, NULL);
 """
 QUERIES = [
     "SELECT v FROM one_text ORDER BY v NULLS FIRST",
@@ -96,3 +98,22 @@ def test_infinite_dates_survive_csv(setup: PgSourceGateway) -> None:
             return conn.execute(sql).fetchall()
 
     assert texts(setup.gateway.dsn, "-c fedgate.relay=off") == texts(setup.truth)
+
+
+@pytest.mark.parametrize("sql", ["SELECT id, n FROM nans ORDER BY id", "SELECT n, d FROM nans"])
+def test_a_numeric_nan_of_fixed_scale_is_refused(setup: PgSourceGateway, sql: str) -> None:
+    """numeric(p,s) holds NaN in PostgreSQL, an Arrow decimal cannot: read through the
+    planner, the statement is refused (0A000) naming the column, with or without an
+    infinite date beside it; relayed, it is PostgreSQL's own answer."""
+    with psycopg.connect(setup.gateway.dsn, autocommit=True,
+                         options="-c fedgate.relay=off") as conn:
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match='column "n"'):
+            conn.execute(sql).fetchall()
+
+    def texts(dsn: str) -> list[tuple]:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for name in ("numeric", "date"):  # the wire's text: NaN, infinity
+                conn.adapters.register_loader(name, TextLoader)
+            return conn.execute(sql).fetchall()
+
+    assert texts(setup.gateway.dsn) == texts(setup.truth)
