@@ -215,7 +215,9 @@ def render(plan: Node, found: list[Node], catalog: CatalogSnapshot, engine: Dial
     found_filters = dynamic_filters.find(plan, names, fields)
     # Scopes the plan does not model (subqueries in expressions) narrow their fragments too.
     found_filters += tuple(scope_filters.find(plan, names, fields, {f.probe for f in found_filters}))
-    texts = {names[id(node)]: source_texts(node, fields[id(node)]) for node in found}
+    texts = {names[id(node)]: source_texts(node, fields[id(node)],
+                                           catalog.sources[_source_of(node)].dialect.sqlglot == "postgres")
+             for node in found}
     return fragments, residual, params, found_filters, types, texts
 
 

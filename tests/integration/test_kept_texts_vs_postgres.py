@@ -12,7 +12,9 @@ PostgreSQL's text (connectors.postgres.types), so through the engine
 - filtered where the source can filter them, they are PostgreSQL's answer;
 - sorted, compared, computed on, grouped or made distinct in the engine, they are refused
   (0A000) naming the column: the engine would sort '10' before '2', index characters of
-  '{1,2}' and count 1.5 and 1.50 as two values.
+  '{1,2}' and count 1.5 and 1.50 as two values;
+- a numeric PostgreSQL computes in a fragment (a sum, an average, a product) has no
+  declared precision and scale and comes as text too: the same rules apply.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ ANSWERED = [
     "g.ch ~ 'b$', concat(g.ch, '|'), g.ch::text, g.ch < dim.name FROM g JOIN dim ON dim.dk = g.dk "
     "ORDER BY g.id",
     "SELECT g.ch, count(*) FROM g JOIN dim ON dim.dk = g.dk GROUP BY g.ch ORDER BY g.ch NULLS FIRST",
+    # numerics PostgreSQL computes (no declared precision and scale): text as well
+    "SELECT g.id, x.s, x.a FROM g JOIN (SELECT dk, sum(id * 1.5) AS s, avg(id) AS a FROM g GROUP BY dk) x ON x.dk = g.dk "
+    "JOIN dim ON dim.dk = g.dk ORDER BY 1",
     # one source, but a volatile call keeps the statement in the engine
     "SELECT g.nb, g.a, random() < 2 FROM g WHERE g.id < 4 ORDER BY g.id",
 ]
@@ -80,6 +85,9 @@ REFUSED = [
     "SELECT dim.name, g.nb FROM g JOIN dim ON dim.dk = g.dk GROUP BY dim.name, g.nb",
     "SELECT g.nb FROM g JOIN dim ON dim.dk = g.dk UNION SELECT 1",
     "SELECT x.nb FROM (SELECT g.nb FROM g JOIN dim ON dim.dk = g.dk) x ORDER BY x.nb",
+    "SELECT g.id FROM g JOIN (SELECT dk, sum(id * 1.5) AS s, avg(id) AS a FROM g GROUP BY dk) x ON x.dk = g.dk JOIN dim ON dim.dk = g.dk "
+    "ORDER BY x.s",
+    "SELECT g.id, x.a + 1 FROM g JOIN (SELECT dk, sum(id * 1.5) AS s, avg(id) AS a FROM g GROUP BY dk) x ON x.dk = g.dk JOIN dim ON dim.dk = g.dk",
     "SELECT dim.dk FROM dim WHERE dim.dk IN (SELECT g.nb FROM g JOIN dim d ON d.dk = g.dk)",
 ]
 
