@@ -154,3 +154,14 @@ async def test_computed_on_is_refused(world, sql: str) -> None:
     error = await error_of(gateway, sql, *WHERE_DIMS)
     assert error.sqlstate == "0A000", str(error)
     assert "holds its values as text" in str(error)
+
+
+@pytest.mark.spark
+async def test_the_spark_engine_alike(world) -> None:
+    """The Spark residual engine gets the same residual: the same answers and refusals."""
+    truth, gateway = world
+    on_spark = (*WHERE_DIMS, "SET fedgate.engine = 'spark'")
+    for sql in (ANSWERED[0], *(s for s in ANSWERED if "GROUP BY g.ch" in s or "sum(id * 1.5)" in s)):
+        await assert_described_alike(truth, gateway, sql, *on_spark)
+    for sql in REFUSED[:2]:
+        assert (await error_of(gateway, sql, *on_spark)).sqlstate == "0A000"
