@@ -14,7 +14,9 @@ it writes a BC date as `0044-03-15 (BC)`. So:
   (`0044-03-15 (BC) 10:00:00` → `0044-03-15 10:00:00 BC`). Only where the operand's
   type is known to be a date or timestamp (`needs_types`): a text value is left as it is;
 - an interval literal with a sign apart from its number (`'1 month - 1 day'`, which
-  PostgreSQL reads as 1 month -1 day) is given to DuckDB with the sign joined to it;
+  PostgreSQL reads as 1 month -1 day) is given to DuckDB with the sign joined to it; a
+  string cast to interval is read by PostgreSQL's rules (pgwire.types.interval) and given
+  to DuckDB as its three fields (`'-1 day +02:00'`, which DuckDB cannot read);
 - the year of a BC date counts as PostgreSQL counts it, without a year 0 (44 BC is -44,
   DuckDB's -43): `extract(year FROM d)` → `y - CAST(y <= 0 AS INT)`;
 - an interval cast to text names months `mon`/`mons`, puts a unit in the plural for any
@@ -31,6 +33,8 @@ import re
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.types.interval import parse_interval
+from pgwire.types.pg_type import INTERVAL
 
 T = exp.DataType.Type
 _TEMPORAL = {T.DATE, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.TIMESTAMPNTZ, T.DATETIME}
@@ -102,8 +106,33 @@ def _interval_out(node: exp.Cast) -> exp.Expression:
     return _replaced(text, r"((?:^|\s)-\d\S* \S+) (\d)", r"\1 +\2")
 
 
+def _interval_cast(node: exp.Expression) -> bool:
+    """A string cast to interval (`'1 day 02:00'::interval`; sqlglot keeps the ones it
+    cannot split into a number and a unit so, planner.pgcompat), or an interval literal
+    without a unit (`interval 'P1D'`, `interval '90'`)."""
+    if isinstance(node, exp.Interval):
+        return node.args.get("unit") is None and isinstance(node.this, exp.Literal) and node.this.is_string
+    return isinstance(node, exp.Cast) and node.to.this == T.INTERVAL and not node.to.expressions \
+        and isinstance(node.this, exp.Literal) and node.this.is_string
+
+
+def _interval_fields(node: exp.Cast | exp.Interval) -> str | None:
+    """The interval's months, days and microseconds as DuckDB reads them; None where the
+    gateway's reading is not PostgreSQL's (an error; a lower-case ISO 8601 `p1d`, which
+    PostgreSQL refuses): the text then goes to DuckDB as it is."""
+    text = node.this.this
+    if text.strip().lstrip("-").startswith("p"):
+        return None
+    try:
+        return str(parse_interval(INTERVAL.oid, text, "UTC"))
+    except PgError:
+        return None
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
     if any(map(_year, tree.find_all(exp.Extract))):
+        return True
+    if any(map(_interval_cast, tree.find_all(exp.Cast, exp.Interval))):
         return True
     if any((text := _interval_text(node)) is not None and _SIGN_APART.search(text.this)
            for node in tree.find_all(exp.Interval, exp.Cast)):
@@ -135,6 +164,11 @@ def postgres_dates(node: exp.Expression) -> exp.Expression:
     if _text_of_value(node) and node.this.type is not None and node.this.type.this in _TEMPORAL:
         return exp.Anonymous(this="regexp_replace", expressions=[
             node.copy(), exp.Literal.string(r" \(BC\)(.*)$"), exp.Literal.string(r"\1 BC")])
+    fields = _interval_fields(node) if _interval_cast(node) else None
+    if fields is not None:
+        # read by PostgreSQL's own rules (`'-1 day +02:00'`, `'1 day ago'`, `'P1D'`, a bare
+        # number of seconds), written as the three fields, which DuckDB reads exactly
+        return exp.Cast(this=exp.Literal.string(fields), to=exp.DataType.build("INTERVAL"))
     text = _interval_text(node)
     if text is not None and _SIGN_APART.search(text.this):
         joined = node.copy()

@@ -196,6 +196,12 @@ TABLE_STATEMENTS = {
     # sqlglot's INTERVAL parser read '1 day 02:00' as 1 day and '1 day ago' as +1 day
     "interval_literals_with_a_time_or_ago": "SELECT interval '3 days 04:00', interval '1 day ago', "
                                             "interval '1 day 02:00:00', interval '1' day",
+    # DuckDB cannot read a signed time after a day part; PostgreSQL's rules read them all
+    "interval_literals_by_postgres_rules": "SELECT col, interval '-1 day +02:00' * col, "
+                                           "(interval '1 day -02:00:00')::text, interval '@ 1 hour ago', "
+                                           "interval 'P1Y2M3DT4H', interval '1.5 months', interval '90', "
+                                           "interval '2 days - 3 hours', (interval '1-2 3 4:05:06')::text "
+                                           "FROM t ORDER BY col",
     "extract_of_an_interval": "SELECT col, extract(epoch FROM TIMESTAMP '2024-01-01' + col * interval '1 minute' "
                               "- TIMESTAMP '2024-01-01'), extract(hour FROM TIMESTAMP '2024-01-03' - "
                               "(TIMESTAMP '2024-01-01' + col * interval '1 hour')) FROM t ORDER BY col",
