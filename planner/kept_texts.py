@@ -179,6 +179,8 @@ def _refuse(column: exp.Column, kept: str) -> None:
 
 def _error(kept: str, where: str, name: str | None = None) -> PgError:
     what = f'the column "{name}"' if name else "a column"
+    hint = "Cast it to numeric(p,s) in a subquery over its own table, which its source then " \
+        "computes." if kept.split("(")[0] == "numeric" else None
     return PgError(FEATURE_NOT_SUPPORTED, f"{what} of type {kept} in {where} is not supported by "
                    "the query engine, which holds its values as text (a filter or a statement "
-                   "its source runs itself is)")
+                   "its source runs itself is)", hint=hint)
