@@ -55,11 +55,21 @@ T = exp.DataType.Type
 # (pg_typeof: DuckDB names its own types, `decimal(2,1)` and `varchar`, as text, where
 # PostgreSQL answers a regtype.)
 _REFUSED_CALLS = {"sha224", "regexp_matches", "pg_typeof"}
-# Sizes and view definitions are the emulated catalog's, which calls them qualified
+# The system catalog's functions are the emulated catalog's, which calls them qualified
 # (`fg_fn.pg_get_viewdef(...)`, gateway.pg_catalog.dialect); unqualified, DuckDB's own
-# look-alike answers (its pg_get_viewdef reads a name as a bigint) or none does.
-_CATALOG_ONLY_CALLS = {"pg_get_viewdef", "pg_relation_size", "pg_table_size",
-                       "pg_indexes_size", "pg_total_relation_size"}
+# look-alike answers, about DuckDB (its pg_get_viewdef reads a name as a bigint,
+# format_type(23, -1) is 'int4', pg_size_pretty(1024) '1.0 KiB', current_schemas() empty,
+# a privilege always granted), or none does.
+_CATALOG_ONLY_CALLS = {
+    "pg_get_viewdef", "pg_relation_size", "pg_table_size", "pg_indexes_size",
+    "pg_total_relation_size", "format_type", "pg_size_pretty", "current_schemas",
+    "pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible",
+    "pg_collation_is_visible", "pg_conversion_is_visible", "pg_opclass_is_visible",
+    "pg_operator_is_visible", "pg_my_temp_schema", "pg_is_other_temp_schema",
+    "pg_postmaster_start_time", "obj_description", "col_description", "shobj_description",
+    "has_any_column_privilege", "has_column_privilege", "has_database_privilege",
+    "has_function_privilege", "has_schema_privilege", "has_sequence_privilege",
+    "has_table_privilege", "pg_has_role", "pg_get_constraintdef", "pg_get_expr", "txid_current"}
 # DuckDB's BIGINT results that PostgreSQL types int4.
 _INT4_RESULTS = (exp.Length, exp.StrPosition, exp.Grouping)
 _SMALL_INTEGERS = {T.TINYINT, T.SMALLINT, T.INT}
@@ -153,8 +163,8 @@ def refuse_unfaithful(tree: exp.Expression) -> None:
     _refuse_syntax(tree)
     if tree.find(exp.BitString, exp.HexString, exp.DataType) is not None:
         _refuse_types(tree)
-    for call in tree.find_all(exp.Anonymous):
-        name = str(call.this).lower()
+    for call in tree.find_all(exp.Anonymous, exp.CurrentSchemas):
+        name = str(call.this).lower() if isinstance(call, exp.Anonymous) else "current_schemas"
         if name in _REFUSED_CALLS or (name in _CATALOG_ONLY_CALLS and not isinstance(call.parent, exp.Dot)):
             raise _refuse(f"{name}()")
     for digest in tree.find_all(exp.SHA2Digest, exp.SHA2):

@@ -50,6 +50,23 @@ _TRUE_PRIVILEGE = "(a) AS true, (a, b) AS true, (a, b, c) AS true, (a, b, c, d) 
 
 # Macro bodies alias every relation `fgm_*` and qualify every column: a macro is expanded
 # into the caller's query, so `c.oid = rel` would capture a caller's argument `c.oid`.
+def _size_pretty() -> str:
+    """pg_size_pretty(bigint) as PostgreSQL 15 writes it (dbsize.c): bytes below 10 kB,
+    then each unit below 20 of the next, its last shift half-rounded (`1024 bytes`,
+    `118 MB`), where DuckDB's format_bytes writes `1.0 KiB`."""
+    def half_rounded(x: str) -> str:
+        return f"(({x}) + CASE WHEN ({x}) < 0 THEN -1 ELSE 1 END) // 2"
+
+    shifted = ["size // 512"]  # kB counted in half-units (rounded when shown)
+    for _ in range(4):  # MB, GB, TB, PB
+        shifted.append(f"({shifted[-1]}) // 1024")
+    cases = [f"WHEN abs(size) < {10 * 1024} THEN size || ' bytes'"]
+    for name, value in zip(("kB", "MB", "GB", "TB"), shifted):
+        cases.append(f"WHEN abs({value}) < {20 * 1024 - 1} THEN {half_rounded(value)} || ' {name}'")
+    cases.append(f"ELSE {half_rounded(shifted[-1])} || ' PB'")
+    return f"(size) AS (CASE WHEN size IS NULL THEN NULL {' '.join(cases)} END)"
+
+
 MACROS: dict[str, str] = {
     "format_type": f"""(typ, mod) AS (CASE WHEN typ IS NULL THEN NULL ELSE coalesce((
         SELECT CASE WHEN fgm_d.base = 'character' AND (mod IS NULL OR mod < 0)
@@ -201,7 +218,7 @@ MACROS: dict[str, str] = {
     "pg_indexes_size": "(rel) AS (SELECT fgm_z.indexes FROM fg_x.storage_of fgm_z WHERE fgm_z.oid = rel)",
     "pg_total_relation_size": "(rel) AS (SELECT fgm_z.total FROM fg_x.storage_of fgm_z WHERE fgm_z.oid = rel)",
     "pg_database_size": "(db) AS NULL::BIGINT",
-    "pg_size_pretty": "(size) AS (CASE WHEN size IS NULL THEN NULL ELSE format_bytes(size) END)",
+    "pg_size_pretty": _size_pretty(),
     "pg_tablespace_location": "(spc) AS ''",
     "pg_encoding_max_length": "(enc) AS 4",
     "txid_current": "() AS NULL::BIGINT",

@@ -161,6 +161,13 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "sha256": _calls("sha256", ["sha256({v})"], BYTES), "sha384": _calls("sha384", ["sha384({v})"], BYTES),
         "sha512": _calls("sha512", ["sha512({v})"], BYTES), "hashtext": ["hashtext('abc')"],
     },
+    "system information": {
+        "pg_size_pretty": _calls("pg_size_pretty", ["pg_size_pretty({v}::bigint)"],
+                                 ["0", "1024", "10239", "10240", "-10241", "123456789", "1000000000000000",
+                                  "9223372036854775807", "NULL"]),
+        "format_type": ["format_type(23, -1)", "format_type(1043, 24)", "format_type(1700, 655366)",
+                        "format_type(NULL, -1)"],
+    },
 }
 AGGREGATE_ROWS = "(VALUES (1.5), (NULL), (-2.25), (1.5), (4)) AS v(x)"
 

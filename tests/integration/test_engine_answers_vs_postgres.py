@@ -327,6 +327,10 @@ REFUSED_ON_FILES = {
     "coalesce_of_mixed_scales": "SELECT coalesce(col * 1.5, 0) FROM t ORDER BY col",
     "log_of_a_base": "SELECT log(2, col) FROM t WHERE col = 8",
     "any_of_an_array_literal": "SELECT col FROM t WHERE name = ANY('{n1,n2}') ORDER BY col",
+    # DuckDB's own look-alikes of catalog functions answer about DuckDB ('int4', '1.0 KiB', {})
+    "catalog_look_alikes": "SELECT col, format_type(23, -1), pg_size_pretty(col::bigint) FROM t",
+    "current_schemas_over_a_table": "SELECT col, current_schemas(false) FROM t WHERE col = 1",
+    "privileges_over_a_table": "SELECT col, has_table_privilege('t', 'select') FROM t WHERE col = 1",
 }
 
 
