@@ -8,13 +8,17 @@ are two groups. The residual may therefore only pass such a column through to th
 client (which then gets it with its PostgreSQL type: the planner's output types say
 so), test it for NULL, count it or cast it to text; anything else is refused (0A000)
 naming the column. So is a MySQL decimal beyond the engine's 38 digits, which the DuckDB
-engine reads as its text. A varchar(n) or name is text to the engine too: computed on as text,
-and passed through with its type; a char(n) also, read without its trailing blanks where
-PostgreSQL turns it into text (`ch || '|'` is 'ab|', `length(ch)` 2). What the source computes itself (a pushed filter, a statement
-shipped whole) is PostgreSQL's answer and never reaches this check.
+engine reads as its text.
+
+A varchar(n) or name is text to the engine too: computed on as text, and passed through
+with its type. So is a char(n), which arrives blank-padded: where PostgreSQL turns it into
+text (`ch || '|'` is 'ab|', `length(ch)` 2, `ch = 'ab'`) the residual is rewritten in
+place to read it without the blanks. What the source computes itself (a pushed filter, a
+statement shipped whole) is PostgreSQL's answer and never reaches this check.
 
     SELECT g.nb FROM frag_0 AS g JOIN frag_1 AS d ON d.dk = g.dk        -> output 0 is numeric
     SELECT g.nb FROM frag_0 AS g JOIN frag_1 AS d ON ... ORDER BY g.nb  -> 0A000
+    SELECT g.ch || '|' FROM frag_0 AS g ...  ->  SELECT RTRIM(g.ch, ' ') || '|' FROM ...
 """
 
 from __future__ import annotations
