@@ -69,6 +69,21 @@ def _unpad(column: exp.Column, select: exp.Select, kept: str) -> None:
                             position="TRAILING"))
 
 
+def _compared(select: exp.Select) -> bool:
+    """Whether `select` is the list of an IN or an ANY, which compares its values as text."""
+    holder = select.parent
+    return isinstance(holder, exp.Subquery) and isinstance(holder.parent, (exp.In, exp.Any))
+
+
+def _unpad_outputs(select: exp.Select, marks: list[str | None]) -> None:
+    """A char(n) an IN or ANY compares with other values: without its trailing blanks."""
+    for expression, mark in zip(select.expressions, marks):
+        if _blank_padded(mark):
+            column = expression.this if isinstance(expression, exp.Alias) else expression
+            column.replace(exp.Trim(this=column.copy(), expression=exp.Literal.string(" "),
+                                    position="TRAILING"))
+
+
 def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]]) -> dict[int, str]:
     """{output position: PostgreSQL type} of the residual's outputs that pass a source's
     text through; raise 0A000 where the residual computes on such a text.
@@ -89,6 +104,8 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
             elif _computed_as_text(kept) and not _passed(column, select):
                 _refuse(column, kept)
         marks = [_output_mark(e, scope, texts, outputs) for e in select.expressions]
+        if any(map(_blank_padded, marks)) and _compared(select):
+            _unpad_outputs(select, marks)
         if any(_computed_as_text(m) for m in marks):
             _check_select(select, [m if _computed_as_text(m) else None for m in marks])
         outputs[id(select)] = marks

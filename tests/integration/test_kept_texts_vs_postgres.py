@@ -62,6 +62,8 @@ ANSWERED = [
     "g.ch ~ 'b$', concat(g.ch, '|'), g.ch::text, g.ch < dim.name FROM g JOIN dim ON dim.dk = g.dk "
     "ORDER BY g.id",
     "SELECT g.ch, count(*) FROM g JOIN dim ON dim.dk = g.dk GROUP BY g.ch ORDER BY g.ch NULLS FIRST",
+    "SELECT dim.name FROM dim WHERE left(dim.name, 1) IN (SELECT g.ch FROM g) ORDER BY 1",
+    "SELECT dim.name FROM dim WHERE left(dim.name, 1) = ANY (SELECT g.ch FROM g) ORDER BY 1",
     # numerics PostgreSQL computes (no declared precision and scale): text as well
     "SELECT g.id, x.s, x.a FROM g JOIN (SELECT dk, sum(id * 1.5) AS s, avg(id) AS a FROM g GROUP BY dk) x ON x.dk = g.dk "
     "JOIN dim ON dim.dk = g.dk ORDER BY 1",
