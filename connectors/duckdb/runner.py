@@ -58,6 +58,7 @@ def restrict_access(con: duckdb.DuckDBPyConnection, allowed_paths: Sequence[str]
 # uuid and json come out as Arrow extension types, so they keep their PostgreSQL type.
 SESSION_SETUP = ("SET arrow_lossless_conversion = true", "SET TimeZone = 'UTC'")
 BATCH_ROWS = 65_536
+INTERRUPT_EVERY_S = 0.05  # a cancelled query is interrupted again this often until it stops
 
 _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="duckdb")
 
@@ -150,10 +151,14 @@ class DuckDBStream:
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
-            # The worker thread is still inside DuckDB: stop it before giving the cursor back.
-            if self._cursor is not None:
-                self._cursor.interrupt()
-            await asyncio.wait([future])
+            # The worker thread is still inside DuckDB: stop it before giving the cursor
+            # back. An interrupt that comes before the query has begun is forgotten when
+            # it begins (and the query then runs to its end, minutes for some): so it is
+            # repeated until the worker is out.
+            while not future.done():
+                if self._cursor is not None:
+                    self._cursor.interrupt()
+                await asyncio.wait([future], timeout=INTERRUPT_EVERY_S)
             if not future.cancelled():
                 future.exception()  # the expected InterruptException: mark it retrieved
             await self.aclose()
@@ -172,6 +177,10 @@ class DuckDBStream:
                 self._cursor.register(name, data)
                 self._registered.append(name)
             reader = self._cursor.sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
+            # Kept at once: a cancel that comes while this thread finishes finds the
+            # reader in `aclose`, which closes it before the cursor goes back to the pool
+            # (a cursor with an open result refuses every later query).
+            self._reader = reader
             self.schema = plain_schema(reader.schema)
             # Fetch the first batch in the same hop: most queries are small and finish here.
             return reader, self._next(reader)

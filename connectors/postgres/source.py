@@ -52,6 +52,11 @@ BATCH_ROWS = 65_536
 # A server that does not answer a connection attempt (a host gone, a firewall dropping
 # packets) is down after this long, not asyncpg's 60 s: a catalog refresh waits for it.
 CONNECT_TIMEOUT_S = 10.0
+# A stopped COPY's connection gets back to idle this fast, or is dropped. PostgreSQL
+# ignores a CancelRequest that reaches the backend before the COPY does, and the COPY
+# then runs on (minutes, for a count over billions): waiting for its end would leave the
+# client's session without an answer.
+RECOVER_WITHIN_S = 2.0
 
 
 def pg_error(exc: BaseException) -> PgError:
@@ -167,8 +172,8 @@ class PostgresSource:
         return pa.schema([c.field for c in columns])
 
     async def run_remote(self, sql: str, params: Sequence[Any] = ()) -> BatchStream:
+        pool = await self.pool()  # before the connection: nothing to leak if cancelled here
         conn = await self.acquire()
-        pool = await self.pool()
         try:
             columns = await self._columns(conn, sql)
         except BaseException as exc:
@@ -225,9 +230,13 @@ class PostgresStream:
             self._exporter = await pg_snapshot.begin(self._conn, self._transaction, share)
             if role is not None:
                 await self._conn.execute(set_role_sql(role, local=True))
-        except Exception as exc:
+        except BaseException as exc:
+            # A cancel too: else the connection, mid-transaction, never goes back to the
+            # pool, and a few such cancels leave every later statement waiting for one.
             await self.aclose()
-            raise pg_error(exc) from exc
+            if isinstance(exc, Exception):
+                raise pg_error(exc) from exc
+            raise
         self._task = asyncio.create_task(self._copy(sql, params))
 
     async def _copy(self, sql: str, params: list[Any]) -> None:
@@ -315,7 +324,11 @@ class PostgresStream:
         self._end_export()
         try:
             if not conn.is_closed():
-                await self._transaction.rollback()
+                async with asyncio.timeout(RECOVER_WITHIN_S):
+                    await self._transaction.rollback()
+        except TimeoutError:
+            log.info("dropping postgres connection: its cancelled query went on")
+            conn.terminate()
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             # The cancelled COPY left the connection unusable: drop it, not the error.
             # A connection the server dropped is already back in the pool (asyncpg

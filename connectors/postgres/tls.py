@@ -134,7 +134,10 @@ async def negotiate(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
     N: plain text then, unless the mode requires TLS (PgError)."""
     context = tls.context()
     writer.write(SSL_REQUEST)
-    answer = await asyncio.wait_for(reader.readexactly(1), ANSWER_TIMEOUT_S)
+    # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel (a client's
+    # CancelRequest) that comes as the answer does, and the statement would run on.
+    async with asyncio.timeout(ANSWER_TIMEOUT_S):
+        answer = await reader.readexactly(1)
     if answer == b"N":
         if tls.required:
             raise PgError(CONNECTION_EXCEPTION, "server does not support SSL, but SSL was "

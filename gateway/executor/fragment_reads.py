@@ -58,8 +58,8 @@ class FragmentReads:
         # A copy not shared is started on its own, like any other fragment.
         starts = [(key, members[0]) for key, members in groups.items()] + [
             (key, member) for key, members in groups.items() if not shared[key] for member in members[1:]]
-        results = await asyncio.gather(*(self.open_one(f, work[key][1], work[key][2], notes)
-                                         for key, f in starts), return_exceptions=True)
+        results = await _all_or_none([self.open_one(f, work[key][1], work[key][2], notes)
+                                      for key, f in starts])
         opened: dict[str, BatchStream | BaseException] = {}
         for (key, fragment), result in zip(starts, results):
             members = groups[key]
@@ -128,3 +128,21 @@ def _canonical(sql: str, dialect: str) -> str:
             column.set("table", None)
     tables[0].set("alias", None)
     return tree.sql(dialect)
+
+
+async def _all_or_none(openings: list[Any]) -> list[BatchStream | BaseException]:
+    """Run `openings` together: each one's stream, or its error in its place. Cancelled
+    (the client's cancel), the streams some of them opened meanwhile are closed before
+    the cancel goes on: else each would keep its source connection, and the pool would
+    run dry under a few cancels, leaving later statements waiting for ever."""
+    tasks = [asyncio.ensure_future(opening) for opening in openings]
+    try:
+        return await asyncio.gather(*tasks, return_exceptions=True)
+    except asyncio.CancelledError:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        for task in tasks:
+            if not task.cancelled() and task.exception() is None:
+                await task.result().aclose()
+        raise

@@ -36,6 +36,8 @@ from pgwire.protocol.decoder import FrontendDecoder
 
 log = logging.getLogger("fedgate.express")
 
+CANCEL_AGAIN_S = 1.0  # a statement the source did not stop is cancelled again this often
+
 
 class ClientSide(Protocol):
     """The client's socket as the lane uses it (gateway.server.client_port.ClientPort)."""
@@ -62,6 +64,8 @@ class Lane:
         self.held: list[bytes] = []  # arrived while an exchange was in flight
         self.closed = False
         self.taken = 0  # statements the lane ran (SHOW fedgate.express_statements)
+        self._cancels: set[asyncio.Task[None]] = set()  # CancelRequests on their way
+        self._cancelling: Exchange | None = None  # the exchange they are for
         self.activity = activity_of(state)  # the session's, for pg_stat_activity
         self._decoder = FrontendDecoder(state.ctx.config.server.max_message_bytes)
         self._decoder.startup_done()
@@ -103,16 +107,33 @@ class Lane:
         answers it with its own 57014 error. False when no exchange is in flight."""
         if self.exchange is None:
             return False
-        task = asyncio.ensure_future(self._send_cancel(self.exchange.link))
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        if self._cancelling is self.exchange:
+            return True  # its cancel is on its way already, and repeats itself
+        self._cancelling = self.exchange
+        task = asyncio.ensure_future(self._send_cancel(self.exchange))
+        # Held until done: the loop keeps only a weak reference to a task, and one that
+        # waits on a connection being opened can be collected mid-way; the source then
+        # never hears of the cancel and the statement runs on, the client waiting.
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
         return True
 
-    @staticmethod
-    async def _send_cancel(link: PgLink) -> None:
+    async def _send_cancel(self, exchange: Exchange) -> None:
+        """Cancel `exchange`'s statement on its source, again every CANCEL_AGAIN_S while
+        it runs: PostgreSQL ignores a CancelRequest that reaches the backend before the
+        statement does, which one sent right behind it can."""
+        link = exchange.link
         try:
-            await link.send_cancel()
-        except OSError as exc:
-            log.warning("cancel to source %s failed: %s", link.source, exc)
+            while self.exchange is exchange:
+                try:
+                    await link.send_cancel()
+                except OSError as exc:
+                    log.warning("cancel to source %s failed: %s", link.source, exc)
+                    return
+                await asyncio.sleep(CANCEL_AGAIN_S)
+        finally:
+            if self._cancelling is exchange:
+                self._cancelling = None
 
     # --- deciding ------------------------------------------------------------------------
 

@@ -335,10 +335,19 @@ class Connection:
         # A client gone mid-statement stops the statement (and the work it started on
         # sources and engines), as PostgreSQL does when it notices.
         self.port.on_lost = lambda: session.cancel("client disconnect")
+        session.unread = lambda: self.decoder.buffered > 0
         while not session.closed:
             if self.gate.draining and self._between_statements():
                 raise shutdown_error()  # its statement is done: the session ends now
+            if self.decoder.buffered == 0:
+                session.forget_cancel()  # it waits for its client: nothing runs
             message = await self._next()
             if message is None:
                 return
-            await session.handle(message)
+            session.handling = True
+            try:
+                await session.handle(message)
+            finally:
+                session.handling = False
+            if isinstance(message, (m.Query, m.Sync)):
+                session.forget_cancel()  # ReadyForQuery went out (or waits for COPY data)

@@ -30,6 +30,7 @@ from pgwire.protocol import encoder
 from planner import QueryPlan
 
 FLUSH_BYTES = 256 * 1024
+CLOSING: set[asyncio.Task[Any]] = set()  # portals closed in the background (close_later)
 # Statements still allowed in a failed transaction block (PostgreSQL's IsTransactionExitStmt).
 ALLOWED_WHEN_FAILED = {"commit", "rollback", "rollback_to"}
 
@@ -78,6 +79,15 @@ class SessionState:
         self.closed = False
         self.running: asyncio.Task[Any] | None = None  # the statement cancel interrupts
         self.cancel_reason: str | None = None
+        # The session's task is handling a client message (set by the connection): a
+        # cancel that comes before its statement reaches `cancellable` (while it is
+        # planned, or between Parse and Execute) waits here for it, as PostgreSQL's
+        # pending interrupt does, until `forget_cancel`.
+        self.handling = False
+        self.cancel_pending: str | None = None
+        # Part of a client message is received and not yet handled (set by the
+        # connection): the task is about to run it, so a cancel now is for it.
+        self.unread: Callable[[], bool] = lambda: False
         self.copy_in: CopyIn | None = None  # a COPY FROM STDIN relayed to a source
         # A COPY FROM STDIN the gateway takes in for SQLite/MySQL: its writer
         # (gateway.session.copy_local.CopyWriter, above the state) and the Query's rest.
@@ -264,18 +274,34 @@ class SessionState:
     @staticmethod
     def close_later(portal: Portal) -> None:
         if portal.stream is not None and not portal.done:
-            asyncio.ensure_future(portal.close())
+            task = asyncio.ensure_future(portal.close())
+            # Held until done: the loop keeps only a weak reference, and a close collected
+            # mid-way would keep its source connection from the pool for good.
+            CLOSING.add(task)
+            task.add_done_callback(CLOSING.discard)
 
     # --- cancellation -------------------------------------------------------------------
 
     def cancel(self, reason: str = "user request") -> None:
         """A CancelRequest matched this session (or its statement_timeout passed): stop
-        the running statement, if any."""
-        if self.running is not None and self.cancel_reason is None:
-            self.cancel_reason = reason
-            self.running.cancel()
-        elif self.lane is not None:
-            self.lane.cancel()  # a statement on the express lane: the source cancels it
+        the running statement, if any. One that comes while the session's task handles a
+        message but runs no statement yet (planning), or has one received and not yet
+        handled, stops the statement when it starts; one that comes while the session
+        waits for its client is ignored, as in PostgreSQL."""
+        if self.running is not None:
+            if self.cancel_reason is None:
+                self.cancel_reason = reason
+                self.running.cancel()
+        elif self.lane is not None and self.lane.cancel():
+            pass  # a statement on the express lane: the source cancels it
+        elif (self.handling or self.unread()) and self.cancel_pending is None:
+            self.cancel_pending = reason
+
+    def forget_cancel(self) -> None:
+        """ReadyForQuery was sent, or the session waits for its client: a cancel that
+        found no statement to stop is forgotten (PostgreSQL ignores one that comes while
+        it reads the next command)."""
+        self.cancel_pending = None
 
     def terminate(self) -> None:
         """pg_terminate_backend: end this session (its connection reports 57P01)."""
@@ -289,7 +315,15 @@ class SessionState:
         created: this is on every statement's path."""
         task = asyncio.current_task()
         assert task is not None
+        pending, self.cancel_pending = self.cancel_pending, None
+        if pending is not None:  # cancelled before it started: it does not start
+            if asyncio.iscoroutine(work):
+                work.close()
+            raise PgError(QUERY_CANCELED, f"canceling statement due to {pending}")
         self.running = task
+        # Cancels requested of this task before (by shutdown, or one that code inside an
+        # earlier statement swallowed): only one more than these is this statement's.
+        before = task.cancelling()
         # Work the statement starts elsewhere (Spark jobs) carries who runs it.
         STATEMENT_LABEL.set(f"user {self.user}, pid {self.pid}, "
                             f"statement {activity_of(self).statements}")
@@ -299,13 +333,19 @@ class SessionState:
         try:
             return await work
         except asyncio.CancelledError:
-            reason = self.cancel_reason
-            if reason is not None and task.uncancel() == 0:
+            reason, self.cancel_reason = self.cancel_reason, None
+            if reason is not None and task.uncancel() <= before:
                 raise PgError(QUERY_CANCELED, f"canceling statement due to {reason}") from None
             raise
         finally:
             if timer is not None:
                 timer.cancel()
+            if self.cancel_reason is not None:
+                # Our cancel reached the work, which swallowed it (Python 3.11's
+                # asyncio.wait_for does when what it waits for ends at that moment) and
+                # ended on its own: the request is taken back, or the next statement's
+                # cancel would end the connection instead of that statement.
+                task.uncancel()
             self.running = None
             self.cancel_reason = None
 

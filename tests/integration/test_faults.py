@@ -26,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import asyncmy
 import asyncpg
@@ -40,6 +41,8 @@ from tests.support.mariadb import MariaDBServer, start_mariadb
 from tests.support.postgres import PostgresServer, start_postgres
 from tests.support.slow import MARIADB_SLOW_VIEW, PG_SLOW_VIEW
 
+T = TypeVar("T")
+
 ROWS = 200_000_000  # the streaming views: far more than any test reads
 # generate_series in the select list streams (in FROM it would be materialized first).
 BIG_VIEW = (f"CREATE VIEW big AS SELECT x, md5(x::text) AS s "
@@ -52,6 +55,9 @@ ERROR_WITHIN_S = 5.0  # a source failure must reach the client this fast
 # asyncmy, at some 150k rows/s on a busy machine, before its end of stream shows.
 MARIADB_ERROR_WITHIN_S = 8.0
 IDLE_WITHIN_S = 2.0  # the remote backend must stop this fast after a cancel
+# A client's own housekeeping (a bystander stopped and its statement cancelled, a socket
+# closed, a look at a server's activity) ends this fast, or the test fails saying what.
+HOUSEKEEPING_S = 15.0
 RSS_GROWTH_MB = 150
 SLOW_READ_S = 8.0
 # Every row of the PostgreSQL stream joined to one Parquet row: a federated result as big
@@ -129,6 +135,14 @@ def _stop_quietly(pg: PostgresServer) -> None:
 # --------------------------------------------------------------------------- helpers
 
 
+async def bounded(work: Awaitable[T], what: str, within: float = HOUSEKEEPING_S) -> T:
+    """Await `work`, failing the test (not hanging it) if it takes over `within` s."""
+    try:
+        return await asyncio.wait_for(work, within)
+    except TimeoutError:
+        raise AssertionError(f"{what}: not done within {within}s") from None
+
+
 async def wait_for(check: Callable[[], Awaitable[object]], within: float,
                    every: float = 0.05) -> float:
     """Poll an async `check` until it returns something true; the seconds it took."""
@@ -143,13 +157,13 @@ async def wait_for(check: Callable[[], Awaitable[object]], within: float,
 
 async def fedgate_backends(pg: PostgresServer, state: str = "active") -> list[asyncpg.Record]:
     """The gateway's backends on the PostgreSQL server in `state` (a direct connection)."""
-    conn = await asyncpg.connect(pg.dsn)
+    conn = await asyncpg.connect(pg.dsn, timeout=HOUSEKEEPING_S)
     try:
         return await conn.fetch(
             "SELECT pid, state, wait_event_type, wait_event, query FROM pg_stat_activity "
-            "WHERE application_name = 'fedgate' AND state = $1", state)
+            "WHERE application_name = 'fedgate' AND state = $1", state, timeout=HOUSEKEEPING_S)
     finally:
-        await conn.close()
+        await bounded(conn.close(), "closing a connection to PostgreSQL")
 
 
 async def gateway_connect(world: World) -> psycopg.AsyncConnection:
@@ -169,7 +183,8 @@ class RawClient:
 
     @classmethod
     async def open(cls, gateway: GatewayProcess) -> RawClient:
-        reader, writer = await asyncio.open_connection(gateway.host, gateway.port)
+        reader, writer = await bounded(asyncio.open_connection(gateway.host, gateway.port),
+                                       "connecting to the gateway")
         client = cls(reader, writer)
         writer.write(rawpg.startup_message({"user": "fedgate", "database": gateway.database}))
         await client.until("Z", within=10)
@@ -212,12 +227,12 @@ class RawClient:
 
     async def query(self, sql: str) -> None:
         self.writer.write(rawpg.query(sql))
-        await self.writer.drain()
+        await bounded(self.writer.drain(), "sending a Query")
 
     async def close(self) -> None:
         self.writer.close()
         try:
-            await self.writer.wait_closed()
+            await bounded(self.writer.wait_closed(), "closing a raw client's socket")
         except (ConnectionError, OSError):
             pass
 
@@ -245,7 +260,7 @@ class Bystander:
                 self.answers.append(time.monotonic() - started)
                 await asyncio.sleep(0.05)
         finally:
-            await conn.close()
+            await bounded(conn.close(), "closing the bystander's connection")
 
     def start(self, world: World) -> None:
         self._task = asyncio.ensure_future(self._run(world))
@@ -254,9 +269,17 @@ class Bystander:
         return self.answers[mark:]
 
     async def stop(self) -> None:
+        """Cancel the bystander. A statement in flight is cancelled on the gateway too
+        (psycopg sends a CancelRequest and reads the session's answer): that answer must
+        come, so a session left without one fails here instead of hanging the run."""
         assert self._task is not None
         self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
+        done, _ = await asyncio.wait([self._task], timeout=HOUSEKEEPING_S)
+        if not done:
+            raise AssertionError(
+                f"the bystander did not stop within {HOUSEKEEPING_S}s: its statement, "
+                f"cancelled, got neither its answer nor 57014 from the gateway "
+                f"({len(self.answers)} answers before)")
 
 
 def rss_mb(pid: int) -> float:
@@ -342,10 +365,12 @@ async def _stream_then_break(world: World, table: str, source: str, kill: Callab
         answered = bystander.since(mark)
         assert len(answered) >= 10 and max(answered) < ERROR_WITHIN_S, answered
     finally:
-        await client.close()
-        await bystander.stop()
-        if down:
-            revive()
+        try:
+            await client.close()
+            await bystander.stop()
+        finally:
+            if down:
+                revive()
 
 
 async def _first_rows(world: World, sql: str) -> list[tuple]:
@@ -402,12 +427,14 @@ async def test_cancel_request_stops_the_postgres_backend(world: World, table: st
 
 async def _mariadb_running(server: MariaDBServer, text: str) -> list[int]:
     """Ids of MariaDB connections running a statement that mentions `text`."""
-    admin = await asyncmy.connect(host=server.host, port=server.port, user="root", autocommit=True)
+    admin = await bounded(asyncmy.connect(host=server.host, port=server.port, user="root",
+                                          autocommit=True), "connecting to MariaDB")
     try:
         async with admin.cursor() as cur:
-            await cur.execute("SELECT ID FROM information_schema.PROCESSLIST "
-                              "WHERE COMMAND = 'Query' AND INFO LIKE %s AND ID <> CONNECTION_ID()",
-                              (f"%{text}%",))
+            await bounded(cur.execute(
+                "SELECT ID FROM information_schema.PROCESSLIST "
+                "WHERE COMMAND = 'Query' AND INFO LIKE %s AND ID <> CONNECTION_ID()",
+                (f"%{text}%",)), "reading MariaDB's process list")
             return [row[0] for row in await cur.fetchall()]
     finally:
         admin.close()
@@ -487,11 +514,12 @@ async def _kill_mariadb_queries(server: MariaDBServer, text: str) -> None:
         return bool(await _mariadb_running(server, text))
 
     await wait_for(running, within=10)
-    admin = await asyncmy.connect(host=server.host, port=server.port, user="root", autocommit=True)
+    admin = await bounded(asyncmy.connect(host=server.host, port=server.port, user="root",
+                                          autocommit=True), "connecting to MariaDB")
     try:
         async with admin.cursor() as cur:
             for thread in await _mariadb_running(server, text):
-                await cur.execute(f"KILL CONNECTION {int(thread)}")
+                await bounded(cur.execute(f"KILL CONNECTION {int(thread)}"), "KILL CONNECTION")
     finally:
         admin.close()
 
