@@ -37,6 +37,8 @@ from pgwire.protocol.decoder import FrontendDecoder
 log = logging.getLogger("fedgate.express")
 
 CANCEL_AGAIN_S = 1.0  # a statement the source did not stop is cancelled again this often
+# CancelRequests on their way to a source, held until sent (Lane.cancel).
+_CANCELS: set[asyncio.Task[None]] = set()
 
 
 class ClientSide(Protocol):
@@ -64,7 +66,6 @@ class Lane:
         self.held: list[bytes] = []  # arrived while an exchange was in flight
         self.closed = False
         self.taken = 0  # statements the lane ran (SHOW fedgate.express_statements)
-        self._cancels: set[asyncio.Task[None]] = set()  # CancelRequests on their way
         self._cancelling: Exchange | None = None  # the exchange they are for
         self.activity = activity_of(state)  # the session's, for pg_stat_activity
         self._decoder = FrontendDecoder(state.ctx.config.server.max_message_bytes)
@@ -114,8 +115,10 @@ class Lane:
         # Held until done: the loop keeps only a weak reference to a task, and one that
         # waits on a connection being opened can be collected mid-way; the source then
         # never hears of the cancel and the statement runs on, the client waiting.
-        self._cancels.add(task)
-        task.add_done_callback(self._cancels.discard)
+        # The set is the process's, not the lane's: a session that ends drops its lane,
+        # and a task held only there would be collected with it.
+        _CANCELS.add(task)
+        task.add_done_callback(_CANCELS.discard)
         return True
 
     async def _send_cancel(self, exchange: Exchange) -> None:
@@ -124,7 +127,7 @@ class Lane:
         statement does, which one sent right behind it can."""
         link = exchange.link
         try:
-            while self.exchange is exchange:
+            while self.exchange is exchange and not self.closed:
                 try:
                     await link.send_cancel()
                 except OSError as exc:
