@@ -65,7 +65,6 @@ def column_type(node: Node, column: Column) -> exp.DataType | None:
     return None  # Values, OneRow, Opaque: nothing the catalog says
 
 
-
 def source_texts(node: Node, names: Mapping[Column, str], postgres: bool) -> dict[str, str]:
     """{output name: PostgreSQL type} for `node`'s columns that a source hands over as the
     PostgreSQL text of a type Arrow cannot hold (an unconstrained numeric, a jsonb, an

@@ -65,6 +65,10 @@ def _unpad(column: exp.Column, select: exp.Select, kept: str) -> None:
     if isinstance(parent, _TYPED_USES) or isinstance(parent, exp.Cast) and \
             parent.to.this in (exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR):
         _refuse(column, kept)
+    _without_blanks(column)
+
+
+def _without_blanks(column: exp.Column) -> None:
     column.replace(exp.Trim(this=column.copy(), expression=exp.Literal.string(" "),
                             position="TRAILING"))
 
@@ -79,9 +83,7 @@ def _unpad_outputs(select: exp.Select, marks: list[str | None]) -> None:
     """A char(n) an IN or ANY compares with other values: without its trailing blanks."""
     for expression, mark in zip(select.expressions, marks):
         if _blank_padded(mark):
-            column = expression.this if isinstance(expression, exp.Alias) else expression
-            column.replace(exp.Trim(this=column.copy(), expression=exp.Literal.string(" "),
-                                    position="TRAILING"))
+            _without_blanks(expression.this if isinstance(expression, exp.Alias) else expression)
 
 
 def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]]) -> dict[int, str]:

@@ -110,10 +110,9 @@ def _interval_cast(node: exp.Expression) -> bool:
     """A string cast to interval (`'1 day 02:00'::interval`; sqlglot keeps the ones it
     cannot split into a number and a unit so, planner.pgcompat), or an interval literal
     without a unit (`interval 'P1D'`, `interval '90'`)."""
-    if isinstance(node, exp.Interval):
-        return node.args.get("unit") is None and isinstance(node.this, exp.Literal) and node.this.is_string
-    return isinstance(node, exp.Cast) and node.to.this == T.INTERVAL and not node.to.expressions \
-        and isinstance(node.this, exp.Literal) and node.this.is_string
+    if _interval_text(node) is None:
+        return False
+    return node.args.get("unit") is None if isinstance(node, exp.Interval) else not node.to.expressions
 
 
 def _interval_fields(node: exp.Cast | exp.Interval) -> str | None:

@@ -25,6 +25,7 @@ from gateway.relay.exchange import Exchange
 from gateway.relay.links import SessionLinks, stale_plan, unlifted
 from gateway.relay.literals import Lifted
 from gateway.state.activity import activity_of, began, ended, idled
+from gateway.state.background import in_background
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
 from gateway.state.session import SessionState
@@ -37,8 +38,6 @@ from pgwire.protocol.decoder import FrontendDecoder
 log = logging.getLogger("fedgate.express")
 
 CANCEL_AGAIN_S = 1.0  # a statement the source did not stop is cancelled again this often
-# CancelRequests on their way to a source, held until sent (Lane.cancel).
-_CANCELS: set[asyncio.Task[None]] = set()
 
 
 class ClientSide(Protocol):
@@ -111,14 +110,9 @@ class Lane:
         if self._cancelling is self.exchange:
             return True  # its cancel is on its way already, and repeats itself
         self._cancelling = self.exchange
-        task = asyncio.ensure_future(self._send_cancel(self.exchange))
-        # Held until done: the loop keeps only a weak reference to a task, and one that
-        # waits on a connection being opened can be collected mid-way; the source then
-        # never hears of the cancel and the statement runs on, the client waiting.
-        # The set is the process's, not the lane's: a session that ends drops its lane,
-        # and a task held only there would be collected with it.
-        _CANCELS.add(task)
-        task.add_done_callback(_CANCELS.discard)
+        # Held until sent: a cancel collected mid-way never reaches the source, and the
+        # statement runs on, the client waiting.
+        in_background(self._send_cancel(self.exchange))
         return True
 
     async def _send_cancel(self, exchange: Exchange) -> None:

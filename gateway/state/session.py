@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from gateway.state.access import access_for, read_only_refused
 from connectors.query_scope import STATEMENT_LABEL
 from gateway.state.activity import activity_of, note_idle
+from gateway.state.background import in_background
 from gateway.config import EngineConfig
 from gateway.state.context import ServerContext
 from gateway.state.portals import CopyIn, Portal, Prepared
@@ -30,7 +31,6 @@ from pgwire.protocol import encoder
 from planner import QueryPlan
 
 FLUSH_BYTES = 256 * 1024
-CLOSING: set[asyncio.Task[Any]] = set()  # portals closed in the background (close_later)
 # Statements still allowed in a failed transaction block (PostgreSQL's IsTransactionExitStmt).
 ALLOWED_WHEN_FAILED = {"commit", "rollback", "rollback_to"}
 
@@ -274,11 +274,9 @@ class SessionState:
     @staticmethod
     def close_later(portal: Portal) -> None:
         if portal.stream is not None and not portal.done:
-            task = asyncio.ensure_future(portal.close())
-            # Held until done: the loop keeps only a weak reference, and a close collected
-            # mid-way would keep its source connection from the pool for good.
-            CLOSING.add(task)
-            task.add_done_callback(CLOSING.discard)
+            # Held until done: a close collected mid-way would keep its source
+            # connection from the pool for good.
+            in_background(portal.close())
 
     # --- cancellation -------------------------------------------------------------------
 
