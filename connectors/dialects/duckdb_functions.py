@@ -141,7 +141,8 @@ def _refuse_syntax(tree: exp.Expression) -> None:
 # TIMETZ reads '12:00+02' as out of range and orders by instant, where PostgreSQL orders
 # by time then zone; money and bit varying are unknown to it. Refused by name.
 _NO_DUCKDB_TYPE = {T.BIT: "bit", T.TIMETZ: "time with time zone", T.MONEY: "money"}
-_NO_DUCKDB_USER_TYPE = {"varbit": "bit varying", "bit varying": "bit varying"}
+_NO_DUCKDB_USER_TYPE = {"varbit": "bit varying", "bit varying": "bit varying",
+                        '"char"': '"char"'}  # one byte, not text (char(1) is unquoted)
 
 
 def _refuse_types(tree: exp.Expression) -> None:

@@ -64,6 +64,8 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
         return ColumnType(_meta(name, pa.uint32(), "oid"), pa.uint32())
     if typname == "name":  # text, presented as name (catalog-like columns, ::name)
         return ColumnType(_meta(name, pa.string(), "name"), pa.string())
+    if typname == "char":  # "char": its text (charout), presented as "char"
+        return ColumnType(_meta(name, pa.string(), '"char"'), pa.string())
     if typname in ("varchar", "bpchar"):
         spelled = {"varchar": "varchar", "bpchar": "char"}[typname]
         shown = f"{spelled}({typmod - 4})" if typmod >= 4 else spelled

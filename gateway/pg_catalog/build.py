@@ -17,7 +17,7 @@ from connectors.base import TableInfo, TableRef
 from connectors.duckdb.runner import DUCKDB_CONFIG, DuckDBRunner, restrict_access
 from gateway.pg_catalog import functions, infoschema, procs, relations, types, views
 from gateway.pg_catalog.model import CatalogModel
-from gateway.pg_catalog.tables import PG_CATALOG, PG_CATALOG_VIEWS, create_table_sql
+from gateway.pg_catalog.tables import CHAR_ENUM_SQL, PG_CATALOG, PG_CATALOG_VIEWS, create_table_sql
 
 PG_SCHEMA, IS_SCHEMA, HELPER_SCHEMA = "fg_pg", "fg_is", "fg_x"
 REMOTE_SCHEMAS = {"pg_catalog": PG_SCHEMA, "information_schema": IS_SCHEMA}
@@ -32,7 +32,9 @@ class BuiltCatalog:
 
 
 def oid_schema(schema: pa.Schema) -> pa.Schema:
-    """Present UINTEGER columns (and lists of them) as PostgreSQL `oid` / `oid[]`."""
+    """Present UINTEGER columns (and lists of them) as PostgreSQL `oid` / `oid[]`, and
+    the "char" enum's (tables.CHAR_ENUM_SQL: Arrow dictionaries) as `"char"` strings;
+    `oid_batch` gives a batch the matching values."""
     fields = []
     for field in schema:
         t = field.type
@@ -40,14 +42,25 @@ def oid_schema(schema: pa.Schema) -> pa.Schema:
             field = field.with_metadata({b"pg_type": b"oid"})
         elif pa.types.is_list(t) and pa.types.is_uint32(t.value_type):
             field = field.with_metadata({b"pg_type": b"oid[]"})
+        elif pa.types.is_dictionary(t):
+            field = pa.field(field.name, pa.string(), metadata={b"pg_type": b'"char"'})
+        elif pa.types.is_list(t) and pa.types.is_dictionary(t.value_type):
+            field = pa.field(field.name, pa.list_(pa.string()), metadata={b"pg_type": b'"char"[]'})
         fields.append(field)
     return pa.schema(fields, metadata=schema.metadata)
+
+
+def oid_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """`batch` under `oid_schema`'s `schema`: "char" enum values as their strings."""
+    columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(batch.columns, schema)]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def build(version: int, database: str, user_tables: dict[str, list[TableInfo]]) -> BuiltCatalog:
     con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
     for schema in (PG_SCHEMA, IS_SCHEMA, HELPER_SCHEMA, "fg_fn"):
         con.execute(f"CREATE SCHEMA {schema}")
+    con.execute(CHAR_ENUM_SQL)
     for name, spec in PG_CATALOG.items():
         con.execute(create_table_sql(PG_SCHEMA, name, spec))
     for name, spec in infoschema.INFORMATION_SCHEMA.items():
@@ -128,7 +141,7 @@ def _fill(con: duckdb.DuckDBPyConnection, model: CatalogModel, database: str) ->
         "pg_description": relations.description_rows(model),
         "pg_database": relations.database_rows(database),
         "pg_stat_user_tables": relations.stat_user_table_rows(model),
-        "pg_type": types.type_rows(proc_oid),
+        "pg_type": types.type_rows(proc_oid) + types.row_type_rows(model, proc_oid),
         "pg_proc": procs.proc_rows(proc_oid),
         **relations.STATIC_ROWS,
     }
@@ -136,7 +149,8 @@ def _fill(con: duckdb.DuckDBPyConnection, model: CatalogModel, database: str) ->
         _insert(con, f'{PG_SCHEMA}."{name}"', rows)
     for name, rows in infoschema.rows(model, database).items():
         _insert(con, f'{IS_SCHEMA}."{name}"', rows)
-    _insert(con, f"{HELPER_SCHEMA}.type_display", types.display_rows())
+    _insert(con, f"{HELPER_SCHEMA}.type_display",
+            types.display_rows() + types.row_type_display_rows(model))
     _insert(con, f"{HELPER_SCHEMA}.type_names", _type_names())
     _insert(con, f"{HELPER_SCHEMA}.definitions", relations.definition_rows(model))
     _insert(con, f"{HELPER_SCHEMA}.one_row", [(1,)])

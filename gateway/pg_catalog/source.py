@@ -27,7 +27,7 @@ from connectors.scan_sql import scan_tree
 from pgwire.errors import (DATA_EXCEPTION, INVALID_PARAMETER_VALUE, UNDEFINED_FUNCTION,
                            UNDEFINED_OBJECT, UNDEFINED_TABLE, PgError)
 from gateway.pg_catalog import session_state, storage
-from gateway.pg_catalog.build import build, oid_schema
+from gateway.pg_catalog.build import build, oid_batch, oid_schema
 from gateway.pg_catalog.dialect import DIALECT
 
 UNDEFINED_SCHEMA = "3F000"
@@ -187,7 +187,8 @@ class SchemaAlias:
 
 
 class OidStream:
-    """A catalog result whose UINTEGER columns are described (and encoded) as oid."""
+    """A catalog result whose UINTEGER columns are described (and encoded) as oid, and
+    whose "char" columns as "char" (build.oid_schema)."""
 
     def __init__(self, stream: BatchStream) -> None:
         self._stream = stream
@@ -199,7 +200,7 @@ class OidStream:
     async def _batches(self) -> AsyncIterator[pa.RecordBatch]:
         try:
             async for batch in self._stream:
-                yield pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
+                yield oid_batch(batch, self.schema)
         except PgError as err:
             raise _postgres_error(err) from err
 

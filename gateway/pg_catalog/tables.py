@@ -11,14 +11,22 @@ from __future__ import annotations
 
 DUCKDB_TYPES = {
     "oid": "UINTEGER", "regproc": "UINTEGER", "regclass": "UINTEGER", "regtype": "UINTEGER",
-    "name": "VARCHAR", "char": "VARCHAR", "text": "VARCHAR", "bool": "BOOLEAN",
+    "name": "VARCHAR", "char": "pg_char", "text": "VARCHAR", "bool": "BOOLEAN",
     "int2": "SMALLINT", "int4": "INTEGER", "int8": "BIGINT", "float4": "REAL",
     "float8": "DOUBLE", "xid": "BIGINT", "pg_node_tree": "VARCHAR", "inet": "VARCHAR",
     "anyarray": "VARCHAR", "timestamptz": "TIMESTAMPTZ", "int2vector": "SMALLINT[]",
     "oidvector": "UINTEGER[]", "int2[]": "SMALLINT[]", "oid[]": "UINTEGER[]",
-    "text[]": "VARCHAR[]", "char[]": "VARCHAR[]", "aclitem[]": "VARCHAR[]",
+    "text[]": "VARCHAR[]", "char[]": "pg_char[]", "aclitem[]": "VARCHAR[]",
     "name[]": "VARCHAR[]", "float4[]": "REAL[]",
 }
+
+# PostgreSQL's one-byte "char" (relkind, typtype, prokind ...) as a DuckDB enum of every
+# ASCII character, declared in byte order so it sorts as PostgreSQL sorts it, and '' for
+# the zero byte (attgenerated). An enum stays itself through joins, CTEs and unions, so a
+# catalog answer still knows such a column is "char" (build.oid_schema): asyncpg reads
+# pg_type.typtype as "char" to tell a composite type from a scalar one.
+CHAR_ENUM_SQL = "CREATE TYPE pg_char AS ENUM ('', {})".format(
+    ", ".join("'" + chr(i).replace("'", "''") + "'" for i in range(32, 127)))
 
 # relation -> "column type, column type, ..." (PostgreSQL 15 order).
 PG_CATALOG: dict[str, str] = {

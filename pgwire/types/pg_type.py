@@ -149,6 +149,9 @@ def io_functions() -> dict[str, tuple[int, tuple[int, ...]]]:
     return funcs
 
 
+FIRST_NORMAL_OID = 16384  # PostgreSQL's FirstNormalObjectId: below it, its built-in objects
+
+
 @dataclass(frozen=True)
 class PgType:
     """A PostgreSQL type as sent in RowDescription: OID, name, typlen and typmod."""
@@ -170,6 +173,7 @@ _ROW_BY_NAME = {t.name: t for t in TYPES}
 BOOL = _served("bool")
 BYTEA = _served("bytea")
 NAME = _served("name")
+CHAR = _served("char")  # "char": one byte, the catalogs' kind codes (pg_type.typtype ...)
 INT8 = _served("int8")
 INT2 = _served("int2")
 INT4 = _served("int4")
@@ -206,7 +210,7 @@ TEXT_SERVED_TYPES: tuple[PgType, ...] = (
 )
 
 SCALAR_TYPES: tuple[PgType, ...] = (
-    BOOL, BYTEA, NAME, INT8, INT2, INT4, TEXT, OID, JSON, FLOAT4, FLOAT8, UNKNOWN, BPCHAR,
+    BOOL, BYTEA, NAME, CHAR, INT8, INT2, INT4, TEXT, OID, JSON, FLOAT4, FLOAT8, UNKNOWN, BPCHAR,
     VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL, NUMERIC, UUID, JSONB,
 )  # fmt: skip
 
@@ -311,6 +315,8 @@ def pg_type_by_name(name: str) -> PgType | None:
     Type modifiers are understood where they change RowDescription: 'numeric(10,2)',
     'varchar(20)', 'char(3)', 'timestamp(3) with time zone'. Unknown names give None.
     """
+    if name.strip().startswith('"char"'):  # quoted, PostgreSQL's one-byte type, not char(1)
+        return CHAR if name.strip() == '"char"' else ARRAY_OF[CHAR.oid] if name.strip() == '"char"[]' else None
     key = " ".join(name.strip().lower().replace('"', "").split())
     if key.endswith("[]"):
         elem = pg_type_by_name(key[:-2])

@@ -25,19 +25,32 @@ from pgwire.types.columns import (
     validity,
     with_nulls,
 )
-from pgwire.types.pg_type import BPCHAR, BYTEA, JSON, JSONB, NAME, TEXT, UNKNOWN, VARCHAR, PgType
+from pgwire.types.pg_type import BPCHAR, BYTEA, CHAR, JSON, JSONB, NAME, TEXT, UNKNOWN, VARCHAR, PgType
 from pgwire.types.registry import BadBinary, Registry, unsupported_binary
 
 # Types whose values are their text, in and out; OID 0 is a parameter the client left
 # untyped (text: DuckDB casts it where the statement says).
-STRING_OIDS = frozenset({0, TEXT.oid, VARCHAR.oid, BPCHAR.oid, NAME.oid, UNKNOWN.oid})
+STRING_OIDS = frozenset({0, TEXT.oid, VARCHAR.oid, BPCHAR.oid, NAME.oid, CHAR.oid, UNKNOWN.oid})
 # Types whose binary form is their text (textsend, varcharsend, json_send…).
 _TEXT_LIKE = frozenset({TEXT.oid, VARCHAR.oid, BPCHAR.oid, NAME.oid, UNKNOWN.oid, JSON.oid})
+_CHAR_ESCAPE = re.compile(r"^\\([0-3][0-7]{2})$")  # charout's form of a byte beyond ASCII
 
 STRING_TYPES = (pa.string(), pa.large_string(), pa.string_view())
 BINARY_TYPES = (pa.binary(), pa.large_binary(), pa.binary_view(), pa.binary(16))
 
 # --- output --------------------------------------------------------------------------
+
+
+def char_binary(arr: pa.Array, pgtype: PgType, timezone: str) -> Encoded:
+    """charsend: the one byte whose text (charout) the value is: '' is the zero byte,
+    '\\303' the byte 0o303, anything else its own (ASCII) byte. Catalog columns and
+    rare casts: converted value by value."""
+    out = []
+    for value in arr.cast(pa.string()).to_pylist():
+        escaped = _CHAR_ESCAPE.match(value) if value is not None else None
+        out.append(None if value is None else bytes([int(escaped.group(1), 8)]) if escaped
+                   else value.encode()[:1] or b"\x00")
+    return string_text(pa.array(out, pa.binary()))
 
 
 def string_text(arr: pa.Array) -> Encoded:
@@ -180,6 +193,7 @@ def register(registry: Registry) -> None:
     registry.add_text_out(STRING_TYPES, text_out)
     registry.add_text_out(BINARY_TYPES, bytea_out)
     registry.add_binary_out(_TEXT_LIKE, text_like_binary)
+    registry.add_binary_out((CHAR.oid,), char_binary)
     registry.add_binary_out((JSONB.oid,), jsonb_out)
     registry.add_binary_out((BYTEA.oid,), bytea_binary)
     registry.add_text_in(STRING_OIDS, _parse_string)
