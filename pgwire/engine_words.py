@@ -65,6 +65,9 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("CatalogException", r"^Type with name .* does not exist", UNDEFINED_OBJECT),
     ("CatalogException", r"", UNDEFINED_OBJECT),
     ("BinderException", r"Referenced column .* not found", UNDEFINED_COLUMN),
+    ("BinderException", r'^(?:Table|Values list) "[^"]+" does not have a column named ', UNDEFINED_COLUMN),
+    # (t.*).id: a field of a star, which PostgreSQL reads as a whole row's field.
+    ("BinderException", r"^STAR expression is only allowed as the root element", FEATURE_NOT_SUPPORTED),
     ("BinderException", r"^Referenced table .* not found", UNDEFINED_TABLE),
     ("BinderException", r"Ambiguous reference", AMBIGUOUS_COLUMN),
     ("BinderException", r"No function matches", UNDEFINED_FUNCTION),
@@ -128,13 +131,18 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
 _KIND_PREFIX = re.compile(r"^[A-Za-z ]+ Error: ")
 
 # PostgreSQL's wording for the errors clients and people match on.
-_REWORDINGS: dict[str, tuple[re.Pattern[str], str]] = {
-    UNDEFINED_COLUMN: (re.compile(r'Referenced column "?([^"]+?)"? (?:was )?not found'), 'column "{0}" does not exist'),
-    UNDEFINED_TABLE: (re.compile(r"Table with name (\S+?) does not exist"), 'relation "{0}" does not exist'),
-    UNDEFINED_FUNCTION: (re.compile(r"Function with name (\S+?) does not exist"), "function {0} does not exist"),
-    DIVISION_BY_ZERO: (re.compile(r"[Dd]ivision by zero"), "division by zero"),
-    CARDINALITY_VIOLATION: (re.compile(r"^More than one row returned by a subquery used as an expression"),
-                            "more than one row returned by a subquery used as an expression"),
+_REWORDINGS: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
+    UNDEFINED_COLUMN: ((re.compile(r'Referenced column "?([^"]+?)"? (?:was )?not found'), 'column "{0}" does not exist'),
+                       (re.compile(r'^(?:Table|Values list) "([^"]+)" does not have a column named "([^"]+)"'),
+                        "column {0}.{1} does not exist")),
+    UNDEFINED_TABLE: ((re.compile(r"Table with name (\S+?) does not exist"), 'relation "{0}" does not exist'),),
+    UNDEFINED_FUNCTION: ((re.compile(r"Function with name (\S+?) does not exist"), "function {0} does not exist"),),
+    DIVISION_BY_ZERO: ((re.compile(r"[Dd]ivision by zero"), "division by zero"),),
+    FEATURE_NOT_SUPPORTED: ((re.compile(r"^STAR expression is only allowed as the root element"),
+                             "a field of a star, (t.*).field, is not supported by fedgate outside "
+                             "PostgreSQL sources: write t.field"),),
+    CARDINALITY_VIOLATION: ((re.compile(r"^More than one row returned by a subquery used as an expression"),
+                            "more than one row returned by a subquery used as an expression"),),
 }
 
 
@@ -331,11 +339,11 @@ def _postgres_words(code: str, message: str) -> PgError | None:
 
 
 def _reword(code: str, message: str) -> str:
-    rule = _REWORDINGS.get(code)
-    if rule is None:
-        return message
-    found = rule[0].search(message)
-    return rule[1].format(*found.groups()) if found else message
+    for pattern, wording in _REWORDINGS.get(code, ()):
+        found = pattern.search(message)
+        if found:
+            return wording.format(*found.groups())
+    return message
 
 
 def translate(exc: BaseException) -> PgError:

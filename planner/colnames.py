@@ -119,6 +119,9 @@ def _strong_name(node: exp.Expression, sql: str | None = None) -> str | None:
     if isinstance(node, (exp.Window, exp.WithinGroup, exp.Filter)):
         return _strong_name(node.this, sql)  # row_number() OVER (...) is "row_number"
     if isinstance(node, exp.Dot):
+        if isinstance(node.expression, exp.Identifier):  # a field: (t).id is "id"
+            field = node.expression
+            return field.name if field.quoted else fold_identifier(field.name)
         return _strong_name(node.expression, sql)  # pg_catalog.upper(x) is "upper"
     if isinstance(node, exp.Case):
         # named by its ELSE where that has a name of its own (ELSE g::text is "g"), else
@@ -167,8 +170,10 @@ def figure_colname(node: exp.Expression, sql: str | None = None) -> str:
             to = to.expressions[0]  # the type's last name: int[] is "int4", its array bounds aside
         if to.this == exp.DataType.Type.NAME:
             return "name"  # (typed as text elsewhere in the planner)
-        # the type's name without its modifiers: bit(3) is "bit"
-        return pg_type_name(to) or to.sql("postgres").lower().split("(")[0]
+        # the type's name without its modifiers: bit(3) is "bit"; a quoted one ("char")
+        # without its quotes
+        name = pg_type_name(to) or to.sql("postgres").lower().split("(")[0]
+        return name[1:-1] if len(name) > 2 and name[0] == name[-1] == '"' else name
     return _strong_name(node, sql) or ("case" if isinstance(node, exp.Case) else UNNAMED)
 
 
