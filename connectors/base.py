@@ -68,6 +68,10 @@ class TableInfo:
     schema: pa.Schema
     row_estimate: int | None = None
     primary_key: tuple[str, ...] = ()
+    # The source's own OIDs of the relation's row type and of its array (a PostgreSQL
+    # source's table whose every column the gateway describes with the source's type):
+    # a relayed description naming them names the gateway catalog's row type instead.
+    row_type: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from planner.star_names import star_names
 from planner.ungrouped_columns import ungrouped_columns
 from planner.order_names import order_names
 from planner.using_star import using_star
+from planner.whole_rows import whole_rows
 from planner.function_check import check_functions
 from planner.signature_check import signature_check
 from planner.pg_annotate import annotate_postgres
@@ -119,12 +120,14 @@ def _session_values(tree: exp.Expression, settings: PlanSettings) -> None:
         node.replace(exp.Literal.string(value) if value is not None else exp.null())
 
 
-def _refuse_unshipped(tree: exp.Expression) -> None:
+def _refuse_unshipped(tree: exp.Expression, tables: list[tuple[exp.Table, TableInfo]]) -> None:
     """What only PostgreSQL itself answers, refused (0A000) where the statement does not
     ship whole to a PostgreSQL source: rows of no columns (`SELECT FROM t`, whose row
     count is its answer), WITH RECURSIVE ... SEARCH/CYCLE (whose record columns stay
-    refused there too, connectors.postgres.types), and a
-    VARIADIC argument (planner.pgcompat), which no engine of ours spells."""
+    refused there too, connectors.postgres.types), a
+    VARIADIC argument (planner.pgcompat), which no engine of ours spells, and a whole row
+    (planner.whole_rows)."""
+    whole_rows(tree, tables)
     if isinstance(tree, exp.Select) and not tree.expressions:
         raise PgError(FEATURE_NOT_SUPPORTED, "an empty select list is not supported by fedgate "
                       "outside statements shipped whole to one PostgreSQL source")
@@ -270,7 +273,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         # (outside UTC the engine does: the sources' sessions run in UTC, planner.zone_dependent)
         single = _home_postgres(catalog, settings)
     if single is None or single.dialect.sqlglot != "postgres":
-        _refuse_unshipped(tree)
+        _refuse_unshipped(tree, tables)
     if unknown_function is not None and (single is None or single.dialect.sqlglot != "postgres"):
         raise unknown_function  # no PostgreSQL source answers the whole statement
     unknown_literals(tree, catalog.sqlglot_schema)
@@ -297,7 +300,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     shippable = single is not None and \
         single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
     if not shippable:  # e.g. a volatile call keeps a PostgreSQL source's statement here
-        _refuse_unshipped(tree)
+        _refuse_unshipped(tree, tables)
     # Shipped whole to DuckDB (a DuckDB file, Parquet/CSV), sums and averages are retyped
     # as PostgreSQL types them, as the engine's are (planner.pg_aggregates): that needs
     # qualified columns, whose types it reads from the catalog (not a whole annotation).

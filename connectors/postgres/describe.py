@@ -22,21 +22,25 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from connectors.base import Storage, TableInfo, TableRef
+from connectors.postgres.records import refuse_arrays_of_rows, row_column
 from connectors.postgres.types import ColumnType, column_type
-from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.types.pg_type import FIRST_NORMAL_OID
+from pgwire.types.table import pg_type_for_field
 
 log = logging.getLogger("fedgate.postgres")
 
 _RELATIONS = """
-SELECT c.oid, c.relname, c.reltuples::int8 AS reltuples
+SELECT c.oid, c.relname, c.reltuples::int8 AS reltuples, c.reltype::int8 AS reltype,
+       rt.typarray::int8 AS typarray
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_type rt ON rt.oid = c.reltype
 WHERE n.nspname = $1 AND c.relkind IN ('r', 'v', 'm', 'p', 'f') ORDER BY c.relname
 """
 _COLUMNS = """
 SELECT a.attrelid, a.attname,
        CASE WHEN t.typtype = 'd' THEN b.typname ELSE t.typname END AS typname,
        CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END AS typmod,
-       format_type(a.atttypid, a.atttypmod) AS formatted, a.attnotnull
+       format_type(a.atttypid, a.atttypmod) AS formatted, a.attnotnull, a.atttypid::int8 AS atttypid
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_type b ON b.oid = t.typbasetype
 WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
@@ -81,9 +85,12 @@ async def discover_tables(conn: asyncpg.Connection, source: str, schema: str) ->
     columns = await conn.fetch(_COLUMNS, oids)
     keys = await conn.fetch(_PRIMARY_KEYS, oids)
     fields: dict[int, list] = {oid: [] for oid in oids}
+    alike = set(oids)  # relations whose columns the gateway describes with their own types
     for c in columns:
         ctype = column_type(c["attname"], c["typname"], c["typmod"], c["formatted"])
         fields[c["attrelid"]].append(ctype.field.with_nullable(not c["attnotnull"]))
+        if c["atttypid"] >= FIRST_NORMAL_OID or pg_type_for_field(ctype.field).oid != c["atttypid"]:
+            alike.discard(c["attrelid"])
     primary: dict[int, list[str]] = {}
     for k in keys:
         primary.setdefault(k["indrelid"], []).append(k["attname"])
@@ -91,8 +98,9 @@ async def discover_tables(conn: asyncpg.Connection, source: str, schema: str) ->
     for r in relations:
         ref = TableRef(source, r["relname"], remote_schema=schema, remote_name=r["relname"])
         estimate = r["reltuples"] if r["reltuples"] >= 0 else None
+        row_type = (r["reltype"], r["typarray"]) if r["oid"] in alike and r["reltype"] else None
         infos.append(TableInfo(ref, pa_schema(fields[r["oid"]]), row_estimate=estimate,
-                               primary_key=tuple(primary.get(r["oid"], ()))))
+                               primary_key=tuple(primary.get(r["oid"], ())), row_type=row_type))
     return infos
 
 
@@ -100,36 +108,42 @@ def pa_schema(fields: list[pa.Field]) -> pa.Schema:
     return pa.schema(fields)
 
 
-async def describe_columns(conn: asyncpg.Connection, sql: str) -> list[ColumnType]:
+async def describe_columns(conn: asyncpg.Connection, sql: str, schema: str) -> list[ColumnType]:
     """The Arrow types of `sql`'s result columns, without running it.
 
     Runs in a transaction that is rolled back: asyncpg's prepare leaves the protocol's
-    implicit transaction open, which a later `BEGIN ISOLATION LEVEL ...` rejects.
+    implicit transaction open, which a later `BEGIN ISOLATION LEVEL ...` rejects. A whole
+    row of a table of `schema` (`SELECT t FROM t`) is a struct of its fields
+    (connectors.postgres.records); any other composite value is refused there.
     """
     transaction = conn.transaction()
     await transaction.start()
     try:
         statement = await conn.prepare(sql)
         attributes = statement.get_attributes()
-        for attribute in attributes:
-            if attribute.type.kind == "composite":  # a whole row (SELECT t FROM t): as a record
-                raise PgError(FEATURE_NOT_SUPPORTED, f"a result column of the composite type "
-                              f"{attribute.type.name} is not supported by fedgate outside simple "
-                              "queries relayed to PostgreSQL")
+        await refuse_arrays_of_rows(conn, attributes)
+        rows = {i: await row_column(conn, a.name, a.type.oid, a.type.name, schema)
+                for i, a in enumerate(attributes) if a.type.kind == "composite"}
         if not any(a.type.name == "numeric" for a in attributes):
-            return [column_type(a.name, a.type.name, -1) for a in attributes]
-        params = [p.name for p in statement.get_parameters()]
-        try:
-            typed = await _typmods_via_view(conn, sql, params)
-        except (asyncpg.PostgresError, ParseError) as exc:
-            # e.g. a read-only standby: numeric columns then keep their exact text.
-            log.warning("cannot learn numeric typmods of a postgres query (%s); "
-                        "numeric columns stay unconstrained", exc)
-            return [column_type(a.name, a.type.name, -1) for a in attributes]
-        return [column_type(a.name, typname, typmod, formatted)
-                for a, (typname, typmod, formatted) in zip(attributes, typed)]
+            columns = [column_type(a.name, a.type.name, -1) for a in attributes]
+        else:
+            columns = await _with_typmods(conn, sql, statement, attributes)
+        return [rows.get(i, c) for i, c in enumerate(columns)]
     finally:
         await transaction.rollback()
+
+
+async def _with_typmods(conn: asyncpg.Connection, sql: str, statement, attributes) -> list[ColumnType]:
+    params = [p.name for p in statement.get_parameters()]
+    try:
+        typed = await _typmods_via_view(conn, sql, params)
+    except (asyncpg.PostgresError, ParseError) as exc:
+        # e.g. a read-only standby: numeric columns then keep their exact text.
+        log.warning("cannot learn numeric typmods of a postgres query (%s); "
+                    "numeric columns stay unconstrained", exc)
+        return [column_type(a.name, a.type.name, -1) for a in attributes]
+    return [column_type(a.name, typname, typmod, formatted)
+            for a, (typname, typmod, formatted) in zip(attributes, typed)]
 
 
 async def _typmods_via_view(conn: asyncpg.Connection, sql: str,

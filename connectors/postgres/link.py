@@ -92,6 +92,8 @@ class PgLink:
         self._closing: list[str] = []
         self._descriptions: dict[bytes, bytes] = {}
         self._names = itertools.count(1)
+        self.row_types: Mapping[int, int] = {}  # see use_row_types
+        self.row_types_for: object = None
 
     # --- connecting ----------------------------------------------------------------------
 
@@ -222,6 +224,17 @@ class PgLink:
                 self.settings[name] = value
         return commands
 
+    def use_row_types(self, row_types: Mapping[int, int], read_for: object) -> None:
+        """Describe the source's row types (`SELECT t FROM t` relayed) with the gateway
+        catalog's OIDs, as `row_types` maps them; `read_for` says for which catalog (the
+        statements described with another map are forgotten)."""
+        self.row_types_for = read_for
+        if row_types != self.row_types:
+            self.row_types = row_types
+            self._descriptions.clear()
+            self._closing.extend(s.name for s in self.statements.values())
+            self.statements.clear()
+
     def expire_statements(self, epoch: int) -> None:
         """Tables may have changed shape since `epoch` was last seen (DDL through the
         gateway, or a catalog read that found a change): forget the statements described
@@ -260,7 +273,7 @@ class PgLink:
             elif tag == ord("t"):
                 oids = w.parameter_oids(body)
             elif tag == _T:
-                fields = w.row_description_fields(body)
+                fields = w.renamed_types(w.row_description_fields(body), self.row_types)
             elif tag == _E and error is None:
                 error = w.error_from_fields(w.error_fields(body))
         if error is not None:
@@ -346,7 +359,8 @@ class PgLink:
         if found is None:
             if len(self._descriptions) >= STATEMENT_CACHE:
                 self._descriptions.clear()
-            found = self._descriptions[body] = w.row_description(w.row_description_fields(body), ())
+            found = self._descriptions[body] = w.row_description(
+                w.renamed_types(w.row_description_fields(body), self.row_types), ())
         return found
 
     async def copy_in(self, data: bytes) -> None:

@@ -154,7 +154,7 @@ class PostgresSource:
         found = self._described.get(sql)
         if found is None:
             changes = self._shape_changes
-            found = await describe_columns(conn, sql)
+            found = await describe_columns(conn, sql, self.schema)
             if len(self._described) > 1000:
                 self._described.clear()
             if changes == self._shape_changes:

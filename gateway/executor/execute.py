@@ -24,7 +24,9 @@ from gateway.executor.feeds import EngineStream, Feed, open_remote, start_engine
 from gateway.executor.fragment_reads import FragmentReads
 from gateway.executor.metered import Metered
 from gateway.executor.presented import Presented, presented_schema
+from gateway.executor.row_types import RowTyped, has_rows, row_typed
 from gateway.state.metrics import Metrics
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.dynamic_filters import DynamicFilter
 from planner.key_sets import shape_for
 from planner.query_plan import QueryPlan, RemoteFragment
@@ -55,6 +57,13 @@ class Executor:
             stream = Metered(await open_remote(self.sources[fragment.source], fragment.sql,
                                                _bound(fragment, params)),
                              self.metrics, fragment.source)
+            if has_rows(stream.schema):
+                try:
+                    schema = await self._row_typed(stream.schema, fragment.source)
+                except BaseException:
+                    await stream.aclose()
+                    raise
+                stream = RowTyped(stream, schema)
         else:
             # Sources learn how many fragments of this query they serve, so theirs can
             # read one snapshot (connectors.query_scope; gather's tasks copy the context).
@@ -69,8 +78,17 @@ class Executor:
 
     async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema:
         schema = await self._describe(plan, self.engines[engine or self.default])
+        if plan.is_passthrough and has_rows(schema):
+            schema = await self._row_typed(schema, plan.fragments[0].source)
         return presented_schema(schema, plan.column_names, plan.result_types,
                                 self._double_numerics(plan, engine), plan.kept_texts)
+
+    async def _row_typed(self, schema: pa.Schema, source: str) -> pa.Schema:
+        """Whole rows of `source`'s tables described as the catalog's row types."""
+        catalog = self.sources.get("pg_catalog")
+        if catalog is None:
+            raise PgError(FEATURE_NOT_SUPPORTED, "a whole-row reference needs the gateway's catalog")
+        return await row_typed(schema, source, catalog)
 
     def _double_numerics(self, plan: QueryPlan, engine: str | None) -> bool:
         """Whether the rows come from an engine that divides numerics in double precision."""

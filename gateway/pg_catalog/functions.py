@@ -131,8 +131,11 @@ MACROS: dict[str, str] = {
         ELSE fgm_s.explicit END FROM fg_session fgm_s)""",
     "pg_encoding_to_char": """(enc) AS (CASE enc WHEN 6 THEN 'UTF8' WHEN 0 THEN 'SQL_ASCII'
         ELSE '' END)""",
-    "to_regtype": """(arg_name) AS (SELECT min(fgm_t.oid) FROM fg_x.type_names fgm_t
-        WHERE fgm_t.name = lower(regexp_replace(trim(arg_name), '^pg_catalog\\.', '')))""",
+    # A built-in type's name, else a relation's (its row type: pg_class.reltype).
+    "to_regtype": """(arg_name) AS coalesce((SELECT min(fgm_t.oid) FROM fg_x.type_names fgm_t
+        WHERE fgm_t.name = lower(regexp_replace(trim(arg_name), '^pg_catalog\\.', ''))),
+        (SELECT nullif(fgm_c.reltype, 0) FROM fg_pg.pg_class fgm_c
+         WHERE fgm_c.oid = fg_fn.to_regclass(trim(arg_name))))""",
     "regtype_in": """(arg_name) AS coalesce(fg_fn.to_regtype(arg_name),
         error('type "' || arg_name || '" does not exist'))""",
     "regtype_out": "(typ) AS (CASE WHEN typ = 0 THEN '-' ELSE fg_fn.format_type(typ, NULL) END)",

@@ -9,15 +9,15 @@ cached an OID across a refresh still finds the same table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from connectors.base import TableInfo
+from pgwire.types.pg_type import FIRST_NORMAL_OID
 from pgwire.types.table import PgType, pg_type_for_field
 
 PG_CATALOG_OID = 11
 PUBLIC_OID = 2200
 INFORMATION_SCHEMA_OID = 13000
-FIRST_NORMAL_OID = 16384
 OWNER_OID = 10  # the bootstrap superuser; pg_roles names it after the session's user
 DATABASE_OID = 16383  # below FirstNormalObjectId, like template databases' neighbours
 BTREE_AM_OID = 403
@@ -52,6 +52,9 @@ class Relation:
     pk_index_oid: int | None = None
     pk_constraint_oid: int | None = None
     comment: str | None = None
+    row_type_oid: int = 0  # pg_class.reltype: the relation's composite type (0: none)
+    row_array_oid: int = 0  # that type's array type
+    source_row_type: tuple[int, int] | None = None  # the source's OIDs of both (TableInfo.row_type)
 
 
 @dataclass
@@ -89,14 +92,32 @@ class CatalogModel:
                     relation = _with_pk(relation, next_oid, next_oid + 1)
                     next_oid += 2
                 model.relations.append(relation)
+        # Each source relation's row type (and its array), numbered after every relation,
+        # so a relation keeps its OID: `SELECT t FROM t` is a value of type t (pg_class.reltype).
+        for i, relation in enumerate(model.relations):
+            if relation.namespace not in SYSTEM_SCHEMAS:
+                model.relations[i] = replace(relation, row_type_oid=next_oid,
+                                             row_array_oid=next_oid + 1)
+                next_oid += 2
         return model
+
+    def row_type_oids(self) -> dict[str, dict[int, int]]:
+        """Per source, its own OIDs of its tables' row types (and their arrays) -> this
+        catalog's: what a description relayed from the source names (gateway.relay.links)."""
+        found: dict[str, dict[int, int]] = {}
+        for rel in self.relations:
+            if rel.source_row_type is not None and rel.row_type_oid:
+                row, array = rel.source_row_type
+                found.setdefault(rel.namespace, {}).update(
+                    {row: rel.row_type_oid, array: rel.row_array_oid})
+        return found
 
 
 def _relation(oid: int, ns_oid: int, ns: str, kind: str, info: TableInfo) -> Relation:
     columns = tuple(Column(f.name, i, pg_type_for_field(f), not f.nullable)
                     for i, f in enumerate(info.schema, 1))
     return Relation(oid, info.ref.name, ns_oid, ns, kind, columns, info.row_estimate,
-                    tuple(info.primary_key))
+                    tuple(info.primary_key), source_row_type=info.row_type)
 
 
 def _with_pk(relation: Relation, index_oid: int, constraint_oid: int) -> Relation:
@@ -107,9 +128,8 @@ def _with_pk(relation: Relation, index_oid: int, constraint_oid: int) -> Relatio
                          f"columns {missing}")
     columns = tuple(Column(c.name, c.number, c.pgtype, c.not_null or c.name in relation.primary_key)
                     for c in relation.columns)
-    return Relation(relation.oid, relation.name, relation.namespace_oid, relation.namespace,
-                    relation.kind, columns, relation.row_estimate, relation.primary_key,
-                    index_oid, constraint_oid)
+    return replace(relation, columns=columns, pk_index_oid=index_oid,
+                   pk_constraint_oid=constraint_oid)
 
 
 # Real OIDs of PostgreSQL 15's catalog relations: clients hard-code a few of them

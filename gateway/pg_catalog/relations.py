@@ -21,7 +21,8 @@ def namespace_rows(model: CatalogModel) -> list[tuple]:
 
 def _class_row(rel: Relation, oid: int, name: str, kind: str, natts: int, has_index: bool) -> tuple:
     tuples = float(rel.row_estimate) if rel.row_estimate is not None and kind == "r" else -1.0
-    return (oid, name, rel.namespace_oid, 0, 0, OWNER_OID,
+    reltype = rel.row_type_oid if kind != "i" else 0  # an index has no row type
+    return (oid, name, rel.namespace_oid, reltype, 0, OWNER_OID,
             HEAP_AM_OID if kind == "r" else BTREE_AM_OID if kind == "i" else 0,
             0, 0, 0, tuples, 0, 0, has_index, False, "p", kind, natts, 0, False, False,
             False, False, False, True, "d", False, 0, 0, 0, None, None, None)

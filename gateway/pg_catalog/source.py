@@ -31,6 +31,8 @@ from gateway.pg_catalog.build import build, oid_batch, oid_schema
 from gateway.pg_catalog.dialect import DIALECT
 
 UNDEFINED_SCHEMA = "3F000"
+# A catalog built for one set of hidden sources: its runner, schemas and row type OIDs.
+Scoped = tuple[DuckDBRunner, tuple[str, ...], dict[str, dict[int, int]]]
 
 # Errors our macros raise with DuckDB's error(): PostgreSQL's message, SQLSTATE and hint.
 _MACRO_ERRORS = (
@@ -70,10 +72,11 @@ class CatalogSource:
         self.version: int | None = None
         self.tables_by_schema: dict[str, list[TableInfo]] = {}
         self.schemas: tuple[str, ...] = ()
+        self.row_types: dict[str, dict[int, int]] = {}  # CatalogModel.row_type_oids
         # Users who may not see some sources read a catalog built without them (one per
         # set of hidden sources, built on first use for the current version).
         self._user_tables: dict[str, list[TableInfo]] = {}
-        self._scoped: dict[frozenset[str], asyncio.Future[tuple[DuckDBRunner, tuple[str, ...]]]] = {}
+        self._scoped: dict[frozenset[str], asyncio.Future[Scoped]] = {}
 
     def refresh(self, version: int, user_tables: dict[str, list[TableInfo]]) -> None:
         """Rebuild for catalog `version`; a no-op when it is the version already built.
@@ -93,9 +96,16 @@ class CatalogSource:
         self._runner = built.runner
         self.tables_by_schema = built.tables
         self.schemas = tuple(built.model.namespaces)
+        self.row_types = built.model.row_type_oids()
         self.version = version
 
-    async def _scoped_runner(self, hidden: frozenset[str]) -> tuple[DuckDBRunner, tuple[str, ...]]:
+    async def row_type_oids(self, source: str, hidden: frozenset[str]) -> dict[int, int]:
+        """`source`'s own row type OIDs -> those of the catalog the session reads."""
+        if not hidden:
+            return self.row_types.get(source, {})
+        return (await self._scoped_runner(hidden))[2].get(source, {})
+
+    async def _scoped_runner(self, hidden: frozenset[str]) -> Scoped:
         """The catalog of this version without the `hidden` sources (and its schemas): what
         a user who may not see them reads, so pg_namespace, pg_class, information_schema,
         to_regclass() ... know nothing of them."""
@@ -112,10 +122,10 @@ class CatalogSource:
                 del self._scoped[hidden]
             raise
 
-    def _build_scoped(self, visible: dict[str, list[TableInfo]]) -> tuple[DuckDBRunner, tuple[str, ...]]:
+    def _build_scoped(self, visible: dict[str, list[TableInfo]]) -> Scoped:
         assert self.version is not None
         built = build(self.version, self.database, visible)
-        return built.runner, tuple(built.model.namespaces)
+        return built.runner, tuple(built.model.namespaces), built.model.row_type_oids()
 
     async def tables(self) -> list[TableInfo]:
         return list(self.tables_by_schema.get(self.name, []))
@@ -130,7 +140,7 @@ class CatalogSource:
         runner, schemas = self._runner, self.schemas
         hidden = session.hidden if session is not None else frozenset()
         if hidden:
-            runner, schemas = await self._scoped_runner(hidden)
+            runner, schemas, _ = await self._scoped_runner(hidden)
         register = session_state.session_tables(session, schemas, self._sessions)
         if storage.calls_storage(sql):
             register[storage.TABLE] = await storage.storage_table(self._sources, hidden)

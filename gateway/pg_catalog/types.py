@@ -7,7 +7,7 @@ for why drivers need them).
 
 from __future__ import annotations
 
-from gateway.pg_catalog.model import OWNER_OID, PG_CATALOG_OID
+from gateway.pg_catalog.model import OWNER_OID, PG_CATALOG_OID, CatalogModel
 from pgwire.types.pg_type import (
     ALL_TYPES,
     ARRAY_IO,
@@ -20,7 +20,7 @@ from pgwire.types.pg_type import (
 
 __all__ = [
     "ALL_TYPES", "ARRAY_IO", "TYPES", "TYPE_BY_OID", "TypeDef", "array_types", "display_rows",
-    "io_functions", "type_rows",
+    "io_functions", "row_type_display_rows", "row_type_rows", "type_rows",
 ]  # fmt: skip
 
 
@@ -35,6 +35,38 @@ def type_rows(proc_oid: dict[str, int]) -> list[tuple]:
             proc_oid[f"{t.io}in"], proc_oid[f"{t.io}out"], proc_oid[f"{t.io}recv"],
             proc_oid[f"{t.io}send"], 0, 0, 0, t.align, t.storage, False, 0, -1, 0,
             100 if t.category == "S" and not is_array else 0, None, None, None))
+    return rows
+
+
+def row_type_rows(model: CatalogModel, proc_oid: dict[str, int]) -> list[tuple]:
+    """Each source relation's composite type (typtype 'c', typrelid the relation, named
+    after it in its namespace) and that type's array `_name`, as PostgreSQL makes them
+    for every table: asyncpg decodes a whole row (`SELECT t FROM t`) by reading its
+    fields from pg_attribute through typrelid and pg_class.reltype."""
+    rows = []
+    io = [proc_oid[f"record_{d}"] for d in ("in", "out", "recv", "send")]
+    array_io = [proc_oid[f"{ARRAY_IO}{d}"] for d in ("in", "out", "recv", "send")]
+    for rel in model.relations:
+        if not rel.row_type_oid:
+            continue
+        rows.append((
+            rel.row_type_oid, rel.name, rel.namespace_oid, OWNER_OID, -1, False, "c", "C",
+            False, True, ",", rel.oid, 0, 0, rel.row_array_oid, *io, 0, 0, 0, "d", "x",
+            False, 0, -1, 0, 0, None, None, None))
+        rows.append((
+            rel.row_array_oid, "_" + rel.name, rel.namespace_oid, OWNER_OID, -1, False, "b",
+            "A", False, True, ",", 0, proc_oid["array_subscript_handler"], rel.row_type_oid,
+            0, *array_io, 0, 0, 0, "d", "x", False, 0, -1, 0, 0, None, None, None))
+    return rows
+
+
+def row_type_display_rows(model: CatalogModel) -> list[tuple]:
+    """format_type() of the row types: the relation's name (an array of them: name[])."""
+    rows = []
+    for rel in model.relations:
+        if rel.row_type_oid:
+            rows.append((rel.row_type_oid, rel.name, "", "", False, "USER-DEFINED"))
+            rows.append((rel.row_array_oid, rel.name, "", "", True, "ARRAY"))
     return rows
 
 

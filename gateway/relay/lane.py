@@ -171,6 +171,8 @@ class Lane:
         link = links.links.get(route.source)
         if link is None or not link.idle:
             return None
+        if link.row_types_for != (s.ctx.catalog.version, s.hidden):
+            return None  # the task gives it this catalog's row types first (SessionLinks.link)
         epoch = s.ctx.schema_epoch
         if epoch != link.statements_epoch:
             link.expire_statements(epoch)

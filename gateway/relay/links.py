@@ -128,6 +128,7 @@ class SessionLinks:
                 raise source_unavailable(source, "the connection was lost", lost=True)
         if link is not None and not link.broken:
             link.expire_statements(self.state.ctx.schema_epoch)
+            await self._row_types(link)
             return link
         ctx = self.state.ctx
         remote = ctx.sources[source]
@@ -145,8 +146,20 @@ class SessionLinks:
             if outcome.error is not None:
                 link.close()
                 raise outcome.error
+        await self._row_types(link)
         self.links[source] = link
         return link
+
+    async def _row_types(self, link: PgLink) -> None:
+        """Give `link` the row type OIDs of the catalog this session reads, once per
+        catalog version (a relayed `SELECT t FROM t` is described with them)."""
+        state = self.state
+        read_for = (state.ctx.catalog.version, state.hidden)
+        if link.row_types_for != read_for:
+            catalog = state.ctx.sources.get("pg_catalog")  # (None: no catalog, no row types)
+            row_types = {} if catalog is None else \
+                await catalog.row_type_oids(link.source, state.hidden)  # type: ignore[attr-defined]
+            link.use_row_types(row_types, read_for)
 
     def prefix(self, link: PgLink, *, begin: bool = True) -> tuple[bytes, int]:
         """Commands to send ahead of a statement, as one pipelined exchange: the client's

@@ -15,10 +15,12 @@ import hashlib
 import hmac
 import secrets
 import struct
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from pgwire.compiled import choose
 from pgwire.errors import PROTOCOL_VIOLATION, PgError
+from pgwire.types.pg_type import FIRST_NORMAL_OID
 from pgwire.protocol.messages import (
     CANCEL_REQUEST_CODE,
     FIELD_DESCRIPTION_LAYOUT,
@@ -233,6 +235,14 @@ def row_description_fields(body: bytes) -> list[Field]:
         fields.append(Field(name, table_oid, column, type_oid, size, modifier))
         pos = end + 19
     return fields
+
+
+def renamed_types(fields: list[Field], oids: Mapping[int, int]) -> list[Field]:
+    """`fields` with the type OIDs `oids` maps replaced: a source's own types (its tables'
+    row types, numbered from FirstNormalObjectId) as the gateway's catalog numbers them."""
+    if not oids or all(f.type_oid < FIRST_NORMAL_OID for f in fields):
+        return fields
+    return [replace(f, type_oid=oids.get(f.type_oid, f.type_oid)) for f in fields]
 
 
 def row_description(fields: list[Field], formats: tuple[int, ...]) -> bytes:

@@ -44,6 +44,8 @@ def pg_type_for_field(field: pa.Field) -> PgType:
     Field metadata b"pg_type" (e.g. b"jsonb", b"varchar(20)") wins over the Arrow type.
     """
     meta = field.metadata
+    if pa.types.is_struct(field.type):
+        return row_type(field)
     if meta:
         override = meta.get(b"pg_type")
         if override is not None:
@@ -55,6 +57,22 @@ def pg_type_for_field(field: pa.Field) -> PgType:
                 )
             return found
     return pg_type_for_arrow(field.type)
+
+
+WHOLE_ROW_REFUSED = ("an Arrow struct column (a whole-row reference, a value of a table's row "
+                     "type) is answered only "
+                     "by the PostgreSQL source holding the table, for a statement "
+                     "shipped whole to it (fedgate.relay = off)")
+
+
+def row_type(field: pa.Field) -> PgType:
+    """A table's row type, for a struct column whose metadata `pg_type_oid` gives the
+    gateway catalog's OID of it (gateway.executor.row_types); without one, 0A000."""
+    oid = (field.metadata or {}).get(b"pg_type_oid")
+    if oid is None:
+        raise PgError(FEATURE_NOT_SUPPORTED, WHOLE_ROW_REFUSED)
+    name = field.metadata.get(b"pg_row_of", b"record").decode()
+    return PgType(int(oid), name, -1)
 
 
 def pg_type_for_arrow(t: pa.DataType) -> PgType:

@@ -39,6 +39,7 @@ from pgwire.types.columns import (
 )
 from pgwire.types.from_arrow import pg_type_for_field
 from pgwire.types.pg_type import PgType
+from pgwire.types.records import record_column
 
 TEXT_FORMAT, BINARY_FORMAT = 0, 1
 
@@ -211,6 +212,8 @@ def encode_column(arr: pa.Array, pgtype: PgType, fmt: int, timezone: str) -> Enc
     elif isinstance(t, pa.BaseExtensionType) and t.extension_name != "arrow.uuid":
         arr = arr.storage  # arrow.json and unknown extensions: their storage values
         t = arr.type
+    if pa.types.is_struct(t):  # a whole row (SELECT t FROM t)
+        return record_column(arr, fmt, timezone, pg_type_for_field, encode_column, join_pieces)
     if is_list_type(t):
         if fmt == TEXT_FORMAT:
             return list_text(arr, pgtype, timezone, encode_column, join_pieces)

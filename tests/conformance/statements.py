@@ -382,9 +382,21 @@ def text_ordering() -> list[Statement]:
     return out
 
 
+def whole_rows() -> list[Statement]:
+    """A table's row as a value: answered where PostgreSQL holds the table, else refused."""
+    ordered = ["SELECT t FROM t ORDER BY id", "SELECT t, id FROM t WHERE id > 8 ORDER BY id",
+               "SELECT (t).id, (t).s FROM t ORDER BY id", "SELECT (t).* FROM t ORDER BY id",
+               "SELECT t IS NULL, t IS NOT NULL FROM t ORDER BY id", "SELECT t = t, t <> t FROM t ORDER BY id",
+               "SELECT t FROM t, u WHERE t.g = u.g ORDER BY t.id, u.name", "SELECT u FROM u ORDER BY g NULLS FIRST, name"]
+    unordered = ["SELECT count(t) FROM t", "SELECT array_agg(t) FROM t", "SELECT x.nope FROM t x",
+                 "SELECT t.nope FROM t", "SELECT (SELECT max(k) FROM u WHERE u IS NOT NULL) FROM t"]
+    return [Statement("whole rows", sql, True) for sql in ordered] + \
+        [Statement("whole rows", sql) for sql in unordered]
+
+
 FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, recursive_ctes, numeric_edges,
             text_functions, date_time_functions, null_ordering, collations, text_ordering, joins,
-            column_names]
+            column_names, whole_rows]
 
 
 def all_statements() -> list[Statement]:

@@ -24,6 +24,8 @@ from decimal import Decimal
 
 import asyncpg
 
+from pgwire.types.pg_type import FIRST_NORMAL_OID
+
 STATEMENT_TIMEOUT = 30.0
 # Read as the server's text: Python's datetime cannot hold infinity, years BC or beyond 9999,
 # and PostgreSQL's text form of these is what a client shows anyway.
@@ -34,7 +36,7 @@ TEXT_DECODED = ["date", "timestamp", "timestamptz", "interval", "time", "timetz"
 @dataclass(frozen=True)
 class Outcome:
     names: tuple[str, ...] = ()
-    type_oids: tuple[int, ...] = ()
+    type_oids: tuple[int | str, ...] = ()  # a user-defined type (a row type) by its name
     rows: tuple[tuple, ...] = ()
     sqlstate: str | None = None
     message: str | None = None
@@ -70,9 +72,13 @@ class Session:
         if self.conn is None or self.conn.is_closed():
             self.conn = await self._connect()
         try:
-            prepared = await self.conn.prepare(sql)
-            attributes = prepared.get_attributes()
-            rows = await prepared.fetch()
+            try:
+                prepared = await self.conn.prepare(sql)
+                attributes, rows = prepared.get_attributes(), await prepared.fetch()
+            except asyncpg.UnsupportedClientFeatureError as error:
+                if "composite" not in str(error):
+                    raise
+                attributes, rows = await self._fetch_records(sql)
         except asyncpg.PostgresError as error:
             return Outcome(sqlstate=error.sqlstate, message=str(error.args[0]) if error.args else "")
         except (ValueError, OverflowError) as error:  # a value the client library cannot decode
@@ -80,8 +86,24 @@ class Session:
         except (asyncio.TimeoutError, asyncpg.InterfaceError, OSError) as error:
             await self.close()  # the connection's state is unknown: start afresh next time
             return Outcome(sqlstate="timeout", message=f"{type(error).__name__}: {error}")
-        return Outcome(tuple(a.name for a in attributes), tuple(a.type.oid for a in attributes),
+        # A table's row type is numbered by each server (the source's, the gateway's
+        # catalog): it is the same type when it has the same name.
+        return Outcome(tuple(a.name for a in attributes),
+                       tuple(a.type.oid if a.type.oid < FIRST_NORMAL_OID else a.type.name for a in attributes),
                        tuple(tuple(r.values()) for r in rows))
+
+    async def _fetch_records(self, sql: str) -> tuple[list, list]:
+        """The attributes and rows of a statement with a whole row in them, as Records: on
+        a connection of asyncpg's own codecs (it decodes a row type in binary only, and
+        TEXT_DECODED's are text)."""
+        conn = await asyncpg.connect(self.dsn, command_timeout=STATEMENT_TIMEOUT)
+        try:
+            for statement in self.setup:
+                await conn.execute(statement)
+            prepared = await conn.prepare(sql)
+            return list(prepared.get_attributes()), await prepared.fetch()
+        finally:
+            await conn.close()
 
     async def close(self) -> None:
         if self.conn is not None:

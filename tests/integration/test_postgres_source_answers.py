@@ -44,9 +44,7 @@ ANSWERED = {
     "distinct_on": "SELECT DISTINCT ON (g) g, id FROM t ORDER BY g, id",
     "empty_select_list": "SELECT FROM t",  # rows of no columns (tests/integration/test_shipped_whole.py)
     "variadic": "SELECT concat_ws(',', VARIADIC ARRAY['a', 'b'])",
-}
-# Refused on every route: rows the gateway cannot carry (a composite row).
-REFUSED = {
+    # a value of the table's row type (tests/integration/test_whole_row.py)
     "whole_row": "SELECT t FROM t WHERE id = 1",
 }
 
@@ -73,12 +71,6 @@ async def test_the_engine_answers_alike_or_refuses(world: World, name: str) -> N
         await assert_described_alike(world.truth, world.parquet_gateway.dsn, sql)
     except asyncpg.PostgresError as exc:
         assert exc.sqlstate == "0A000", str(exc)
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-async def test_refused_on_both_routes(world: World, name: str) -> None:
-    assert (await error_of(world.pg_gateway.dsn, REFUSED[name], *RELAY_OFF)).sqlstate == "0A000"
-    assert (await error_of(world.parquet_gateway.dsn, REFUSED[name])).sqlstate == "0A000"
 
 
 async def test_a_function_the_source_defines(world: World) -> None:

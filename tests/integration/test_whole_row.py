@@ -1,0 +1,148 @@
+"""A whole-row reference, `SELECT t FROM t`, answered as PostgreSQL answers it.
+
+Over a PostgreSQL source (relayed, or shipped whole with `fedgate.relay = off`) the value
+is the table's row type in the gateway's own catalog: asyncpg decodes it into a Record
+(it reads pg_type.typtype as "char" and the fields from pg_attribute), psycopg loads it
+as a composite after CompositeInfo.fetch, its binary form is PostgreSQL's record_send
+byte for byte and its text psql's. Compared with a real PostgreSQL 15 over the
+conformance tables (tests/conformance/world.py). Where the gateway cannot give the same
+value (the engine's route, an array of rows, a field of an enum) it refuses with 0A000.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import asyncpg
+import psycopg
+import pytest
+from psycopg.types.composite import CompositeInfo, register_composite
+
+from tests.conformance.world import World, conformance_world
+from tests.support.answers import assert_described_alike, error_of
+
+RELAY_OFF = ("SET fedgate.relay = off",)
+ROUTES = {"relayed": (), "shipped": RELAY_OFF}
+WHOLE_ROWS = "SELECT t FROM t ORDER BY id"
+
+
+@pytest.fixture(scope="module")
+def world(postgres_server, tmp_path_factory):
+    with conformance_world(postgres_server, tmp_path_factory.mktemp("whole_row")) as world:
+        yield world
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+@pytest.mark.parametrize("sql", [WHOLE_ROWS, "SELECT t, id FROM t WHERE id IN (4, 6, 9) ORDER BY id",
+                                 "SELECT u FROM u ORDER BY g NULLS FIRST, name",
+                                 "SELECT (t).id, (t).s FROM t ORDER BY id",
+                                 "SELECT t IS NULL, t = t FROM t ORDER BY id"])
+async def test_asyncpg_reads_records(world: World, route: str, sql: str) -> None:
+    await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *ROUTES[route])
+
+
+def _rows(dsn: str, setup: tuple[str, ...], *, binary: bool, composite: bool) -> list[tuple]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in setup:
+            conn.execute(statement)
+        if composite:
+            register_composite(CompositeInfo.fetch(conn, "t"), conn)
+        with conn.cursor(binary=binary) as cursor:
+            cursor.execute(WHOLE_ROWS)
+            return cursor.fetchall()
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+@pytest.mark.parametrize("composite", [False, True], ids=["raw", "registered"])
+def test_psycopg_text_binary_and_composite(world: World, route: str, binary: bool,
+                                           composite: bool) -> None:
+    """Raw: record_out's text or record_send's bytes; registered: the fields' values."""
+    got = _rows(world.pg_gateway.dsn, ROUTES[route], binary=binary, composite=composite)
+    assert got == _rows(world.truth, (), binary=binary, composite=composite)
+
+
+def test_psql_prints_the_record_text(world: World) -> None:
+    psql = shutil.which("psql")
+    assert psql, "psql is not on PATH (install postgresql-client)"
+
+    def run(dsn: str, *setup: str) -> str:
+        commands = [arg for s in (*setup, WHOLE_ROWS) for arg in ("-c", s)]
+        return subprocess.run([psql, "-X", "-At", "-d", dsn, *commands], capture_output=True,
+                              text=True, timeout=60, check=True).stdout
+
+    want = run(world.truth)
+    assert '(6,3,30,,0,"",2024-01-01,"2024-01-01 00:00:00.5",t)' in want
+    assert run(world.pg_gateway.dsn) == want
+    assert run(world.pg_gateway.dsn, *RELAY_OFF) == "SET\n" + want
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+async def test_the_catalog_has_the_row_type(world: World, route: str) -> None:
+    """pg_class.reltype, pg_type (typtype "char" 'c', typrelid, its array) and
+    to_regtype() agree as PostgreSQL's do."""
+    sql = ("SELECT ty.typtype, ty.typcategory, c.relkind, ty.typrelid = c.oid, "
+           "arr.typelem = ty.oid, to_regtype('t') = ty.oid, "
+           "format_type(ty.oid, NULL), format_type(ty.typarray, NULL) "
+           "FROM pg_class c JOIN pg_type ty ON ty.oid = c.reltype "
+           "JOIN pg_type arr ON arr.oid = ty.typarray WHERE c.relname = 't'")
+    await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *ROUTES[route])
+
+
+async def test_a_relayed_row_is_described_with_the_gateways_oid(world: World) -> None:
+    """Relayed as the source sent it, but described with the gateway catalog's OID of
+    the row type, not the source's: the two differ once the gateway numbers a new table
+    before t, and drivers still decode the row."""
+    truth = await asyncpg.connect(world.truth)
+    try:
+        await truth.execute("CREATE TABLE a_first (x int)")
+        source_oid = await truth.fetchval("SELECT 't'::regtype::oid")
+    finally:
+        await truth.close()
+    gateway = await asyncpg.connect(world.pg_gateway.dsn)
+    try:
+        await gateway.fetch("SELECT * FROM a_first")  # the gateway reads its catalog again
+        assert await gateway.fetchval("SELECT to_regtype('t')::oid") != source_oid
+    finally:
+        await gateway.close()
+    await assert_described_alike(world.truth, world.pg_gateway.dsn, WHOLE_ROWS)
+    for binary in (False, True):
+        assert _rows(world.pg_gateway.dsn, (), binary=binary, composite=True) == \
+            _rows(world.truth, (), binary=binary, composite=True)
+
+
+@pytest.mark.parametrize("sql", [
+    WHOLE_ROWS,
+    "SELECT array_agg(t) FROM t",  # an array of rows
+    # DuckDB's struct of the row is NULL only when the row is: PostgreSQL's row of NULLs is
+    "SELECT id FROM t WHERE t IS NOT NULL ORDER BY id",
+    "SELECT (t).* FROM t",
+])
+async def test_the_engine_refuses(world: World, sql: str) -> None:
+    """Over the Parquet copy (the engine's route), 0A000, never another answer."""
+    assert (await error_of(world.parquet_gateway.dsn, sql)).sqlstate == "0A000"
+
+
+async def test_what_the_source_cannot_give_alike_is_refused(world: World) -> None:
+    """An array of rows would come back as text; a row with a field of a type the
+    gateway does not describe with the source's OID (an enum) as a row of another
+    type: both 0A000 on the shipped route."""
+    assert (await error_of(world.pg_gateway.dsn, "SELECT array_agg(t) FROM t",
+                           *RELAY_OFF)).sqlstate == "0A000"
+    conn = await asyncpg.connect(world.truth)
+    try:
+        await conn.execute("CREATE TYPE mood AS ENUM ('sad', 'happy'); "
+                           "CREATE TABLE moods (id int, m mood); INSERT INTO moods VALUES (1, 'sad')")
+    finally:
+        await conn.close()
+    error = await error_of(world.pg_gateway.dsn, "SELECT moods FROM moods", *RELAY_OFF)
+    assert error.sqlstate == "0A000", str(error)
+    assert "whole-row reference" in str(error)
+
+
+async def test_field_errors_are_postgres_words(world: World) -> None:
+    """A field a row lacks: 42703 in PostgreSQL's words on the engine's route."""
+    for dsn, setup in ((world.truth, ()), (world.parquet_gateway.dsn, ())):
+        error = await error_of(dsn, "SELECT x.nope FROM t x", *setup)
+        assert (error.sqlstate, str(error)) == ("42703", "column x.nope does not exist")
