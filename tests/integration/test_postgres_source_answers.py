@@ -15,7 +15,7 @@ import asyncpg
 import pytest
 
 from tests.conformance.world import World, conformance_world
-from tests.support.answers import assert_described_alike, described_names, error_of
+from tests.support.answers import assert_described_alike, described_names, error_of, execute
 
 RELAY_OFF = ("SET fedgate.relay = off",)
 
@@ -76,12 +76,8 @@ async def test_the_engine_answers_alike_or_refuses(world: World, name: str) -> N
 async def test_a_function_the_source_defines(world: World) -> None:
     """A function created in the PostgreSQL source (CREATE FUNCTION) is that source's to
     call; elsewhere it does not exist (42883)."""
-    conn = await asyncpg.connect(world.truth)
-    try:
-        await conn.execute("CREATE OR REPLACE FUNCTION add_one(integer) RETURNS integer "
-                           "LANGUAGE sql IMMUTABLE AS 'SELECT $1 + 1'")
-    finally:
-        await conn.close()
+    await execute(world.truth, "CREATE OR REPLACE FUNCTION add_one(integer) RETURNS integer "
+                               "LANGUAGE sql IMMUTABLE AS 'SELECT $1 + 1'")
     for sql in ("SELECT add_one(id) FROM t ORDER BY 1", "SELECT add_one(3)"):
         await assert_described_alike(world.truth, world.pg_gateway.dsn, sql, *RELAY_OFF)
         assert await described_names(world.pg_gateway.dsn, sql, *RELAY_OFF) == ["add_one"]

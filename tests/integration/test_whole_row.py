@@ -20,7 +20,7 @@ import pytest
 from psycopg.types.composite import CompositeInfo, register_composite
 
 from tests.conformance.world import World, conformance_world
-from tests.support.answers import assert_described_alike, error_of
+from tests.support.answers import assert_described_alike, error_of, execute
 
 RELAY_OFF = ("SET fedgate.relay = off",)
 ROUTES = {"relayed": (), "shipped": RELAY_OFF}
@@ -130,12 +130,8 @@ async def test_what_the_source_cannot_give_alike_is_refused(world: World) -> Non
     type: both 0A000 on the shipped route."""
     assert (await error_of(world.pg_gateway.dsn, "SELECT array_agg(t) FROM t",
                            *RELAY_OFF)).sqlstate == "0A000"
-    conn = await asyncpg.connect(world.truth)
-    try:
-        await conn.execute("CREATE TYPE mood AS ENUM ('sad', 'happy'); "
-                           "CREATE TABLE moods (id int, m mood); INSERT INTO moods VALUES (1, 'sad')")
-    finally:
-        await conn.close()
+    await execute(world.truth, "CREATE TYPE mood AS ENUM ('sad', 'happy')",
+                  "CREATE TABLE moods (id int, m mood)", "INSERT INTO moods VALUES (1, 'sad')")
     error = await error_of(world.pg_gateway.dsn, "SELECT moods FROM moods", *RELAY_OFF)
     assert error.sqlstate == "0A000", str(error)
     assert "whole-row reference" in str(error)

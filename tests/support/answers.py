@@ -46,6 +46,16 @@ async def described_names(dsn: str, sql: str, *setup: str) -> list[str]:
         await conn.close()
 
 
+async def execute(dsn: str, *statements: str) -> None:
+    """Run `statements` on a connection of their own (say, DDL in a source)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
 async def error_of(dsn: str, sql: str, *setup: str) -> asyncpg.PostgresError:
     """The error the server answers `sql` with (after `setup`); a test failure if none."""
     conn = await asyncpg.connect(dsn)
