@@ -20,14 +20,13 @@ PostgreSQL's text (connectors.postgres.types), so through the engine
 from __future__ import annotations
 
 import asyncio
-import asyncpg
 import psycopg
 import psycopg.rows
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.answers import assert_described_alike, described_names, error_of
+from tests.support.answers import assert_described_alike, described_names, error_of, execute
 from tests.support.gateway_proc import start_gateway
 from tests.support.postgres import new_database
 
@@ -100,12 +99,7 @@ def world(postgres_server, tmp_path_factory):
 
     async def setup() -> str:
         dsn = await new_database(postgres_server, "fedgate_kept_texts")
-        conn = await asyncpg.connect(dsn)
-        try:
-            for statement in SETUP:
-                await conn.execute(statement)
-        finally:
-            await conn.close()
+        await execute(dsn, *SETUP)
         return dsn
 
     truth = asyncio.run(setup())

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 from tests.conformance.world import World, conformance_world
-from tests.support.answers import described, error_of
+from tests.support.answers import described, error_of, execute
 
 RELAY_OFF = ("SET fedgate.relay = off",)
 SIZES = ("SELECT pg_relation_size('t'), pg_total_relation_size('t'), pg_table_size('t'), "
@@ -35,15 +34,6 @@ def world(postgres_server, root):
         yield world
 
 
-async def _execute(dsn: str, *statements: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
 async def test_sizes_of_a_postgres_table_are_postgres_own(world: World) -> None:
     want = await described(world.truth, SIZES)
     got = await described(world.pg_gateway.dsn, SIZES, *RELAY_OFF)
@@ -53,13 +43,13 @@ async def test_sizes_of_a_postgres_table_are_postgres_own(world: World) -> None:
 
 async def test_sizes_are_live(world: World) -> None:
     """The catalog asks the source each time: a table that grew answers its new size."""
-    await _execute(world.truth, "CREATE TABLE grows (x int)")
+    await execute(world.truth, "CREATE TABLE grows (x int)")
     sql = "SELECT pg_relation_size('grows'), pg_total_relation_size('grows')"
     assert (await error_of(world.pg_gateway.dsn, "SELECT * FROM nothing_here", *RELAY_OFF)).sqlstate == "42P01"
     before = await described(world.pg_gateway.dsn, sql, *RELAY_OFF)  # a read of the catalog found it
     assert before.rows == (await described(world.truth, sql)).rows
     assert before.rows[0][0] == 0
-    await _execute(world.truth, "INSERT INTO grows SELECT generate_series(1, 5000)")
+    await execute(world.truth, "INSERT INTO grows SELECT generate_series(1, 5000)")
     after = await described(world.pg_gateway.dsn, sql, *RELAY_OFF)
     assert after.rows == (await described(world.truth, sql)).rows
     assert after.rows[0][0] > 8192
@@ -79,7 +69,7 @@ async def test_sizes_by_oid_over_pg_class(world: World) -> None:
 
 
 async def test_view_definition_is_the_sources(world: World) -> None:
-    await _execute(world.truth, "CREATE VIEW small_ids AS SELECT id, s FROM t WHERE id < 3")
+    await execute(world.truth, "CREATE VIEW small_ids AS SELECT id, s FROM t WHERE id < 3")
     assert (await error_of(world.pg_gateway.dsn, "SELECT * FROM not_yet_there", *RELAY_OFF)).sqlstate == "42P01"
     for sql in ("SELECT pg_get_viewdef('small_ids'::regclass)",
                 "SELECT pg_get_viewdef('small_ids'::regclass, true)",
