@@ -73,7 +73,8 @@ async def row_column(conn: asyncpg.Connection, name: str, type_oid: int, type_na
             raise _refused(f"{type_name} (its field {r['attname']} of type {r['formatted']})")
         fields.append(ctype)
     struct = pa.struct([c.field for c in fields])
-    field = pa.field(name, struct, metadata={"pg_row_of": rows[0]["relname"]})
+    field = pa.field(name, struct, metadata={"pg_row_of": rows[0]["relname"],
+                                             "pg_source_type": str(type_oid)})
     return ColumnType(field, pa.string(), lambda texts: record_array(texts, fields, struct))
 
 

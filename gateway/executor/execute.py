@@ -88,7 +88,7 @@ class Executor:
         catalog = self.sources.get("pg_catalog")
         if catalog is None:
             raise PgError(FEATURE_NOT_SUPPORTED, "a whole-row reference needs the gateway's catalog")
-        return await row_typed(schema, source, catalog)
+        return row_typed(schema, source, await catalog.row_type_oids(source))  # type: ignore[attr-defined]
 
     def _double_numerics(self, plan: QueryPlan, engine: str | None) -> bool:
         """Whether the rows come from an engine that divides numerics in double precision."""

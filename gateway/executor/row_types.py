@@ -1,63 +1,50 @@
 """A whole row of a source's table is described as that table's row type in the gateway.
 
 A PostgreSQL source reads `SELECT t FROM t` (a statement shipped whole to it) as a
-struct column whose metadata `pg_row_of` names the table in the source
-(connectors.postgres.records). The client must see the row type of that table in the
-gateway's own catalog (pg_class.reltype: the OID a client looks up in pg_type and
-pg_attribute), not the source's OID, so it is looked up in the catalog the session reads
-(a user kept from some sources reads a catalog numbered without them) and written into
-the field's metadata as `pg_type_oid` (pgwire.types.from_arrow). The fields must be the
-ones the catalog lists for that table, type for type (record_send writes their OIDs);
-otherwise, as when the table is not in the catalog, 0A000.
+struct column whose metadata names the table (`pg_row_of`) and the source's OID of its
+row type (`pg_source_type`; connectors.postgres.records). The client must see the row
+type of that table in the gateway's own catalog (pg_class.reltype: the OID a client looks
+up in pg_type and pg_attribute), so the source's OID is renamed by the map the relay's
+links use too (CatalogSource.row_type_oids, of the catalog the session reads: a user kept
+from some sources reads one numbered without them) and written into the field's metadata
+as `pg_type_oid` (pgwire.types.from_arrow). The map holds only tables whose columns the
+gateway describes with the source's types (record_send writes their OIDs); a row of any
+other table is refused (0A000).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 import pyarrow as pa
 
-from connectors.base import BatchStream, Source
+from connectors.base import BatchStream
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
-from pgwire.types.from_arrow import pg_type_for_field
 
-_ROW_TYPE = """
-SELECT c.reltype, list(a.atttypid ORDER BY a.attnum) AS fields
-FROM fg_pg.pg_class c JOIN fg_pg.pg_namespace n ON n.oid = c.relnamespace
-JOIN fg_pg.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
-WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind <> 'i' AND c.reltype <> 0
-GROUP BY c.reltype
-"""
+
+def _is_row(field: pa.Field) -> bool:
+    return pa.types.is_struct(field.type) and bool(field.metadata) and b"pg_row_of" in field.metadata
 
 
 def has_rows(schema: pa.Schema) -> bool:
-    return any(pa.types.is_struct(f.type) and f.metadata and b"pg_row_of" in f.metadata
-               for f in schema)
+    return any(_is_row(f) for f in schema)
 
 
-async def row_typed(schema: pa.Schema, source: str, catalog: Source) -> pa.Schema:
-    """`schema` with each whole-row column of `source` given its row type's OID."""
+def row_typed(schema: pa.Schema, source: str, row_types: Mapping[int, int]) -> pa.Schema:
+    """`schema` with each whole-row column of `source` given the gateway's OID of its
+    row type, as `row_types` (the source's OIDs -> the gateway's) has it."""
     fields = []
     for field in schema:
-        if pa.types.is_struct(field.type) and field.metadata and b"pg_row_of" in field.metadata:
-            table = field.metadata[b"pg_row_of"].decode()
-            oid = await _row_type_oid(catalog, source, table, field.type)
+        if _is_row(field):
+            oid = row_types.get(int(field.metadata[b"pg_source_type"]))
+            if oid is None:
+                table = field.metadata[b"pg_row_of"].decode()
+                raise PgError(FEATURE_NOT_SUPPORTED, f"a whole-row reference of {table}: the "
+                              f"gateway's catalog has no row type of {source}.{table} with "
+                              "these fields")
             field = field.with_metadata({**field.metadata, b"pg_type_oid": str(oid).encode()})
         fields.append(field)
     return pa.schema(fields, metadata=schema.metadata)
-
-
-async def _row_type_oid(catalog: Source, source: str, table: str, struct: pa.StructType) -> int:
-    stream = await catalog.run_remote(_ROW_TYPE, [source, table])
-    try:
-        rows = [row async for batch in stream for row in batch.to_pylist()]
-    finally:
-        await stream.aclose()
-    wanted = [pg_type_for_field(f).oid for f in struct]
-    if len(rows) != 1 or list(rows[0]["fields"]) != wanted:
-        raise PgError(FEATURE_NOT_SUPPORTED, f"a whole-row reference of {table}: the gateway's "
-                      f"catalog has no row type of {source}.{table} with these fields")
-    return int(rows[0]["reltype"])
 
 
 class RowTyped:

@@ -99,8 +99,12 @@ class CatalogSource:
         self.row_types = built.model.row_type_oids()
         self.version = version
 
-    async def row_type_oids(self, source: str, hidden: frozenset[str]) -> dict[int, int]:
-        """`source`'s own row type OIDs -> those of the catalog the session reads."""
+    async def row_type_oids(self, source: str, hidden: frozenset[str] | None = None) -> dict[int, int]:
+        """`source`'s own row type OIDs -> those of the catalog read by a session kept
+        from the `hidden` sources (None: the current session)."""
+        if hidden is None:
+            session = session_state.current_session()
+            hidden = session.hidden if session is not None else frozenset()
         if not hidden:
             return self.row_types.get(source, {})
         return (await self._scoped_runner(hidden))[2].get(source, {})
