@@ -25,12 +25,18 @@ def choose(env: str, module: str, name: str, python: Callable[..., Any], what: s
         raise ValueError(f"{env}={chosen!r}: expected 'c' or 'python'")
     if chosen == "python":
         return python, f"pure Python ({env}=python)"
+    source = module.replace(".", "/") + ".c"
     try:
-        compiled = getattr(importlib.import_module(module), name)
+        built = importlib.import_module(module)
     except ImportError:
         if chosen == "c":
             raise
-        source = module.replace(".", "/") + ".c"
         return python, (f"pure Python: the C {what} ({source}) is not built; install a C "
                         f"compiler and Python's headers and reinstall fedgate for {gain}")
+    compiled = getattr(built, name, None)
+    if compiled is None:  # built from an older source: `make` rebuilds it, as a reinstall does
+        if chosen == "c":
+            raise ImportError(f"{module} has no {name}: it was built from an older {source}")
+        return python, (f"pure Python: the C {what} is missing from the build of {source} "
+                        f"(an older one); reinstall fedgate for {gain}")
     return compiled, "C"

@@ -90,7 +90,9 @@ class PgLink:
         # and the ones forgotten since, closed on the source with the next Parse.
         self.statements_epoch = 0
         self._closing: list[str] = []
-        self._descriptions: dict[bytes, bytes] = {}
+        # The source's RowDescription bodies and the client's copies (`client_description`;
+        # the express lane's answer walk reads it too).
+        self.described: dict[bytes, bytes] = {}
         self._names = itertools.count(1)
         self.row_types: Mapping[int, int] = {}  # see use_row_types
         self.row_types_for: object = None
@@ -231,7 +233,7 @@ class PgLink:
         self.row_types_for = read_for
         if row_types != self.row_types:
             self.row_types = row_types
-            self._descriptions.clear()
+            self.described.clear()
             self._closing.extend(s.name for s in self.statements.values())
             self.statements.clear()
 
@@ -355,11 +357,11 @@ class PgLink:
     def client_description(self, body: bytes) -> bytes:
         """The source's RowDescription as the client gets it (catalog references zeroed);
         a statement run again sends the same bytes, so the answer is kept."""
-        found = self._descriptions.get(body)
+        found = self.described.get(body)
         if found is None:
-            if len(self._descriptions) >= STATEMENT_CACHE:
-                self._descriptions.clear()
-            found = self._descriptions[body] = w.row_description(
+            if len(self.described) >= STATEMENT_CACHE:
+                self.described.clear()
+            found = self.described[body] = w.row_description(
                 w.renamed_types(w.row_description_fields(body), self.row_types), ())
         return found
 

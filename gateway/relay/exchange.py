@@ -1,10 +1,10 @@
 """One exchange of the express lane (gateway.relay.express) with a link, driven by its callback.
 
 The lane writes a request to the session's link and hands the link's socket callback to
-an `Exchange`: each chunk the source sends is cut into messages in place (the link's
-`BackendReader`), DataRows pass to the client untouched, RowDescription is the link's
-client copy, and the last ReadyForQuery ends the exchange with an `Outcome`, as
-`PgLink.relay` does on the session's task. The answer is written into the session's
+an `Exchange`: each chunk the source sends is walked in place in the link's
+`BackendReader` (`answer_pass`), DataRows pass to the client untouched, RowDescription is
+the link's client copy, and the last ReadyForQuery ends the exchange with an `Outcome`,
+as `PgLink.relay` does on the session's task. The answer is written into the session's
 state (`Answering.state`, a `gateway.state.session.SessionState`).
 """
 
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from pgwire.protocol import client as w
+from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, PASS_SUSPENDED, answer_pass
 from connectors.postgres.link import Outcome, PgLink
 from gateway.state.session import SessionState
 from pgwire.errors import CONNECTION_FAILURE, PgError, from_exception, source_unavailable
@@ -23,8 +24,7 @@ from pgwire.errors import CONNECTION_FAILURE, PgError, from_exception, source_un
 log = logging.getLogger("fedgate.express")
 
 _U32 = struct.Struct("!I")
-_D, _T, _Z, _ERR, _PARAM_STATUS, _COPY_IN, _SUSPENDED = (ord(c) for c in "DTZESGs")
-_SILENT = frozenset(ord(c) for c in "123nts")  # as the relay: Parse/Bind/CloseComplete ...
+_T, _Z, _ERR, _COPY_IN = (ord(c) for c in "TZEG")
 FLUSH_BYTES = 256 * 1024
 
 
@@ -72,70 +72,46 @@ class Exchange:
             self._finish()
 
     def _pump(self) -> None:
-        # The messages are cut here, in place, rather than by `BackendReader.next`: this
-        # loop runs for every answer the lane relays. Messages passed on as they came
-        # (DataRows, CommandComplete, notices) go to the client as one slice per run.
+        # This runs for every answer the lane relays, so the messages are walked in C
+        # (`answer_pass`, its pure Python twin without the build): it hands back what the
+        # client gets of them as one piece, and stops at the few this loop reads
+        # (ReadyForQuery, errors, a RowDescription not yet described, COPY).
         link, state = self.link, self.lane.state
         wire = link.wire
-        buffer, pos, n = wire.buffer, wire.pos, len(wire.buffer)
-        outcome, discard, unpack = self.outcome, self.discard, _U32.unpack_from
-        run_at = run_end = -1  # the run of messages to pass on, not yet written
-        rows_end = w.data_rows_end
-        while pos + 5 <= n:
-            if buffer[pos] == _D and not discard:
-                stop = rows_end(buffer, pos)  # a run of rows in one bare loop
-                if stop > pos:
-                    if run_end != pos:
-                        if run_at >= 0:
-                            state.write(bytes(buffer[run_at:run_end]))
-                        run_at = pos
-                    run_end = pos = stop
-                    continue
-            end = pos + 1 + unpack(buffer, pos + 1)[0]
-            if end > n:
+        buffer, pos, described = wire.buffer, wire.pos, link.described
+        outcome, take = self.outcome, answer_pass
+        flags = (PASS_DISCARD if self.discard else 0) | (PASS_SUSPENDED if self.suspended else 0)
+        quiet = flags | PASS_QUIET
+        while True:
+            passed, pos, stopped = take(buffer, pos, quiet if self.seen < self.quiet else flags,
+                                        described)
+            if passed:
+                state.write(passed)
+            if not stopped:
                 break
-            tag, begin, pos = buffer[pos], pos, end
-            if tag == _D or (tag == _SUSPENDED and self.suspended):
-                passed = not discard
-            elif tag == _Z:
+            begin = pos
+            tag, pos = buffer[begin], begin + 1 + _U32.unpack_from(buffer, begin + 1)[0]
+            if tag == _COPY_IN or pos < begin + 5:
+                # COPY asked for (not a statement the lane takes), or a length below 4
+                wire.pos = len(buffer)
+                link.broken = True
+                said = ("asked for COPY data where none was expected" if tag == _COPY_IN
+                        else "sent a message shorter than its header")
+                outcome.error = PgError(CONNECTION_FAILURE, f'source "{link.source}" {said}')
+                self._finish()
+                return
+            if tag == _Z:
                 self.seen += 1
                 outcome.status = link.status = chr(buffer[begin + 5])
                 if self.seen >= self.ready:
-                    if run_at >= 0:
-                        state.write(bytes(buffer[run_at:run_end]))
                     wire.pos = pos
                     self._finish()
                     return
-                continue
             elif tag == _ERR:
                 if outcome.error is None:
-                    outcome.error = w.error_from_fields(w.error_fields(bytes(buffer[begin + 5:end])))
-                continue
-            elif self.seen < self.quiet or tag in _SILENT or tag == _PARAM_STATUS or discard:
-                continue
-            elif tag == _T:
-                if run_at >= 0:
-                    state.write(bytes(buffer[run_at:run_end]))
-                    run_at = run_end = -1
-                state.write(link.client_description(bytes(buffer[begin + 5:end])))
-                continue
-            elif tag == _COPY_IN:  # not a statement the lane takes: the source misled us
-                wire.pos = pos
-                link.broken = True
-                outcome.error = PgError(CONNECTION_FAILURE, f'source "{link.source}" asked for '
-                                        "COPY data where none was expected")
-                self._finish()
-                return
-            else:  # CommandComplete, notices, EmptyQuery, notifications
-                passed = True
-            if passed:
-                if run_end != begin:
-                    if run_at >= 0:
-                        state.write(bytes(buffer[run_at:run_end]))
-                    run_at = begin
-                run_end = end
-        if run_at >= 0:
-            state.write(bytes(buffer[run_at:run_end]))
+                    outcome.error = w.error_from_fields(w.error_fields(bytes(buffer[begin + 5:pos])))
+            else:  # a RowDescription seen for the first time: described from now on
+                state.write(link.client_description(bytes(buffer[begin + 5:pos])))
         wire.pos = pos
         if link.port.eof:
             link.broken = True

@@ -39,7 +39,7 @@ from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, RemoteStatement
 from gateway.relay.exchange import Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
-from gateway.relay.quick import quick_split, quick_split_bytes
+from gateway.relay.quick import quick_bind, quick_split, quick_split_bytes
 from gateway.state.activity import began, ended
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
@@ -55,7 +55,7 @@ _I16, _I32, _U32 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!I")
 _Q, _P, _B = (ord(c) for c in "QPB")
 _NO_FORMATS = _I16.pack(0)
 # Describe the unnamed portal, run it, Sync: as `gateway.relay.links.lifted_execute`.
-_TAIL = w.describe("P", "") + w.execute("", 0) + w.SYNC
+BOUND_TAIL = w.describe("P", "") + w.execute("", 0) + w.SYNC
 LIMIT = 256  # shapes, and runs, kept per session
 _UNLIMITED = w.execute("", 0) + w.SYNC
 
@@ -103,25 +103,7 @@ def bound_request(statement: RemoteStatement, numbers: list[str]) -> bytes:
         parts.append(value)
     parts.append(_NO_FORMATS)
     body = b"".join(parts)
-    return b"B" + _I32.pack(len(body) + 4) + body + _TAIL
-
-
-def bound_bytes(head: bytes, numbers: list[bytes]) -> bytes:
-    """`bound_request` with the numbers as bytes and the Bind's head from
-    `HotQuery.bind_head`."""
-    if len(numbers) == 1:
-        value = numbers[0]
-        size = len(value)
-        return b"".join((b"B", _I32.pack(len(head) + size + 10), head, _I32.pack(size), value,
-                         _NO_FORMATS, _TAIL))
-    parts = [b"B", b"", head]
-    for value in numbers:
-        parts.append(_I32.pack(len(value)))
-        parts.append(value)
-    parts.append(_NO_FORMATS)
-    parts[1] = _I32.pack(sum(map(len, parts)) + 3)
-    parts.append(_TAIL)
-    return b"".join(parts)
+    return b"B" + _I32.pack(len(body) + 4) + body + BOUND_TAIL
 
 
 # --- extended-protocol runs --------------------------------------------------------------
@@ -247,7 +229,7 @@ class HotLane(Lane):
         s.skipping = False
         began(self.activity, text)
         prefix, quiet = self.links.prefix(link)
-        request = bound_bytes(hot.bind_head(remote, len(numbers)), numbers)
+        request = quick_bind(hot.bind_head(remote, len(numbers)), numbers, BOUND_TAIL)
         exchange = self.exchange = Exchange(
             self, link, 1 + quiet, quiet, lambda outcome: self._hot_done(route, outcome, text, raw))
         port = link.port

@@ -1,6 +1,7 @@
 /* The express lane's split of a simple Query's text in C: split(text), the same answer
  * as the pure Python `gateway.relay.quick.quick_split_bytes_py` (which stays, and is used
- * when this module is not built or FEDGATE_HOT_SPLIT=python).
+ * when this module is not built or FEDGATE_HOT_SPLIT=python); and bind(head, numbers,
+ * tail), the Bind of those numbers, as `quick_bind_py` there.
  *
  * For a text the lane reads this way (ASCII; no quotes, backslashes, dollar signs,
  * question marks, comments or inner semicolons), it returns (statement, shape, numbers):
@@ -128,15 +129,72 @@ fail:
     return NULL;
 }
 
+/* bind(head, numbers, tail): the Bind of the split's numbers (text format) to the source's
+ * statement, then `tail`, as `gateway.relay.quick.quick_bind_py` builds it:
+ *   'B' int32(length) head { int32(len(number)) number }... int16(0) tail
+ * where `head` is the Bind's bytes between its length and its values. */
+static PyObject *
+bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyList_Check(args[1])
+        || !PyBytes_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "bind(head: bytes, numbers: list[bytes], tail: bytes)");
+        return NULL;
+    }
+    PyObject *head = args[0], *numbers = args[1], *tail = args[2];
+    Py_ssize_t count = PyList_GET_SIZE(numbers);
+    Py_ssize_t body = PyBytes_GET_SIZE(head) + 2;  /* + the result formats' count */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *number = PyList_GET_ITEM(numbers, i);
+        if (!PyBytes_Check(number)) {
+            PyErr_SetString(PyExc_TypeError, "bind: the numbers must be bytes");
+            return NULL;
+        }
+        body += 4 + PyBytes_GET_SIZE(number);
+    }
+    if (body + 4 > 0x7fffffff) {
+        PyErr_SetString(PyExc_ValueError, "bind: the message would be too long");
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 1 + 4 + body + PyBytes_GET_SIZE(tail));
+    if (out == NULL)
+        return NULL;
+    unsigned char *to = (unsigned char *)PyBytes_AS_STRING(out);
+    Py_ssize_t length = body + 4;
+    *to++ = 'B';
+    *to++ = (unsigned char)(length >> 24);
+    *to++ = (unsigned char)(length >> 16);
+    *to++ = (unsigned char)(length >> 8);
+    *to++ = (unsigned char)length;
+    memcpy(to, PyBytes_AS_STRING(head), (size_t)PyBytes_GET_SIZE(head));
+    to += PyBytes_GET_SIZE(head);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *number = PyList_GET_ITEM(numbers, i);
+        Py_ssize_t size = PyBytes_GET_SIZE(number);
+        *to++ = (unsigned char)(size >> 24);
+        *to++ = (unsigned char)(size >> 16);
+        *to++ = (unsigned char)(size >> 8);
+        *to++ = (unsigned char)size;
+        memcpy(to, PyBytes_AS_STRING(number), (size_t)size);
+        to += size;
+    }
+    *to++ = 0;
+    *to++ = 0;
+    memcpy(to, PyBytes_AS_STRING(tail), (size_t)PyBytes_GET_SIZE(tail));
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"split", split, METH_O,
      "(statement, shape, numbers) of a simple Query's text (bytes) the lane reads, else None."},
+    {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
+     "The Bind of the numbers to the statement `head` names, then `tail`."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "gateway.relay.hotsplit",
-    "The express lane's Query split in C (see gateway.relay.quick).", -1, methods,
+    "The express lane's Query split and Bind in C (see gateway.relay.quick).", -1, methods,
 };
 
 PyMODINIT_FUNC

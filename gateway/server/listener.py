@@ -40,7 +40,7 @@ from gateway.state.health import HealthBoard
 from gateway.state.metrics import Metrics
 from pgwire.errors import PgError
 from pgwire.protocol import encoder
-from pgwire.protocol.client import ROW_WALK
+from pgwire.protocol.client import ANSWER_PASS, ROW_WALK
 from gateway.relay.quick import HOT_SPLIT
 from planner import CatalogSnapshot, SourceEntry
 
@@ -156,6 +156,9 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
     if ROW_WALK != "C" and (worker is None or worker.index == 0):
         # Relayed results still pass byte for byte, but a large one costs more CPU.
         log.warning("relayed results: the row walk is %s", ROW_WALK)
+    if ANSWER_PASS != "C" and (worker is None or worker.index == 0):
+        # The express lane answers the same, at more CPU per statement.
+        log.warning("express lane: the answer walk is %s", ANSWER_PASS)
     if HOT_SPLIT != "C" and (worker is None or worker.index == 0):
         # The express lane answers the same, at more CPU per statement.
         log.warning("express lane: the Query split is %s", HOT_SPLIT)

@@ -27,6 +27,7 @@ import psycopg
 import pytest
 
 from gateway.relay.quick import HOT_SPLIT_ENV
+from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support import rawpg
 from tests.support.gateway_proc import PgSourceGateway, gateway_on_new_database
 from tests.support.postgres import PostgresServer
@@ -37,16 +38,19 @@ ROWS = [(1, 100, "one"), (2, 200, "two"), (3, 300, None), (4, 400, "four")]
 Setup = PgSourceGateway
 
 
-# Each test runs against a gateway with the lane's C Query split and one with the pure
-# Python split it falls back to (gateway/relay/quick.py, HOT_SPLIT): both must answer alike.
+# Each test runs against a gateway with the lane's C Query split and answer walk and one
+# with the pure Python twins they fall back to (gateway/relay/quick.py, HOT_SPLIT;
+# pgwire/protocol/client.py, ANSWER_WALK): both must answer alike.
 @pytest.fixture(scope="module", params=["C", "python"])
 def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory,
           request: pytest.FixtureRequest) -> Iterator[Setup]:
     with gateway_on_new_database(postgres_server.dsn, tmp_path_factory.mktemp("express-gateway"),
                                  "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, note text)",
-                                 env={HOT_SPLIT_ENV: request.param}) as found:
+                                 env={HOT_SPLIT_ENV: request.param,
+                                      ROW_WALK_ENV: request.param}) as found:
         log = found.gateway.log_path.read_text()
         assert ("the Query split is pure Python" in log) == (request.param == "python"), log
+        assert ("the answer walk is pure Python" in log) == (request.param == "python"), log
         yield found
 
 

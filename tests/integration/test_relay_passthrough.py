@@ -9,7 +9,8 @@ the source (its table OID and column number are zero), and an error carries its 
 fields only; for those two the comparison leaves out exactly that, every other message
 must be the same bytes.
 
-Both with the C row walk and with the pure Python one (FEDGATE_ROW_WALK=python).
+Both with the C row walk and answer walk and with their pure Python twins
+(FEDGATE_ROW_WALK=python).
 
 Then a client that reads a 1M-row result slowly: the gateway's resident memory stays
 bounded (the source waits, instead of the rows piling up in the gateway), and the whole

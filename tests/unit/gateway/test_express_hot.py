@@ -12,8 +12,10 @@ from __future__ import annotations
 import pytest
 
 from connectors.postgres.link import RemoteStatement
-from gateway.relay.hot import (HotQuery, bind_values, bound_bytes, bound_request, parameter_types,
-                                quick_split, quick_split_bytes, run_key)
+from gateway.relay.hot import (BOUND_TAIL, HotQuery, bind_values, bound_request,
+                               parameter_types, quick_split, quick_split_bytes, run_key)
+from gateway.relay.hotsplit import bind as bind_c
+from gateway.relay.quick import quick_bind_py
 from gateway.relay.links import lifted_execute
 from gateway.relay.literals import lift
 from gateway.relay.shapes import scan
@@ -66,7 +68,9 @@ def test_the_split_of_bytes_is_the_split_of_text(text: str) -> None:
     statement = RemoteStatement("fg_7", parameter_types(numbers), None)
     hot = HotQuery(None, "", "", 0, False)  # type: ignore[arg-type]
     head = hot.bind_head(statement, len(numbers))
-    assert bound_bytes(head, [n.encode() for n in numbers]) == bound_request(statement, numbers)
+    for bind in (quick_bind_py, bind_c):  # the Bind in Python and in C
+        assert bind(head, [n.encode() for n in numbers], BOUND_TAIL) == bound_request(
+            statement, numbers)
     assert hot.bind_head(RemoteStatement("fg_8", (), None), len(numbers)) != head
 
 

@@ -1,6 +1,6 @@
-"""The express lane's Query split (`quick_split_bytes`): the C one in
-gateway/relay/hotsplit.c and the pure Python one it falls back to give the same answer
-for any bytes, and which one the gateway uses is chosen as documented
+"""The express lane's Query split (`quick_split_bytes`) and Bind (`quick_bind`): the C
+ones in gateway/relay/hotsplit.c and the pure Python ones they fall back to give the same
+answer for any bytes, and which one the gateway uses is chosen as documented
 (FEDGATE_HOT_SPLIT=python picks the Python split).
 
 The C split must be built here: `pip install -e .` (as `make` runs it) compiles it, and a
@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.relay.quick import HOT_SPLIT_ENV, quick_split, quick_split_bytes_py
+from gateway.relay.quick import HOT_SPLIT_ENV, quick_bind_py, quick_split, quick_split_bytes_py
 
 try:
+    from gateway.relay.hotsplit import bind as bind_c
     from gateway.relay.hotsplit import split as split_c
 except ImportError as exc:  # a failure, not a skip: see the module's docstring
     raise AssertionError("the C split is not built: run `pip install --no-deps -e .` "
@@ -102,3 +103,17 @@ def test_without_the_c_module() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**base, HOT_SPLIT_ENV: "c"}, check=False, timeout=60)
     assert res.returncode != 0 and "ModuleNotFoundError" in res.stderr, res.stderr
+
+
+@given(st.binary(max_size=20), st.lists(st.binary(max_size=12), max_size=6),
+       st.binary(max_size=20))
+def test_c_and_python_bind_alike(head: bytes, numbers: list[bytes], tail: bytes) -> None:
+    """The Bind of the split's numbers (`quick_bind`), in C and in Python."""
+    assert bind_c(head, numbers, tail) == quick_bind_py(head, numbers, tail)
+
+
+def test_the_c_bind_refuses_other_types() -> None:
+    with pytest.raises(TypeError):
+        bind_c(b"", ["1"], b"")
+    with pytest.raises(TypeError):
+        bind_c(b"", (b"1",), b"")

@@ -1,6 +1,7 @@
-"""The relay's row walk (`data_rows_end`): the C one in pgwire/protocol/rowwalk.c and the
-pure Python one it falls back to give the same answer for any bytes, and which one the
-gateway uses is chosen as documented (FEDGATE_ROW_WALK=python picks the Python walk).
+"""The relay's row walk (`data_rows_end`) and the express lane's answer walk
+(`answer_pass`): the C ones in pgwire/protocol/rowwalk.c and the pure Python ones they
+fall back to give the same answer for any bytes, and which one the gateway uses is
+chosen as documented (FEDGATE_ROW_WALK=python picks the Python walks).
 
 The C walk must be built here: `pip install -e .` (as `make` runs it) compiles it, and a
 test run that silently measured the Python walk twice would prove nothing about C.
@@ -17,9 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgwire.protocol.client import ROW_WALK_ENV, data_rows_end_py
+from pgwire.protocol.client import (PASS_DISCARD, PASS_QUIET, ROW_WALK_ENV, answer_pass_py,
+                                    data_rows_end_py)
 
 try:
+    from pgwire.protocol.rowwalk import answer_pass as answer_c
     from pgwire.protocol.rowwalk import data_rows_end as walk_c
 except ImportError as exc:  # a failure, not a skip: see the module's docstring
     raise AssertionError("the C row walk is not built: run `pip install --no-deps -e .` "
@@ -105,3 +108,87 @@ def test_without_the_c_module() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**base, ROW_WALK_ENV: "c"}, check=False, timeout=60)
     assert res.returncode != 0 and "ModuleNotFoundError" in res.stderr, res.stderr
+
+
+# --- the express lane's answer walk ---------------------------------------------------------
+
+def message(tag: bytes, payload: bytes = b"") -> bytes:
+    return tag + struct.pack("!I", 4 + len(payload)) + payload
+
+
+DESCRIBED_AT_SOURCE = b"\0\1abalance\0" + bytes(18)
+ROW, DONE = message(b"D", b"\0\1\0\0\0\1" + b"0"), message(b"C", b"SELECT 1\0")
+PGBENCH_ANSWER = (message(b"2") + message(b"T", DESCRIBED_AT_SOURCE) + ROW + DONE
+                  + message(b"Z", b"I"))
+
+
+@pytest.mark.parametrize("walk", [answer_pass_py, answer_c], ids=["python", "C"])
+def test_answer_pass_stops_where_the_lane_reads(walk) -> None:  # type: ignore[no-untyped-def]
+    """A pgbench -S answer: BindComplete skipped; a RowDescription not described yet is the
+    caller's, a described one is replaced; the row and CommandComplete pass; ReadyForQuery
+    is the caller's."""
+    data = PGBENCH_ANSWER
+    t_at, z_at = 5, len(data) - 6
+    after_t = t_at + 5 + len(DESCRIBED_AT_SOURCE)
+    assert walk(data, 0, 0, {}) == (b"", t_at, True)
+    assert walk(data, after_t, 0, {}) == (ROW + DONE, z_at, True)
+    client_copy = b"T-as-the-client-sees-it"
+    assert walk(data, 0, 0, {DESCRIBED_AT_SOURCE: client_copy}) == (
+        client_copy + ROW + DONE, z_at, True)
+    assert walk(data, len(data), 0, {}) == (b"", len(data), False)
+    # Quiet (answers to commands sent ahead): only the row passes.
+    assert walk(data, 0, PASS_QUIET, {}) == (ROW, z_at, True)
+    # Discarded: nothing passes, the walk runs to ReadyForQuery.
+    assert walk(data, 0, PASS_DISCARD, {}) == (b"", z_at, True)
+    # A skipped message between two passed ones.
+    gap = ROW + message(b"1") + DONE
+    assert walk(gap, 0, 0, {}) == (ROW + DONE, len(gap), False)
+    # Cut inside the row: nothing yet.
+    assert walk(data[:after_t + 3], after_t, 0, {}) == (b"", after_t, False)
+    # A length below 4 is the caller's.
+    assert walk(b"D\0\0\0\2xyz", 0, 0, {}) == (b"", 0, True)
+
+
+def answer_stream() -> st.SearchStrategy[bytes]:
+    tags = st.sampled_from(list(b"DCTZEGN123ntsSIA"))
+    bodies = st.sampled_from([b"", b"x", b"abc", b"\0\1"]) | st.binary(max_size=12)
+    one = st.tuples(tags, bodies).map(lambda t: message(bytes([t[0]]), t[1]))
+    return st.lists(one, max_size=12).map(b"".join)
+
+
+DESCRIBED = {b"": b"<empty described>", b"x": b"<x described>", b"\0\1": b"<01>"}
+
+
+@settings(max_examples=1000, deadline=None, database=None)
+@given(answer_stream(), st.binary(max_size=6), st.integers(0, 400), st.integers(0, 60),
+       st.integers(0, 7))
+def test_answer_pass_c_and_python_agree(data: bytes, tail: bytes, cut: int, pos: int,
+                                        flags: int) -> None:
+    """Answers of any messages, cut at any point, walked from any position with any flags."""
+    data = (data + tail)[:cut]
+    assert answer_c(data, pos, flags, DESCRIBED) == answer_pass_py(data, pos, flags, DESCRIBED)
+    assert answer_c(bytearray(data), pos, flags, {}) == answer_pass_py(data, pos, flags, {})
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(st.binary(max_size=64).map(lambda b: bytes(x if x % 3 else 0x44 for x in b)),
+       st.integers(0, 70), st.integers(0, 7))
+def test_answer_pass_c_and_python_agree_on_garbage(data: bytes, pos: int, flags: int) -> None:
+    assert answer_c(data, pos, flags, DESCRIBED) == answer_pass_py(data, pos, flags, DESCRIBED)
+
+
+def test_answer_pass_many_pieces() -> None:
+    """More runs than the C walk keeps on its stack (it grows its list)."""
+    data = (ROW + message(b"1")) * 100 + message(b"T", b"x") + DONE
+    expected = ROW * 100 + b"<x described>" + DONE
+    assert answer_c(data, 0, 0, DESCRIBED) == (expected, len(data), False)
+    assert answer_pass_py(data, 0, 0, DESCRIBED) == (expected, len(data), False)
+
+
+def test_answer_pass_refuses_bad_arguments() -> None:
+    with pytest.raises(TypeError):
+        answer_c(PGBENCH_ANSWER, 0, 0, None)
+    with pytest.raises(TypeError):
+        answer_c(PGBENCH_ANSWER, 0, 0, {DESCRIBED_AT_SOURCE: "text"})
+    with pytest.raises(ValueError):
+        answer_c(PGBENCH_ANSWER, -1, 0, {})
