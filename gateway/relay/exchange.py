@@ -63,63 +63,63 @@ class Exchange:
 
     def pump(self) -> None:
         """The link's callback: pass on what arrived; finish at the last ReadyForQuery."""
+        # This runs for every answer the lane relays, so the messages are walked in C
+        # (`answer_pass`, its pure Python twin without the build): it hands back what the
+        # client gets of them as one piece, and stops at the few this loop reads
+        # (ReadyForQuery, errors, a RowDescription not yet described, COPY).
         try:
-            self._pump()
+            link, state = self.link, self.lane.state
+            wire = link.wire
+            buffer, pos, described = wire.buffer, wire.pos, link.described
+            outcome, take = self.outcome, answer_pass
+            flags = ((PASS_DISCARD if self.discard else 0)
+                     | (PASS_SUSPENDED if self.suspended else 0))
+            quiet = flags | PASS_QUIET
+            while True:
+                passed, pos, stopped = take(buffer, pos,
+                                            quiet if self.seen < self.quiet else flags, described)
+                if passed:
+                    state.write(passed)
+                if not stopped:
+                    break
+                begin = pos
+                tag, pos = buffer[begin], begin + 1 + _U32.unpack_from(buffer, begin + 1)[0]
+                if tag == _COPY_IN or pos < begin + 5:
+                    # COPY asked for (not a statement the lane takes), or a length below 4
+                    wire.pos = len(buffer)
+                    link.broken = True
+                    said = ("asked for COPY data where none was expected" if tag == _COPY_IN
+                            else "sent a message shorter than its header")
+                    outcome.error = PgError(CONNECTION_FAILURE, f'source "{link.source}" {said}')
+                    self._finish()
+                    return
+                if tag == _Z:
+                    self.seen += 1
+                    outcome.status = link.status = chr(buffer[begin + 5])
+                    if self.seen >= self.ready:
+                        wire.pos = pos
+                        self._finish()
+                        return
+                elif tag == _ERR:
+                    if outcome.error is None:
+                        outcome.error = w.error_from_fields(
+                            w.error_fields(bytes(buffer[begin + 5:pos])))
+                else:  # a RowDescription seen for the first time: described from now on
+                    state.write(link.client_description(bytes(buffer[begin + 5:pos])))
+            wire.pos = pos
+            if link.port.eof:
+                link.broken = True
+                outcome.error = source_unavailable(link.source, "the connection was lost",
+                                                   lost=True)
+                self._finish()
+                return
+            if state.buffered >= FLUSH_BYTES:
+                self.lane.flush()
         except Exception as exc:  # a bug of ours: the client hears it, the link is dropped
             log.exception("express exchange failed")
             self.link.broken = True
             self.outcome.error = from_exception(exc)
             self._finish()
-
-    def _pump(self) -> None:
-        # This runs for every answer the lane relays, so the messages are walked in C
-        # (`answer_pass`, its pure Python twin without the build): it hands back what the
-        # client gets of them as one piece, and stops at the few this loop reads
-        # (ReadyForQuery, errors, a RowDescription not yet described, COPY).
-        link, state = self.link, self.lane.state
-        wire = link.wire
-        buffer, pos, described = wire.buffer, wire.pos, link.described
-        outcome, take = self.outcome, answer_pass
-        flags = (PASS_DISCARD if self.discard else 0) | (PASS_SUSPENDED if self.suspended else 0)
-        quiet = flags | PASS_QUIET
-        while True:
-            passed, pos, stopped = take(buffer, pos, quiet if self.seen < self.quiet else flags,
-                                        described)
-            if passed:
-                state.write(passed)
-            if not stopped:
-                break
-            begin = pos
-            tag, pos = buffer[begin], begin + 1 + _U32.unpack_from(buffer, begin + 1)[0]
-            if tag == _COPY_IN or pos < begin + 5:
-                # COPY asked for (not a statement the lane takes), or a length below 4
-                wire.pos = len(buffer)
-                link.broken = True
-                said = ("asked for COPY data where none was expected" if tag == _COPY_IN
-                        else "sent a message shorter than its header")
-                outcome.error = PgError(CONNECTION_FAILURE, f'source "{link.source}" {said}')
-                self._finish()
-                return
-            if tag == _Z:
-                self.seen += 1
-                outcome.status = link.status = chr(buffer[begin + 5])
-                if self.seen >= self.ready:
-                    wire.pos = pos
-                    self._finish()
-                    return
-            elif tag == _ERR:
-                if outcome.error is None:
-                    outcome.error = w.error_from_fields(w.error_fields(bytes(buffer[begin + 5:pos])))
-            else:  # a RowDescription seen for the first time: described from now on
-                state.write(link.client_description(bytes(buffer[begin + 5:pos])))
-        wire.pos = pos
-        if link.port.eof:
-            link.broken = True
-            outcome.error = source_unavailable(link.source, "the connection was lost", lost=True)
-            self._finish()
-            return
-        if state.buffered >= FLUSH_BYTES:
-            self.lane.flush()
 
     def _finish(self) -> None:
         self.link.port.consumer = None

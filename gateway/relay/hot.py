@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import struct
 import time
+from functools import partial
 
 from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, RemoteStatement
@@ -184,22 +185,22 @@ class HotLane(Lane):
         if n < 5:
             return False
         if tag == _Q:
-            return n == 1 + _U32.unpack_from(data, 1)[0] and self._hot_query(data, (tag, 0, n))
+            return n == 1 + _U32.unpack_from(data, 1)[0] and self._hot_query(data, n)
         bind = 1 + _U32.unpack_from(data, 1)[0] if tag == _P else 0 if tag == _B else -1
         if bind < 0 or bind + 5 > n or data[bind] != _B:
             return False
         end = bind + 1 + _U32.unpack_from(data, bind + 1)[0]
         return end <= n and self._hot_extended(data, bind, end)
 
-    def _hot_query(self, data: bytes, found: tuple[int, int, int]) -> bool:
+    def _hot_query(self, data: bytes, n: int) -> bool:
         """A simple Query of a shape `_query` lifted before: as `_query`, with the route and
         the lifted text from `_remember` once everything they depend on is unchanged.
         This runs for every such statement, so the lane's steps (`_send_query`, `_start`)
-        are written out here, without their calls."""
+        are written out here, without their calls. `data` is the Query, `n` bytes long."""
         s = self.state
-        if not self._shapes or s.failed or data[found[2] - 1] != 0:
+        if not self._shapes or s.failed or data[n - 1] != 0:
             return False
-        quick = quick_split_bytes(data[found[1] + 5:found[2] - 1])
+        quick = quick_split_bytes(data[5:n - 1])
         if quick is None:
             return False
         sql, shape, numbers = quick
@@ -216,22 +217,22 @@ class HotLane(Lane):
         if link is None:
             return False
         if len(numbers) == 1:  # as `parameter_types`, on bytes
-            n = numbers[0]
-            types: tuple[int, ...] = (INT4,) if len(n) < 10 and n.isdigit() else (type_of(n.decode()),)
+            one = numbers[0]
+            types: tuple[int, ...] = ((INT4,) if len(one) < 10 and one.isdigit()
+                                      else (type_of(one.decode()),))
         else:
             types = parameter_types([n.decode() for n in numbers])
         remote = link.statements.get((hot.lifted_sql, types))
         if remote is None:
             return False
         text = sql.decode()
-        raw = data[found[1]:found[2]]
         # `_send_query` and `_start`, written out.
         s.skipping = False
         began(self.activity, text)
         prefix, quiet = self.links.prefix(link)
         request = quick_bind(hot.bind_head(remote, len(numbers)), numbers, BOUND_TAIL)
         exchange = self.exchange = Exchange(
-            self, link, 1 + quiet, quiet, lambda outcome: self._hot_done(route, outcome, text, raw))
+            self, link, 1 + quiet, quiet, partial(self._hot_done, route, text, data))
         port = link.port
         port.consumer = exchange.pump
         port.transport.write(prefix + request if prefix else request)
@@ -250,7 +251,7 @@ class HotLane(Lane):
         self._shapes[quick[1].encode()] = HotQuery(route, lifted.sql, s.settings.values["search_path"],
                                        s.ctx.catalog.version, s.in_block and self.links.active)
 
-    def _hot_done(self, route: Route, outcome: Outcome, sql: str, raw: bytes) -> None:
+    def _hot_done(self, route: Route, sql: str, raw: bytes, outcome: Outcome) -> None:
         """As `_query_done` without an error: `counted`, `_query_ready` and `_done`,
         written out."""
         if outcome.error is not None:  # positions and stale plans need the whole lifting
@@ -318,7 +319,7 @@ class HotLane(Lane):
         request = b"".join((prefix, b"B", _I32.pack(len(bind) + end - values[0] + 4), bind,
                             data[values[0]:end], hot.tail))
         exchange = self.exchange = Exchange(
-            self, link, 1 + quiet, quiet, lambda outcome: self._hot_run_done(hot, portal, outcome))
+            self, link, 1 + quiet, quiet, partial(self._hot_run_done, hot, portal))
         port = link.port
         port.consumer = exchange.pump
         port.transport.write(request)
