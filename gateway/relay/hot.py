@@ -36,11 +36,12 @@ import struct
 import time
 from functools import partial
 
+from pgwire.compiled import choose
 from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome, RemoteStatement
 from gateway.relay.exchange import Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
-from gateway.relay.quick import quick_bind, quick_split, quick_split_bytes
+from gateway.relay.quick import HOT_SPLIT_ENV, quick_bind, quick_split, quick_split_bytes
 from gateway.state.activity import began, ended
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
@@ -168,6 +169,20 @@ def run_key(data: bytes, bind: tuple[int, int], values: tuple[int, int, int], st
     return data[:bind[0] + 1] + data[bind[0] + 5:values[1]] + data[values[2]:stop]
 
 
+def run_key_of_py(data: bytes, start: int, end: int, stop: int) -> tuple[bytes, int] | None:
+    """(`run_key`, where the Bind's parameters begin) of the run ending at `stop` whose Bind
+    is data[start:end]; None when the Bind does not add up. Its C twin
+    (`gateway/relay/hotsplit.c`) is used when built, chosen as the split is."""
+    values = bind_values(data, start, end)
+    if values is None:
+        return None
+    return run_key(data, (start, end), values, stop), values[0]
+
+
+run_key_of, _ = choose(HOT_SPLIT_ENV, "gateway.relay.hotsplit", "run_key", run_key_of_py,
+                       "run key", "a faster express lane")
+
+
 class HotLane(Lane):
     """The lane's side of this memory (`gateway.relay.express.ExpressLane` builds on it): `_hot`
     tries a chunk against it before the lane cuts the chunk into messages; `_query` and
@@ -280,10 +295,11 @@ class HotLane(Lane):
         s = self.state
         if not self._runs or s.failed or s.skipping:
             return False
-        values = bind_values(data, start, end)
-        if values is None:
+        keyed = run_key_of(data, start, end, len(data))
+        if keyed is None:
             return False
-        hot = self._runs.get(run_key(data, (start, end), values, len(data)))
+        key, params_at = keyed
+        hot = self._runs.get(key)
         if hot is None:
             return False
         prepared = hot.prepared
@@ -300,7 +316,7 @@ class HotLane(Lane):
         link, remote = target
         if hot.limited:  # asyncpg's fetchrow/fetchval: the general road (`_send_run`)
             self._send_run(link, remote, prepared, "" if hot.parsed is not None else None,
-                           hot.formats, hot.answered, data[values[0]:end], hot.tail, True)
+                           hot.formats, hot.answered, data[params_at:end], hot.tail, True)
             return True
         # `_send_run` and `_start`, written out (this runs for every such statement).
         if hot.parsed is not None:
@@ -316,8 +332,8 @@ class HotLane(Lane):
         began(self.activity, prepared.sql)
         prefix, quiet = self.links.prefix(link)
         bind = hot.bind_head(remote)
-        request = b"".join((prefix, b"B", _I32.pack(len(bind) + end - values[0] + 4), bind,
-                            data[values[0]:end], hot.tail))
+        request = b"".join((prefix, b"B", _I32.pack(len(bind) + end - params_at + 4), bind,
+                            data[params_at:end], hot.tail))
         exchange = self.exchange = Exchange(
             self, link, 1 + quiet, quiet, partial(self._hot_run_done, hot, portal))
         port = link.port
@@ -373,16 +389,17 @@ class HotLane(Lane):
                       answered: bytes, tail: bytes) -> None:
         """Keep this run for `_hot_extended` (`found`: its messages from the Bind on)."""
         bind = found[0]
-        values = bind_values(data, bind[1], bind[2])
-        if values is None:
+        keyed = run_key_of(data, bind[1], bind[2], found[-1][2])
+        if keyed is None:
             return
+        key, params_at = keyed
         parsed = (parse.query, parse.param_types) if parse is not None else None
         if len(self._runs) >= LIMIT:
             self._runs.clear()
-        self._runs[run_key(data, bind[1:], values, found[-1][2])] = HotRun(
-            prepared, parse.name if parse is not None else self._bind_name(data, bind, values),
+        self._runs[key] = HotRun(
+            prepared, parse.name if parse is not None else self._bind_name(data, bind, params_at),
             parsed, formats, answered, tail)
 
     @staticmethod
-    def _bind_name(data: bytes, bind: tuple[int, int, int], values: tuple[int, int, int]) -> str:
-        return data[bind[1] + 5:values[0] - 1].split(b"\0")[1].decode()
+    def _bind_name(data: bytes, bind: tuple[int, int, int], params_at: int) -> str:
+        return data[bind[1] + 5:params_at - 1].split(b"\0")[1].decode()

@@ -1,7 +1,8 @@
 /* The express lane's split of a simple Query's text in C: split(text), the same answer
  * as the pure Python `gateway.relay.quick.quick_split_bytes_py` (which stays, and is used
  * when this module is not built or FEDGATE_HOT_SPLIT=python); and bind(head, numbers,
- * tail), the Bind of those numbers, as `quick_bind_py` there.
+ * tail), the Bind of those numbers, as `quick_bind_py` there; and run_key(data, start,
+ * end, stop), the key of an extended-protocol run, as `gateway.relay.hot.run_key_of_py`.
  *
  * For a text the lane reads this way (ASCII; no quotes, backslashes, dollar signs,
  * question marks, comments or inner semicolons), it returns (statement, shape, numbers):
@@ -13,6 +14,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
+#include <string.h>
 
 /* What str.strip() strips among ASCII characters. */
 static int
@@ -184,11 +187,102 @@ bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+static int
+read_i16(const unsigned char *d, Py_ssize_t n, Py_ssize_t at, long *value)
+{
+    if (at < 0 || at + 2 > n)
+        return -1;
+    *value = (long)(int16_t)(((unsigned)d[at] << 8) | d[at + 1]);
+    return 0;
+}
+
+static int
+read_i32(const unsigned char *d, Py_ssize_t n, Py_ssize_t at, long *value)
+{
+    if (at < 0 || at + 4 > n)
+        return -1;
+    *value = (long)(int32_t)(((uint32_t)d[at] << 24) | ((uint32_t)d[at + 1] << 16)
+                             | ((uint32_t)d[at + 2] << 8) | (uint32_t)d[at + 3]);
+    return 0;
+}
+
+/* run_key(data, start, end, stop): the key of an extended-protocol run whose Bind is
+ * data[start:end] and which ends at `stop`, and where the Bind's parameters begin; None
+ * when the Bind does not add up. As `gateway.relay.hot.run_key_of_py`: the run's bytes
+ * up to `stop` without the Bind's length and its parameter values. */
+static PyObject *
+run_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t start, end, stop;
+    Py_buffer view;
+    PyObject *out = NULL;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "run_key(data, start, end, stop) takes 4 arguments");
+        return NULL;
+    }
+    start = PyLong_AsSsize_t(args[1]);
+    end = PyLong_AsSsize_t(args[2]);
+    stop = PyLong_AsSsize_t(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *d = (const unsigned char *)view.buf;
+    Py_ssize_t n = view.len;
+    if (start < 0 || end > n || stop > n || start + 5 > end || end > stop) {
+        PyErr_SetString(PyExc_ValueError, "run_key: the Bind must lie inside the run");
+        goto done;
+    }
+    /* the portal's and the statement's names, each ended by a NUL */
+    const unsigned char *first = memchr(d + start + 5, 0, (size_t)(end - start - 5));
+    if (first == NULL)
+        goto none;
+    Py_ssize_t after = (first - d) + 1;
+    const unsigned char *second = after < end ? memchr(d + after, 0, (size_t)(end - after)) : NULL;
+    if (second == NULL)
+        goto none;
+    Py_ssize_t params_at = (second - d) + 1, p, values_at;
+    long formats, count, size;
+    if (read_i16(d, n, params_at, &formats) < 0 || formats < 0)
+        goto none;
+    p = params_at + 2 + 2 * formats;
+    if (read_i16(d, n, p, &count) < 0 || count < 0)
+        goto none;
+    p += 2;
+    values_at = p;
+    for (long i = 0; i < count; i++) {
+        if (read_i32(d, n, p, &size) < 0)
+            goto none;
+        p += 4 + (size > 0 ? size : 0);
+    }
+    if (p + 2 > end)
+        goto none;
+    PyObject *key = PyBytes_FromStringAndSize(NULL, (start + 1) + (values_at - start - 5)
+                                                    + (stop - p));
+    if (key == NULL)
+        goto done;
+    char *to = PyBytes_AS_STRING(key);
+    memcpy(to, d, (size_t)(start + 1));
+    to += start + 1;
+    memcpy(to, d + start + 5, (size_t)(values_at - start - 5));
+    to += values_at - start - 5;
+    memcpy(to, d + p, (size_t)(stop - p));
+    out = Py_BuildValue("Nn", key, params_at);
+    goto done;
+none:
+    out = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"split", split, METH_O,
      "(statement, shape, numbers) of a simple Query's text (bytes) the lane reads, else None."},
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
      "The Bind of the numbers to the statement `head` names, then `tail`."},
+    {"run_key", (PyCFunction)(void (*)(void))run_key, METH_FASTCALL,
+     "(key, where the parameters begin) of an extended-protocol run, or None."},
     {NULL, NULL, 0, NULL},
 };
 

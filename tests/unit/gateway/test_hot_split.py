@@ -1,7 +1,8 @@
-"""The express lane's Query split (`quick_split_bytes`) and Bind (`quick_bind`): the C
-ones in gateway/relay/hotsplit.c and the pure Python ones they fall back to give the same
-answer for any bytes, and which one the gateway uses is chosen as documented
-(FEDGATE_HOT_SPLIT=python picks the Python split).
+"""The express lane's Query split (`quick_split_bytes`), Bind (`quick_bind`) and the key
+of an extended-protocol run (`run_key_of`): the C ones in gateway/relay/hotsplit.c and
+the pure Python ones they fall back to give the same answer for any bytes, and which one
+the gateway uses is chosen as documented (FEDGATE_HOT_SPLIT=python picks the Python
+split).
 
 The C split must be built here: `pip install -e .` (as `make` runs it) compiles it, and a
 test run that silently measured the Python split twice would prove nothing about C.
@@ -10,6 +11,7 @@ test run that silently measured the Python split twice would prove nothing about
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 
@@ -17,10 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gateway.relay.hot import run_key_of_py
 from gateway.relay.quick import HOT_SPLIT_ENV, quick_bind_py, quick_split, quick_split_bytes_py
 
 try:
     from gateway.relay.hotsplit import bind as bind_c
+    from gateway.relay.hotsplit import run_key as run_key_c
     from gateway.relay.hotsplit import split as split_c
 except ImportError as exc:  # a failure, not a skip: see the module's docstring
     raise AssertionError("the C split is not built: run `pip install --no-deps -e .` "
@@ -117,3 +121,47 @@ def test_the_c_bind_refuses_other_types() -> None:
         bind_c(b"", ["1"], b"")
     with pytest.raises(TypeError):
         bind_c(b"", (b"1",), b"")
+
+
+def bind_message(names: bytes, formats: list[int], values: list[bytes | None],
+                 results: list[int]) -> bytes:
+    body = names + struct.pack("!h", len(formats)) + b"".join(struct.pack("!h", f) for f in formats)
+    body += struct.pack("!h", len(values))
+    for value in values:
+        body += struct.pack("!i", -1) if value is None else struct.pack("!i", len(value)) + value
+    body += struct.pack("!h", len(results)) + b"".join(struct.pack("!h", f) for f in results)
+    return b"B" + struct.pack("!I", len(body) + 4) + body
+
+
+RUN_TAIL = b"E\0\0\0\x09\0\0\0\0\0S\0\0\0\x04"
+
+
+@given(st.binary(max_size=8), st.lists(st.sampled_from([0, 1]), max_size=3),
+       st.lists(st.none() | st.binary(max_size=6), max_size=4),
+       st.lists(st.sampled_from([0, 1]), max_size=3), st.binary(max_size=8))
+def test_c_and_python_run_keys_alike(head: bytes, formats: list[int],
+                                     values: list[bytes | None], results: list[int],
+                                     before: bytes) -> None:
+    """The key of a run (`run_key_of`) of well-formed Binds, in C and in Python; two runs
+    that differ in their values only have one key."""
+    bind = bind_message(b"\0" + head.replace(b"\0", b"") + b"\0", formats, values, results)
+    data = before + bind + RUN_TAIL
+    start, end = len(before), len(before) + len(bind)
+    found = run_key_c(data, start, end, len(data))
+    assert found == run_key_of_py(data, start, end, len(data))
+    assert found is not None
+    other = before + bind_message(b"\0" + head.replace(b"\0", b"") + b"\0", formats,
+                                  [b"x" * 9 for _ in values], results) + RUN_TAIL
+    other_end = len(other) - len(RUN_TAIL)
+    assert run_key_c(other, start, other_end, len(other))[0] == found[0]
+
+
+@settings(max_examples=1000, deadline=None, database=None)
+@given(st.binary(max_size=48), st.integers(0, 48), st.integers(0, 48))
+def test_c_and_python_run_keys_alike_on_garbage(data: bytes, start: int, length: int) -> None:
+    data = data[:start] + b"B" + data[start:]
+    start = min(start, len(data) - 1)
+    end = min(len(data), start + 5 + length)
+    if end < start + 5:
+        return
+    assert run_key_c(data, start, end, len(data)) == run_key_of_py(data, start, end, len(data))
