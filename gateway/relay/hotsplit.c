@@ -229,10 +229,12 @@ run_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     const unsigned char *d = (const unsigned char *)view.buf;
     Py_ssize_t n = view.len;
-    if (start < 0 || end > n || stop > n || start + 5 > end || end > stop) {
+    if (start < 0 || end > n || stop > n || end > stop) {
         PyErr_SetString(PyExc_ValueError, "run_key: the Bind must lie inside the run");
         goto done;
     }
+    if (start + 5 > end)  /* a length below 4: not a Bind that adds up */
+        goto none;
     /* the portal's and the statement's names, each ended by a NUL */
     const unsigned char *first = memchr(d + start + 5, 0, (size_t)(end - start - 5));
     if (first == NULL)
