@@ -66,6 +66,8 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("CatalogException", r"", UNDEFINED_OBJECT),
     ("BinderException", r"Referenced column .* not found", UNDEFINED_COLUMN),
     ("BinderException", r'^(?:Table|Values list) "[^"]+" does not have a column named ', UNDEFINED_COLUMN),
+    # A name of the select list used in the select list, or in a branch without it.
+    ("BinderException", r'^Column "[^"]+" referenced that exists in the SELECT clause', UNDEFINED_COLUMN),
     # (t.*).id: a field of a star, which PostgreSQL reads as a whole row's field.
     ("BinderException", r"^STAR expression is only allowed as the root element", FEATURE_NOT_SUPPORTED),
     ("BinderException", r"^Referenced table .* not found", UNDEFINED_TABLE),
@@ -134,7 +136,9 @@ _KIND_PREFIX = re.compile(r"^[A-Za-z ]+ Error: ")
 _REWORDINGS: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
     UNDEFINED_COLUMN: ((re.compile(r'Referenced column "?([^"]+?)"? (?:was )?not found'), 'column "{0}" does not exist'),
                        (re.compile(r'^(?:Table|Values list) "([^"]+)" does not have a column named "([^"]+)"'),
-                        "column {0}.{1} does not exist")),
+                        "column {0}.{1} does not exist"),
+                       (re.compile(r'^Column "([^"]+)" referenced that exists in the SELECT clause'),
+                        'column "{0}" does not exist')),
     UNDEFINED_TABLE: ((re.compile(r"Table with name (\S+?) does not exist"), 'relation "{0}" does not exist'),),
     UNDEFINED_FUNCTION: ((re.compile(r"Function with name (\S+?) does not exist"), "function {0} does not exist"),),
     DIVISION_BY_ZERO: ((re.compile(r"[Dd]ivision by zero"), "division by zero"),),

@@ -34,6 +34,24 @@ class SourceEntry:
     name: str
     dialect: Dialect
     tables: Mapping[str, TableInfo]
+    # PostgreSQL's types of columns whose Arrow type does not tell them, by table and
+    # column: the emulated catalog's `name` columns, stored as text (PgSchema).
+    declared_types: Mapping[str, Mapping[str, str]] = field(default_factory=dict, kw_only=True)
+
+
+class PgSchema(MappingSchema):
+    """The planner's schema (sqlglot's, by the Arrow types), and the PostgreSQL types its
+    sources declare for columns an Arrow type does not tell (SourceEntry.declared_types):
+    planner.result_types describes `SELECT relname FROM pg_class` as `name`, as
+    PostgreSQL does, while the engine reads the column as the text it is."""
+
+    def __init__(self, mapping: dict, declared: Mapping[str, Mapping[str, Mapping[str, str]]]
+                 ) -> None:
+        super().__init__(mapping, dialect="duckdb", normalize=False)
+        self.declared = declared
+
+    def declared_type(self, source: str, table: str, column: str) -> str | None:
+        return self.declared.get(source, {}).get(table, {}).get(column)
 
 
 @dataclass(frozen=True)
@@ -74,7 +92,7 @@ class CatalogSnapshot:
         raise UndefinedRelation(name, schema)
 
     @cached_property
-    def sqlglot_schema(self) -> MappingSchema:
+    def sqlglot_schema(self) -> PgSchema:
         """Column types of every table, keyed as the planner qualifies them (source.table)."""
         mapping = {
             source: {
@@ -86,4 +104,5 @@ class CatalogSnapshot:
             # which then stops expanding `*` everywhere.
             if entry.tables
         }
-        return MappingSchema(mapping, dialect="duckdb", normalize=False)
+        return PgSchema(mapping, {source: entry.declared_types
+                                  for source, entry in self.sources.items() if entry.declared_types})

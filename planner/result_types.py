@@ -32,6 +32,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import Schema
 
+from planner.catalog import PgSchema
 from planner.colnames import CAST_NAME
 from planner.star_outputs import Column, is_star, renamed, star_columns
 from planner.type_names import pg_type_name
@@ -206,6 +207,10 @@ def _holder(sources: dict, name: str, schema: Schema) -> exp.Table | None:
 
 def _table_type(schema: Schema) -> Callable[[exp.Table, str], str | None]:
     def table_type(table: exp.Table, name: str) -> str | None:
+        if isinstance(schema, PgSchema):  # a type the Arrow type does not tell (`name`)
+            declared = schema.declared_type(table.db, table.name, name)
+            if declared is not None:
+                return declared
         found = schema.get_column_type(table, exp.to_identifier(name, quoted=True))
         if found.this == exp.DataType.Type.DECIMAL and len(found.expressions) == 2:
             return numeric(int(found.expressions[1].name))  # numeric(p, s) shows s digits
@@ -239,9 +244,11 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
         return _arithmetic(node, of(node.this), of(node.expression))
     if isinstance(node, exp.Filter):  # agg FILTER (WHERE ...) is of the aggregate's type
-        return of(node.this) if isinstance(node.this, _TYPED_AGGREGATES) else None
+        return of(node.this) if isinstance(node.this, (*_TYPED_AGGREGATES, exp.ArrayAgg)) \
+            else None
     if isinstance(node, exp.Window):
-        return of(node.this) if isinstance(node.this, (*_TYPED_AGGREGATES, exp.Filter)) else None
+        return of(node.this) if isinstance(node.this, (*_TYPED_AGGREGATES, exp.ArrayAgg,
+                                                       exp.Filter)) else None
     if isinstance(node, _INT4_CALLS):
         return "int4"
     if isinstance(node, _INT8_CALLS):
@@ -260,6 +267,14 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         return arg if arg in ("json", "jsonb") else None
     if isinstance(node, exp.Nullif):
         return _nullif(of(node.this), of(node.expression))
+    if isinstance(node, exp.Coalesce):  # of catalog names: name, as a UNION column's
+        found = {of(arg) for arg in (node.this, *node.expressions)}
+        return "name" if "name" in found and found <= {"name", "unknown"} else None
+    if isinstance(node, exp.ArrayAgg):  # array_agg(relname) is name[]
+        arg = node.this.this if isinstance(node.this, exp.Order) else node.this
+        if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1:
+            arg = arg.expressions[0]
+        return "_name" if of(arg) == "name" else None
     if isinstance(node, exp.Case):  # its results' common type, as a UNION column's
         results = [branch.args["true"] for branch in node.args.get("ifs", [])]
         return _common([of(r) for r in results + [node.args.get("default") or exp.null()]])
@@ -351,6 +366,8 @@ def _nullif(first: str | None, second: str | None) -> str | None:
     """NULLIF(a, b) returns a, promoted to b's type where the `=` it implies promotes it
     (PostgreSQL: NULLIF(1, 2.2) is numeric): a's type when b's is no wider."""
     a, b = _base(first), _base(second)
+    if a == "name" and b in ("name", "unknown"):  # a catalog name (planner.catalog.PgSchema)
+        return first
     integers = ("int2", "int4", "int8")
     if a in integers and b == "numeric":
         return numeric(0)

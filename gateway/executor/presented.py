@@ -63,6 +63,15 @@ def _conversion(field: pa.Field, target: str | None, double_numerics: bool) -> p
     have = pg_type_for_field(field)
     if wanted is None or wanted.oid == have.oid:
         return None
+    if target in ("name", "_name"):  # catalog names stored as text (planner.catalog.PgSchema)
+        listed = target == "_name"
+        if listed != pa.types.is_list(t):
+            return None
+        texts = t.value_type if listed else t
+        if not (pa.types.is_string(texts) or pa.types.is_large_string(texts)):
+            return None
+        return field.with_metadata({**(field.metadata or {}),
+                                    b"pg_type": b"name[]" if listed else b"name"})
     if target == "oid" and pa.types.is_unsigned_integer(t) and t.bit_width <= 32:
         # the engine's UINTEGER of a `::oid` (planner.pgcompat), an int8 to Arrow alone
         return pa.field(field.name, pa.uint32(), field.nullable,

@@ -16,12 +16,14 @@ from typing import Any
 from connectors.base import Source
 from gateway.pg_catalog.functions import MACROS
 from gateway.pg_catalog.source import CatalogSource, SchemaAlias
+from gateway.pg_catalog.tables import declared_types
 from planner.catalog import CatalogSnapshot, SourceEntry
 
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
 # What the planner routes to the catalog (`CatalogSnapshot.catalog_functions`): a
 # statement without tables calling one of these reads the catalog's one-row relation.
 CATALOG_FUNCTIONS = frozenset(MACROS)
+NAME_COLUMNS = declared_types()  # pg_catalog's `name` columns, by relation
 
 
 def user_tables(snapshot_sources: Mapping[str, SourceEntry]) -> dict[str, list]:
@@ -31,7 +33,8 @@ def user_tables(snapshot_sources: Mapping[str, SourceEntry]) -> dict[str, list]:
 
 def _entries(catalog: CatalogSource) -> dict[str, SourceEntry]:
     return {schema: SourceEntry(schema, catalog.dialect,
-                                {t.ref.name: t for t in catalog.tables_by_schema[schema]})
+                                {t.ref.name: t for t in catalog.tables_by_schema[schema]},
+                                declared_types=NAME_COLUMNS if schema == "pg_catalog" else {})
             for schema in SYSTEM_SCHEMAS}
 
 

@@ -192,6 +192,18 @@ def columns(spec: str) -> list[tuple[str, str]]:
     return out
 
 
+def declared_types() -> dict[str, dict[str, str]]:
+    """The pg_catalog columns of PostgreSQL's `name` type, by relation: stored as text
+    (VARCHAR), which is what the engine reads, and described as `name` in answers
+    (planner.catalog.SourceEntry.declared_types)."""
+    found: dict[str, dict[str, str]] = {}
+    for relation, spec in (*PG_CATALOG.items(), *PG_CATALOG_VIEWS.items()):
+        names = {col: pgtype for col, pgtype in columns(spec) if pgtype == "name"}
+        if names:
+            found[relation] = names
+    return found
+
+
 def create_table_sql(schema: str, name: str, spec: str) -> str:
     cols = ", ".join(f'"{col}" {DUCKDB_TYPES[pgtype]}' for col, pgtype in columns(spec))
     return f'CREATE TABLE {schema}."{name}" ({cols})'

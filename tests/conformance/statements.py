@@ -343,6 +343,7 @@ def column_names() -> list[Statement]:
         "SELECT g FROM t JOIN u USING (g) WHERE id = 1", "SELECT g FROM t JOIN u ON t.g = u.g",
         "SELECT id AS \"ID\", id AS id FROM t WHERE id = 1", "SELECT nonexistent FROM t", "SELECT * FROM missing_table",
         "SELECT id FROM t ORDER BY Mixed", "SELECT id AS Mixed FROM t ORDER BY mixed", "SELECT id AS \"Mixed\" FROM t ORDER BY mixed",
+        "SELECT k + 1 AS b, b FROM t",  # a name of the select list is not a column there
     ]]
     return out
 
@@ -394,9 +395,29 @@ def whole_rows() -> list[Statement]:
         [Statement("whole rows", sql) for sql in unordered]
 
 
+def catalog_names() -> list[Statement]:
+    """The system catalog's `name` columns, as names and as text: rows both catalogs have."""
+    types = "FROM pg_type WHERE oid IN (16, 23)"
+    ordered = [f"SELECT typname {types} ORDER BY 1",
+               "SELECT t.typname AS n, t.typlen FROM pg_catalog.pg_type t WHERE t.oid IN (16, 20) ORDER BY 1",
+               f"SELECT nullif(typname, 'bool') {types} ORDER BY 1",
+               f"SELECT CASE WHEN oid = 16 THEN typname ELSE 'other' END AS c {types} ORDER BY 1",
+               f"SELECT typname, count(*) {types} GROUP BY typname ORDER BY 1",
+               "SELECT typname FROM pg_type WHERE oid = 16 UNION SELECT typname FROM pg_type "
+               "WHERE oid = 23 ORDER BY 1"]
+    unordered = ["SELECT upper(typname), typname || '!', coalesce(typname, 'x') FROM pg_type WHERE oid = 25",
+                 f"SELECT array_agg(typname ORDER BY typname), array_agg(DISTINCT typname) {types}",
+                 f"SELECT array_agg(typname) FILTER (WHERE oid > 0), max(typname), min(typname) {types}",
+                 "SELECT nspname FROM pg_namespace WHERE nspname = 'pg_catalog'",
+                 "SELECT x.n FROM (SELECT typname AS n FROM pg_type WHERE oid = 16) x",
+                 "WITH c AS (SELECT typname FROM pg_type WHERE oid = 23) SELECT typname::varchar FROM c"]
+    return [Statement("catalog names", sql, True) for sql in ordered] + \
+        [Statement("catalog names", sql) for sql in unordered]
+
+
 FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, recursive_ctes, numeric_edges,
             text_functions, date_time_functions, null_ordering, collations, text_ordering, joins,
-            column_names, whole_rows]
+            column_names, whole_rows, catalog_names]
 
 
 def all_statements() -> list[Statement]:

@@ -11,6 +11,7 @@ import pytest
 from sqlglot import parse_one
 from sqlglot.schema import MappingSchema
 
+from planner.catalog import PgSchema
 from planner.result_types import result_names, result_types
 
 SCHEMA = MappingSchema({"s": {"t": {"id": "INT", "k": "SMALLINT", "n": "DECIMAL(10, 2)",
@@ -77,3 +78,27 @@ def test_a_star_over_one_relation_is_expanded(sql: str, names: tuple, types: tup
 def test_a_star_over_a_join_leaves_the_types_to_the_rows() -> None:
     tree = parse_one("SELECT * FROM s.t JOIN s.u ON id = uid", read="postgres")
     assert result_types(tree, SCHEMA) is None and result_names(tree, SCHEMA) is None
+
+
+# The emulated catalog's `name` columns are text to the engine and `name` to PostgreSQL:
+# a source declares them (planner.catalog.PgSchema), and functions of them are text.
+CATALOG = PgSchema({"pg_catalog": {"pg_class": {"relname": "VARCHAR", "relpages": "INT"}}},
+                   {"pg_catalog": {"pg_class": {"relname": "name"}}})
+NAME_CASES = [
+    ("SELECT relname, c.relname AS r, relpages FROM pg_catalog.pg_class AS c", ("name", "name", "int4")),
+    ("SELECT upper(relname), relname || 'x', max(relname), relname::text FROM pg_catalog.pg_class",
+     (None, None, None, "text")),
+    ("SELECT coalesce(relname, 'x'), nullif(relname, 'x'), CASE WHEN true THEN relname ELSE 'x' END "
+     "FROM pg_catalog.pg_class", ("name", "name", "name")),
+    ("SELECT coalesce(relname, relname::text), nullif(relname, relname::text) FROM pg_catalog.pg_class",
+     (None, None)),
+    ("SELECT array_agg(relname ORDER BY relname), array_agg(DISTINCT relname), "
+     "array_agg(relname) FILTER (WHERE relpages > 0), array_agg(relpages) FROM pg_catalog.pg_class",
+     ("_name", "_name", "_name", None)),
+    ("SELECT n FROM (SELECT relname AS n FROM pg_catalog.pg_class) AS q", ("name",)),
+]
+
+
+@pytest.mark.parametrize(("sql", "types"), NAME_CASES, ids=[c[0][:40] for c in NAME_CASES])
+def test_catalog_names(sql: str, types: tuple) -> None:
+    assert result_types(parse_one(sql, read="postgres"), CATALOG) == types
