@@ -22,7 +22,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from connectors.base import Storage, TableInfo, TableRef
-from connectors.postgres.records import refuse_arrays_of_rows, row_column
+from connectors.postgres.records import row_column, rows_array_column
 from connectors.postgres.types import ColumnType, column_type
 from pgwire.types.pg_type import FIRST_NORMAL_OID
 from pgwire.types.table import pg_type_for_field
@@ -121,9 +121,14 @@ async def describe_columns(conn: asyncpg.Connection, sql: str, schema: str) -> l
     try:
         statement = await conn.prepare(sql)
         attributes = statement.get_attributes()
-        await refuse_arrays_of_rows(conn, attributes)
-        rows = {i: await row_column(conn, a.name, a.type.oid, a.type.name, schema)
-                for i, a in enumerate(attributes) if a.type.kind == "composite"}
+        rows: dict[int, ColumnType] = {}
+        for i, a in enumerate(attributes):  # a table's rows, and arrays of them
+            if a.type.kind == "composite":
+                rows[i] = await row_column(conn, a.name, a.type.oid, a.type.name, schema)
+            elif a.type.kind == "array" and a.type.oid >= FIRST_NORMAL_OID:
+                found = await rows_array_column(conn, a.name, a.type.oid, schema)
+                if found is not None:
+                    rows[i] = found
         if not any(a.type.name == "numeric" for a in attributes):
             columns = [column_type(a.name, a.type.name, -1) for a in attributes]
         else:

@@ -11,7 +11,8 @@ enum, a domain or a composite type) stays refused (0A000).
 
 The fields are read as the COPY's own columns are: their texts, split by record_in's
 rules, become one CSV text read with the fields' column types, so a field's value is
-exactly what the same column would be.
+exactly what the same column would be. An array of such rows (`array_agg(t)`) is split
+by array_in's rules first, and its elements read as rows: a list of the structs.
 """
 
 from __future__ import annotations
@@ -39,20 +40,74 @@ WHERE rt.oid = $1 ORDER BY a.attnum
 _MOUNTED_KINDS = ("r", "v", "m", "p", "f")  # what the source's discovery mounts
 
 
-_ELEMENT_KIND = "SELECT e.typtype::text FROM pg_type a JOIN pg_type e ON e.oid = a.typelem WHERE a.oid = $1"
+_ARRAY_OF_ROWS = """
+SELECT e.oid::int8, e.typname FROM pg_type a JOIN pg_type e ON e.oid = a.typelem
+WHERE a.oid = $1 AND e.typtype = 'c'
+"""
 
 
-async def refuse_arrays_of_rows(conn: asyncpg.Connection, attributes) -> None:
-    """0A000 for a result column that is an array of a table's rows (`array_agg(t)`):
-    its elements would be read as text, not as the rows they are. (record[] is refused
-    with the other pseudo-types: connectors.postgres.types.)"""
-    for a in attributes:
-        if a.type.kind != "array" or a.type.oid < FIRST_NORMAL_OID:
-            continue
-        if await conn.fetchval(_ELEMENT_KIND, a.type.oid) == "c":
-            raise PgError(FEATURE_NOT_SUPPORTED, f"the result column {a.name} (an array of rows, "
-                          f"{a.type.name}) is not supported by fedgate outside simple "
-                          "queries relayed to PostgreSQL")
+async def rows_array_column(conn: asyncpg.Connection, name: str, array_oid: int,
+                            schema: str) -> ColumnType | None:
+    """The column `name` of the array type `array_oid` as a list of structs when its
+    elements are a table's rows (`array_agg(t)`), as `row_column` reads one; None for an
+    array of anything else. Only one-dimensional arrays with the default lower bound
+    (what array_agg gives) are read; any other is refused (0A000) when a value comes."""
+    found = await conn.fetchrow(_ARRAY_OF_ROWS, array_oid)
+    if found is None:
+        return None
+    element = await row_column(conn, name, found[0], found[1], schema)
+    list_type = pa.list_(element.field.type)
+    field = pa.field(name, list_type, metadata={**(element.field.metadata or {}),
+                                                b"pg_source_array": str(array_oid).encode()})
+    return ColumnType(field, pa.string(), lambda texts: rows_array(texts, element, list_type))
+
+
+def rows_array(texts: pa.Array, element: ColumnType, list_type: pa.ListType) -> pa.Array:
+    """Each array_out text of `texts` (`{"(1,a)",NULL}`) as a list of the rows' structs."""
+    offsets, items, mask = [0], [], []
+    for text in texts.to_pylist():
+        split = [] if text is None else split_array(text)
+        items.extend(split)
+        offsets.append(offsets[-1] + len(split))
+        mask.append(text is None)
+    assert element.convert is not None  # row_column's: record_array
+    rows = element.convert(pa.array(items, pa.string()))
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), rows, type=list_type,
+                                    mask=pa.array(mask, pa.bool_()))
+
+
+def split_array(text: str) -> list[str | None]:
+    """array_in's reading of a one-dimensional array's text: each element's text with
+    quotes removed and backslash escapes applied, None for an unquoted NULL."""
+    if text.startswith("[") or text.startswith("{{"):
+        raise PgError(FEATURE_NOT_SUPPORTED, "an array of rows with more than one dimension "
+                      "or another lower bound is not supported by fedgate")
+    if not (text.startswith("{") and text.endswith("}")):
+        raise PgError(INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{text}"')
+    items: list[str | None] = []
+    pos, end = 1, len(text) - 1
+    while pos < end:
+        chars, quoted = [], text[pos] == '"'
+        if quoted:
+            pos += 1
+            while pos < end and text[pos] != '"':
+                if text[pos] == "\\":
+                    pos += 1
+                chars.append(text[pos])
+                pos += 1
+            pos += 1  # the closing quote
+            item: str | None = "".join(chars)
+        else:
+            stop = text.find(",", pos, end)
+            stop = end if stop < 0 else stop
+            word = text[pos:stop].strip()
+            item = None if word.upper() == "NULL" else word
+            pos = stop
+        items.append(item)
+        if pos < end and text[pos] != ",":
+            raise PgError(INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{text}"')
+        pos += 1
+    return items
 
 
 def _refused(what: str) -> PgError:

@@ -9,7 +9,9 @@ links use too (CatalogSource.row_type_oids, of the catalog the session reads: a 
 from some sources reads one numbered without them) and written into the field's metadata
 as `pg_type_oid` (pgwire.types.from_arrow). The map holds only tables whose columns the
 gateway describes with the source's types (record_send writes their OIDs); a row of any
-other table is refused (0A000).
+other table is refused (0A000). An array of rows (`array_agg(t)`, a list of structs) is
+described as the row type's array, its elements as the row type (`pg_elem_oid`: array_send
+writes it).
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 
 def _is_row(field: pa.Field) -> bool:
-    return pa.types.is_struct(field.type) and bool(field.metadata) and b"pg_row_of" in field.metadata
+    """A table's row, or an array of them (a list of structs: `array_agg(t)`)."""
+    t = field.type
+    return (pa.types.is_struct(t) or pa.types.is_list(t) and pa.types.is_struct(t.value_type)) \
+        and bool(field.metadata) and b"pg_row_of" in field.metadata
 
 
 def has_rows(schema: pa.Schema) -> bool:
@@ -42,7 +47,15 @@ def row_typed(schema: pa.Schema, source: str, row_types: Mapping[int, int]) -> p
                 raise PgError(FEATURE_NOT_SUPPORTED, f"a whole-row reference of {table}: the "
                               f"gateway's catalog has no row type of {source}.{table} with "
                               "these fields")
-            field = field.with_metadata({**field.metadata, b"pg_type_oid": str(oid).encode()})
+            named = {b"pg_type_oid": str(oid).encode()}
+            if pa.types.is_list(field.type):  # described as the row type's array
+                array = row_types.get(int(field.metadata[b"pg_source_array"]))
+                if array is None:
+                    raise PgError(FEATURE_NOT_SUPPORTED, "an array of rows of "
+                                  f"{field.metadata[b'pg_row_of'].decode()}: the gateway's "
+                                  "catalog has no array type of that row type")
+                named = {b"pg_type_oid": str(array).encode(), b"pg_elem_oid": str(oid).encode()}
+            field = field.with_metadata({**field.metadata, **named})
         fields.append(field)
     return pa.schema(fields, metadata=schema.metadata)
 

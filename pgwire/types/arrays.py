@@ -60,7 +60,11 @@ def _flatten(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
 
 def _element_type(pgtype: PgType, child: pa.DataType) -> PgType:
     elem = ELEMENT_OF.get(pgtype.oid)
-    return elem if elem is not None else pg_type_for_arrow(child)
+    if elem is not None:
+        return elem
+    if pgtype.elem:  # an array of a table's rows: its elements are that row type
+        return PgType(pgtype.elem, pgtype.name.removeprefix("_"), -1)
+    return pg_type_for_arrow(child)
 
 
 def list_text(

@@ -46,6 +46,8 @@ def pg_type_for_field(field: pa.Field) -> PgType:
     meta = field.metadata
     if pa.types.is_struct(field.type):
         return row_type(field)
+    if pa.types.is_list(field.type) and pa.types.is_struct(field.type.value_type):
+        return rows_array_type(field)
     if meta:
         override = meta.get(b"pg_type")
         if override is not None:
@@ -73,6 +75,18 @@ def row_type(field: pa.Field) -> PgType:
         raise PgError(FEATURE_NOT_SUPPORTED, WHOLE_ROW_REFUSED)
     name = field.metadata.get(b"pg_row_of", b"record").decode()
     return PgType(int(oid), name, -1)
+
+
+def rows_array_type(field: pa.Field) -> PgType:
+    """An array of a table's rows (`array_agg(t)`), for a list of structs whose metadata
+    gives the gateway catalog's OIDs of the array (`pg_type_oid`) and of the row type
+    (`pg_elem_oid`; gateway.executor.row_types); without them, 0A000."""
+    meta = field.metadata or {}
+    oid, elem = meta.get(b"pg_type_oid"), meta.get(b"pg_elem_oid")
+    if oid is None or elem is None:
+        raise PgError(FEATURE_NOT_SUPPORTED, WHOLE_ROW_REFUSED)
+    name = "_" + meta.get(b"pg_row_of", b"record").decode()
+    return PgType(int(oid), name, -1, elem=int(elem))
 
 
 def pg_type_for_arrow(t: pa.DataType) -> PgType:

@@ -154,12 +154,15 @@ FIRST_NORMAL_OID = 16384  # PostgreSQL's FirstNormalObjectId: below it, its buil
 
 @dataclass(frozen=True)
 class PgType:
-    """A PostgreSQL type as sent in RowDescription: OID, name, typlen and typmod."""
+    """A PostgreSQL type as sent in RowDescription: OID, name, typlen and typmod; and for
+    an array type the gateway numbers itself (a table's row type's array), its element
+    type's OID (array_send writes it; built-in arrays have theirs in ELEMENT_OF)."""
 
     oid: int
     name: str
     size: int
     typmod: int = -1
+    elem: int = 0
 
 
 def _served(name: str) -> PgType:
