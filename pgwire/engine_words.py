@@ -98,6 +98,9 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("ConversionException", r"^Date out of range: ", DATETIME_FIELD_OVERFLOW),
     ("OSError", r"^Date out of range: ", DATETIME_FIELD_OVERFLOW),
     ("ArrowInvalid", r"^Date out of range: ", DATETIME_FIELD_OVERFLOW),
+    # A cast DuckDB has no implementation of (a multidimensional array to numeric[]):
+    # a construct refused, not a value PostgreSQL would reject.
+    ("ConversionException", r"^Unimplemented type for cast ", FEATURE_NOT_SUPPORTED),
     ("ConversionException", r"", INVALID_TEXT_REPRESENTATION),
     ("InterruptException", r"", QUERY_CANCELED),
     ("NotImplementedException", r"", FEATURE_NOT_SUPPORTED),
@@ -144,7 +147,10 @@ _REWORDINGS: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
     DIVISION_BY_ZERO: ((re.compile(r"[Dd]ivision by zero"), "division by zero"),),
     FEATURE_NOT_SUPPORTED: ((re.compile(r"^STAR expression is only allowed as the root element"),
                              "a field of a star, (t.*).field, is not supported by fedgate outside "
-                             "PostgreSQL sources: write t.field"),),
+                             "PostgreSQL sources: write t.field"),
+                            (re.compile(r"^Unimplemented type for cast \((.+) -> (.+)\)"),
+                             "a cast from {0} to {1} in the engine is not supported by fedgate "
+                             "outside PostgreSQL sources")),
     CARDINALITY_VIOLATION: ((re.compile(r"^More than one row returned by a subquery used as an expression"),
                             "more than one row returned by a subquery used as an expression"),),
 }

@@ -166,8 +166,8 @@ def figure_colname(node: exp.Expression, sql: str | None = None) -> str:
         if inner is not None:
             return inner
         to = node.to
-        if to.is_type(exp.DataType.Type.ARRAY) and to.expressions:
-            to = to.expressions[0]  # the type's last name: int[] is "int4", its array bounds aside
+        while to.is_type(exp.DataType.Type.ARRAY) and to.expressions:
+            to = to.expressions[0]  # the type's last name: int[][] is "int4", its bounds aside
         if to.this == exp.DataType.Type.NAME:
             return "name"  # (typed as text elsewhere in the planner)
         # the type's name without its modifiers: bit(3) is "bit"; a quoted one ("char")

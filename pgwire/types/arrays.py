@@ -2,8 +2,8 @@
 
 Elements are encoded by the scalar encoders over the whole child array at once, then
 quoted and joined per row with Arrow's list kernels, so arrays stay vectorized too.
-Binary output covers one-dimensional arrays; nested lists (multidimensional arrays) are
-sent in text format only. Array parameters (array_in's text, array_recv's layout) are
+Binary output is vectorized for one-dimensional arrays; nested lists (multidimensional
+arrays) are put together row by row. Array parameters (array_in's text, array_recv's layout) are
 read element by element through the registry's element codecs.
 """
 
@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
+from pgwire.errors import (ARRAY_SUBSCRIPT_ERROR, FEATURE_NOT_SUPPORTED,
+                           INVALID_TEXT_REPRESENTATION, PgError)
 from pgwire.types.columns import (
     Encoded,
     binary_from_fixed,
@@ -28,6 +29,7 @@ from pgwire.types.columns import (
 from pgwire.types.from_arrow import pg_type_for_arrow
 from pgwire.types.pg_type import ELEMENT_OF, PgType
 from pgwire.types.registry import BadBinary, Registry
+from pgwire.types.text import string_text
 
 EncodeColumn = Callable[[pa.Array, PgType, int, str], Encoded]
 JoinPieces = Callable[[Encoded, int], pa.Array]
@@ -111,10 +113,7 @@ def list_binary(
     valid = validity(arr)
     offsets, values = _flatten(arr)
     if is_list_type(values.type):
-        raise PgError(
-            FEATURE_NOT_SUPPORTED,
-            "binary output of multidimensional arrays is not supported; request text format",
-        )
+        return _nested_binary(arr, pgtype, timezone, encode, join)
     elem_type = _element_type(pgtype, values.type)
     enc = encode(values, elem_type, 1, timezone)
     m = len(values)
@@ -148,6 +147,61 @@ def list_binary(
     return Encoded([head, body], with_nulls(header_len + binary_lengths(body), valid))
 
 
+def _nested_binary(
+    arr: pa.Array,
+    pgtype: PgType,
+    timezone: str,
+    encode: EncodeColumn,
+    join: JoinPieces,
+) -> Encoded:
+    """array_send of multidimensional arrays (lists of lists): the header with each
+    dimension's length (lower bounds 1), then the elements in row-major order. Put together
+    row by row in Python: such arrays are rare and small."""
+    n = len(arr)
+    valid = validity(arr)
+    levels = []
+    values: pa.Array = arr
+    while is_list_type(values.type):
+        offsets, values = _flatten(values)
+        levels.append(offsets)
+    elem_type = _element_type(pgtype, values.type)
+    enc = encode(values, elem_type, 1, timezone)
+    m = len(values)
+    prefix = enc.lengths.astype(">i4").view(np.uint8).reshape(m, 4)
+    items = join(Encoded([prefix, *enc.pieces], np.maximum(enc.lengths, 0) + 4), m).to_pylist()
+    nulls = enc.lengths < 0
+    out: list[bytes | None] = []
+    for row in range(n):
+        if valid is not None and not valid[row]:
+            out.append(None)
+            continue
+        lo, hi = int(levels[0][row]), int(levels[0][row + 1])
+        dims = [hi - lo]
+        for level in levels[1:]:
+            sizes = {int(level[i + 1] - level[i]) for i in range(lo, hi)}
+            if len(sizes) > 1:
+                raise PgError(ARRAY_SUBSCRIPT_ERROR, "multidimensional arrays must have array "
+                              "expressions with matching dimensions")
+            dims.append(sizes.pop() if sizes else 0)
+            lo, hi = int(level[lo]), int(level[hi])
+        if hi == lo:  # an empty array has no dimensions
+            out.append(struct.pack("!iiI", 0, 0, elem_type.oid))
+            continue
+        head = struct.pack("!iiI", len(dims), int(nulls[lo:hi].any()), elem_type.oid)
+        bounds = b"".join(struct.pack("!ii", d, 1) for d in dims)
+        out.append(head + bounds + b"".join(items[lo:hi]))
+    return string_text(pa.array(out, pa.binary()))
+
+
+def _numeric_texts(items: object) -> object:
+    """Numeric elements (at any depth of a multidimensional array) as their texts."""
+    if items is None:
+        return None
+    if isinstance(items, list):
+        return [_numeric_texts(item) for item in items]
+    return str(items)
+
+
 def text_as_lists(arr: pa.Array, pgtype: PgType, registry: Registry, timezone: str) -> pa.Array | None:
     """A column of array_out texts declared an array type (a PostgreSQL source's rows are
     read as text) as the lists they spell, for array_send; None if `pgtype` is no array."""
@@ -157,8 +211,7 @@ def text_as_lists(arr: pa.Array, pgtype: PgType, registry: Registry, timezone: s
     values = [None if text is None else parse_array(registry, elem.oid, text, timezone)
               for text in arr.to_pylist()]
     if elem.name == "numeric":  # each element at its own scale: as text, not one decimal type
-        values = [None if items is None else [None if v is None else str(v) for v in items]
-                  for items in values]
+        values = [_numeric_texts(items) for items in values]
     try:
         return pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:

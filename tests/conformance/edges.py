@@ -82,5 +82,10 @@ def postgres_types() -> list[Statement]:
         "SELECT id FROM t WHERE 'int4'::regtype = 23::regtype ORDER BY id",
         "SELECT 't'::regclass, 'pg_catalog'::regnamespace", "SELECT 'now'::regproc",
         "SELECT 'now()'::regprocedure", "SELECT sum(k::money) FROM t",
-        "SELECT current_time IS NOT NULL", "SELECT count(*) FROM t WHERE current_time IS NOT NULL")]
+        "SELECT current_time IS NOT NULL", "SELECT count(*) FROM t WHERE current_time IS NOT NULL",
+        # multidimensional arrays: array_send's header has each dimension
+        "SELECT ARRAY[[1, 2], [3, NULL]]", "SELECT ARRAY[[['a', 'b']], [['c', NULL]]]",
+        "SELECT ARRAY[[1.5, 2], [3, 4]]::numeric[]", "SELECT '{}'::int[][]")]
+    out.append(Statement("types", "SELECT id, ARRAY[ARRAY[k, k], ARRAY[g, g]] FROM t ORDER BY 1",
+                         True))
     return out
