@@ -20,8 +20,9 @@ means the scale depends on the value (a division), and then only a numeric the e
 computed is presented as numeric.
 
 None stands for "not known here": the engine's own type stays. The rules only cover
-expressions whose type is certain; anything else (a user function, a catalog query, a
-parameter) is None.
+expressions whose type is certain; anything else (a user function, most of a catalog
+query, a parameter) is None. A catalog's `name` columns, text to the engine, are the one
+kind of column typed from what a source declares (planner.catalog.PgSchema): `name`.
 """
 
 from __future__ import annotations
