@@ -85,10 +85,7 @@ class Metrics:
     def statement_done(self, kind: str, sqlstate: str | None, path: str, seconds: float) -> None:
         key = (kind, sqlstate[:2] if sqlstate else "00")
         self.statements[key] = self.statements.get(key, 0) + 1
-        latency = self.latency[path]  # `LatencyHistogram.observe`, written out: every statement
-        latency.counts[bisect_left(LATENCY_BUCKETS, seconds)] += 1
-        latency.total += seconds
-        latency.count += 1
+        self.latency[path].observe(seconds)
 
     def fragment_read(self, source: str, rows: int, nbytes: int) -> None:
         self.source_rows[source] = self.source_rows.get(source, 0) + rows

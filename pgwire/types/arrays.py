@@ -101,6 +101,12 @@ def list_text(
     )
 
 
+def _length_prefixed(enc: Encoded, m: int, join: JoinPieces) -> pa.Array:
+    """array_send's items: each element's int32 length (-1 for NULL), then its bytes."""
+    prefix = enc.lengths.astype(">i4").view(np.uint8).reshape(m, 4)
+    return join(Encoded([prefix, *enc.pieces], np.maximum(enc.lengths, 0) + 4), m)
+
+
 def list_binary(
     arr: pa.Array,
     pgtype: PgType,
@@ -116,9 +122,7 @@ def list_binary(
         return _nested_binary(arr, pgtype, timezone, encode, join)
     elem_type = _element_type(pgtype, values.type)
     enc = encode(values, elem_type, 1, timezone)
-    m = len(values)
-    prefix = enc.lengths.astype(">i4").view(np.uint8).reshape(m, 4)
-    items = join(Encoded([prefix, *enc.pieces], np.maximum(enc.lengths, 0) + 4), m)
+    items = _length_prefixed(enc, len(values), join)
     mask = pa.array(~valid) if valid is not None else None
     lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), items, mask=mask)
     body = pc.binary_join(lists, pa.scalar(b"", pa.binary()))
@@ -166,9 +170,7 @@ def _nested_binary(
         levels.append(offsets)
     elem_type = _element_type(pgtype, values.type)
     enc = encode(values, elem_type, 1, timezone)
-    m = len(values)
-    prefix = enc.lengths.astype(">i4").view(np.uint8).reshape(m, 4)
-    items = join(Encoded([prefix, *enc.pieces], np.maximum(enc.lengths, 0) + 4), m).to_pylist()
+    items = _length_prefixed(enc, len(values), join).to_pylist()
     nulls = enc.lengths < 0
     out: list[bytes | None] = []
     for row in range(n):
