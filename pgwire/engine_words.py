@@ -16,6 +16,7 @@ from pgwire.sqlstate import (
     INVALID_PARAMETER_VALUE,
     DIVISION_BY_ZERO,
     INVALID_ARGUMENT_FOR_LOGARITHM,
+    INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION,
     CARDINALITY_VIOLATION,
     INVALID_ARGUMENT_FOR_POWER,
     DATETIME_FIELD_OVERFLOW,
@@ -38,6 +39,10 @@ from pgwire.sqlstate import (
     INTERNAL_ERROR,
     PgError,
 )
+
+# width_bucket()'s errors, raised in PostgreSQL's words (connectors.dialects.duckdb_buckets).
+_WIDTH_BUCKET = (r"^(?:count must be greater than zero|operand, lower bound, and upper bound cannot "
+                 r"be NaN|lower and upper bounds must be finite|lower bound cannot equal upper bound)$")
 
 # DuckDB reports errors as typed exceptions whose text starts with "<Kind> Error: ".
 # The table below maps (exception class name, message pattern) to a SQLSTATE; the first
@@ -79,6 +84,8 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     # The DuckDB dialect's error() calls raise PostgreSQL's words for these
     # (connectors.dialects.duckdb_functions).
     ("InvalidInputException", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("InvalidInputException", _WIDTH_BUCKET, INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION),
+    ("InvalidInputException", r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),  # sind(), cosd()
     ("InvalidInputException", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("InvalidInputException", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
     ("InvalidInputException", r"^negative substring length not allowed$", SUBSTRING_ERROR),
@@ -116,7 +123,11 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("OSError", r"^[Dd]ivision by zero", DIVISION_BY_ZERO),
     ("ArrowInvalid", r"^[Dd]ivision by zero", DIVISION_BY_ZERO),
     ("OSError", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("OSError", _WIDTH_BUCKET, INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION),
+    ("OSError", r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),  # sind(), cosd()
     ("ArrowInvalid", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
+    ("ArrowInvalid", _WIDTH_BUCKET, INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION),
+    ("ArrowInvalid", r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),  # sind(), cosd()
     ("OSError", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("ArrowInvalid", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("OSError", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),

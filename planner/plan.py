@@ -45,6 +45,8 @@ from planner.ungrouped_columns import ungrouped_columns
 from planner.order_names import order_names
 from planner.using_star import using_star
 from planner.whole_rows import whole_rows
+from planner.empty_select import empty_select
+from planner.variadic_arrays import variadic_arrays
 from planner.function_check import check_functions
 from planner.signature_check import signature_check
 from planner.pg_annotate import annotate_postgres
@@ -120,17 +122,18 @@ def _session_values(tree: exp.Expression, settings: PlanSettings) -> None:
         node.replace(exp.Literal.string(value) if value is not None else exp.null())
 
 
-def _refuse_unshipped(tree: exp.Expression, tables: list[tuple[exp.Table, TableInfo]]) -> None:
+def _refuse_unshipped(tree: exp.Expression, tables: list[tuple[exp.Table, TableInfo]],
+                      catalog: CatalogSnapshot) -> None:
     """What only PostgreSQL itself answers, refused (0A000) where the statement does not
-    ship whole to a PostgreSQL source: rows of no columns (`SELECT FROM t`, whose row
-    count is its answer), WITH RECURSIVE ... SEARCH/CYCLE (whose record columns stay
-    refused there too, connectors.postgres.types), a
-    VARIADIC argument (planner.pgcompat), which no engine of ours spells, and a whole row
-    (planner.whole_rows)."""
+    ship whole to a PostgreSQL source: WITH RECURSIVE ... SEARCH/CYCLE (whose record
+    columns stay refused there too, connectors.postgres.types), a VARIADIC argument
+    (planner.pgcompat) other than an array constructor planner.variadic_arrays spreads,
+    which no engine of ours spells, and a whole row
+    (planner.whole_rows). An empty select list gets the engine's placeholder
+    (planner.empty_select)."""
     whole_rows(tree, tables)
-    if isinstance(tree, exp.Select) and not tree.expressions:
-        raise PgError(FEATURE_NOT_SUPPORTED, "an empty select list is not supported by fedgate "
-                      "outside statements shipped whole to one PostgreSQL source")
+    empty_select(tree)  # the client's rows of no columns keep their names: ()
+    variadic_arrays(tree, functools.partial(_typed_copy, catalog=catalog))
     if tree.find(exp.RecursiveWithSearch) is not None:
         raise PgError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE ... SEARCH or CYCLE is not supported by "
                       "fedgate outside statements shipped whole to one PostgreSQL source")
@@ -196,6 +199,15 @@ def _annotate(tree: exp.Expression, catalog: CatalogSnapshot, typed: bool = True
     except OptimizeError as exc:  # e.g. a column no table in scope has
         raise PgError(UNDEFINED_COLUMN, str(exc).split("\n")[0]) from exc
     return annotate_postgres(qualified, schema=catalog.sqlglot_schema) if typed else qualified
+
+
+def _typed_copy(tree: exp.Expression, catalog: CatalogSnapshot) -> exp.Expression:
+    """A typed copy of `tree`; the copy untyped where a name does not resolve (the
+    statement's own planning then says so)."""
+    try:
+        return _annotate(tree.copy(), catalog)
+    except PgError:
+        return tree.copy()
 
 
 def _annotated(tree: exp.Expression, catalog: CatalogSnapshot, typed: bool,
@@ -273,7 +285,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         # (outside UTC the engine does: the sources' sessions run in UTC, planner.zone_dependent)
         single = _home_postgres(catalog, settings)
     if single is None or single.dialect.sqlglot != "postgres":
-        _refuse_unshipped(tree, tables)
+        _refuse_unshipped(tree, tables, catalog)
     if unknown_function is not None and (single is None or single.dialect.sqlglot != "postgres"):
         raise unknown_function  # no PostgreSQL source answers the whole statement
     unknown_literals(tree, catalog.sqlglot_schema)
@@ -300,7 +312,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     shippable = single is not None and \
         single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
     if not shippable:  # e.g. a volatile call keeps a PostgreSQL source's statement here
-        _refuse_unshipped(tree, tables)
+        _refuse_unshipped(tree, tables, catalog)
     # Shipped whole to DuckDB (a DuckDB file, Parquet/CSV), sums and averages are retyped
     # as PostgreSQL types them, as the engine's are (planner.pg_aggregates): that needs
     # qualified columns, whose types it reads from the catalog (not a whole annotation).

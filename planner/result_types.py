@@ -49,7 +49,7 @@ _SAME_AS_ARG = (exp.Abs, exp.Max, exp.Min)
 _SAME_INTEGERS = {"gcd", "lcm"}
 _WHOLE = (exp.Ceil, exp.Floor)
 # Aggregates typed the same under FILTER and OVER (planner.pg_aggregates retypes sums there too)
-_TYPED_AGGREGATES = (*_INT4_CALLS, *_INT8_CALLS, exp.Avg, exp.Sum, *_SAME_AS_ARG)
+_TYPED_AGGREGATES = (*_INT4_CALLS, *_INT8_CALLS, exp.Avg, exp.Sum, *_SAME_AS_ARG, exp.JSONArrayAgg)
 
 
 def numeric(scale: int | None) -> str:
@@ -263,6 +263,8 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         if name in _SAME_INTEGERS and len(node.expressions) == 2:
             return _integers(of(node.expressions[0]), of(node.expressions[1]))
         return None
+    if isinstance(node, exp.JSONArrayAgg):
+        return "json"
     if isinstance(node, exp.JSONExtract):
         arg = of(node.this)  # `->` keeps its operand's type (json or jsonb)
         return arg if arg in ("json", "jsonb") else None
@@ -333,8 +335,8 @@ def _cast(node: exp.Cast) -> str | None:
             return numeric(int(args[1])) if len(args) == 2 and args[1].isdigit() else \
                 numeric(0) if len(args) == 1 else "numeric"
         return f"{name}({args[0]})" if args[0].isdigit() else name
-    if name == "bpchar":
-        return "bpchar(1)"  # char without a length is char(1)
+    if name == "bpchar":  # char without a length is char(1); bpchar has none
+        return "bpchar" if to.this == exp.DataType.Type.BPCHAR else "bpchar(1)"
     if to.this == exp.DataType.Type.TEXT or name in _NUMERIC_ORDER or name in (
             "bool", "date", "timestamp", "timestamptz", "interval", "varchar", "bytea", "uuid",
             "json", "jsonb", "time"):

@@ -14,7 +14,7 @@ _PG_NAMES: dict[exp.DataType.Type, str] = {
     T.UBIGINT: "numeric", T.INT128: "numeric", T.FLOAT: "float4", T.DOUBLE: "float8",
     T.DECIMAL: "numeric", T.BIGDECIMAL: "numeric", T.MONEY: "money",
     T.TEXT: "text", T.VARCHAR: "varchar", T.NVARCHAR: "varchar", T.CHAR: "bpchar",
-    T.NCHAR: "bpchar", T.NAME: "text",
+    T.NCHAR: "bpchar", T.BPCHAR: "bpchar", T.NAME: "text",
     T.DATE: "date", T.TIME: "time", T.TIMESTAMP: "timestamp",
     T.TIMESTAMPTZ: "timestamptz", T.TIMESTAMPLTZ: "timestamptz", T.INTERVAL: "interval",
     T.UUID: "uuid", T.JSON: "json", T.JSONB: "jsonb",

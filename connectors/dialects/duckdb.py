@@ -30,18 +30,21 @@ from decimal import Decimal
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
+from connectors.dialects import duckdb_buckets as buckets
 from connectors.dialects import duckdb_arrays as arrays
 from connectors.dialects import duckdb_dates as dates
+from connectors.dialects import duckdb_degrees as degrees
 from connectors.dialects import duckdb_integers as integers
 from connectors.dialects import duckdb_functions as functions
 from connectors.dialects import duckdb_float4 as float4
 from connectors.dialects import duckdb_json as json_pieces
+from connectors.dialects import duckdb_json_agg as json_agg
 from connectors.dialects import duckdb_literals as literals
 from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
-from connectors.dialects.duckdb_scales import postgres_extremes, refuse_mixed_scales
+from connectors.dialects.duckdb_scales import needs_scale, postgres_extremes, postgres_scale, refuse_mixed_scales
 from connectors.dialects.duckdb_collations import check_collations
 from connectors.dialects.rules import rewrite_bottom_up
 from connectors.base import (CLIENT_OUTPUTS, EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
@@ -101,7 +104,8 @@ def needs_types(tree: exp.Expression) -> bool:
         is_bare_decimal(cast.to) for cast in tree.find_all(exp.Cast)) or functions.needs_rewrite(tree) \
         or dates.needs_types(tree) or floats.needs_types(tree) or integers.needs_types(tree) \
         or json_pieces.needs_types(tree) or literals.needs_rewrite(tree) or float4.needs_rewrite(tree) \
-        or tree.find(exp.Least, exp.Greatest) is not None or arrays.needs_types(tree)
+        or tree.find(exp.Least, exp.Greatest) is not None or arrays.needs_types(tree) \
+        or buckets.needs_rewrite(tree) or needs_scale(tree) or json_agg.needs_rewrite(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -312,14 +316,22 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = rewrite_bottom_up(tree, arrays.postgres_arrays)
     if json_pieces.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, json_pieces.postgres_json)
+    if json_agg.needs_rewrite(tree):
+        tree = tree.transform(json_agg.postgres_json_agg)
     if floats.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, floats.postgres_floats)
     if integers.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, integers.postgres_integers)
     if dates.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, dates.postgres_dates)
+    if buckets.needs_rewrite(tree):
+        tree = tree.transform(buckets.width_bucket)
+    if needs_scale(tree):
+        tree = tree.transform(postgres_scale)
     if needs_types(tree):
         tree = rewrite_bottom_up(tree, _postgres_semantics)
+    if degrees.needs_rewrite(tree):  # after the divisions: its own need no zero check
+        tree = tree.transform(degrees.postgres_degrees)
     if tree.find(exp.Filter) is not None:
         tree = tree.transform(_filter_first)
     if tree.find(exp.Like, exp.ILike) is not None:

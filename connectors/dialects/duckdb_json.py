@@ -92,10 +92,10 @@ def _integer(node: exp.Expression) -> bool:
         (node.type is not None and node.type.this in exp.DataType.INTEGER_TYPES)
 
 
-def _exact(node: exp.Expression) -> bool:
+def at_display_scale(node: exp.Expression) -> bool:
     """Whether DuckDB computes `node` as a DECIMAL of PostgreSQL's display scale."""
     if isinstance(node, (exp.Neg, exp.Paren)):
-        return _exact(node.this)
+        return at_display_scale(node.this)
     if _decimal_literal(node):
         return _digits(node)[1] <= 38
     if isinstance(node, exp.Cast):
@@ -104,7 +104,7 @@ def _exact(node: exp.Expression) -> bool:
         return _scaled(node.type)
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
         sides = (node.this, node.expression)
-        return all(_exact(side) or _integer(side) for side in sides) and any(_exact(side) for side in sides)
+        return all(at_display_scale(side) or _integer(side) for side in sides) and any(at_display_scale(side) for side in sides)
     return False
 
 
@@ -129,7 +129,7 @@ def _to_json(node: exp.Expression) -> exp.Expression:
     if isinstance(argument, exp.Cast) and (isinstance(argument.this, exp.Null) or not (
             argument.to.this == _DECIMAL or argument.to.is_type(*exp.DataType.NESTED_TYPES))):
         return node  # NULL either way; or a value of another type (1.5::float8)
-    if _exact(argument):
+    if at_display_scale(argument):
         text = exp.Cast(this=argument.transform(_exact_literal), to=exp.DataType.build("VARCHAR"))
         return exp.Cast(this=text, to=exp.DataType.build("JSON"))
     if _numeric_like(argument):

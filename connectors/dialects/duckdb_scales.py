@@ -79,3 +79,55 @@ def postgres_extremes(node: exp.Expression) -> exp.Expression:
     name = "least" if isinstance(node, exp.Least) else "greatest"
     raise PgError(FEATURE_NOT_SUPPORTED, f"{name}() of numbers of different scales is not supported by "
                   "the query engine (PostgreSQL shows the value chosen at its own scale)")
+
+
+def _is_scale_call(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "scale" and len(node.expressions) == 1
+
+
+def needs_scale(tree: exp.Expression) -> bool:
+    """Whether `tree` calls scale() (rewritten by its argument's type)."""
+    return any(map(_is_scale_call, tree.find_all(exp.Anonymous)))
+
+
+def display_scale(node: exp.Expression) -> int | None:
+    """The display scale PostgreSQL gives every value of `node`, where it is one scale for
+    all of them and DuckDB's DECIMAL has it too: a number constant's, an integer's 0, a
+    numeric(p, s) column's or cast's s, and +, - (the larger) and * (the sum) of those.
+    None otherwise (a quotient, a function's, an unconstrained numeric)."""
+    if isinstance(node, (exp.Neg, exp.Paren)):
+        return display_scale(node.this)
+    scale = _scale(node)
+    if scale is not None or isinstance(node, exp.Literal):
+        return scale
+    if isinstance(node, exp.Cast):
+        to = node.to
+        if to.this == exp.DataType.Type.DECIMAL and to.expressions:
+            return int(to.expressions[1].name) if len(to.expressions) == 2 else 0
+        return None
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        sides = [display_scale(node.this), display_scale(node.expression)]
+        if None in sides:
+            return None
+        return sum(sides) if isinstance(node, exp.Mul) else max(sides)  # type: ignore[arg-type]
+    if isinstance(node, exp.Column):
+        return _arg_scale(node)
+    return None
+
+
+def postgres_scale(node: exp.Expression) -> exp.Expression:
+    """scale(x) as a constant (NULL for NULL) where `display_scale` knows x's; refused
+    otherwise: DuckDB has no scale(), and its DECIMAL's scale is not always the value's."""
+    if not _is_scale_call(node):
+        return node
+    argument = node.expressions[0]
+    if isinstance(argument, exp.Null):
+        return exp.Cast(this=exp.null(), to=exp.DataType.build("INT"))
+    scale = display_scale(argument)
+    if scale is None or argument.type is None or argument.type.this not in (
+            exp.DataType.Type.DECIMAL, *exp.DataType.INTEGER_TYPES) and not isinstance(argument, exp.Literal):
+        raise PgError(FEATURE_NOT_SUPPORTED, "scale() of a numeric computed by the engine is not "
+                      "supported by fedgate outside PostgreSQL sources")
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=argument.copy(), expression=exp.null()),
+                                true=exp.Cast(this=exp.null(), to=exp.DataType.build("INT")))],
+                    default=exp.Cast(this=exp.Literal.number(scale), to=exp.DataType.build("INT")))

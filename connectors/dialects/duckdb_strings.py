@@ -24,6 +24,10 @@ refused (0A000) where no rewrite does:
   rendering) knows Unicode letters. Only an ASCII literal is answered, else refused;
 - `s SIMILAR TO p`: DuckDB reads p as a regular expression; PostgreSQL's `%`, `_` and
   escapes are translated (its similar_to_escape) when p is a literal, else refused;
+- `x::varchar(n)`: PostgreSQL cuts x to n characters, DuckDB's VARCHAR(n) keeps them
+  all (the client's own column is cut as it is presented, but an expression over the
+  cast read the whole text): left(x, n); a cast to character(n) is refused but for the
+  client's own column;
 - `decode(s, 'hex' | 'base64')`: bytea in PostgreSQL, DuckDB's decode() reads a blob as
   UTF-8 text. A literal is decoded here by PostgreSQL's rules (its errors included) and
   handed to DuckDB as unhex() of the bytes; anything else is refused.
@@ -40,7 +44,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from connectors.base import volatile_reason
+from connectors.base import CLIENT_OUTPUTS, volatile_reason
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 
 NEGATIVE_SUBSTRING_LENGTH = "negative substring length not allowed"
@@ -55,8 +59,25 @@ _HEX_DIGITS = set("0123456789abcdefABCDEF")
 _BASE64_SPACE = " \t\n\r"
 
 
+def _limited_varchar(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.VARCHAR and bool(node.to.expressions)
+
+
+def _char(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.CHAR
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return tree.find(*_REWRITTEN) is not None
+    return tree.find(*_REWRITTEN) is not None or any(
+        _limited_varchar(cast) or _char(cast) for cast in tree.find_all(exp.Cast))
+
+
+def _client_output(node: exp.Expression) -> bool:
+    """An output column of the client's own rows (connectors.base.CLIENT_OUTPUTS)."""
+    alias = node.parent
+    select = alias.parent if isinstance(alias, exp.Alias) else None
+    return isinstance(select, exp.Select) and bool(select.meta.get(CLIENT_OUTPUTS)) \
+        and alias.arg_key == "expressions"
 
 
 def _refuse(what: str) -> PgError:
@@ -305,7 +326,28 @@ _REWRITES: dict[type[exp.Expression], Callable[[Any], exp.Expression]] = {
 }
 
 
+def _varchar_cast(node: exp.Cast) -> exp.Expression:
+    """`x::varchar(n)` is x cut to n characters; DuckDB's VARCHAR(n) keeps them all."""
+    length = node.to.expressions[0]
+    written = length.this if isinstance(length, exp.DataTypeParam) else length
+    if isinstance(written, exp.Literal) and written.this.isdigit():
+        if int(written.this) < 1:  # PostgreSQL's own errors (varchar's typmodin)
+            raise PgError(INVALID_PARAMETER_VALUE, "length for type varchar must be at least 1")
+        if int(written.this) > 10485760:
+            raise PgError(INVALID_PARAMETER_VALUE, "length for type varchar cannot exceed 10485760")
+    return exp.Cast(this=exp.Left(this=node.this, expression=length.this.copy()
+                                  if isinstance(length, exp.DataTypeParam) else length.copy()),
+                    to=node.to.copy())
+
+
 def postgres_strings(node: exp.Expression) -> exp.Expression:
     """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
+    if _limited_varchar(node):
+        return _varchar_cast(node)  # type: ignore[arg-type]
+    if _char(node) and not _client_output(node):
+        # blank-padded, and the padding is kept by some readers (concat(), arrays) and
+        # dropped by others (||, length(), comparisons); the client's own column is cut
+        # and padded as it is presented (gateway.executor.presented)
+        raise _refuse("a cast to character(n) inside an expression")
     rewrite = _REWRITES.get(type(node))
     return node if rewrite is None else rewrite(node)

@@ -97,6 +97,9 @@ def _conversion(field: pa.Field, target: str | None, double_numerics: bool) -> p
         # PostgreSQL's text of a numeric of per-value scale, as the DuckDB dialect writes
         # a division or an average out (connectors.dialects.duckdb_quotient)
         return field.with_metadata({**(field.metadata or {}), b"pg_type": b"numeric"})
+    if target == "json" and have.name == "text" and pa.types.is_string(t):
+        # json written as text by the DuckDB dialect (connectors.dialects.duckdb_json_agg)
+        return field.with_metadata({**(field.metadata or {}), b"pg_type": b"json"})
     if (base in ("varchar", "bpchar") or base.startswith("reg")) and have.name == "text" \
             and not pa.types.is_dictionary(t):
         # (reg*: the text the catalog's regclass_out etc. print, planner.pgcompat)
@@ -157,6 +160,8 @@ def presented_schema(schema: pa.Schema, names: Sequence[str] | None,
                   for i, (f, t) in enumerate(zip(fields, types))]
     if names is not None and len(names) == len(fields):
         fields = [f.with_name(n) for f, n in zip(fields, names)]
+    elif names == ():  # rows of no columns: the engine's placeholder goes (planner.empty_select)
+        fields = []
     return pa.schema(fields, metadata=schema.metadata)
 
 
@@ -196,9 +201,16 @@ class Presented:
         # a changed metadata alone (text presented as numeric) still needs the new schema
         self._casts = any(a.type != b.type or a.metadata != b.metadata
                           for a, b in zip(stream.schema, self.schema))
+        self._no_columns = len(self.schema) < len(stream.schema)
 
     def __aiter__(self) -> AsyncIterator[pa.RecordBatch]:
+        if self._no_columns:
+            return self._rows_only()
         return self._cast_batches() if self._casts else self.inner.__aiter__()
+
+    async def _rows_only(self) -> AsyncIterator[pa.RecordBatch]:
+        async for batch in self.inner:
+            yield batch.select([])  # as many rows, no column
 
     async def _cast_batches(self) -> AsyncIterator[pa.RecordBatch]:
         async for batch in self.inner:

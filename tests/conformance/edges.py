@@ -18,11 +18,23 @@ def postgres_only() -> list[Statement]:
     return [Statement("PostgreSQL only", sql, ordered) for sql, ordered in [
         ("SELECT FROM t", False), ("SELECT FROM t WHERE id < 3", False), ("SELECT", False),
         ("SELECT FROM t JOIN u ON u.g = t.g", False), ("SELECT FROM t GROUP BY g", False),
+        ("SELECT FROM t WHERE id > 3 ORDER BY id LIMIT 4", True), ("SELECT DISTINCT FROM t", False),
+        ("SELECT FROM t UNION SELECT FROM u", False), ("SELECT FROM t UNION ALL SELECT FROM u", False),
+        ("SELECT FROM t INTERSECT SELECT FROM u", False), ("SELECT FROM t UNION SELECT 1", False),
+        ("SELECT FROM t EXCEPT SELECT FROM u WHERE false", False),
+        ("SELECT EXISTS (SELECT FROM t WHERE id = 3), EXISTS (SELECT FROM u WHERE g = 99)", False),
+        ("SELECT id FROM t WHERE EXISTS (SELECT FROM u WHERE u.g = t.g) ORDER BY id", True),
+        ("SELECT count(*) FROM (SELECT FROM t) s", False),
         ("SELECT concat_ws(',', VARIADIC ARRAY['a', 'b'])", False),
         ("SELECT concat_ws(VARIADIC ARRAY['a', 'b'])", False),
         ("SELECT id, concat(VARIADIC ARRAY[s, 'x']) FROM t", False),
         ("SELECT format('%s|%s', VARIADIC ARRAY[s, k::text]) FROM t ORDER BY id", True),
         ("SELECT num_nulls(VARIADIC ARRAY[g, k]) FROM t ORDER BY id", True),
+        ("SELECT id, concat(VARIADIC ARRAY[d, ts]) FROM t ORDER BY id", True),
+        ("SELECT id, concat_ws('-', VARIADIC ARRAY[g, k, NULL]) FROM t ORDER BY id", True),
+        ("SELECT concat(VARIADIC NULL::text[]), concat(VARIADIC ARRAY[]::text[])", False),
+        ("SELECT concat_ws(',', VARIADIC ARRAY[1.50, 2]), concat(VARIADIC ARRAY[n, k]) FROM t", False),
+        ("SELECT concat(VARIADIC ARRAY[random()]) IS NOT NULL", False),
         (f"{recursive} SEARCH DEPTH FIRST BY i SET o SELECT i FROM r ORDER BY o", True),
         (f"{recursive} SEARCH BREADTH FIRST BY i SET o SELECT i FROM r", False),
         (f"{cycle} CYCLE i SET c USING p SELECT i, c FROM r", False),
@@ -88,4 +100,10 @@ def postgres_types() -> list[Statement]:
         "SELECT ARRAY[[1.5, 2], [3, 4]]::numeric[]", "SELECT '{}'::int[][]")]
     out.append(Statement("types", "SELECT id, ARRAY[ARRAY[k, k], ARRAY[g, g]] FROM t ORDER BY 1",
                          True))
+    # character types: varchar(n) cuts, char(n) pads, bpchar neither
+    out += [Statement("types", f"SELECT id, {e} FROM t ORDER BY 1", True) for e in (
+        "s::varchar(3)", "length(s::varchar(3)), s::varchar(3) || 'x', upper(s::varchar(2))",
+        "'abcdef'::varchar(2), 'é'::varchar(1)", "s::varchar(0)", "CAST(s AS character varying(4))",
+        "s::char(3), s::char, s::bpchar, id::char(4)", "s::bpchar || 'x', length(s::bpchar)",
+        "s::char(3) || 'x', length(s::char(3)), s::char(3) = 'app'", "concat(s::char(7), '|')")]
     return out

@@ -22,6 +22,10 @@ JSONS = ["'{\"a\": 1, \"b\": [1, 2]}'::jsonb", "'[]'::jsonb", "'null'::jsonb", "
 ARRAYS = ["ARRAY[1, 2, NULL, 3]", "ARRAY[]::int[]", "NULL::int[]", "ARRAY[3, 1, 2]", "ARRAY[[1, 2], [3, 4]]"]
 
 
+DEGREES = ["0", "30", "60", "90", "150", "-30", "-0.0::float8", "210", "725.5", "123.456", "-1e-300::float8",
+           "1e10", "'NaN'::float8", "'Infinity'::float8", "NULL::float8"]
+
+
 def _calls(function: str, templates: list[str], values: list[str]) -> list[str]:
     return [template.format(v=value) for template in templates for value in values]
 
@@ -40,7 +44,12 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "lcm": ["lcm(4, 6)", "lcm(0, 5)", "lcm(-4, 6)"], "factorial": ["factorial(5)", "factorial(0)", "factorial(-1)"],
         "pi": ["pi()"], "degrees": _calls("degrees", ["degrees({v})"], NUM), "radians": _calls("radians", ["radians({v})"], NUM),
         "sin": _calls("sin", ["sin({v})"], NUM), "cos": _calls("cos", ["cos({v})"], NUM), "atan2": ["atan2(1, 1)", "atan2(0, 0)", "atan2(NULL, 1)"],
-        "width_bucket": ["width_bucket(5.35, 0.024, 10.06, 5)", "width_bucket(-1, 0, 10, 5)", "width_bucket(NULL, 0, 10, 5)"],
+        "width_bucket": ["width_bucket(5.35, 0.024, 10.06, 5)", "width_bucket(-1, 0, 10, 5)", "width_bucket(NULL, 0, 10, 5)",
+                         "width_bucket(0.3::float8, 0.1, 0.5, 2)", "width_bucket(7, 10, 0, 4)", "width_bucket(10, 0, 10, 5)",
+                         "width_bucket(1, 0, 10, 0)", "width_bucket(1, 1, 1, 2)", "width_bucket('NaN'::float8, 0, 1, 2)",
+                         "width_bucket(0.5::float8, 0, 'Infinity'::float8, 2)", "width_bucket(1e300::float8, 0, 1, 2147483647)"],
+        "sind": _calls("sind", ["sind({v})"], DEGREES), "cosd": _calls("cosd", ["cosd({v})"], DEGREES),
+        "tand": ["tand(45)", "tand(NULL)"],
         "scale": _calls("scale", ["scale({v})"], ["1.50", "0", "NULL::numeric", "'NaN'::numeric"]),
         "greatest": ["greatest(1, NULL, 3)", "greatest(NULL::int, NULL)", "greatest(1, 2.5)", "greatest('a', 'B')"],
         "least": ["least(1, NULL, 3)", "least(1, 2.5)", "least('a', 'B')"],
@@ -172,8 +181,22 @@ PROBES: dict[str, dict[str, list[str]]] = {
 AGGREGATE_ROWS = "(VALUES (1.5), (NULL), (-2.25), (1.5), (4)) AS v(x)"
 
 
+# Aggregates over the table's columns (the VALUES above mixes numeric scales, which the
+# engine refuses whatever the aggregate).
+OVER_T = {"json_agg": ["json_agg(id ORDER BY id)", "json_agg(b ORDER BY id), json_agg(n ORDER BY id)",
+                       "json_agg(k ORDER BY id DESC) FILTER (WHERE g = 1)", r"""json_agg(s || E'"\\\n\t\x01/' ORDER BY id)""",
+                       r"json_agg(s || E'\x0b')", "json_agg(id) FILTER (WHERE id > 100)", "json_agg(n * 2 ORDER BY id)",
+                       "json_agg(g ORDER BY g NULLS FIRST)", "json_agg(f)", "json_agg(DISTINCT g)", "json_agg(n / 3)",
+                       "json_agg(s::varchar(3) ORDER BY id)"]}
+
+
 def function_statements() -> list[Statement]:
-    out = []
+    out = [Statement("functions: aggregate", f"SELECT {call} FROM t", function=function)
+           for function, calls in OVER_T.items() for call in calls]
+    out += [Statement("functions: aggregate", f"SELECT g, {call} FROM t GROUP BY g ORDER BY g NULLS FIRST",
+                      True, function="json_agg") for call in ("json_agg(s ORDER BY id)", "json_agg(id)")]
+    out.append(Statement("functions: window", "SELECT id, json_agg(id) OVER (ORDER BY id) FROM t ORDER BY id",
+                         True, function="json_agg"))
     for category, functions in PROBES.items():
         for function, calls in functions.items():
             for call in calls:

@@ -5,8 +5,9 @@ that reads no table, with that source first on the search path) is shipped whole
 so PostgreSQL's own answer comes back: rows, types and names as PostgreSQL itself gives
 them. These are the constructs the engine path refused or answered otherwise (the
 "refused or failing although PostgreSQL answers" list), each compared with a real
-PostgreSQL 15 over the conformance tables (tests/conformance/world.py); the same
-statements over the Parquet copy are refused (0A000), never answered differently.
+PostgreSQL 15 over the conformance tables (tests/conformance/world.py); over the Parquet
+copy the engine answers those in ENGINE_ANSWERS alike and refuses (0A000) the others,
+never answering differently.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ ANSWERED = {
     "ordered_set_aggregates": "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f), "
                               "mode() WITHIN GROUP (ORDER BY g) FROM t",
     "pattern_substring_and_json_agg": "SELECT substring(s FROM 'p+'), json_agg(id ORDER BY id) FROM t "
-                                      "GROUP BY s ORDER BY 1 NULLS LAST",
+                                      "GROUP BY s ORDER BY s NULLS LAST",
     "json_paths": "SELECT '{\"a\":{\"b\":1}}'::jsonb #> '{a,b}', '{\"a\":{\"b\":1}}'::jsonb #>> '{a}'",
     "order_by_using": "SELECT id FROM t ORDER BY id USING >",
     "unicode_identifier": "SELECT U&\"i\\0064\" FROM t ORDER BY 1",
@@ -47,6 +48,15 @@ ANSWERED = {
     # a value of the table's row type (tests/integration/test_whole_row.py)
     "whole_row": "SELECT t FROM t WHERE id = 1",
 }
+
+
+# What the engine answers too (over the Parquet copy), as PostgreSQL does; the rest it
+# refuses (0A000): numerics beyond its 38 digits or at a scale of PostgreSQL's choosing,
+# digests it lacks, formats, JSON paths, and values of a row type.
+ENGINE_ANSWERS = {"degree_trigonometry_and_buckets", "distinct_on", "empty_select_list",
+                  "lateral_reference", "order_by_using", "ordered_set_aggregates",
+                  "pattern_substring_and_json_agg", "regexp_split_and_flags", "unicode_identifier",
+                  "variadic"}
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +77,10 @@ async def test_a_postgres_source_answers_as_postgres(world: World, name: str) ->
 async def test_the_engine_answers_alike_or_refuses(world: World, name: str) -> None:
     """Over the Parquet copy the engine answers; where it cannot, 0A000."""
     sql = ANSWERED[name]
+    if name in ENGINE_ANSWERS:
+        await assert_described_alike(world.truth, world.parquet_gateway.dsn, sql)
+        assert await described_names(world.parquet_gateway.dsn, sql) == await described_names(world.truth, sql)
+        return
     try:
         await assert_described_alike(world.truth, world.parquet_gateway.dsn, sql)
     except asyncpg.PostgresError as exc:

@@ -1,0 +1,88 @@
+"""`json_agg(x)` as PostgreSQL writes it, on DuckDB, for integers, booleans, text and numerics.
+
+PostgreSQL's json_agg is a json text: `[1, 2, 3]`, elements joined by a comma and a space,
+each written as to_json() writes it (NULL as `null`), and NULL over no rows. DuckDB's
+json_group_array writes `[1,2,3]`. So the aggregate is written as text:
+
+    json_agg(x ORDER BY k) FILTER (WHERE c)
+    -> '[' || string_agg(coalesce(<x as json>, 'null'), ', ' ORDER BY k) FILTER (WHERE c) || ']'
+
+(string_agg of no rows is NULL, and so is the whole). `<x as json>` by x's type: an
+integer's text; `true`/`false`; a string escaped by DuckDB's to_json(), which writes the
+control characters U+000B, U+000E, U+000F and U+001A..U+001F in upper-case hex where
+PostgreSQL writes lower case (such a value raises the refusal when met); a numeric whose
+DECIMAL has PostgreSQL's display scale (connectors.dialects.duckdb_json) as its text.
+Any other argument type, and json_agg(DISTINCT ...), is refused (0A000).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from connectors.dialects.duckdb_json import at_display_scale
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+
+T = exp.DataType.Type
+REFUSED = "json_agg() of {what} is not supported by fedgate outside PostgreSQL sources"
+_UPPER_HEX_CONTROLS = r"[\x0b\x0e\x0f\x1a-\x1f]"
+
+
+def needs_rewrite(tree: exp.Expression) -> bool:
+    return tree.find(exp.JSONArrayAgg) is not None
+
+
+def _refuse(what: str) -> PgError:
+    return PgError(FEATURE_NOT_SUPPORTED, REFUSED.format(what=what))
+
+
+def _as_json(value: exp.Expression) -> exp.Expression:
+    kind = value.type
+    if kind is not None and kind.this in exp.DataType.INTEGER_TYPES:
+        return exp.Cast(this=value.copy(), to=exp.DataType.build("VARCHAR"))
+    if kind is not None and kind.this == T.BOOLEAN:
+        return exp.Case(ifs=[exp.If(this=value.copy(), true=exp.Literal.string("true")),
+                             exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("false"))])
+    if kind is not None and kind.this in (T.TEXT, T.VARCHAR) and not kind.expressions:  # not varchar(n)
+        upper_hex = exp.Anonymous(this="regexp_matches", expressions=[
+            value.copy(), exp.Literal.string(_UPPER_HEX_CONTROLS)])
+        refusal = exp.Anonymous(this="error", expressions=[exp.Literal.string(
+            REFUSED.format(what="text holding U+000B, U+000E, U+000F or U+001A..U+001F"))])
+        written = exp.Cast(this=exp.Anonymous(this="to_json", expressions=[value.copy()]),
+                           to=exp.DataType.build("VARCHAR"))
+        return exp.Case(ifs=[exp.If(this=upper_hex, true=refusal)], default=written)
+    if at_display_scale(value):
+        return exp.Cast(this=value.copy(), to=exp.DataType.build("VARCHAR"))
+    raise _refuse(f"a {kind.sql('postgres').lower() if kind is not None else 'value'} argument"
+                  if kind is None or kind.this != T.DECIMAL else "a numeric computed by the engine")
+
+
+def _aggregate(node: exp.JSONArrayAgg) -> exp.Expression:
+    """string_agg of the elements' json, in the aggregate's ORDER BY."""
+    argument = node.this
+    order = argument if isinstance(argument, exp.Order) else None
+    value = order.this if order is not None else argument
+    if isinstance(value, exp.Distinct):
+        raise _refuse("DISTINCT values")
+    element = exp.Coalesce(this=_as_json(value), expressions=[exp.Literal.string("null")])
+    if order is not None:
+        element = exp.Order(this=element, expressions=[o.copy() for o in order.expressions])
+    return exp.GroupConcat(this=element, separator=exp.Literal.string(", "))
+
+
+def postgres_json_agg(node: exp.Expression) -> exp.Expression:
+    """The outermost of json_agg and its FILTER/OVER written as `'[' || ... || ']'`."""
+    inner = node
+    while isinstance(inner, (exp.Filter, exp.Window)):
+        inner = inner.this
+    if not isinstance(inner, exp.JSONArrayAgg) or isinstance(node.parent, (exp.Filter, exp.Window)):
+        return node
+    if isinstance(node, exp.JSONArrayAgg):
+        body: exp.Expression = _aggregate(node)
+    else:
+        body = node.copy()
+        copied = body
+        while isinstance(copied.this, (exp.Filter, exp.Window)):
+            copied = copied.this
+        copied.set("this", _aggregate(inner))
+    return exp.DPipe(this=exp.DPipe(this=exp.Literal.string("["), expression=exp.Paren(this=body), safe=True),
+                     expression=exp.Literal.string("]"), safe=True)
