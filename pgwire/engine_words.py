@@ -17,6 +17,7 @@ from pgwire.sqlstate import (
     DIVISION_BY_ZERO,
     INVALID_ARGUMENT_FOR_LOGARITHM,
     INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION,
+    NULL_VALUE_NOT_ALLOWED,
     CARDINALITY_VIOLATION,
     INVALID_ARGUMENT_FOR_POWER,
     DATETIME_FIELD_OVERFLOW,
@@ -85,6 +86,7 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     # (connectors.dialects.duckdb_functions).
     ("InvalidInputException", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
     ("InvalidInputException", _WIDTH_BUCKET, INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION),
+    ("InvalidInputException", r"^null values cannot be formatted as an SQL identifier$", NULL_VALUE_NOT_ALLOWED),
     ("InvalidInputException", r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),  # sind(), cosd()
     ("InvalidInputException", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("InvalidInputException", r"^field position must not be zero$", INVALID_PARAMETER_VALUE),
@@ -124,9 +126,11 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("ArrowInvalid", r"^[Dd]ivision by zero", DIVISION_BY_ZERO),
     ("OSError", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
     ("OSError", _WIDTH_BUCKET, INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION),
+    ("OSError", r"^null values cannot be formatted as an SQL identifier$", NULL_VALUE_NOT_ALLOWED),
     ("OSError", r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),  # sind(), cosd()
     ("ArrowInvalid", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
     ("ArrowInvalid", _WIDTH_BUCKET, INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION),
+    ("ArrowInvalid", r"^null values cannot be formatted as an SQL identifier$", NULL_VALUE_NOT_ALLOWED),
     ("ArrowInvalid", r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),  # sind(), cosd()
     ("OSError", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),
     ("ArrowInvalid", r"^cannot take square root of", INVALID_ARGUMENT_FOR_POWER),

@@ -81,12 +81,26 @@ def _unknown_polymorphic(tree: exp.Expression) -> None:
                           "input has type unknown")
 
 
+# Functions of text alone: a number or a boolean does not cast to text implicitly.
+_TEXT_ONLY = frozenset({"quote_ident"})
+
+
+def _text_only(tree: exp.Expression) -> None:
+    for call in tree.find_all(exp.Anonymous):
+        if call.name.lower() in _TEXT_ONLY and len(call.expressions) == 1:
+            kind = _certain_type(call.expressions[0], False)
+            if kind in KNOWN or kind == "boolean":
+                start = call.meta.get("start")
+                raise undefined_function(call.name.lower(), [kind], start + 1 if start is not None else None)
+
+
 def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | None = None,
                     search_path: Sequence[str] = ()) -> None:
     """Raise PostgreSQL's 42883 for the first call or operator in `tree` (parsed from
     `sql`) that PostgreSQL has no overload of for its argument types. The tree is not
     changed (column types are read on a copy)."""
     _unknown_polymorphic(tree)
+    _text_only(tree)
     if tree.find(*_CANDIDATES) is None:
         return
     typed = tree.copy()

@@ -24,12 +24,11 @@ none:
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 
 from sqlglot import exp
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from connectors.dialects import duckdb_buckets as buckets
 from connectors.dialects import duckdb_arrays as arrays
 from connectors.dialects import duckdb_dates as dates
@@ -44,6 +43,7 @@ from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
+from connectors.dialects import duckdb_quoting as quoting
 from connectors.dialects.duckdb_scales import needs_scale, postgres_extremes, postgres_scale, refuse_mixed_scales
 from connectors.dialects.duckdb_collations import check_collations
 from connectors.dialects.rules import rewrite_bottom_up
@@ -105,7 +105,8 @@ def needs_types(tree: exp.Expression) -> bool:
         or dates.needs_types(tree) or floats.needs_types(tree) or integers.needs_types(tree) \
         or json_pieces.needs_types(tree) or literals.needs_rewrite(tree) or float4.needs_rewrite(tree) \
         or tree.find(exp.Least, exp.Greatest) is not None or arrays.needs_types(tree) \
-        or buckets.needs_rewrite(tree) or needs_scale(tree) or json_agg.needs_rewrite(tree)
+        or buckets.needs_rewrite(tree) or needs_scale(tree) or json_agg.needs_rewrite(tree) \
+        or quoting.needs_rewrite(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -144,43 +145,6 @@ def _like_escape(node: exp.Expression) -> exp.Expression:
     if isinstance(node, (exp.Like, exp.ILike)) and not isinstance(node.parent, exp.Escape):
         return exp.Escape(this=node.copy(), expression=exp.Literal.string("\\"))
     return node
-
-
-_FORMAT_PIECE = re.compile(r"%%|%s|%|[^%]+")
-
-
-def _as_text(value: exp.Expression) -> exp.Expression:
-    """`value` as format()'s %s writes it: its text form, NULL as nothing."""
-    if value.type is not None and value.type.this == exp.DataType.Type.BOOLEAN:
-        text: exp.Expression = exp.If(this=value.copy(), true=exp.Literal.string("t"),
-                                      false=exp.Literal.string("f"))
-    else:
-        text = exp.Cast(this=value.copy(), to=exp.DataType.build("VARCHAR"))
-    return exp.Coalesce(this=text, expressions=[exp.Literal.string("")])
-
-
-def _pg_format(node: exp.Expression) -> exp.Expression:
-    """PostgreSQL's format() as a concatenation: DuckDB's format() reads `{}`, and would
-    return '%s' as written. Only %s and %% are rewritten; other specifiers are refused."""
-    if not isinstance(node, exp.Format):
-        return node
-    spec, args = node.this, list(node.expressions)
-    pieces = _FORMAT_PIECE.findall(spec.name) if isinstance(spec, exp.Literal) and spec.is_string else None
-    if pieces is None or "%" in pieces:
-        raise PgError(FEATURE_NOT_SUPPORTED, "format() with a format other than a literal using "
-                      "%s and %% is not supported by fedgate outside PostgreSQL sources")
-    if pieces.count("%s") > len(args):
-        raise PgError(INVALID_PARAMETER_VALUE, "too few arguments for format()")
-    parts = [_as_text(args.pop(0)) if piece == "%s" else
-             exp.Literal.string("%" if piece == "%%" else piece) for piece in pieces]
-    return _concat(parts) if parts else exp.Literal.string("")
-
-
-def _concat(parts: list[exp.Expression]) -> exp.Expression:
-    result = parts[0]
-    for part in parts[1:]:
-        result = exp.DPipe(this=result, expression=part, safe=True)
-    return result
 
 
 def _hugeint(e: exp.Expression) -> exp.Cast:
@@ -306,8 +270,8 @@ def to_duckdb(tree: exp.Expression) -> str:
     calls = {str(call.this).lower() for call in tree.find_all(exp.Anonymous)}
     if calls & _SYNONYMS.keys():
         tree = tree.transform(_synonym)
-    if tree.find(exp.Format) is not None:
-        tree = tree.transform(_pg_format)
+    if quoting.needs_rewrite(tree):
+        tree = tree.transform(quoting.postgres_quoting)
     if strings.needs_rewrite(tree):  # first: split_part's own check applies to its rewrite
         tree = rewrite_bottom_up(tree, strings.postgres_strings)
     if formats.needs_rewrite(tree):
@@ -315,6 +279,7 @@ def to_duckdb(tree: exp.Expression) -> str:
     if arrays.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, arrays.postgres_arrays)
     if json_pieces.needs_rewrite(tree):
+        json_pieces.refuse_jsonb_layouts(tree)
         tree = rewrite_bottom_up(tree, json_pieces.postgres_json)
     if json_agg.needs_rewrite(tree):
         tree = tree.transform(json_agg.postgres_json_agg)

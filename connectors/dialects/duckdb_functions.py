@@ -45,6 +45,7 @@ from sqlglot import exp
 
 from connectors.base import volatile_reason
 from connectors.dialects import duckdb_datetimes as datetimes
+from connectors.dialects import duckdb_series as series
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.pg_type import BYTEA
 from pgwire.types.table import decode_param
@@ -185,6 +186,8 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Cast) and _is_bytea(node.to) and \
             isinstance(node.this, (exp.Literal, exp.ByteString)):
         return _bytea_literal(node)
+    if isinstance(node, exp.ExplodingGenerateSeries) and series.is_numeric_series(node):
+        return _series_in_place(node, series.numeric_series(node))
     if isinstance(node, exp.ExplodingGenerateSeries) and _int4_series(node):
         return _series_values(node, "INT")
     if isinstance(node, exp.ExplodingGenerateSeries) and _date_series(node):
@@ -264,6 +267,18 @@ def _series_values(node: exp.ExplodingGenerateSeries, kind: str) -> exp.Expressi
     values = exp.select(exp.alias_(exp.Cast(this=exp.column("generate_series"),
                                             to=exp.DataType.build(kind)), "generate_series"))
     derived = exp.Subquery(this=values.from_(series), alias=table.args.get("alias"))
+    table.replace(derived)
+    return node  # detached with its table: the walk's replace of it changes nothing
+
+
+def _series_in_place(node: exp.ExplodingGenerateSeries, values: exp.Expression) -> exp.Expression:
+    """`values` where the call stood: in a select list as they are; as a FROM item a
+    derived table of them, under the same alias (as `_series_values`)."""
+    table = node.parent
+    if not isinstance(table, exp.Table):
+        return values
+    derived = exp.Subquery(this=exp.select(exp.alias_(values, "generate_series")),
+                           alias=table.args.get("alias"))
     table.replace(derived)
     return node  # detached with its table: the walk's replace of it changes nothing
 

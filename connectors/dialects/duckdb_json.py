@@ -31,6 +31,7 @@ from decimal import Decimal
 
 from sqlglot import exp
 
+from connectors.base import volatile_reason
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 CONTAINER_REFUSED = ("json -> or ->> of an object or array (PostgreSQL keeps its text as "
@@ -40,6 +41,19 @@ _JSONB = exp.DataType.Type.JSONB
 _CONTAINERS = [exp.Literal.string("OBJECT"), exp.Literal.string("ARRAY")]
 
 
+NUMBER_REFUSED = ("json or jsonb -> or ->> of a document holding a number with a fraction or an "
+                  "exponent (the engine reads it as a double) is not supported by fedgate outside "
+                  "PostgreSQL sources")
+ESCAPE_REFUSED = ("json -> of a document holding a backslash escape (PostgreSQL keeps it as written) "
+                  "is not supported by fedgate outside PostgreSQL sources")
+JSONB_CONTAINER_REFUSED = ("jsonb ->> of an object or array (PostgreSQL writes it in jsonb's layout) "
+                           "is not supported by fedgate outside PostgreSQL sources")
+VOLATILE_DOCUMENT_REFUSED = ("json -> or ->> of a volatile document is not supported by fedgate "
+                             "outside PostgreSQL sources")
+COMPARISON_REFUSED = ("comparing jsonb values (PostgreSQL compares them as values, 1.0 = 1) is not "
+                      "supported by fedgate outside PostgreSQL sources")
+TEXT_REFUSED = ("jsonb as text (PostgreSQL writes it in jsonb's layout) is not supported by fedgate "
+                "outside PostgreSQL sources")
 TO_JSON_REFUSED = ("to_json() of a numeric computed by the engine (PostgreSQL writes it at its "
                    "display scale) is not supported by fedgate outside PostgreSQL sources")
 _DECIMAL = exp.DataType.Type.DECIMAL
@@ -60,7 +74,8 @@ def _is_row_to_json(node: exp.Expression) -> bool:
 
 def needs_rewrite(tree: exp.Expression) -> bool:
     return tree.find(exp.JSONExtract, exp.JSONExtractScalar) is not None or needs_types(tree) \
-        or any(map(_is_row_to_json, tree.find_all(exp.Anonymous)))
+        or any(map(_is_row_to_json, tree.find_all(exp.Anonymous))) \
+        or any(t.this == _JSONB for t in tree.find_all(exp.DataType))
 
 
 def needs_types(tree: exp.Expression) -> bool:
@@ -173,6 +188,38 @@ def _scalar_element(node: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=condition, true=answer)], default=node.copy())
 
 
+def _error(message: str) -> exp.Expression:
+    return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
+
+
+def _container(node: exp.Expression) -> exp.Expression:
+    """Whether the piece `node` (-> or ->>) picks is an object or an array."""
+    piece = exp.JSONExtract(this=node.this.copy(), expression=node.expression.copy(),
+                            only_json_types=node.args.get("only_json_types"))
+    kind = exp.Anonymous(this="json_type", expressions=[piece])
+    return exp.In(this=kind, expressions=[c.copy() for c in _CONTAINERS])
+
+
+def _guarded(node: exp.Expression, answer: exp.Expression, jsonb: bool) -> exp.Expression:
+    """`answer` unless what it picks holds what DuckDB writes back otherwise: a number it
+    reads as a double (1.50 would be 1.5); for json's `->`, the document an escape (json
+    keeps `\\/` as written, DuckDB writes `/`)."""
+    document = node.this
+    if volatile_reason(document) is not None:  # the checks read it again
+        raise PgError(FEATURE_NOT_SUPPORTED, VOLATILE_DOCUMENT_REFUSED)
+    piece = exp.JSONExtract(this=document.copy(), expression=node.expression.copy(),
+                            only_json_types=node.args.get("only_json_types"))
+    structure = exp.Cast(this=exp.Anonymous(this="json_structure", expressions=[piece]),
+                         to=exp.DataType.build("VARCHAR"))
+    checks = [exp.If(this=exp.Anonymous(this="contains", expressions=[structure, exp.Literal.string('"DOUBLE"')]),
+                     true=_error(NUMBER_REFUSED))]
+    if not jsonb and isinstance(node, exp.JSONExtract):
+        text = exp.Cast(this=document.copy(), to=exp.DataType.build("VARCHAR"))
+        checks.append(exp.If(this=exp.Anonymous(this="contains", expressions=[text, exp.Literal.string("\\")]),
+                             true=_error(ESCAPE_REFUSED)))
+    return exp.Case(ifs=checks, default=answer)
+
+
 def postgres_json(node: exp.Expression) -> exp.Expression:
     """`node` with a refusal where its answer would be laid out otherwise."""
     if _is_to_json(node):
@@ -182,12 +229,38 @@ def postgres_json(node: exp.Expression) -> exp.Expression:
     if not isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
         return node
     if _is_json(node.this, _JSONB):
-        return _scalar_element(node)
+        answer = _scalar_element(node)
+        if answer is node:  # the CASE below holds it: not the node it replaces
+            answer = node.copy()
+        if isinstance(node, exp.JSONExtractScalar):
+            answer = exp.Case(ifs=[exp.If(this=_container(node), true=_error(JSONB_CONTAINER_REFUSED))],
+                              default=answer)
+        return _guarded(node, answer, jsonb=True)
     if not _is_json(node.this):
         return node
-    piece = exp.JSONExtract(this=node.this.copy(), expression=node.expression.copy(),
-                            only_json_types=node.args.get("only_json_types"))
-    kind = exp.Anonymous(this="json_type", expressions=[piece])
-    container = exp.In(this=kind, expressions=[c.copy() for c in _CONTAINERS])
-    refusal = exp.Anonymous(this="error", expressions=[exp.Literal.string(CONTAINER_REFUSED)])
-    return exp.Case(ifs=[exp.If(this=container, true=refusal)], default=node.copy())
+    answer = exp.Case(ifs=[exp.If(this=_container(node), true=_error(CONTAINER_REFUSED))], default=node.copy())
+    return _guarded(node, answer, jsonb=False)
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+
+
+def _jsonb_valued(node: exp.Expression) -> bool:
+    """A jsonb value: a cast to jsonb, a jsonb-typed node, or `->` of one."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.JSONExtract):
+        return _jsonb_valued(node.this)
+    return _is_json(node, _JSONB)
+
+
+def refuse_jsonb_layouts(tree: exp.Expression) -> None:
+    """Raise 0A000 for jsonb compared or turned into text: the engine holds a jsonb as the
+    text it was given, PostgreSQL as a value it compares as one (`1.0` = `1`, keys in any
+    order) and writes in its own layout. Before the rewrites, which hide what `->` reads."""
+    for node in tree.find_all(exp.Cast, *_COMPARISONS):
+        if isinstance(node, exp.Cast):
+            if node.to.this in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR) and _jsonb_valued(node.this):
+                raise PgError(FEATURE_NOT_SUPPORTED, TEXT_REFUSED)
+        elif _jsonb_valued(node.this) or _jsonb_valued(node.expression):
+            raise PgError(FEATURE_NOT_SUPPORTED, COMPARISON_REFUSED)

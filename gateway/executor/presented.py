@@ -31,6 +31,7 @@ the Spark engine, which divides numerics in double precision by design
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from collections.abc import AsyncIterator, Sequence
 
 import pyarrow as pa
@@ -115,9 +116,16 @@ class _Number(str):
     """A JSON number token, kept as the engine wrote it."""
 
 
+def _numeric_text(token: str) -> str:
+    """A JSON number as jsonb keeps it, a numeric: `1e2` is 100, `1.0e-3` 0.0010, `-0` 0."""
+    number = Decimal(token)
+    text = f"{number:f}"
+    return text.lstrip("-") if number == 0 else text
+
+
 def _jsonb_value(value: object) -> str:
     if isinstance(value, _Number):
-        return str(value)
+        return _numeric_text(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):

@@ -17,6 +17,7 @@ from connectors.base import TableInfo, TableRef
 from connectors.duckdb.runner import DUCKDB_CONFIG, DuckDBRunner, restrict_access
 from gateway.pg_catalog import functions, infoschema, procs, relations, types, views
 from gateway.pg_catalog.model import CatalogModel
+from pgwire.keywords import keyword_rows
 from gateway.pg_catalog.tables import CHAR_ENUM_SQL, PG_CATALOG, PG_CATALOG_VIEWS, create_table_sql
 
 PG_SCHEMA, IS_SCHEMA, HELPER_SCHEMA = "fg_pg", "fg_is", "fg_x"
@@ -154,16 +155,7 @@ def _fill(con: duckdb.DuckDBPyConnection, model: CatalogModel, database: str) ->
     _insert(con, f"{HELPER_SCHEMA}.type_names", _type_names())
     _insert(con, f"{HELPER_SCHEMA}.definitions", relations.definition_rows(model))
     _insert(con, f"{HELPER_SCHEMA}.one_row", [(1,)])
-    con.execute(f"""INSERT INTO {HELPER_SCHEMA}.keywords
-        SELECT keyword_name, CASE keyword_category WHEN 'reserved' THEN 'R'
-            WHEN 'unreserved' THEN 'U' WHEN 'column_name' THEN 'C' ELSE 'T' END,
-            keyword_category <> 'reserved',
-            CASE keyword_category WHEN 'reserved' THEN 'reserved' WHEN 'unreserved'
-            THEN 'unreserved' WHEN 'column_name' THEN 'unreserved (cannot be function or type name)'
-            ELSE 'reserved (can be function or type name)' END,
-            CASE WHEN keyword_category <> 'reserved' THEN 'can be bare label'
-            ELSE 'requires AS' END
-        FROM duckdb_keywords()""")
+    _insert(con, f"{HELPER_SCHEMA}.keywords", keyword_rows())  # PostgreSQL's, not DuckDB's
 
 
 # Spellings to_regtype() and ::regtype accept beyond typname and format_type's names.

@@ -86,8 +86,8 @@ def _format(args: list[exp.Expression]) -> exp.Expression | None:
             if piece == "%I":
                 value = exp.Dot(this=exp.to_identifier(MACRO_SCHEMA),
                                 expression=exp.Anonymous(this="quote_ident", expressions=[value]))
-            elif piece == "%L":
-                value = exp.Anonymous(this="quote_literal", expressions=[value])
+            elif piece == "%L":  # NULL is written NULL (connectors.dialects.duckdb_quoting)
+                value = exp.Anonymous(this="quote_nullable", expressions=[value])
             parts.append(value)
         elif piece:
             parts.append(exp.Literal.string(piece))

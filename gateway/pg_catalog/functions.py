@@ -194,7 +194,7 @@ MACROS: dict[str, str] = {
             error('unrecognized configuration parameter "' || arg_name || '"')) END)""",
     "pg_backend_pid": "() AS (SELECT fgm_s.pid FROM fg_session fgm_s)",
     # {reserved}: the keywords that need quoting, filled in when the catalog is built.
-    "quote_ident": """(ident) AS (CASE WHEN regexp_full_match(ident, '[a-z_][a-z0-9_$]*')
+    "quote_ident": """(ident) AS (CASE WHEN regexp_full_match(ident, '[a-z_][a-z0-9_]*')
         AND NOT list_contains({reserved}, ident)
         THEN ident ELSE '"' || replace(ident, '"', '""') || '"' END)""",
     "array_upper": "(arr, dim) AS (CASE WHEN len(arr) = 0 THEN NULL ELSE len(arr) END)",
@@ -203,7 +203,10 @@ MACROS: dict[str, str] = {
         lambda fgm_i: {'x': arr[fgm_i], 'n': fgm_i}))""",
     "pg_is_in_recovery": "() AS false",
     "pg_stat_get_numscans": "(rel) AS NULL::BIGINT",
-    "quote_literal": """(value) AS (CASE WHEN value IS NULL THEN NULL
+    # quotes and backslashes doubled, and E'...' when there is a backslash (quote.c)
+    "quote_literal": r"""(value) AS (CASE WHEN value IS NULL THEN NULL
+        WHEN contains(value::VARCHAR, '\') THEN 'E''' || replace(replace(value::VARCHAR, '\', '\\'),
+            '''', '''''') || ''''
         ELSE '''' || replace(value::VARCHAR, '''', '''''') || '''' END)""",
     "pg_collation_is_visible": "(coll) AS true",
     "pg_opclass_is_visible": "(opc) AS true",

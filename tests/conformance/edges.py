@@ -25,6 +25,8 @@ def postgres_only() -> list[Statement]:
         ("SELECT EXISTS (SELECT FROM t WHERE id = 3), EXISTS (SELECT FROM u WHERE g = 99)", False),
         ("SELECT id FROM t WHERE EXISTS (SELECT FROM u WHERE u.g = t.g) ORDER BY id", True),
         ("SELECT count(*) FROM (SELECT FROM t) s", False),
+        ("SELECT x FROM generate_series(0.1, 0.5, 0.1) x", False),
+        ("SELECT x * 2 FROM generate_series(0.1, 0.5, 0.1) AS g(x)", False),
         ("SELECT concat_ws(',', VARIADIC ARRAY['a', 'b'])", False),
         ("SELECT concat_ws(VARIADIC ARRAY['a', 'b'])", False),
         ("SELECT id, concat(VARIADIC ARRAY[s, 'x']) FROM t", False),

@@ -14,11 +14,14 @@ from tests.conformance.statements import Statement
 NUM = ["0", "-1", "2.5", "-2.5", "1e300", "NULL::numeric", "'NaN'::numeric", "'Infinity'::float8", "'NaN'::float8",
        "-9223372036854775808", "0.000001"]
 TEXT = ["''", "'abc'", "NULL::text", "'Ünïcødé ß'", "'a b  c'", "' padded '", "'日本語'", "'A,B,,C'"]
+QUOTED = ["'it''s'", "'Mixed'", "'select'", "'int'", "'name'", "'abc_1'", "'1abc'", "'a$b'", "'a\"b'", "E'a\\\\b'",
+          "'éa'", "42", "true"]
 DATES = ["DATE '2024-02-29'", "DATE '0001-01-01'", "NULL::date", "DATE 'infinity'"]
 STAMPS = ["TIMESTAMP '2024-02-29 23:59:59.999999'", "TIMESTAMP '1970-01-01'", "NULL::timestamp",
           "TIMESTAMPTZ '2024-03-10 02:30:00+00'", "TIMESTAMP 'infinity'"]
 BYTES = ["'\\x'::bytea", "'\\xdeadbeef'::bytea", "NULL::bytea", "'abc'::bytea"]
-JSONS = ["'{\"a\": 1, \"b\": [1, 2]}'::jsonb", "'[]'::jsonb", "'null'::jsonb", "NULL::jsonb", "'{\"a\": {\"b\": \"x\"}}'::json"]
+JSONS = ["'{\"a\": 1.50, \"b\": [2.50, 1e2]}'::jsonb", "'{\"a\": \"x\\/y\", \"c\": -0}'::json",
+         "'{\"a\": {\"z\": 1, \"b\": 2}}'::jsonb", "'[[1, 2], 3]'::jsonb", "'{\"a\": 1, \"b\": [1, 2]}'::jsonb", "'[]'::jsonb", "'null'::jsonb", "NULL::jsonb", "'{\"a\": {\"b\": \"x\"}}'::json"]
 ARRAYS = ["ARRAY[1, 2, NULL, 3]", "ARRAY[]::int[]", "NULL::int[]", "ARRAY[3, 1, 2]", "ARRAY[[1, 2], [3, 4]]"]
 
 
@@ -50,6 +53,10 @@ PROBES: dict[str, dict[str, list[str]]] = {
                          "width_bucket(0.5::float8, 0, 'Infinity'::float8, 2)", "width_bucket(1e300::float8, 0, 1, 2147483647)"],
         "sind": _calls("sind", ["sind({v})"], DEGREES), "cosd": _calls("cosd", ["cosd({v})"], DEGREES),
         "tand": ["tand(45)", "tand(NULL)"],
+        "generate_series": ["generate_series(1.5, 3.5, 1.0)", "generate_series(1.5, 3.5)", "generate_series(3.50, 1, -0.75)",
+                            "generate_series(1, 2, 0.5)", "generate_series(1.0, 2, 0)", "generate_series(5.5, 1.0)",
+                            "generate_series(-2.5, 2.5, 1.25)", "generate_series(0.1, 0.5, 0.1) * 2",
+                            "generate_series(9999999999999999999999999999999999999.5, 9999999999999999999999999999999999999.5)"],
         "scale": _calls("scale", ["scale({v})"], ["1.50", "0", "NULL::numeric", "'NaN'::numeric"]),
         "greatest": ["greatest(1, NULL, 3)", "greatest(NULL::int, NULL)", "greatest(1, 2.5)", "greatest('a', 'B')"],
         "least": ["least(1, NULL, 3)", "least(1, 2.5)", "least('a', 'B')"],
@@ -74,9 +81,9 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "starts_with": _calls("starts_with", ["starts_with({v}, 'a')", "starts_with({v}, '')"], TEXT),
         "string_to_array": _calls("string_to_array", ["string_to_array({v}, ',')", "string_to_array({v}, NULL)"], TEXT),
         "array_to_string": ["array_to_string(ARRAY['a', NULL, 'c'], ',')", "array_to_string(ARRAY['a', NULL], ',', '*')"],
-        "quote_literal": _calls("quote_literal", ["quote_literal({v})"], TEXT + ["'it''s'"]),
-        "quote_ident": _calls("quote_ident", ["quote_ident({v})"], TEXT + ["'Mixed'"]),
-        "quote_nullable": _calls("quote_nullable", ["quote_nullable({v})"], TEXT),
+        "quote_literal": _calls("quote_literal", ["quote_literal({v})"], TEXT + QUOTED),
+        "quote_ident": _calls("quote_ident", ["quote_ident({v})"], TEXT + QUOTED),
+        "quote_nullable": _calls("quote_nullable", ["quote_nullable({v})"], TEXT + QUOTED),
         "octet_length": _calls("octet_length", ["octet_length({v})"], TEXT),
         "bit_length": _calls("bit_length", ["bit_length({v})"], TEXT),
         "overlay": _calls("overlay", ["overlay({v} placing 'XX' from 2 for 1)"], TEXT),
@@ -98,7 +105,10 @@ PROBES: dict[str, dict[str, list[str]]] = {
                     "to_char(NULL::numeric, '999')", "to_char(12, 'RN')", "to_char(5, '000')"]
                    + _calls("to_char", ["to_char({v}, 'YYYY-MM-DD HH24:MI:SS.US')", "to_char({v}, 'Day Month FMDD TZ')"], STAMPS),
         "format": ["format('%s|%s', 'a', NULL)", "format('%L', 'it''s')", "format('%I', 'Mixed')", "format('%5s|%-5s|', 'ab', 'cd')",
-                   "format('%%')", "format(NULL)", "format('%s')"],
+                   "format('%%')", "format(NULL)", "format('%s')", "format('%I', NULL::text)", "format('%1$s', 'a')",
+                   "format('%L|%s|%I', NULL::text, NULL::text, 'x')", "format('%s %L', true, false)",
+                   "format('%s', NULL::bool)", "format('%I.%I', 'public', 'select')", "format('%L', 1.5::float8)"]
+                  + _calls("format", ["format('%I-%L', {v}, {v})"], TEXT + QUOTED),
         "to_number": ["to_number('1,234.5', '9,999.9')", "to_number('-12', 'S99')", "to_number('', '99')"],
         "to_date": ["to_date('2024-02-29', 'YYYY-MM-DD')", "to_date('2023-02-29', 'YYYY-MM-DD')", "to_date('29 Feb 24', 'DD Mon YY')"],
         "to_timestamp": ["to_timestamp(0)", "to_timestamp(1e10)", "to_timestamp('NaN'::float8)", "to_timestamp('2024-02-29 12:00', 'YYYY-MM-DD HH24:MI')"],
@@ -156,6 +166,10 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "to_json": _calls("to_json", ["to_json({v})"], TEXT[:4] + ["1.50", "NULL::int"]), "jsonb_build_object": ["jsonb_build_object('a', 1, 'b', NULL)"],
         "json_build_array": ["json_build_array(1, 'a', NULL)"], "jsonb_object_keys": ["jsonb_object_keys('{\"b\": 1, \"a\": 2}')"],
         "@>": _calls("@>", ["{v}::jsonb @> '{{\"a\": 1}}'"], JSONS), "?": _calls("?", ["{v}::jsonb ? 'a'"], JSONS),
+        "=": ["'{\"b\": 1}'::jsonb = '{\"b\": 1.0}'::jsonb", "'[1e2, -0, 1.0e-3, 0.00]'::jsonb <> '[]'::jsonb"],
+        "::text": ["('{\"a\": {\"b\": 1}}'::jsonb -> 'a')::text", "'{\"b\": 1, \"a\": [1,2]}'::jsonb::text",
+                   "'{\"b\": 1, \"a\": [1,2]}'::json::text"],
+        "jsonb": ["'[1e2, -0, 1.0e-3, 0.00, 12345678901234567890123]'::jsonb", "'{\"b\": 1, \"a\": {\"a\": 2, \"a\": 3}}'::jsonb"],
         "jsonb_set": ["jsonb_set('{\"a\": 1}', '{a}', '2')"], "json_extract_path_text": ["json_extract_path_text('{\"a\": {\"b\": 1}}', 'a', 'b')"],
     },
     "bytea": {
