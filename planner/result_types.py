@@ -265,8 +265,8 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         return None
     if isinstance(node, exp.JSONArrayAgg):
         return "json"
-    if isinstance(node, exp.JSONExtract):
-        arg = of(node.this)  # `->` keeps its operand's type (json or jsonb)
+    if isinstance(node, (exp.JSONExtract, exp.JSONBExtract)):
+        arg = of(node.this)  # `->` and `#>` keep their operand's type (json or jsonb)
         return arg if arg in ("json", "jsonb") else None
     if isinstance(node, exp.Nullif):
         return _nullif(of(node.this), of(node.expression))

@@ -38,6 +38,7 @@ from connectors.dialects import duckdb_functions as functions
 from connectors.dialects import duckdb_float4 as float4
 from connectors.dialects import duckdb_json as json_pieces
 from connectors.dialects import duckdb_json_agg as json_agg
+from connectors.dialects import duckdb_json_paths as json_paths
 from connectors.dialects import duckdb_literals as literals
 from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
@@ -278,6 +279,8 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = rewrite_bottom_up(tree, formats.postgres_formats)
     if arrays.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, arrays.postgres_arrays)
+    if json_paths.needs_rewrite(tree):  # first: its steps are `->`s the next rewrite guards
+        tree = tree.transform(json_paths.json_path)
     if json_pieces.needs_rewrite(tree):
         json_pieces.refuse_jsonb_layouts(tree)
         tree = rewrite_bottom_up(tree, json_pieces.postgres_json)

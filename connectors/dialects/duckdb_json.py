@@ -152,8 +152,24 @@ def _to_json(node: exp.Expression) -> exp.Expression:
     return node
 
 
+JSON_KIND = "json_kind"  # meta of a node written here for a `->` piece: its json or jsonb type
+
+
+def json_type(value: exp.Expression) -> exp.DataType | None:
+    """json or jsonb (or another type) of `value`: a cast's, an annotated node's, and for
+    a `->` piece its document's, also once rewritten here (`JSON_KIND`)."""
+    while isinstance(value, exp.Paren):
+        value = value.this
+    marked = value.meta.get(JSON_KIND) if value._meta else None
+    if marked is not None:
+        return marked
+    if isinstance(value, exp.JSONExtract):
+        return json_type(value.this)
+    return value.to if isinstance(value, exp.Cast) else value.type
+
+
 def _is_json(value: exp.Expression, kind_of: exp.DataType.Type = _JSON) -> bool:
-    kind = value.to if isinstance(value, exp.Cast) else value.type
+    kind = json_type(value)
     return kind is not None and kind.this == kind_of
 
 
@@ -217,7 +233,10 @@ def _guarded(node: exp.Expression, answer: exp.Expression, jsonb: bool) -> exp.E
         text = exp.Cast(this=document.copy(), to=exp.DataType.build("VARCHAR"))
         checks.append(exp.If(this=exp.Anonymous(this="contains", expressions=[text, exp.Literal.string("\\")]),
                              true=_error(ESCAPE_REFUSED)))
-    return exp.Case(ifs=checks, default=answer)
+    guarded = exp.Case(ifs=checks, default=answer)
+    if isinstance(node, exp.JSONExtract):  # a piece of the document's own type, for the next step
+        guarded.meta[JSON_KIND] = exp.DataType.build("JSONB" if jsonb else "JSON")
+    return guarded
 
 
 def postgres_json(node: exp.Expression) -> exp.Expression:

@@ -30,8 +30,6 @@ the Spark engine, which divides numerics in double precision by design
 
 from __future__ import annotations
 
-import json
-from decimal import Decimal
 from collections.abc import AsyncIterator, Sequence
 
 import pyarrow as pa
@@ -40,6 +38,7 @@ import pyarrow.compute as pc
 from connectors.base import BatchStream
 from pgwire.errors import FEATURE_NOT_SUPPORTED, NUMERIC_VALUE_OUT_OF_RANGE, PgError
 from pgwire.types.from_arrow import pg_type_for_field
+from pgwire.types.jsonb import jsonb_text
 from pgwire.types.pg_type import pg_type_by_name
 
 _INTEGERS = {"int2": (pa.int16(), "smallint"), "int4": (pa.int32(), "integer"),
@@ -110,37 +109,6 @@ def _conversion(field: pa.Field, target: str | None, double_numerics: bool) -> p
         return pa.field(field.name, pa.string(), field.nullable,
                         {**(field.metadata or {}), b"pg_type": b"jsonb"})
     return None
-
-
-class _Number(str):
-    """A JSON number token, kept as the engine wrote it."""
-
-
-def _numeric_text(token: str) -> str:
-    """A JSON number as jsonb keeps it, a numeric: `1e2` is 100, `1.0e-3` 0.0010, `-0` 0."""
-    number = Decimal(token)
-    text = f"{number:f}"
-    return text.lstrip("-") if number == 0 else text
-
-
-def _jsonb_value(value: object) -> str:
-    if isinstance(value, _Number):
-        return _numeric_text(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ", ".join(_jsonb_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        keys = sorted(value, key=lambda k: (len(k.encode()), k.encode()))
-        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_jsonb_value(value[k])}"
-                               for k in keys) + "}"
-    return "null" if value is None else "true" if value is True else "false"
-
-
-def jsonb_text(text: str) -> str:
-    """A JSON text laid out as PostgreSQL's jsonb_out prints it."""
-    return _jsonb_value(json.loads(text, parse_int=_Number, parse_float=_Number,
-                                   object_pairs_hook=dict))
 
 
 def _length(field: pa.Field) -> int | None:

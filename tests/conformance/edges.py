@@ -26,6 +26,9 @@ def postgres_only() -> list[Statement]:
         ("SELECT id FROM t WHERE EXISTS (SELECT FROM u WHERE u.g = t.g) ORDER BY id", True),
         ("SELECT count(*) FROM (SELECT FROM t) s", False),
         ("SELECT x FROM generate_series(0.1, 0.5, 0.1) x", False),
+        ("SELECT j #> '{0}', j #>> '{a}', j #> '{a}', j #> '{b,1}' FROM (SELECT '5'::jsonb AS j UNION ALL "
+         "SELECT '{\"a\": \"x\", \"b\": [1, 2]}'::jsonb UNION ALL SELECT '[7]'::jsonb) v", False),
+        ("SELECT s, '{\"apple\": 1}'::jsonb #> ARRAY[s] FROM t ORDER BY id", True),
         ("SELECT x * 2 FROM generate_series(0.1, 0.5, 0.1) AS g(x)", False),
         ("SELECT concat_ws(',', VARIADIC ARRAY['a', 'b'])", False),
         ("SELECT concat_ws(VARIADIC ARRAY['a', 'b'])", False),

@@ -161,7 +161,8 @@ PROBES: dict[str, dict[str, list[str]]] = {
     },
     "JSON": {
         "->": _calls("->", ["{v} -> 'a'", "{v} -> 0"], JSONS), "->>": _calls("->>", ["{v} ->> 'a'"], JSONS),
-        "#>>": _calls("#>>", ["{v} #>> '{{a,b}}'"], JSONS), "jsonb_typeof": _calls("jsonb_typeof", ["jsonb_typeof({v}::jsonb)"], JSONS),
+        "#>>": _calls("#>>", ["{v} #>> '{{a,b}}'", "{v} #>> '{{a}}'", "{v} #>> '{{}}'", "{v} #>> '{{0,1}}'"], JSONS),
+        "#>": _calls("#>", ["{v} #> '{{a,b}}'", "{v} #> '{{b,-1}}'", "{v} #> '{{0}}'", "{v} #> '{{\"a\"}}'"], JSONS), "jsonb_typeof": _calls("jsonb_typeof", ["jsonb_typeof({v}::jsonb)"], JSONS),
         "jsonb_array_length": ["jsonb_array_length('[1, 2]')", "jsonb_array_length('{}')"],
         "to_json": _calls("to_json", ["to_json({v})"], TEXT[:4] + ["1.50", "NULL::int"]), "jsonb_build_object": ["jsonb_build_object('a', 1, 'b', NULL)"],
         "json_build_array": ["json_build_array(1, 'a', NULL)"], "jsonb_object_keys": ["jsonb_object_keys('{\"b\": 1, \"a\": 2}')"],
