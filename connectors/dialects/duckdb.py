@@ -33,6 +33,7 @@ from connectors.dialects import duckdb_buckets as buckets
 from connectors.dialects import duckdb_arrays as arrays
 from connectors.dialects import duckdb_dates as dates
 from connectors.dialects import duckdb_degrees as degrees
+from connectors.dialects import duckdb_folding as folding
 from connectors.dialects import duckdb_integers as integers
 from connectors.dialects import duckdb_functions as functions
 from connectors.dialects import duckdb_float4 as float4
@@ -258,6 +259,8 @@ def _client_select(tree: exp.Expression) -> exp.Select | None:
 
 def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
+    if folding.needs_rewrite(tree):  # first: what it answers is no longer refused
+        tree = tree.transform(folding.fold_constants)
     functions.refuse_unfaithful(tree)
     if tree.find(exp.Collate) is not None:
         check_collations(tree)

@@ -26,8 +26,9 @@ refused (0A000) where no rewrite does:
   escapes are translated (its similar_to_escape) when p is a literal, else refused;
 - `x::varchar(n)`: PostgreSQL cuts x to n characters, DuckDB's VARCHAR(n) keeps them
   all (the client's own column is cut as it is presented, but an expression over the
-  cast read the whole text): left(x, n); a cast to character(n) is refused but for the
-  client's own column;
+  cast read the whole text): left(x, n); a cast to character(n) likewise, its trailing
+  spaces dropped where PostgreSQL drops them (comparisons, text), refused where its
+  padding may show (concat(), arrays) but for the client's own column;
 - `decode(s, 'hex' | 'base64')`: bytea in PostgreSQL, DuckDB's decode() reads a blob as
   UTF-8 text. A literal is decoded here by PostgreSQL's rules (its errors included) and
   handed to DuckDB as unhex() of the bytes; anything else is refused.
@@ -340,14 +341,39 @@ def _varchar_cast(node: exp.Cast) -> exp.Expression:
                     to=node.to.copy())
 
 
+# Where PostgreSQL reads a character(n) without its padding: compared (bpchar's own
+# comparisons ignore trailing spaces), or turned into text (||, length(), upper() ...).
+_UNPADDED_READERS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.In, exp.DPipe,
+                     exp.Length, exp.Upper, exp.Lower)
+
+
+def _char_cast(node: exp.Cast) -> exp.Expression:
+    """`x::char(n)` (`::char` is char(1)) where the padding is dropped: x cut to n
+    characters, trailing spaces removed. The client's own column is cut and padded as it
+    is presented (gateway.executor.presented); any other reader (concat(), an array,
+    json) may keep the padding, so there it is refused."""
+    parent = node.parent
+    to_text = isinstance(parent, exp.Cast) and parent.to.this in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
+    if not (isinstance(parent, _UNPADDED_READERS) or to_text):
+        raise _refuse("a cast to character(n) inside an expression")
+    # a string constant compared with it is a character(n) too (its type was unknown)
+    others = [parent.this, parent.expression] if isinstance(parent, exp.Binary) and not isinstance(parent, exp.DPipe) \
+        else list(parent.expressions) if isinstance(parent, exp.In) and parent.this is node else []
+    for other in others:
+        if other is not node and isinstance(other, exp.Literal) and other.is_string:
+            other.replace(_text(other.this.rstrip(" ")))
+    length = node.to.expressions[0] if node.to.expressions else exp.Literal.number(1)
+    written = length.this if isinstance(length, exp.DataTypeParam) else length
+    cut = exp.Left(this=node.this, expression=written.copy())
+    return exp.Cast(this=exp.Anonymous(this="rtrim", expressions=[cut, _text(" ")]),
+                    to=exp.DataType.build("VARCHAR"))
+
+
 def postgres_strings(node: exp.Expression) -> exp.Expression:
     """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
     if _limited_varchar(node):
         return _varchar_cast(node)  # type: ignore[arg-type]
     if _char(node) and not _client_output(node):
-        # blank-padded, and the padding is kept by some readers (concat(), arrays) and
-        # dropped by others (||, length(), comparisons); the client's own column is cut
-        # and padded as it is presented (gateway.executor.presented)
-        raise _refuse("a cast to character(n) inside an expression")
+        return _char_cast(node)  # type: ignore[arg-type]
     rewrite = _REWRITES.get(type(node))
     return node if rewrite is None else rewrite(node)

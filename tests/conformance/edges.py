@@ -110,5 +110,7 @@ def postgres_types() -> list[Statement]:
         "s::varchar(3)", "length(s::varchar(3)), s::varchar(3) || 'x', upper(s::varchar(2))",
         "'abcdef'::varchar(2), 'é'::varchar(1)", "s::varchar(0)", "CAST(s AS character varying(4))",
         "s::char(3), s::char, s::bpchar, id::char(4)", "s::bpchar || 'x', length(s::bpchar)",
-        "s::char(3) || 'x', length(s::char(3)), s::char(3) = 'app'", "concat(s::char(7), '|')")]
+        "s::char(3) || 'x', length(s::char(3)), s::char(3) = 'app'", "concat(s::char(7), '|')",
+        "upper(s::char(2)), s::char(2)::text", "s::char(3) = 'app ', s::char(3) IN ('app', 'ban  ')",
+        "s = 'b'::char, s::char(9) < 'b'")]
     return out

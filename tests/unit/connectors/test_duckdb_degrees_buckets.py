@@ -5,25 +5,9 @@ truncation included), its errors in its words, and refusals where the engine can
 
 from __future__ import annotations
 
-import duckdb
 import pytest
-import sqlglot
-from sqlglot.optimizer.annotate_types import annotate_types
 
-from connectors.dialects.duckdb import to_duckdb
-from pgwire.errors import PgError, from_exception
-
-
-def _engine_answer(sql: str) -> list[tuple] | tuple[str, str]:
-    try:
-        rendered = to_duckdb(annotate_types(sqlglot.parse_one(sql, read="postgres")))
-    except PgError as refused:
-        return refused.sqlstate, refused.message
-    try:
-        return duckdb.connect().sql(rendered).fetchall()
-    except duckdb.Error as raised:
-        error = from_exception(raised)
-        return error.sqlstate, error.message
+from tests.support.planning import engine_answer
 
 
 @pytest.mark.parametrize(("sql", "answer"), [
@@ -49,4 +33,4 @@ def _engine_answer(sql: str) -> list[tuple] | tuple[str, str]:
                                         "by fedgate outside PostgreSQL sources")),
 ])
 def test_the_engine_answers_as_postgres(sql: str, answer) -> None:
-    assert _engine_answer(sql) == answer
+    assert engine_answer(sql) == answer

@@ -3,25 +3,12 @@ dialect checks them first, so the engine raises PostgreSQL's error, SQLSTATE and
 
 from __future__ import annotations
 
-import duckdb
 import pytest
 import sqlglot
 from sqlglot.optimizer.annotate_types import annotate_types
 
 from connectors.dialects.duckdb import to_duckdb
-from pgwire.errors import PgError, from_exception
-
-
-def _engine_answer(sql: str) -> list[tuple] | tuple[str, str]:
-    try:
-        rendered = to_duckdb(annotate_types(sqlglot.parse_one(sql, read="postgres")))
-    except PgError as refused:
-        return refused.sqlstate, refused.message
-    try:
-        return duckdb.connect().sql(rendered).fetchall()
-    except duckdb.Error as raised:
-        error = from_exception(raised)
-        return error.sqlstate, error.message
+from tests.support.planning import engine_answer
 
 
 @pytest.mark.parametrize(("sql", "answer"), [
@@ -49,7 +36,7 @@ def _engine_answer(sql: str) -> list[tuple] | tuple[str, str]:
     ("select ln(x) from (select 'NaN'::float8 as x) as s", [(float("nan"),)]),
 ])
 def test_raising_arguments(sql: str, answer: object) -> None:
-    got = _engine_answer(sql)
+    got = engine_answer(sql)
     if isinstance(answer, list) and answer[0][0] != answer[0][0]:  # NaN
         assert got[0][0] != got[0][0]
     else:
