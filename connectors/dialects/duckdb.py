@@ -41,6 +41,7 @@ from connectors.dialects import duckdb_json as json_pieces
 from connectors.dialects import duckdb_json_agg as json_agg
 from connectors.dialects import duckdb_json_paths as json_paths
 from connectors.dialects import duckdb_literals as literals
+from connectors.dialects import duckdb_number_text as number_text
 from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
@@ -108,7 +109,7 @@ def needs_types(tree: exp.Expression) -> bool:
         or json_pieces.needs_types(tree) or literals.needs_rewrite(tree) or float4.needs_rewrite(tree) \
         or tree.find(exp.Least, exp.Greatest) is not None or arrays.needs_types(tree) \
         or buckets.needs_rewrite(tree) or needs_scale(tree) or json_agg.needs_rewrite(tree) \
-        or quoting.needs_rewrite(tree)
+        or quoting.needs_rewrite(tree) or number_text.needs_rewrite(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -278,6 +279,8 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = tree.transform(quoting.postgres_quoting)
     if strings.needs_rewrite(tree):  # first: split_part's own check applies to its rewrite
         tree = rewrite_bottom_up(tree, strings.postgres_strings)
+    if number_text.needs_rewrite(tree):  # before the date formats, which read to_char too
+        tree = tree.transform(number_text.postgres_number_text)
     if formats.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, formats.postgres_formats)
     if arrays.needs_rewrite(tree):

@@ -111,6 +111,9 @@ PROBES: dict[str, dict[str, list[str]]] = {
                    "format('%L|%s|%I', NULL::text, NULL::text, 'x')", "format('%s %L', true, false)",
                    "format('%s', NULL::bool)", "format('%I.%I', 'public', 'select')", "format('%L', 1.5::float8)"]
                   + _calls("format", ["format('%I-%L', {v}, {v})"], TEXT + QUOTED),
+        "to_char(numeric)": [f"to_char({v}::numeric(10,3), '{t}')" for v in ("0", "0.5", "-0.5", "-12.345", "999.995", "-1000", "1234.5", "-0.004")
+                             for t in ("999.99", "990.99", "9,999.99", "999", "0999", "9099", "99.9")]
+                            + ["to_char(12, '9,9,9')", "to_char(-7, '00')", "to_char(1.5, 'FM999.99')", "to_char(2.5::float8, '999.99')"],
         "to_number": ["to_number('1,234.5', '9,999.9')", "to_number('-12', 'S99')", "to_number('', '99')",
                       "to_number('0012', '9999')", "to_number('1.50', '9D99')", "to_number('1,234.5', '9G999D9')",
                       "to_number('.5', '.9')", "to_number('12,3', '99,9')", "to_number('123', '99')"],

@@ -1,9 +1,14 @@
-"""sind(), cosd(), width_bucket() and scale() written out for DuckDB, which has none of them:
-PostgreSQL's exact values at the special angles, its buckets (the float8 `+ 1` before the
-truncation included), its errors in its words, and refusals where the engine cannot be exact.
-(The conformance probe compares many more calls with a real PostgreSQL.)"""
+"""Calls DuckDB lacks, written out by the DuckDB dialect or answered from constants when
+planned: sind(), cosd(), width_bucket(), scale(), to_char() of a number, to_number(),
+sha384()/sha512(), regexp_matches(). PostgreSQL's exact values at the special angles, its
+buckets (the float8 `+ 1` before the truncation included), its digits and padding, its
+errors in its words, and refusals where the engine cannot be exact. (The conformance probe
+compares many more calls with a real PostgreSQL.)"""
 
 from __future__ import annotations
+
+import hashlib
+from decimal import Decimal
 
 import pytest
 
@@ -31,6 +36,18 @@ from tests.support.planning import engine_answer
     ("select scale(1.500), scale(12), scale(CAST(2 AS DECIMAL(8, 3)) * 1.5), scale(NULL)", [(3, 0, 4, None)]),
     ("select scale(1.5 / 3)", ("0A000", "scale() of a numeric computed by the engine is not supported "
                                         "by fedgate outside PostgreSQL sources")),
+    ("select to_char(-12.345::numeric(5,3), '999.99'), to_char(0.5::numeric(2,1), '999.99'), to_char(5, '0999'), "
+     "to_char(1000, '999.99')",
+     [(" -12.35", "    .50", " 0005", " ###.##")]),
+    ("select to_char(1234.5::numeric(6,1), '9,999.99'), to_char(12, '9,999')", [(" 1,234.50", "    12")]),
+    ("select to_char(1.5::numeric(2,1), 'FM999.99')",
+     ("0A000", "to_char() of a number with a template other than 9, 0, ',' and '.' is not supported "
+               "by fedgate outside PostgreSQL sources")),
+    ("select to_number('1,234.5', '9,999.9'), to_number('0012', '9999')", [(Decimal("1234.5"), Decimal("12"))]),
+    ("select sha512('abc'::bytea) = sha512('abc'), sha384('abc'::bytea)",
+     [(True, hashlib.sha384(b"abc").digest())]),
+    ("select regexp_matches('a-b-ab', '(a)-(b)', 'g')", [(["a", "b"],)]),
+    ("select regexp_matches('abc', 'x')", []),
 ])
 def test_the_engine_answers_as_postgres(sql: str, answer) -> None:
     assert engine_answer(sql) == answer
