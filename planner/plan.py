@@ -123,15 +123,15 @@ def _session_values(tree: exp.Expression, settings: PlanSettings) -> None:
 
 
 def _refuse_unshipped(tree: exp.Expression, tables: list[tuple[exp.Table, TableInfo]],
-                      catalog: CatalogSnapshot) -> None:
+                      catalog: CatalogSnapshot, rows: bool = False) -> tuple[tuple[int, TableInfo], ...]:
     """What only PostgreSQL itself answers, refused (0A000) where the statement does not
     ship whole to a PostgreSQL source: WITH RECURSIVE ... SEARCH/CYCLE (whose record
     columns stay refused there too, connectors.postgres.types), a VARIADIC argument
     (planner.pgcompat) other than an array constructor planner.variadic_arrays spreads,
-    which no engine of ours spells, and a whole row
-    (planner.whole_rows). An empty select list gets the engine's placeholder
-    (planner.empty_select)."""
-    whole_rows(tree, tables)
+    which no engine of ours spells, and a whole row (planner.whole_rows; with `rows`, an
+    output of one is allowed, and returned). An empty select list gets the engine's
+    placeholder (planner.empty_select)."""
+    found = whole_rows(tree, tables, rows)
     empty_select(tree)  # the client's rows of no columns keep their names: ()
     variadic_arrays(tree, functools.partial(_typed_copy, catalog=catalog))
     if tree.find(exp.RecursiveWithSearch) is not None:
@@ -140,6 +140,7 @@ def _refuse_unshipped(tree: exp.Expression, tables: list[tuple[exp.Table, TableI
     if any(call.name.lower() == pgcompat.VARIADIC for call in tree.find_all(exp.Anonymous)):
         raise PgError(FEATURE_NOT_SUPPORTED, "VARIADIC arguments are not supported by fedgate "
                       "outside statements shipped whole to one PostgreSQL source")
+    return found
 
 
 def _home_postgres(catalog: CatalogSnapshot, settings: PlanSettings) -> SourceEntry | None:
@@ -284,8 +285,9 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if not tables and not zoned:  # no table: the session's PostgreSQL source answers it
         # (outside UTC the engine does: the sources' sessions run in UTC, planner.zone_dependent)
         single = _home_postgres(catalog, settings)
+    row_outputs: tuple[tuple[int, TableInfo], ...] = ()  # a DuckDB source's whole rows
     if single is None or single.dialect.sqlglot != "postgres":
-        _refuse_unshipped(tree, tables, catalog)
+        row_outputs = _refuse_unshipped(tree, tables, catalog, single is not None and single.dialect.sqlglot == "duckdb")
     if unknown_function is not None and (single is None or single.dialect.sqlglot != "postgres"):
         raise unknown_function  # no PostgreSQL source answers the whole statement
     unknown_literals(tree, catalog.sqlglot_schema)
@@ -360,8 +362,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
             return (), tuple(f"Conjunct {c.sql('postgres')}: pushed exact (the whole statement "
                              f"runs on {single.name})"
                              for c in split_conjuncts(where.this if where else None))
-        return QueryPlan((fragment,), None, None, pg_types, names, details=details,
-                         result_types=types)
+        return QueryPlan((fragment,), None, None, pg_types, names, details=details, result_types=types,
+                         row_outputs=tuple((i, info.ref.source, info.ref.name) for i, info in row_outputs))
     return _federated(tree, catalog, pg_types, names, settings, types)
 
 

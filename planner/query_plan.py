@@ -70,6 +70,9 @@ class QueryPlan:
     # Outputs whose values are a source's PostgreSQL text of their result type (an
     # unconstrained numeric, a jsonb, an array passed through the engine: planner.kept_texts).
     kept_texts: tuple[int, ...] = ()
+    # Outputs that are a whole row of a DuckDB source's table (planner.whole_rows):
+    # (position, source, table), described as the catalog's row type of that table.
+    row_outputs: tuple[tuple[int, str, str], ...] = ()
 
     def residual_for(self, engine: str) -> str | None:
         if self.residual_render is None:

@@ -1,16 +1,20 @@
-"""A whole-row reference (`SELECT t FROM t`, `WHERE t IS NULL`) is refused in the engine.
+"""A whole-row reference (`SELECT t FROM t`, `WHERE t IS NULL`) in the engine: refused,
+but as an output column of a DuckDB source's own statement.
 
 PostgreSQL reads a table's name standing where a column may as the table's row, a value
 of its row type. DuckDB binds the same name to a struct of the row, with semantics of its
-own: `t IS NULL` is false for a row whose fields are all NULL (PostgreSQL: true), and
-no struct goes out as the row type. So a statement the engine runs that holds one is
-refused (0A000); one shipped whole to a PostgreSQL source is PostgreSQL's to answer
-(connectors.postgres.records). A field of the row, `(t).id`, is the column itself and
-stays.
+own: `t IS NULL` is false for a row whose fields are all NULL (PostgreSQL: true). So a
+statement the engine runs that holds one is refused (0A000); one shipped whole to a
+PostgreSQL source is PostgreSQL's to answer (connectors.postgres.records). Shipped whole
+to a DuckDB source (Parquet/CSV files), a row that is an output column by itself is that
+struct, which the executor describes as the table's row type (its fields are the
+columns, as the catalog's row type has them): allowed there, with its position and table
+returned. A field of the row, `(t).id`, is the column itself and stays.
 
     SELECT t FROM t WHERE t IS NOT NULL   -- over a Parquet table, or federated
     -> 0A000 a whole-row reference (t) is not supported by fedgate outside statements
-       shipped whole to one PostgreSQL source
+       shipped whole to one PostgreSQL source or a file source's own rows
+    SELECT t FROM t WHERE id = 1          -- over a Parquet table: (0, t's TableInfo)
 """
 
 from __future__ import annotations
@@ -61,14 +65,35 @@ def _row_of(column: exp.Column, scope: Scope, columns_of: dict[int, set[str]]) -
     return False
 
 
-def whole_rows(tree: exp.Expression, tables: list[tuple[exp.Table, TableInfo]]) -> None:
-    """Raise 0A000 for the first whole-row reference in `tree` (the engine's statement)."""
+def _output_row(column: exp.Column, tree: exp.Expression, scope: Scope,
+                tables: list[tuple[exp.Table, TableInfo]]) -> tuple[int, TableInfo] | None:
+    """(output position, table) when `column` is, by itself, an output column of the
+    statement `tree` naming a catalog table of its FROM; else None."""
+    output = column.parent if isinstance(column.parent, exp.Alias) else column
+    if not isinstance(tree, exp.Select) or scope.expression is not tree or output.parent is not tree \
+            or output.arg_key != "expressions":
+        return None
+    source = scope.sources.get(column.name)
+    info = next((info for table, info in tables if table is source), None)
+    return (output.index, info) if info is not None else None
+
+
+def whole_rows(tree: exp.Expression, tables: list[tuple[exp.Table, TableInfo]],
+               outputs: bool = False) -> tuple[tuple[int, TableInfo], ...]:
+    """Raise 0A000 for the first whole-row reference in `tree` (the engine's statement);
+    with `outputs`, one that is an output column by itself of a table's row is allowed:
+    its (position, table) is returned (planner.plan: a DuckDB source's struct of the row)."""
     columns_of = {id(table): {f.name for f in info.schema} for table, info in tables}
+    allowed: list[tuple[int, TableInfo]] = []
     for scope in traverse_scope(tree):
         for column in scope.columns:
             if column.table or isinstance(column.this, exp.Star) or _field_access(column):
                 continue
             if _row_of(column, scope, columns_of):
-                raise PgError(FEATURE_NOT_SUPPORTED, f"a whole-row reference ({column.name}) is not "
-                              "supported by fedgate outside statements shipped whole to one "
-                              "PostgreSQL source")
+                row = _output_row(column, tree, scope, tables) if outputs else None
+                if row is None:
+                    raise PgError(FEATURE_NOT_SUPPORTED, f"a whole-row reference ({column.name}) is not "
+                                  "supported by fedgate outside statements shipped whole to one "
+                                  "PostgreSQL source or a file source's own rows")
+                allowed.append(row)
+    return tuple(allowed)

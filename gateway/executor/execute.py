@@ -24,7 +24,7 @@ from gateway.executor.feeds import EngineStream, Feed, open_remote, start_engine
 from gateway.executor.fragment_reads import FragmentReads
 from gateway.executor.metered import Metered
 from gateway.executor.presented import Presented, presented_schema
-from gateway.executor.row_types import RowTyped, has_rows, row_typed
+from gateway.executor.row_types import RowTyped, has_rows, named_rows, row_typed
 from gateway.state.metrics import Metrics
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.dynamic_filters import DynamicFilter
@@ -57,9 +57,9 @@ class Executor:
             stream = Metered(await open_remote(self.sources[fragment.source], fragment.sql,
                                                _bound(fragment, params)),
                              self.metrics, fragment.source)
-            if has_rows(stream.schema):
+            if has_rows(stream.schema) or plan.row_outputs:
                 try:
-                    schema = await self._row_typed(stream.schema, fragment.source)
+                    schema = await self._row_typed(stream.schema, fragment.source, plan.row_outputs)
                 except BaseException:
                     await stream.aclose()
                     raise
@@ -78,16 +78,23 @@ class Executor:
 
     async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema:
         schema = await self._describe(plan, self.engines[engine or self.default])
-        if plan.is_passthrough and has_rows(schema):
-            schema = await self._row_typed(schema, plan.fragments[0].source)
+        if plan.is_passthrough and (has_rows(schema) or plan.row_outputs):
+            schema = await self._row_typed(schema, plan.fragments[0].source, plan.row_outputs)
         return presented_schema(schema, plan.column_names, plan.result_types,
                                 self._double_numerics(plan, engine), plan.kept_texts)
 
-    async def _row_typed(self, schema: pa.Schema, source: str) -> pa.Schema:
-        """Whole rows of `source`'s tables described as the catalog's row types."""
+    async def _row_typed(self, schema: pa.Schema, source: str,
+                         outputs: Sequence[tuple[int, str, str]] = ()) -> pa.Schema:
+        """Whole rows of `source`'s tables described as the catalog's row types: a
+        PostgreSQL source's by its own row type OIDs, a DuckDB source's by the planner's
+        `QueryPlan.row_outputs` (position, source, table)."""
         catalog = self.sources.get("pg_catalog")
         if catalog is None:
             raise PgError(FEATURE_NOT_SUPPORTED, "a whole-row reference needs the gateway's catalog")
+        if outputs:
+            oids = {i: await catalog.row_type_of(source_name, table)  # type: ignore[attr-defined]
+                    for i, source_name, table in outputs}
+            return named_rows(schema, oids)
         return row_typed(schema, source, await catalog.row_type_oids(source))  # type: ignore[attr-defined]
 
     def _double_numerics(self, plan: QueryPlan, engine: str | None) -> bool:

@@ -11,7 +11,9 @@ as `pg_type_oid` (pgwire.types.from_arrow). The map holds only tables whose colu
 gateway describes with the source's types (record_send writes their OIDs); a row of any
 other table is refused (0A000). An array of rows (`array_agg(t)`, a list of structs) is
 described as the row type's array, its elements as the row type (`pg_elem_oid`: array_send
-writes it).
+writes it). A DuckDB source's whole row (`SELECT t FROM t` over a file) is a struct the
+planner names the table of (`QueryPlan.row_outputs`): described as that table's row type
+of the gateway's catalog (`named_rows`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,19 @@ def row_typed(schema: pa.Schema, source: str, row_types: Mapping[int, int]) -> p
                 named = {b"pg_type_oid": str(array).encode(), b"pg_elem_oid": str(oid).encode()}
             field = field.with_metadata({**field.metadata, **named})
         fields.append(field)
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def named_rows(schema: pa.Schema, oids: Mapping[int, int | None]) -> pa.Schema:
+    """`schema` with the struct at each position of `oids` described as that row type (a
+    DuckDB source's whole row of its table: planner.whole_rows)."""
+    fields = list(schema)
+    for i, oid in oids.items():
+        field = fields[i]
+        if oid is None or not pa.types.is_struct(field.type):
+            raise PgError(FEATURE_NOT_SUPPORTED, f"a whole-row reference ({field.name}): the "
+                          "gateway's catalog has no row type of its table")
+        fields[i] = field.with_metadata({**(field.metadata or {}), b"pg_type_oid": str(oid).encode()})
     return pa.schema(fields, metadata=schema.metadata)
 
 

@@ -101,6 +101,15 @@ class CatalogModel:
                 next_oid += 2
         return model
 
+    def row_types_by_name(self) -> dict[str, dict[str, int]]:
+        """Per source, the OID of each of its tables' row type in this catalog, by the
+        table's name: what the engine's whole row of a file's table is described as."""
+        found: dict[str, dict[str, int]] = {}
+        for rel in self.relations:
+            if rel.row_type_oid:
+                found.setdefault(rel.namespace, {})[rel.name] = rel.row_type_oid
+        return found
+
     def row_type_oids(self) -> dict[str, dict[int, int]]:
         """Per source, its own OIDs of its tables' row types (and their arrays) -> this
         catalog's: what a description relayed from the source names (gateway.relay.links)."""

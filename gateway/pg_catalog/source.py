@@ -32,7 +32,7 @@ from gateway.pg_catalog.dialect import DIALECT
 
 UNDEFINED_SCHEMA = "3F000"
 # A catalog built for one set of hidden sources: its runner, schemas and row type OIDs.
-Scoped = tuple[DuckDBRunner, tuple[str, ...], dict[str, dict[int, int]]]
+Scoped = tuple[DuckDBRunner, tuple[str, ...], dict[str, dict[int, int]], dict[str, dict[str, int]]]
 
 # Errors our macros raise with DuckDB's error(): PostgreSQL's message, SQLSTATE and hint.
 _MACRO_ERRORS = (
@@ -73,6 +73,7 @@ class CatalogSource:
         self.tables_by_schema: dict[str, list[TableInfo]] = {}
         self.schemas: tuple[str, ...] = ()
         self.row_types: dict[str, dict[int, int]] = {}  # CatalogModel.row_type_oids
+        self.row_types_by_name: dict[str, dict[str, int]] = {}  # CatalogModel.row_types_by_name
         # Users who may not see some sources read a catalog built without them (one per
         # set of hidden sources, built on first use for the current version).
         self._user_tables: dict[str, list[TableInfo]] = {}
@@ -97,6 +98,7 @@ class CatalogSource:
         self.tables_by_schema = built.tables
         self.schemas = tuple(built.model.namespaces)
         self.row_types = built.model.row_type_oids()
+        self.row_types_by_name = built.model.row_types_by_name()
         self.version = version
 
     async def row_type_oids(self, source: str, hidden: frozenset[str] | None = None) -> dict[int, int]:
@@ -108,6 +110,15 @@ class CatalogSource:
         if not hidden:
             return self.row_types.get(source, {})
         return (await self._scoped_runner(hidden))[2].get(source, {})
+
+    async def row_type_of(self, source: str, table: str, hidden: frozenset[str] | None = None) -> int | None:
+        """The OID of `source`.`table`'s row type in the catalog the session reads (as
+        `row_type_oids`); None when it has none."""
+        if hidden is None:
+            session = session_state.current_session()
+            hidden = session.hidden if session is not None else frozenset()
+        by_name = self.row_types_by_name if not hidden else (await self._scoped_runner(hidden))[3]
+        return by_name.get(source, {}).get(table)
 
     async def _scoped_runner(self, hidden: frozenset[str]) -> Scoped:
         """The catalog of this version without the `hidden` sources (and its schemas): what
@@ -129,7 +140,8 @@ class CatalogSource:
     def _build_scoped(self, visible: dict[str, list[TableInfo]]) -> Scoped:
         assert self.version is not None
         built = build(self.version, self.database, visible)
-        return built.runner, tuple(built.model.namespaces), built.model.row_type_oids()
+        return (built.runner, tuple(built.model.namespaces), built.model.row_type_oids(),
+                built.model.row_types_by_name())
 
     async def tables(self) -> list[TableInfo]:
         return list(self.tables_by_schema.get(self.name, []))
@@ -144,7 +156,7 @@ class CatalogSource:
         runner, schemas = self._runner, self.schemas
         hidden = session.hidden if session is not None else frozenset()
         if hidden:
-            runner, schemas, _ = await self._scoped_runner(hidden)
+            runner, schemas, *_ = await self._scoped_runner(hidden)
         register = session_state.session_tables(session, schemas, self._sessions)
         if storage.calls_storage(sql):
             register[storage.TABLE] = await storage.storage_table(self._sources, hidden)
