@@ -71,8 +71,8 @@ def _output_row(column: exp.Column, tree: exp.Expression, scope: Scope,
     statement `tree` naming a catalog table of its FROM; else None."""
     output = column.parent if isinstance(column.parent, exp.Alias) else column
     if not isinstance(tree, exp.Select) or scope.expression is not tree or output.parent is not tree \
-            or output.arg_key != "expressions":
-        return None
+            or output.arg_key != "expressions" or tree.args.get("distinct") is not None:
+        return None  # (DISTINCT compares rows, whose equality is not shown to be PostgreSQL's)
     source = scope.sources.get(column.name)
     info = next((info for table, info in tables if table is source), None)
     return (output.index, info) if info is not None else None

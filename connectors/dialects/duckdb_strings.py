@@ -349,12 +349,21 @@ _UNPADDED_READERS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.In, 
 
 def _char_cast(node: exp.Cast) -> exp.Expression:
     """`x::char(n)` (`::char` is char(1)) where the padding is dropped: x cut to n
-    characters, trailing spaces removed. The client's own column is cut and padded as it
-    is presented (gateway.executor.presented); any other reader (concat(), an array,
-    json) may keep the padding, so there it is refused."""
+    characters, trailing spaces removed. A constant at least n long needs no padding: it
+    is cut here. The client's own column is cut and padded as it is presented
+    (gateway.executor.presented); any other reader (concat(), an array, json) may keep
+    the padding, so there it is refused."""
     parent = node.parent
     to_text = isinstance(parent, exp.Cast) and parent.to.this in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
-    if not (isinstance(parent, _UNPADDED_READERS) or to_text):
+    unpadded = isinstance(parent, _UNPADDED_READERS) or to_text
+    length = node.to.expressions[0] if node.to.expressions else exp.Literal.number(1)
+    written = length.this if isinstance(length, exp.DataTypeParam) else length
+    value = node.this
+    if isinstance(value, exp.Literal) and value.is_string and isinstance(written, exp.Literal) \
+            and len(value.this) >= int(written.this) and not isinstance(parent, exp.Array):  # (a bpchar[])
+        cut_text = value.this[:int(written.this)]
+        return _text(cut_text.rstrip(" ") if unpadded else cut_text)
+    if not unpadded:
         raise _refuse("a cast to character(n) inside an expression")
     # a string constant compared with it is a character(n) too (its type was unknown)
     others = [parent.this, parent.expression] if isinstance(parent, exp.Binary) and not isinstance(parent, exp.DPipe) \
@@ -362,9 +371,7 @@ def _char_cast(node: exp.Cast) -> exp.Expression:
     for other in others:
         if other is not node and isinstance(other, exp.Literal) and other.is_string:
             other.replace(_text(other.this.rstrip(" ")))
-    length = node.to.expressions[0] if node.to.expressions else exp.Literal.number(1)
-    written = length.this if isinstance(length, exp.DataTypeParam) else length
-    cut = exp.Left(this=node.this, expression=written.copy())
+    cut = exp.Left(this=value, expression=written.copy())
     return exp.Cast(this=exp.Anonymous(this="rtrim", expressions=[cut, _text(" ")]),
                     to=exp.DataType.build("VARCHAR"))
 

@@ -15,9 +15,9 @@ import pyarrow as pa
 
 from connectors.base import TableInfo, TableRef
 from connectors.duckdb.runner import DUCKDB_CONFIG, DuckDBRunner, restrict_access
+from pgwire.keywords import keyword_rows
 from gateway.pg_catalog import functions, infoschema, procs, relations, types, views
 from gateway.pg_catalog.model import CatalogModel
-from pgwire.keywords import keyword_rows
 from gateway.pg_catalog.tables import CHAR_ENUM_SQL, PG_CATALOG, PG_CATALOG_VIEWS, create_table_sql
 
 PG_SCHEMA, IS_SCHEMA, HELPER_SCHEMA = "fg_pg", "fg_is", "fg_x"

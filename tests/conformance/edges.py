@@ -112,5 +112,6 @@ def postgres_types() -> list[Statement]:
         "s::char(3), s::char, s::bpchar, id::char(4)", "s::bpchar || 'x', length(s::bpchar)",
         "s::char(3) || 'x', length(s::char(3)), s::char(3) = 'app'", "concat(s::char(7), '|')",
         "upper(s::char(2)), s::char(2)::text", "s::char(3) = 'app ', s::char(3) IN ('app', 'ban  ')",
-        "s = 'b'::char, s::char(9) < 'b'")]
+        "s = 'b'::char, s::char(9) < 'b'", "ARRAY['r'::char, 'ab'::char(1)]",
+        "concat('abc '::char(4), '|'), 'abc'::char(2) = 'ab', 'x'::char(3) || 'y'", "concat('ab'::char(4), '|')")]
     return out
