@@ -194,7 +194,7 @@ class SparkCluster:
             try:
                 if self.alive_workers() >= 1:
                     return
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or its JSON page still empty
                 pass
             time.sleep(0.3)
         raise RuntimeError(f"Spark worker did not register within {START_TIMEOUT_S}s:\n{self.worker.log()}")
