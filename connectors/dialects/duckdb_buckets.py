@@ -24,6 +24,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import volatile_reason
+from connectors.dialects.rules import raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 T = exp.DataType.Type
@@ -54,10 +55,6 @@ def _exact(node: exp.Expression) -> bool:
     if isinstance(literal, exp.Literal) and not literal.is_string:
         return not literal.this.isdigit()
     return node.type is None or node.type.this not in (*exp.DataType.INTEGER_TYPES, T.FLOAT, T.DOUBLE, T.NULL)
-
-
-def _fail(message: str) -> exp.Expression:
-    return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
 
 
 def _double(node: exp.Expression) -> exp.Expression:
@@ -100,9 +97,9 @@ def width_bucket(node: exp.Expression) -> exp.Expression:
     infinite = exp.or_(*(exp.Anonymous(this="isinf", expressions=[e.copy()]) for e in (lo, hi)))
     return exp.Case(ifs=[
         exp.If(this=nulls, true=exp.Cast(this=exp.null(), to=exp.DataType.build("INT"))),
-        exp.If(this=exp.LTE(this=n.copy(), expression=exp.Literal.number(0)), true=_fail(COUNT_NOT_POSITIVE)),
-        exp.If(this=nan, true=_fail(NAN_ARGUMENT)),
-        exp.If(this=infinite, true=_fail(INFINITE_BOUND)),
+        exp.If(this=exp.LTE(this=n.copy(), expression=exp.Literal.number(0)), true=raised(COUNT_NOT_POSITIVE)),
+        exp.If(this=nan, true=raised(NAN_ARGUMENT)),
+        exp.If(this=infinite, true=raised(INFINITE_BOUND)),
         exp.If(this=exp.LT(this=lo.copy(), expression=hi.copy()), true=rising),
         exp.If(this=exp.GT(this=lo.copy(), expression=hi.copy()), true=falling),
-    ], default=_fail(EQUAL_BOUNDS))
+    ], default=raised(EQUAL_BOUNDS))

@@ -46,6 +46,7 @@ from sqlglot import exp
 from connectors.base import volatile_reason
 from connectors.dialects import duckdb_datetimes as datetimes
 from connectors.dialects import duckdb_series as series
+from connectors.dialects.rules import raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.pg_type import BYTEA
 from pgwire.types.table import decode_param
@@ -371,10 +372,6 @@ def _bytea_literal(node: exp.Cast) -> exp.Expression:
     return exp.Anonymous(this="unhex", expressions=[exp.Literal.string(bytes(value).hex())])
 
 
-def _raise(message: str) -> exp.Expression:
-    return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
-
-
 def _positive_literal(value: exp.Expression) -> bool:
     return isinstance(value, exp.Literal) and not value.is_string and Decimal(value.this) > 0
 
@@ -391,7 +388,7 @@ def _checked(value: exp.Expression | None, failures: list[tuple[exp.Expression, 
     def raised_when(condition: exp.Expression) -> exp.Expression:
         return exp.and_(condition, *present) if present else condition
 
-    checked = exp.Case(ifs=[exp.If(this=raised_when(condition), true=_raise(message))
+    checked = exp.Case(ifs=[exp.If(this=raised_when(condition), true=raised(message))
                             for condition, message in failures], default=answer.copy())
     checked.type = answer.type  # a division or cast around the call reads it
     return checked

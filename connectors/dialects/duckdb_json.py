@@ -32,6 +32,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from connectors.base import volatile_reason
+from connectors.dialects.rules import raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 CONTAINER_REFUSED = ("json -> or ->> of an object or array (PostgreSQL keeps its text as "
@@ -204,10 +205,6 @@ def _scalar_element(node: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=condition, true=answer)], default=node.copy())
 
 
-def _error(message: str) -> exp.Expression:
-    return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
-
-
 def _container(node: exp.Expression) -> exp.Expression:
     """Whether the piece `node` (-> or ->>) picks is an object or an array."""
     piece = exp.JSONExtract(this=node.this.copy(), expression=node.expression.copy(),
@@ -228,11 +225,11 @@ def _guarded(node: exp.Expression, answer: exp.Expression, jsonb: bool) -> exp.E
     structure = exp.Cast(this=exp.Anonymous(this="json_structure", expressions=[piece]),
                          to=exp.DataType.build("VARCHAR"))
     checks = [exp.If(this=exp.Anonymous(this="contains", expressions=[structure, exp.Literal.string('"DOUBLE"')]),
-                     true=_error(NUMBER_REFUSED))]
+                     true=raised(NUMBER_REFUSED))]
     if not jsonb and isinstance(node, exp.JSONExtract):
         text = exp.Cast(this=document.copy(), to=exp.DataType.build("VARCHAR"))
         checks.append(exp.If(this=exp.Anonymous(this="contains", expressions=[text, exp.Literal.string("\\")]),
-                             true=_error(ESCAPE_REFUSED)))
+                             true=raised(ESCAPE_REFUSED)))
     guarded = exp.Case(ifs=checks, default=answer)
     if isinstance(node, exp.JSONExtract):  # a piece of the document's own type, for the next step
         guarded.meta[JSON_KIND] = exp.DataType.build("JSONB" if jsonb else "JSON")
@@ -252,12 +249,12 @@ def postgres_json(node: exp.Expression) -> exp.Expression:
         if answer is node:  # the CASE below holds it: not the node it replaces
             answer = node.copy()
         if isinstance(node, exp.JSONExtractScalar):
-            answer = exp.Case(ifs=[exp.If(this=_container(node), true=_error(JSONB_CONTAINER_REFUSED))],
+            answer = exp.Case(ifs=[exp.If(this=_container(node), true=raised(JSONB_CONTAINER_REFUSED))],
                               default=answer)
         return _guarded(node, answer, jsonb=True)
     if not _is_json(node.this):
         return node
-    answer = exp.Case(ifs=[exp.If(this=_container(node), true=_error(CONTAINER_REFUSED))], default=node.copy())
+    answer = exp.Case(ifs=[exp.If(this=_container(node), true=raised(CONTAINER_REFUSED))], default=node.copy())
     return _guarded(node, answer, jsonb=False)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.dialects.duckdb_json import at_display_scale
+from connectors.dialects.rules import raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 T = exp.DataType.Type
@@ -45,8 +46,7 @@ def _as_json(value: exp.Expression) -> exp.Expression:
     if kind is not None and kind.this in (T.TEXT, T.VARCHAR) and not kind.expressions:  # not varchar(n)
         upper_hex = exp.Anonymous(this="regexp_matches", expressions=[
             value.copy(), exp.Literal.string(_UPPER_HEX_CONTROLS)])
-        refusal = exp.Anonymous(this="error", expressions=[exp.Literal.string(
-            REFUSED.format(what="text holding U+000B, U+000E, U+000F or U+001A..U+001F"))])
+        refusal = raised(REFUSED.format(what="text holding U+000B, U+000E, U+000F or U+001A..U+001F"))
         written = exp.Cast(this=exp.Anonymous(this="to_json", expressions=[value.copy()]),
                            to=exp.DataType.build("VARCHAR"))
         return exp.Case(ifs=[exp.If(this=upper_hex, true=refusal)], default=written)

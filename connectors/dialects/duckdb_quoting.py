@@ -23,6 +23,7 @@ import re
 from sqlglot import exp
 
 from connectors.base import volatile_reason
+from connectors.dialects.rules import raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 from pgwire.function_names import undefined_function
 from pgwire.keywords import NOT_UNRESERVED
@@ -108,7 +109,7 @@ def _format(node: exp.Format) -> exp.Expression:
             parts.append(exp.Coalesce(this=_as_text(args.pop(0), False), expressions=[_text("")]))
         elif piece == "%I":
             value = args.pop(0)
-            failure = exp.Anonymous(this="error", expressions=[_text(NULL_IDENTIFIER)])
+            failure = raised(NULL_IDENTIFIER)
             parts.append(exp.Case(ifs=[exp.If(this=exp.Is(this=value.copy(), expression=exp.null()), true=failure)],
                                   default=quote_ident(_as_text(value, True))))
         elif piece == "%L":

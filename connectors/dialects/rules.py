@@ -26,6 +26,12 @@ Checker = Callable[[exp.Expression, TableInfo | None], Classification | None]
 _RANK = {Pushdown.EXACT: 0, Pushdown.INEXACT: 1, Pushdown.UNSUPPORTED: 2}
 
 
+def raised(message: str) -> exp.Expression:
+    """DuckDB's error(message): the engine raises PostgreSQL's words where the dialect's
+    rewrite met an argument PostgreSQL raises on (pgwire.engine_words gives the SQLSTATE)."""
+    return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
+
+
 def ok(node: exp.Expression, table: TableInfo | None) -> None:
     return None
 
