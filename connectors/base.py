@@ -177,8 +177,8 @@ VARIADIC_CALL = "fedgate_variadic"
 # only the gateway reads back, such as PostgreSQL's text of a numeric of per-value scale
 # (connectors.dialects.duckdb_quotient), which no query around them could compare.
 CLIENT_OUTPUTS = "client_outputs"
-# Beside it, the positions of the outputs the planner presents as a numeric of per-value
-# scale (planner.result_types): only those may come back as numeric text, since the
+# Beside it, the positions of the outputs the planner presents as a numeric
+# (planner.result_types): only those may come back as numeric text, since the
 # gateway reads a text column back as numeric only where the planner typed it so.
 NUMERIC_OUTPUTS = "numeric_outputs"
 

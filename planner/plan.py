@@ -444,5 +444,5 @@ def _point_at(table: exp.Table, name: str, schema: str | None) -> None:
 
 
 def numeric_outputs(types: tuple[str | None, ...] | None) -> frozenset[int]:
-    """Positions of the outputs typed numeric of per-value scale (connectors.base)."""
-    return frozenset(i for i, t in enumerate(types or ()) if t == "numeric")
+    """Positions of the outputs typed numeric (connectors.base)."""
+    return frozenset(i for i, t in enumerate(types or ()) if t is not None and t.split("(")[0] == "numeric")

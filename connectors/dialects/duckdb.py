@@ -46,7 +46,9 @@ from connectors.dialects import duckdb_floats as floats
 from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
+from connectors.dialects import duckdb_constant_numerics as constant_numerics
 from connectors.dialects import duckdb_quoting as quoting
+from connectors.dialects import duckdb_regression as regression
 from connectors.dialects.duckdb_scales import needs_scale, postgres_extremes, postgres_scale, refuse_mixed_scales
 from connectors.dialects.duckdb_collations import check_collations
 from connectors.dialects.rules import rewrite_bottom_up
@@ -74,9 +76,11 @@ def _guard_divisor(divisor: exp.Expression) -> exp.Expression:
 
 
 def _beyond_bigint(value: exp.Expression) -> bool:
-    number = value.this if isinstance(value, exp.Neg) else value
+    negative = isinstance(value, exp.Neg)
+    number = value.this if negative else value
+    # `-9223372036854775808` is one bigint constant in PostgreSQL's grammar
     return isinstance(number, exp.Literal) and not number.is_string and number.this.isdigit() \
-        and int(number.this) >= 2**63
+        and int(number.this) >= 2**63 + negative
 
 
 def _postgres_division(node: exp.Expression) -> exp.Expression:
@@ -262,6 +266,9 @@ def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
     if folding.needs_rewrite(tree):  # first: what it answers is no longer refused
         tree = tree.transform(folding.fold_constants)
+    if constant_numerics.needs_rewrite(tree):  # before the literals' rules, which refuse wide ones
+        tree = tree.copy()
+        tree = constant_numerics.fold_numeric_constants(tree, _client_select(tree))
     functions.refuse_unfaithful(tree)
     if tree.find(exp.Collate) is not None:
         check_collations(tree)
@@ -292,6 +299,8 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = rewrite_bottom_up(tree, json_pieces.postgres_json)
     if json_agg.needs_rewrite(tree):
         tree = tree.transform(json_agg.postgres_json_agg)
+    if regression.needs_rewrite(tree):
+        tree = tree.transform(regression.postgres_regression)
     if floats.needs_rewrite(tree):
         tree = rewrite_bottom_up(tree, floats.postgres_floats)
     if integers.needs_rewrite(tree):

@@ -93,9 +93,10 @@ def _conversion(field: pa.Field, target: str | None, double_numerics: bool) -> p
         raise PgError(FEATURE_NOT_SUPPORTED, "a numeric result the engine computes in floating "
                       "point (such as a numeric division inside an expression) is not supported "
                       "by fedgate outside PostgreSQL sources")
-    if target == "numeric" and have.name == "text" and pa.types.is_string(t):
-        # PostgreSQL's text of a numeric of per-value scale, as the DuckDB dialect writes
-        # a division or an average out (connectors.dialects.duckdb_quotient)
+    if base == "numeric" and have.name == "text" and pa.types.is_string(t):
+        # PostgreSQL's text of a numeric, as the DuckDB dialect writes a division or an
+        # average out (connectors.dialects.duckdb_quotient), or a constant beyond its
+        # decimals (connectors.dialects.duckdb_constant_numerics)
         return field.with_metadata({**(field.metadata or {}), b"pg_type": b"numeric"})
     if target == "json" and have.name == "text" and pa.types.is_string(t):
         # json written as text by the DuckDB dialect (connectors.dialects.duckdb_json_agg)

@@ -81,6 +81,36 @@ def numeric_divisions() -> list[Statement]:
     ]]
 
 
+def constants_and_regressions() -> list[Statement]:
+    """Numeric arithmetic of constants beyond the engine's 38 digits (computed when the
+    statement is planned), and corr/regr_* where a variable does not vary (NULL)."""
+    constants = [
+        "12345678901234567890 / 123", "div(999999999999999999999::numeric, 1e21)",
+        "4790999999999999999999999999999999 * 9999999999999999999999999", "1e300 * 1e10",
+        "99999999999999999999999999999999999999 + 1", "-(99999999999999999999999999999999999999 * 10)",
+        "12345678901234567890123 % 7", "mod(-12345678901234567890123.5, 7)", "div(-7.5, 2)",
+        "12345678901234567890123 / 7.5", "0.001 / 7", "123456.789 / 0.0003", "1.000 / 3",
+        "9223372036854775808 / 2", "-9223372036854775808 / 2", "-9223372036854775808 / -1",
+        "(2147483647 + 1) * 1.5", "1 / 0.0", "12345678901234567890123 % 0", "0.0 * -1",
+        "(1e40 / 3)::text", "(1e40 / 3) > 1", "1e40 / 3 * 2.5::float8",
+    ]
+    pairs = "(VALUES (1.0::float8, 2.0::float8), (1.0, 3.0), (1.0, 5.0)) v(x, y)"
+    return [Statement("constants and regressions", f"SELECT {c}") for c in constants] + [
+        Statement("constants and regressions", sql, ordered) for sql, ordered in [
+            ("SELECT id, n * (1.5 + 2), k / (10.0 / 4), k / div(7.0, 2), n + 99999999999999999999.5 * 2 "
+             "FROM t ORDER BY id", True),
+            ("SELECT g, corr(f, k), regr_r2(f, k), regr_slope(f, k), regr_intercept(f, k) FROM t "
+             "GROUP BY g ORDER BY g", True),
+            ("SELECT g, k, corr(f, k), regr_slope(f, k), corr(k, f), regr_slope(k, f) FROM t "
+             "GROUP BY g, k ORDER BY g, k", True),
+            (f"SELECT corr(x, y), corr(y, x), regr_slope(x, y), regr_slope(y, x), regr_r2(y, x) FROM {pairs}", False),
+            ("SELECT g, corr(f, k) FILTER (WHERE k > 0), regr_slope(f, k) OVER (PARTITION BY g) FROM t "
+             "GROUP BY g, f, k ORDER BY g, f, k", True),
+            ("SELECT id, corr(f, k) OVER (ORDER BY id), regr_slope(k, f) FILTER (WHERE id > 2) "
+             "OVER (PARTITION BY g ORDER BY id) FROM t ORDER BY id", True),
+        ]]
+
+
 def postgres_types() -> list[Statement]:
     """bit, bit varying, time with time zone, money and the reg* types: a PostgreSQL
     source's values presented as themselves, refused by the engine."""

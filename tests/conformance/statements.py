@@ -422,11 +422,13 @@ FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, 
 
 def all_statements() -> list[Statement]:
     # they build on Statement
-    from tests.conformance.edges import postgres_only, postgres_types, numeric_divisions
+    from tests.conformance.edges import (constants_and_regressions, numeric_divisions, postgres_only,
+                                         postgres_types)
     from tests.conformance.functions import function_statements
 
     seen, out = set(), []
-    for family in FAMILIES + [postgres_only, postgres_types, numeric_divisions, function_statements]:
+    for family in FAMILIES + [postgres_only, postgres_types, numeric_divisions, constants_and_regressions,
+                              function_statements]:
         for statement in family():
             if statement.sql not in seen:
                 seen.add(statement.sql)

@@ -37,8 +37,11 @@ def test_rendered(sql: str, piece: str) -> None:
 
 
 @pytest.mark.parametrize(("sql", "words"), [
-    ("SELECT 1e308 / -1", "the numeric constant 1e308"),
-    ("SELECT 1e308::numeric + 1", "the numeric constant 1e308"),
+    # computed when planned (connectors.dialects.duckdb_constant_numerics): too wide for
+    # the engine where no client output may carry it as text
+    ("SELECT 1e308 / -1", "the numeric constant 1" + "0" * 308 + " "),  # -(that)
+    ("SELECT 1e308::numeric + 1", "the numeric constant 1" + "0" * 307 + "1 "),
+    ("SELECT 1e308 + t.f::numeric FROM t", "the numeric constant 1e308"),
     ("SELECT 12345678901234567890123456789012345678901234567890", "more than 38 digits"),
     ("SELECT t.r::numeric FROM t", "real (float4) value to numeric"),
     ("SELECT least(t.r::numeric(5, 2), 2.5, 1) FROM t", "least() of numbers of different scales"),

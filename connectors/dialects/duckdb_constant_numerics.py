@@ -1,0 +1,211 @@
+"""Numeric arithmetic of constants, computed exactly when the statement is planned.
+
+PostgreSQL computes `12345678901234567890 / 123`, `div(999999999999999999999::numeric,
+1e21)` or `4790999999999999999999999999999999 * 9999999999999999999999999` exactly, in
+numerics of any size. DuckDB's decimals stop at 38 digits: it refused the first (an
+integer beyond bigint, divided), and overflowed its 128-bit integers on the third (22003
+where PostgreSQL answers). So a tree of `+ - * / %`, unary minus and div() over number
+literals (and their casts to `numeric`) whose value PostgreSQL types numeric is computed
+here, with numeric.c's rules, into the one constant it is:
+
+    SELECT 12345678901234567890 / 123, 1.5 * 2.25 + n FROM t
+    →  SELECT CAST('100371365056030633.25203252' AS DECIMAL(26, 8)), CAST('4.375' AS DECIMAL(4, 3)) + n FROM t
+
+- `+`, `-`: exact, at the larger display scale; `*`: exact, at the sum of the scales;
+- `/`: rounded half away from zero at select_div_scale's scale (`duckdb_quotient` has the
+  rule); div(): truncated, scale 0; `%` and mod(): the dividend less the truncated
+  quotient's multiple, at the larger scale, with the dividend's sign;
+- integers keep PostgreSQL's integer arithmetic (int4, or int8 past int4's range): a
+  subtree that overflows its integer type, or divides by zero, is not computed here, and
+  the engine raises PostgreSQL's error for it as before.
+
+A result of up to 38 digits (and scale) is handed to DuckDB as a DECIMAL of exactly its
+digits and scale. A wider one is PostgreSQL's numeric text when it is an output of the
+statement the planner types numeric (`connectors.base.NUMERIC_OUTPUTS`; the gateway reads
+it back as a numeric); anywhere else it is a plain literal, which
+`duckdb_literals.postgres_literals` then refuses (0A000) unless PostgreSQL itself turns it
+into a float8 or text.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from connectors.base import NUMERIC_OUTPUTS
+from connectors.dialects.duckdb_literals import MAX_DIGITS, pg_text
+
+T = exp.DataType.Type
+INT4, INT8, NUMERIC = "int4", "int8", "numeric"
+_RANGES = {INT4: 2**31, INT8: 2**63}
+_WIDEST = 1000  # digits: a larger intermediate value is left to the engine (and refused)
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
+_WRAPPERS = (exp.Paren, exp.Neg, exp.Cast)
+_OPERANDS = (exp.Literal,) + _WRAPPERS + _ARITHMETIC
+
+# (unscaled digits, display scale, PostgreSQL type: int4, int8 or numeric)
+Value = tuple[int, int, str]
+
+
+def needs_rewrite(tree: exp.Expression) -> bool:
+    """Whether `tree` has arithmetic of two constants (a cheap look: `value_of` decides)."""
+    return any(isinstance(node.this, _OPERANDS) and isinstance(node.expression, _OPERANDS)
+               for node in tree.find_all(*_ARITHMETIC))
+
+
+def _integer(value: int) -> Value | None:
+    """An integer literal: int4, int8, or numeric beyond int8 (as PostgreSQL's lexer reads it)."""
+    kind = INT4 if -2**31 <= value < 2**31 else INT8 if -2**63 <= value < 2**63 else NUMERIC
+    return value, 0, kind
+
+
+def _literal(node: exp.Literal, negative: bool = False) -> Value | None:
+    text = node.this
+    if node.is_string:
+        return None
+    if "." in text or "e" in text.lower():
+        digits, _ = pg_text(text)
+        scale = len(digits.partition(".")[2])
+        unscaled = int(digits.replace(".", ""))
+        return (-unscaled if negative else unscaled), scale, NUMERIC
+    if not text.isdigit():
+        return None
+    # `-9223372036854775808` is one bigint constant in PostgreSQL's grammar, not a minus
+    # applied to a numeric.
+    return _integer(-int(text) if negative else int(text))
+
+
+def _align(a: Value, b: Value) -> tuple[int, int, int]:
+    scale = max(a[1], b[1])
+    return a[0] * 10 ** (scale - a[1]), b[0] * 10 ** (scale - b[1]), scale
+
+
+def _truncated(a: int, b: int) -> int:
+    """a / b truncated toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+def _weight_and_first(unscaled: int, scale: int) -> tuple[int, int]:
+    """numeric.c's weight (of the first non-zero base-10000 digit) and that digit; (0, 0)
+    for zero."""
+    if unscaled == 0:
+        return 0, 0
+    digits = str(abs(unscaled))
+    # With the point moved to a multiple of 4 below the digits, the base-10000 digits are
+    # groups of four from the point.
+    pad = (-scale) % 4
+    whole = digits + "0" * pad
+    places = (scale + pad) // 4  # base-10000 digits after the point
+    groups = (len(whole) + 3) // 4
+    whole = whole.rjust(groups * 4, "0")
+    first_index = next(i for i in range(groups) if whole[4 * i:4 * i + 4] != "0000")
+    return groups - places - 1 - first_index, int(whole[4 * first_index:4 * first_index + 4])
+
+
+def division_scale(a: Value, b: Value) -> int:
+    """select_div_scale: the display scale of numeric a / b."""
+    w1, d1 = _weight_and_first(a[0], a[1])
+    w2, d2 = _weight_and_first(b[0], b[1])
+    qweight = w1 - w2 - (1 if d1 <= d2 else 0)
+    return min(max(16 - 4 * qweight, a[1], b[1], 0), 1000)
+
+
+def _numeric_divide(a: Value, b: Value) -> Value:
+    scale = division_scale(a, b)
+    numerator = abs(a[0]) * 10 ** (b[1] + scale)
+    denominator = abs(b[0]) * 10 ** a[1]
+    q, r = divmod(numerator, denominator)
+    if 2 * r >= denominator:
+        q += 1
+    return (-q if (a[0] < 0) != (b[0] < 0) else q), scale, NUMERIC
+
+
+def _combine(node: exp.Expression, a: Value, b: Value) -> Value | None:
+    kind = NUMERIC if NUMERIC in (a[2], b[2]) or isinstance(node, exp.IntDiv) else \
+        INT8 if INT8 in (a[2], b[2]) else INT4
+    if isinstance(node, (exp.Div, exp.IntDiv, exp.Mod)) and b[0] == 0:
+        return None  # 22012, raised by the engine as before
+    if isinstance(node, exp.Mul):
+        value: Value = (a[0] * b[0], a[1] + b[1], kind)
+    elif isinstance(node, (exp.Add, exp.Sub)):
+        x, y, scale = _align(a, b)
+        value = (x + y if isinstance(node, exp.Add) else x - y), scale, kind
+    elif isinstance(node, exp.Div) and kind == NUMERIC:
+        value = _numeric_divide(a, b)
+    elif isinstance(node, (exp.Div, exp.IntDiv)):  # integers, or div(): truncated
+        x, y, _ = _align(a, b)
+        value = _truncated(x, y), 0, kind
+    else:  # Mod: the dividend less the truncated quotient's multiple
+        x, y, scale = _align(a, b)
+        value = x - y * _truncated(x, y), scale, kind
+    if kind != NUMERIC and not -_RANGES[kind] <= value[0] < _RANGES[kind]:
+        return None  # integer out of range: the engine raises 22003 as PostgreSQL does
+    if len(str(abs(value[0]))) > _WIDEST:
+        return None
+    return value
+
+
+def value_of(node: exp.Expression) -> Value | None:
+    """The value of a constant arithmetic tree as PostgreSQL computes it; None for
+    anything else (or what this module leaves to the engine, see the docstring)."""
+    if isinstance(node, exp.Literal):
+        return _literal(node)
+    if isinstance(node, exp.Paren):
+        return value_of(node.this)
+    if isinstance(node, exp.Neg):
+        if isinstance(node.this, exp.Literal):
+            return _literal(node.this, negative=True)
+        inner = value_of(node.this)
+        if inner is None or (inner[2] != NUMERIC and not -_RANGES[inner[2]] < inner[0]):
+            return None
+        return -inner[0], inner[1], inner[2]
+    if isinstance(node, exp.Cast):
+        if node.to.this != T.DECIMAL or node.to.expressions:
+            return None  # numeric(p, s) rounds: the engine's cast does that
+        inner = value_of(node.this)
+        return None if inner is None else (inner[0], inner[1], NUMERIC)
+    if isinstance(node, _ARITHMETIC):
+        a, b = value_of(node.this), value_of(node.expression)
+        return None if a is None or b is None else _combine(node, a, b)
+    return None
+
+
+def numeric_text(value: Value) -> str:
+    """PostgreSQL's text of a numeric value (no negative zero)."""
+    unscaled, scale, _ = value
+    digits = str(abs(unscaled)).rjust(scale + 1, "0")
+    text = digits[:len(digits) - scale] + ("." + digits[len(digits) - scale:] if scale else "")
+    return "-" + text if unscaled < 0 else text
+
+
+def _constant(value: Value, output: bool) -> exp.Expression:
+    text = numeric_text(value)
+    precision = max(len(str(abs(value[0]))), value[1], 1)
+    if precision <= MAX_DIGITS:
+        return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build(f"DECIMAL({precision}, {value[1]})"))
+    return exp.Literal.string(text) if output else exp.Literal.number(text)
+
+
+def fold_numeric_constants(tree: exp.Expression, client: exp.Select | None) -> exp.Expression:
+    """`tree` with each largest constant arithmetic subtree PostgreSQL types numeric
+    replaced by its value (see the module docstring); `client` is the statement whose
+    outputs go to the client, if any."""
+    outputs = set()
+    if client is not None:
+        allowed = client.meta.get(NUMERIC_OUTPUTS, frozenset())
+        outputs = {id(item.unalias()) for i, item in enumerate(client.expressions) if i in allowed}
+
+    def fold(node: exp.Expression) -> None:
+        # Arithmetic only: a lone literal or cast is the engine's as before.
+        if isinstance(node, _ARITHMETIC) or (isinstance(node, _WRAPPERS) and node.find(*_ARITHMETIC)):
+            value = value_of(node)
+            if value is not None and value[2] == NUMERIC:
+                replacement = _constant(value, id(node) in outputs)
+                replacement.type = node.type
+                node.replace(replacement)
+                return
+        for child in list(node.iter_expressions()):
+            fold(child)
+
+    fold(tree)
+    return tree
