@@ -47,6 +47,7 @@ from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
 from connectors.dialects import duckdb_constant_numerics as constant_numerics
+from connectors.dialects import duckdb_deviations as deviations
 from connectors.dialects import duckdb_quoting as quoting
 from connectors.dialects import duckdb_regression as regression
 from connectors.dialects.duckdb_scales import needs_scale, postgres_extremes, postgres_scale, refuse_mixed_scales
@@ -269,6 +270,9 @@ def to_duckdb(tree: exp.Expression) -> str:
     if constant_numerics.needs_rewrite(tree):  # before the literals' rules, which refuse wide ones
         tree = tree.copy()
         tree = constant_numerics.fold_numeric_constants(tree, _client_select(tree))
+    if _client_select(tree) is not None and deviations.needs_rewrite(_client_select(tree)):
+        tree = tree.copy()  # before the functions' rules, which refuse what it answers
+        deviations.exact_deviations(_client_select(tree))
     functions.refuse_unfaithful(tree)
     if tree.find(exp.Collate) is not None:
         check_collations(tree)

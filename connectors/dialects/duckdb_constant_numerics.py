@@ -110,7 +110,7 @@ def division_scale(a: Value, b: Value) -> int:
     return min(max(16 - 4 * qweight, a[1], b[1], 0), 1000)
 
 
-def _numeric_divide(a: Value, b: Value) -> Value:
+def numeric_divide(a: Value, b: Value) -> Value:
     scale = division_scale(a, b)
     numerator = abs(a[0]) * 10 ** (b[1] + scale)
     denominator = abs(b[0]) * 10 ** a[1]
@@ -131,7 +131,7 @@ def _combine(node: exp.Expression, a: Value, b: Value) -> Value | None:
         x, y, scale = _align(a, b)
         value = (x + y if isinstance(node, exp.Add) else x - y), scale, kind
     elif isinstance(node, exp.Div) and kind == NUMERIC:
-        value = _numeric_divide(a, b)
+        value = numeric_divide(a, b)
     elif isinstance(node, (exp.Div, exp.IntDiv)):  # integers, or div(): truncated
         x, y, _ = _align(a, b)
         value = _truncated(x, y), 0, kind

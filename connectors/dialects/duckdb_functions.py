@@ -26,9 +26,11 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
 - `ln`, `log`, `sqrt`, `exp`, `power` of a numeric: numeric in PostgreSQL, computed to a
   scale of its own, a double in DuckDB: refused (unless an argument raises anyway);
 - stddev, variance, stddev_pop/samp, var_pop/samp of an integer or numeric: numeric in
-  PostgreSQL (to a scale of its own), a double in DuckDB: refused unless the argument is
-  known to be a float4 or float8 (PostgreSQL answers float8 then, as DuckDB does; under
-  VALUES, whose `1.5` sqlglot types a double, always refused);
+  PostgreSQL (to a scale of its own), a double in DuckDB. An output of the statement that
+  is such a call on a column, constant or cast is computed exactly
+  (connectors.dialects.duckdb_deviations, before this module's rules); elsewhere refused
+  unless the argument is known to be a float4 or float8 (PostgreSQL answers float8 then,
+  as DuckDB does; under VALUES, whose `1.5` sqlglot types a double, always refused);
 - sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
   sha256) and regexp_matches (a boolean in DuckDB, a set of text[] in PostgreSQL):
   refused;

@@ -16,38 +16,26 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from connectors.dialects.rules import AGGREGATE_WRAPPERS, in_same_context
+
 _GUARDED = (exp.Corr, exp.RegrSlope)
-_WRAPPERS = (exp.Filter, exp.Window)
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
     return tree.find(*_GUARDED) is not None
 
 
-def _in_same_context(node: exp.Expression, call: exp.Expression) -> exp.Expression:
-    """`call` under copies of the FILTER and OVER that `node` (the outermost of the chain)
-    puts around its aggregate."""
-    if not isinstance(node, _WRAPPERS):
-        return call
-    outer = node.copy()
-    inner = outer
-    while isinstance(inner.this, _WRAPPERS):
-        inner = inner.this
-    inner.set("this", call)
-    return outer
-
-
 def postgres_regression(node: exp.Expression) -> exp.Expression:
     """The outermost of corr/regr_slope and its FILTER/OVER, guarded as the module says."""
     inner = node
-    while isinstance(inner, _WRAPPERS):
+    while isinstance(inner, AGGREGATE_WRAPPERS):
         inner = inner.this
-    if not isinstance(inner, _GUARDED) or isinstance(node.parent, _WRAPPERS):
+    if not isinstance(inner, _GUARDED) or isinstance(node.parent, AGGREGATE_WRAPPERS):
         return node
     y, x = inner.this, inner.expression
 
     def zero(kind: type[exp.Expression]) -> exp.Expression:
-        total = _in_same_context(node, kind(this=y.copy(), expression=x.copy()))
+        total = in_same_context(node, kind(this=y.copy(), expression=x.copy()))
         return exp.EQ(this=total, expression=exp.Literal.number(0))
 
     vertical = zero(exp.RegrSxx)

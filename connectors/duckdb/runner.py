@@ -23,10 +23,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import duckdb
+from duckdb.sqltypes import BIGINT, INTEGER, VARCHAR
 import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from connectors.dialects.duckdb_deviations import DEVIATION_FUNCTION, deviation
 from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError, from_exception
 
 T = TypeVar("T")
@@ -68,6 +70,9 @@ class DuckDBRunner:
 
     def __init__(self, connection: duckdb.DuckDBPyConnection) -> None:
         self._con = connection
+        # What the DuckDB dialect's rewrites call (its cursors share the connection's).
+        connection.create_function(DEVIATION_FUNCTION, deviation, [VARCHAR, BIGINT, VARCHAR, VARCHAR, INTEGER],
+                                   VARCHAR, null_handling="special")
         for stmt in SESSION_SETUP:
             self._con.execute(stmt)
         self._idle: list[duckdb.DuckDBPyConnection] = []

@@ -83,7 +83,8 @@ def numeric_divisions() -> list[Statement]:
 
 def constants_and_regressions() -> list[Statement]:
     """Numeric arithmetic of constants beyond the engine's 38 digits (computed when the
-    statement is planned), and corr/regr_* where a variable does not vary (NULL)."""
+    statement is planned), corr/regr_* where a variable does not vary (NULL), and
+    stddev/variance of integers and numerics (numeric, at PostgreSQL's scale)."""
     constants = [
         "12345678901234567890 / 123", "div(999999999999999999999::numeric, 1e21)",
         "4790999999999999999999999999999999 * 9999999999999999999999999", "1e300 * 1e10",
@@ -108,6 +109,16 @@ def constants_and_regressions() -> list[Statement]:
              "GROUP BY g, f, k ORDER BY g, f, k", True),
             ("SELECT id, corr(f, k) OVER (ORDER BY id), regr_slope(k, f) FILTER (WHERE id > 2) "
              "OVER (PARTITION BY g ORDER BY id) FROM t ORDER BY id", True),
+            ("SELECT g, n / 3, stddev(n), variance(n), covar_pop(n, k), corr(n, k) FROM t WHERE g IS NOT NULL "
+             "GROUP BY g, n ORDER BY g, n NULLS LAST", True),
+            ("SELECT g, stddev(n), variance(n), stddev_pop(n), var_pop(n), stddev(k), var_pop(id) FROM t "
+             "GROUP BY g ORDER BY g NULLS FIRST", True),
+            ("SELECT id, stddev(n) OVER (ORDER BY id), variance(k) FILTER (WHERE k > 0) OVER (PARTITION BY g) "
+             "FROM t ORDER BY id", True),
+            ("SELECT g, stddev_samp(n) FILTER (WHERE id > 2), var_samp(n::numeric(12, 4)), stddev(2.50) FROM t "
+             "GROUP BY g ORDER BY g NULLS LAST", True),
+            ("SELECT var_pop(n * 2), stddev(n) + 1 FROM t", False),
+            ("SELECT stddev(x), variance(x) FROM (VALUES (1.5), (2.25), (3.125)) v(x)", False),
         ]]
 
 
