@@ -19,7 +19,8 @@ output numeric and the gateway reads the text back as one:
            CAST(sum(CAST(d * d AS BIGNUM)) FILTER (...) AS VARCHAR), 2)
        with d = n's digits as a HUGEINT; DuckDB's BIGNUM adds exactly
 
-The argument is a column, a constant or a cast (whose scale is declared). A value of 20
+The argument is a column, a constant or a cast (whose scale is declared), and the
+statement does not compare the output (DISTINCT, or ORDER BY/GROUP BY naming it). A value of 20
 digits or more (whose square a HUGEINT cannot hold) raises 0A000 when met. A call inside
 an expression, of another argument, or of a float, is left to
 connectors.dialects.duckdb_functions (a float: DuckDB's double, as PostgreSQL's;
@@ -101,11 +102,28 @@ def _exact_call(node: exp.Expression) -> exp.Expression | None:
         exact_sum(digits), exact_sum(square), exp.Literal.number(scale)])
 
 
+def _compared(client: exp.Select, position: int, name: str) -> bool:
+    """Whether the statement compares output `position` (1-based) as a value: under
+    DISTINCT, or named by its position or name in ORDER BY or GROUP BY. Its text would
+    compare as text (`'10.5' < '9.5'`), so such an output is left as it was (refused)."""
+    if client.args.get("distinct"):
+        return True
+    for clause in (client.args.get("order"), client.args.get("group")):
+        for key in clause.expressions if clause is not None else ():
+            key = key.this if isinstance(key, exp.Ordered) else key
+            if isinstance(key, exp.Literal) and not key.is_string and key.this == str(position):
+                return True
+            if any(not c.table and c.name == name for c in key.find_all(exp.Column)):
+                return True
+    return False
+
+
 def exact_deviations(client: exp.Select) -> None:
     """Rewrite, in place, `client`'s outputs that are deviations typed numeric."""
     allowed = client.meta.get(NUMERIC_OUTPUTS, frozenset())
     for i, item in enumerate(client.expressions):
         node = item.unalias()
-        call = _exact_call(node) if i in allowed else None
+        call = _exact_call(node) if i in allowed and not _compared(client, i + 1, item.alias_or_name) \
+            else None
         if call is not None:
             node.replace(call)

@@ -118,6 +118,7 @@ def constants_and_regressions() -> list[Statement]:
             ("SELECT g, stddev_samp(n) FILTER (WHERE id > 2), var_samp(n::numeric(12, 4)), stddev(2.50) FROM t "
              "GROUP BY g ORDER BY g NULLS LAST", True),
             ("SELECT var_pop(n * 2), stddev(n) + 1 FROM t", False),
+            ("SELECT g, stddev(n) AS s FROM t GROUP BY g ORDER BY s NULLS LAST, g", True),
             ("SELECT stddev(x), variance(x) FROM (VALUES (1.5), (2.25), (3.125)) v(x)", False),
         ]]
 

@@ -65,3 +65,16 @@ def test_inside_an_expression_it_stays_refused() -> None:
     with pytest.raises(PgError) as caught:
         render("SELECT stddev(t.n) + 1 FROM t", frozenset({0}))
     assert caught.value.sqlstate == "0A000"
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT t.g, stddev(t.n) AS s FROM t GROUP BY t.g ORDER BY s",
+    "SELECT t.g, stddev(t.n) FROM t GROUP BY t.g ORDER BY 2 DESC",
+    "SELECT DISTINCT stddev(t.n) FROM t GROUP BY t.g",
+])
+def test_an_output_the_statement_compares_stays_refused(sql: str) -> None:
+    """Its text would sort as text: '10.5' before '9.5'."""
+    position = 1 if sql.startswith("SELECT DISTINCT") else 2
+    with pytest.raises(PgError) as caught:
+        render(sql, frozenset({position - 1}))
+    assert caught.value.sqlstate == "0A000"
