@@ -34,6 +34,34 @@ def volatile_reason(expression: exp.Expression) -> str | None:
     return None
 
 
+# stddev, variance and their _pop/_samp forms: float8 of floats, numeric of the rest in
+# PostgreSQL (planner.result_types types them, the DuckDB dialect computes them).
+DEVIATIONS = (exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance, exp.VariancePop)
+# What may stand around an aggregate call: `agg(x) FILTER (WHERE ...) OVER (...)` is
+# Window > Filter > the call.
+AGGREGATE_WRAPPERS = (exp.Filter, exp.Window)
+
+
+def aggregate_call(node: exp.Expression) -> exp.Expression:
+    """The call inside the FILTER and OVER of `node` (`node` itself when it has none)."""
+    while isinstance(node, AGGREGATE_WRAPPERS):
+        node = node.this
+    return node
+
+
+def in_same_context(node: exp.Expression, call: exp.Expression) -> exp.Expression:
+    """`call` under copies of the FILTER and OVER that `node` (the outermost of an
+    aggregate's chain) puts around its aggregate; `call` itself when it has none."""
+    if not isinstance(node, AGGREGATE_WRAPPERS):
+        return call
+    outer = node.copy()
+    inner = outer
+    while isinstance(inner.this, AGGREGATE_WRAPPERS):
+        inner = inner.this
+    inner.set("this", call)
+    return outer
+
+
 class Pushdown(Enum):
     """How a source can evaluate a filter (DataFusion's TableProviderFilterPushDown)."""
 

@@ -51,7 +51,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import Schema
 
-from connectors.base import EXACT_AVERAGE
+from connectors.base import EXACT_AVERAGE, in_same_context
 from planner.pg_annotate import annotate_postgres
 
 T = exp.DataType.Type
@@ -91,18 +91,6 @@ def _cast(e: exp.Expression, to: str) -> exp.Cast:
 def _datatype(text: str) -> exp.DataType:
     """`exp.DataType.build(text)`, parsed once: building parses the text every time."""
     return exp.DataType.build(text)
-
-
-def _rebuild(outer: exp.Expression, call: exp.Expression) -> exp.Expression:
-    """A copy of `outer` (the call, or the FILTER/OVER around it) holding `call` instead."""
-    if not isinstance(outer, (exp.Filter, exp.Window)):
-        return call
-    outer = outer.copy()
-    target = outer
-    while isinstance(target, (exp.Filter, exp.Window)):
-        target = target.this
-    target.replace(call)
-    return outer
 
 
 def _argument_type(call: exp.AggFunc,
@@ -153,7 +141,7 @@ def _typed_call(outer: exp.Expression, call: exp.AggFunc,
                 arg.set("expressions", [_cast(arg.expressions[0], "DECIMAL(38, 0)")])
             else:
                 arg = _cast(arg, "DECIMAL(38, 0)")
-            return _rebuild(outer, exp.Sum(this=arg))
+            return in_same_context(outer, exp.Sum(this=arg))
         if _type(arg_type) == T.FLOAT:
             return _cast(outer.copy(), "REAL")
         return None
@@ -162,8 +150,8 @@ def _typed_call(outer: exp.Expression, call: exp.AggFunc,
         if scale < MIN_AVG_SCALE:
             return None
         numeric = f"DECIMAL({DECIMAL_DIGITS}, {scale})"
-        total = _rebuild(outer, exp.Sum(this=call.this.copy()))
-        count = _rebuild(outer, exp.Count(this=call.this.copy()))
+        total = in_same_context(outer, exp.Sum(this=call.this.copy()))
+        count = in_same_context(outer, exp.Count(this=call.this.copy()))
         sum_scale = int(arg_type.expressions[1].name) if arg_type.this == T.DECIMAL and \
             len(arg_type.expressions) == 2 else 0  # DuckDB sums integers into HUGEINT
         return _cast(exp.Anonymous(this=EXACT_AVERAGE, expressions=[

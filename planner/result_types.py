@@ -33,6 +33,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import Schema
 
+from connectors.base import DEVIATIONS
 from planner.catalog import PgSchema
 from planner.colnames import CAST_NAME
 from planner.star_outputs import Column, is_star, renamed, star_columns
@@ -49,9 +50,8 @@ _SAME_AS_ARG = (exp.Abs, exp.Max, exp.Min)
 _SAME_INTEGERS = {"gcd", "lcm"}
 _WHOLE = (exp.Ceil, exp.Floor)
 # Aggregates typed the same under FILTER and OVER (planner.pg_aggregates retypes sums there too)
-_DEVIATIONS = (exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance, exp.VariancePop)
 _TYPED_AGGREGATES = (*_INT4_CALLS, *_INT8_CALLS, exp.Avg, exp.Sum, *_SAME_AS_ARG, exp.JSONArrayAgg,
-                     *_DEVIATIONS)
+                     *DEVIATIONS)
 
 
 def numeric(scale: int | None) -> str:
@@ -285,7 +285,7 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         return _common([of(r) for r in results + [node.args.get("default") or exp.null()]])
     if isinstance(node, exp.Sum):
         return _sum(of(node.this))
-    if isinstance(node, (exp.Avg, *_DEVIATIONS)):
+    if isinstance(node, (exp.Avg, *DEVIATIONS)):
         arg = node.this
         if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1:
             arg = arg.expressions[0]  # avg(DISTINCT x) is typed as avg(x)

@@ -267,12 +267,18 @@ def to_duckdb(tree: exp.Expression) -> str:
     """Render a (type-annotated) PostgreSQL tree as DuckDB SQL with PostgreSQL semantics."""
     if folding.needs_rewrite(tree):  # first: what it answers is no longer refused
         tree = tree.transform(folding.fold_constants)
-    if constant_numerics.needs_rewrite(tree):  # before the literals' rules, which refuse wide ones
+    # Before the literals' and the functions' rules, which refuse what these two answer;
+    # both rewrite in place, on one copy.
+    client = _client_select(tree)
+    folds = constant_numerics.needs_rewrite(tree)
+    deviates = client is not None and deviations.needs_rewrite(client)
+    if folds or deviates:
         tree = tree.copy()
-        tree = constant_numerics.fold_numeric_constants(tree, _client_select(tree))
-    if _client_select(tree) is not None and deviations.needs_rewrite(_client_select(tree)):
-        tree = tree.copy()  # before the functions' rules, which refuse what it answers
-        deviations.exact_deviations(_client_select(tree))
+        client = _client_select(tree)
+        if folds:
+            tree = constant_numerics.fold_numeric_constants(tree, client)
+        if deviates:
+            deviations.exact_deviations(client)
     functions.refuse_unfaithful(tree)
     if tree.find(exp.Collate) is not None:
         check_collations(tree)

@@ -52,7 +52,7 @@ def needs_rewrite(tree: exp.Expression) -> bool:
                for node in tree.find_all(*_ARITHMETIC))
 
 
-def _integer(value: int) -> Value | None:
+def _integer(value: int) -> Value:
     """An integer literal: int4, int8, or numeric beyond int8 (as PostgreSQL's lexer reads it)."""
     kind = INT4 if -2**31 <= value < 2**31 else INT8 if -2**63 <= value < 2**63 else NUMERIC
     return value, 0, kind
@@ -187,9 +187,9 @@ def _constant(value: Value, output: bool) -> exp.Expression:
 
 
 def fold_numeric_constants(tree: exp.Expression, client: exp.Select | None) -> exp.Expression:
-    """`tree` with each largest constant arithmetic subtree PostgreSQL types numeric
-    replaced by its value (see the module docstring); `client` is the statement whose
-    outputs go to the client, if any."""
+    """`tree`, changed in place: each largest constant arithmetic subtree PostgreSQL types
+    numeric replaced by its value (see the module docstring); `client` is the statement
+    whose outputs go to the client, if any."""
     outputs = set()
     if client is not None:
         allowed = client.meta.get(NUMERIC_OUTPUTS, frozenset())

@@ -33,12 +33,13 @@ from math import isqrt
 
 from sqlglot import exp
 
-from connectors.base import NUMERIC_OUTPUTS
+from connectors.base import DEVIATIONS, NUMERIC_OUTPUTS, aggregate_call, in_same_context
 from connectors.dialects.duckdb_constant_numerics import NUMERIC, numeric_divide, numeric_text
 from connectors.dialects.duckdb_functions import exact_digits
-from connectors.dialects.rules import AGGREGATE_WRAPPERS, in_same_context, raised
+from connectors.dialects.rules import raised
 
 DEVIATION_FUNCTION = "fedgate_numeric_deviation"
+# PostgreSQL's name of each of connectors.base.DEVIATIONS
 _KINDS = {exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
           exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
 _BIGNUM = exp.DataType.build("BIGNUM", dialect="duckdb")  # DuckDB adds these exactly
@@ -68,14 +69,12 @@ def deviation(kind: str, count: int, total: str | None, squares: str | None, sca
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return tree.find(*_KINDS) is not None
+    return tree.find(*DEVIATIONS) is not None
 
 
 def _exact_call(node: exp.Expression) -> exp.Expression | None:
     """The written-out call for output `node` (see the module docstring), or None."""
-    inner = node
-    while isinstance(inner, AGGREGATE_WRAPPERS):
-        inner = inner.this
+    inner = aggregate_call(node)
     kind = _KINDS.get(type(inner))
     argument = inner.this if kind is not None else None
     # Columns, constants and casts only: their scale is declared. (An expression's is

@@ -45,7 +45,7 @@ from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
-from connectors.base import volatile_reason
+from connectors.base import DEVIATIONS, volatile_reason
 from connectors.dialects import duckdb_datetimes as datetimes
 from connectors.dialects import duckdb_series as series
 from connectors.dialects.rules import raised
@@ -83,7 +83,6 @@ _SMALL_INTEGERS = {T.TINYINT, T.SMALLINT, T.INT}
 # DuckDB computes them in double precision, so the answer would be a float8.
 _INEXACT_ON_NUMERIC = (exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow)
 # Likewise PostgreSQL's deviations of integers and numerics; of floats both give float8.
-_DEVIATIONS = (exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance, exp.VariancePop)
 _FLOATS = {T.FLOAT, T.DOUBLE}
 # PostgreSQL's words for the arguments it raises on (pgwire.errors maps them to SQLSTATEs).
 LOG_OF_ZERO = "cannot take logarithm of zero"
@@ -101,7 +100,7 @@ def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` holds a node rewritten here (the rewrites read operand types)."""
     return tree.find(exp.Hex, exp.Concat, exp.ConcatWs, exp.IntDiv, exp.ExplodingGenerateSeries,
                      exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Ln, exp.Log, exp.Sqrt, exp.Exp, exp.Pow, exp.SplitPart,
-                     exp.MakeInterval, exp.UnixToTime, *_INT4_RESULTS, *_DEVIATIONS) is not None \
+                     exp.MakeInterval, exp.UnixToTime, *_INT4_RESULTS, *DEVIATIONS) is not None \
         or any(_is_bytea(cast.to) for cast in tree.find_all(exp.Cast)) \
         or any(datetimes.is_age(call) for call in tree.find_all(exp.Anonymous))
 
@@ -211,7 +210,7 @@ def postgres_function(node: exp.Expression) -> exp.Expression:
             and node.meta.get("spelled") != "log10":  # sqlglot reads log10(x) as log(10, x)
         # PostgreSQL's only log(b, x) is log(numeric, numeric), at a scale of its own
         raise _refuse("log(b, x), a numeric,")
-    if isinstance(node, _DEVIATIONS) and not _float_argument(node):
+    if isinstance(node, DEVIATIONS) and not _float_argument(node):
         name = node.sql("postgres").split("(")[0].lower()
         raise _refuse(f"{name}() of an integer or numeric")
     if isinstance(node, (exp.Ln, exp.Log)):

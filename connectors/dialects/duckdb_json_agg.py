@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from connectors.base import AGGREGATE_WRAPPERS, aggregate_call, in_same_context
 from connectors.dialects.duckdb_json import at_display_scale
 from connectors.dialects.rules import raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
@@ -71,18 +72,9 @@ def _aggregate(node: exp.JSONArrayAgg) -> exp.Expression:
 
 def postgres_json_agg(node: exp.Expression) -> exp.Expression:
     """The outermost of json_agg and its FILTER/OVER written as `'[' || ... || ']'`."""
-    inner = node
-    while isinstance(inner, (exp.Filter, exp.Window)):
-        inner = inner.this
-    if not isinstance(inner, exp.JSONArrayAgg) or isinstance(node.parent, (exp.Filter, exp.Window)):
+    inner = aggregate_call(node)
+    if not isinstance(inner, exp.JSONArrayAgg) or isinstance(node.parent, AGGREGATE_WRAPPERS):
         return node
-    if isinstance(node, exp.JSONArrayAgg):
-        body: exp.Expression = _aggregate(node)
-    else:
-        body = node.copy()
-        copied = body
-        while isinstance(copied.this, (exp.Filter, exp.Window)):
-            copied = copied.this
-        copied.set("this", _aggregate(inner))
+    body = in_same_context(node, _aggregate(inner))
     return exp.DPipe(this=exp.DPipe(this=exp.Literal.string("["), expression=exp.Paren(this=body), safe=True),
                      expression=exp.Literal.string("]"), safe=True)

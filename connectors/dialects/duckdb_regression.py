@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from connectors.dialects.rules import AGGREGATE_WRAPPERS, in_same_context
+from connectors.base import AGGREGATE_WRAPPERS, aggregate_call, in_same_context
 
 _GUARDED = (exp.Corr, exp.RegrSlope)
 
@@ -27,9 +27,7 @@ def needs_rewrite(tree: exp.Expression) -> bool:
 
 def postgres_regression(node: exp.Expression) -> exp.Expression:
     """The outermost of corr/regr_slope and its FILTER/OVER, guarded as the module says."""
-    inner = node
-    while isinstance(inner, AGGREGATE_WRAPPERS):
-        inner = inner.this
+    inner = aggregate_call(node)
     if not isinstance(inner, _GUARDED) or isinstance(node.parent, AGGREGATE_WRAPPERS):
         return node
     y, x = inner.this, inner.expression

@@ -32,22 +32,6 @@ def raised(message: str) -> exp.Expression:
     return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
 
 
-AGGREGATE_WRAPPERS = (exp.Filter, exp.Window)
-
-
-def in_same_context(node: exp.Expression, call: exp.Expression) -> exp.Expression:
-    """`call` under copies of the FILTER and OVER that `node` (the outermost of an
-    aggregate's chain: Window > Filter > call) puts around its aggregate."""
-    if not isinstance(node, AGGREGATE_WRAPPERS):
-        return call
-    outer = node.copy()
-    inner = outer
-    while isinstance(inner.this, AGGREGATE_WRAPPERS):
-        inner = inner.this
-    inner.set("this", call)
-    return outer
-
-
 def ok(node: exp.Expression, table: TableInfo | None) -> None:
     return None
 
