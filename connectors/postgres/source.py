@@ -4,8 +4,8 @@ Rows stream as `COPY (query) TO STDOUT (FORMAT csv)`: asyncpg hands us the bytes
 them at record boundaries into segments of a few MB, and pyarrow's CSV reader turns each
 segment into Arrow batches on a worker thread (connectors.postgres.types has the type rules).
 A bounded queue between the two keeps memory flat: when the consumer stops reading, the
-COPY stops reading the socket and the server waits. `aclose()` cancels the COPY task,
-which makes asyncpg send a CancelRequest, so the backend stops too.
+COPY stops reading the socket and the server waits. `aclose()` stops the COPY on the
+server too: see `PostgresStream.aclose` for the two ways.
 
 Every remote session runs in UTC with ISO DateStyle, IntervalStyle postgres (a client's
 default: an interval PostgreSQL turns into text reads as the client's would),
@@ -210,6 +210,7 @@ class PostgresStream:
         self._done = False
         self._share: pg_snapshot.SharedSnapshot | None = None
         self._exporter = False
+        self._putting = False  # the COPY task waits in our queue, not in asyncpg
         self._read = pacsv.ReadOptions(column_names=[f"c{i}" for i in range(len(columns))],
                                        block_size=SEGMENT_BYTES * 2)
         # A one-column NULL is an empty line: a record, not a blank to skip.
@@ -251,18 +252,27 @@ class PostgresStream:
                     with memoryview(buffer) as view:  # one copy, not two
                         segment = bytes(view[:cut])
                     del buffer[:cut]
-                    await self._queue.put(segment)
+                    await self._put(segment)
 
         try:
             # Rows of no columns (`SELECT FROM t`) are empty lines, one a row.
             await self._conn.copy_from_query(sql, *params, output=sink, format="csv")
             if buffer:
-                await self._queue.put(bytes(buffer))
-            await self._queue.put(None)
+                await self._put(bytes(buffer))
+            await self._put(None)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            await self._queue.put(pg_error(exc))
+            await self._put(pg_error(exc))
+
+    async def _put(self, item: bytes | BaseException | None) -> None:
+        if self._done:  # closed: nobody reads any more (see _settle)
+            return
+        self._putting = True
+        try:
+            await self._queue.put(item)
+        finally:
+            self._putting = False
 
     def __aiter__(self) -> PostgresStream:
         return self
@@ -311,17 +321,31 @@ class PostgresStream:
             self._share.exporter_open = False
 
     async def aclose(self) -> None:
-        """Stop the COPY (asyncpg sends a CancelRequest) and give the connection back."""
+        """Stop the COPY on the server and give the connection back (or drop it).
+
+        A COPY task waiting in our queue is cancelled there: asyncpg sees the error in
+        its output callback, sends a CancelRequest and drops the rest up to
+        ReadyForQuery, and the connection is rolled back and reused. A task waiting for
+        the server inside asyncpg is not cancelled: a result that arrives in the same
+        turn of the event loop as the cancel takes asyncpg's place of the awaited result,
+        no CancelRequest is sent, and the next result breaks its protocol state (the
+        AttributeError of MagicStack/asyncpg#240, in data_received, logged by the event
+        loop). That connection is dropped instead, and the query is cancelled from
+        another connection.
+        """
         self._done = True
         self._pending.clear()
         conn, self._conn = self._conn, None
         if conn is None:
             return
         task, self._task = self._task, None
+        self._end_export()
+        if task is not None and not task.done() and not self._putting:
+            await self._abandon(conn, task)
+            return
         if task is not None and not task.done():
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        self._end_export()
+            await self._settle(task)
         try:
             if not conn.is_closed():
                 async with asyncio.timeout(RECOVER_WITHIN_S):
@@ -338,6 +362,44 @@ class PostgresStream:
                 conn.terminate()
         finally:
             await self._pool.release(conn)
+
+    async def _settle(self, task: asyncio.Task) -> None:
+        """Wait for the cancelled COPY task to end. It may not see the cancel: asyncpg can
+        replace the CancelledError with an error of its own, which the task then hands
+        to a queue nobody reads. Emptying the queue lets a waiting put finish; a later
+        one returns at once (`_put`)."""
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        await asyncio.gather(task, return_exceptions=True)
+
+    async def _abandon(self, conn: asyncpg.Connection, task: asyncio.Task) -> None:
+        """Drop the connection of a COPY that waits for the server, then cancel its query.
+
+        terminate() closes the socket at once, so no byte of the COPY reaches asyncpg
+        after it (the awaited result fails with "connection closed"). The backend may be
+        computing rather than sending and would not notice the closed socket until it
+        sends, so the query is cancelled by its pid (same login: no privilege needed).
+        """
+        pid = conn.get_server_pid()
+        conn.terminate()  # the pool's holder takes the connection back, to reconnect
+        task.cancel()
+        await self._settle(task)
+        await self._pool.release(conn)  # (a no-op for a terminated connection)
+        # A task of its own: aclose() often runs in a task that is being cancelled.
+        canceller = asyncio.create_task(_cancel_backend(self._pool, pid))
+        _CANCELLERS.add(canceller)
+        canceller.add_done_callback(_CANCELLERS.discard)
+
+
+_CANCELLERS: set[asyncio.Task] = set()  # (the loop keeps only weak references to tasks)
+
+
+async def _cancel_backend(pool: asyncpg.Pool, pid: int) -> None:
+    try:
+        async with asyncio.timeout(RECOVER_WITHIN_S):
+            await pool.execute("SELECT pg_cancel_backend($1)", pid)
+    except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        log.warning("could not cancel the query of dropped postgres backend %s: %s", pid, exc)
 
 
 def _record_boundary(buffer: bytearray) -> int:
