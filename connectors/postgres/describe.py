@@ -22,6 +22,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from connectors.base import Storage, TableInfo, TableRef
+from connectors.postgres.anonymous_records import anonymous_record_column, is_anonymous_record
 from connectors.postgres.records import row_column, rows_array_column
 from connectors.postgres.types import ColumnType, column_type
 from pgwire.types.pg_type import FIRST_NORMAL_OID
@@ -129,26 +130,33 @@ async def describe_columns(conn: asyncpg.Connection, sql: str, schema: str) -> l
                 found = await rows_array_column(conn, a.name, a.type.oid, schema)
                 if found is not None:
                     rows[i] = found
+            elif is_anonymous_record(a.type.oid):
+                rows[i] = await anonymous_record_column(conn, sql, i, a.name, a.type.oid)
         if not any(a.type.name == "numeric" for a in attributes):
-            columns = [column_type(a.name, a.type.name, -1) for a in attributes]
-        else:
-            columns = await _with_typmods(conn, sql, statement, attributes)
-        return [rows.get(i, c) for i, c in enumerate(columns)]
+            return [rows.get(i) or column_type(a.name, a.type.name, -1)
+                    for i, a in enumerate(attributes)]
+        return await _with_typmods(conn, sql, statement, attributes, rows)
     finally:
         await transaction.rollback()
 
 
-async def _with_typmods(conn: asyncpg.Connection, sql: str, statement, attributes) -> list[ColumnType]:
+async def _with_typmods(conn: asyncpg.Connection, sql: str, statement, attributes,
+                        rows: dict[int, ColumnType]) -> list[ColumnType]:
     params = [p.name for p in statement.get_parameters()]
     try:
-        typed = await _typmods_via_view(conn, sql, params)
+        # (a view cannot have a column of an anonymous record type)
+        typed = None if any(map(is_anonymous_record, (a.type.oid for a in attributes))) \
+            else await _typmods_via_view(conn, sql, params)
     except (asyncpg.PostgresError, ParseError) as exc:
         # e.g. a read-only standby: numeric columns then keep their exact text.
         log.warning("cannot learn numeric typmods of a postgres query (%s); "
                     "numeric columns stay unconstrained", exc)
-        return [column_type(a.name, a.type.name, -1) for a in attributes]
-    return [column_type(a.name, typname, typmod, formatted)
-            for a, (typname, typmod, formatted) in zip(attributes, typed)]
+        typed = None
+    if typed is None:
+        return [rows.get(i) or column_type(a.name, a.type.name, -1)
+                for i, a in enumerate(attributes)]
+    return [rows.get(i) or column_type(a.name, typname, typmod, formatted)
+            for i, (a, (typname, typmod, formatted)) in enumerate(zip(attributes, typed))]
 
 
 async def _typmods_via_view(conn: asyncpg.Connection, sql: str,

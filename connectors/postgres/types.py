@@ -12,11 +12,10 @@ field metadata the gateway's result encoder honours: unconstrained numeric, json
 varchar(n)/char(n), arrays, enums and other user types.
 bit, varbit, timetz, money and the reg* types keep their text too, presented as
 themselves (their binary encoders read that text: pgwire.types.text_backed).
-A record (`SELECT row(id, s) FROM t`), or an array of them, is refused (0A000): its
-text is PostgreSQL's, but a client reading it in binary needs each field's type, which
-the text does not carry (a
-simple Query relayed to the source gets PostgreSQL's own answer; an extended one whose
-result types the catalog cannot describe takes the planner, gateway.session.relay).
+A record (`SELECT row(id, s) FROM t`), or an array of them, is not mapped here: its text
+is PostgreSQL's, but a client reading it in binary needs each field's type, which the
+text does not carry. Describing a result learns them for a row constructor of the select
+list (connectors.postgres.anonymous_records); any other record is refused (0A000).
 """
 
 from __future__ import annotations
