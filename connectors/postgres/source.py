@@ -394,10 +394,16 @@ class PostgresStream:
 _CANCELLERS: set[asyncio.Task] = set()  # (the loop keeps only weak references to tasks)
 
 
+# Only a backend of the gateway's own: behind a pooler (PgBouncer), the pid a connection
+# was told is the pooler's, not a backend's.
+_CANCEL_BACKEND = ("SELECT pg_cancel_backend(pid) FROM pg_stat_activity "
+                   "WHERE pid = $1 AND application_name = $2")
+
+
 async def _cancel_backend(pool: asyncpg.Pool, pid: int) -> None:
     try:
         async with asyncio.timeout(RECOVER_WITHIN_S):
-            await pool.execute("SELECT pg_cancel_backend($1)", pid)
+            await pool.execute(_CANCEL_BACKEND, pid, SESSION["application_name"])
     except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         log.warning("could not cancel the query of dropped postgres backend %s: %s", pid, exc)
 
