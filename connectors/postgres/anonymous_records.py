@@ -116,6 +116,21 @@ def fields_statement(sql: str, index: int) -> tuple[str, list[bool]] | None:
     return tree.sql("postgres"), [_unknown(a) for a in arguments]
 
 
+def without_records(sql: str, indices: list[int]) -> str | None:
+    """`sql` with the outputs at `indices` (records) made NULLs of a plain type, for the
+    temporary view that learns the other columns' typmods (a view cannot have a column
+    of type record); None when `sql` is not one select."""
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except ParseError:
+        return None
+    if not isinstance(tree, exp.Select) or any(i >= len(tree.expressions) for i in indices):
+        return None
+    for i in indices:
+        tree.expressions[i] = exp.alias_(exp.cast(exp.null(), "int4"), f"fedgate_record_{i}")
+    return tree.sql("postgres")
+
+
 async def anonymous_record_column(conn: asyncpg.Connection, sql: str, index: int, name: str,
                                   type_oid: int) -> ColumnType:
     """Output `index` of `sql`, of type record or record[], as a struct (or a list of

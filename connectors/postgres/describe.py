@@ -22,7 +22,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from connectors.base import Storage, TableInfo, TableRef
-from connectors.postgres.anonymous_records import anonymous_record_column, is_anonymous_record
+from connectors.postgres.anonymous_records import (anonymous_record_column, is_anonymous_record,
+                                                   without_records)
 from connectors.postgres.records import row_column, rows_array_column
 from connectors.postgres.types import ColumnType, column_type
 from pgwire.types.pg_type import FIRST_NORMAL_OID
@@ -143,10 +144,10 @@ async def describe_columns(conn: asyncpg.Connection, sql: str, schema: str) -> l
 async def _with_typmods(conn: asyncpg.Connection, sql: str, statement, attributes,
                         rows: dict[int, ColumnType]) -> list[ColumnType]:
     params = [p.name for p in statement.get_parameters()]
+    records = [i for i, a in enumerate(attributes) if is_anonymous_record(a.type.oid)]
+    view_sql = without_records(sql, records) if records else sql
     try:
-        # (a view cannot have a column of an anonymous record type)
-        typed = None if any(map(is_anonymous_record, (a.type.oid for a in attributes))) \
-            else await _typmods_via_view(conn, sql, params)
+        typed = None if view_sql is None else await _typmods_via_view(conn, view_sql, params)
     except (asyncpg.PostgresError, ParseError) as exc:
         # e.g. a read-only standby: numeric columns then keep their exact text.
         log.warning("cannot learn numeric typmods of a postgres query (%s); "

@@ -138,6 +138,7 @@ RECORDS = {
     "array_of_rows": "SELECT array_agg(ROW(id, s) ORDER BY id) FROM t",
     "array_of_rows_filtered": "SELECT array_agg((id, k) ORDER BY id) FILTER (WHERE id > 2) FROM t",
     "array_of_rows_of_literals": "SELECT array_agg(ROW('x', id, NULL) ORDER BY id) FROM t",
+    "row_beside_a_typed_numeric": "SELECT ROW(id), 1.5::numeric(5,2), k::numeric(12,3) FROM t ORDER BY id",
     "array_of_rows_by_group": "SELECT k % 2, array_agg(ROW(id) ORDER BY id) FROM t GROUP BY 1 ORDER BY 1",
 }
 # Where the fields' types cannot be learnt: refused, not answered otherwise.
@@ -148,15 +149,16 @@ RECORDS_REFUSED = {
 
 
 def _records(dsn: str, sql: str, binary: bool, *setup: str) -> tuple[list, list]:
-    """Type OIDs and rows over the extended protocol, results in text or binary; psycopg
-    reads a record's binary form by the OIDs each value carries, so a wrong field OID
-    reads as another value or fails."""
+    """Type OIDs (and numeric typmods) and rows: in text, a simple Query (what psycopg
+    sends for a statement without parameters); in binary, the extended protocol, where
+    psycopg reads a record by the OIDs each value carries, so a wrong field OID reads as
+    another value or fails."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         for statement in setup:
             conn.execute(statement)
         cursor = conn.cursor(binary=binary)
         cursor.execute(sql)
-        return [d.type_code for d in cursor.description], cursor.fetchall()
+        return [(d.type_code, d.precision, d.scale) for d in cursor.description], cursor.fetchall()
 
 
 @pytest.mark.parametrize("relay", ["relay_off", "relay_on"])

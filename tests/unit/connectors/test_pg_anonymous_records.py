@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.postgres.anonymous_records import fields_statement
+from connectors.postgres.anonymous_records import fields_statement, without_records
 
 
 @pytest.mark.parametrize(("sql", "index", "fields_sql", "unknown"), [
@@ -35,3 +35,9 @@ def test_fields_become_columns(sql: str, index: int, fields_sql: str, unknown: l
 ])
 def test_other_records_are_not_read(sql: str, index: int) -> None:
     assert fields_statement(sql, index) is None
+
+
+def test_records_leave_the_view_that_learns_typmods() -> None:
+    assert without_records("SELECT ROW(id), CAST(n AS DECIMAL(5, 2)) FROM t", [0]) == \
+        "SELECT CAST(NULL AS INT) AS fedgate_record_0, CAST(n AS DECIMAL(5, 2)) FROM t"
+    assert without_records("SELECT ROW(1) UNION SELECT ROW(2)", [0]) is None
