@@ -61,15 +61,16 @@ def pg_type_for_field(field: pa.Field) -> PgType:
     return pg_type_for_arrow(field.type)
 
 
-WHOLE_ROW_REFUSED = ("an Arrow struct column (a whole-row reference, a value of a table's row "
-                     "type) is answered only "
-                     "by the PostgreSQL source holding the table, for a statement "
-                     "shipped whole to it (fedgate.relay = off)")
+WHOLE_ROW_REFUSED = ("a record column (a row constructor, a whole-row reference, or an array "
+                     "of them) is answered only by the PostgreSQL source holding its "
+                     "tables, for a statement shipped whole to it")
 
 
 def row_type(field: pa.Field) -> PgType:
-    """A table's row type, for a struct column whose metadata `pg_type_oid` gives the
-    gateway catalog's OID of it (gateway.executor.row_types); without one, 0A000."""
+    """A table's row type, or `record` for a row constructor's value, for a struct
+    column whose metadata `pg_type_oid` gives the gateway catalog's OID of it (set by
+    gateway.executor.row_types, or by the PostgreSQL source for a record); without one,
+    0A000."""
     oid = (field.metadata or {}).get(b"pg_type_oid")
     if oid is None:
         raise PgError(FEATURE_NOT_SUPPORTED, WHOLE_ROW_REFUSED)
@@ -78,9 +79,9 @@ def row_type(field: pa.Field) -> PgType:
 
 
 def rows_array_type(field: pa.Field) -> PgType:
-    """An array of a table's rows (`array_agg(t)`), for a list of structs whose metadata
-    gives the gateway catalog's OIDs of the array (`pg_type_oid`) and of the row type
-    (`pg_elem_oid`; gateway.executor.row_types); without them, 0A000."""
+    """An array of a table's rows (`array_agg(t)`) or of records, for a list of structs
+    whose metadata gives the gateway catalog's OIDs of the array (`pg_type_oid`) and of
+    the row type (`pg_elem_oid`; gateway.executor.row_types); without them, 0A000."""
     meta = field.metadata or {}
     oid, elem = meta.get(b"pg_type_oid"), meta.get(b"pg_elem_oid")
     if oid is None or elem is None:
