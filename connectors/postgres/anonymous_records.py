@@ -6,7 +6,9 @@ are in each value's binary form (record_send writes every field's OID), not in t
 description, and the COPY gives record_out's text, which carries no types at all. So the
 fields' types are asked of the source before the statement runs: the same statement,
 prepared (never run) with the constructor's arguments as columns of their own in its
-place, gives each field's type as PostgreSQL resolves it (`'a'` is text, as in the row).
+place, gives each field's type as PostgreSQL resolves it. A quoted literal or a NULL is
+not asked: inside a row it stays of type unknown (record_send says 705), where as a
+column of its own it would become text.
 
     SELECT id, ROW(k, s) AS r FROM t            ->  SELECT id, k, s FROM t
     SELECT array_agg(ROW(k, s) ORDER BY k) ...  ->  SELECT (array_agg(k ORDER BY k))[1],
