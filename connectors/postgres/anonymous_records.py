@@ -37,7 +37,7 @@ from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.pg_type import FIRST_NORMAL_OID
 from pgwire.types.table import pg_type_for_field
 
-RECORD_OID, RECORD_ARRAY_OID = 2249, 2287
+RECORD_OID, RECORD_ARRAY_OID, UNKNOWN_OID = 2249, 2287, 705
 
 
 def is_anonymous_record(type_oid: int) -> bool:
@@ -147,15 +147,12 @@ async def anonymous_record_column(conn: asyncpg.Connection, sql: str, index: int
     except asyncpg.PostgresError as exc:
         raise _refused(f"{what} ({exc})") from exc
     fields = []
-    for number, attribute in enumerate(attributes, 1):
-        if unknown[number - 1]:
-            fields.append(ColumnType(pa.field(f"f{number}", pa.string(),
-                                              metadata={"pg_type": "unknown"}), pa.string()))
-            continue
-        ctype = column_type(f"f{number}", attribute.type.name, -1)
-        if attribute.type.oid >= FIRST_NORMAL_OID \
-                or pg_type_for_field(ctype.field).oid != attribute.type.oid:
-            raise _refused(f"{what} (its field {number} of type {attribute.type.name})")
+    for number, (attribute, is_unknown) in enumerate(zip(attributes, unknown), 1):
+        oid, typname = (UNKNOWN_OID, "unknown") if is_unknown \
+            else (attribute.type.oid, attribute.type.name)
+        ctype = column_type(f"f{number}", typname, -1)
+        if oid >= FIRST_NORMAL_OID or pg_type_for_field(ctype.field).oid != oid:
+            raise _refused(f"{what} (its field {number} of type {typname})")
         fields.append(ctype)
     struct = pa.struct([c.field for c in fields])
     element = ColumnType(pa.field(name, struct, metadata={"pg_type_oid": str(RECORD_OID)}),
