@@ -8,7 +8,11 @@ shows 1.10 twice), and whatever reads the column then answers with the wrong dig
 a VALUES list in which one column holds numeric constants of more than one scale is
 refused (0A000) naming it; constants of one scale, integers alone, or columns holding
 anything but plain number constants (casts, expressions, exponent literals) run as
-before.
+before. So does a column of a VALUES list in FROM whose values never reach an answer:
+every reference to it is compared, counted, grouped on, sorted or partitioned by, or
+cast to an integer, double precision or numeric(p, s) (`count(x)`, `x > 0`,
+`rank() OVER (ORDER BY x)`), all of which see the number and not its scale
+(`_scale_unseen`).
 """
 
 from __future__ import annotations
@@ -29,20 +33,80 @@ def _scale(item: exp.Expression) -> int | None:
 
 
 def refuse_mixed_scales(tree: exp.Expression) -> None:
-    """Raise 0A000 for a VALUES column holding number constants of different scales."""
+    """Raise 0A000 for a VALUES column holding number constants of different scales,
+    unless none of the column's values reaches the answer (`_scale_unseen`)."""
     for values in tree.find_all(exp.Values):
         rows = [row.expressions for row in values.expressions if isinstance(row, exp.Tuple)]
-        for column in zip(*rows):
+        for index, column in enumerate(zip(*rows)):
             shown = {}
             for item in column:
                 scale = _scale(item)
                 if scale is not None:
                     shown.setdefault(scale, item.sql("postgres"))
-            if len(shown) > 1:
+            if len(shown) > 1 and not _scale_unseen(tree, values, index):
                 first, second = list(shown.values())[:2]
                 raise PgError(FEATURE_NOT_SUPPORTED, f"a VALUES column mixing numeric constants of "
                               f"different scales ({first} and {second}) is not supported by the "
                               "query engine (PostgreSQL shows each value at its own scale)")
+
+
+# Where a reference shows nothing of its value's scale: a comparison's operand (the
+# answer is a boolean, numerics compare by value), IS [NOT] NULL, IN, BETWEEN.
+_BY_VALUE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ,
+             exp.Is, exp.In, exp.Between)
+# Casts whose result shows nothing of the value's own scale.
+_ONE_SCALE = (exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT, exp.DataType.Type.SMALLINT,
+              exp.DataType.Type.INT, exp.DataType.Type.BIGINT)
+
+
+def _scale_unseen(tree: exp.Expression, values: exp.Values, index: int) -> bool:
+    """Whether column `index` of `values`, a VALUES list in FROM with its column names
+    (`AS v(x)`), is only read where its values' scale cannot show: every reference
+    to it, in the whole statement, is compared (`_BY_VALUE`), counted, a GROUP BY key,
+    a sort key of the statement or of a window, a window's partition key, or cast to
+    a type of one scale (an integer, double precision, numeric(p, s)). Nothing may read
+    it unseen by name: no `*` but count(*), no whole-row reference, no USING or NATURAL
+    join."""
+    alias = values.args.get("alias")
+    if not isinstance(values.parent, (exp.From, exp.Join)) or alias is None:
+        return False
+    names = [column.name for column in alias.columns]
+    if index >= len(names) or not alias.name:
+        return False
+    name, table = names[index], alias.name
+    for star in tree.find_all(exp.Star):
+        if not isinstance(star.parent, exp.Count):
+            return False
+    for join in tree.find_all(exp.Join):
+        if join.args.get("using") or join.args.get("method") or join.args.get("kind") == "NATURAL":
+            return False
+    for column in tree.find_all(exp.Column):
+        if column.name == table and not column.table:
+            return False  # the whole row
+        if column.name == name and column.table in ("", table) and not _value_only(column):
+            return False
+    return True
+
+
+def _value_only(column: exp.Column) -> bool:
+    """Whether this reference's place shows nothing of the value's scale."""
+    node, parent = column, column.parent
+    while isinstance(parent, exp.Paren):
+        node, parent = parent, parent.parent
+    if isinstance(parent, _BY_VALUE + (exp.Count, exp.Group)):
+        return True
+    if isinstance(parent, exp.Distinct):  # count(DISTINCT x)
+        return isinstance(parent.parent, exp.Count)
+    if isinstance(parent, exp.Window):
+        return node.arg_key == "partition_by"
+    if isinstance(parent, exp.Ordered):  # ORDER BY x: of the statement or of a window
+        order = parent.parent
+        return isinstance(order, exp.Order) and isinstance(order.parent, (exp.Select, exp.Window))
+    if isinstance(parent, exp.Cast):  # to a type whose values have one scale, or none
+        to = parent.to
+        return (to.this in _ONE_SCALE
+                or to.this == exp.DataType.Type.DECIMAL and len(to.expressions) == 2)
+    return False
 
 
 def _arg_scale(arg: exp.Expression) -> int | None:
