@@ -30,12 +30,14 @@ from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from connectors.dialects import duckdb_buckets as buckets
+from connectors.dialects import duckdb_bytes as bytes_
 from connectors.dialects import duckdb_arrays as arrays
 from connectors.dialects import duckdb_dates as dates
 from connectors.dialects import duckdb_degrees as degrees
 from connectors.dialects import duckdb_folding as folding
 from connectors.dialects import duckdb_integers as integers
 from connectors.dialects import duckdb_functions as functions
+from connectors.dialects import duckdb_grouping_sets as grouping_sets
 from connectors.dialects import duckdb_float4 as float4
 from connectors.dialects import duckdb_json as json_pieces
 from connectors.dialects import duckdb_json_agg as json_agg
@@ -114,7 +116,7 @@ def needs_types(tree: exp.Expression) -> bool:
         or json_pieces.needs_types(tree) or literals.needs_rewrite(tree) or float4.needs_rewrite(tree) \
         or tree.find(exp.Least, exp.Greatest) is not None or arrays.needs_types(tree) \
         or buckets.needs_rewrite(tree) or needs_scale(tree) or json_agg.needs_rewrite(tree) \
-        or quoting.needs_rewrite(tree) or number_text.needs_rewrite(tree)
+        or quoting.needs_rewrite(tree) or number_text.needs_rewrite(tree) or bytes_.needs_rewrite(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -279,6 +281,8 @@ def to_duckdb(tree: exp.Expression) -> str:
             tree = constant_numerics.fold_numeric_constants(tree, client)
         if deviates:
             deviations.exact_deviations(client)
+    if grouping_sets.needs_rewrite(tree):  # before the refusals: DuckDB has no GROUP BY DISTINCT
+        tree = tree.transform(grouping_sets.distinct_grouping_sets)
     functions.refuse_unfaithful(tree)
     if tree.find(exp.Collate) is not None:
         check_collations(tree)
@@ -286,6 +290,8 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = rewrite_bottom_up(tree, literals.postgres_literals)
     if tree.find(exp.Values) is not None:
         refuse_mixed_scales(tree)
+    if bytes_.needs_rewrite(tree):  # after the literals': its own are DuckDB's, as written
+        tree = tree.transform(bytes_.postgres_bytes)
     if _client_select(tree) is not None and tree.find(exp.Div) is not None:
         tree = tree.copy()
         quotient.mark_divisions(_client_select(tree))

@@ -128,9 +128,7 @@ def _refuse_syntax(tree: exp.Expression) -> None:
             # PostgreSQL's own refusal, word for word; DuckDB would answer.
             raise PgError(FEATURE_NOT_SUPPORTED, "FULL JOIN is only supported with "
                           "merge-joinable or hash-joinable join conditions")
-    for node in tree.find_all(exp.Group, exp.With, exp.Select, *_NO_DUCKDB_FORM):
-        if isinstance(node, exp.Group) and node.args.get("all") is False:
-            raise _refuse("GROUP BY DISTINCT")
+    for node in tree.find_all(exp.With, exp.Select, *_NO_DUCKDB_FORM):
         if isinstance(node, exp.With) and (node.args.get("search") or node.args.get("cycle")):
             raise _refuse("SEARCH or CYCLE in WITH RECURSIVE")
         if isinstance(node, exp.Select) and not node.expressions:

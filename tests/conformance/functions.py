@@ -182,7 +182,9 @@ PROBES: dict[str, dict[str, list[str]]] = {
     },
     "bytea": {
         "length": _calls("length", ["length({v})"], BYTES), "octet_length": _calls("octet_length", ["octet_length({v})"], BYTES),
-        "encode": _calls("encode", ["encode({v}, 'hex')", "encode({v}, 'base64')", "encode({v}, 'escape')"], BYTES),
+        "encode": _calls("encode", ["encode({v}, 'hex')", "encode({v}, 'base64')", "encode({v}, 'escape')"], BYTES)
+        # base64 lines: 57 bytes make one full line of 76 characters, 114 two, 115 a third
+        + [f"encode('\\x{'a1' * size}'::bytea, 'base64')" for size in (56, 57, 58, 114, 115)],
         "decode": ["decode('deadbeef', 'hex')", "decode('3q2+7w==', 'base64')", "decode('zz', 'hex')"],
         "concat": _calls("||", ["{v} || '\\x00'::bytea"], BYTES), "get_byte": ["get_byte('\\xdeadbeef'::bytea, 0)", "get_byte('\\x'::bytea, 0)"],
         "substring": _calls("substring", ["substring({v} FROM 2 FOR 2)"], BYTES),

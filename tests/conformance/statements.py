@@ -151,6 +151,12 @@ def grouping() -> list[Statement]:
                 Statement("grouping sets", f"SELECT g, b, count(*) FROM t GROUP BY {shape} HAVING count(*) > 1"),
                 Statement("grouping sets", f"SELECT g, count(*) FROM t GROUP BY DISTINCT {shape}" if "b" not in shape else
                           f"SELECT g, b, count(*) FROM t GROUP BY DISTINCT {shape}")]
+    # Sets that repeat: kept without DISTINCT (their rows twice), dropped with it.
+    for repeating in ["ROLLUP (g, b), ROLLUP (g)", "GROUPING SETS ((g, b), (b, g), g, (g), ())",
+                      "CUBE (g, b), GROUPING SETS ((), g)", "g, GROUPING SETS ((g), (g, b))"]:
+        for distinct in ("", "DISTINCT "):
+            out.append(Statement("grouping sets", f"SELECT g, b, grouping(g, b), count(*) FROM t "
+                                                  f"GROUP BY {distinct}{repeating}"))
     return out
 
 

@@ -1,0 +1,75 @@
+"""octet_length() of text, length() of a bytea and encode() to hex or base64, as
+PostgreSQL answers them, under the names DuckDB has them.
+
+    octet_length(s)          →  CAST(strlen(s) AS INT)           (UTF-8 bytes, as a UTF8 database)
+    length(b)                →  CAST(octet_length(b) AS INT)     (b a bytea)
+    encode(b, 'hex')         →  lower(hex(b))
+    encode(b, 'base64')      →  to_base64(b) with a newline after every 76 characters
+
+DuckDB's octet_length() takes a BLOB only, its length() no BLOB, and its hex() writes
+capitals; PostgreSQL's base64 is MIME's: a newline after each line of 76 characters,
+the last one too when it is full (57 bytes give 76 characters and a newline), unless
+it ends with padding (56 bytes give 76 characters, the last four `...=`, and none).
+Everything else is left to DuckDB, which has no match for it, so it is refused as before:
+octet_length() of a character(n) (whose padding PostgreSQL counts) or of an argument of
+unknown type, encode() to 'escape' or to a format that is not a constant.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+_T = exp.DataType.Type
+_TEXT = (_T.TEXT, _T.VARCHAR)
+_BYTEA = (_T.VARBINARY, _T.BINARY, _T.BLOB)
+MIME_LINE = 76  # base64 characters per line (PostgreSQL's pg_base64_encode)
+
+
+def needs_rewrite(tree: exp.Expression) -> bool:
+    """Whether `tree` calls one of the functions rewritten here."""
+    return tree.find(exp.Length, exp.Encode) is not None or any(
+        _is_octet_length(call) for call in tree.find_all(exp.Anonymous))
+
+
+def postgres_bytes(node: exp.Expression) -> exp.Expression:
+    """`node` as PostgreSQL answers it in DuckDB, or as it is."""
+    if _is_octet_length(node) and _of(node.expressions[0], _TEXT):
+        return _int4(_call("strlen", node.expressions[0].copy()))
+    if isinstance(node, exp.Length) and _of(node.this, _BYTEA):
+        return _int4(_call("octet_length", node.this.copy()))
+    if isinstance(node, exp.Encode) and _of(node.this, _BYTEA):
+        charset = node.args.get("charset")
+        format_ = charset.name.lower() if isinstance(charset, exp.Literal) and charset.is_string else None
+        if format_ == "hex":
+            return _call("lower", _call("hex", node.this.copy()))
+        if format_ == "base64":
+            return _mime_lines(_call("to_base64", node.this.copy()))
+    return node
+
+
+def _is_octet_length(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "octet_length" \
+        and len(node.expressions) == 1
+
+
+def _of(argument: exp.Expression, kinds: tuple[exp.DataType.Type, ...]) -> bool:
+    return argument.type is not None and argument.type.this in kinds
+
+
+def _int4(call: exp.Expression) -> exp.Expression:  # PostgreSQL's int4 result
+    return exp.Cast(this=call, to=exp.DataType.build("INT"))
+
+
+def _mime_lines(encoded: exp.Expression) -> exp.Expression:
+    """A newline after every full line of MIME_LINE characters, as pg_base64_encode: not
+    after the last when it ends with the padded group, which is written after its loop."""
+    lines = _call("regexp_replace", encoded, exp.Literal.string(f"(.{{{MIME_LINE}}})"),
+                  exp.Literal.string("\\1\n"), exp.Literal.string("g"))
+    return _call("regexp_replace", lines, exp.Literal.string("=\n$"), exp.Literal.string("="))
+
+
+def _call(name: str, *arguments: exp.Expression) -> exp.Expression:
+    """A call of DuckDB's own function `name`: anonymous, so no rewrite of PostgreSQL's
+    function of that name (hex() is to_hex(), regexp_replace() reads PostgreSQL's
+    patterns) takes it for one."""
+    return exp.Anonymous(this=name, expressions=list(arguments))

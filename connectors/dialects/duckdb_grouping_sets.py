@@ -1,0 +1,71 @@
+"""GROUP BY DISTINCT, which DuckDB has no form of, written out as its grouping sets.
+
+PostgreSQL expands a GROUP BY into grouping sets: each element (an expression, a
+parenthesised list, ROLLUP, CUBE, GROUPING SETS) gives a list of sets, and the GROUP BY
+is their cross product. With DISTINCT, a set that repeats one before it (the same
+expressions, in any order) is dropped. DuckDB reads `GROUP BY DISTINCT` as a syntax
+error, so the expansion is done here and DuckDB is given the sets left:
+
+    GROUP BY DISTINCT ROLLUP (a, b), ROLLUP (a)
+    →  GROUP BY GROUPING SETS ((a, b), (a), ())
+
+(the cross product is (a, b, a), (a, b), (a, a), (a), (a), (): as sets, (a, b) twice,
+(a) three times and () once).
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+from sqlglot import exp
+
+
+def needs_rewrite(tree: exp.Expression) -> bool:
+    """Whether `tree` has a GROUP BY DISTINCT."""
+    return any(group.args.get("all") is False for group in tree.find_all(exp.Group))
+
+
+def distinct_grouping_sets(node: exp.Expression) -> exp.Expression:
+    """A GROUP BY DISTINCT as GROUPING SETS of its distinct sets; any other node as it is."""
+    if not isinstance(node, exp.Group) or node.args.get("all") is not False:
+        return node
+    crossed: list[list[exp.Expression]] = [[]]
+    for element in node.expressions:
+        crossed = [left + right for left, right in product(crossed, _sets(element))]
+    seen: set[frozenset[str]] = set()
+    kept: list[list[exp.Expression]] = []
+    for grouping_set in crossed:
+        unique = list({item.sql("postgres"): item for item in grouping_set}.items())
+        key = frozenset(text for text, _ in unique)
+        if key not in seen:
+            seen.add(key)
+            kept.append([item for _, item in unique])
+    group = node.copy()
+    group.set("all", None)
+    group.set("expressions", [exp.GroupingSets(expressions=[
+        exp.Tuple(expressions=[item.copy() for item in grouping_set]) for grouping_set in kept])])
+    return group
+
+
+def _items(element: exp.Expression) -> list[exp.Expression]:
+    """The expressions one ROLLUP or CUBE item groups by: `(a, b)` both, `a` itself."""
+    if isinstance(element, exp.Tuple):
+        return list(element.expressions)
+    if isinstance(element, exp.Paren):
+        return [element.this]
+    return [element]
+
+
+def _sets(element: exp.Expression) -> list[list[exp.Expression]]:
+    """The grouping sets one GROUP BY element stands for, in PostgreSQL's order."""
+    if isinstance(element, exp.Rollup):
+        items = [_items(item) for item in element.expressions]
+        return [sum(items[:length], []) for length in range(len(items), -1, -1)]
+    if isinstance(element, exp.Cube):
+        items = [_items(item) for item in element.expressions]
+        n = len(items)
+        return [sum((items[i] for i in range(n) if mask >> (n - 1 - i) & 1), [])
+                for mask in range(2 ** n - 1, -1, -1)]
+    if isinstance(element, exp.GroupingSets):
+        return [grouping_set for inner in element.expressions for grouping_set in _sets(inner)]
+    return [_items(element)]
