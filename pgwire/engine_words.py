@@ -289,6 +289,8 @@ _INTEGER_MINIMA = {-(2**15): "smallint", -(2**31): "integer", -(2**63): "bigint"
 
 def _postgres_words(code: str, message: str) -> PgError | None:
     """DuckDB's error as PostgreSQL reports the same failure, when we know its words."""
+    if message.startswith("Malformed JSON"):  # a json or jsonb value's text that is not JSON
+        return PgError(INVALID_TEXT_REPRESENTATION, "invalid input syntax for type json")
     if _BEYOND_DECIMAL.match(message):
         return PgError(FEATURE_NOT_SUPPORTED, "a numeric value beyond DuckDB's DECIMAL (38 digits, no "
                        "NaN or infinity) is not supported by fedgate outside PostgreSQL sources")

@@ -20,6 +20,10 @@ constant, a numeric(p, s) column or cast, and +, -, * of those and integers) is 
 as its text; any other numeric argument (a quotient, a function's, an array of numerics)
 is refused.
 
+`json_typeof(x)`, `jsonb_typeof(x)`: DuckDB has json_type(), which names its own types
+(`VARCHAR`, `UBIGINT`, `DOUBLE` ...); written out with PostgreSQL's names (`string`,
+`number` ...).
+
 `row_to_json(r)`: PostgreSQL writes each field by its type's output (a numeric at its
 display scale, a timestamp as `2024-01-01T10:00:00`), DuckDB its own way (`1.5`,
 `2024-01-01 10:00:00`): refused.
@@ -73,9 +77,30 @@ def _is_row_to_json(node: exp.Expression) -> bool:
     return isinstance(node, exp.Anonymous) and str(node.this).lower() == "row_to_json"
 
 
+def _is_typeof(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() in ("json_typeof", "jsonb_typeof") \
+        and len(node.expressions) == 1
+
+
+# DuckDB's json_type() names, as json_typeof()/jsonb_typeof() name them; any other (BIGINT,
+# UBIGINT, HUGEINT, DOUBLE: DuckDB's types of a JSON number) is 'number'.
+_TYPE_NAMES = {"OBJECT": "object", "ARRAY": "array", "VARCHAR": "string", "BOOLEAN": "boolean",
+               "NULL": "null"}
+
+
+def _typeof(node: exp.Anonymous) -> exp.Expression:
+    """json_typeof(x)/jsonb_typeof(x) from DuckDB's json_type(x): NULL for a NULL x."""
+    kind = exp.Anonymous(this="json_type", expressions=[node.expressions[0].copy()])
+    ifs = [exp.If(this=exp.Is(this=kind.copy(), expression=exp.null()), true=exp.null())]
+    ifs += [exp.If(this=exp.EQ(this=kind.copy(), expression=exp.Literal.string(duckdb_name)),
+                   true=exp.Literal.string(name)) for duckdb_name, name in _TYPE_NAMES.items()]
+    return exp.Cast(this=exp.Case(ifs=ifs, default=exp.Literal.string("number")),
+                    to=exp.DataType.build("VARCHAR"))
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
     return tree.find(exp.JSONExtract, exp.JSONExtractScalar) is not None or needs_types(tree) \
-        or any(map(_is_row_to_json, tree.find_all(exp.Anonymous))) \
+        or any(_is_row_to_json(call) or _is_typeof(call) for call in tree.find_all(exp.Anonymous)) \
         or any(t.this == _JSONB for t in tree.find_all(exp.DataType))
 
 
@@ -242,6 +267,8 @@ def postgres_json(node: exp.Expression) -> exp.Expression:
         return _to_json(node)
     if _is_row_to_json(node):
         raise PgError(FEATURE_NOT_SUPPORTED, ROW_TO_JSON_REFUSED)
+    if _is_typeof(node):
+        return _typeof(node)  # type: ignore[arg-type]
     if not isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
         return node
     if _is_json(node.this, _JSONB):
