@@ -3,8 +3,10 @@
 DuckDB's format() reads `{}` (it would return '%s' as written) and it has no quote_*
 functions, so each call becomes a concatenation:
 - format()'s `%s` is the argument's text (NULL as nothing), `%I` its quote_ident()
-  (NULL raises PostgreSQL's 22004), `%L` its quote_nullable(), `%%` a `%`; a format that
-  is not a literal, or a specifier with a position, flags or a width, is refused (0A000);
+  (NULL raises PostgreSQL's 22004), `%L` its quote_nullable(), `%%` a `%`, each padded
+  to a width if it has one (`%10s`, `%-10s`), of the argument a position names (`%2$s`);
+  a format that is not a literal, or a width read from an argument (`%*s`), is refused
+  (0A000);
 - quote_ident(x) is x itself when it is lower-case ASCII letters, digits and underscores,
   not starting with a digit, and not a keyword PostgreSQL reserves in any way
   (pgwire.keywords); otherwise x in double quotes, its own doubled (ruleutils.c,
@@ -30,7 +32,9 @@ from pgwire.keywords import NOT_UNRESERVED
 
 T = exp.DataType.Type
 NULL_IDENTIFIER = "null values cannot be formatted as an SQL identifier"
-_FORMAT_PIECE = re.compile(r"%%|%[sIL]|%|[^%]+")
+# A specifier: `%%`, or an optional argument position (`2$`), the `-` flag (left-justify),
+# an optional width, and s, I or L. PostgreSQL's `*` widths are not read (refused).
+_FORMAT_PIECE = re.compile(r"%%|%(?:(?P<position>\d+)\$)?(?P<left>-)?(?P<width>\d+)?(?P<kind>[sIL])|%|[^%]+")
 _QUOTE_CALLS = {"quote_ident", "quote_literal", "quote_nullable"}
 _NOT_TEXT = {T.SMALLINT: "smallint", T.INT: "integer", T.BIGINT: "bigint", T.BOOLEAN: "boolean"}
 
@@ -96,27 +100,51 @@ def quote_nullable(text: exp.Expression) -> exp.Expression:
 
 
 def _format(node: exp.Format) -> exp.Expression:
+    """As text_format (varlena.c): each specifier takes the argument it names, else the
+    one after the last taken; its text is padded with spaces to its width, on the left
+    unless `-` asks for the right."""
     spec, args = node.this, list(node.expressions)
-    pieces = _FORMAT_PIECE.findall(spec.name) if isinstance(spec, exp.Literal) and spec.is_string else None
-    if pieces is None or "%" in pieces:
+    pieces = list(_FORMAT_PIECE.finditer(spec.name)) if isinstance(spec, exp.Literal) and spec.is_string else None
+    if pieces is None or any(piece.group(0) == "%" for piece in pieces):
         raise PgError(FEATURE_NOT_SUPPORTED, "format() with a format other than a literal using "
-                      "%s, %I, %L and %% is not supported by fedgate outside PostgreSQL sources")
-    if sum(piece in ("%s", "%I", "%L") for piece in pieces) > len(args):
-        raise PgError(INVALID_PARAMETER_VALUE, "too few arguments for format()")
+                      "%s, %I, %L and %% (with a position, `-` and a width) is not supported by "
+                      "fedgate outside PostgreSQL sources")
     parts: list[exp.Expression] = []
+    taken = 0
     for piece in pieces:
-        if piece == "%s":
-            parts.append(exp.Coalesce(this=_as_text(args.pop(0), False), expressions=[_text("")]))
-        elif piece == "%I":
-            value = args.pop(0)
+        kind = piece.group("kind")
+        if kind is None:
+            parts.append(_text("%" if piece.group(0) == "%%" else piece.group(0)))
+            continue
+        position = piece.group("position")
+        if position is not None and int(position) == 0:
+            raise PgError(INVALID_PARAMETER_VALUE,
+                          "format specifies argument 0, but arguments are numbered from 1")
+        taken = int(position) if position is not None else taken + 1
+        if taken > len(args):
+            raise PgError(INVALID_PARAMETER_VALUE, "too few arguments for format()")
+        value = args[taken - 1]
+        if kind == "s":
+            text = exp.Coalesce(this=_as_text(value, False), expressions=[_text("")])
+        elif kind == "I":
             failure = raised(NULL_IDENTIFIER)
-            parts.append(exp.Case(ifs=[exp.If(this=exp.Is(this=value.copy(), expression=exp.null()), true=failure)],
-                                  default=quote_ident(_as_text(value, True))))
-        elif piece == "%L":
-            parts.append(quote_nullable(_as_text(args.pop(0), True)))
+            text = exp.Case(ifs=[exp.If(this=exp.Is(this=value.copy(), expression=exp.null()), true=failure)],
+                            default=quote_ident(_as_text(value, True)))
         else:
-            parts.append(_text("%" if piece == "%%" else piece))
+            text = quote_nullable(_as_text(value, True))
+        width = int(piece.group("width") or 0)
+        parts.append(_padded(text, width, piece.group("left") is not None) if width else text)
     return _concat(*parts) if parts else _text("")
+
+
+def _padded(text: exp.Expression, width: int, left: bool) -> exp.Expression:
+    """`text` with spaces up to `width` characters, after it (`left`) or before it; never
+    cut (DuckDB's lpad() and rpad() would cut a longer one)."""
+    missing = exp.Greatest(this=exp.Sub(this=exp.Literal.number(width),
+                                        expression=exp.Anonymous(this="length", expressions=[text.copy()])),
+                           expressions=[exp.Literal.number(0)])
+    spaces = exp.Anonymous(this="repeat", expressions=[_text(" "), missing])
+    return _concat(text, spaces) if left else _concat(spaces, text.copy())
 
 
 def postgres_quoting(node: exp.Expression) -> exp.Expression:

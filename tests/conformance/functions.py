@@ -109,7 +109,9 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "format": ["format('%s|%s', 'a', NULL)", "format('%L', 'it''s')", "format('%I', 'Mixed')", "format('%5s|%-5s|', 'ab', 'cd')",
                    "format('%%')", "format(NULL)", "format('%s')", "format('%I', NULL::text)", "format('%1$s', 'a')",
                    "format('%L|%s|%I', NULL::text, NULL::text, 'x')", "format('%s %L', true, false)",
-                   "format('%s', NULL::bool)", "format('%I.%I', 'public', 'select')", "format('%L', 1.5::float8)"]
+                   "format('%s', NULL::bool)", "format('%I.%I', 'public', 'select')", "format('%L', 1.5::float8)",
+                   "format('%2$s %s %1$s', 'a', 'b', 'c')", "format('%-6L|%6I|%3s|', NULL, 'Ab', 'long')",
+                   "format('%0$s', 'a')", "format('%3$s', 'a')", "format('%*s', 3, 'a')", "format('%-s|', 'a')"]
                   + _calls("format", ["format('%I-%L', {v}, {v})"], TEXT + QUOTED),
         "to_char(numeric)": [f"to_char({v}::numeric(10,3), '{t}')" for v in ("0", "0.5", "-0.5", "-12.345", "999.995", "-1000", "1234.5", "-0.004")
                              for t in ("999.99", "990.99", "9,999.99", "999", "0999", "9099", "99.9")]
