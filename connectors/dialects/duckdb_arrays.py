@@ -19,6 +19,9 @@
   has no list-and-element `||` at all. array_cat keeps the other array when one is NULL
   (NULL only when both are); DuckDB's list_concat gives [] for two NULLs. An untyped
   string operand is an array literal to PostgreSQL: refused.
+- `array_dims(a)`: DuckDB has none. A one-dimensional array's is `[1:n]` (NULL when empty,
+  as PostgreSQL's empty array has no dimensions); a multidimensional literal's is read off
+  the literal (`[1:2][1:3]`); any other argument (a list of lists from a file) is refused.
 - `array_agg(DISTINCT x)` and `string_agg(DISTINCT x, sep)` without an ORDER BY come out
   in x's order in PostgreSQL (its DISTINCT sorts), in hash order in DuckDB: the ORDER BY
   x is written out.
@@ -38,12 +41,45 @@ def needs_rewrite(tree: exp.Expression) -> bool:
                      exp.ArrayRemove, exp.ArrayAgg, exp.GroupConcat, exp.ArrayConcat,
                      exp.DPipe) is not None \
         or any(map(_array_text, tree.find_all(exp.Cast))) or any(
-        call.name.upper() in ("ALL", "CARDINALITY") for call in tree.find_all(exp.Anonymous))
+        call.name.upper() in ("ALL", "CARDINALITY", "ARRAY_DIMS") for call in tree.find_all(exp.Anonymous))
 
 
 def needs_types(tree: exp.Expression) -> bool:
-    """`||` and array_cat read their operands' types (an array or an element)."""
-    return tree.find(exp.DPipe, exp.ArrayConcat) is not None
+    """`||` and array_cat read their operands' types (an array or an element), array_dims
+    its argument's (an array of arrays is not answered)."""
+    return tree.find(exp.DPipe, exp.ArrayConcat) is not None or any(
+        call.name.lower() == "array_dims" for call in tree.find_all(exp.Anonymous))
+
+
+def _shape(node: exp.Expression) -> list[int] | None:
+    """The lengths of an ARRAY literal's dimensions; None when its sub-arrays differ."""
+    level = _unwrapped(node)
+    if not isinstance(level, exp.Array):
+        return []
+    inner = [_shape(element) for element in level.expressions]
+    if any(shape is None or shape != inner[0] for shape in inner):
+        return None
+    return [len(level.expressions), *(inner[0] if inner else [])]  # type: ignore[misc]
+
+
+def _array_dims(node: exp.Anonymous) -> exp.Expression:
+    """array_dims(a) as PostgreSQL writes it (see the module docstring)."""
+    array = node.expressions[0]
+    if _dimensions(array) > 1:
+        lengths = _shape(array)
+        if lengths is None:  # PostgreSQL refuses to build it; DuckDB builds a ragged list
+            raise PgError(FEATURE_NOT_SUPPORTED, "array_dims() of an array literal whose rows differ "
+                          "in shape is not supported by fedgate outside PostgreSQL sources")
+        return exp.Literal.string("".join(f"[1:{length}]" for length in lengths))
+    kind = array.type
+    if kind is None or kind.this != exp.DataType.Type.ARRAY or not kind.expressions \
+            or kind.expressions[0].this == exp.DataType.Type.ARRAY:
+        raise PgError(FEATURE_NOT_SUPPORTED, "array_dims() of an array of arrays, or of an argument of "
+                      "unknown type, is not supported by fedgate outside PostgreSQL sources")
+    size = exp.Anonymous(this="len", expressions=[array.copy()])
+    text = exp.DPipe(this=exp.DPipe(this=exp.Literal.string("[1:"), expression=exp.Cast(
+        this=size.copy(), to=exp.DataType.build("VARCHAR"))), expression=exp.Literal.string("]"))
+    return exp.Case(ifs=[exp.If(this=exp.GT(this=size, expression=exp.Literal.number(0)), true=text)])
 
 
 def _array_operand(node: exp.Expression) -> exp.Expression | None:
@@ -200,6 +236,8 @@ def postgres_arrays(node: exp.Expression) -> exp.Expression:
         return exp.Nullif(this=node.copy(), expression=exp.Literal.number(0))
     if isinstance(node, exp.ArrayRemove):
         return _array_remove(node)
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "array_dims" and len(node.expressions) == 1:
+        return _array_dims(node)
     if isinstance(node, exp.DPipe) and (_is_array(node.this) or _is_array(node.expression)):
         return _concatenation(node)
     if isinstance(node, exp.ArrayConcat) and len(node.expressions) == 1:

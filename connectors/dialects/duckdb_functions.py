@@ -108,7 +108,7 @@ def needs_rewrite(tree: exp.Expression) -> bool:
 # PostgreSQL syntax DuckDB has no form of (rendered as written, DuckDB raised a syntax
 # error where PostgreSQL answers), by the words a refusal names it with.
 _NO_DUCKDB_FORM: dict[type[exp.Expression], str] = {
-    exp.Overlaps: "OVERLAPS", exp.JSONBContainsTopKey: "the jsonb ? operator",
+    exp.Overlaps: "OVERLAPS",
     exp.JSONBContainsAnyTopKeys: "the jsonb ?| operator",
     exp.JSONBContainsAllTopKeys: "the jsonb ?& operator",
     # DuckDB has no to_number: sqlglot writes a cast to a double, where PostgreSQL reads

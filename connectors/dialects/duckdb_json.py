@@ -24,6 +24,9 @@ is refused.
 (`VARCHAR`, `UBIGINT`, `DOUBLE` ...); written out with PostgreSQL's names (`string`,
 `number` ...).
 
+`jsonb ? key`: DuckDB has no such operator; written out with json_type(), json_keys()
+and the top-level array's string elements.
+
 `row_to_json(r)`: PostgreSQL writes each field by its type's output (a numeric at its
 display scale, a timestamp as `2024-01-01T10:00:00`), DuckDB its own way (`1.5`,
 `2024-01-01 10:00:00`): refused.
@@ -98,8 +101,49 @@ def _typeof(node: exp.Anonymous) -> exp.Expression:
                     to=exp.DataType.build("VARCHAR"))
 
 
+HAS_KEY_REFUSED = ("the jsonb ? operator of an operand that is not a jsonb, or a volatile one, is not "
+                   "supported by fedgate outside PostgreSQL sources")
+
+
+def _call(name: str, *arguments: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(arguments))
+
+
+def _has_key(node: exp.JSONBContainsTopKey) -> exp.Expression:
+    """`jsonb ? key`: a key of the top-level object, a string among the top-level array's
+    elements, or the string a scalar is (PostgreSQL stores a scalar as a one-element
+    array); false for anything else, NULL when either operand is."""
+    document, key = node.this, node.expression
+    if not _is_json(document, _JSONB) or volatile_reason(document) or volatile_reason(key):
+        raise PgError(FEATURE_NOT_SUPPORTED, HAS_KEY_REFUSED)
+    constant = document
+    while isinstance(constant, (exp.Cast, exp.Paren)):
+        constant = constant.this
+    if isinstance(constant, exp.Null):  # (DuckDB cannot bind the list function to a NULL)
+        return exp.Cast(this=exp.null(), to=exp.DataType.build("BOOLEAN"))
+    kind = _call("json_type", document.copy())
+    element = exp.column("fg_element")
+    is_key = exp.and_(exp.EQ(this=_call("json_type", element.copy()), expression=exp.Literal.string("VARCHAR")),
+                      exp.EQ(this=_call("json_extract_string", element.copy(), exp.Literal.string("$")),
+                             expression=key.copy()))
+    strings = _call("list_filter", _call("json_extract", document.copy(), exp.Literal.string("$[*]")),
+                    exp.Lambda(this=is_key, expressions=[exp.to_identifier("fg_element")]))
+    return exp.Case(ifs=[
+        exp.If(this=exp.or_(exp.Is(this=document.copy(), expression=exp.null()),
+                            exp.Is(this=key.copy(), expression=exp.null())), true=exp.null()),
+        exp.If(this=exp.EQ(this=kind.copy(), expression=exp.Literal.string("OBJECT")),
+               true=_call("list_contains", _call("json_keys", document.copy()), key.copy())),
+        exp.If(this=exp.EQ(this=kind.copy(), expression=exp.Literal.string("ARRAY")),
+               true=exp.GT(this=_call("len", strings), expression=exp.Literal.number(0))),
+        exp.If(this=exp.EQ(this=kind, expression=exp.Literal.string("VARCHAR")),
+               true=exp.EQ(this=_call("json_extract_string", document.copy(), exp.Literal.string("$")),
+                           expression=key.copy()))],
+        default=exp.false())
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return tree.find(exp.JSONExtract, exp.JSONExtractScalar) is not None or needs_types(tree) \
+    return tree.find(exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBContainsTopKey) is not None \
+        or needs_types(tree) \
         or any(_is_row_to_json(call) or _is_typeof(call) for call in tree.find_all(exp.Anonymous)) \
         or any(t.this == _JSONB for t in tree.find_all(exp.DataType))
 
@@ -269,6 +313,8 @@ def postgres_json(node: exp.Expression) -> exp.Expression:
         raise PgError(FEATURE_NOT_SUPPORTED, ROW_TO_JSON_REFUSED)
     if _is_typeof(node):
         return _typeof(node)  # type: ignore[arg-type]
+    if isinstance(node, exp.JSONBContainsTopKey):
+        return _has_key(node)
     if not isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
         return node
     if _is_json(node.this, _JSONB):

@@ -164,7 +164,9 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "array_remove": _calls("array_remove", ["array_remove({v}, 2)"], ARRAYS[:4]),
         "unnest": _calls("unnest", ["unnest({v})"], ARRAYS), "array_upper": _calls("array_upper", ["array_upper({v}, 1)"], ARRAYS),
         "subscript": _calls("[]", ["({v})[1]", "({v})[0]", "({v})[2:3]"], ARRAYS), "any": _calls("any", ["2 = ANY ({v})"], ARRAYS),
-        "array_dims": _calls("array_dims", ["array_dims({v})"], ARRAYS),
+        "array_dims": _calls("array_dims", ["array_dims({v})"], ARRAYS)
+        + ["array_dims(ARRAY[[1, 2, 3], [4, 5, 6]])", "array_dims(ARRAY[[[1], [2]]])", "array_dims(ARRAY[[1, 2], [3]])",
+           "array_dims(ARRAY['a', NULL]::text[])"],
         "||": _calls("||", ["{v} || 9", "0 || {v}", "{v} || 9::bigint", "{v} || ARRAY[7]", "{v} || NULL",
                             "NULL || {v}", "{v} || '{{8}}'"], ARRAYS) + ["array_cat(NULL::int[], NULL)"],
     },
@@ -178,7 +180,9 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "jsonb_array_length": ["jsonb_array_length('[1, 2]')", "jsonb_array_length('{}')"],
         "to_json": _calls("to_json", ["to_json({v})"], TEXT[:4] + ["1.50", "NULL::int"]), "jsonb_build_object": ["jsonb_build_object('a', 1, 'b', NULL)"],
         "json_build_array": ["json_build_array(1, 'a', NULL)"], "jsonb_object_keys": ["jsonb_object_keys('{\"b\": 1, \"a\": 2}')"],
-        "@>": _calls("@>", ["{v}::jsonb @> '{{\"a\": 1}}'"], JSONS), "?": _calls("?", ["{v}::jsonb ? 'a'"], JSONS),
+        "@>": _calls("@>", ["{v}::jsonb @> '{{\"a\": 1}}'"], JSONS), "?": _calls("?", ["{v}::jsonb ? 'a'"], JSONS)
+        + ["'[\"a\", 1]'::jsonb ? '1'", "'[\"1\", 1]'::jsonb ? '1'", "'\"a\"'::jsonb ? 'a'", "'{\"x\\\\/y\": 1}'::jsonb ? 'x/y'",
+           "'{\"a\": 1}'::jsonb ? NULL", "'[[\"a\"]]'::jsonb ? 'a'", "'5'::jsonb ? '5'"],
         "=": ["'{\"b\": 1}'::jsonb = '{\"b\": 1.0}'::jsonb", "'[1e2, -0, 1.0e-3, 0.00]'::jsonb <> '[]'::jsonb"],
         "::text": ["('{\"a\": {\"b\": 1}}'::jsonb -> 'a')::text", "'{\"b\": 1, \"a\": [1,2]}'::jsonb::text",
                    "'{\"b\": 1, \"a\": [1,2]}'::json::text"],
