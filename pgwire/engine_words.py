@@ -282,6 +282,7 @@ def _unanswerable_call(message: str) -> PgError | None:
 # precision fixed per column) does not: PostgreSQL answers, so the statement is refused.
 _BEYOND_DECIMAL = re.compile(r"^Could not cast value \S+ to DECIMAL|^BIGNUM value |"
                              r'^Casting value "[^"]*" to type DECIMAL\(\d+,\d+\) failed: value is out of range')
+_UNKNOWN_ZONE = re.compile(r"^Unknown TimeZone '(.*)'!$")
 # abs() of an integer type's minimum, which has no positive counterpart in the type.
 _ABS_OVERFLOW = re.compile(r"^Overflow on abs\((-\d+)\)$")
 _INTEGER_MINIMA = {-(2**15): "smallint", -(2**31): "integer", -(2**63): "bigint"}
@@ -289,6 +290,10 @@ _INTEGER_MINIMA = {-(2**15): "smallint", -(2**31): "integer", -(2**63): "bigint"
 
 def _postgres_words(code: str, message: str) -> PgError | None:
     """DuckDB's error as PostgreSQL reports the same failure, when we know its words."""
+    zone = _UNKNOWN_ZONE.match(message)
+    if zone is not None:  # one DuckDB's ICU lacks; PostgreSQL may know it (a POSIX offset)
+        return PgError(FEATURE_NOT_SUPPORTED, f'the time zone "{zone.group(1)}" is not supported by '
+                       "fedgate outside PostgreSQL sources")
     if message.startswith("Malformed JSON"):  # a json or jsonb value's text that is not JSON
         return PgError(INVALID_TEXT_REPRESENTATION, "invalid input syntax for type json")
     if _BEYOND_DECIMAL.match(message):

@@ -52,6 +52,8 @@ from connectors.dialects import duckdb_constant_numerics as constant_numerics
 from connectors.dialects import duckdb_deviations as deviations
 from connectors.dialects import duckdb_quoting as quoting
 from connectors.dialects import duckdb_regression as regression
+from connectors.dialects import duckdb_values as value_types
+from connectors.dialects import duckdb_zones as zones
 from connectors.dialects.duckdb_scales import needs_scale, postgres_extremes, postgres_scale, refuse_mixed_scales
 from connectors.dialects.duckdb_collations import check_collations
 from connectors.dialects.rules import rewrite_bottom_up
@@ -289,7 +291,11 @@ def to_duckdb(tree: exp.Expression) -> str:
     if literals.needs_rewrite(tree):  # first: the rewrites below move constants under new parents
         tree = rewrite_bottom_up(tree, literals.postgres_literals)
     if tree.find(exp.Values) is not None:
+        if value_types.needs_rewrite(tree):
+            tree = tree.transform(value_types.typed_values)
         refuse_mixed_scales(tree)
+    if zones.needs_rewrite(tree):
+        tree = tree.transform(zones.postgres_zone)
     if bytes_.needs_rewrite(tree):  # after the literals': its own are DuckDB's, as written
         tree = tree.transform(bytes_.postgres_bytes)
     if _client_select(tree) is not None and tree.find(exp.Div) is not None:

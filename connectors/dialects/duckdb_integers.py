@@ -51,14 +51,20 @@ def invalid(text: str, name: str) -> str:
     return f'invalid input syntax for type {name}: "{text}"'
 
 
+def check_text(text: str, name: str) -> None:
+    """Raise PostgreSQL's 22P02 for text its integer input (of type `name`) does not read."""
+    if _WHOLE_TEXT.fullmatch(text) is None:
+        raise PgError(INVALID_TEXT_REPRESENTATION, invalid(text, name))
+
+
 def postgres_integers(node: exp.Expression) -> exp.Expression:
     """`node`, an integer cast of text, checked as PostgreSQL reads integers."""
     if not _integer_cast(node):
         return node
     name, value = _NAMES[node.to.this], node.this
     if isinstance(value, exp.Literal):
-        if value.is_string and _WHOLE_TEXT.fullmatch(value.this) is None:
-            raise PgError(INVALID_TEXT_REPRESENTATION, invalid(value.this, name))
+        if value.is_string:
+            check_text(value.this, name)
         return node
     if value.type is None or value.type.this not in _TEXT or volatile_reason(value) is not None:
         return node

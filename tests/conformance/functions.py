@@ -134,7 +134,9 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "justify_hours": ["justify_hours(interval '27 hours')", "justify_hours(interval '-27 hours')"],
         "date arithmetic": _calls("+", ["{v} + interval '1 month'", "{v} - interval '1 year'", "{v} + 1"], DATES),
         "isfinite": _calls("isfinite", ["isfinite({v})"], DATES),
-        "timezone": _calls("timezone", ["timezone('Asia/Kolkata', {v})", "{v} AT TIME ZONE '+05'"], STAMPS),
+        "timezone": _calls("timezone", ["timezone('Asia/Kolkata', {v})", "{v} AT TIME ZONE '+05'"], STAMPS)
+        + ["TIMESTAMP '2024-06-01 12:00' AT TIME ZONE '-3'", "TIMESTAMPTZ '2024-06-01 12:00+00' AT TIME ZONE '+0'",
+           "timezone('-14', TIMESTAMPTZ '2024-06-01 12:00+00')", "TIMESTAMPTZ '2024-06-01 12:00+00' AT TIME ZONE '+05:30'"],
         "generate_series": ["generate_series(DATE '2024-02-27', DATE '2024-03-01', interval '1 day')",
                             "generate_series(TIMESTAMP '2024-01-01', DATE '2024-01-02', interval '12 hours')"],
         "overlaps": ["(DATE '2024-01-01', DATE '2024-02-01') OVERLAPS (DATE '2024-01-15', DATE '2024-03-01')"],

@@ -179,7 +179,8 @@ def values() -> list[Statement]:
     out = []
     rows = ["(1, 'a'), (2, 'b')", "(1, 'a'), (NULL, NULL)", "(1), (2.5)", "(1::int8), (2)", "(NULL), (NULL)",
             "('a'), ('b'::varchar)", "(DATE '2024-01-01'), (NULL)", "(1, true), (2, false)", "(1.10), (1.1)",
-            "(1e3), (2)", "(1, 2), (3)", "('1'), (2)"]
+            "(1e3), (2)", "(1, 2), (3)", "('1'), (2)", "(' -7 '), (NULL), (2)", "('1.5'), (2)",
+            "('x', 1), (2, 'y')", "('5'), (3000000000)", "(-2), ('+4')"]
     for row in rows:
         out += [Statement("values", f"VALUES {row}"),
                 Statement("values", f"SELECT * FROM (VALUES {row}) AS v"),
