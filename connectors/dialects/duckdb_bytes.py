@@ -5,8 +5,9 @@ PostgreSQL answers them, under the names DuckDB has them.
     length(b)                →  CAST(octet_length(b) AS INT)     (b a bytea)
     encode(b, 'hex')         →  lower(hex(b))
     encode(b, 'base64')      →  to_base64(b) with a newline after every 76 characters
+    substring(b FROM s FOR n)  →  unhex(substring(hex(b), ...))   (bytea_substring's bounds)
 
-DuckDB's octet_length() takes a BLOB only, its length() no BLOB, and its hex() writes
+DuckDB's octet_length() takes a BLOB only, its length() and substring() no BLOB, and its hex() writes
 capitals; PostgreSQL's base64 is MIME's: a newline after each line of 76 characters,
 the last one too when it is full (57 bytes give 76 characters and a newline), unless
 it ends with padding (56 bytes give 76 characters, the last four `...=`, and none).
@@ -19,7 +20,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from connectors.base import volatile_reason
+from connectors.dialects.rules import raised
+
 _T = exp.DataType.Type
+NEGATIVE_LENGTH = "negative substring length not allowed"
 _TEXT = (_T.TEXT, _T.VARCHAR)
 _BYTEA = (_T.VARBINARY, _T.BINARY, _T.BLOB)
 MIME_LINE = 76  # base64 characters per line (PostgreSQL's pg_base64_encode)
@@ -27,7 +32,7 @@ MIME_LINE = 76  # base64 characters per line (PostgreSQL's pg_base64_encode)
 
 def needs_rewrite(tree: exp.Expression) -> bool:
     """Whether `tree` calls one of the functions rewritten here."""
-    return tree.find(exp.Length, exp.Encode) is not None or any(
+    return tree.find(exp.Length, exp.Encode, exp.Substring) is not None or any(
         _is_octet_length(call) for call in tree.find_all(exp.Anonymous))
 
 
@@ -44,7 +49,29 @@ def postgres_bytes(node: exp.Expression) -> exp.Expression:
             return _call("lower", _call("hex", node.this.copy()))
         if format_ == "base64":
             return _mime_lines(_call("to_base64", node.this.copy()))
+    if isinstance(node, exp.Substring) and _of(node.this, _BYTEA) and node.args.get("start") is not None \
+            and not any(volatile_reason(part) for part in node.iter_expressions()):
+        return _substring(node)
     return node
+
+
+def _substring(node: exp.Substring) -> exp.Expression:
+    """bytea_substring: bytes from max(s, 1) up to s + n (exclusive), none when that is
+    before the start; a negative n raises PostgreSQL's 22011. Cut from the hex text, two
+    characters a byte."""
+    start = exp.Cast(this=node.args["start"].copy(), to=exp.DataType.build("BIGINT"))
+    first = exp.Greatest(this=start, expressions=[exp.Literal.number(1)])
+    hexed = _call("hex", node.this.copy())
+    at = exp.Sub(this=exp.Mul(this=exp.Literal.number(2), expression=first), expression=exp.Literal.number(1))
+    length = node.args.get("length")
+    if length is None:
+        return _call("unhex", _call("substring", hexed, at))
+    count = exp.Cast(this=length.copy(), to=exp.DataType.build("BIGINT"))
+    kept = exp.Greatest(this=exp.Sub(this=exp.Add(this=start.copy(), expression=count), expression=first.copy()),
+                        expressions=[exp.Literal.number(0)])
+    piece = _call("unhex", _call("substring", hexed, at, exp.Mul(this=exp.Literal.number(2), expression=kept)))
+    negative = exp.LT(this=count.copy(), expression=exp.Literal.number(0))
+    return exp.Case(ifs=[exp.If(this=negative, true=raised(NEGATIVE_LENGTH))], default=piece)
 
 
 def _is_octet_length(node: exp.Expression) -> bool:

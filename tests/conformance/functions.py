@@ -198,7 +198,10 @@ PROBES: dict[str, dict[str, list[str]]] = {
         + [f"encode('\\x{'a1' * size}'::bytea, 'base64')" for size in (56, 57, 58, 114, 115)],
         "decode": ["decode('deadbeef', 'hex')", "decode('3q2+7w==', 'base64')", "decode('zz', 'hex')"],
         "concat": _calls("||", ["{v} || '\\x00'::bytea"], BYTES), "get_byte": ["get_byte('\\xdeadbeef'::bytea, 0)", "get_byte('\\x'::bytea, 0)"],
-        "substring": _calls("substring", ["substring({v} FROM 2 FOR 2)"], BYTES),
+        "substring": _calls("substring", ["substring({v} FROM 2 FOR 2)"], BYTES)
+        + ["substring('\\xdeadbeef'::bytea FROM -1 FOR 3)", "substring('\\xdeadbeef'::bytea FROM 3)",
+           "substring('\\xdeadbeef'::bytea FROM 0 FOR 1)", "substring('\\xdeadbeef'::bytea FROM 9 FOR 2)",
+           "substring('\\xdeadbeef'::bytea FROM 2 FOR -1)", "substr('\\xdeadbeef'::bytea, 2, 2)"],
     },
     "hashing": {
         "md5": _calls("md5", ["md5({v})"], TEXT + BYTES[:3]), "sha224": _calls("sha224", ["sha224({v})"], BYTES),

@@ -62,3 +62,23 @@ def test_lengths_count_bytes_as_int4() -> None:
 def test_other_formats_are_left_to_the_refusal() -> None:
     tree = annotate_types(sqlglot.parse_one("SELECT encode('\\x00'::bytea, 'escape')", read="postgres"))
     assert tree.transform(postgres_bytes).sql("postgres") == tree.sql("postgres")
+
+
+def pg_substring(data: bytes, start: int, count: int | None) -> bytes:
+    """PostgreSQL's bytea_substring: from max(start, 1) up to start + count, exclusive."""
+    first = max(start, 1)
+    end = len(data) + 1 if count is None else start + count
+    return data[first - 1:end - 1] if end > first else b""
+
+
+@pytest.mark.parametrize("start", range(-3, 7))
+def test_substring_keeps_postgresql_bounds(start: int) -> None:
+    data = bytes.fromhex("deadbeef")
+    for count in (None, 0, 1, 2, 5):
+        call = f"substring('\\x{data.hex()}'::bytea FROM {start}" + ("" if count is None else f" FOR {count}") + ")"
+        assert _answer(f"SELECT {call}") == pg_substring(data, start, count), call
+
+
+def test_substring_of_a_negative_length_raises() -> None:
+    with pytest.raises(duckdb.Error, match="negative substring length not allowed"):
+        _answer("SELECT substring('\\xdeadbeef'::bytea FROM 2 FOR -1)")
