@@ -37,7 +37,7 @@ from connectors.dialects import duckdb_degrees as degrees
 from connectors.dialects import duckdb_folding as folding
 from connectors.dialects import duckdb_integers as integers
 from connectors.dialects import duckdb_functions as functions
-from connectors.dialects import duckdb_grouping_sets as grouping_sets
+from connectors.dialects import grouping_sets
 from connectors.dialects import duckdb_float4 as float4
 from connectors.dialects import duckdb_json as json_pieces
 from connectors.dialects import duckdb_json_agg as json_agg

@@ -32,6 +32,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import EXACT_AVERAGE, Dialect
+from connectors.dialects import grouping_sets
 from connectors.dialects.duckdb import classify, exact_numeric, is_integer
 from connectors.dialects.rules import rewrite_bottom_up
 
@@ -107,6 +108,8 @@ def _average(node: exp.Expression) -> exp.Expression:
 
 def to_spark(tree: exp.Expression) -> str:
     """Render a type-annotated PostgreSQL tree as Spark SQL with PostgreSQL semantics."""
+    if grouping_sets.needs_rewrite(tree):  # Spark has no GROUP BY DISTINCT
+        tree = tree.transform(grouping_sets.distinct_grouping_sets)
     tree = rewrite_bottom_up(tree, _postgres_semantics)
     if any(n.name.upper() == EXACT_AVERAGE for n in tree.find_all(exp.Anonymous)):
         tree = tree.transform(_average)

@@ -292,7 +292,7 @@ REFUSED = {
     "full_join_not_distinct": "SELECT count(*) FROM t a FULL JOIN t b ON a.ten IS NOT DISTINCT FROM b.col",
     # PostgreSQL syntax DuckDB has no form of (it answered a syntax error).
     "overlaps": "SELECT (DATE '2024-01-01', DATE '2024-02-01') OVERLAPS (DATE '2024-01-15', DATE '2024-03-01')",
-    "jsonb_key_exists": "SELECT '{\"a\": 1}'::jsonb ? 'a'",
+    "jsonb_any_key_exists": "SELECT '{\"a\": 1}'::jsonb ?| ARRAY['a']",
     "cardinality_of_multidimensional_array": "SELECT cardinality(ARRAY[[1, 2], [3, 4]])",
     # PostgreSQL shows each at its own scale (1 and 2.5), a DuckDB DECIMAL column one scale
     "values_of_mixed_scales": "VALUES (1), (2.5)",

@@ -17,6 +17,7 @@ ROWS = "(VALUES ('abc', 2, 1.50, DATE '2024-03-05'), (NULL, 3, NULL, NULL)) AS v
 SAME = [
     "format('%s/%s', t, n), format('%s-%s!', x, d), format('100%%'), format('[%s]', NULL)",
     "format('%s', n + 1), format('no args'), format('%s %s', t, n, 'extra')",
+    "format('%2$s %1$s', t, n), format('%-8s|%6s|', t, n)",
     # Only ASCII letters change case under the C collation.
     "upper('Ünïcødé ß'), lower('ÉCLAIR'), upper(t), lower(upper(t))",
     # A start before the string counts the characters before it; a count may reach past it.
@@ -55,7 +56,7 @@ AGGREGATES = ["every(n > 1), every(n > 2), bool_and(n > 1)",
               "variance(n), stddev_pop(n), stddev_samp(n::int8)"]
 REFUSED = [
     ("format('%I', t)", "22004"),  # PostgreSQL's own error for the NULL row
-    ("format('%2$s %1$s', t, n)", "0A000"),
+    ("format('%*s', n, t)", "0A000"),  # a width read from an argument
     ("format('%s %s', t)", "22023"),
     ("substr(t, 2, -1)", "22011"),  # PostgreSQL's error, not DuckDB's count backwards
     ("t SIMILAR TO t", "0A000"),  # only a literal pattern is translated

@@ -43,3 +43,13 @@ async def test_division_by_zero_in_spark_is_22012(spark_conn) -> None:
         await spark_conn.fetch("select o.id / (c.id - c.id) from orders o join customers c "
                                "on o.cust = c.id limit 1")
     assert await spark_conn.fetchval("select count(*) from customers") == 97
+
+
+async def test_group_by_distinct_in_spark(two_sources, spark_conn) -> None:  # noqa: F811
+    """Spark has no GROUP BY DISTINCT: it gets the grouping sets PostgreSQL keeps."""
+    _, reference = two_sources
+    group = "from orders o join customers c on o.cust = c.id group by {} order by 1 nulls first, 2"
+    got = [tuple(r.values()) for r in await spark_conn.fetch(
+        "select c.tier, count(*) " + group.format("distinct rollup (c.tier), rollup (c.tier)"))]
+    want = reference.sql("select c.tier, count(*) " + group.format("grouping sets ((c.tier), ())")).fetchall()
+    assert got == want and len(want) > 1

@@ -1,5 +1,5 @@
 """GROUP BY DISTINCT written out for DuckDB as the grouping sets PostgreSQL keeps
-(connectors.dialects.duckdb_grouping_sets). The differential suite (tests/conformance,
+(connectors.dialects.grouping_sets). The differential suite (tests/conformance,
 "grouping sets") checks the answers against PostgreSQL; this pins the expansion."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from connectors.dialects.duckdb_grouping_sets import distinct_grouping_sets, needs_rewrite
+from connectors.dialects.grouping_sets import distinct_grouping_sets, needs_rewrite
 
 CASES = [
     ("ROLLUP (a, b), ROLLUP (a)", "GROUPING SETS ((a, b), (a), ())"),

@@ -1,10 +1,10 @@
-"""GROUP BY DISTINCT, which DuckDB has no form of, written out as its grouping sets.
+"""GROUP BY DISTINCT, which the engines have no form of, written out as its grouping sets.
 
 PostgreSQL expands a GROUP BY into grouping sets: each element (an expression, a
 parenthesised list, ROLLUP, CUBE, GROUPING SETS) gives a list of sets, and the GROUP BY
 is their cross product. With DISTINCT, a set that repeats one before it (the same
-expressions, in any order) is dropped. DuckDB reads `GROUP BY DISTINCT` as a syntax
-error, so the expansion is done here and DuckDB is given the sets left:
+expressions, in any order) is dropped. DuckDB and Spark read `GROUP BY DISTINCT` as a
+syntax error, so the expansion is done here and the engine is given the sets left:
 
     GROUP BY DISTINCT ROLLUP (a, b), ROLLUP (a)
     →  GROUP BY GROUPING SETS ((a, b), (a), ())
