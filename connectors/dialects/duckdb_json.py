@@ -1,4 +1,4 @@
-"""json's and jsonb's `->` and `->>` where DuckDB answers otherwise.
+"""json and jsonb where DuckDB answers otherwise: `->` and `->>`, to_json(), json_typeof(), `?`.
 
 json (not jsonb) `->` and `->>` whose answer is an object or an array: refused.
 
