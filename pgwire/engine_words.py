@@ -27,6 +27,7 @@ from pgwire.sqlstate import (
     INVALID_TEXT_REPRESENTATION,
     DATA_EXCEPTION,
     SUBSTRING_ERROR,
+    ARRAY_SUBSCRIPT_ERROR,
     READ_ONLY_SQL_TRANSACTION,
     SYNTAX_ERROR,
     UNDEFINED_TABLE,
@@ -57,6 +58,10 @@ _RAISED_WORDS = ((r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),
                   INVALID_ARGUMENT_FOR_POWER),
                  # to_timestamp(float8) of NaN (connectors.dialects.duckdb_datetimes)
                  (r"^timestamp cannot be NaN$", DATETIME_FIELD_OVERFLOW),
+                 # json_array_length() of an object or a scalar (connectors.dialects.duckdb_json)
+                 (r"^cannot get array length of a (?:non-array|scalar)$", INVALID_PARAMETER_VALUE),
+                 # get_byte() past the end (connectors.dialects.duckdb_bytes)
+                 (r"^index -?\d+ out of valid range, 0\.\.-?\d+$", ARRAY_SUBSCRIPT_ERROR),
                  # text cast to an integer (connectors.dialects.duckdb_integers)
                  (r'^invalid input syntax for type (?:smallint|integer|bigint): ', INVALID_TEXT_REPRESENTATION))
 _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (

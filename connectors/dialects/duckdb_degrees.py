@@ -1,4 +1,4 @@
-"""`sind(x)` and `cosd(x)` as PostgreSQL computes them, on DuckDB.
+"""`sind(x)`, `cosd(x)`, `tand(x)` and `cotd(x)` as PostgreSQL computes them, on DuckDB.
 
 DuckDB has neither. PostgreSQL's (float.c, dsind/dcosd) reduce the angle to the first
 quadrant, then stitch sin() and cos() so that 0, 30, 60 and 90 degrees come out exact
@@ -11,9 +11,11 @@ give the same bits:
     sind_q1(a) = a <= 30 ? sin(a * RPD) / sin(30 * RPD) / 2 : cosd_0_to_60(90 - a)
     cosd_q1(a) = a <= 60 ? 1 - (1 - cos(a * RPD)) / (1 - cos(60 * RPD)) / 2 : sind_0_to_30(90 - a)
 
-NaN gives NaN, an infinite angle PostgreSQL's 22003 "input is out of range". The angle
-is written several times, so an argument with a volatile call is refused (0A000); so
-are the other degree functions (tand, cotd, asind, acosd, atand, atan2d).
+tand and cotd (dtand, dcotd) reduce the angle to [0, 90] and divide sind_q1 by cosd_q1 (or
+the reverse), then by that quotient at 45 degrees: tand(45) is exactly 1, tand(90) and
+cotd(0) an infinity. NaN gives NaN, an infinite angle PostgreSQL's 22003 "input is out of
+range". The angle is written several times, so an argument with a volatile call is
+refused (0A000); so are the other degree functions (asind, acosd, atand, atan2d).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 OUT_OF_RANGE = "input is out of range"
 # float.c's RADIANS_PER_DEGREE, as the C compiler rounds it (the nearest float8).
 _RPD = f"CAST('{float('0.0174532925199432957692')!r}' AS DOUBLE)"
-_OTHERS = {"tand", "cotd", "asind", "acosd", "atand", "atan2d"}
+_OTHERS = {"asind", "acosd", "atand", "atan2d"}
 
 
 def _d(number: str) -> str:
@@ -64,8 +66,39 @@ def _template(sine: bool) -> str:
             f"ELSE {sign} * {q1} END")
 
 
+def _sind_q1(a: str) -> str:
+    return _case(f"{a} <= {_d('30')}", _sind_0_to_30(a), _cosd_0_to_60(f"({_d('90')} - {a})"))
+
+
+def _cosd_q1(a: str) -> str:
+    return _case(f"{a} <= {_d('60')}", _cosd_0_to_60(a), _sind_0_to_30(f"({_d('90')} - {a})"))
+
+
+def _tangent_template(cotangent: bool) -> str:
+    """dtand/dcotd: the angle reduced to [0, 90] (fmod by 360, then mirrored), the quotient
+    of the first-quadrant sine and cosine divided by its own value at 45 degrees (so
+    tand(45) is 1 exactly), an infinity where the divisor is 0, and no minus zero."""
+    a = f"(__angle % {_d('360')})"
+    sign = _case(f"{a} < 0", _d("-1"), _d("1"))
+    a = _case(f"{a} < 0", f"(-{a})", a)
+    sign = _case(f"{a} > {_d('180')}", f"(-{sign})", sign)
+    a = _case(f"{a} > {_d('180')}", f"({_d('360')} - {a})", a)
+    sign = _case(f"{a} > {_d('90')}", f"(-{sign})", sign)
+    a = _case(f"{a} > {_d('90')}", f"({_d('180')} - {a})", a)
+    forty_five = _d("45")
+    if cotangent:
+        top, bottom, at_45 = _cosd_q1(a), _sind_q1(a), f"({_cosd_q1(forty_five)} / {_sind_q1(forty_five)})"
+    else:
+        top, bottom, at_45 = _sind_q1(a), _cosd_q1(a), f"({_sind_q1(forty_five)} / {_cosd_q1(forty_five)})"
+    return (f"CASE WHEN isnan(__angle) THEN __angle WHEN isinf(__angle) THEN error('{OUT_OF_RANGE}') "
+            f"WHEN {bottom} = 0 THEN {sign} * CAST('Infinity' AS DOUBLE) "
+            f"ELSE {sign} * (({top} / {bottom}) / {at_45}) + {_d('0')} END")
+
+
 _TEMPLATES = {"sind": parse_one(_template(True), read="duckdb"),
-              "cosd": parse_one(_template(False), read="duckdb")}
+              "cosd": parse_one(_template(False), read="duckdb"),
+              "tand": parse_one(_tangent_template(False), read="duckdb"),
+              "cotd": parse_one(_tangent_template(True), read="duckdb")}
 
 
 def _name(node: exp.Expression) -> str | None:
@@ -77,7 +110,7 @@ def needs_rewrite(tree: exp.Expression) -> bool:
 
 
 def postgres_degrees(node: exp.Expression) -> exp.Expression:
-    """sind(x)/cosd(x) written out (see the module docstring); other nodes as they are."""
+    """sind/cosd/tand/cotd(x) written out (see the module docstring); other nodes as they are."""
     name = _name(node)
     if name in _OTHERS:
         raise PgError(FEATURE_NOT_SUPPORTED, f"{name}() is not supported by fedgate outside PostgreSQL sources")

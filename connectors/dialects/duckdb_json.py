@@ -1,4 +1,5 @@
-"""json and jsonb where DuckDB answers otherwise: `->` and `->>`, to_json(), json_typeof(), `?`.
+"""json and jsonb where DuckDB answers otherwise: `->`, `->>`, to_json(), json_typeof(),
+json_array_length(), `?`.
 
 json (not jsonb) `->` and `->>` whose answer is an object or an array: refused.
 
@@ -23,6 +24,9 @@ is refused.
 `json_typeof(x)`, `jsonb_typeof(x)`: DuckDB has json_type(), which names its own types
 (`VARCHAR`, `UBIGINT`, `DOUBLE` ...); written out with PostgreSQL's names (`string`,
 `number` ...).
+
+`json_array_length(x)`, `jsonb_array_length(x)`: DuckDB's answers 0 for an object or a
+scalar, where PostgreSQL raises 22023; written out with json_type().
 
 `jsonb ? key`: DuckDB has no such operator; written out with json_type(), json_keys()
 and the top-level array's string elements.
@@ -91,6 +95,24 @@ _TYPE_NAMES = {"OBJECT": "object", "ARRAY": "array", "VARCHAR": "string", "BOOLE
                "NULL": "null"}
 
 
+def _is_array_length(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and len(node.expressions) == 1 \
+        and str(node.this).lower() in ("json_array_length", "jsonb_array_length")
+
+
+def _array_length(node: exp.Anonymous) -> exp.Expression:
+    """json_array_length(x)/jsonb_array_length(x): an array's length (int4); for an object
+    or a scalar PostgreSQL's 22023, in its words."""
+    document = node.expressions[0]
+    kind = exp.Anonymous(this="json_type", expressions=[document.copy()])
+    length = exp.Anonymous(this="json_array_length", expressions=[document.copy()])
+    return exp.Case(ifs=[
+        exp.If(this=exp.EQ(this=kind.copy(), expression=exp.Literal.string("ARRAY")),
+               true=exp.Cast(this=length, to=exp.DataType.build("INT"))),
+        exp.If(this=exp.EQ(this=kind.copy(), expression=exp.Literal.string("OBJECT")), true=raised(NOT_AN_ARRAY)),
+        exp.If(this=exp.Not(this=exp.Is(this=kind, expression=exp.null())), true=raised(A_SCALAR))])
+
+
 def _typeof(node: exp.Anonymous) -> exp.Expression:
     """json_typeof(x)/jsonb_typeof(x) from DuckDB's json_type(x): NULL for a NULL x."""
     kind = exp.Anonymous(this="json_type", expressions=[node.expressions[0].copy()])
@@ -101,6 +123,8 @@ def _typeof(node: exp.Anonymous) -> exp.Expression:
                     to=exp.DataType.build("VARCHAR"))
 
 
+NOT_AN_ARRAY = "cannot get array length of a non-array"
+A_SCALAR = "cannot get array length of a scalar"
 HAS_KEY_REFUSED = ("the jsonb ? operator of an operand that is not a jsonb, or a volatile one, is not "
                    "supported by fedgate outside PostgreSQL sources")
 
@@ -144,7 +168,8 @@ def _has_key(node: exp.JSONBContainsTopKey) -> exp.Expression:
 def needs_rewrite(tree: exp.Expression) -> bool:
     return tree.find(exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBContainsTopKey) is not None \
         or needs_types(tree) \
-        or any(_is_row_to_json(call) or _is_typeof(call) for call in tree.find_all(exp.Anonymous)) \
+        or any(_is_row_to_json(call) or _is_typeof(call) or _is_array_length(call)
+               for call in tree.find_all(exp.Anonymous)) \
         or any(t.this == _JSONB for t in tree.find_all(exp.DataType))
 
 
@@ -313,6 +338,8 @@ def postgres_json(node: exp.Expression) -> exp.Expression:
         raise PgError(FEATURE_NOT_SUPPORTED, ROW_TO_JSON_REFUSED)
     if _is_typeof(node):
         return _typeof(node)  # type: ignore[arg-type]
+    if _is_array_length(node) and not volatile_reason(node):
+        return _array_length(node)  # type: ignore[arg-type]
     if isinstance(node, exp.JSONBContainsTopKey):
         return _has_key(node)
     if not isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):

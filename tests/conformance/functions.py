@@ -52,7 +52,9 @@ PROBES: dict[str, dict[str, list[str]]] = {
                          "width_bucket(1, 0, 10, 0)", "width_bucket(1, 1, 1, 2)", "width_bucket('NaN'::float8, 0, 1, 2)",
                          "width_bucket(0.5::float8, 0, 'Infinity'::float8, 2)", "width_bucket(1e300::float8, 0, 1, 2147483647)"],
         "sind": _calls("sind", ["sind({v})"], DEGREES), "cosd": _calls("cosd", ["cosd({v})"], DEGREES),
-        "tand": ["tand(45)", "tand(NULL)"],
+        "tand": ["tand(45)", "tand(NULL)"] + [f"tand({a})" for a in ("0", "30", "60", "90", "-90", "135", "180", "-225",
+                                                                "270", "1e300", "7.5", "'NaN'", "'Infinity'")],
+        "cotd": [f"cotd({a})" for a in ("45", "0", "30", "60", "90", "-45", "135", "180", "-1e-300", "89.9", "'-Infinity'")],
         "generate_series": ["generate_series(1.5, 3.5, 1.0)", "generate_series(1.5, 3.5)", "generate_series(3.50, 1, -0.75)",
                             "generate_series(1, 2, 0.5)", "generate_series(1.0, 2, 0)", "generate_series(5.5, 1.0)",
                             "generate_series(-2.5, 2.5, 1.25)", "generate_series(0.1, 0.5, 0.1) * 2",
@@ -179,7 +181,10 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "json_typeof": ["json_typeof('{\"a\": [1, 2.5]}'::json)", "json_typeof('\"x\"')", "json_typeof('-1e3')",
                         "json_typeof('true'::json)", "json_typeof('null')", "json_typeof(NULL::json)", "json_typeof('[]')",
                         "json_typeof('{')", "jsonb_typeof('[1,')"],
-        "jsonb_array_length": ["jsonb_array_length('[1, 2]')", "jsonb_array_length('{}')"],
+        "jsonb_array_length": ["jsonb_array_length('[1, 2]')", "jsonb_array_length('{}')", "jsonb_array_length('5')",
+                               "jsonb_array_length('null')", "jsonb_array_length(NULL)", "jsonb_array_length('[]')"],
+        "json_array_length": ["json_array_length('[1, [2, 3], {\"a\": 4}]')", "json_array_length('\"a\"')",
+                              "json_array_length('{\"a\": []}'::json)"],
         "to_json": _calls("to_json", ["to_json({v})"], TEXT[:4] + ["1.50", "NULL::int"]), "jsonb_build_object": ["jsonb_build_object('a', 1, 'b', NULL)"],
         "json_build_array": ["json_build_array(1, 'a', NULL)"], "jsonb_object_keys": ["jsonb_object_keys('{\"b\": 1, \"a\": 2}')"],
         "@>": _calls("@>", ["{v}::jsonb @> '{{\"a\": 1}}'"], JSONS), "?": _calls("?", ["{v}::jsonb ? 'a'"], JSONS)
@@ -197,7 +202,9 @@ PROBES: dict[str, dict[str, list[str]]] = {
         # base64 lines: 57 bytes make one full line of 76 characters, 114 two, 115 a third
         + [f"encode('\\x{'a1' * size}'::bytea, 'base64')" for size in (56, 57, 58, 114, 115)],
         "decode": ["decode('deadbeef', 'hex')", "decode('3q2+7w==', 'base64')", "decode('zz', 'hex')"],
-        "concat": _calls("||", ["{v} || '\\x00'::bytea"], BYTES), "get_byte": ["get_byte('\\xdeadbeef'::bytea, 0)", "get_byte('\\x'::bytea, 0)"],
+        "concat": _calls("||", ["{v} || '\\x00'::bytea"], BYTES), "get_byte": ["get_byte('\\xdeadbeef'::bytea, 0)", "get_byte('\\x'::bytea, 0)",
+                                                                      "get_byte('\\xdeadbeef'::bytea, 3)", "get_byte('\\xdeadbeef'::bytea, 4)",
+                                                                      "get_byte('\\xdeadbeef'::bytea, -1)", "get_byte(NULL::bytea, 1)"],
         "substring": _calls("substring", ["substring({v} FROM 2 FOR 2)"], BYTES)
         + ["substring('\\xdeadbeef'::bytea FROM -1 FOR 3)", "substring('\\xdeadbeef'::bytea FROM 3)",
            "substring('\\xdeadbeef'::bytea FROM 0 FOR 1)", "substring('\\xdeadbeef'::bytea FROM 9 FOR 2)",

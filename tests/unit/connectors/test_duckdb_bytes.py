@@ -82,3 +82,11 @@ def test_substring_keeps_postgresql_bounds(start: int) -> None:
 def test_substring_of_a_negative_length_raises() -> None:
     with pytest.raises(duckdb.Error, match="negative substring length not allowed"):
         _answer("SELECT substring('\\xdeadbeef'::bytea FROM 2 FOR -1)")
+
+
+def test_get_byte_reads_each_byte_and_names_the_valid_range() -> None:
+    data = bytes.fromhex("00deadbeefff")
+    for index, byte in enumerate(data):
+        assert _answer(f"SELECT get_byte('\\x{data.hex()}'::bytea, {index})") == byte
+    with pytest.raises(duckdb.Error, match=r"index 6 out of valid range, 0\.\.5"):
+        _answer(f"SELECT get_byte('\\x{data.hex()}'::bytea, 6)")

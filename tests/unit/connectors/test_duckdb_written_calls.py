@@ -1,5 +1,5 @@
 """Calls DuckDB lacks, written out by the DuckDB dialect or answered from constants when
-planned: sind(), cosd(), width_bucket(), scale(), to_char() of a number, to_number(),
+planned: sind(), cosd(), tand(), cotd(), width_bucket(), scale(), to_char() of a number, to_number(),
 sha384()/sha512(), regexp_matches(). PostgreSQL's exact values at the special angles, its
 buckets (the float8 `+ 1` before the truncation included), its digits and padding, its
 errors in its words, and refusals where the engine cannot be exact. (The conformance probe
@@ -21,7 +21,10 @@ from tests.support.planning import engine_answer
     ("select sind(-1e-300::float8)", [(-1.7453292519943298e-302,)]),  # C's fmod keeps the sign
     ("select sind('Infinity'::float8)", ("22003", "input is out of range")),
     ("select sind(NULL::float8)", [(None,)]),
-    ("select tand(45)", ("0A000", "tand() is not supported by fedgate outside PostgreSQL sources")),
+    ("select tand(45), tand(135), tand(180), cotd(45), cotd(90)", [(1.0, -1.0, 0.0, 1.0, 0.0)]),
+    ("select tand(90), tand(270), cotd(0)", [(float("inf"), float("-inf"), float("inf"))]),
+    ("select tand('-Infinity'::float8)", ("22003", "input is out of range")),
+    ("select atand(1)", ("0A000", "atand() is not supported by fedgate outside PostgreSQL sources")),
     ("select width_bucket(5, 0, 10, 5), width_bucket(-1, 0, 10, 5), width_bucket(10, 0, 10, 5)", [(3, 0, 6)]),
     ("select width_bucket(7, 10, 0, 4), width_bucket(NULL, 0, 10, 5)", [(2, None)]),
     ("select width_bucket(0.3::float8, 0.1::float8, 0.5::float8, 2)", [(2,)]),  # 0.999... + 1 is 2.0
