@@ -24,7 +24,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import volatile_reason
-from connectors.dialects.rules import raised
+from connectors.dialects.rules import call as _call, raised
 
 _T = exp.DataType.Type
 NEGATIVE_LENGTH = "negative substring length not allowed"
@@ -123,9 +123,3 @@ def _mime_lines(encoded: exp.Expression) -> exp.Expression:
                   exp.Literal.string("\\1\n"), exp.Literal.string("g"))
     return _call("regexp_replace", lines, exp.Literal.string("=\n$"), exp.Literal.string("="))
 
-
-def _call(name: str, *arguments: exp.Expression) -> exp.Expression:
-    """A call of DuckDB's own function `name`: anonymous, so no rewrite of PostgreSQL's
-    function of that name (hex() is to_hex(), regexp_replace() reads PostgreSQL's
-    patterns) takes it for one."""
-    return exp.Anonymous(this=name, expressions=list(arguments))

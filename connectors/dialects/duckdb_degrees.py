@@ -48,6 +48,14 @@ def _case(condition: str, then: str, otherwise: str) -> str:
     return f"(CASE WHEN {condition} THEN {then} ELSE {otherwise} END)"
 
 
+def _sind_q1(a: str) -> str:
+    return _case(f"{a} <= {_d('30')}", _sind_0_to_30(a), _cosd_0_to_60(f"({_d('90')} - {a})"))
+
+
+def _cosd_q1(a: str) -> str:
+    return _case(f"{a} <= {_d('60')}", _cosd_0_to_60(a), _sind_0_to_30(f"({_d('90')} - {a})"))
+
+
 def _template(sine: bool) -> str:
     a = f"(__angle % {_d('360')})"  # C's fmod (DuckDB's fmod() answers -30 as 330)
     sign = _case(f"{a} < 0", _d("-1"), _d("1")) if sine else _d("1")
@@ -58,20 +66,9 @@ def _template(sine: bool) -> str:
     if not sine:
         sign = _case(f"{a} > {_d('90')}", _d("-1"), _d("1"))
     a = _case(f"{a} > {_d('90')}", f"({_d('180')} - {a})", a)
-    if sine:
-        q1 = _case(f"{a} <= {_d('30')}", _sind_0_to_30(a), _cosd_0_to_60(f"({_d('90')} - {a})"))
-    else:
-        q1 = _case(f"{a} <= {_d('60')}", _cosd_0_to_60(a), _sind_0_to_30(f"({_d('90')} - {a})"))
+    q1 = _sind_q1(a) if sine else _cosd_q1(a)
     return (f"CASE WHEN isnan(__angle) THEN __angle WHEN isinf(__angle) THEN error('{OUT_OF_RANGE}') "
             f"ELSE {sign} * {q1} END")
-
-
-def _sind_q1(a: str) -> str:
-    return _case(f"{a} <= {_d('30')}", _sind_0_to_30(a), _cosd_0_to_60(f"({_d('90')} - {a})"))
-
-
-def _cosd_q1(a: str) -> str:
-    return _case(f"{a} <= {_d('60')}", _cosd_0_to_60(a), _sind_0_to_30(f"({_d('90')} - {a})"))
 
 
 def _tangent_template(cotangent: bool) -> str:

@@ -27,6 +27,7 @@ import sys
 from sqlglot import exp
 
 from connectors.base import volatile_reason
+from connectors.dialects.rules import call, raised
 from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError
 
 OUT_OF_RANGE = "input is out of range"
@@ -116,16 +117,8 @@ def _rint(node: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this="round_even", expressions=[value, exp.Literal.number(0)])
 
 
-def _call(name: str, *args: exp.Expression) -> exp.Expression:
-    return exp.Anonymous(this=name, expressions=[a.copy() for a in args])
-
-
-def _error(message: str) -> exp.Expression:
-    return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
-
-
 def _infinite(value: exp.Expression) -> exp.Expression:
-    return _call("isinf", exp.Cast(this=value.copy(), to=exp.DataType.build("DOUBLE")))
+    return call("isinf", exp.Cast(this=value.copy(), to=exp.DataType.build("DOUBLE")))
 
 
 def _finite(value: exp.Expression) -> exp.Expression:
@@ -137,7 +130,7 @@ def _number(text: str) -> exp.Expression:
 
 
 def _guarded(node: exp.Expression, failures: list[tuple[exp.Expression, str]]) -> exp.Expression:
-    return exp.Case(ifs=[exp.If(this=condition, true=_error(message)) for condition, message in failures],
+    return exp.Case(ifs=[exp.If(this=condition, true=raised(message)) for condition, message in failures],
                     default=node.copy())
 
 
@@ -167,7 +160,7 @@ def postgres_floats(node: exp.Expression) -> exp.Expression:
     failures = [
         (exp.and_(zero_base, exp.LT(this=exponent.copy(), expression=_number("0"))), ZERO_TO_NEGATIVE),
         (exp.and_(exp.LT(this=base.copy(), expression=_number("0")),
-                  exp.NEQ(this=exponent.copy(), expression=_call("trunc", exponent))), COMPLEX_RESULT),
+                  exp.NEQ(this=exponent.copy(), expression=call("trunc", exponent.copy()))), COMPLEX_RESULT),
         (overflow, OVERFLOW),
         (exp.and_(underflow, exp.Not(this=zero_base.copy())), UNDERFLOW)]
     return _guarded(node, failures)

@@ -43,7 +43,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from connectors.base import volatile_reason
-from connectors.dialects.rules import raised
+from connectors.dialects.rules import call as _call, raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 CONTAINER_REFUSED = ("json -> or ->> of an object or array (PostgreSQL keeps its text as "
@@ -104,8 +104,8 @@ def _array_length(node: exp.Anonymous) -> exp.Expression:
     """json_array_length(x)/jsonb_array_length(x): an array's length (int4); for an object
     or a scalar PostgreSQL's 22023, in its words."""
     document = node.expressions[0]
-    kind = exp.Anonymous(this="json_type", expressions=[document.copy()])
-    length = exp.Anonymous(this="json_array_length", expressions=[document.copy()])
+    kind = _call("json_type", document.copy())
+    length = _call("json_array_length", document.copy())
     return exp.Case(ifs=[
         exp.If(this=exp.EQ(this=kind.copy(), expression=exp.Literal.string("ARRAY")),
                true=exp.Cast(this=length, to=exp.DataType.build("INT"))),
@@ -115,7 +115,7 @@ def _array_length(node: exp.Anonymous) -> exp.Expression:
 
 def _typeof(node: exp.Anonymous) -> exp.Expression:
     """json_typeof(x)/jsonb_typeof(x) from DuckDB's json_type(x): NULL for a NULL x."""
-    kind = exp.Anonymous(this="json_type", expressions=[node.expressions[0].copy()])
+    kind = _call("json_type", node.expressions[0].copy())
     ifs = [exp.If(this=exp.Is(this=kind.copy(), expression=exp.null()), true=exp.null())]
     ifs += [exp.If(this=exp.EQ(this=kind.copy(), expression=exp.Literal.string(duckdb_name)),
                    true=exp.Literal.string(name)) for duckdb_name, name in _TYPE_NAMES.items()]
@@ -127,10 +127,6 @@ NOT_AN_ARRAY = "cannot get array length of a non-array"
 A_SCALAR = "cannot get array length of a scalar"
 HAS_KEY_REFUSED = ("the jsonb ? operator of an operand that is not a jsonb, or a volatile one, is not "
                    "supported by fedgate outside PostgreSQL sources")
-
-
-def _call(name: str, *arguments: exp.Expression) -> exp.Expression:
-    return exp.Anonymous(this=name, expressions=list(arguments))
 
 
 def _has_key(node: exp.JSONBContainsTopKey) -> exp.Expression:

@@ -25,7 +25,7 @@ import re
 from sqlglot import exp
 
 from connectors.base import volatile_reason
-from connectors.dialects.rules import raised
+from connectors.dialects.rules import call, raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 from pgwire.function_names import undefined_function
 from pgwire.keywords import NOT_UNRESERVED
@@ -140,10 +140,9 @@ def _format(node: exp.Format) -> exp.Expression:
 def _padded(text: exp.Expression, width: int, left: bool) -> exp.Expression:
     """`text` with spaces up to `width` characters, after it (`left`) or before it; never
     cut (DuckDB's lpad() and rpad() would cut a longer one)."""
-    missing = exp.Greatest(this=exp.Sub(this=exp.Literal.number(width),
-                                        expression=exp.Anonymous(this="length", expressions=[text.copy()])),
+    missing = exp.Greatest(this=exp.Sub(this=exp.Literal.number(width), expression=call("length", text.copy())),
                            expressions=[exp.Literal.number(0)])
-    spaces = exp.Anonymous(this="repeat", expressions=[_text(" "), missing])
+    spaces = call("repeat", _text(" "), missing)
     return _concat(text, spaces) if left else _concat(spaces, text.copy())
 
 

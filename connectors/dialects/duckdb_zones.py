@@ -35,23 +35,23 @@ def _zone(node: exp.Expression) -> exp.Expression | None:
     return None
 
 
-def _offset_zone(node: exp.Expression) -> bool:
+def _etc_zone(node: exp.Expression) -> str | None:
+    """The Etc name of `node`'s zone, when it is an hour offset written as a constant."""
     zone = _zone(node)
-    return isinstance(zone, exp.Literal) and zone.is_string and _etc_name(zone.this) is not None
+    return _etc_name(zone.this) if isinstance(zone, exp.Literal) and zone.is_string else None
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
-    return any(map(_offset_zone, tree.find_all(exp.AtTimeZone, exp.Anonymous)))
+    return any(_etc_zone(node) is not None for node in tree.find_all(exp.AtTimeZone, exp.Anonymous))
 
 
 def postgres_zone(node: exp.Expression) -> exp.Expression:
     """`node` with an hour-offset zone written as its Etc name; any other node as it is."""
-    if not _offset_zone(node):
+    name = _etc_zone(node)
+    if name is None:
         return node
-    zone = _zone(node)
-    assert isinstance(zone, exp.Literal)
     rewritten = node.copy()
-    target = _zone(rewritten)
-    assert target is not None
-    target.replace(exp.Literal.string(_etc_name(zone.this) or zone.this))
+    zone = _zone(rewritten)
+    assert zone is not None  # (the copy has the zone the original has)
+    zone.replace(exp.Literal.string(name))
     return rewritten

@@ -26,10 +26,17 @@ Checker = Callable[[exp.Expression, TableInfo | None], Classification | None]
 _RANK = {Pushdown.EXACT: 0, Pushdown.INEXACT: 1, Pushdown.UNSUPPORTED: 2}
 
 
+def call(name: str, *arguments: exp.Expression) -> exp.Expression:
+    """A call of the engine's own function `name`, as written: anonymous, so no rewrite of
+    PostgreSQL's function of that name (hex() is to_hex(), regexp_replace() reads
+    PostgreSQL's patterns) takes it for one. The arguments are placed as given."""
+    return exp.Anonymous(this=name, expressions=list(arguments))
+
+
 def raised(message: str) -> exp.Expression:
     """DuckDB's error(message): the engine raises PostgreSQL's words where the dialect's
     rewrite met an argument PostgreSQL raises on (pgwire.engine_words gives the SQLSTATE)."""
-    return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
+    return call("error", exp.Literal.string(message))
 
 
 def ok(node: exp.Expression, table: TableInfo | None) -> None:
