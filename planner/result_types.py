@@ -301,7 +301,24 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         return _float_or_numeric(of(node.this), 0)
     if isinstance(node, (exp.Round, exp.Trunc)):
         return _rounded(of(node.this), node.args.get("decimals"))
+    if isinstance(node, (exp.Sqrt, exp.Exp, exp.Ln, exp.Log, exp.Pow)):
+        return _math(node, of)
     return None
+
+
+def _math(node: exp.Expression, of: Callable[[exp.Expression | None], str | None]) -> str | None:
+    """sqrt, exp, ln, log, log10, power: numeric when an argument is, float8 for integers
+    and floats; log(b, x) is numeric only (sqlglot reads log10(x) as log(10, x))."""
+    if isinstance(node, exp.Log) and node.expression is not None:
+        if node.meta.get("spelled") != "log10":
+            return "numeric"
+        arguments = [node.expression]
+    else:
+        arguments = [a for a in (node.this, node.expression) if a is not None]
+    bases = {_base(of(a)) for a in arguments}
+    if "numeric" in bases:
+        return "numeric"
+    return "float8" if bases <= {"int2", "int4", "int8", "float4", "float8"} else None
 
 
 def _literal(node: exp.Literal, negative: bool = False) -> str | None:

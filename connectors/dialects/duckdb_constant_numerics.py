@@ -17,7 +17,11 @@ here, with numeric.c's rules, into the one constant it is:
   quotient's multiple, at the larger scale, with the dividend's sign;
 - integers keep PostgreSQL's integer arithmetic (int4, or int8 past int4's range): a
   subtree that overflows its integer type, or divides by zero, is not computed here, and
-  the engine raises PostgreSQL's error for it as before.
+  the engine raises PostgreSQL's error for it as before;
+- sqrt(), exp(), ln(), log() and log10() of a numeric, and log(b, x) of any numbers
+  (PostgreSQL's only two-argument log is numeric): computed at numeric.c's scale by
+  `connectors.dialects.numeric_math` (of an integer they are float8 functions, DuckDB's);
+  NULL::numeric among their arguments (or power()'s) makes them NULL::numeric.
 
 A result of up to 38 digits (and scale) is handed to DuckDB as a DECIMAL of exactly its
 digits and scale. A wider one is PostgreSQL's numeric text when it is an output of the
@@ -33,6 +37,7 @@ from sqlglot import exp
 
 from connectors.base import NUMERIC_OUTPUTS
 from connectors.dialects.duckdb_literals import MAX_DIGITS, pg_text
+from connectors.dialects.numeric_math import numeric_exp, numeric_ln, numeric_log, numeric_sqrt
 
 T = exp.DataType.Type
 INT4, INT8, NUMERIC = "int4", "int8", "numeric"
@@ -40,16 +45,20 @@ _RANGES = {INT4: 2**31, INT8: 2**63}
 _WIDEST = 1000  # digits: a larger intermediate value is left to the engine (and refused)
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
 _WRAPPERS = (exp.Paren, exp.Neg, exp.Cast)
+_MATH = (exp.Sqrt, exp.Exp, exp.Ln, exp.Log)  # numeric in PostgreSQL when an argument is
 _OPERANDS = (exp.Literal,) + _WRAPPERS + _ARITHMETIC
+_ONE_ARGUMENT = {exp.Sqrt: numeric_sqrt, exp.Exp: numeric_exp, exp.Ln: numeric_ln}
 
 # (unscaled digits, display scale, PostgreSQL type: int4, int8 or numeric)
 Value = tuple[int, int, str]
 
 
 def needs_rewrite(tree: exp.Expression) -> bool:
-    """Whether `tree` has arithmetic of two constants (a cheap look: `value_of` decides)."""
+    """Whether `tree` has arithmetic of two constants, or a function of _MATH of constants
+    (a cheap look: `value_of` decides)."""
     return any(isinstance(node.this, _OPERANDS) and isinstance(node.expression, _OPERANDS)
-               for node in tree.find_all(*_ARITHMETIC))
+               for node in tree.find_all(*_ARITHMETIC)) \
+        or any(isinstance(node.this, _OPERANDS) for node in tree.find_all(*_MATH, exp.Pow))
 
 
 def _integer(value: int) -> Value:
@@ -167,7 +176,37 @@ def value_of(node: exp.Expression) -> Value | None:
     if isinstance(node, _ARITHMETIC):
         a, b = value_of(node.this), value_of(node.expression)
         return None if a is None or b is None else _combine(node, a, b)
+    if isinstance(node, _MATH):
+        return _math(node)
     return None
+
+
+def _math(node: exp.Expression) -> Value | None:
+    """A function of _MATH of constants, when PostgreSQL computes it in numeric."""
+    spelled_log10 = node.meta.get("spelled") == "log10"  # sqlglot reads log10(x) as log(10, x)
+    if isinstance(node, exp.Log) and node.expression is not None and not spelled_log10:
+        base, x = value_of(node.this), value_of(node.expression)  # log(numeric, numeric)
+        computed = None if base is None or x is None else numeric_log(base[:2], x[:2])
+    else:
+        x = value_of(node.expression if spelled_log10 else node.this)
+        if x is None or x[2] != NUMERIC:
+            return None  # of an integer: the float8 function (DuckDB's double is its answer)
+        compute = _ONE_ARGUMENT.get(type(node))
+        computed = compute(x[:2]) if compute is not None else numeric_log((10, 0), x[:2])
+    if computed is None or len(str(abs(computed[0]))) > _WIDEST:
+        return None
+    return computed[0], computed[1], NUMERIC
+
+
+def _null_math(node: exp.Expression) -> bool:
+    """A function of _MATH (or power()) PostgreSQL answers NULL::numeric: a NULL::numeric
+    argument, the others constants or NULL::numeric too."""
+    if not isinstance(node, (*_MATH, exp.Pow)):
+        return False
+    arguments = [a for a in (node.this, node.expression) if a is not None]
+    nulls = [isinstance(a, exp.Cast) and isinstance(a.this, exp.Null) and a.to.this == T.DECIMAL
+             and not a.to.expressions for a in arguments]
+    return any(nulls) and all(null or value_of(a) is not None for a, null in zip(arguments, nulls))
 
 
 def numeric_text(value: Value) -> str:
@@ -196,8 +235,14 @@ def fold_numeric_constants(tree: exp.Expression, client: exp.Select | None) -> e
         outputs = {id(item.unalias()) for i, item in enumerate(client.expressions) if i in allowed}
 
     def fold(node: exp.Expression) -> None:
-        # Arithmetic only: a lone literal or cast is the engine's as before.
-        if isinstance(node, _ARITHMETIC) or (isinstance(node, _WRAPPERS) and node.find(*_ARITHMETIC)):
+        if _null_math(node):
+            null = exp.Cast(this=exp.Null(), to=exp.DataType.build("DECIMAL"))
+            null.type = node.type
+            node.replace(null)
+            return
+        # Arithmetic and _MATH only: a lone literal or cast is the engine's as before.
+        if isinstance(node, _ARITHMETIC + _MATH) or \
+                (isinstance(node, _WRAPPERS) and node.find(*_ARITHMETIC, *_MATH)):
             value = value_of(node)
             if value is not None and value[2] == NUMERIC:
                 replacement = _constant(value, id(node) in outputs)

@@ -11,6 +11,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from connectors.base import CLIENT_OUTPUTS, NUMERIC_OUTPUTS
 from connectors.dialects.duckdb import to_duckdb
 from connectors.dialects.duckdb_constant_numerics import numeric_text, value_of
+from planner.parse import parse_query
 
 
 def value(sql: str) -> str | None:
@@ -64,3 +65,27 @@ def test_a_wider_client_output_is_its_numeric_text() -> None:
     product = 4790999999999999999999999999999999 * 9999999999999999999999999
     assert render("SELECT 4790999999999999999999999999999999 * 9999999999999999999999999 AS p",
                   frozenset({0})) == f"SELECT '{product}' AS p"
+
+
+def planned(sql: str) -> str:
+    """As `render`, parsed as the planner parses (which marks log10(x), read as log(10, x))."""
+    tree = annotate_types(parse_query(sql))
+    tree.meta[CLIENT_OUTPUTS] = True
+    tree.meta[NUMERIC_OUTPUTS] = frozenset()
+    return to_duckdb(tree)
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT ln(2.5)", "SELECT CAST('0.9162907318741551' AS DECIMAL(16, 16))"),
+    ("SELECT log10(2.5), log(2, 8)", "SELECT CAST('0.3979400086720376' AS DECIMAL(16, 16)), "
+                                     "CAST('3.0000000000000000' AS DECIMAL(17, 16))"),
+    ("SELECT ln(2.5) * 2", "SELECT CAST('1.8325814637483102' AS DECIMAL(17, 16))"),
+    ("SELECT power(2, NULL::numeric)", "SELECT CAST(NULL AS DECIMAL(38, 10))"),
+])
+def test_numeric_functions_of_constants_are_computed(sql: str, expected: str) -> None:
+    assert planned(sql) == expected
+
+
+@pytest.mark.parametrize("sql", ["SELECT ln(2)", "SELECT sqrt(2)", "SELECT log10(100)"])
+def test_functions_of_integers_stay_float8_in_the_engine(sql: str) -> None:
+    assert "CAST(" not in planned(sql)  # DuckDB's double, PostgreSQL's float8 answer
