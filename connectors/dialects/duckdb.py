@@ -49,6 +49,7 @@ from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
 from connectors.dialects import duckdb_constant_numerics as constant_numerics
+from connectors.dialects import duckdb_numeric_calls as numeric_calls
 from connectors.dialects import duckdb_deviations as deviations
 from connectors.dialects import duckdb_quoting as quoting
 from connectors.dialects import duckdb_regression as regression
@@ -276,13 +277,16 @@ def to_duckdb(tree: exp.Expression) -> str:
     client = _client_select(tree)
     folds = constant_numerics.needs_rewrite(tree)
     deviates = client is not None and deviations.needs_rewrite(client)
-    if folds or deviates:
+    calls = client is not None and numeric_calls.needs_rewrite(client)
+    if folds or deviates or calls:
         tree = tree.copy()
         client = _client_select(tree)
         if folds:
             tree = constant_numerics.fold_numeric_constants(tree, client)
         if deviates:
             deviations.exact_deviations(client)
+        if calls and client is not None:  # after the folding: of constants, a constant
+            numeric_calls.numeric_calls(client)
     if grouping_sets.needs_rewrite(tree):  # before the refusals: DuckDB has no GROUP BY DISTINCT
         tree = tree.transform(grouping_sets.distinct_grouping_sets)
     functions.refuse_unfaithful(tree)

@@ -101,7 +101,7 @@ def _exact_call(node: exp.Expression) -> exp.Expression | None:
         exact_sum(digits), exact_sum(square), exp.Literal.number(scale)])
 
 
-def _compared(client: exp.Select, position: int, name: str) -> bool:
+def compared_output(client: exp.Select, position: int, name: str) -> bool:
     """Whether the statement compares output `position` (1-based) as a value: under
     DISTINCT, or named by its position or name in ORDER BY or GROUP BY. Its text would
     compare as text (`'10.5' < '9.5'`), so such an output is left as it was (refused)."""
@@ -122,7 +122,7 @@ def exact_deviations(client: exp.Select) -> None:
     allowed = client.meta.get(NUMERIC_OUTPUTS, frozenset())
     for i, item in enumerate(client.expressions):
         node = item.unalias()
-        call = _exact_call(node) if i in allowed and not _compared(client, i + 1, item.alias_or_name) \
+        call = _exact_call(node) if i in allowed and not compared_output(client, i + 1, item.alias_or_name) \
             else None
         if call is not None:
             node.replace(call)

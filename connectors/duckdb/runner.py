@@ -29,6 +29,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from connectors.dialects.duckdb_deviations import DEVIATION_FUNCTION, deviation
+from connectors.dialects.duckdb_numeric_calls import NUMERIC_CALL_FUNCTION, numeric_call
 from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError, from_exception
 
 T = TypeVar("T")
@@ -72,6 +73,8 @@ class DuckDBRunner:
         self._con = connection
         # What the DuckDB dialect's rewrites call (its cursors share the connection's).
         connection.create_function(DEVIATION_FUNCTION, deviation, [VARCHAR, BIGINT, VARCHAR, VARCHAR, INTEGER],
+                                   VARCHAR, null_handling="special")
+        connection.create_function(NUMERIC_CALL_FUNCTION, numeric_call, [VARCHAR, VARCHAR, INTEGER, VARCHAR, INTEGER],
                                    VARCHAR, null_handling="special")
         for stmt in SESSION_SETUP:
             self._con.execute(stmt)

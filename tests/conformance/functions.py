@@ -246,6 +246,18 @@ def function_statements() -> list[Statement]:
                       True, function="json_agg") for call in ("json_agg(s ORDER BY id)", "json_agg(id)")]
     out.append(Statement("functions: window", "SELECT id, json_agg(id) OVER (ORDER BY id) FROM t ORDER BY id",
                          True, function="json_agg"))
+    # numeric functions of a numeric (or, for log(b, x), an integer) column
+    out += [Statement("functions: math", sql, True, function=function) for function, sql in [
+        ("sqrt", "SELECT id, sqrt(n) FROM t WHERE n >= 0 ORDER BY id"),
+        ("sqrt", "SELECT id, sqrt(n) FROM t ORDER BY id"),  # -2.25: 2201F
+        ("sqrt", "SELECT id, sqrt(n::numeric(12, 5)) AS r FROM t WHERE n > 0 ORDER BY id"),
+        ("exp", "SELECT id, exp(n) FROM t ORDER BY id"),
+        ("ln", "SELECT id, ln(n) FROM t WHERE n > 0 ORDER BY id"),
+        ("log", "SELECT id, log(n), log(2, n), log(0.5, n) FROM t WHERE n > 0 ORDER BY id"),
+        ("log", "SELECT id, log(2, id), log(10, k) FROM t WHERE k > 0 ORDER BY id"),
+        ("log10", "SELECT id, log10(n) FROM t WHERE n > 0 ORDER BY id"),
+        ("sqrt", "SELECT sqrt(n) AS r FROM t WHERE n > 0 ORDER BY r"),  # compared: refused
+        ("ln", "SELECT id, ln(n) + 1 FROM t WHERE n > 0 ORDER BY id")]]  # in an expression: refused
     for category, functions in PROBES.items():
         for function, calls in functions.items():
             for call in calls:
