@@ -170,7 +170,11 @@ _REWORDINGS: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
                              "PostgreSQL sources: write t.field"),
                             (re.compile(r"^Unimplemented type for cast \((.+) -> (.+)\)"),
                              "a cast from {0} to {1} in the engine is not supported by fedgate "
-                             "outside PostgreSQL sources")),
+                             "outside PostgreSQL sources"),
+                            # a function the DuckDB runner registers refused a value
+                            # (connectors.dialects.duckdb_numeric_calls)
+                            (re.compile(r"^Python exception occurred while executing the UDF: \w+: (.+)$"),
+                             "{0}")),
     CARDINALITY_VIOLATION: ((re.compile(r"^More than one row returned by a subquery used as an expression"),
                             "more than one row returned by a subquery used as an expression"),),
 }

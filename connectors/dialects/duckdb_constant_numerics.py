@@ -18,10 +18,10 @@ here, with numeric.c's rules, into the one constant it is:
 - integers keep PostgreSQL's integer arithmetic (int4, or int8 past int4's range): a
   subtree that overflows its integer type, or divides by zero, is not computed here, and
   the engine raises PostgreSQL's error for it as before;
-- sqrt(), exp(), ln(), log() and log10() of a numeric, and log(b, x) of any numbers
-  (PostgreSQL's only two-argument log is numeric): computed at numeric.c's scale by
-  `connectors.dialects.numeric_math` (of an integer they are float8 functions, DuckDB's);
-  NULL::numeric among their arguments (or power()'s) makes them NULL::numeric.
+- sqrt(), exp(), ln(), log(), log10() and power() of a numeric, and log(b, x) of any
+  numbers (PostgreSQL's only two-argument log is numeric): computed at numeric.c's scale
+  by `connectors.dialects.numeric_math` (of integers they are float8 functions, DuckDB's);
+  NULL::numeric among their arguments makes them NULL::numeric.
 
 A result of up to 38 digits (and scale) is handed to DuckDB as a DECIMAL of exactly its
 digits and scale. A wider one is PostgreSQL's numeric text when it is an output of the
@@ -37,7 +37,7 @@ from sqlglot import exp
 
 from connectors.base import NUMERIC_OUTPUTS
 from connectors.dialects.duckdb_literals import MAX_DIGITS, pg_text
-from connectors.dialects.numeric_math import numeric_exp, numeric_ln, numeric_log, numeric_sqrt
+from connectors.dialects.numeric_math import numeric_exp, numeric_ln, numeric_log, numeric_power, numeric_sqrt
 
 T = exp.DataType.Type
 INT4, INT8, NUMERIC = "int4", "int8", "numeric"
@@ -45,7 +45,7 @@ _RANGES = {INT4: 2**31, INT8: 2**63}
 _WIDEST = 1000  # digits: a larger intermediate value is left to the engine (and refused)
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
 _WRAPPERS = (exp.Paren, exp.Neg, exp.Cast)
-_MATH = (exp.Sqrt, exp.Exp, exp.Ln, exp.Log)  # numeric in PostgreSQL when an argument is
+_MATH = (exp.Sqrt, exp.Exp, exp.Ln, exp.Log, exp.Pow)  # numeric in PostgreSQL when an argument is
 _OPERANDS = (exp.Literal,) + _WRAPPERS + _ARITHMETIC
 _ONE_ARGUMENT = {exp.Sqrt: numeric_sqrt, exp.Exp: numeric_exp, exp.Ln: numeric_ln}
 
@@ -58,7 +58,7 @@ def needs_rewrite(tree: exp.Expression) -> bool:
     (a cheap look: `value_of` decides)."""
     return any(isinstance(node.this, _OPERANDS) and isinstance(node.expression, _OPERANDS)
                for node in tree.find_all(*_ARITHMETIC)) \
-        or any(isinstance(node.this, _OPERANDS) for node in tree.find_all(*_MATH, exp.Pow))
+        or any(isinstance(node.this, _OPERANDS) for node in tree.find_all(*_MATH))
 
 
 def _integer(value: int) -> Value:
@@ -187,6 +187,11 @@ def _math(node: exp.Expression) -> Value | None:
     if isinstance(node, exp.Log) and node.expression is not None and not spelled_log10:
         base, x = value_of(node.this), value_of(node.expression)  # log(numeric, numeric)
         computed = None if base is None or x is None else numeric_log(base[:2], x[:2])
+    elif isinstance(node, exp.Pow):
+        base, x = value_of(node.this), value_of(node.expression)
+        if base is None or x is None or NUMERIC not in (base[2], x[2]):
+            return None  # of integers: the float8 function
+        computed = numeric_power(base[:2], x[:2])
     else:
         x = value_of(node.expression if spelled_log10 else node.this)
         if x is None or x[2] != NUMERIC:
@@ -199,9 +204,9 @@ def _math(node: exp.Expression) -> Value | None:
 
 
 def _null_math(node: exp.Expression) -> bool:
-    """A function of _MATH (or power()) PostgreSQL answers NULL::numeric: a NULL::numeric
-    argument, the others constants or NULL::numeric too."""
-    if not isinstance(node, (*_MATH, exp.Pow)):
+    """A function of _MATH PostgreSQL answers NULL::numeric: a NULL::numeric argument,
+    the others constants or NULL::numeric too."""
+    if not isinstance(node, _MATH):
         return False
     arguments = [a for a in (node.this, node.expression) if a is not None]
     nulls = [isinstance(a, exp.Cast) and isinstance(a.this, exp.Null) and a.to.this == T.DECIMAL

@@ -24,9 +24,9 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
   words (pgwire.errors gives them their SQLSTATE). A volatile argument is not checked:
   it would be evaluated twice;
 - `ln`, `log`, `sqrt`, `exp`, `power` of a numeric: numeric in PostgreSQL, computed to a
-  scale of its own, a double in DuckDB: refused (unless an argument raises anyway), but
-  of constants the first four were computed when planned
-  (connectors.dialects.duckdb_constant_numerics, before these rules);
+  scale of its own, a double in DuckDB: refused (unless an argument raises anyway); of
+  constants, and as an output of a column, they were computed before these rules
+  (connectors.dialects.duckdb_constant_numerics, duckdb_numeric_calls);
 - stddev, variance, stddev_pop/samp, var_pop/samp of an integer or numeric: numeric in
   PostgreSQL (to a scale of its own), a double in DuckDB. An output of the statement that
   is such a call on a column, constant or cast is computed exactly

@@ -1,4 +1,4 @@
-"""sqrt(), exp(), ln(), log() and log10() of a numeric column, as numeric.c computes them, on DuckDB.
+"""sqrt(), exp(), ln(), log(), log10() and power() of a numeric column, as numeric.c computes them, on DuckDB.
 
 PostgreSQL answers these in numeric, at a display scale it picks for each value
 (connectors.dialects.numeric_math has the rules); DuckDB answers a DOUBLE. Of constants
@@ -14,8 +14,11 @@ arguments PostgreSQL raises on raise its words first:
             ELSE fedgate_numeric_call('sqrt', CAST(CAST(n * 100 AS HUGEINT) AS VARCHAR), 2,
                                       NULL, 0) END
 
-log(b, x) is taken with a constant base (positive, not 1); exp() of a value beyond
-±1000 raises 0A000 when met. As for connectors.dialects.duckdb_deviations, the output is
+log(b, x) is taken with a constant base (positive, not 1); power(x, y) with each of x
+and y a column, a cast or a constant, one of them numeric. A value this cannot compute
+as PostgreSQL does (exp() beyond ±1000, a power too large, or one exactly between two
+values at its scale: connectors.dialects.numeric_math) raises 0A000 when met. As for
+connectors.dialects.duckdb_deviations, the output is
 not one the statement compares (DISTINCT, or ORDER BY/GROUP BY naming it: its text would
 compare as text); such an output, and a call inside an expression, is left to
 connectors.dialects.duckdb_functions, which refuses it.
@@ -28,37 +31,91 @@ from sqlglot import exp
 from connectors.base import NUMERIC_OUTPUTS, volatile_reason
 from connectors.dialects.duckdb_constant_numerics import NUMERIC, numeric_text, value_of
 from connectors.dialects.duckdb_deviations import compared_output
+from connectors.dialects.duckdb_floats import COMPLEX_RESULT, ZERO_TO_NEGATIVE
 from connectors.dialects.duckdb_functions import (LOG_OF_NEGATIVE, LOG_OF_ZERO, SQUARE_ROOT_OF_NEGATIVE,
                                                   exact_digits)
-from connectors.dialects.numeric_math import numeric_exp, numeric_ln, numeric_log, numeric_sqrt
+from connectors.dialects.numeric_math import numeric_exp, numeric_ln, numeric_log, numeric_power, numeric_sqrt
 from connectors.dialects.rules import raised
 
 NUMERIC_CALL_FUNCTION = "fedgate_numeric_call"
-EXP_LIMIT = 1000
-TOO_LARGE = "exp() of a numeric beyond ±1000 is not supported by fedgate outside PostgreSQL sources"
-_CALLS = (exp.Sqrt, exp.Exp, exp.Ln, exp.Log)
+_CALLS = (exp.Sqrt, exp.Exp, exp.Ln, exp.Log, exp.Pow)
+_ONE_ARGUMENT = {"sqrt": numeric_sqrt, "exp": numeric_exp, "ln": numeric_ln}
 
 
-def numeric_call(name: str, digits: str | None, scale: int, base: str | None, base_scale: int) -> str | None:
-    """PostgreSQL's text of `name` (sqrt, exp, ln, log) of the numeric whose unscaled
-    digits are `digits` at `scale`; log's base likewise. NULL for a NULL argument (the
-    functions are strict); the SQL around the call raised for the arguments PostgreSQL
-    raises on."""
-    if digits is None or (name == "log" and base is None):
+def numeric_call(name: str, digits: str | None, scale: int, other: str | None, other_scale: int) -> str | None:
+    """PostgreSQL's text of `name` (sqrt, exp, ln, log, power) of the numeric whose
+    unscaled digits are `digits` at `scale`, and for log its base, for power its exponent
+    (`other`, likewise). NULL for a NULL argument (the functions are strict); the SQL
+    around the call raised for the arguments PostgreSQL raises on."""
+    if digits is None or (name in ("log", "power") and other is None):
         return None
     value = (int(digits), scale)
-    if name == "log":
-        assert base is not None
-        result = numeric_log((int(base), base_scale), value)
+    if name in ("log", "power"):
+        assert other is not None
+        second = (int(other), other_scale)
+        result = numeric_log(second, value) if name == "log" else numeric_power(value, second)
     else:
-        result = {"sqrt": numeric_sqrt, "exp": numeric_exp, "ln": numeric_ln}[name](value)
-    if result is None:  # the checks around the call rule these out
-        raise ValueError(f"{name}() of {digits}e-{scale} was not checked")
+        result = _ONE_ARGUMENT[name](value)
+    if result is None:  # what numeric_math leaves to PostgreSQL (the checks rule out the rest)
+        raise ValueError(f"{name}() of these numerics is not supported by fedgate outside "
+                         "PostgreSQL sources")
     return numeric_text((*result, NUMERIC))
 
 
 def needs_rewrite(client: exp.Select) -> bool:
     return any(isinstance(item.unalias(), _CALLS) for item in client.expressions)
+
+
+def _operand(argument: exp.Expression) -> exp.Expression | None:
+    """A power() operand read as a numeric of known scale: a column, a cast or a number
+    constant, not volatile."""
+    if isinstance(argument, (exp.Column, exp.Cast, exp.Literal, exp.Neg)) and volatile_reason(argument) is None:
+        return argument
+    return None
+
+
+def _power(node: exp.Pow) -> exp.Expression | None:
+    """power(x, y) of a numeric (an integer's power is the float8 function's)."""
+    base, exponent = _operand(node.this), _operand(node.expression)
+    if base is None or exponent is None:
+        return None
+    numeric = [kind is not None and kind.this == exp.DataType.Type.DECIMAL
+               for kind in (_kind(base), _kind(exponent))]
+    found = [exact_digits(base.copy()), exact_digits(exponent.copy())]
+    if not any(numeric) or found[0] is None or found[1] is None:
+        return None
+    (x, x_scale), (y, y_scale) = found
+    zero = exp.Literal.number(0)
+    failures = [(exp.and_(exp.EQ(this=base.copy(), expression=zero), exp.LT(this=exponent.copy(), expression=zero.copy())),
+                 ZERO_TO_NEGATIVE),
+                (exp.and_(exp.LT(this=base.copy(), expression=zero.copy()),
+                          exp.NEQ(this=exponent.copy(), expression=exp.func("trunc", exponent.copy()))),
+                 COMPLEX_RESULT)]
+    return _checked_call("power", failures, x, x_scale, y, y_scale)
+
+
+def _kind(argument: exp.Expression) -> exp.DataType | None:
+    if isinstance(argument, exp.Cast):
+        return argument.to
+    number = argument.this if isinstance(argument, exp.Neg) else argument
+    if isinstance(number, exp.Literal):  # a constant with a point or an exponent is numeric
+        return exp.DataType.build("DECIMAL" if not number.this.isdigit() else "INT")
+    return argument.type
+
+
+def _checked_call(name: str, failures: list[tuple[exp.Expression, str]], digits: exp.Expression,
+                  scale: int, other: exp.Expression | None, other_scale: int) -> exp.Expression:
+    """The registered function's call behind PostgreSQL's errors for `failures`."""
+    def text(value: exp.Expression) -> exp.Expression:
+        return exp.Cast(this=value, to=exp.DataType.build("VARCHAR"))
+
+    answer = exp.Anonymous(this=NUMERIC_CALL_FUNCTION, expressions=[
+        exp.Literal.string(name), text(digits), exp.Literal.number(scale),
+        text(other) if other is not None else exp.Null(), exp.Literal.number(other_scale)])
+    if not failures:
+        return answer
+    return exp.Case(ifs=[exp.If(this=condition, true=raised(message)) for condition, message in failures],
+                    default=answer)
 
 
 def _argument(node: exp.Expression) -> exp.Expression | None:
@@ -80,6 +137,8 @@ def _argument(node: exp.Expression) -> exp.Expression | None:
 
 def _call(node: exp.Expression) -> exp.Expression | None:
     """The written-out call for output `node` (see the module docstring), or None."""
+    if isinstance(node, exp.Pow):
+        return _power(node)
     argument = _argument(node)
     found = exact_digits(argument.copy()) if argument is not None else None
     if argument is None or found is None:
@@ -94,21 +153,14 @@ def _call(node: exp.Expression) -> exp.Expression | None:
             return None  # a base that is not a constant, or one PostgreSQL raises on
         base = known[0], known[1]
     name = "log" if isinstance(node, exp.Log) else node.key  # sqrt, exp, ln
+    failures: list[tuple[exp.Expression, str]] = []
     if isinstance(node, exp.Sqrt):
         failures = [(exp.LT(this=argument.copy(), expression=zero), SQUARE_ROOT_OF_NEGATIVE)]
-    elif isinstance(node, exp.Exp):
-        limit = exp.Literal.number(EXP_LIMIT)
-        failures = [(exp.GT(this=exp.Abs(this=argument.copy()), expression=limit), TOO_LARGE)]
-    else:
+    elif not isinstance(node, exp.Exp):
         failures = [(exp.LT(this=argument.copy(), expression=zero), LOG_OF_NEGATIVE),
                     (exp.EQ(this=argument.copy(), expression=zero.copy()), LOG_OF_ZERO)]
-    text = exp.Cast(this=digits, to=exp.DataType.build("VARCHAR"))
-    answer = exp.Anonymous(this=NUMERIC_CALL_FUNCTION, expressions=[
-        exp.Literal.string(name), text, exp.Literal.number(scale),
-        exp.Literal.string(str(base[0])) if isinstance(node, exp.Log) else exp.Null(),
-        exp.Literal.number(base[1])])
-    return exp.Case(ifs=[exp.If(this=condition, true=raised(message)) for condition, message in failures],
-                    default=answer)
+    other = exp.Literal.string(str(base[0])) if isinstance(node, exp.Log) else None
+    return _checked_call(name, failures, digits, scale, other, base[1])
 
 
 def numeric_calls(client: exp.Select) -> None:

@@ -1,4 +1,4 @@
-"""sqrt(), exp(), ln() and log() of numerics, to the scale and digits numeric.c gives.
+"""sqrt(), exp(), ln(), log() and power() of numerics, to the scale and digits numeric.c gives.
 
 PostgreSQL computes these on numeric arguments in numeric, at a display scale it picks
 from the argument (numeric_sqrt, numeric_exp, numeric_ln, log_var): enough for 16
@@ -9,19 +9,24 @@ at most 1000, and the value rounded half away from zero at that scale:
     exp(2.5)       12.182493960703473     (scale 15: 2.5 * log10(e) truncates to 1)
     ln(2.5)        0.9162907318741551     (scale 16: ln's estimated weight is 0)
     log(2, 8)      3.0000000000000000     (ln(8) / ln(2), at 16 - (0 - 0))
+    power(2.5, 3)  15.6250000000000000    (an integer exponent: at 16 places or the base's)
+    power(2, 2.5)  5.6568542494923802     (at 16 - trunc(2.5 * ln(2) * log10(e)))
 
 DuckDB answers in double precision, a float8 with other digits, so the DuckDB dialect
 computes these here when the arguments are constants (connectors.dialects.duckdb_constant_numerics).
-A value is (unscaled digits, display scale): 2.50 is (250, 2). The root is exact (integer
-square root); exp, ln and log are computed by Python's decimal, correctly rounded at
-thirty digits more than the result needs, then rounded half up at PostgreSQL's scale.
-numeric.c carries eight guard digits itself, so the two agree unless the true value lies
-within about 1e-8 of a unit of the last place of a rounding boundary: never for a
-transcendental result of a short constant.
+A value is (unscaled digits, display scale): 2.50 is (250, 2). The root, and a power to
+an integer exponent, are exact (integer arithmetic); exp, ln, log and other powers are
+computed by Python's decimal, correctly rounded at thirty digits more than the result
+needs, then rounded half up at PostgreSQL's scale. numeric.c carries eight guard digits
+itself, so the two agree unless the true value lies within about 1e-8 of a unit of the
+last place of a rounding boundary: never for a transcendental result of a short
+constant. An exact power that lies on such a boundary (0.5 ^ 17 at 16 places), which
+numeric.c's approximate products or division might round either way, is not computed.
 
 Arguments PostgreSQL raises on (a negative root, the logarithm of zero or of a negative
-number, log base 1) and values too large to compute here give None: the caller leaves
-those to the engine's rules, as before.
+number, log base 1, zero to a negative power, a negative number to a non-integer one)
+and values too large to compute here give None: the caller leaves those to the engine's
+rules, as before.
 """
 
 from __future__ import annotations
@@ -140,3 +145,68 @@ def numeric_log(base: Value, value: Value) -> Value | None:
         # ln(value) may be tiny (value near 1): enough digits for the quotient's places
         context.prec = rscale + abs(result_dweight) + 2 * _GUARD
         return _rounded(_decimal(value).ln() / _decimal(base).ln(), rscale)
+
+
+_INT32 = 2 ** 31
+_POWER_DIGITS = 20_000  # digits of an exact integer power computed here, at most
+_MAX_LN_PRODUCT = MAX_RESULT_SCALE * 3.01  # power_var's overflow/underflow test
+
+
+def _half_up(numerator: int, denominator: int, ties: bool) -> int | None:
+    """numerator / denominator (denominator > 0) rounded half away from zero; on an exact
+    half None unless `ties` (see the module docstring)."""
+    q, r = divmod(abs(numerator), denominator)
+    if 2 * r == denominator and not ties:
+        return None
+    q += 2 * r >= denominator
+    return -q if numerator < 0 else q
+
+
+def numeric_power(base: Value, exponent: Value) -> Value | None:
+    """power_var: an integer exponent within int4 by power_var_int (at 16 places, or the
+    base's scale if more), any other from exp(exponent * ln(base)) at a scale chosen from
+    a first, 8-digit estimate of that product."""
+    (digits, scale), (e_digits, e_scale) = base, exponent
+    if digits == 0 and e_digits < 0:
+        return None  # 2201F, the engine's check raises it
+    if e_digits % 10 ** e_scale == 0 and -_INT32 <= e_digits // 10 ** e_scale < _INT32:
+        return _integer_power(base, e_digits // 10 ** e_scale, _clamped(MIN_SIG_DIGITS, scale))
+    if digits == 0:
+        return 0, MIN_SIG_DIGITS
+    if digits < 0:
+        return None  # 2201F (or an integer exponent beyond int4: left to the engine)
+    x, e = _decimal(base), _decimal(exponent)
+    ln_dweight = estimate_ln_dweight(base)
+    local = max(8 - ln_dweight, 0)
+    with localcontext() as context:
+        context.prec = local + len(str(abs(e_digits))) + 40
+        places = Decimal(1).scaleb(-local)
+        ln_base = x.ln().quantize(places, rounding=ROUND_HALF_UP)  # ln_var at `local` places
+        estimate = (ln_base * e).quantize(places, rounding=ROUND_HALF_UP)  # mul_var likewise
+    if abs(float(estimate)) > _MAX_LN_PRODUCT:
+        return None  # overflow (22003), or zero at 1000 places: left to the engine
+    weight = float(estimate) * 0.434294481903252
+    rscale = _clamped(MIN_SIG_DIGITS - int(weight), scale, e_scale)
+    with localcontext() as context:
+        context.prec = rscale + max(int(weight), 0) + len(str(abs(e_digits))) + _GUARD + 10
+        return _rounded((e * x.ln()).exp(), rscale)
+
+
+def _integer_power(base: Value, n: int, rscale: int) -> Value | None:
+    """power_var_int: base ^ n, exact, rounded half up at `rscale`."""
+    digits, scale = base
+    if n == 0:
+        return 10 ** rscale, rscale
+    if digits == 0:
+        return 0, rscale
+    if len(str(abs(digits))) * abs(n) > _POWER_DIGITS:
+        return None  # too large to compute here (or PostgreSQL's overflow): the engine's
+    power, places = digits ** abs(n), scale * abs(n)  # |base| ^ |n| = power / 10^places
+    ties = abs(n) <= 2  # base, base * base and 1 / base are exact in numeric.c too
+    if n < 0:
+        rounded = _half_up(10 ** (places + rscale) * (1 if power > 0 else -1), abs(power), ties)
+    elif places > rscale:
+        rounded = _half_up(power * 10 ** rscale, 10 ** places, ties)
+    else:
+        rounded = power * 10 ** (rscale - places)
+    return None if rounded is None else (rounded, rscale)

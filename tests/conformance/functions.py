@@ -46,7 +46,9 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "log": _calls("log", ["log({v})", "log(2, {v})"], NUM) + ["log(2, 8)", "log(10, 1000)", "log(1, 2.5)",
                                                                  "log(0.5, 0.25)", "log(2.0)"],
         "log10": _calls("log10", ["log10({v})"], NUM) + ["log10(0.001)", "log10(100)", "log10(NULL::numeric)"],
-        "power": _calls("power", ["power({v}, 2)", "power(2, {v})"], NUM), "mod": _calls("mod", ["mod({v}, 3)"], NUM),
+        "power": _calls("power", ["power({v}, 2)", "power(2, {v})"], NUM) + [
+            "power(2.5, 3)", "power(0.5, 17)", "power(2.0, -17)", "power(1.5, -1)", "power(-2.5, 3)", "power(0, 2.5)",
+            "power(10, -3.0)", "power(-8, 0.5)", "power(0.0, -1)", "power(1.1, 100)", "power(2.5, 1.0)", "2.5 ^ 2"], "mod": _calls("mod", ["mod({v}, 3)"], NUM),
         "div": _calls("div", ["div({v}, 2)"], NUM), "gcd": ["gcd(12, 18)", "gcd(0, 0)", "gcd(-4, 6)", "gcd(NULL::int, 2)"],
         "lcm": ["lcm(4, 6)", "lcm(0, 5)", "lcm(-4, 6)"], "factorial": ["factorial(5)", "factorial(0)", "factorial(-1)"],
         "pi": ["pi()"], "degrees": _calls("degrees", ["degrees({v})"], NUM), "radians": _calls("radians", ["radians({v})"], NUM),
@@ -256,6 +258,10 @@ def function_statements() -> list[Statement]:
         ("log", "SELECT id, log(n), log(2, n), log(0.5, n) FROM t WHERE n > 0 ORDER BY id"),
         ("log", "SELECT id, log(2, id), log(10, k) FROM t WHERE k > 0 ORDER BY id"),
         ("log10", "SELECT id, log10(n) FROM t WHERE n > 0 ORDER BY id"),
+        ("power", "SELECT id, power(n, 2), power(n, 3), power(2, n), n ^ 2 FROM t ORDER BY id"),
+        ("power", "SELECT id, power(n, -1) FROM t WHERE n <> 0 ORDER BY id"),
+        ("power", "SELECT id, power(n, 0.5) FROM t ORDER BY id"),  # -2.25: 2201F
+        ("power", "SELECT id, power(n, g) FROM t WHERE n > 0 ORDER BY id"),
         ("sqrt", "SELECT sqrt(n) AS r FROM t WHERE n > 0 ORDER BY r"),  # compared: refused
         ("ln", "SELECT id, ln(n) + 1 FROM t WHERE n > 0 ORDER BY id")]]  # in an expression: refused
     for category, functions in PROBES.items():

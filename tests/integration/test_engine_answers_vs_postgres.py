@@ -124,7 +124,8 @@ TABLE_STATEMENTS = {
     # numeric at numeric.c's scale (connectors.dialects.duckdb_numeric_calls), NULL and
     # zero rows included; log(b, x) is numeric only, of an integer column too
     "numeric_functions_of_columns": "SELECT col, log(2, col), sqrt(col::numeric(6, 1)), exp((ten * 1.5)::numeric(4, 1)), "
-                                    "ln(col::numeric(6, 2)), log10(col::numeric(5, 1)) FROM t WHERE col > 0 "
+                                    "ln(col::numeric(6, 2)), log10(col::numeric(5, 1)), power(col::numeric(4, 1), 3), "
+                                    "power(2, (col * 0.5)::numeric(6, 1)) FROM t WHERE col > 0 "
                                     "ORDER BY col",
     # Arrays in binary (asyncpg asks so): a PostgreSQL source's rows carry them as text.
     "array_aggregates": "SELECT ten, array_agg(col ORDER BY col), array_agg(name ORDER BY col) "

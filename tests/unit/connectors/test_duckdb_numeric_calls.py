@@ -32,9 +32,23 @@ def render(sql: str, numeric_outputs: frozenset[int] = frozenset({0})) -> str:
     (("log", "1234", 2, "10", 0), "1.0913151596972229"),
     (("sqrt", None, 2, None, 0), None),
     (("log", "8", 0, None, 0), None),
+    (("power", "250", 2, "3", 0), "15.6250000000000000"),
+    (("power", "2", 0, "25", 1), "5.6568542494923802"),
 ])
+
 def test_the_registered_function_answers_postgresql_s_text(args: tuple, expected: str | None) -> None:
     assert numeric_call(*args) == expected
+
+
+def test_a_value_it_cannot_compute_as_postgresql_raises_0a000() -> None:
+    with pytest.raises(ValueError, match="not supported by fedgate outside PostgreSQL sources"):
+        numeric_call("power", "5", 1, "17", 0)  # 0.5 ^ 17 lies exactly between two values
+
+
+def test_power_of_a_numeric_column_and_of_an_integer_one() -> None:
+    assert CALLED in render("SELECT power(t.n, 2) FROM t")
+    assert CALLED in render("SELECT power(2, t.n) FROM t")
+    assert CALLED not in render("SELECT power(t.i, 2) FROM t")  # the float8 function
 
 
 def test_an_output_becomes_the_checked_call() -> None:

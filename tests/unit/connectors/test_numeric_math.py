@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from connectors.dialects.numeric_math import (base_digits, estimate_ln_dweight, numeric_exp,
-                                              numeric_ln, numeric_log, numeric_sqrt)
+                                              numeric_ln, numeric_log, numeric_power, numeric_sqrt)
 from connectors.dialects.duckdb_constant_numerics import numeric_text
 
 
@@ -52,6 +52,15 @@ def test_estimated_weight_of_the_logarithm(text: str, expected: int) -> None:
     (lambda: numeric_log((2, 0), (8, 0)), "3.0000000000000000"),
     (lambda: numeric_log((2, 0), v("2.5")), "1.3219280948873623"),
     (lambda: numeric_log((10, 0), v("0.000001")), "-6.000000000000000"),
+    (lambda: numeric_power(v("2.5"), (3, 0)), "15.6250000000000000"),
+    (lambda: numeric_power((2, 0), v("2.5")), "5.6568542494923802"),
+    (lambda: numeric_power(v("0.000001"), (2, 0)), "0.0000000000010000"),
+    (lambda: numeric_power((2, 0), v("-2.5")), "0.1767766952966369"),
+    (lambda: numeric_power(v("-2.5"), (3, 0)), "-15.6250000000000000"),
+    (lambda: numeric_power(v("1.5"), (-1, 0)), "0.6666666666666667"),
+    (lambda: numeric_power((0, 0), v("2.5")), "0.0000000000000000"),
+    (lambda: numeric_power(v("2.5"), (0, 0)), "1.0000000000000000"),
+    (lambda: numeric_power(v("0.5"), (2, 0)), "0.2500000000000000"),
 ])
 def test_values_as_postgresql_computes_them(call, expected: str) -> None:
     assert shown(call()) == expected
@@ -60,6 +69,10 @@ def test_values_as_postgresql_computes_them(call, expected: str) -> None:
 @pytest.mark.parametrize("call", [lambda: numeric_sqrt(v("-1.5")), lambda: numeric_ln(v("0.0")),
                                   lambda: numeric_ln((-25, 1)), lambda: numeric_log((1, 0), v("2.5")),
                                   lambda: numeric_log(v("1.00"), v("2.5")), lambda: numeric_log((0, 0), v("2.5")),
-                                  lambda: numeric_exp(v("1001"))])
+                                  lambda: numeric_exp(v("1001")), lambda: numeric_power(v("-8"), v("0.5")),
+                                  lambda: numeric_power((0, 0), v("-1.5")),
+                                  # exactly between two values at scale 16: numeric.c's
+                                  # approximate products might round either way
+                                  lambda: numeric_power(v("0.5"), (17, 0)), lambda: numeric_power(v("2.0"), (-17, 0))])
 def test_what_postgresql_raises_on_is_left_to_the_engine(call) -> None:
     assert call() is None
