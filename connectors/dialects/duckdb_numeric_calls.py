@@ -18,10 +18,10 @@ log(b, x) is taken with a constant base (positive, not 1); power(x, y) with each
 and y a column, a cast or a constant, one of them numeric. A value this cannot compute
 as PostgreSQL does (exp() beyond ±1000, a power too large, or one exactly between two
 values at its scale: connectors.dialects.numeric_math) raises 0A000 when met. As for
-connectors.dialects.duckdb_deviations, the output is
-not one the statement compares (DISTINCT, or ORDER BY/GROUP BY naming it: its text would
-compare as text); such an output, and a call inside an expression, is left to
-connectors.dialects.duckdb_functions, which refuses it.
+connectors.dialects.duckdb_deviations, the output is not one the statement compares
+(DISTINCT, or ORDER BY/GROUP BY naming it: its text would compare as text); such an
+output, and a call inside an expression, is left to connectors.dialects.duckdb_functions,
+which refuses it.
 """
 
 from __future__ import annotations
@@ -86,8 +86,8 @@ def _power(node: exp.Pow) -> exp.Expression | None:
         return None
     (x, x_scale), (y, y_scale) = found
     zero = exp.Literal.number(0)
-    failures = [(exp.and_(exp.EQ(this=base.copy(), expression=zero), exp.LT(this=exponent.copy(), expression=zero.copy())),
-                 ZERO_TO_NEGATIVE),
+    failures = [(exp.and_(exp.EQ(this=base.copy(), expression=zero),
+                          exp.LT(this=exponent.copy(), expression=zero.copy())), ZERO_TO_NEGATIVE),
                 (exp.and_(exp.LT(this=base.copy(), expression=zero.copy()),
                           exp.NEQ(this=exponent.copy(), expression=exp.func("trunc", exponent.copy()))),
                  COMPLEX_RESULT)]
@@ -95,6 +95,8 @@ def _power(node: exp.Pow) -> exp.Expression | None:
 
 
 def _kind(argument: exp.Expression) -> exp.DataType | None:
+    """A power() operand's type: a cast's target, a constant's as PostgreSQL reads it (a
+    point or an exponent makes a numeric), a column's as annotated."""
     if isinstance(argument, exp.Cast):
         return argument.to
     number = argument.this if isinstance(argument, exp.Neg) else argument
