@@ -50,6 +50,7 @@ from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
 from connectors.dialects import duckdb_constant_numerics as constant_numerics
 from connectors.dialects import duckdb_numeric_calls as numeric_calls
+from connectors.dialects import duckdb_regexp_match as regexp_match
 from connectors.dialects import duckdb_deviations as deviations
 from connectors.dialects import duckdb_quoting as quoting
 from connectors.dialects import duckdb_regression as regression
@@ -289,6 +290,9 @@ def to_duckdb(tree: exp.Expression) -> str:
             numeric_calls.numeric_calls(client)
     if grouping_sets.needs_rewrite(tree):  # before the refusals: DuckDB has no GROUP BY DISTINCT
         tree = tree.transform(grouping_sets.distinct_grouping_sets)
+    if regexp_match.has_set_calls(tree):  # before the refusals: DuckDB's regexp_matches is a boolean
+        tree = tree.copy()
+        regexp_match.postgres_regexp_matches(tree)
     functions.refuse_unfaithful(tree)
     if tree.find(exp.Collate) is not None:
         check_collations(tree)
@@ -312,6 +316,8 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = tree.transform(quoting.postgres_quoting)
     if strings.needs_rewrite(tree):  # first: split_part's own check applies to its rewrite
         tree = rewrite_bottom_up(tree, strings.postgres_strings)
+    if regexp_match.needs_rewrite(tree):
+        tree = tree.transform(regexp_match.postgres_regexp_match)
     if number_text.needs_rewrite(tree):  # before the date formats, which read to_char too
         tree = tree.transform(number_text.postgres_number_text)
     if formats.needs_rewrite(tree):

@@ -34,8 +34,8 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
   unless the argument is known to be a float4 or float8 (PostgreSQL answers float8 then,
   as DuckDB does; under VALUES, whose `1.5` sqlglot types a double, always refused);
 - sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
-  sha256) and regexp_matches (a boolean in DuckDB, a set of text[] in PostgreSQL):
-  refused;
+  sha256): refused (regexp_matches, a boolean in DuckDB, a set of text[] in PostgreSQL,
+  is written out or refused before these rules: connectors.dialects.duckdb_regexp_match);
 - the types bit, bit varying, time with time zone and money, bit string literals and
   current_time (a timetz): refused (DuckDB has none of them as PostgreSQL has them).
 Operand types decide some of these, so they run over the type-annotated tree.
@@ -60,7 +60,7 @@ T = exp.DataType.Type
 # Calls answered differently that no rewrite makes identical, by PostgreSQL name.
 # (pg_typeof: DuckDB names its own types, `decimal(2,1)` and `varchar`, as text, where
 # PostgreSQL answers a regtype.)
-_REFUSED_CALLS = {"sha224", "regexp_matches", "pg_typeof"}
+_REFUSED_CALLS = {"sha224", "pg_typeof"}
 # The system catalog's functions are the emulated catalog's, which calls them qualified
 # (`fg_fn.pg_get_viewdef(...)`, gateway.pg_catalog.dialect); unqualified, DuckDB's own
 # look-alike answers, about DuckDB (its pg_get_viewdef reads a name as a bigint,

@@ -45,7 +45,7 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "ln": _calls("ln", ["ln({v})"], NUM) + ["ln(1.0)", "ln(1.0001)", "ln(0.95)", "ln(2)"],
         "log": _calls("log", ["log({v})", "log(2, {v})"], NUM) + ["log(2, 8)", "log(10, 1000)", "log(1, 2.5)",
                                                                  "log(0.5, 0.25)", "log(2.0)"],
-        "log10": _calls("log10", ["log10({v})"], NUM) + ["log10(0.001)", "log10(100)", "log10(NULL::numeric)"],
+        "log10": _calls("log10", ["log10({v})"], NUM) + ["log10(0.001)", "log10(100)"],
         "power": _calls("power", ["power({v}, 2)", "power(2, {v})"], NUM) + [
             "power(2.5, 3)", "power(0.5, 17)", "power(2.0, -17)", "power(1.5, -1)", "power(-2.5, 3)", "power(0, 2.5)",
             "power(10, -3.0)", "power(-8, 0.5)", "power(0.0, -1)", "power(1.1, 100)", "power(2.5, 1.0)", "2.5 ^ 2"], "mod": _calls("mod", ["mod({v}, 3)"], NUM),
@@ -102,7 +102,10 @@ PROBES: dict[str, dict[str, list[str]]] = {
         "regex operators": _calls("~", ["{v} ~ 'b'", "{v} ~* 'B'", "{v} !~ '^a'", "{v} ~ ''"], TEXT),
         "regexp_replace": _calls("regexp_replace", ["regexp_replace({v}, '[a-c]', '#')", "regexp_replace({v}, '[a-c]', '#', 'g')",
                                                     "regexp_replace({v}, '(b)', '<\\1>')"], TEXT),
-        "regexp_match": _calls("regexp_match", ["regexp_match({v}, '(b)(c)?')"], TEXT),
+        "regexp_match": _calls("regexp_match", ["regexp_match({v}, '(b)(c)?')"], TEXT) + [
+            "regexp_match('abc', 'B', 'i')", "regexp_match('abc', 'x*')", "regexp_match('abc', 'b', 'g')",
+            "regexp_match('a1-b2', '([a-z])([0-9])')", "regexp_match('abc', '(c*)')", "regexp_match('abc', '(?:b)')",
+            "regexp_match('foobarbequebaz', '(bar)(beque)')", "regexp_match('a)b', '([)])')"],
         "regexp_matches": _calls("regexp_matches", ["regexp_matches({v}, '[a-c]', 'g')", "regexp_matches({v}, 'b')",
                                                     "regexp_matches({v}, '(A),', 'g')", "regexp_matches({v}, 'a (b)')",
                                                     "regexp_matches({v}, 'B', 'i')"], TEXT),
@@ -264,6 +267,15 @@ def function_statements() -> list[Statement]:
         ("power", "SELECT id, power(n, g) FROM t WHERE n > 0 ORDER BY id"),
         ("sqrt", "SELECT sqrt(n) AS r FROM t WHERE n > 0 ORDER BY r"),  # compared: refused
         ("ln", "SELECT id, ln(n) + 1 FROM t WHERE n > 0 ORDER BY id")]]  # in an expression: refused
+
+    # regexp_match() and regexp_matches() over a column
+    out += [Statement("functions: pattern matching", sql, True, function=function) for function, sql in [
+        ("regexp_match", "SELECT id, regexp_match(s, '(p+)(le)?') FROM t ORDER BY id"),
+        ("regexp_matches", "SELECT id, regexp_matches(s, '(p)(l)?') FROM t ORDER BY id"),
+        ("regexp_matches", "SELECT id, regexp_matches(s, 'p', 'g') AS m FROM t ORDER BY id, m"),
+        ("regexp_matches", "SELECT regexp_matches('abc', 'x*', 'g')"),  # empty matches: refused
+        ("regexp_matches", "SELECT count(*) FROM (SELECT regexp_matches(s, 'a', 'g') FROM t) AS x"),
+        ("regexp_matches", "SELECT regexp_matches(s, 'a') IS NULL FROM t")]]  # in an expression: refused
     for category, functions in PROBES.items():
         for function, calls in functions.items():
             for call in calls:
