@@ -59,31 +59,36 @@ def _bracket_end(pattern: str, i: int) -> int | None:
     return j + 1 if j < n else None
 
 
-def _group_end(pattern: str, i: int) -> int | None:
-    """Where the group opening at pattern[i] ends (after its ')'); None for `(?`."""
-    if pattern.startswith("(?", i):
-        return None
-    depth, j, n = 0, i, len(pattern)
-    while j < n:
-        c = pattern[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "[":
-            end = _bracket_end(pattern, j)
+def _plain_positions(pattern: str, start: int = 0) -> list[int] | None:
+    """The positions from `start` of the characters outside escapes and bracket
+    expressions (where parentheses mean groups); None for a bracket that does not close."""
+    positions, i, n = [], start, len(pattern)
+    while i < n:
+        if pattern[i] == "\\":
+            i += 2
+        elif pattern[i] == "[":
+            end = _bracket_end(pattern, i)
             if end is None:
                 return None
-            j = end
-            continue
-        if c == "(":
-            if pattern.startswith("(?", j):
-                return None
+            i = end
+        else:
+            positions.append(i)
+            i += 1
+    return positions
+
+
+def _group_end(pattern: str, i: int) -> int | None:
+    """Where the group opening at pattern[i] ends (after its ')'); None for `(?`."""
+    depth = 0
+    for j in _plain_positions(pattern, i) or ():
+        if pattern.startswith("(?", j):
+            return None
+        if pattern[j] == "(":
             depth += 1
-        elif c == ")":
+        elif pattern[j] == ")":
             depth -= 1
             if depth == 0:
                 return j + 1
-        j += 1
     return None
 
 
@@ -140,24 +145,16 @@ def capturing_groups(pattern: str) -> int | None:
     whenever it takes part in a match; None otherwise."""
     if _surely_matches_something(pattern) is None:
         return None  # a construct not read here, anywhere in the pattern
-    count, i = 0, 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            end = _bracket_end(pattern, i)
-            if end is None:
-                return None
-            i = end
-            continue
-        if c == "(":
+    positions = _plain_positions(pattern)
+    if positions is None:
+        return None
+    count = 0
+    for i in positions:
+        if pattern[i] == "(":
             end = _group_end(pattern, i)
             if end is None or not _surely_matches_something(pattern[i + 1:end - 1]):
                 return None
             count += 1
-        i += 1
     return count
 
 
