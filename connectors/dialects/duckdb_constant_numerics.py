@@ -21,7 +21,9 @@ here, with numeric.c's rules, into the one constant it is:
 - sqrt(), exp(), ln(), log(), log10() and power() of a numeric, and log(b, x) of any
   numbers (PostgreSQL's only two-argument log is numeric): computed at numeric.c's scale
   by `connectors.dialects.numeric_math` (of integers they are float8 functions, DuckDB's);
-  NULL::numeric among their arguments makes them NULL::numeric.
+  NULL::numeric among their arguments makes them NULL::numeric, and constants PostgreSQL
+  raises on make them raise its error when the engine runs the statement (the planner
+  types them numeric, so the engine's double would not be presented).
 
 A result of up to 38 digits (and scale) is handed to DuckDB as a DECIMAL of exactly its
 digits and scale. A wider one is PostgreSQL's numeric text when it is an output of the
@@ -36,7 +38,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import NUMERIC_OUTPUTS
+from connectors.dialects.duckdb_floats import COMPLEX_RESULT, ZERO_TO_NEGATIVE
+from connectors.dialects.duckdb_functions import LOG_OF_NEGATIVE, LOG_OF_ZERO, SQUARE_ROOT_OF_NEGATIVE
 from connectors.dialects.duckdb_literals import MAX_DIGITS, pg_text
+from connectors.dialects.rules import raised
 from connectors.dialects.numeric_math import numeric_exp, numeric_ln, numeric_log, numeric_power, numeric_sqrt
 
 T = exp.DataType.Type
@@ -203,6 +208,36 @@ def _math(node: exp.Expression) -> Value | None:
     return computed[0], computed[1], NUMERIC
 
 
+def _logarithm_error(value: Value) -> str | None:
+    return LOG_OF_ZERO if value[0] == 0 else LOG_OF_NEGATIVE if value[0] < 0 else None
+
+
+def _math_error(node: exp.Expression) -> str | None:
+    """PostgreSQL's words for a function of _MATH of constants it raises on (in its
+    order: log's base first), or None."""
+    spelled_log10 = node.meta.get("spelled") == "log10"
+    if isinstance(node, (exp.Log, exp.Pow)) and node.expression is not None and not spelled_log10:
+        first, second = value_of(node.this), value_of(node.expression)
+        if first is None or second is None:
+            return None
+        if isinstance(node, exp.Log):  # log(numeric, numeric), whatever the constants' types
+            if first[:2] == (10 ** first[1], first[1]):
+                return _logarithm_error(second) or "division by zero"  # ln(1) is 0
+            return _logarithm_error(first) or _logarithm_error(second)
+        if NUMERIC not in (first[2], second[2]):
+            return None  # the float8 function's checks are the engine's
+        if first[0] == 0 and second[0] < 0:
+            return ZERO_TO_NEGATIVE
+        integral = second[0] % 10 ** second[1] == 0
+        return COMPLEX_RESULT if first[0] < 0 and not integral else None
+    x = value_of(node.expression if spelled_log10 else node.this)
+    if x is None or x[2] != NUMERIC:
+        return None
+    if isinstance(node, exp.Sqrt):
+        return SQUARE_ROOT_OF_NEGATIVE if x[0] < 0 else None
+    return None if isinstance(node, exp.Exp) else _logarithm_error(x)
+
+
 def _null_math(node: exp.Expression) -> bool:
     """A function of _MATH PostgreSQL answers NULL::numeric: a NULL::numeric argument,
     the others constants or NULL::numeric too."""
@@ -240,6 +275,12 @@ def fold_numeric_constants(tree: exp.Expression, client: exp.Select | None) -> e
         outputs = {id(item.unalias()) for i, item in enumerate(client.expressions) if i in allowed}
 
     def fold(node: exp.Expression) -> None:
+        error = _math_error(node) if isinstance(node, _MATH) else None
+        if error is not None:
+            failing = exp.Cast(this=raised(error), to=exp.DataType.build("DECIMAL"))
+            failing.type = node.type
+            node.replace(failing)
+            return
         if _null_math(node):
             null = exp.Cast(this=exp.Null(), to=exp.DataType.build("DECIMAL"))
             null.type = node.type
