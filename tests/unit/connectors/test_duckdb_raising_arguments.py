@@ -21,6 +21,12 @@ from tests.support.planning import engine_answer
     ("select log(0, 8)", ("2201E", "cannot take logarithm of zero")),  # the base first
     ("select log(2, -1)", ("2201E", "cannot take logarithm of a negative number")),
     ("select sqrt(-1)", ("2201F", "cannot take square root of a negative number")),
+    # of numeric constants, computed when planned (connectors.dialects.duckdb_constant_numerics)
+    ("select sqrt(-2.5)", ("2201F", "cannot take square root of a negative number")),
+    ("select log(1, 2.5)", ("22012", "division by zero")),
+    ("select log(-2, 0)", ("2201E", "cannot take logarithm of a negative number")),
+    ("select power(0.0, -1)", ("2201F", "zero raised to a negative power is undefined")),
+    ("select power(-8, 0.5)", ("2201F", "a negative number raised to a non-integer power yields a complex result")),
     ("select sqrt(0)", [(0.0,)]),
     ("select split_part('a,b', ',', 0)", ("22023", "field position must not be zero")),
     ("select split_part('a,b', ',', 2)", [("b",)]),
