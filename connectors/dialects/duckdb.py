@@ -51,6 +51,7 @@ from connectors.dialects import duckdb_quotient as quotient
 from connectors.dialects import duckdb_constant_numerics as constant_numerics
 from connectors.dialects import duckdb_numeric_calls as numeric_calls
 from connectors.dialects import duckdb_regexp_match as regexp_match
+from connectors.dialects import duckdb_jsonb_contains as jsonb_contains
 from connectors.dialects import duckdb_deviations as deviations
 from connectors.dialects import duckdb_quoting as quoting
 from connectors.dialects import duckdb_regression as regression
@@ -329,6 +330,8 @@ def to_duckdb(tree: exp.Expression) -> str:
     if json_pieces.needs_rewrite(tree):
         json_pieces.refuse_jsonb_layouts(tree)
         tree = rewrite_bottom_up(tree, json_pieces.postgres_json)
+    if jsonb_contains.needs_rewrite(tree):
+        tree = tree.transform(jsonb_contains.postgres_jsonb_contains)
     if json_agg.needs_rewrite(tree):
         tree = tree.transform(json_agg.postgres_json_agg)
     if regression.needs_rewrite(tree):

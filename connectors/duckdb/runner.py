@@ -23,12 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import duckdb
-from duckdb.sqltypes import BIGINT, INTEGER, VARCHAR
+from duckdb.sqltypes import BIGINT, BOOLEAN, INTEGER, VARCHAR
 import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
 from connectors.dialects.duckdb_deviations import DEVIATION_FUNCTION, deviation
+from connectors.dialects.duckdb_jsonb_contains import JSONB_CONTAINS_FUNCTION, jsonb_contains
 from connectors.dialects.duckdb_numeric_calls import NUMERIC_CALL_FUNCTION, numeric_call
 from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError, from_exception
 
@@ -76,6 +77,7 @@ class DuckDBRunner:
                                    VARCHAR, null_handling="special")
         connection.create_function(NUMERIC_CALL_FUNCTION, numeric_call, [VARCHAR, VARCHAR, INTEGER, VARCHAR, INTEGER],
                                    VARCHAR, null_handling="special")
+        connection.create_function(JSONB_CONTAINS_FUNCTION, jsonb_contains, [VARCHAR, VARCHAR], BOOLEAN)
         for stmt in SESSION_SETUP:
             self._con.execute(stmt)
         self._idle: list[duckdb.DuckDBPyConnection] = []

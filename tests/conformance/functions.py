@@ -196,7 +196,11 @@ PROBES: dict[str, dict[str, list[str]]] = {
                               "json_array_length('{\"a\": []}'::json)"],
         "to_json": _calls("to_json", ["to_json({v})"], TEXT[:4] + ["1.50", "NULL::int"]), "jsonb_build_object": ["jsonb_build_object('a', 1, 'b', NULL)"],
         "json_build_array": ["json_build_array(1, 'a', NULL)"], "jsonb_object_keys": ["jsonb_object_keys('{\"b\": 1, \"a\": 2}')"],
-        "@>": _calls("@>", ["{v}::jsonb @> '{{\"a\": 1}}'"], JSONS), "?": _calls("?", ["{v}::jsonb ? 'a'"], JSONS)
+        "@>": _calls("@>", ["{v}::jsonb @> '{{\"a\": 1}}'"], JSONS) + [
+            "'[1, 2, [1, 3]]'::jsonb @> '[1, 3]'", "'[1, 2, [1, 3]]'::jsonb @> '[[1, 3]]'", "'[\"foo\", 1]'::jsonb @> '\"foo\"'",
+            "'\"foo\"'::jsonb @> '[\"foo\"]'", "'{\"a\": 1.0}'::jsonb @> '{\"a\": 1}'", "'{\"a\": [1]}'::jsonb @> '{\"a\": 1}'",
+            "'{\"a\": 1}' <@ '{\"a\": 1, \"b\": null}'::jsonb", "'{}'::jsonb @> '{bad'", "'[1, true]'::jsonb @> '[1]'",
+            "'[true]'::jsonb @> '[1]'"], "?": _calls("?", ["{v}::jsonb ? 'a'"], JSONS)
         + ["'[\"a\", 1]'::jsonb ? '1'", "'[\"1\", 1]'::jsonb ? '1'", "'\"a\"'::jsonb ? 'a'", "'{\"x\\\\/y\": 1}'::jsonb ? 'x/y'",
            "'{\"a\": 1}'::jsonb ? NULL", "'[[\"a\"]]'::jsonb ? 'a'", "'5'::jsonb ? '5'"],
         "=": ["'{\"b\": 1}'::jsonb = '{\"b\": 1.0}'::jsonb", "'[1e2, -0, 1.0e-3, 0.00]'::jsonb <> '[]'::jsonb"],
