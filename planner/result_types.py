@@ -262,6 +262,8 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
             return "int4"
         if name in _REG_OUTPUTS:  # a reg* value the catalog shows (planner.pgcompat)
             return name[:-len("_out")]
+        if name in _JSON_BUILDERS:  # json_build_array/object and the jsonb forms
+            return name.split("_")[0]
         if name in _SAME_INTEGERS and len(node.expressions) == 2:
             return _integers(of(node.expressions[0]), of(node.expressions[1]))
         return None
@@ -338,6 +340,7 @@ def _literal(node: exp.Literal, negative: bool = False) -> str | None:
     return numeric(scale)
 
 
+_JSON_BUILDERS = {"json_build_array", "json_build_object", "jsonb_build_array", "jsonb_build_object"}
 _REG_OUTPUTS = {f"{kind}_out" for kind in ("regtype", "regclass", "regproc", "regprocedure",
                                             "regnamespace", "regrole")}
 

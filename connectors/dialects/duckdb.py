@@ -52,6 +52,7 @@ from connectors.dialects import duckdb_constant_numerics as constant_numerics
 from connectors.dialects import duckdb_numeric_calls as numeric_calls
 from connectors.dialects import duckdb_regexp_match as regexp_match
 from connectors.dialects import duckdb_jsonb_contains as jsonb_contains
+from connectors.dialects import duckdb_json_build as json_build
 from connectors.dialects import duckdb_deviations as deviations
 from connectors.dialects import duckdb_quoting as quoting
 from connectors.dialects import duckdb_regression as regression
@@ -121,7 +122,8 @@ def needs_types(tree: exp.Expression) -> bool:
         or json_pieces.needs_types(tree) or literals.needs_rewrite(tree) or float4.needs_rewrite(tree) \
         or tree.find(exp.Least, exp.Greatest) is not None or arrays.needs_types(tree) \
         or buckets.needs_rewrite(tree) or needs_scale(tree) or json_agg.needs_rewrite(tree) \
-        or quoting.needs_rewrite(tree) or number_text.needs_rewrite(tree) or bytes_.needs_rewrite(tree)
+        or quoting.needs_rewrite(tree) or number_text.needs_rewrite(tree) or bytes_.needs_rewrite(tree) \
+        or json_build.needs_rewrite(tree) or tree.find(exp.ArrayContainsAll, exp.ArrayContainedBy) is not None
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -294,6 +296,8 @@ def to_duckdb(tree: exp.Expression) -> str:
     if regexp_match.has_set_calls(tree):  # before the refusals: DuckDB's regexp_matches is a boolean
         tree = tree.copy()
         regexp_match.postgres_regexp_matches(tree)
+    if json_build.needs_rewrite(tree):  # while its arguments' types are sqlglot's annotations
+        tree = tree.transform(json_build.postgres_json_build)
     functions.refuse_unfaithful(tree)
     if tree.find(exp.Collate) is not None:
         check_collations(tree)

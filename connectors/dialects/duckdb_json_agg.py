@@ -13,6 +13,8 @@ control characters U+000B, U+000E, U+000F and U+001A..U+001F in upper-case hex w
 PostgreSQL writes lower case (such a value raises the refusal when met); a numeric whose
 DECIMAL has PostgreSQL's display scale (connectors.dialects.duckdb_json) as its text.
 Any other argument type, and json_agg(DISTINCT ...), is refused (0A000).
+connectors.dialects.duckdb_json_build writes json_build_array/object's values by the same
+rules (`as_json`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from connectors.dialects.rules import raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 T = exp.DataType.Type
-REFUSED = "json_agg() of {what} is not supported by fedgate outside PostgreSQL sources"
+REFUSED = "{function}() of {what} is not supported by fedgate outside PostgreSQL sources"
 _UPPER_HEX_CONTROLS = r"[\x0b\x0e\x0f\x1a-\x1f]"
 
 
@@ -33,11 +35,13 @@ def needs_rewrite(tree: exp.Expression) -> bool:
     return tree.find(exp.JSONArrayAgg) is not None
 
 
-def _refuse(what: str) -> PgError:
-    return PgError(FEATURE_NOT_SUPPORTED, REFUSED.format(what=what))
+def _refuse(what: str, function: str = "json_agg") -> PgError:
+    return PgError(FEATURE_NOT_SUPPORTED, REFUSED.format(function=function, what=what))
 
 
-def _as_json(value: exp.Expression) -> exp.Expression:
+def as_json(value: exp.Expression, function: str = "json_agg") -> exp.Expression:
+    """`value` written as PostgreSQL's to_json() writes it, for the types above (NULL
+    stays NULL); refused (0A000, naming `function`) for another."""
     kind = value.type
     if kind is not None and kind.this in exp.DataType.INTEGER_TYPES:
         return exp.Cast(this=value.copy(), to=exp.DataType.build("VARCHAR"))
@@ -47,14 +51,15 @@ def _as_json(value: exp.Expression) -> exp.Expression:
     if kind is not None and kind.this in (T.TEXT, T.VARCHAR) and not kind.expressions:  # not varchar(n)
         upper_hex = exp.Anonymous(this="regexp_matches", expressions=[
             value.copy(), exp.Literal.string(_UPPER_HEX_CONTROLS)])
-        refusal = raised(REFUSED.format(what="text holding U+000B, U+000E, U+000F or U+001A..U+001F"))
+        refusal = raised(REFUSED.format(function=function,
+                                        what="text holding U+000B, U+000E, U+000F or U+001A..U+001F"))
         written = exp.Cast(this=exp.Anonymous(this="to_json", expressions=[value.copy()]),
                            to=exp.DataType.build("VARCHAR"))
         return exp.Case(ifs=[exp.If(this=upper_hex, true=refusal)], default=written)
     if at_display_scale(value):
         return exp.Cast(this=value.copy(), to=exp.DataType.build("VARCHAR"))
     raise _refuse(f"a {kind.sql('postgres').lower() if kind is not None else 'value'} argument"
-                  if kind is None or kind.this != T.DECIMAL else "a numeric computed by the engine")
+                  if kind is None or kind.this != T.DECIMAL else "a numeric computed by the engine", function)
 
 
 def _aggregate(node: exp.JSONArrayAgg) -> exp.Expression:
@@ -64,7 +69,7 @@ def _aggregate(node: exp.JSONArrayAgg) -> exp.Expression:
     value = order.this if order is not None else argument
     if isinstance(value, exp.Distinct):
         raise _refuse("DISTINCT values")
-    element = exp.Coalesce(this=_as_json(value), expressions=[exp.Literal.string("null")])
+    element = exp.Coalesce(this=as_json(value), expressions=[exp.Literal.string("null")])
     if order is not None:
         element = exp.Order(this=element, expressions=[o.copy() for o in order.expressions])
     return exp.GroupConcat(this=element, separator=exp.Literal.string(", "))

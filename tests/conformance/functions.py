@@ -194,8 +194,12 @@ PROBES: dict[str, dict[str, list[str]]] = {
                                "jsonb_array_length('null')", "jsonb_array_length(NULL)", "jsonb_array_length('[]')"],
         "json_array_length": ["json_array_length('[1, [2, 3], {\"a\": 4}]')", "json_array_length('\"a\"')",
                               "json_array_length('{\"a\": []}'::json)"],
-        "to_json": _calls("to_json", ["to_json({v})"], TEXT[:4] + ["1.50", "NULL::int"]), "jsonb_build_object": ["jsonb_build_object('a', 1, 'b', NULL)"],
-        "json_build_array": ["json_build_array(1, 'a', NULL)"], "jsonb_object_keys": ["jsonb_object_keys('{\"b\": 1, \"a\": 2}')"],
+        "to_json": _calls("to_json", ["to_json({v})"], TEXT[:4] + ["1.50", "NULL::int"]), "jsonb_build_object": ["jsonb_build_object('a', 1, 'b', NULL)", "jsonb_build_object('b', 2, 'a', 1.50, 'b', 3)"],
+        "json_build_object": ["json_build_object('a', 1, 'b', NULL)", "json_build_object('b', 2, 'a', 1, 'b', 3)",
+                              "json_build_object('é\"', 'ü', 't', true)", "json_build_object('a')", "json_build_object()",
+                              "json_build_object('a', 1.5::float8)"],
+        "json_build_array": ["json_build_array(1, 'a', NULL)", "json_build_array()", "json_build_array(E'a\\tb\\n', false)"],
+        "jsonb_build_array": ["jsonb_build_array(1.50, true, 'x\"y')"], "jsonb_object_keys": ["jsonb_object_keys('{\"b\": 1, \"a\": 2}')"],
         "@>": _calls("@>", ["{v}::jsonb @> '{{\"a\": 1}}'"], JSONS) + [
             "'[1, 2, [1, 3]]'::jsonb @> '[1, 3]'", "'[1, 2, [1, 3]]'::jsonb @> '[[1, 3]]'", "'[\"foo\", 1]'::jsonb @> '\"foo\"'",
             "'\"foo\"'::jsonb @> '[\"foo\"]'", "'{\"a\": 1.0}'::jsonb @> '{\"a\": 1}'", "'{\"a\": [1]}'::jsonb @> '{\"a\": 1}'",
@@ -280,6 +284,10 @@ def function_statements() -> list[Statement]:
         ("regexp_matches", "SELECT regexp_matches('abc', 'x*', 'g')"),  # empty matches: refused
         ("regexp_matches", "SELECT count(*) FROM (SELECT regexp_matches(s, 'a', 'g') FROM t) AS x"),
         ("regexp_matches", "SELECT regexp_matches(s, 'a') IS NULL FROM t")]]  # in an expression: refused
+    out += [Statement("functions: JSON", sql, True, function=function) for function, sql in [
+        ("json_build_object", "SELECT id, json_build_object('s', s, 'n', n, 'g', g, 'b', b) FROM t ORDER BY id"),
+        ("jsonb_build_object", "SELECT id, jsonb_build_object('s', s, 'n', n) FROM t ORDER BY id"),
+        ("json_build_array", "SELECT id, json_build_array(id, s, n) FROM t ORDER BY id")]]
     for category, functions in PROBES.items():
         for function, calls in functions.items():
             for call in calls:
