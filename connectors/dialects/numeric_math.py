@@ -13,7 +13,9 @@ at most 1000, and the value rounded half away from zero at that scale:
     power(2, 2.5)  5.6568542494923802     (at 16 - trunc(2.5 * ln(2) * log10(e)))
 
 DuckDB answers in double precision, a float8 with other digits, so the DuckDB dialect
-computes these here when the arguments are constants (connectors.dialects.duckdb_constant_numerics).
+computes these here: when the statement is planned for constants
+(connectors.dialects.duckdb_constant_numerics), and for a column's values in a function
+the DuckDB runner registers (connectors.dialects.duckdb_numeric_calls).
 A value is (unscaled digits, display scale): 2.50 is (250, 2). The root, and a power to
 an integer exponent, are exact (integer arithmetic); exp, ln, log and other powers are
 computed by Python's decimal, correctly rounded at thirty digits more than the result
@@ -25,8 +27,8 @@ numeric.c's approximate products or division might round either way, is not comp
 
 Arguments PostgreSQL raises on (a negative root, the logarithm of zero or of a negative
 number, log base 1, zero to a negative power, a negative number to a non-integer one)
-and values too large to compute here give None: the caller leaves those to the engine's
-rules, as before.
+and values too large to compute here give None: the callers raise PostgreSQL's error
+for the first (its checks come first) and refuse the others (0A000).
 """
 
 from __future__ import annotations

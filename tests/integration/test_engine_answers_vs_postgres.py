@@ -45,6 +45,8 @@ ROUTES = {
 
 # Statements over no table: one route (the engine) is enough.
 CONSTANTS = {
+    # a set of text[], written out with regexp_extract_all (connectors.dialects.duckdb_regexp_match)
+    "regexp_matches_of_a_pattern": "SELECT regexp_matches('abcb', 'b+', 'g')",
     # numeric arithmetic of constants, computed exactly when planned
     "division_of_a_numeric_literal": "SELECT 12345678901234567890/123",
     "numeric_quotient_beyond_38_digits": "SELECT 12345678901234567890123456789.5 / 0.0000007",
@@ -289,7 +291,8 @@ ERRORS = {
 
 # Constructs the engine cannot answer as PostgreSQL does: refused, 0A000.
 REFUSED = {
-    "regexp_matches_of_a_pattern": "SELECT regexp_matches('abcb', 'b+', 'g')",
+    # with 'g', more than one group (connectors.dialects.duckdb_regexp_match)
+    "regexp_matches_of_two_groups": "SELECT regexp_matches(name, '(n)([0-9])', 'g') FROM t",
     "sha512_of_a_column": "SELECT sha512(name::bytea) FROM t",
     # PostgreSQL's quotient needs 43 digits here, beyond the engine's 128-bit integers
     # (of constants alone it is computed when planned: CONSTANTS)
