@@ -123,7 +123,7 @@ def needs_types(tree: exp.Expression) -> bool:
         or tree.find(exp.Least, exp.Greatest) is not None or arrays.needs_types(tree) \
         or buckets.needs_rewrite(tree) or needs_scale(tree) or json_agg.needs_rewrite(tree) \
         or quoting.needs_rewrite(tree) or number_text.needs_rewrite(tree) or bytes_.needs_rewrite(tree) \
-        or json_build.needs_rewrite(tree) or tree.find(exp.ArrayContainsAll, exp.ArrayContainedBy) is not None
+        or json_build.needs_rewrite(tree) or jsonb_contains.needs_types(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:

@@ -42,7 +42,7 @@ from connectors.dialects.duckdb_floats import COMPLEX_RESULT, ZERO_TO_NEGATIVE
 from connectors.dialects.duckdb_functions import LOG_OF_NEGATIVE, LOG_OF_ZERO, SQUARE_ROOT_OF_NEGATIVE
 from connectors.dialects.duckdb_literals import MAX_DIGITS, pg_text
 from connectors.dialects.rules import raised
-from connectors.dialects.numeric_math import numeric_exp, numeric_ln, numeric_log, numeric_power, numeric_sqrt
+from connectors.dialects.numeric_math import FUNCTIONS
 
 T = exp.DataType.Type
 INT4, INT8, NUMERIC = "int4", "int8", "numeric"
@@ -52,7 +52,6 @@ _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
 _WRAPPERS = (exp.Paren, exp.Neg, exp.Cast)
 _MATH = (exp.Sqrt, exp.Exp, exp.Ln, exp.Log, exp.Pow)  # numeric in PostgreSQL when an argument is
 _OPERANDS = (exp.Literal,) + _WRAPPERS + _ARITHMETIC
-_ONE_ARGUMENT = {exp.Sqrt: numeric_sqrt, exp.Exp: numeric_exp, exp.Ln: numeric_ln}
 
 # (unscaled digits, display scale, PostgreSQL type: int4, int8 or numeric)
 Value = tuple[int, int, str]
@@ -186,23 +185,38 @@ def value_of(node: exp.Expression) -> Value | None:
     return None
 
 
+def math_call(node: exp.Expression) -> tuple[str, list[exp.Expression], bool]:
+    """A _MATH call as (PostgreSQL's name, its arguments in numeric.c's order, whether it is
+    numeric whatever their types): log(x) and log10(x) are log(10, x), numeric only when x
+    is (else the float8 function); log(b, x) as written is numeric only."""
+    ten = exp.Literal.number(10)
+    if isinstance(node, exp.Log):
+        if node.meta.get("spelled") == "log10":  # sqlglot reads log10(x) as log(10, x)
+            return "log", [ten, node.expression], False
+        if node.expression is None:
+            return "log", [ten, node.this], False
+        return "log", [node.this, node.expression], True
+    if isinstance(node, exp.Pow):
+        return "power", [node.this, node.expression], False
+    return node.key, [node.this], False  # sqrt, exp, ln
+
+
+def _math_values(node: exp.Expression) -> tuple[str, list[Value]] | None:
+    """A _MATH call of constants PostgreSQL computes in numeric: its name and values."""
+    name, arguments, numeric_only = math_call(node)
+    values = [value_of(argument) for argument in arguments]
+    if any(v is None for v in values):
+        return None
+    known = [v for v in values if v is not None]
+    if not numeric_only and all(v[2] != NUMERIC for v in known):
+        return None  # of integers: the float8 function (DuckDB's double is its answer)
+    return name, known
+
+
 def _math(node: exp.Expression) -> Value | None:
     """A function of _MATH of constants, when PostgreSQL computes it in numeric."""
-    spelled_log10 = node.meta.get("spelled") == "log10"  # sqlglot reads log10(x) as log(10, x)
-    if isinstance(node, exp.Log) and node.expression is not None and not spelled_log10:
-        base, x = value_of(node.this), value_of(node.expression)  # log(numeric, numeric)
-        computed = None if base is None or x is None else numeric_log(base[:2], x[:2])
-    elif isinstance(node, exp.Pow):
-        base, x = value_of(node.this), value_of(node.expression)
-        if base is None or x is None or NUMERIC not in (base[2], x[2]):
-            return None  # of integers: the float8 function
-        computed = numeric_power(base[:2], x[:2])
-    else:
-        x = value_of(node.expression if spelled_log10 else node.this)
-        if x is None or x[2] != NUMERIC:
-            return None  # of an integer: the float8 function (DuckDB's double is its answer)
-        compute = _ONE_ARGUMENT.get(type(node))
-        computed = compute(x[:2]) if compute is not None else numeric_log((10, 0), x[:2])
+    found = _math_values(node)
+    computed = None if found is None else FUNCTIONS[found[0]](*(v[:2] for v in found[1]))
     if computed is None or len(str(abs(computed[0]))) > _WIDEST:
         return None
     return computed[0], computed[1], NUMERIC
@@ -215,27 +229,24 @@ def _logarithm_error(value: Value) -> str | None:
 def _math_error(node: exp.Expression) -> str | None:
     """PostgreSQL's words for a function of _MATH of constants it raises on (in its
     order: log's base first), or None."""
-    spelled_log10 = node.meta.get("spelled") == "log10"
-    if isinstance(node, (exp.Log, exp.Pow)) and node.expression is not None and not spelled_log10:
-        first, second = value_of(node.this), value_of(node.expression)
-        if first is None or second is None:
-            return None
-        if isinstance(node, exp.Log):  # log(numeric, numeric), whatever the constants' types
-            if first[:2] == (10 ** first[1], first[1]):
-                return _logarithm_error(second) or "division by zero"  # ln(1) is 0
-            return _logarithm_error(first) or _logarithm_error(second)
-        if NUMERIC not in (first[2], second[2]):
-            return None  # the float8 function's checks are the engine's
-        if first[0] == 0 and second[0] < 0:
+    found = _math_values(node)
+    if found is None:
+        return None  # not constants, or the float8 function (whose checks are the engine's)
+    name, values = found
+    if name == "log":
+        base, x = values
+        if base[:2] == (10 ** base[1], base[1]):
+            return _logarithm_error(x) or "division by zero"  # ln(1) is 0
+        return _logarithm_error(base) or _logarithm_error(x)
+    if name == "power":
+        base, exponent = values
+        if base[0] == 0 and exponent[0] < 0:
             return ZERO_TO_NEGATIVE
-        integral = second[0] % 10 ** second[1] == 0
-        return COMPLEX_RESULT if first[0] < 0 and not integral else None
-    x = value_of(node.expression if spelled_log10 else node.this)
-    if x is None or x[2] != NUMERIC:
-        return None
-    if isinstance(node, exp.Sqrt):
-        return SQUARE_ROOT_OF_NEGATIVE if x[0] < 0 else None
-    return None if isinstance(node, exp.Exp) else _logarithm_error(x)
+        integral = exponent[0] % 10 ** exponent[1] == 0
+        return COMPLEX_RESULT if base[0] < 0 and not integral else None
+    if name == "sqrt":
+        return SQUARE_ROOT_OF_NEGATIVE if values[0][0] < 0 else None
+    return _logarithm_error(values[0]) if name == "ln" else None
 
 
 def _null_math(node: exp.Expression) -> bool:

@@ -87,6 +87,11 @@ def jsonb_contains(left: str | None, right: str | None) -> bool | None:
     return _contains(a, b)
 
 
+def needs_types(tree: exp.Expression) -> bool:
+    """Whether `tree` has `@>` or `<@`, which are jsonb's when an operand's type is."""
+    return tree.find(exp.ArrayContainsAll, exp.ArrayContainedBy) is not None
+
+
 def needs_rewrite(tree: exp.Expression) -> bool:
     return any(_on_jsonb(node) for node in tree.find_all(exp.ArrayContainsAll, exp.ArrayContainedBy))
 

@@ -29,17 +29,16 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import NUMERIC_OUTPUTS, volatile_reason
-from connectors.dialects.duckdb_constant_numerics import NUMERIC, numeric_text, value_of
+from connectors.dialects.duckdb_constant_numerics import NUMERIC, math_call, numeric_text, value_of
 from connectors.dialects.duckdb_deviations import compared_output
 from connectors.dialects.duckdb_floats import COMPLEX_RESULT, ZERO_TO_NEGATIVE
 from connectors.dialects.duckdb_functions import (LOG_OF_NEGATIVE, LOG_OF_ZERO, SQUARE_ROOT_OF_NEGATIVE,
                                                   exact_digits)
-from connectors.dialects.numeric_math import numeric_exp, numeric_ln, numeric_log, numeric_power, numeric_sqrt
+from connectors.dialects.numeric_math import FUNCTIONS
 from connectors.dialects.rules import raised
 
 NUMERIC_CALL_FUNCTION = "fedgate_numeric_call"
 _CALLS = (exp.Sqrt, exp.Exp, exp.Ln, exp.Log, exp.Pow)
-_ONE_ARGUMENT = {"sqrt": numeric_sqrt, "exp": numeric_exp, "ln": numeric_ln}
 
 
 def numeric_call(name: str, digits: str | None, scale: int, other: str | None, other_scale: int) -> str | None:
@@ -50,12 +49,10 @@ def numeric_call(name: str, digits: str | None, scale: int, other: str | None, o
     if digits is None or (name in ("log", "power") and other is None):
         return None
     value = (int(digits), scale)
-    if name in ("log", "power"):
-        assert other is not None
-        second = (int(other), other_scale)
-        result = numeric_log(second, value) if name == "log" else numeric_power(value, second)
-    else:
-        result = _ONE_ARGUMENT[name](value)
+    second = (int(other), other_scale) if other is not None else None
+    # numeric.c's order: log(base, x), power(base, exponent)
+    arguments = [second, value] if name == "log" else [value, second] if name == "power" else [value]
+    result = FUNCTIONS[name](*arguments)
     if result is None:  # what numeric_math leaves to PostgreSQL (the checks rule out the rest)
         raise ValueError(f"{name}() of these numerics is not supported by fedgate outside "
                          "PostgreSQL sources")
@@ -120,48 +117,38 @@ def _checked_call(name: str, failures: list[tuple[exp.Expression, str]], digits:
                     default=answer)
 
 
-def _argument(node: exp.Expression) -> exp.Expression | None:
-    """The argument the call reads as a numeric of known scale: a column or a cast of
-    one, or of a constant; None when PostgreSQL would call the float8 function or the
-    argument is anything else (volatile, computed)."""
-    spelled_log10 = node.meta.get("spelled") == "log10"  # sqlglot reads log10(x) as log(10, x)
-    argument = node.expression if isinstance(node, exp.Log) and node.expression is not None else node.this
+def _call(node: exp.Expression) -> exp.Expression | None:
+    """The written-out call for output `node` (see the module docstring), or None: its
+    argument a column or a cast of known scale, numeric (an integer's is the float8
+    function's, but for log(b, x)), log's base a constant PostgreSQL takes."""
+    name, arguments, numeric_only = math_call(node)
+    if name == "power":
+        return _power(node)
+    *base_argument, argument = arguments  # log: (base, x)
     if not isinstance(argument, (exp.Column, exp.Cast)) or volatile_reason(argument) is not None:
         return None
     kind = argument.to if isinstance(argument, exp.Cast) else argument.type
-    if kind is None or kind.this != exp.DataType.Type.DECIMAL:
-        # of an integer: the float8 function, unless it is log(b, x) (numeric only)
-        two_argument_log = isinstance(node, exp.Log) and node.expression is not None and not spelled_log10
-        if not (two_argument_log and kind is not None and kind.this in exp.DataType.INTEGER_TYPES):
-            return None
-    return argument
-
-
-def _call(node: exp.Expression) -> exp.Expression | None:
-    """The written-out call for output `node` (see the module docstring), or None."""
-    if isinstance(node, exp.Pow):
-        return _power(node)
-    argument = _argument(node)
-    found = exact_digits(argument.copy()) if argument is not None else None
-    if argument is None or found is None:
+    numeric = kind is not None and kind.this == exp.DataType.Type.DECIMAL
+    if not (numeric or (numeric_only and kind is not None and kind.this in exp.DataType.INTEGER_TYPES)):
+        return None
+    found = exact_digits(argument.copy())
+    if found is None:
         return None
     digits, scale = found
-    zero = exp.Literal.number(0)
     base: tuple[int, int] = (0, 0)
-    if isinstance(node, exp.Log):
-        spelled_log10 = node.meta.get("spelled") == "log10"
-        known = (10, 0, NUMERIC) if node.expression is None or spelled_log10 else value_of(node.this)
+    if base_argument:
+        known = value_of(base_argument[0])
         if known is None or known[0] <= 0 or known[:2] == (10 ** known[1], known[1]):
             return None  # a base that is not a constant, or one PostgreSQL raises on
         base = known[0], known[1]
-    name = "log" if isinstance(node, exp.Log) else node.key  # sqrt, exp, ln
+    zero = exp.Literal.number(0)
     failures: list[tuple[exp.Expression, str]] = []
-    if isinstance(node, exp.Sqrt):
+    if name == "sqrt":
         failures = [(exp.LT(this=argument.copy(), expression=zero), SQUARE_ROOT_OF_NEGATIVE)]
-    elif not isinstance(node, exp.Exp):
+    elif name != "exp":
         failures = [(exp.LT(this=argument.copy(), expression=zero), LOG_OF_NEGATIVE),
                     (exp.EQ(this=argument.copy(), expression=zero.copy()), LOG_OF_ZERO)]
-    other = exp.Literal.string(str(base[0])) if isinstance(node, exp.Log) else None
+    other = exp.Literal.string(str(base[0])) if name == "log" else None
     return _checked_call(name, failures, digits, scale, other, base[1])
 
 

@@ -212,3 +212,9 @@ def _integer_power(base: Value, n: int, rscale: int) -> Value | None:
     else:
         rounded = power * 10 ** (rscale - places)
     return None if rounded is None else (rounded, rscale)
+
+
+# By PostgreSQL's name, each taking its arguments in numeric.c's order: log(base, x),
+# power(base, exponent).
+FUNCTIONS = {"sqrt": numeric_sqrt, "exp": numeric_exp, "ln": numeric_ln, "log": numeric_log,
+             "power": numeric_power}
