@@ -216,7 +216,7 @@ class SessionLinks:
         lifted = self.lifted(route, sql)
         if lifted is not None:
             try:
-                statement = await link.prepare(lifted.sql, lifted.oids, *self.prefix(link, begin=False))
+                statement = await self.prepared_on(link, lifted.sql, lifted.oids)
             except PgError as err:
                 raise unlifted(err, lifted) from None
             prefix, quiet = self.prefix(link)
@@ -252,8 +252,16 @@ class SessionLinks:
 
     async def prepare(self, route: Route, sql: str, param_oids: tuple[int, ...]) -> RemoteStatement:
         link = await self.link(route.source)
-        prefix, quiet = self.prefix(link, begin=False)
-        return await link.prepare(route.sql or sql, param_oids, prefix, quiet)
+        return await self.prepared_on(link, route.sql or sql, param_oids)
+
+    async def prepared_on(self, link: PgLink, sql: str, param_oids: tuple[int, ...]) -> RemoteStatement:
+        """`link`'s statement for `sql`, prepared there with the client's settings sent
+        ahead when it is new. (The settings are asked for only then: asking marks them
+        sent, and a statement found prepared sends nothing.)"""
+        found = link.statements.get((sql, param_oids))
+        if found is not None:
+            return found
+        return await link.prepare(sql, param_oids, *self.prefix(link, begin=False))
 
     async def execute(self, portal: Portal) -> None:
         prepared = portal.statement
