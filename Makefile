@@ -13,7 +13,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # goes in editable, without resolving anything again. pip shows its progress: the first
 # install downloads about 600 MB (PySpark is most of it). The C sources are listed so that
 # a changed one is built again (the editable install compiles them in place).
-C_SOURCES := pgwire/protocol/rowwalk.c gateway/relay/hotsplit.c
+C_SOURCES := pgwire/protocol/rowwalk.c gateway/relay/hotsplit.c gateway/relay/repeats.c
 $(STAMP): requirements.lock pyproject.toml $(C_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check --progress-bar on -r requirements.lock
@@ -24,6 +24,9 @@ $(STAMP): requirements.lock pyproject.toml $(C_SOURCES)
 	@$(PY) -c "import gateway.relay.hotsplit" 2>/dev/null || echo "NOTE: the express lane's C \
 	Query split (gateway/relay/hotsplit.c) did not build: it uses the slower pure Python \
 	split. 'make system-deps', then 'rm $(STAMP)' and make again."
+	@$(PY) -c "import gateway.relay.repeats" 2>/dev/null || echo "NOTE: the express lane's C \
+	repeats (gateway/relay/repeats.c) did not build: repeated statements take the slower \
+	Python road. 'make system-deps', then 'rm $(STAMP)' and make again."
 	touch $(STAMP)
 
 # gcc and Python's headers build the relay's C row walk (pgwire/protocol/rowwalk.c);

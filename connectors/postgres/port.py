@@ -42,6 +42,9 @@ class LinkPort(asyncio.Protocol):
         self.eof = False
         # Called after every chunk while an express exchange owns the link.
         self.consumer: Callable[[], None] | None = None
+        # Given every chunk instead, while the express lane's repeats in C own the link
+        # (gateway.relay.hot): they feed the reader themselves (`consumer` is set too).
+        self.taker: Callable[[bytes], None] | None = None
         # The client's side while a relayed result streams: DataRows go straight to it.
         self.pipe: asyncio.WriteTransport | None = None
         self._waiter: asyncio.Future[None] | None = None
@@ -51,6 +54,10 @@ class LinkPort(asyncio.Protocol):
     # --- callbacks -----------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
+        taker = self.taker
+        if taker is not None:
+            taker(data)
+            return
         consumer = self.consumer
         if consumer is not None:
             self.wire.feed(data)

@@ -116,10 +116,15 @@ class Exchange:
             if state.buffered >= FLUSH_BYTES:
                 self.lane.flush()
         except Exception as exc:  # a bug of ours: the client hears it, the link is dropped
-            log.exception("express exchange failed")
-            self.link.broken = True
-            self.outcome.error = from_exception(exc)
-            self._finish()
+            self.failed(exc)
+
+    def failed(self, exc: BaseException) -> None:
+        """The walk over the answer failed (a bug of ours; the repeats in C hand theirs
+        over here): the client hears it, the link is dropped."""
+        log.error("express exchange failed", exc_info=exc)
+        self.link.broken = True
+        self.outcome.error = from_exception(exc)
+        self._finish()
 
     def _finish(self) -> None:
         self.link.port.consumer = None

@@ -24,10 +24,26 @@ without the Bind's length and parameter values (`run_key`): two runs with one ke
 in their values only, so every check `ExpressLane._extended` made of the first holds for
 the second, and the messages the session answers before the source does are the same.
 
+What is kept of each (`HotQuery`, `HotRun`) is `gateway.relay.remembered`.
+
 A repeat's steps (the lane's `_send_query`/`_send_run`, `_start`, and the finish of the
 statement) are written out in `_hot_query`, `_hot_extended` and their `..._done`: each is
-a few function calls fewer per statement, which is most of the lane's CPU; a repeat that
-meets an error, or a run with a row limit, takes the general steps.
+a few function calls fewer per statement; a repeat that meets an error, or a run with a
+row limit, takes the general steps.
+
+With the C build, the repeats in C (gateway/relay/repeats.c, `Repeats`) go further: the
+client's port offers them each chunk first, and a repeat is started, answered, counted
+and finished in one C call each way, with this module's checks and bookkeeping. They
+act only while the lane is armed (`_arm`): after a statement of the lane ended with the
+session idle, and until the session's task, its port or the lane's Python act again
+(`Lane.disarm`), so what only those change (settings, the transaction, prepared
+statements, the client's socket) is as `_arm` saw it; what may change in between (the
+catalog, the links, a shutdown) they read again each time, as `_hot_query` does. They
+also run a block's BEGIN, and its COMMIT or ROLLBACK on the one source it reached. What
+their answer's walk does not read (an error, a new row description, the source gone) or
+a cancel hands the statement to this module's exchange, where it goes on (`_adopt`);
+anything else they decline goes to the lane's `offer`. Without the build, or with
+FEDGATE_HOT_SPLIT=python, this module is the whole road.
 """
 
 from __future__ import annotations
@@ -38,11 +54,15 @@ from functools import partial
 
 from pgwire.compiled import choose
 from pgwire.protocol import client as w
-from connectors.postgres.link import Outcome, RemoteStatement
-from gateway.relay.exchange import Exchange
+from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, answer_pass
+from connectors.postgres.link import MIRRORED, Outcome, PgLink
+from gateway.relay.exchange import FLUSH_BYTES, Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
 from gateway.relay.quick import HOT_SPLIT_ENV, quick_bind, quick_split, quick_split_bytes
+from gateway.relay.remembered import (BOUND_TAIL, HotQuery, HotRun, parameter_types,
+                                      run_key_of)
 from gateway.state.activity import began, ended
+from gateway.state.metrics import LATENCY_BUCKETS
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
@@ -53,134 +73,21 @@ from gateway.state.session import SessionState
 
 _READY = {b"I": encoder.ready_for_query(b"I"), b"T": encoder.ready_for_query(b"T"),
           b"E": encoder.ready_for_query(b"E")}
-_I16, _I32, _U32 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!I")
+_I32, _U32 = struct.Struct("!i"), struct.Struct("!I")
 _Q, _P, _B = (ord(c) for c in "QPB")
-_NO_FORMATS = _I16.pack(0)
-# Describe the unnamed portal, run it, Sync: as `gateway.relay.links.lifted_execute`.
-BOUND_TAIL = w.describe("P", "") + w.execute("", 0) + w.SYNC
 LIMIT = 256  # shapes, and runs, kept per session
-_UNLIMITED = w.execute("", 0) + w.SYNC
 
 
-class HotQuery:
-    """A lifted shape as the lane first relayed it, with what its route depended on; and
-    the head of the Bind for the source's statement it was last sent to (`bind_head`)."""
-
-    __slots__ = ("route", "lifted_sql", "search_path", "version", "in_transaction", "remote",
-                 "head")
-
-    def __init__(self, route: Route, lifted_sql: str, search_path: str, version: int,
-                 in_transaction: bool) -> None:
-        self.route = route
-        self.lifted_sql = lifted_sql
-        self.search_path = search_path
-        self.version = version
-        self.in_transaction = in_transaction
-        self.remote: RemoteStatement | None = None
-        self.head = b""
-
-    def bind_head(self, remote: RemoteStatement, count: int) -> bytes:
-        """The Bind's bytes between its length and its values, for `remote` (kept: the
-        link's statement is the same one statement after statement)."""
-        if remote is not self.remote:
-            self.remote = remote
-            self.head = b"\0" + remote.name.encode() + b"\0" + _NO_FORMATS + _I16.pack(count)
-        return self.head
+def _python_repeats(*_: object) -> None:
+    """Without the C build every repeat takes `HotLane._hot_query` / `_hot_extended`."""
+    return None
 
 
-def parameter_types(numbers: list[str]) -> tuple[int, ...]:
-    """The literals' own types (int4, int8 or numeric), as `gateway.relay.literals.lift` gives."""
-    if len(numbers) == 1:  # pgbench's statements, and most point queries: no generator
-        n = numbers[0]
-        return (INT4,) if len(n) < 10 and n.isdigit() else (type_of(n),)
-    return tuple([INT4 if len(n) < 10 and n.isdigit() else type_of(n) for n in numbers])
-
-
-def bound_request(statement: RemoteStatement, numbers: list[str]) -> bytes:
-    """Bind the numbers (text format) to the prepared shape, then Describe/Execute/Sync."""
-    parts = [b"\0", statement.name.encode(), b"\0", _NO_FORMATS, _I16.pack(len(numbers))]
-    for number in numbers:
-        value = number.encode()
-        parts.append(_I32.pack(len(value)))
-        parts.append(value)
-    parts.append(_NO_FORMATS)
-    body = b"".join(parts)
-    return b"B" + _I32.pack(len(body) + 4) + body + BOUND_TAIL
-
-
-# --- extended-protocol runs --------------------------------------------------------------
-
-class HotRun:
-    """A `[Parse] Bind [Describe] Execute Sync` run the lane relayed, kept by its bytes
-    without the Bind's values (`run_key`): what the session answers before the source
-    does, and how to find again the statement it ran."""
-
-    __slots__ = ("prepared", "statement", "parsed", "formats", "answered", "tail", "limited",
-                 "remote", "head")
-
-    def __init__(self, prepared: Prepared, statement: str, parsed: tuple[str, tuple[int, ...]] | None,
-                 formats: tuple[int, ...], answered: bytes, tail: bytes) -> None:
-        self.prepared = prepared
-        self.statement = statement  # the name the Bind gives
-        self.parsed = parsed  # (query, parameter types) of the run's unnamed Parse, if any
-        self.formats = formats  # the Bind's result formats
-        self.answered = answered  # ParseComplete, BindComplete and the description, as sent
-        self.tail = tail  # Execute (with its row limit) and Sync, for the source
-        self.limited = tail != _UNLIMITED
-        self.remote: RemoteStatement | None = None
-        self.head = b""
-
-    def bind_head(self, remote: RemoteStatement) -> bytes:
-        """The Bind's bytes before the client's parameters, naming `remote` (as
-        `client.rebind`; kept: the link's statement is the same one run after run)."""
-        if remote is not self.remote:
-            self.remote = remote
-            self.head = w.rebind(remote.name, b"")[5:]
-        return self.head
-
-
-def bind_values(data: bytes, start: int, end: int) -> tuple[int, int, int] | None:
-    """Where the Bind at data[start:end] has its parameters (after the two names), its
-    values, and where its values end; None when it does not add up."""
-    first = data.find(b"\0", start + 5, end)
-    second = data.find(b"\0", first + 1, end) if first >= 0 else -1
-    if second < 0:
-        return None
-    params_at = second + 1
-    try:
-        (formats,) = _I16.unpack_from(data, params_at)
-        p = params_at + 2 + 2 * formats
-        (count,) = _I16.unpack_from(data, p)
-        p += 2
-        values_at = p
-        for _ in range(count):
-            (size,) = _I32.unpack_from(data, p)
-            p += 4 + max(size, 0)
-    except struct.error:
-        return None
-    if formats < 0 or count < 0 or p + 2 > end:
-        return None
-    return params_at, values_at, p
-
-
-def run_key(data: bytes, bind: tuple[int, int], values: tuple[int, int, int], stop: int) -> bytes:
-    """The run's bytes up to Sync without the Bind's length and values: runs with equal
-    keys differ only in their parameter values."""
-    return data[:bind[0] + 1] + data[bind[0] + 5:values[1]] + data[values[2]:stop]
-
-
-def run_key_of_py(data: bytes, start: int, end: int, stop: int) -> tuple[bytes, int] | None:
-    """(`run_key`, where the Bind's parameters begin) of the run ending at `stop` whose Bind
-    is data[start:end]; None when the Bind does not add up. Its C twin
-    (`gateway/relay/hotsplit.c`) is used when built, chosen as the split is."""
-    values = bind_values(data, start, end)
-    if values is None:
-        return None
-    return run_key(data, (start, end), values, stop), values[0]
-
-
-run_key_of, _ = choose(HOT_SPLIT_ENV, "gateway.relay.hotsplit", "run_key", run_key_of_py,
-                       "run key", "a faster express lane")
+# The repeats in C (gateway/relay/repeats.c): a repeat's whole statement, its checks, its
+# answer and its bookkeeping in one call each way, while the lane is armed (`_arm`).
+# Chosen as the split is; its pure Python twin is the road below, which it declines to.
+Repeats, REPEATS = choose(HOT_SPLIT_ENV, "gateway.relay.repeats", "Repeats", _python_repeats,
+                          "repeats", "a faster express lane")
 
 
 class HotLane(Lane):
@@ -192,6 +99,56 @@ class HotLane(Lane):
         super().__init__(state, links, port)
         self._shapes: dict[bytes, HotQuery] = {}  # lifted shapes, by shape (ASCII)
         self._runs: dict[bytes, HotRun] = {}  # extended runs, by bytes without values
+        # The client's port calls `offer`: with the C build, the repeats first, which
+        # hand what they do not take to this class's `offer`.
+        repeats = Repeats(self, self.offer, quick_split_bytes, quick_bind, run_key_of,
+                          answer_pass, ended, BOUND_TAIL, LATENCY_BUCKETS, PASS_QUIET,
+                          PASS_DISCARD, FLUSH_BYTES)
+        if repeats is not None:
+            self.repeats = repeats
+            self.offer = repeats  # type: ignore[method-assign]
+
+    def _arm(self) -> None:
+        """The session is idle after a statement of the lane: what it runs under, for the
+        repeats in C, which take statements until the session, its port or the lane act
+        again (`disarm`). Not armed: a block with savepoints, a failed one, an extended
+        run's error being skipped, shapes not lifted."""
+        repeats = self.repeats
+        if repeats is None or self.exchange is not None or self.held or not self._session_idle():
+            return
+        s = self.state
+        values = s.settings.values
+        if s.failed or s.skipping or s.savepoints or values["fedgate.parameterize"] != "on":
+            return
+        in_block = s.in_block
+        begin_sql = self.links.begin_sql if in_block else None
+        repeats.arm(in_block, s.writes_refused, values["search_path"], values["fedgate.relay"],
+                    s.hidden, tuple(map(values.get, MIRRORED)), _READY[s.status],
+                    w.query(begin_sql) if begin_sql else None)
+
+    def _adopt(self, kind: int, link: PgLink, ready: int, quiet: int, seen: int,
+               hot: HotQuery | HotRun | str, text: str, raw: bytes, passed: bytes) -> Exchange:
+        """The repeats in C meet what their answer's walk does not read (an error, a new
+        description, the source gone) or a cancel: the statement goes on as the Python
+        road's exchange, from where they were. `passed` is what the client was to get.
+        `kind`: 0 a simple Query (`hot` its shape), 1 an extended run (`hot` the run),
+        2 a block's COMMIT or ROLLBACK (`hot` which: `_control`'s kind)."""
+        if passed:
+            self.state.write(passed)
+        if kind == 0:
+            assert isinstance(hot, HotQuery)
+            done = partial(self._hot_done, hot.route, text, raw)
+        elif kind == 1:
+            assert isinstance(hot, HotRun)
+            done = partial(self._hot_run_done, hot, None)
+        else:
+            assert isinstance(hot, str)
+            done = partial(self._control_ended, hot)
+        exchange = self.exchange = Exchange(self, link, ready, quiet, done, discard=kind == 2)
+        exchange.seen = seen
+        link.port.taker = None
+        link.port.consumer = exchange.pump
+        return exchange
 
     def _hot(self, data: bytes) -> bool:
         """A chunk that is exactly one simple Query, or one run, of a kind the lane
@@ -264,7 +221,8 @@ class HotLane(Lane):
         if len(self._shapes) >= LIMIT:
             self._shapes.clear()
         self._shapes[quick[1].encode()] = HotQuery(route, lifted.sql, s.settings.values["search_path"],
-                                       s.ctx.catalog.version, s.in_block and self.links.active)
+                                       s.ctx.catalog.version, s.in_block and self.links.active,
+                                       len(quick[2]))
 
     def _hot_done(self, route: Route, sql: str, raw: bytes, outcome: Outcome) -> None:
         """As `_query_done` without an error: `counted`, `_query_ready` and `_done`,
@@ -383,6 +341,8 @@ class HotLane(Lane):
         transport = self.port.transport
         if data and not transport.is_closing():
             transport.write(data)
+        if self.repeats is not None:
+            self._arm()
 
     def _remember_run(self, data: bytes, found: list[tuple[int, int, int]],
                       prepared: Prepared, parse: m.Parse | None, formats: tuple[int, ...],

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from gateway.relay.exchange import Exchange
@@ -67,6 +67,8 @@ class Lane:
         self.taken = 0  # statements the lane ran (SHOW fedgate.express_statements)
         self._cancelling: Exchange | None = None  # the exchange they are for
         self.activity = activity_of(state)  # the session's, for pg_stat_activity
+        # The repeats in C (gateway.relay.hot), when built: armed while the session is idle.
+        self.repeats: Any = None
         self._decoder = FrontendDecoder(state.ctx.config.server.max_message_bytes)
         self._decoder.startup_done()
 
@@ -87,17 +89,31 @@ class Lane:
         return True
 
     @property
+    def repeated(self) -> int:
+        """Statements the repeats in C started (SHOW fedgate.express_repeats); they count
+        in `taken` too."""
+        return self.repeats.taken if self.repeats is not None else 0
+
+    @property
     def held_bytes(self) -> int:
         """What arrived while an exchange was in flight (the port stops reading when this
         grows large, and reads again at `consumed()`)."""
         return sum(map(len, self.held)) if self.held else 0
 
+    def disarm(self) -> None:
+        """The session, its port or the lane act: the repeats in C take nothing until the
+        lane arms them again (gateway.relay.hot)."""
+        if self.repeats is not None:
+            self.repeats.disarm()
+
     def client_lost(self) -> None:
+        self.disarm()
         self.closed = True
         self.held.clear()
 
     def client_paused(self, paused: bool) -> None:
         """The client reads slower than the source sends: hold the source back."""
+        self.disarm()
         if self.exchange is not None:
             port = self.exchange.link.port
             port.pause("client") if paused else port.resume("client")
@@ -107,6 +123,8 @@ class Lane:
         answers it with its own 57014 error. False when no exchange is in flight."""
         if self.exchange is None:
             return False
+        if self.exchange is self.repeats:  # in C: on as an Exchange, to be told apart
+            self.repeats.handoff()
         if self._cancelling is self.exchange:
             return True  # its cancel is on its way already, and repeats itself
         self._cancelling = self.exchange
@@ -145,6 +163,10 @@ class Lane:
 
     def _run(self, data: bytes) -> bool:
         """Start what `data` begins with, if the lane takes it (`ExpressLane._run`)."""
+        raise NotImplementedError
+
+    def _control_ended(self, kind: str, outcome: Outcome) -> None:
+        """A block's COMMIT or ROLLBACK answered (`ExpressLane._control_ended`)."""
         raise NotImplementedError
 
     def _decode(self, data: bytes, start: int, end: int) -> m.FrontendMessage | None:
@@ -329,6 +351,11 @@ class Lane:
                 break
         if took:  # the port may have stopped reading for what was held (`offer`)
             self.port.consumed()
+        if self.repeats is not None:
+            self._arm()
+
+    def _arm(self) -> None:
+        """Arm the repeats in C (gateway.relay.hot.HotLane)."""
 
     def _done(self) -> None:
         ended(self.activity, self.state)  # the statement log (gateway.state.activity)

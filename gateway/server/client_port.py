@@ -93,6 +93,8 @@ class ClientPort(asyncio.Protocol):
 
     def feed(self, data: bytes) -> None:
         """Hand bytes to the connection's task (the lane does, for what it declines)."""
+        if self.lane is not None:
+            self.lane.disarm()
         self.decoder.feed(data)
         self._update_reading()
         self._wake()
@@ -169,6 +171,8 @@ class ClientPort(asyncio.Protocol):
 
     def _ended(self) -> None:
         self.eof = True
+        if self.lane is not None:
+            self.lane.disarm()
         self._wake()
 
     def _wake(self) -> None:
@@ -213,3 +217,5 @@ class ClientPort(asyncio.Protocol):
         finally:
             self.waiting = False
             self._waiter = None
+            if self.lane is not None:  # the session's task acts: the lane's repeats wait
+                self.lane.disarm()

@@ -42,6 +42,7 @@ from pgwire.errors import PgError
 from pgwire.protocol import encoder
 from pgwire.protocol.client import ANSWER_PASS, ROW_WALK
 from gateway.relay.quick import HOT_SPLIT
+from gateway.relay.hot import REPEATS
 from planner import CatalogSnapshot, SourceEntry
 
 log = logging.getLogger("fedgate")
@@ -162,6 +163,9 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
     if HOT_SPLIT != "C" and (worker is None or worker.index == 0):
         # The express lane answers the same, at more CPU per statement.
         log.warning("express lane: the Query split is %s", HOT_SPLIT)
+    if REPEATS != "C" and (worker is None or worker.index == 0):
+        # The express lane answers the same, at more CPU per statement.
+        log.warning("express lane: the repeats are %s", REPEATS)
     ctx = await build_context(config)
     gate = Gate.of(config.server)
     refusal = encoder.error_from(too_many_clients())

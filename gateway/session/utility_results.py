@@ -113,6 +113,8 @@ def run_show(session: SessionCore, utility: Utility) -> UtilityResult:
     value = session.settings.get(utility.name)
     if utility.name.lower() == "fedgate.express_statements":  # read-only: what the lane ran
         value = str(session.lane.taken if session.lane is not None else 0)
+    elif utility.name.lower() == "fedgate.express_repeats":  # read-only: of them, in C
+        value = str(session.lane.repeated if session.lane is not None else 0)
     if value is None:
         raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{utility.name}"')
     return UtilityResult("SHOW", text_rows([utility.name], [(value,)]))

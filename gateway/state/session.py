@@ -43,9 +43,13 @@ class ClientGone(ConnectionResetError):
 
 class LaneHandle(Protocol):
     """The express lane as the session sees it (gateway.relay.express.ExpressLane): it
-    cancels the statements it runs, and counts them (SHOW fedgate.express_statements)."""
+    cancels the statements it runs, and counts them (SHOW fedgate.express_statements, and
+    of those the ones its repeats in C ran, fedgate.express_repeats)."""
 
     taken: int
+
+    @property
+    def repeated(self) -> int: ...
 
     def cancel(self) -> bool: ...
 

@@ -1,4 +1,4 @@
-"""The express lane's memory (gateway/relay/hot.py) reads texts as the slow path does.
+"""The express lane's memory (gateway/relay/hot.py, gateway/relay/remembered.py) reads texts as the slow path does.
 
 A remembered shape is found again by splitting a Query's text on its numbers; for every
 text that split accepts, the statement, shape and numbers must be exactly those of
@@ -12,8 +12,9 @@ from __future__ import annotations
 import pytest
 
 from connectors.postgres.link import RemoteStatement
-from gateway.relay.hot import (BOUND_TAIL, HotQuery, bind_values, bound_request,
-                               parameter_types, quick_split, quick_split_bytes, run_key)
+from gateway.relay.quick import quick_split, quick_split_bytes
+from gateway.relay.remembered import (BOUND_TAIL, HotQuery, bind_values, bound_request,
+                                      parameter_types, run_key)
 from gateway.relay.hotsplit import bind as bind_c
 from gateway.relay.quick import quick_bind_py
 from gateway.relay.links import lifted_execute
@@ -66,7 +67,7 @@ def test_the_split_of_bytes_is_the_split_of_text(text: str) -> None:
     assert quick_split_bytes(text.encode()) == (sql.encode(), shape.encode(),
                                                 [n.encode() for n in numbers])
     statement = RemoteStatement("fg_7", parameter_types(numbers), None)
-    hot = HotQuery(None, "", "", 0, False)  # type: ignore[arg-type]
+    hot = HotQuery(None, "", "", 0, False, len(numbers))  # type: ignore[arg-type]
     head = hot.bind_head(statement, len(numbers))
     for bind in (quick_bind_py, bind_c):  # the Bind in Python and in C
         assert bind(head, [n.encode() for n in numbers], BOUND_TAIL) == bound_request(

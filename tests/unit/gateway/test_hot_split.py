@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.relay.hot import run_key_of_py
+from gateway.relay.remembered import run_key_of_py
 from gateway.relay.quick import HOT_SPLIT_ENV, quick_bind_py, quick_split, quick_split_bytes_py
 
 try:

@@ -1,0 +1,236 @@
+"""The express lane's repeats in C (gateway/relay/repeats.c) answer as the Python road does.
+
+A statement the lane relayed before, repeated while the session is idle, is started and
+answered by one C call each way, with the checks, the bookkeeping and the transaction
+state of the Python road (gateway/relay/hot.py), which takes over whenever the C code
+meets something it does not read. These tests drive repeats through what can happen to
+them: new numbers and parameter values, source errors in the middle of a repeat's
+answer, transaction blocks (BEGIN sent ahead of a block's first repeat), a failed
+block, a setting mirrored to the source changed between repeats (extra_float_digits), pipelined statements
+arriving while a repeat runs, a CancelRequest, a source backend gone between repeats;
+and what other sessions see (pg_stat_activity). Each runs against a gateway with the C
+build and one with its pure Python twin (FEDGATE_HOT_SPLIT=python), and compares the
+bytes with `fedgate.express = off` (the session's task). `SHOW fedgate.express_repeats`
+proves the C code ran the repeats on one and none on the other.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psycopg
+import pytest
+
+from gateway.relay.quick import HOT_SPLIT_ENV
+from pgwire.protocol.client import ROW_WALK_ENV
+from tests.integration.test_express import connect, exchange, q
+from tests.support import rawpg
+from tests.support.gateway_proc import GatewayProcess, gateway_on_new_database
+from tests.support.postgres import PostgresServer
+
+
+
+@dataclass
+class Setup:
+    gateway: GatewayProcess
+    truth: str  # direct DSN of the source's database
+    in_c: bool  # the gateway runs the repeats in C
+ROWS = [(1, 100, "one", "2024-01-05"), (2, 200, "two", "2024-02-06"), (3, 300, None, None)]
+
+
+@pytest.fixture(scope="module", params=["C", "python"])
+def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory,
+          request: pytest.FixtureRequest) -> Iterator[Setup]:
+    with gateway_on_new_database(
+            postgres_server.dsn, tmp_path_factory.mktemp("repeats-gateway"),
+            "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, note text, opened date); "
+            "CREATE TABLE big AS SELECT g FROM generate_series(1, 20000) AS g",
+            env={HOT_SPLIT_ENV: request.param, ROW_WALK_ENV: request.param}) as found:
+        log = found.gateway.log_path.read_text()
+        assert ("the repeats are pure Python" in log) == (request.param == "python"), log
+        yield Setup(found.gateway, found.truth, request.param == "C")
+
+
+def reset(setup: Setup) -> None:
+    with psycopg.connect(setup.truth, autocommit=True) as conn:
+        conn.execute("TRUNCATE acct")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO acct VALUES (%s, %s, %s, %s)", ROWS)
+
+
+def show(conn: rawpg.RawPG, name: str) -> int:
+    rows = [p for t, p in exchange(conn, q(f"SHOW {name}")) if t == "D"]
+    return int(rawpg.parse_data_row(rows[0])[0])
+
+
+def point(value: bytes, parse: bool = True) -> tuple[bytes, ...]:
+    """pgbench -M extended's run (the unnamed statement Parsed again each time)."""
+    head = (rawpg.parse("SELECT bal, note FROM acct WHERE id = $1", "", [23]),) if parse else ()
+    return (*head, rawpg.bind("", "", [value]), rawpg.describe("P"), rawpg.execute(),
+            rawpg.sync())
+
+
+def named(value: bytes) -> tuple[bytes, ...]:
+    """pgbench -M prepared's run of the statement `p` (Parsed once)."""
+    return rawpg.bind("", "p", [value]), rawpg.execute(), rawpg.sync()
+
+
+def repeated(sql: str, *values: int) -> list[tuple[bytes, ...]]:
+    return [(q(sql.format(v)),) for v in values]
+
+
+SCRIPT: list[tuple[bytes, ...]] = [
+    (q("SELECT id FROM acct WHERE id = 1"),),  # opens the link: the task
+    *repeated("SELECT id, bal, note, opened FROM acct WHERE id = {}", 1, 2, 3, 4, 2),
+    *repeated("UPDATE acct SET bal = bal + {} WHERE id = 2 RETURNING bal", 1, 2, 3, 4),
+    # A repeat that fails on the source mid-answer, and repeats after it.
+    *repeated("SELECT bal / (id - 2) FROM acct WHERE id = {}", 1, 3, 2, 1, 3),
+    # Blocks: BEGIN goes to the source ahead of the block's first repeat.
+    (q("BEGIN"),),
+    *repeated("UPDATE acct SET bal = bal - {} WHERE id = 1", 5, 6),
+    *repeated("SELECT bal FROM acct WHERE id = {}", 1, 1, 2),
+    (q("COMMIT"),),
+    (q("BEGIN"),),
+    *repeated("UPDATE acct SET bal = bal - {} WHERE id = 1", 7, 8),
+    *repeated("SELECT bal FROM acct WHERE id = {}", 1, 3),
+    (q("ROLLBACK"),),
+    *repeated("SELECT bal FROM acct WHERE id = {}", 1, 2),
+    # A failed block: its repeats are refused until ROLLBACK.
+    (q("BEGIN"),),
+    *repeated("SELECT bal FROM acct WHERE id = {}", 1),
+    *repeated("SELECT bal / (id - 2) FROM acct WHERE id = {}", 2),
+    *repeated("SELECT bal FROM acct WHERE id = {}", 1, 3),
+    (q("ROLLBACK"),),
+    # A setting mirrored to the source changes between repeats.
+    *repeated("SELECT bal::float8 / 7 FROM acct WHERE id = {}", 1, 2, 1),
+    (q("SET extra_float_digits = 0"),),
+    *repeated("SELECT bal::float8 / 7 FROM acct WHERE id = {}", 1, 2, 1),
+    (q("RESET extra_float_digits"),),
+    *repeated("SELECT bal::float8 / 7 FROM acct WHERE id = {}", 2, 1),
+    # search_path changes between repeats (the same names, another resolution).
+    (q("SET search_path = pg, public"),),
+    *repeated("SELECT bal FROM acct WHERE id = {}", 3, 1),
+    (q("RESET search_path"),),
+    *repeated("SELECT bal FROM acct WHERE id = {}", 3, 1),
+    # Extended runs: unnamed and re-Parsed, then named; a value the source refuses.
+    point(b"1"), point(b"2"), point(b"3"), point(b"9"), point(b"x"), point(b"2"),
+    (rawpg.parse("SELECT bal, note FROM acct WHERE id = $1", "p", [23]), rawpg.sync()),
+    named(b"1"), named(b"2"), named(b"3"), named(b"x"), named(b"1"),
+    # The extended runs inside a block take the Python road (portals live on there).
+    (q("BEGIN"),), named(b"2"), named(b"1"), (q("COMMIT"),), named(b"3"),
+]
+
+
+def run_script(setup: Setup, express: str) -> tuple[list, int, list]:
+    reset(setup)
+    with connect(setup, express) as conn:
+        answers = [exchange(conn, *chunks) for chunks in SCRIPT]
+        repeats = show(conn, "fedgate.express_repeats")
+    with psycopg.connect(setup.truth) as conn:
+        final = conn.execute("SELECT * FROM acct ORDER BY id").fetchall()
+    return answers, repeats, final
+
+
+def test_repeats_answer_as_the_task_does(setup: Setup) -> None:
+    lane_answers, lane_repeats, lane_final = run_script(setup, "on")
+    task_answers, task_repeats, task_final = run_script(setup, "off")
+    for chunks, lane, task in zip(SCRIPT, lane_answers, task_answers):
+        assert lane == task, f"answers differ for {chunks!r}"
+    assert lane_final == task_final
+    assert task_repeats == 0
+    if setup.in_c:
+        # Every repeat after the first two of its shape (the first is prepared on the
+        # link, the second arms the lane), less the ones that had to wait for Python.
+        assert lane_repeats >= 25, lane_repeats
+    else:
+        assert lane_repeats == 0
+    codes = [rawpg.parse_fields(p).get("C") for answer in lane_answers for t, p in answer
+             if t == "E"]
+    assert {"22012", "25P02", "22P02"} <= set(codes), codes
+    sevenths = [rawpg.parse_data_row(p) for chunks, answer in zip(SCRIPT, lane_answers)
+                for t, p in answer if t == "D" and b"/ 7" in chunks[0]]
+    assert [b"12.7142857142857"] in sevenths and [b"12.714285714285714"] in sevenths, sevenths
+
+
+def test_pg_stat_activity_shows_the_last_repeat(setup: Setup) -> None:
+    reset(setup)
+    with connect(setup, "on") as conn, connect(setup, "on") as other:
+        for value in (1, 2, 3, 2):
+            exchange(conn, q(f"SELECT bal FROM acct WHERE id = {value}"))
+        pid, _ = conn.backend_key
+        rows = [rawpg.parse_data_row(p) for t, p in exchange(
+            other, q(f"SELECT state, query FROM pg_stat_activity WHERE pid = {pid}")) if t == "D"]
+        assert rows == [[b"idle", b"SELECT bal FROM acct WHERE id = 2"]]
+        assert (show(conn, "fedgate.express_repeats") >= 2) == setup.in_c
+
+
+# Quick with 20000 (20,000 rows), long with small numbers (1: 400 million rows).
+COUNTING = "SELECT count(*) AS repeat_marker FROM big AS a, big AS b WHERE a.g >= {0}"
+
+
+def source_state(setup: Setup) -> list[str]:
+    with psycopg.connect(setup.truth, autocommit=True) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT state FROM pg_stat_activity WHERE query LIKE '%repeat_marker%' "
+            "AND pid <> pg_backend_pid()").fetchall()]
+
+
+def test_cancel_stops_a_repeat(setup: Setup) -> None:
+    reset(setup)
+    with connect(setup, "on") as conn:
+        exchange(conn, q("SELECT 1 FROM acct WHERE id = 1"))  # opens the link
+        before = show(conn, "fedgate.express_repeats")  # (the task's: the lane waits)
+        for _ in range(2):  # prepared on the link, then run by the lane, which arms
+            exchange(conn, q(COUNTING.format(20000)))
+        conn.send(q(COUNTING.format(1)))
+        deadline = time.monotonic() + 10
+        while source_state(setup) != ["active"]:
+            assert time.monotonic() < deadline, "the repeat never reached the source"
+            time.sleep(0.05)
+        started = time.monotonic()
+        pid, key = conn.backend_key
+        with rawpg.RawPG.open(setup.gateway.host, setup.gateway.port) as canceller:
+            canceller.send(rawpg.cancel_request(pid, key))
+        answer = conn.read_until_ready(timeout=10)
+        assert time.monotonic() - started < 5
+        errors = [m.fields for m in answer if m.type == "E"]
+        assert errors and errors[0]["C"] == "57014", answer
+        rows = [rawpg.parse_data_row(p) for t, p in exchange(conn, q(COUNTING.format(20000)))
+                if t == "D"]
+        assert rows == [[b"20000"]]
+        assert (show(conn, "fedgate.express_repeats") - before >= 2) == setup.in_c
+
+
+def test_source_gone_between_repeats(setup: Setup) -> None:
+    """The source's backend ends while the session is idle: the next repeat finds the link
+    at its end and takes the Python road, which connects again and answers."""
+    reset(setup)
+    with connect(setup, "on") as conn:
+        answers = [exchange(conn, q(f"SELECT bal AS gone_marker FROM acct WHERE id = {v}"))
+                   for v in (1, 2, 3)]
+        with psycopg.connect(setup.truth, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE query LIKE '%gone_marker%' AND pid <> pg_backend_pid()")
+        time.sleep(0.5)  # the gateway reads the link's end of file
+        again = exchange(conn, q("SELECT bal AS gone_marker FROM acct WHERE id = 2"))
+        assert again == answers[1]
+
+
+def test_statements_sent_while_a_repeat_runs(setup: Setup) -> None:
+    """A client that does not wait for the answer (pipelining): what arrives while a
+    repeat runs is held, then taken in order."""
+    reset(setup)
+    with connect(setup, "on") as conn:
+        exchange(conn, q("SELECT 1 FROM acct WHERE id = 1"))
+        for _ in range(2):
+            exchange(conn, q(COUNTING.format(20000)))
+        conn.send(q(COUNTING.format(19000)))  # 20 million rows: a while
+        time.sleep(0.1)
+        conn.send(q("SELECT bal FROM acct WHERE id = 3"))
+        conn.send(q(COUNTING.format(19999)), q("SELECT bal FROM acct WHERE id = 2"))
+        answers = [[rawpg.parse_data_row(m.payload) for m in conn.read_until_ready()
+                    if m.type == "D"] for _ in range(4)]
+        assert answers == [[[b"20020000"]], [[b"300"]], [[b"40000"]], [[b"200"]]]
+        assert (show(conn, "fedgate.express_repeats") >= 1) == setup.in_c
