@@ -13,7 +13,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # goes in editable, without resolving anything again. pip shows its progress: the first
 # install downloads about 600 MB (PySpark is most of it). The C sources are listed so that
 # a changed one is built again (the editable install compiles them in place).
-C_SOURCES := pgwire/protocol/rowwalk.c gateway/relay/hotsplit.c gateway/relay/repeats.c
+C_SOURCES := pgwire/protocol/rowwalk.c gateway/relay/hotsplit.c $(wildcard gateway/relay/repeats*.[ch])
 $(STAMP): requirements.lock pyproject.toml $(C_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check --progress-bar on -r requirements.lock

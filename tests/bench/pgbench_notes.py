@@ -9,24 +9,19 @@ from typing import Any
 
 WHY = ("Where the gateway's CPU goes: the kernel's share (system time: two sockets read and "
        "written per statement, and the processes at both ends woken) is about the same for "
-       "the three proxies; the difference is user space, and the 1.5x goal is missed by it "
-       "(the user column: some 13-18 µs a statement for the gateway's one worker against "
-       "PgBouncer's 2). PgBouncer's C loop and the bare relay pass bytes on without "
-       "looking at them. The gateway's express lane (gateway/relay/) runs in C what "
-       "touches the bytes: a repeated Query's split and its Bind (gateway/relay/hotsplit.c), "
-       "an extended run's key (the same module), and the walk over the source's answer "
-       "(answer_pass in pgwire/protocol/rowwalk.c: the rows, the CommandComplete and the "
-       "client's copy of the RowDescription come back as one piece). What stays in Python, "
-       "about 1,080 bytecode instructions and 31 function calls per `-S` statement (counted "
-       "with a tracer; 1,495 and 37 before the answer walk and the Bind moved to C): the "
-       "session checked against what the route was decided on (search_path, catalog "
-       "version, transaction block, settings mirrored to the source), the pg_stat_activity "
-       "and /metrics bookkeeping, the exchange's start and finish, ReadyForQuery with the "
-       "gateway's own transaction state. The system calls are those of PgBouncer and the "
-       "bare relay (strace -c over 20,000 transactions: 2 reads, 2 writes and 0.6 epoll "
-       "waits per transaction for all three), so what is left of the gap is the "
-       "interpreter's: meeting 1.5x takes those checks and the bookkeeping out of it too "
-       "(one compiled call per chunk each way), not fewer checks.")
+       "the three proxies; the difference is user space. A relayed repeat (each of "
+       "pgbench's statements after its first two runs, and BEGIN/COMMIT) is started and "
+       "answered by the express lane's repeats in C (gateway/relay/repeats.c): the client's "
+       "chunk in and the source's answer out, one C call each way, with the lane's checks "
+       "(the session idle, search_path, catalog version, transaction block, the link's "
+       "state and mirrored settings) and its bookkeeping (pg_stat_activity, /metrics, the "
+       "statement log). What runs in the interpreter per statement is the event loop's "
+       "two socket callbacks that hand the chunks over, as for the bare relay; the rest "
+       "of the gap to PgBouncer is those callbacks and the C code's attribute reads and "
+       "writes on the session's Python objects. The Python road (gateway/relay/hot.py) "
+       "takes a shape's first runs, the statement after the session's task acted, and "
+       "whatever the C code declines; without the C build (or FEDGATE_HOT_SPLIT=python) "
+       "it takes every repeat, at about 1.7-1.9x PgBouncer's CPU per transaction.")
 
 
 def workers_note(facts: dict, row: dict[str, Any], workload: str, gateways: list[str]) -> list[str]:
