@@ -53,7 +53,8 @@ Repeats_traverse(Repeats *self, visitproc visit, void *arg)
     Py_VISIT(self->lane); Py_VISIT(self->state); Py_VISIT(self->links);
     Py_VISIT(self->port); Py_VISIT(self->activity); Py_VISIT(self->ctx);
     Py_VISIT(self->shapes); Py_VISIT(self->runs); Py_VISIT(self->offer);
-    Py_VISIT(self->split); Py_VISIT(self->bind); Py_VISIT(self->run_key); Py_VISIT(self->answer_pass);
+    Py_VISIT(self->split); Py_VISIT(self->bind); Py_VISIT(self->run_key);
+    Py_VISIT(self->answer_pass);
     Py_VISIT(self->ended); Py_VISIT(self->bound_tail); Py_VISIT(self->statements_count);
     Py_VISIT(self->histogram); Py_VISIT(self->search_path); Py_VISIT(self->relay);
     Py_VISIT(self->hidden); Py_VISIT(self->mirrored); Py_VISIT(self->ready);
@@ -85,7 +86,8 @@ Repeats_clear(Repeats *self)
     Py_CLEAR(self->lane); Py_CLEAR(self->state); Py_CLEAR(self->links);
     Py_CLEAR(self->port); Py_CLEAR(self->activity); Py_CLEAR(self->ctx);
     Py_CLEAR(self->shapes); Py_CLEAR(self->runs); Py_CLEAR(self->offer);
-    Py_CLEAR(self->split); Py_CLEAR(self->bind); Py_CLEAR(self->run_key); Py_CLEAR(self->answer_pass);
+    Py_CLEAR(self->split); Py_CLEAR(self->bind); Py_CLEAR(self->run_key);
+    Py_CLEAR(self->answer_pass);
     Py_CLEAR(self->ended); Py_CLEAR(self->bound_tail); Py_CLEAR(self->statements_count);
     Py_CLEAR(self->histogram); Py_CLEAR(self->search_path); Py_CLEAR(self->relay);
     Py_CLEAR(self->hidden); Py_CLEAR(self->mirrored); Py_CLEAR(self->ready);
@@ -295,7 +297,8 @@ Repeats_get_taken(Repeats *self, void *closure)
 
 static PyGetSetDef Repeats_getset[] = {
     {"taken", (getter)Repeats_get_taken, NULL, "Statements started here.", NULL},
-    {"link", (getter)Repeats_get_link, NULL, "The link of the statement in flight, or None.", NULL},
+    {"link", (getter)Repeats_get_link, NULL, "The link of the statement in flight, or None.",
+     NULL},
     {"armed", (getter)Repeats_get_armed, NULL, "True while repeats are taken here.", NULL},
     {"flight", (getter)Repeats_get_flight, NULL, "True while a statement of ours runs.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

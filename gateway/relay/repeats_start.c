@@ -6,7 +6,7 @@
 /* The request is written: the statement is in flight, its answer comes to `pump`. */
 int
 rp_start(Repeats *self, int kind, PyObject *link, PyObject *entry, PyObject *text,
-      PyObject *data, PyObject *request, int quiet, PyObject *first)
+         PyObject *data, PyObject *request, int quiet, PyObject *first)
 {
     PyObject *transport = NULL, *r = NULL;
     int ok = -1;
@@ -469,7 +469,8 @@ rp_take_control(Repeats *self, PyObject *data, const unsigned char *d, Py_ssize_
         r = DS(state, skipping, Py_False) < 0 || rp_began(self, sql) < 0
             || DS(links, begin_sql, sql) < 0 || rp_call_method(self->state, N_begin_block) < 0
             || DS(activity, state, s_idle) < 0 || DS(activity, stream, Py_None) < 0
-            || rp_increment(self->lane, self->lane_d, N_taken) < 0 || rp_rearm(self, 1, begin_query) < 0
+            || rp_increment(self->lane, self->lane_d, N_taken) < 0
+            || rp_rearm(self, 1, begin_query) < 0
             || rp_answer_now(self, done_begin, z_block) < 0;
         Py_DECREF(begin_query);
         Py_DECREF(sql);
@@ -489,8 +490,8 @@ rp_take_control(Repeats *self, PyObject *data, const unsigned char *d, Py_ssize_
         return r ? -1 : 1;
     }
     v = self->rollback ? s_rollback : s_commit;
-    r = rp_start(self, KIND_END, link, v, sql, data, self->rollback ? ask_rollback : ask_commit,
-              0, NULL);
+    r = rp_start(self, KIND_END, link, v, sql, data,
+                 self->rollback ? ask_rollback : ask_commit, 0, NULL);
     Py_DECREF(sql);
     self->taken += r == 0;
     return r < 0 ? -1 : 1;
