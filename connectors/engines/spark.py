@@ -29,6 +29,7 @@ import asyncio
 import itertools
 import logging
 import os
+import secrets
 import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -48,6 +49,11 @@ from pgwire.errors import QUERY_CANCELED, PgError, from_exception
 
 log = logging.getLogger("fedgate.spark")
 _tags = itertools.count(1)
+# Tags name the PostgreSQL connections of a statement's JDBC reads too (application_name),
+# and a cancel finds them by it: every gateway process and worker counts from 1, so each
+# tag carries this process's own token, or a cancel here would stop another gateway's
+# read that happens to have the same number.
+_PROCESS = secrets.token_hex(4)
 DEFAULT_CONF = {
     "spark.sql.ansi.enabled": "true",  # division by zero raises, as in PostgreSQL
     "spark.sql.session.timeZone": "UTC",
@@ -281,7 +287,7 @@ class SparkEngine:
 
     async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader | DirectRead],
                       params: Sequence[Any] = ()) -> BatchStream:
-        job = _Job(f"fedgate-{next(_tags)}", STATEMENT_LABEL.get())
+        job = _Job(f"fedgate-{_PROCESS}-{next(_tags)}", STATEMENT_LABEL.get())
         # Handed-over fragments are read whole before Spark starts: Spark plans over
         # complete inputs. All at once: each fragment's feed is bounded, so reading them
         # one after another would stall every other fragment's source meanwhile. A
