@@ -1,7 +1,7 @@
 /* The express lane's repeats in C (repeats.c): the source's answer to a statement in
  * flight, its end (counted, the session idle, the client's answer written), and the
  * handing over of a statement to the Python road. */
-#include "repeats.h"
+#include "repeats_shared.h"
 
 /* The statement in flight goes on as a Python Exchange (lane._adopt): a new reference to
  * it, or NULL. What the client was to get so far goes to the session first. */

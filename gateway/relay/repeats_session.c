@@ -1,6 +1,83 @@
 /* The express lane's repeats in C (repeats.c): reading and writing the session's Python
  * objects, and whether the session, its links and a link are ready for a repeat. */
-#include "repeats.h"
+#include "repeats_shared.h"
+
+static const char *const NAMES[N_COUNT] = {
+    "state", "links", "port", "activity", "ctx", "_shapes", "_runs", "closed", "_out",
+    "draining", "catalog_stale", "catalog", "version", "search_path", "in_transaction",
+    "route", "writes", "source", "writer", "broken", "consumer", "eof", "wire", "pos",
+    "buffer", "row_types_for", "schema_epoch", "statements_epoch", "_mirrored", "int4_key",
+    "statements", "remote", "head", "bind_head", "status", "transport", "write",
+    "skipping", "query", "started", "timed", "plan", "sources", "figures", "stream",
+    "exchange", "taken", "pump", "described", "_paused", "resume", "counts", "total",
+    "count", "portals", "close_portals", "config", "server", "log_min_duration_ms",
+    "held", "_continue", "is_closing", "_adopt", "limited", "prepared", "parsed",
+    "relayed", "statement", "remote_key", "answered", "tail", "writers", "sql", "taker",
+    "take", "failed", "ddl", "begin_sql", "begin_block", "end_block", "writes_refused",
+};
+
+PyObject *names[N_COUNT];
+PyObject *z_idle, *z_block, *done_begin, *done_commit, *done_rollback, *ask_commit,
+    *ask_rollback, *s_commit, *s_rollback;
+PyObject *s_active, *s_idle, *s_client, *s_status[256], *k_select, *k_write,
+    *empty_tuple, *empty_bytes, *empty_str, *one, *zero;
+
+/* The interned names and the constant messages and strings, made once */
+int
+rp_make_constants(void)
+{
+    int i;
+    for (i = 0; i < N_COUNT; i++)
+        if ((names[i] = PyUnicode_InternFromString(NAMES[i])) == NULL)
+            return -1;
+    for (i = 0; i < 256; i++) {
+        char c = (char)i;
+        if ((s_status[i] = PyUnicode_DecodeLatin1(&c, 1, NULL)) == NULL)
+            return -1;
+        PyUnicode_InternInPlace(&s_status[i]);
+    }
+    if ((s_active = PyUnicode_InternFromString("active")) == NULL
+        || (s_idle = PyUnicode_InternFromString("idle")) == NULL
+        || (s_client = PyUnicode_InternFromString("client")) == NULL
+        || (k_select = Py_BuildValue("(ss)", "select", "00")) == NULL
+        || (k_write = Py_BuildValue("(ss)", "write", "00")) == NULL
+        || (empty_tuple = PyTuple_New(0)) == NULL
+        || (empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL
+        || (empty_str = PyUnicode_FromString("")) == NULL
+        || (one = PyLong_FromLong(1)) == NULL || (zero = PyLong_FromLong(0)) == NULL)
+        return -1;
+    if ((z_idle = PyBytes_FromStringAndSize("Z\0\0\0\5I", 6)) == NULL
+        || (z_block = PyBytes_FromStringAndSize("Z\0\0\0\5T", 6)) == NULL
+        || (done_begin = PyBytes_FromStringAndSize("C\0\0\0\12BEGIN", 11)) == NULL
+        || (done_commit = PyBytes_FromStringAndSize("C\0\0\0\13COMMIT", 12)) == NULL
+        || (done_rollback = PyBytes_FromStringAndSize("C\0\0\0\15ROLLBACK", 14)) == NULL
+        || (ask_commit = PyBytes_FromStringAndSize("Q\0\0\0\13COMMIT", 12)) == NULL
+        || (ask_rollback = PyBytes_FromStringAndSize("Q\0\0\0\15ROLLBACK", 14)) == NULL
+        || (s_commit = PyUnicode_InternFromString("commit")) == NULL
+        || (s_rollback = PyUnicode_InternFromString("rollback")) == NULL)
+        return -1;
+    return 0;
+}
+
+void
+rp_clear_flight(Repeats *self)
+{
+    self->flight = 0;
+    Py_CLEAR(self->link);
+    Py_CLEAR(self->entry);
+    Py_CLEAR(self->text);
+    Py_CLEAR(self->data);
+    Py_CLEAR(self->out);
+    self->out_bytes = 0;
+}
+
+void
+rp_disarm(Repeats *self)
+{
+    self->armed = 0;
+    Py_CLEAR(self->search_path); Py_CLEAR(self->relay); Py_CLEAR(self->hidden);
+    Py_CLEAR(self->mirrored); Py_CLEAR(self->ready); Py_CLEAR(self->begin_query);
+}
 
 /* obj.name is true (1), false (0), or -1 on error */
 int

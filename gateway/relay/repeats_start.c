@@ -1,7 +1,7 @@
 /* The express lane's repeats in C (repeats.c): what a client's chunk starts (a repeated
  * simple Query, an extended run, BEGIN, COMMIT/ROLLBACK), as gateway/relay/hot.py and
  * express.py would. */
-#include "repeats.h"
+#include "repeats_shared.h"
 
 /* The request is written: the statement is in flight, its answer comes to `pump`. */
 int

@@ -1,5 +1,5 @@
 /* What the files of the express lane's repeats in C share (gateway/relay/repeats.c says
- * what they are): the attribute names they read, the constant messages, the Repeats
+ * what they are; repeats_session.c defines the names and constants): the attribute names they read, the constant messages, the Repeats
  * object, and their functions (rp_...). */
 #ifndef FEDGATE_REPEATS_H
 #define FEDGATE_REPEATS_H
@@ -89,6 +89,7 @@ typedef struct {
 
 /* The functions of repeats_session.c, repeats_start.c and repeats_answer.c, and what
  * repeats.c shares with them */
+int rp_make_constants(void);
 int rp_attr_true(PyObject *obj, int name);
 int rp_attr_equals(PyObject *obj, int name, PyObject *value);
 PyObject *rp_dict_of(PyObject *obj, const int *written, int count);
