@@ -1,5 +1,6 @@
-/* The express lane's repeats in C (repeats.c): reading and writing the session's Python
- * objects, and whether the session, its links and a link are ready for a repeat. */
+/* The express lane's repeats in C (repeats.c): the names and constants every file uses,
+ * reading and writing the session's Python objects, and whether the session, its links
+ * and a link are ready for a repeat. */
 #include "repeats_shared.h"
 
 static const char *const NAMES[N_COUNT] = {
