@@ -49,11 +49,7 @@ from pgwire.errors import QUERY_CANCELED, PgError, from_exception
 
 log = logging.getLogger("fedgate.spark")
 _tags = itertools.count(1)
-# Tags name the PostgreSQL connections of a statement's JDBC reads too (application_name),
-# and a cancel finds them by it: every gateway process and worker counts from 1, so each
-# tag carries this process's own token, or a cancel here would stop another gateway's
-# read that happens to have the same number.
-_PROCESS = secrets.token_hex(4)
+_PROCESS = secrets.token_hex(4)  # keeps this process's tags (its reads' names) apart from others'
 DEFAULT_CONF = {
     "spark.sql.ansi.enabled": "true",  # division by zero raises, as in PostgreSQL
     "spark.sql.session.timeZone": "UTC",
