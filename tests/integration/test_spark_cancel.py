@@ -146,9 +146,13 @@ async def _warm(setup: Setup, mode: str) -> None:
         await conn.close()
 
 
-async def _started_reading(setup: Setup) -> None:
+async def _started_reading(setup: Setup, mode: str) -> None:
+    """A JDBC read of the slow view runs on PostgreSQL, and a job of `mode`'s gateway runs
+    (the three gateways share the source: a read alone may be another gateway's)."""
     await _until(lambda: any("slow" in q for q in spark_reads(setup.source_dsn)), 60,
                  "Spark's JDBC read of the slow view running on PostgreSQL")
+    await _until(lambda: any(j["status"] == "RUNNING" for j in _jobs(setup.ui_ports[mode])),
+                 60, f"a Spark job of the {mode} gateway running")
 
 
 async def _duckdb_answers_meanwhile(setup: Setup, mode: str) -> float:
@@ -186,7 +190,7 @@ async def test_cancel_request_stops_the_spark_job(setup: Setup, mode: str) -> No
     conn = await _connect(setup.gateways[mode])
     try:
         running = asyncio.ensure_future(conn.execute(SLOW))
-        await _started_reading(setup)
+        await _started_reading(setup, mode)
         assert await _duckdb_answers_meanwhile(setup, mode) < 2.0
         cancelled = time.monotonic()
         await conn.cancel_safe()
@@ -227,7 +231,7 @@ async def test_a_client_gone_stops_its_spark_job(setup: Setup, mode: str) -> Non
     conn = await asyncpg.connect(setup.gateways[mode].dsn, timeout=10)
     await conn.execute("SET fedgate.engine = 'spark'")
     running = asyncio.ensure_future(conn.fetch(SLOW))
-    await _started_reading(setup)
+    await _started_reading(setup, mode)
     # The socket closes under the running statement: no Terminate, no CancelRequest.
     conn.terminate()
     with pytest.raises((asyncpg.exceptions.ConnectionDoesNotExistError, asyncpg.InterfaceError)):
