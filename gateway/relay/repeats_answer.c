@@ -48,32 +48,20 @@ rp_handoff_and_pump(Repeats *self)
     return r;
 }
 
+/* What the statement in flight has for the client so far, written now (`rp_send`) */
 int
 rp_write_out(Repeats *self)
 {
-    PyObject *joined, *transport, *r;
-    int closed = DT(lane, closed);
-    if (closed < 0)
-        return -1;
-    joined = _PyBytes_Join(empty_bytes, self->out);
+    PyObject *joined = _PyBytes_Join(empty_bytes, self->out);
+    int r;
     if (joined == NULL)
         return -1;
-    if (PyList_SetSlice(self->out, 0, PyList_GET_SIZE(self->out), NULL) < 0) {
-        Py_DECREF(joined);
-        return -1;
-    }
+    r = PyList_SetSlice(self->out, 0, PyList_GET_SIZE(self->out), NULL);
     self->out_bytes = 0;
-    if (!closed && (transport = rp_client_transport(self)) != NULL) {
-        r = PyObject_CallMethodOneArg(transport, names[N_write], joined);
-        Py_DECREF(transport);
-        Py_DECREF(joined);
-        if (r == NULL)
-            return -1;
-        Py_DECREF(r);
-        return 0;
-    }
+    if (r == 0)
+        r = rp_send(self, joined);
     Py_DECREF(joined);
-    return PyErr_Occurred() ? -1 : 0;
+    return r;
 }
 
 /* /metrics: one statement of the lane ended, as Metrics.statement_done */
@@ -129,12 +117,8 @@ rp_finish(Repeats *self)
         goto done;
     if ((v = PG(_paused)) == NULL)
         goto done;
-    if (PyObject_IsTrue(v)) {
-        r = PyObject_CallMethodOneArg(self->c_port, names[N_resume], s_client);
-        if (r == NULL)
-            goto done;
-        Py_DECREF(r);
-    }
+    if (PyObject_IsTrue(v) && rp_call_method1(self->c_port, N_resume, s_client) < 0)
+        goto done;
     Py_CLEAR(v);
     if (self->kind == KIND_END) {  /* as ExpressLane._control_done */
         if (DS(links, writer, Py_None) < 0 || rp_call_method(self->state, N_end_block) < 0
@@ -147,7 +131,7 @@ rp_finish(Repeats *self)
         route = GET(self->entry, route);
     else if ((prepared = GET(self->entry, prepared)) != NULL)
         route = GET(prepared, route);
-    if (route == NULL || (writes = rp_attr_true(route, N_writes)) < 0)
+    if (route == NULL || (writes = rp_dtrue(route, NULL, N_writes)) < 0)
         goto done;
     if (rp_counted(self, writes, seconds) < 0)
         goto done;
@@ -161,12 +145,8 @@ rp_finish(Repeats *self)
     if (!self->in_block) {
         if ((v = DG(state, portals)) == NULL)
             goto done;
-        if (PyObject_IsTrue(v)) {
-            r = PyObject_CallMethodOneArg(self->state, names[N_close_portals], Py_False);
-            if (r == NULL)
-                goto done;
-            Py_DECREF(r);
-        }
+        if (PyObject_IsTrue(v) && rp_call_method1(self->state, N_close_portals, Py_False) < 0)
+            goto done;
         Py_CLEAR(v);
     }
 idle:
@@ -197,16 +177,10 @@ idle:
         rp_disarm(self);
         if (joined == NULL)
             goto done;
-        r = PyObject_CallMethodOneArg(self->state, names[N_write], joined);
+        ok = rp_call_method1(self->state, N_write, joined);
         Py_DECREF(joined);
-        if (r == NULL)
-            goto done;
-        Py_DECREF(r);
-        r = PyObject_CallMethodNoArgs(self->lane, names[N__continue]);
-        if (r == NULL)
-            goto done;
-        Py_DECREF(r);
-        ok = 0;
+        if (ok == 0)
+            ok = rp_call_method(self->lane, N__continue);
         goto done;
     }
     ok = rp_write_out(self);

@@ -80,19 +80,6 @@ rp_disarm(Repeats *self)
     Py_CLEAR(self->mirrored); Py_CLEAR(self->ready); Py_CLEAR(self->begin_query);
 }
 
-/* obj.name is true (1), false (0), or -1 on error */
-int
-rp_attr_true(PyObject *obj, int name)
-{
-    PyObject *v = PyObject_GetAttr(obj, names[name]);
-    int r;
-    if (v == NULL)
-        return -1;
-    r = PyObject_IsTrue(v);
-    Py_DECREF(v);
-    return r;
-}
-
 /* obj.name equals `value` (1), does not (0), or -1 on error */
 int
 rp_attr_equals(PyObject *obj, int name, PyObject *value)
@@ -127,41 +114,6 @@ rp_dict_of(PyObject *obj, const int *written, int count)
         return NULL;
     }
     return d;
-}
-
-/* links.active: the block reached a source (SessionLinks.active) */
-int
-rp_links_active(Repeats *self)
-{
-    PyObject *writers, *links, *key, *link;
-    Py_ssize_t i = 0;
-    int r;
-    if ((writers = DG(links, writers)) == NULL)
-        return -1;
-    r = PyObject_IsTrue(writers);
-    Py_DECREF(writers);
-    if (r != 0)
-        return r;
-    if ((links = DG(links, links)) == NULL)
-        return -1;
-    if (!PyDict_Check(links)) {
-        Py_DECREF(links);
-        return -1;
-    }
-    r = 0;
-    while (PyDict_Next(links, &i, &key, &link)) {
-        PyObject *status = GET(link, status);
-        if (status == NULL) {
-            r = -1;
-            break;
-        }
-        r = status != s_status['I'] && PyObject_RichCompareBool(status, s_status['I'], Py_NE);
-        Py_DECREF(status);
-        if (r != 0)
-            break;
-    }
-    Py_DECREF(links);
-    return r;
 }
 
 /* 1 when the session may take a statement now, as far as arming does not say it */
@@ -257,7 +209,7 @@ rp_idle_link(Repeats *self, PyObject *route, PyObject *version)
 {
     PyObject *source = NULL, *links = NULL, *link = NULL, *v = NULL, *epoch = NULL;
     int r, writes;
-    if ((writes = rp_attr_true(route, N_writes)) < 0)
+    if ((writes = rp_dtrue(route, NULL, N_writes)) < 0)
         return NULL;
     if (writes && self->writes_refused)
         return NULL;
@@ -417,15 +369,17 @@ rp_call_method(PyObject *obj, int name)
     return 0;
 }
 
-/* The source links a block reached (status not 'I', not broken): how many, and the last
- * one in `found` (borrowed) */
+/* The links a transaction block reached (status not 'I'), leaving out the broken ones
+ * when `skip_broken` (SessionLinks.in_transaction): how many (at most `enough`: the
+ * walk stops there), the last in `found` (borrowed; may be NULL); -1 on error. */
 int
-rp_touched_links(Repeats *self, PyObject **found)
+rp_links_in_block(Repeats *self, int skip_broken, int enough, PyObject **found)
 {
     PyObject *links, *key, *link;
     Py_ssize_t i = 0;
     int count = 0, r;
-    *found = NULL;
+    if (found != NULL)
+        *found = NULL;
     if ((links = DG(links, links)) == NULL)
         return -1;
     if (!PyDict_Check(links)) {
@@ -433,7 +387,7 @@ rp_touched_links(Repeats *self, PyObject **found)
         PyErr_SetString(PyExc_TypeError, "Repeats: the session's links must be a dict");
         return -1;
     }
-    while (PyDict_Next(links, &i, &key, &link)) {
+    while (count < enough && PyDict_Next(links, &i, &key, &link)) {
         PyObject *status = GET(link, status);
         if (status == NULL) {
             count = -1;
@@ -441,15 +395,54 @@ rp_touched_links(Repeats *self, PyObject **found)
         }
         r = status == s_status['I'] ? 0 : PyObject_RichCompareBool(status, s_status['I'], Py_NE);
         Py_DECREF(status);
-        if (r == 1 && (r = rp_attr_true(link, N_broken)) == 0) {
-            count++;
-            *found = link;
+        if (r == 1 && skip_broken) {
+            int broken = rp_dtrue(link, NULL, N_broken);
+            r = broken < 0 ? -1 : !broken;
         }
         if (r < 0) {
             count = -1;
             break;
         }
+        if (r == 1) {
+            count++;
+            if (found != NULL)
+                *found = link;
+        }
     }
     Py_DECREF(links);
     return count;
+}
+
+/* SessionLinks.active: the block reached a source (a writer held, or a link not idle) */
+int
+rp_links_active(Repeats *self)
+{
+    int r = DT(links, writers);
+    return r != 0 ? r : rp_links_in_block(self, 0, 1, NULL);
+}
+
+/* `data` to the client's socket, unless the client is gone or its socket closing */
+int
+rp_send(Repeats *self, PyObject *data)
+{
+    PyObject *transport;
+    int closed = DT(lane, closed);
+    if (closed != 0)
+        return closed < 0 ? -1 : 0;
+    if ((transport = rp_client_transport(self)) == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    closed = rp_call_method1(transport, N_write, data);
+    Py_DECREF(transport);
+    return closed;
+}
+
+/* obj.name(arg), its result dropped: 0, or -1 with an error */
+int
+rp_call_method1(PyObject *obj, int name, PyObject *arg)
+{
+    PyObject *r = PyObject_CallMethodOneArg(obj, names[name], arg);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
 }

@@ -90,7 +90,6 @@ typedef struct {
 /* The functions of repeats_session.c, repeats_start.c and repeats_answer.c, and what
  * repeats.c shares with them */
 int rp_make_constants(void);
-int rp_attr_true(PyObject *obj, int name);
 int rp_attr_equals(PyObject *obj, int name, PyObject *value);
 PyObject *rp_dict_of(PyObject *obj, const int *written, int count);
 void rp_clear_flight(Repeats *self);
@@ -113,8 +112,10 @@ int rp_is_space(unsigned char c);
 int rp_control_word(const unsigned char *text, Py_ssize_t n, Py_ssize_t *at, Py_ssize_t *len);
 int rp_rearm(Repeats *self, int in_block, PyObject *begin_query);
 int rp_call_method(PyObject *obj, int name);
+int rp_call_method1(PyObject *obj, int name, PyObject *arg);
+int rp_send(Repeats *self, PyObject *data);
 int rp_answer_now(Repeats *self, PyObject *first, PyObject *second);
-int rp_touched_links(Repeats *self, PyObject **found);
+int rp_links_in_block(Repeats *self, int skip_broken, int enough, PyObject **found);
 int rp_take_control(Repeats *self, PyObject *data, const unsigned char *d, Py_ssize_t n);
 PyObject *rp_handoff(Repeats *self);
 PyObject *Repeats_handoff(Repeats *self, PyObject *unused);

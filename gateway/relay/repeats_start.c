@@ -8,7 +8,7 @@ int
 rp_start(Repeats *self, int kind, PyObject *link, PyObject *entry, PyObject *text,
          PyObject *data, PyObject *request, int quiet, PyObject *first)
 {
-    PyObject *transport = NULL, *r = NULL;
+    PyObject *transport = NULL;
     int ok = -1;
     if (rp_began(self, text) < 0 || DS(state, skipping, Py_False) < 0
         || rp_increment(self->lane, self->lane_d, N_taken) < 0)
@@ -34,11 +34,9 @@ rp_start(Repeats *self, int kind, PyObject *link, PyObject *entry, PyObject *tex
     if (PS(consumer, self->pump_m) < 0 || PS(taker, self->take_m) < 0
         || (transport = PG(transport)) == NULL)
         goto done;
-    r = PyObject_CallMethodOneArg(transport, names[N_write], request);
-    ok = r == NULL ? -1 : 0;
+    ok = rp_call_method1(transport, N_write, request);
 done:
     Py_XDECREF(transport);
-    Py_XDECREF(r);
     return ok;
 }
 
@@ -116,7 +114,7 @@ rp_take_query(Repeats *self, PyObject *data, const char *d, Py_ssize_t n)
         goto decided;
     if ((route = GET(entry, route)) == NULL)
         goto done_entry;
-    if ((r = rp_attr_true(route, N_writes)) < 0)
+    if ((r = rp_dtrue(route, NULL, N_writes)) < 0)
         goto done_entry;
     if (!r && PyUnicode_CompareWithASCIIString(self->relay, "on") != 0)
         goto declined;
@@ -252,7 +250,7 @@ rp_take_run(Repeats *self, PyObject *data, const unsigned char *d, Py_ssize_t n)
         goto done;
     }
     Py_INCREF(entry);
-    if ((r = rp_attr_true(entry, N_limited)) != 0)
+    if ((r = rp_dtrue(entry, NULL, N_limited)) != 0)
         goto decided;  /* a row limit: the general road */
     if ((r = rp_session_ready(self)) != 1)
         goto decided;
@@ -408,27 +406,17 @@ rp_control_word(const unsigned char *text, Py_ssize_t n, Py_ssize_t *at, Py_ssiz
 int
 rp_answer_now(Repeats *self, PyObject *first, PyObject *second)
 {
-    PyObject *transport, *joined, *r;
-    int closed = DT(lane, closed);
-    if (closed != 0)
-        return closed < 0 ? -1 : 0;
-    if ((transport = rp_client_transport(self)) == NULL)
-        return PyErr_Occurred() ? -1 : 0;
+    PyObject *joined;
+    int r;
     joined = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(first) + PyBytes_GET_SIZE(second));
-    if (joined == NULL) {
-        Py_DECREF(transport);
+    if (joined == NULL)
         return -1;
-    }
     memcpy(PyBytes_AS_STRING(joined), PyBytes_AS_STRING(first), PyBytes_GET_SIZE(first));
     memcpy(PyBytes_AS_STRING(joined) + PyBytes_GET_SIZE(first), PyBytes_AS_STRING(second),
            PyBytes_GET_SIZE(second));
-    r = PyObject_CallMethodOneArg(transport, names[N_write], joined);
-    Py_DECREF(transport);
+    r = rp_send(self, joined);
     Py_DECREF(joined);
-    if (r == NULL)
-        return -1;
-    Py_DECREF(r);
-    return 0;
+    return r;
 }
 
 /* BEGIN, COMMIT/END or ROLLBACK: 1 answered or started, 0 not taken, -1 error. As
@@ -446,7 +434,7 @@ rp_take_control(Repeats *self, PyObject *data, const unsigned char *d, Py_ssize_
     if (kind != CONTROL_BEGIN) {
         if ((r = DT(links, writers)) != 0 || (r = DT(links, ddl)) != 0)
             return r < 0 ? -1 : 0;
-        if ((count = rp_touched_links(self, &link)) < 0)
+        if ((count = rp_links_in_block(self, 1, 2, &link)) < 0)
             return -1;
         if (count > 1)
             return 0;

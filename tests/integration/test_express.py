@@ -220,23 +220,29 @@ def backend_state(setup: Setup, marker: str) -> list[str]:
             (f"%{marker}%",)).fetchall()]
 
 
+def cancel_on_the_source(setup: Setup, conn: rawpg.RawPG, query: bytes, marker: str) -> None:
+    """Send `query`, and once the source runs it (its text holds `marker`) a CancelRequest
+    for the session: the answer is PostgreSQL's 57014 error, within 5 seconds."""
+    conn.send(query)
+    deadline = time.monotonic() + 10
+    while backend_state(setup, marker) != ["active"]:
+        assert time.monotonic() < deadline, "the statement never reached the source"
+        time.sleep(0.05)
+    started = time.monotonic()
+    pid, key = conn.backend_key
+    with rawpg.RawPG.open(setup.gateway.host, setup.gateway.port) as other:
+        other.send(rawpg.cancel_request(pid, key))
+    answer = conn.read_until_ready(timeout=10)
+    assert time.monotonic() - started < 5
+    errors = [m.fields for m in answer if m.type == "E"]
+    assert errors and errors[0]["C"] == "57014", answer
+
+
 def test_cancel_reaches_the_source(setup: Setup) -> None:
     reset(setup)
     with connect(setup, "on") as conn:
         exchange(conn, q("SELECT 1 FROM acct WHERE id = 1"))  # opens the link
-        conn.send(q(LONG.format(marker="cancel-me")))
-        deadline = time.monotonic() + 10
-        while backend_state(setup, "cancel-me") != ["active"]:
-            assert time.monotonic() < deadline, "the statement never reached the source"
-            time.sleep(0.05)
-        started = time.monotonic()
-        pid, key = conn.backend_key
-        with rawpg.RawPG.open(setup.gateway.host, setup.gateway.port) as other:
-            other.send(rawpg.cancel_request(pid, key))
-        answer = conn.read_until_ready(timeout=10)
-        assert time.monotonic() - started < 5
-        errors = [m.fields for m in answer if m.type == "E"]
-        assert errors and errors[0]["C"] == "57014", answer
+        cancel_on_the_source(setup, conn, q(LONG.format(marker="cancel-me")), "cancel-me")
         assert backend_state(setup, "cancel-me") == ["idle"]
         # The session and its link carry on.
         assert [m.type for m in exchange_messages(conn, q("SELECT bal FROM acct WHERE id = 2"))] \

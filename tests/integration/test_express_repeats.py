@@ -25,7 +25,7 @@ import pytest
 
 from gateway.relay.quick import HOT_SPLIT_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
-from tests.integration.test_express import connect, exchange, q
+from tests.integration.test_express import cancel_on_the_source, connect, exchange, q
 from tests.support import rawpg
 from tests.support.gateway_proc import GatewayProcess, gateway_on_new_database
 from tests.support.postgres import PostgresServer
@@ -170,13 +170,6 @@ def test_pg_stat_activity_shows_the_last_repeat(setup: Setup) -> None:
 COUNTING = "SELECT count(*) AS repeat_marker FROM big AS a, big AS b WHERE a.g >= {0}"
 
 
-def source_state(setup: Setup) -> list[str]:
-    with psycopg.connect(setup.truth, autocommit=True) as conn:
-        return [r[0] for r in conn.execute(
-            "SELECT state FROM pg_stat_activity WHERE query LIKE '%repeat_marker%' "
-            "AND pid <> pg_backend_pid()").fetchall()]
-
-
 def test_cancel_stops_a_repeat(setup: Setup) -> None:
     reset(setup)
     with connect(setup, "on") as conn:
@@ -184,19 +177,7 @@ def test_cancel_stops_a_repeat(setup: Setup) -> None:
         before = show(conn, "fedgate.express_repeats")  # (the task's: the lane waits)
         for _ in range(2):  # prepared on the link, then run by the lane, which arms
             exchange(conn, q(COUNTING.format(20000)))
-        conn.send(q(COUNTING.format(1)))
-        deadline = time.monotonic() + 10
-        while source_state(setup) != ["active"]:
-            assert time.monotonic() < deadline, "the repeat never reached the source"
-            time.sleep(0.05)
-        started = time.monotonic()
-        pid, key = conn.backend_key
-        with rawpg.RawPG.open(setup.gateway.host, setup.gateway.port) as canceller:
-            canceller.send(rawpg.cancel_request(pid, key))
-        answer = conn.read_until_ready(timeout=10)
-        assert time.monotonic() - started < 5
-        errors = [m.fields for m in answer if m.type == "E"]
-        assert errors and errors[0]["C"] == "57014", answer
+        cancel_on_the_source(setup, conn, q(COUNTING.format(1)), "repeat_marker")
         rows = [rawpg.parse_data_row(p) for t, p in exchange(conn, q(COUNTING.format(20000)))
                 if t == "D"]
         assert rows == [[b"20000"]]
