@@ -18,8 +18,8 @@ rp_handoff(Repeats *self)
         return NULL;
     args = Py_BuildValue("(iOiiiOOON)", self->kind, self->link, self->ready_count,
                          self->quiet, self->seen, self->entry, self->text, self->data, passed);
-    rp_disarm(self);
     rp_clear_flight(self);
+    rp_disarm(self);
     if (args == NULL)
         return NULL;
     {
@@ -163,6 +163,10 @@ idle:
                 goto done;
             Py_DECREF(r);
         }
+    }
+    if (self->ready == NULL) {  /* never so: rp_disarm keeps it while in flight */
+        PyErr_SetString(PyExc_RuntimeError, "Repeats: a statement ended with no ReadyForQuery");
+        goto done;
     }
     if (DS(lane, exchange, Py_None) < 0 || PyList_Append(self->out, self->ready) < 0)
         goto done;

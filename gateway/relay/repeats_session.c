@@ -76,6 +76,12 @@ void
 rp_disarm(Repeats *self)
 {
     self->armed = 0;
+    /* A statement still in flight ends with what it was armed with (its ReadyForQuery
+     * above all): a client chunk arriving meanwhile (pipelining), a pause or a half-close
+     * disarm the lane for what comes next, not for the answer already on its way. The
+     * references go when the flight ends, at the next arm or with the object. */
+    if (self->flight)
+        return;
     Py_CLEAR(self->search_path); Py_CLEAR(self->relay); Py_CLEAR(self->hidden);
     Py_CLEAR(self->mirrored); Py_CLEAR(self->ready); Py_CLEAR(self->begin_query);
 }

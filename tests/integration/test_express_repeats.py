@@ -16,6 +16,8 @@ proves the C code ran the repeats on one and none on the other.
 
 from __future__ import annotations
 
+import hashlib
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -215,3 +217,86 @@ def test_statements_sent_while_a_repeat_runs(setup: Setup) -> None:
                     if m.type == "D"] for _ in range(4)]
         assert answers == [[[b"20020000"]], [[b"300"]], [[b"40000"]], [[b"200"]]]
         assert (show(conn, "fedgate.express_repeats") >= 1) == setup.in_c
+
+
+def backend_waiting(setup: Setup, marker: str) -> bool:
+    """A source backend runs the statement containing `marker` and waits on a lock."""
+    with psycopg.connect(setup.truth, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s AND wait_event_type = "
+            "'Lock' AND pid <> pg_backend_pid()", (f"%{marker}%",)).fetchone()
+    return bool(row and row[0])
+
+
+@pytest.mark.parametrize("late", ["pipelined", "half-closed"])
+def test_a_pipelined_write_is_answered_once_and_exactly(setup: Setup, late: str) -> None:
+    """A client that sends its next Query while a repeated UPDATE is in flight (psycopg's
+    pipeline mode, pgJDBC batches), or half-closes its side meanwhile, gets the UPDATE's
+    own CommandComplete and ReadyForQuery, then the next statement's answer: never an
+    error for a write the source committed, and the write applied once."""
+    reset(setup)
+    update = "UPDATE acct SET bal = bal + {} WHERE id = 1"
+    with connect(setup, "on") as conn:
+        exchange(conn, q("SELECT 1 FROM acct WHERE id = 1"))
+        for step in (1, 2, 3):  # the first two runs of a shape take the Python road
+            assert exchange(conn, q(update.format(step)))[0] == ("C", b"UPDATE 1\0")
+        taken = show(conn, "fedgate.express_repeats")
+        # SHOW left the lane unarmed; a statement of the lane's arms it again
+        assert exchange(conn, q(update.format(4)))[0] == ("C", b"UPDATE 1\0")
+        with psycopg.connect(setup.truth) as locker:  # holds the row: the repeat waits
+            locker.execute("SELECT bal FROM acct WHERE id = 1 FOR UPDATE")
+            conn.send(q(update.format(10)))
+            deadline = time.monotonic() + 10
+            while not backend_waiting(setup, "UPDATE acct SET bal = bal +"):
+                assert time.monotonic() < deadline, "the repeat never reached the source"
+                time.sleep(0.05)
+            if late == "pipelined":
+                conn.send(q("SELECT bal FROM acct WHERE id = 1"))
+            else:
+                conn.sock.shutdown(socket.SHUT_WR)
+            time.sleep(0.2)  # the late chunk or the end of file reaches the gateway first
+            locker.commit()
+        if late == "pipelined":
+            got = [(m.type, m.payload) for m in conn.read_until_ready() if m.type != "S"]
+            assert got == [("C", b"UPDATE 1\0"), ("Z", b"I")]
+            got = [(m.type, m.payload) for m in conn.read_until_ready() if m.type != "S"]
+            assert [t for t, _ in got] == ["T", "D", "C", "Z"]
+            assert rawpg.parse_data_row(got[1][1]) == [b"120"]
+            assert got[2:] == [("C", b"SELECT 1\0"), ("Z", b"I")]
+            assert (show(conn, "fedgate.express_repeats") - taken >= 1) == setup.in_c
+        else:  # the session ends with the client's side; no error for the write
+            assert [m for m in conn.expect_closed() if m.type == "E"] == []
+    with psycopg.connect(setup.truth) as check:  # 100 + 1 + 2 + 3 + 4 + 10: applied once
+        assert check.execute("SELECT bal FROM acct WHERE id = 1").fetchone() == (120,)
+
+
+def test_a_slow_reader_pipelining_gets_every_answer_in_order(setup: Setup) -> None:
+    """A repeat whose answer outgrows the socket's buffers while the client reads nothing
+    (the gateway pauses writing mid-answer), with the next Query sent meanwhile: the
+    whole answer, its ReadyForQuery, then the next one's, message by message."""
+    reset(setup)
+    wide = ("SELECT big.g, md5(big.g::text) AS a, md5(big.g::text) AS b, "
+            "md5(big.g::text) AS c, md5(big.g::text) AS d "
+            "FROM big, big AS twice WHERE twice.g <= 2 AND big.g <= {}")
+    with connect(setup, "on") as conn:
+        # a small window (not below loopback's segment size, where Linux stalls)
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 131072)
+        exchange(conn, q("SELECT 1 FROM acct WHERE id = 1"))
+        for rows in (3, 4, 5):
+            exchange(conn, q(wide.format(rows)))
+        taken = show(conn, "fedgate.express_repeats")
+        exchange(conn, q(wide.format(6)))  # arms the lane again after SHOW
+        conn.send(q(wide.format(20000)))  # about 6 MB: more than the buffers hold
+        time.sleep(0.5)
+        conn.send(q("SELECT bal FROM acct WHERE id = 3"))
+        time.sleep(0.2)
+        first = [m for m in conn.read_until_ready() if m.type != "S"]
+        second = [m for m in conn.read_until_ready() if m.type != "S"]
+        assert [m.type for m in first] == ["T", *["D"] * 40000, "C", "Z"]
+        md5 = hashlib.md5(b"20000").hexdigest().encode()
+        assert rawpg.parse_data_row(first[-3].payload) == [b"20000", md5, md5, md5, md5]
+        assert (first[-2].payload, first[-1].payload) == (b"SELECT 40000\0", b"I")
+        assert [(m.type, m.payload) for m in second[1:]] == [
+            ("D", second[1].payload), ("C", b"SELECT 1\0"), ("Z", b"I")]
+        assert rawpg.parse_data_row(second[1].payload) == [b"300"]
+        assert (show(conn, "fedgate.express_repeats") - taken >= 1) == setup.in_c
