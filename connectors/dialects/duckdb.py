@@ -50,6 +50,7 @@ from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
 from connectors.dialects import duckdb_constant_numerics as constant_numerics
 from connectors.dialects import duckdb_numeric_calls as numeric_calls
+from connectors.dialects import duckdb_percentiles as percentiles
 from connectors.dialects import duckdb_regexp_match as regexp_match
 from connectors.dialects import duckdb_jsonb_contains as jsonb_contains
 from connectors.dialects import duckdb_json_build as json_build
@@ -123,7 +124,8 @@ def needs_types(tree: exp.Expression) -> bool:
         or tree.find(exp.Least, exp.Greatest) is not None or arrays.needs_types(tree) \
         or buckets.needs_rewrite(tree) or needs_scale(tree) or json_agg.needs_rewrite(tree) \
         or quoting.needs_rewrite(tree) or number_text.needs_rewrite(tree) or bytes_.needs_rewrite(tree) \
-        or json_build.needs_rewrite(tree) or jsonb_contains.needs_types(tree)
+        or json_build.needs_rewrite(tree) or jsonb_contains.needs_types(tree) \
+        or percentiles.needs_rewrite(tree)
 
 
 def _decimal(precision: int, scale: int) -> exp.DataType:
@@ -348,6 +350,8 @@ def to_duckdb(tree: exp.Expression) -> str:
         tree = rewrite_bottom_up(tree, dates.postgres_dates)
     if buckets.needs_rewrite(tree):
         tree = tree.transform(buckets.width_bucket)
+    if percentiles.needs_rewrite(tree):
+        tree = tree.transform(percentiles.float8_percentiles)
     if needs_scale(tree):
         tree = tree.transform(postgres_scale)
     if needs_types(tree):

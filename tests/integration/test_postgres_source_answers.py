@@ -36,6 +36,11 @@ ANSWERED = {
     "regexp_split_and_flags": "SELECT regexp_split_to_table('a,b', ','), regexp_replace('Abc', 'a', 'x', 'gi')",
     "ordered_set_aggregates": "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f), "
                               "mode() WITHIN GROUP (ORDER BY g) FROM t",
+    # float8 in PostgreSQL whatever the key's numeric type (connectors.dialects.duckdb_percentiles)
+    "percentiles_of_numerics": "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY n), "
+                               "percentile_cont(ARRAY[0.25, 0.75]) WITHIN GROUP (ORDER BY n DESC), "
+                               "percentile_cont(0.3) WITHIN GROUP (ORDER BY id), "
+                               "percentile_disc(0.5) WITHIN GROUP (ORDER BY n) FROM t",
     "pattern_substring_and_json_agg": "SELECT substring(s FROM 'p+'), json_agg(id ORDER BY id) FROM t "
                                       "GROUP BY s ORDER BY s NULLS LAST",
     "json_paths": "SELECT '{\"a\":{\"b\":1}}'::jsonb #> '{a,b}', '{\"a\":{\"b\":1}}'::jsonb #>> '{a}'",
@@ -54,7 +59,7 @@ ANSWERED = {
 # them (the test still lets it refuse with 0A000 one left out of this set).
 ENGINE_ANSWERS = {"degree_trigonometry_and_buckets", "distinct_on", "empty_select_list",
                   "format_beyond_s", "json_paths", "lateral_reference", "numeric_beyond_the_engine",
-                  "numeric_deviations", "numeric_series",
+                  "numeric_deviations", "numeric_series", "percentiles_of_numerics",
                   "order_by_using", "ordered_set_aggregates", "pattern_substring_and_json_agg",
                   "regexp_split_and_flags", "sha_digests_and_regexp_matches",
                   "to_char_to_number", "unicode_identifier", "variadic", "whole_row"}

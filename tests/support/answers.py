@@ -79,7 +79,7 @@ async def assert_described_alike(truth: str, gateway: str, sql: str, *setup: str
     extended protocol."""
     want = await described(truth, sql, *truth_setup)
     got = await described(gateway, sql if gateway_sql is None else gateway_sql, *setup)
-    assert (got.types, got.rows) == (want.types, want.rows)
+    assert (got.types, got.rows) == (want.types, want.rows), (got, want)
 
 
 def simple(dsn: str, sql: str) -> Answer:
