@@ -10,26 +10,28 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: run test test-fast test-latest fuzz conformance lock system-deps node-deps clean
 
 # Exact versions from requirements.lock, so a fresh clone tests what CI tested; fedgate itself
-# goes in editable, without resolving anything again. pip shows its progress: the first
-# install downloads about 600 MB (PySpark is most of it). The C sources are listed so that
-# a changed one is built again (the editable install compiles them in place).
-C_SOURCES := pgwire/protocol/rowwalk.c gateway/relay/hotsplit.c $(wildcard gateway/relay/repeats*.[ch])
+# goes in editable, without resolving anything again (PIP_CONSTRAINT: the Cython that builds
+# it is the locked one too). pip shows its progress: the first install downloads about
+# 600 MB (PySpark is most of it). The compiled modules' sources are listed so that a changed
+# one is built again (the editable install compiles them in place: Cython for the .py/.pxd
+# pairs, the C compiler for the repeats in C).
+COMPILED := pgwire/protocol/answer_walks.py gateway/relay/statement_bytes.py
+C_SOURCES := $(COMPILED) $(COMPILED:.py=.pxd) $(wildcard gateway/relay/repeats*.[ch])
 $(STAMP): requirements.lock pyproject.toml $(C_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check --progress-bar on -r requirements.lock
-	$(PY) -m pip install --disable-pip-version-check --no-deps -e .
-	@$(PY) -c "import pgwire.protocol.rowwalk" 2>/dev/null || echo "NOTE: the C row walk \
-	(pgwire/protocol/rowwalk.c) did not build (no C compiler or Python headers?): relayed \
-	results use the slower pure Python walk. 'make system-deps', then 'rm $(STAMP)' and make again."
-	@$(PY) -c "import gateway.relay.hotsplit" 2>/dev/null || echo "NOTE: the express lane's C \
-	Query split (gateway/relay/hotsplit.c) did not build: it uses the slower pure Python \
-	split. 'make system-deps', then 'rm $(STAMP)' and make again."
+	PIP_CONSTRAINT=requirements.lock $(PY) -m pip install --disable-pip-version-check --no-deps -e .
+	@for module in pgwire.protocol.answer_walks gateway.relay.statement_bytes; do \
+	  $(PY) -c "import sys, $$module as m; from pgwire.compiled import build_of; \
+	  sys.exit(build_of(m) != 'compiled')" || echo "NOTE: $$module is not compiled (no C \
+	  compiler or Python's headers?): it runs interpreted, at more CPU per statement and \
+	  row. 'make system-deps', then 'rm $(STAMP)' and make again."; done
 	@$(PY) -c "import gateway.relay.repeats" 2>/dev/null || echo "NOTE: the express lane's C \
 	repeats (gateway/relay/repeats.c) did not build: repeated statements take the slower \
 	Python road. 'make system-deps', then 'rm $(STAMP)' and make again."
 	touch $(STAMP)
 
-# gcc and Python's headers build the relay's C row walk (pgwire/protocol/rowwalk.c);
+# gcc and Python's headers build the compiled modules (Cython's C and the repeats in C);
 # psql and pgbench drive the client tests, some tests compare answers with a real
 # PostgreSQL 15 server, the Spark engine needs a Java runtime (and the JDBC drivers to read
 # sources itself), the pgbench benchmark compares with PgBouncer, the status page's browser
@@ -62,7 +64,7 @@ NODE_DIR := tests/compat/node
 node-deps: system-deps
 	test -d $(NODE_DIR)/node_modules/pg-cursor || (cd $(NODE_DIR) && npm ci --no-audit --no-fund)
 
-# system-deps first: the C compiler it installs builds the row walk when .venv is made.
+# system-deps first: the C compiler it installs builds the compiled modules when .venv is made.
 test: system-deps $(STAMP) node-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 

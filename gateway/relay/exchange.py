@@ -63,8 +63,8 @@ class Exchange:
 
     def pump(self) -> None:
         """The link's callback: pass on what arrived; finish at the last ReadyForQuery."""
-        # This runs for every answer the lane relays, so the messages are walked in C
-        # (`answer_pass`, its pure Python twin without the build): it hands back what the
+        # This runs for every answer the lane relays, so the messages are walked by compiled
+        # code (`answer_pass`, interpreted without the build): it hands back what the
         # client gets of them as one piece, and stops at the few this loop reads
         # (ReadyForQuery, errors, a RowDescription not yet described, COPY).
         try:

@@ -17,10 +17,10 @@ Only texts without quotes, escapes, dollar signs, question marks, comments, inne
 semicolons or non-ASCII characters are read this way: for them, splitting on numbers
 gives exactly the shape and numbers `gateway.relay.shapes` finds, and `split_statements` the
 statement itself (stripped, one trailing semicolon dropped). The split reads the Query's
-bytes in one pass (`gateway.relay.quick`: in C when built).
+bytes in one pass (`gateway.relay.statement_bytes`: compiled when built).
 
 Extended-protocol runs `[Parse] Bind [Describe] Execute Sync` are kept by their bytes
-without the Bind's length and parameter values (`run_key`): two runs with one key differ
+without the Bind's length and parameter values (`run_key_of`): two runs with one key differ
 in their values only, so every check `ExpressLane._extended` made of the first holds for
 the second, and the messages the session answers before the source does are the same.
 
@@ -58,9 +58,10 @@ from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, answer_pass
 from connectors.postgres.link import MIRRORED, Outcome, PgLink
 from gateway.relay.exchange import FLUSH_BYTES, Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
-from gateway.relay.quick import HOT_SPLIT_ENV, quick_bind, quick_split, quick_split_bytes
-from gateway.relay.remembered import (BOUND_TAIL, HotQuery, HotRun, parameter_types,
-                                      run_key_of)
+from gateway.relay import HOT_SPLIT_ENV
+from gateway.relay.quick import quick_split
+from gateway.relay.remembered import BOUND_TAIL, HotQuery, HotRun, parameter_types
+from gateway.relay.statement_bytes import quick_bind, quick_split_bytes, run_key_of
 from gateway.state.activity import began, ended
 from gateway.state.metrics import LATENCY_BUCKETS
 from gateway.state.portals import Portal, Prepared

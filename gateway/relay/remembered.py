@@ -1,22 +1,20 @@
 """What the express lane keeps of a statement it relayed, for its repeats.
 
 `gateway.relay.hot` keeps, per session, a simple Query's lifted shape (`HotQuery`, by the
-shape) and an extended-protocol run (`HotRun`, by `run_key`: the run's bytes without the
+shape) and an extended-protocol run (`HotRun`, by `run_key_of`: the run's bytes without the
 Bind's length and values), with what its route was decided on and the head of the Bind
 it sends the source; the repeats in C (gateway/relay/repeats.c) read the same objects.
-The Bind of a repeat's values (`bound_request`, `quick_bind`) and a run's key are built
-here, the key in C when built (gateway/relay/hotsplit.c), as the split is.
+The Bind of a repeat's values is built here (`bound_request`) or, from its bytes, by
+`gateway.relay.statement_bytes` (`quick_bind`), which also gives a run's key (`run_key_of`).
 """
 
 from __future__ import annotations
 
 import struct
 
-from pgwire.compiled import choose
 from pgwire.protocol import client as w
 from connectors.postgres.link import RemoteStatement
 from gateway.relay.literals import INT4, type_of
-from gateway.relay.quick import HOT_SPLIT_ENV
 from gateway.state.portals import Prepared
 from gateway.state.route import Route
 
@@ -80,7 +78,7 @@ def bound_request(statement: RemoteStatement, numbers: list[str]) -> bytes:
 
 class HotRun:
     """A `[Parse] Bind [Describe] Execute Sync` run the lane relayed, kept by its bytes
-    without the Bind's values (`run_key`): what the session answers before the source
+    without the Bind's values (`run_key_of`): what the session answers before the source
     does, and how to find again the statement it ran."""
 
     __slots__ = ("prepared", "statement", "parsed", "formats", "answered", "tail", "limited",
@@ -107,47 +105,3 @@ class HotRun:
             self.remote = remote
             self.head = w.rebind(remote.name, b"")[5:]
         return self.head
-
-
-def bind_values(data: bytes, start: int, end: int) -> tuple[int, int, int] | None:
-    """Where the Bind at data[start:end] has its parameters (after the two names), its
-    values, and where its values end; None when it does not add up."""
-    first = data.find(b"\0", start + 5, end)
-    second = data.find(b"\0", first + 1, end) if first >= 0 else -1
-    if second < 0:
-        return None
-    params_at = second + 1
-    try:
-        (formats,) = _I16.unpack_from(data, params_at)
-        p = params_at + 2 + 2 * formats
-        (count,) = _I16.unpack_from(data, p)
-        p += 2
-        values_at = p
-        for _ in range(count):
-            (size,) = _I32.unpack_from(data, p)
-            p += 4 + max(size, 0)
-    except struct.error:
-        return None
-    if formats < 0 or count < 0 or p + 2 > end:
-        return None
-    return params_at, values_at, p
-
-
-def run_key(data: bytes, bind: tuple[int, int], values: tuple[int, int, int], stop: int) -> bytes:
-    """The run's bytes up to Sync without the Bind's length and values: runs with equal
-    keys differ only in their parameter values."""
-    return data[:bind[0] + 1] + data[bind[0] + 5:values[1]] + data[values[2]:stop]
-
-
-def run_key_of_py(data: bytes, start: int, end: int, stop: int) -> tuple[bytes, int] | None:
-    """(`run_key`, where the Bind's parameters begin) of the run ending at `stop` whose Bind
-    is data[start:end]; None when the Bind does not add up. Its C twin
-    (`gateway/relay/hotsplit.c`) is used when built, chosen as the split is."""
-    values = bind_values(data, start, end)
-    if values is None:
-        return None
-    return run_key(data, (start, end), values, stop), values[0]
-
-
-run_key_of, _ = choose(HOT_SPLIT_ENV, "gateway.relay.hotsplit", "run_key", run_key_of_py,
-                       "run key", "a faster express lane")

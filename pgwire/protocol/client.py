@@ -18,9 +18,12 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from pgwire.compiled import choose
+from pgwire.compiled import build_of
 from pgwire.errors import PROTOCOL_VIOLATION, PgError
 from pgwire.types.pg_type import FIRST_NORMAL_OID
+from pgwire.protocol import ROW_WALK_ENV, answer_walks
+from pgwire.protocol.answer_walks import (PASS_DISCARD, PASS_QUIET, PASS_SUSPENDED, answer_pass,
+                                          data_rows_end)
 from pgwire.protocol.messages import (
     CANCEL_REQUEST_CODE,
     FIELD_DESCRIPTION_LAYOUT,
@@ -121,100 +124,9 @@ def copy_fail(reason: str) -> bytes:
 
 # --- backend messages --------------------------------------------------------------------
 
-def data_rows_end_py(data: bytes | bytearray | memoryview, pos: int) -> int:
-    """The end of the run of complete DataRows (tag 'D') that starts at `pos` in `data`.
-
-    Only the lengths are read, never the rows. This loop is the relay's whole per-row
-    cost, so it is kept bare: no bounds test per row; the data's end shows as IndexError
-    (no tag byte at `pos`: the last row was whole, or it runs past the end and the run
-    stops at its start) or as struct.error (a header cut short at `pos`). The same walk
-    in C (`pgwire/protocol/rowwalk.c`, ~20x faster) replaces it when built; see ROW_WALK."""
-    unpack = _U32.unpack_from
-    row = pos
-    try:
-        while data[pos] == _DATA_ROW:
-            row = pos
-            pos += unpack(data, pos + 1)[0] + 1
-    except IndexError:
-        return row if pos > len(data) else pos
-    except struct.error:
-        pass
-    return pos
-
-
-# FEDGATE_ROW_WALK=python picks the Python walk even when the C one is built (the tests
-# run the relay both ways; it is also the way out should the C walk ever misbehave);
-# =c insists on the C walk (an ImportError when it is not built); unset: C when built.
-ROW_WALK_ENV = "FEDGATE_ROW_WALK"
-data_rows_end, ROW_WALK = choose(ROW_WALK_ENV, "pgwire.protocol.rowwalk", "data_rows_end",
-                                 data_rows_end_py, "row walk", "faster relayed results")
-
-
-# The express lane's walk over a source's answer (`answer_pass`): its flags.
-PASS_DISCARD, PASS_QUIET, PASS_SUSPENDED = 1, 2, 4
-_SKIPPED = frozenset(b"123ntsS")  # never passed on: Parse/Bind/CloseComplete, NoData, ...
-
-
-def answer_pass_py(data: bytes | bytearray | memoryview, pos: int, flags: int,
-                   described: dict[bytes, bytes]) -> tuple[bytes, int, bool]:
-    """Walk the complete messages of a source's answer from `pos`: (passed, pos, stopped).
-
-    `passed` is what the client gets of them, in order: the messages passed on as they
-    came (DataRow, CommandComplete, notices, EmptyQueryResponse, notifications) and each
-    RowDescription as `described` maps its body (the link's client copy). Skipped:
-    Parse/Bind/CloseComplete, NoData, ParameterDescription, PortalSuspended (unless
-    PASS_SUSPENDED) and ParameterStatus; with PASS_QUIET (the answers to commands sent
-    ahead of the statement) or PASS_DISCARD everything but DataRows; with PASS_DISCARD
-    DataRows too. The walk ends at `pos`: `stopped` when the message there is the
-    caller's to read (ReadyForQuery, an error, a length below 4, and unless quiet a
-    CopyInResponse or a RowDescription `described` does not know), else there is no
-    complete message at `pos`. The C twin (`pgwire/protocol/rowwalk.c`) gives the same
-    answer for any bytes."""
-    discard = flags & PASS_DISCARD
-    quiet = discard or flags & PASS_QUIET
-    suspended = flags & PASS_SUSPENDED
-    n, unpack = len(data), _U32.unpack_from
-    pieces: list[bytes] = []
-    run_at = run_end = -1
-    stopped = False
-    while n - pos >= 5:
-        length = unpack(data, pos + 1)[0]
-        if length + 1 > n - pos:
-            break
-        tag = data[pos]
-        if length < 4 or tag == 0x5A or tag == 0x45 or (tag == 0x47 and not quiet):  # Z E G
-            stopped = True
-            break
-        if tag == 0x54 and not quiet:  # T
-            found = described.get(bytes(data[pos + 5:pos + 1 + length]))
-            if found is None:
-                stopped = True
-                break
-            if run_at >= 0:
-                pieces.append(bytes(data[run_at:run_end]))
-                run_at = run_end = -1
-            pieces.append(found)
-            pos += length + 1
-            continue
-        if tag == _DATA_ROW or (tag == 0x73 and suspended):
-            passed = not discard
-        else:
-            passed = not (quiet or tag in _SKIPPED)
-        if passed:
-            if run_at >= 0 and run_end != pos:
-                pieces.append(bytes(data[run_at:run_end]))
-                run_at = -1
-            if run_at < 0:
-                run_at = pos
-            run_end = pos + length + 1
-        pos += length + 1
-    if run_at >= 0:
-        pieces.append(bytes(data[run_at:run_end]))
-    return b"".join(pieces), pos, stopped
-
-
-answer_pass, ANSWER_PASS = choose(ROW_WALK_ENV, "pgwire.protocol.rowwalk", "answer_pass",
-                                  answer_pass_py, "answer walk", "a faster express lane")
+# The relay's row walk and the express lane's answer walk: one source, compiled by Cython
+# when built (`pgwire.compiled`; FEDGATE_ROW_WALK=python runs it interpreted).
+ROW_WALK = build_of(answer_walks)
 
 
 class BackendReader:

@@ -9,7 +9,7 @@ the source (its table OID and column number are zero), and an error carries its 
 fields only; for those two the comparison leaves out exactly that, every other message
 must be the same bytes.
 
-Both with the C row walk and answer walk and with their pure Python twins
+Both with the row walk and answer walk compiled and with their source interpreted
 (FEDGATE_ROW_WALK=python).
 
 Then a client that reads a 1M-row result slowly: the gateway's resident memory stays
@@ -60,8 +60,8 @@ QUERIES = {
 }
 
 
-# Each test runs against a gateway with the C row walk and one with the pure Python walk
-# it falls back to (pgwire/protocol/client.py, ROW_WALK): both must pass the same bytes.
+# Each test runs against a gateway with the row walk compiled and one with its source
+# interpreted (pgwire/protocol/answer_walks.py, ROW_WALK): both must pass the same bytes.
 @pytest.fixture(scope="module", params=["C", "python"])
 def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory,
           request: pytest.FixtureRequest) -> Iterator[PgSourceGateway]:
@@ -69,7 +69,7 @@ def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
     with gateway_on_new_database(postgres_server.dsn, tmp_path_factory.mktemp("passthrough"),
                                  DDL, env=env) as found:
         log = found.gateway.log_path.read_text()
-        fell_back = "the row walk is pure Python" in log
+        fell_back = "the row walk is interpreted" in log
         assert fell_back == (request.param == "python"), log
         yield found
 

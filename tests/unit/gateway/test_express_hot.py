@@ -12,11 +12,9 @@ from __future__ import annotations
 import pytest
 
 from connectors.postgres.link import RemoteStatement
-from gateway.relay.quick import quick_split, quick_split_bytes
-from gateway.relay.remembered import (BOUND_TAIL, HotQuery, bind_values, bound_request,
-                                      parameter_types, run_key)
-from gateway.relay.hotsplit import bind as bind_c
-from gateway.relay.quick import quick_bind_py
+from gateway.relay.quick import quick_split
+from gateway.relay.remembered import BOUND_TAIL, HotQuery, bound_request, parameter_types
+from gateway.relay.statement_bytes import quick_bind, quick_split_bytes, run_key_of
 from gateway.relay.links import lifted_execute
 from gateway.relay.literals import lift
 from gateway.relay.shapes import scan
@@ -69,9 +67,8 @@ def test_the_split_of_bytes_is_the_split_of_text(text: str) -> None:
     statement = RemoteStatement("fg_7", parameter_types(numbers), None)
     hot = HotQuery(None, "", "", 0, False, len(numbers))  # type: ignore[arg-type]
     head = hot.bind_head(statement, len(numbers))
-    for bind in (quick_bind_py, bind_c):  # the Bind in Python and in C
-        assert bind(head, [n.encode() for n in numbers], BOUND_TAIL) == bound_request(
-            statement, numbers)
+    assert quick_bind(head, [n.encode() for n in numbers], BOUND_TAIL) == bound_request(
+        statement, numbers)
     assert hot.bind_head(RemoteStatement("fg_8", (), None), len(numbers)) != head
 
 
@@ -95,9 +92,9 @@ def run(values: list[bytes | None], name: str = "s1", formats: list[int] | None 
 
 def key_of(data: bytes) -> bytes:
     end = 1 + int.from_bytes(data[1:5], "big")
-    values = bind_values(data, 0, end)
-    assert values is not None
-    return run_key(data, (0, end), values, len(data))
+    keyed = run_key_of(data, 0, end, len(data))
+    assert keyed is not None
+    return keyed[0]
 
 
 def test_a_run_key_ignores_the_values_only() -> None:
@@ -111,5 +108,5 @@ def test_a_run_key_ignores_the_values_only() -> None:
 def test_a_bind_that_does_not_add_up_is_refused() -> None:
     data = run([b"1", b"abc"])
     end = 1 + int.from_bytes(data[1:5], "big")
-    assert bind_values(data, 0, end - 3) is None
-    assert bind_values(b"B\0\0\0\x06\0\0", 0, 7) is None
+    assert run_key_of(data, 0, end - 3, len(data)) is None
+    assert run_key_of(b"B\0\0\0\x06\0\0", 0, 7, 7) is None

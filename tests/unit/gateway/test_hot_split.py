@@ -1,11 +1,8 @@
 """The express lane's Query split (`quick_split_bytes`), Bind (`quick_bind`) and the key
-of an extended-protocol run (`run_key_of`): the C ones in gateway/relay/hotsplit.c and
-the pure Python ones they fall back to give the same answer for any bytes, and which one
-the gateway uses is chosen as documented (FEDGATE_HOT_SPLIT=python picks the Python
-split).
-
-The C split must be built here: `pip install -e .` (as `make` runs it) compiles it, and a
-test run that silently measured the Python split twice would prove nothing about C.
+of an extended-protocol run (`run_key_of`): one source (gateway/relay/statement_bytes.py),
+compiled by Cython and run as it is; the two builds give the same answer for any bytes,
+the split agrees with the split of the text (`quick_split`), and which build the gateway
+uses is chosen as documented (FEDGATE_HOT_SPLIT=python runs the source interpreted).
 """
 
 from __future__ import annotations
@@ -19,16 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.relay.remembered import run_key_of_py
-from gateway.relay.quick import HOT_SPLIT_ENV, quick_bind_py, quick_split, quick_split_bytes_py
+from gateway.relay.quick import HOT_SPLIT_ENV, quick_split
+from tests.support.builds import compiled, interpreted
 
-try:
-    from gateway.relay.hotsplit import bind as bind_c
-    from gateway.relay.hotsplit import run_key as run_key_c
-    from gateway.relay.hotsplit import split as split_c
-except ImportError as exc:  # a failure, not a skip: see the module's docstring
-    raise AssertionError("the C split is not built: run `pip install --no-deps -e .` "
-                         "with a C compiler and Python's headers installed") from exc
+COMPILED = compiled("gateway.relay.statement_bytes")
+INTERPRETED = interpreted("gateway.relay.statement_bytes")
+split_c, split_py = COMPILED.quick_split_bytes, INTERPRETED.quick_split_bytes
+bind_c, bind_py = COMPILED.quick_bind, INTERPRETED.quick_bind
+run_key_c, run_key_py = COMPILED.run_key_of, INTERPRETED.run_key_of
 
 KNOWN = [
     b"SELECT abalance FROM pgbench_accounts WHERE aid = 54321;",
@@ -53,16 +48,19 @@ KNOWN = [
 
 @pytest.mark.parametrize("data", KNOWN)
 def test_known_texts(data: bytes) -> None:
-    assert split_c(data) == quick_split_bytes_py(data)
+    assert split_c(data) == split_py(data)
     text = quick_split(data.decode()) if data.isascii() else None
-    found = quick_split_bytes_py(data)
+    found = split_py(data)
     assert found == (None if text is None else (text[0].encode(), text[1].encode(),
                                                 [n.encode() for n in text[2]]))
 
 
-def test_c_split_takes_bytes_only() -> None:
+@pytest.mark.parametrize("split", [split_c, split_py], ids=["compiled", "interpreted"])
+def test_the_split_takes_bytes_only(split) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(TypeError):
-        split_c("SELECT 1")  # type: ignore[arg-type]
+        split("SELECT 1")
+    with pytest.raises(TypeError):
+        split(bytearray(b"SELECT 1"))
 
 
 _ALPHABET = st.sampled_from(list(b"0123456789.eE+-;$?'\"\\/* \t\x1c\nab_x=(),") + [0xC3, 0x7F])
@@ -70,14 +68,16 @@ _ALPHABET = st.sampled_from(list(b"0123456789.eE+-;$?'\"\\/* \t\x1c\nab_x=(),") 
 
 @settings(max_examples=2000, deadline=None, database=None)
 @given(st.lists(_ALPHABET, max_size=40).map(bytes))
-def test_c_and_python_agree(data: bytes) -> None:
+def test_the_builds_agree(data: bytes) -> None:
     """Bytes rich in digits, dots, exponents, white space and the characters that end the
     split's reading."""
-    assert split_c(data) == quick_split_bytes_py(data)
+    assert split_c(data) == split_py(data)
 
 
 def split_in_fresh_process(env: dict[str, str]) -> str:
-    code = "from gateway.relay.quick import HOT_SPLIT; print(HOT_SPLIT)"
+    code = ("from gateway.relay.quick import HOT_SPLIT\n"
+            "from gateway.relay.statement_bytes import quick_split_bytes\n"
+            "print(HOT_SPLIT, type(quick_split_bytes).__name__)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=False, timeout=60)
     return res.stdout.strip() if res.returncode == 0 else res.stderr.strip().splitlines()[-1]
@@ -85,42 +85,28 @@ def split_in_fresh_process(env: dict[str, str]) -> str:
 
 def test_choice_of_split() -> None:
     base = {k: v for k, v in os.environ.items() if k != HOT_SPLIT_ENV}
-    assert split_in_fresh_process(base) == "C"
-    assert split_in_fresh_process({**base, HOT_SPLIT_ENV: "C"}) == "C"
+    assert split_in_fresh_process(base) == "compiled cython_function_or_method"
+    assert split_in_fresh_process({**base, HOT_SPLIT_ENV: "C"}) == (
+        "compiled cython_function_or_method")
     assert split_in_fresh_process({**base, HOT_SPLIT_ENV: "python"}) == (
-        f"pure Python ({HOT_SPLIT_ENV}=python)")
+        f"interpreted ({HOT_SPLIT_ENV}=python) function")
     assert split_in_fresh_process({**base, HOT_SPLIT_ENV: "fast"}) == (
         f"ValueError: {HOT_SPLIT_ENV}='fast': expected 'c' or 'python'")
 
 
-def test_without_the_c_module() -> None:
-    """As after an install without a compiler: the Python split, named for the start-up
-    warning; or, with FEDGATE_HOT_SPLIT=c, an ImportError (ModuleNotFoundError)."""
-    code = ("import sys; sys.modules['gateway.relay.hotsplit'] = None  # not importable\n"
-            "from gateway.relay.quick import HOT_SPLIT, quick_split_bytes, quick_split_bytes_py\n"
-            "assert quick_split_bytes is quick_split_bytes_py; print(HOT_SPLIT)")
-    base = {k: v for k, v in os.environ.items() if k != HOT_SPLIT_ENV}
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=base, check=True, timeout=60)
-    assert res.stdout.startswith("pure Python: the C split (gateway/relay/hotsplit.c) is "
-                                 "not built"), res.stdout
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**base, HOT_SPLIT_ENV: "c"}, check=False, timeout=60)
-    assert res.returncode != 0 and "ModuleNotFoundError" in res.stderr, res.stderr
-
-
 @given(st.binary(max_size=20), st.lists(st.binary(max_size=12), max_size=6),
        st.binary(max_size=20))
-def test_c_and_python_bind_alike(head: bytes, numbers: list[bytes], tail: bytes) -> None:
-    """The Bind of the split's numbers (`quick_bind`), in C and in Python."""
-    assert bind_c(head, numbers, tail) == quick_bind_py(head, numbers, tail)
+def test_the_builds_bind_alike(head: bytes, numbers: list[bytes], tail: bytes) -> None:
+    """The Bind of the split's numbers (`quick_bind`), in both builds."""
+    assert bind_c(head, numbers, tail) == bind_py(head, numbers, tail)
 
 
-def test_the_c_bind_refuses_other_types() -> None:
+@pytest.mark.parametrize("bind", [bind_c, bind_py], ids=["compiled", "interpreted"])
+def test_the_bind_refuses_other_types(bind) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(TypeError):
-        bind_c(b"", ["1"], b"")
+        bind(b"", ["1"], b"")
     with pytest.raises(TypeError):
-        bind_c(b"", (b"1",), b"")
+        bind(b"", (b"1",), b"")
 
 
 def bind_message(names: bytes, formats: list[int], values: list[bytes | None],
@@ -139,16 +125,16 @@ RUN_TAIL = b"E\0\0\0\x09\0\0\0\0\0S\0\0\0\x04"
 @given(st.binary(max_size=8), st.lists(st.sampled_from([0, 1]), max_size=3),
        st.lists(st.none() | st.binary(max_size=6), max_size=4),
        st.lists(st.sampled_from([0, 1]), max_size=3), st.binary(max_size=8))
-def test_c_and_python_run_keys_alike(head: bytes, formats: list[int],
+def test_the_builds_run_keys_alike(head: bytes, formats: list[int],
                                      values: list[bytes | None], results: list[int],
                                      before: bytes) -> None:
-    """The key of a run (`run_key_of`) of well-formed Binds, in C and in Python; two runs
+    """The key of a run (`run_key_of`) of well-formed Binds, in both builds; two runs
     that differ in their values only have one key."""
     bind = bind_message(b"\0" + head.replace(b"\0", b"") + b"\0", formats, values, results)
     data = before + bind + RUN_TAIL
     start, end = len(before), len(before) + len(bind)
     found = run_key_c(data, start, end, len(data))
-    assert found == run_key_of_py(data, start, end, len(data))
+    assert found == run_key_py(data, start, end, len(data))
     assert found is not None
     other = before + bind_message(b"\0" + head.replace(b"\0", b"") + b"\0", formats,
                                   [b"x" * 9 for _ in values], results) + RUN_TAIL
@@ -158,8 +144,8 @@ def test_c_and_python_run_keys_alike(head: bytes, formats: list[int],
 
 @settings(max_examples=1000, deadline=None, database=None)
 @given(st.binary(max_size=48), st.integers(0, 48), st.integers(0, 48))
-def test_c_and_python_run_keys_alike_on_garbage(data: bytes, start: int, length: int) -> None:
+def test_the_builds_run_keys_alike_on_garbage(data: bytes, start: int, length: int) -> None:
     data = data[:start] + b"B" + data[start:]
     start = min(start, len(data) - 1)
     end = min(len(data), start + length)  # a length below 4 too
-    assert run_key_c(data, start, end, len(data)) == run_key_of_py(data, start, end, len(data))
+    assert run_key_c(data, start, end, len(data)) == run_key_py(data, start, end, len(data))

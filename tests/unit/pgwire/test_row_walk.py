@@ -1,10 +1,7 @@
 """The relay's row walk (`data_rows_end`) and the express lane's answer walk
-(`answer_pass`): the C ones in pgwire/protocol/rowwalk.c and the pure Python ones they
-fall back to give the same answer for any bytes, and which one the gateway uses is
-chosen as documented (FEDGATE_ROW_WALK=python picks the Python walks).
-
-The C walk must be built here: `pip install -e .` (as `make` runs it) compiles it, and a
-test run that silently measured the Python walk twice would prove nothing about C.
+(`answer_pass`): one source (pgwire/protocol/answer_walks.py), compiled by Cython and run
+as it is; the two builds give the same answer for any bytes, and which one the gateway
+uses is chosen as documented (FEDGATE_ROW_WALK=python runs the source interpreted).
 """
 
 from __future__ import annotations
@@ -18,15 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgwire.protocol.client import (PASS_DISCARD, PASS_QUIET, ROW_WALK_ENV, answer_pass_py,
-                                    data_rows_end_py)
+from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, ROW_WALK_ENV
+from tests.support.builds import compiled, interpreted
 
-try:
-    from pgwire.protocol.rowwalk import answer_pass as answer_c
-    from pgwire.protocol.rowwalk import data_rows_end as walk_c
-except ImportError as exc:  # a failure, not a skip: see the module's docstring
-    raise AssertionError("the C row walk is not built: run `pip install --no-deps -e .` "
-                         "with a C compiler and Python's headers installed") from exc
+COMPILED = compiled("pgwire.protocol.answer_walks")
+INTERPRETED = interpreted("pgwire.protocol.answer_walks")
+walk_c, walk_py = COMPILED.data_rows_end, INTERPRETED.data_rows_end
+answer_c, answer_py = COMPILED.answer_pass, INTERPRETED.answer_pass
 
 
 def row(payload: bytes) -> bytes:
@@ -48,37 +43,43 @@ TAIL = b"C\0\0\0\x0dSELECT 3\0" + b"Z\0\0\0\x05I"
     (row(b"ab"), 40, 40),                         # pos past the end
     (row(b""), 0, 5),                             # a row of no columns
 ])
-@pytest.mark.parametrize("walk", [walk_c, data_rows_end_py], ids=["C", "python"])
+@pytest.mark.parametrize("walk", [walk_c, walk_py], ids=["compiled", "interpreted"])
 def test_known_runs(walk, data: bytes, pos: int, end: int) -> None:
-    for form in (data, bytearray(data), memoryview(data)):
+    for form in (data, bytearray(data)):
         assert walk(form, pos) == end
 
 
-def test_c_walk_refuses_a_negative_position() -> None:
+@pytest.mark.parametrize("walk", [walk_c, walk_py], ids=["compiled", "interpreted"])
+def test_the_walk_refuses_what_it_does_not_read(walk) -> None:
+    """A negative position; a memoryview (the compiled walk reads a pointer to the bytes
+    of bytes or a bytearray, so both builds take those only)."""
     with pytest.raises(ValueError):
-        walk_c(row(b"ab"), -1)
+        walk(row(b"ab"), -1)
+    with pytest.raises(TypeError):
+        walk(memoryview(row(b"ab")), 0)
 
 
 @settings(max_examples=500, deadline=None, database=None)
 @given(st.lists(st.binary(max_size=40), max_size=30), st.binary(max_size=12),
        st.integers(0, 2000), st.integers(0, 50))
-def test_c_and_python_agree_on_cut_streams(payloads: list[bytes], tail: bytes, cut: int,
+def test_the_builds_agree_on_cut_streams(payloads: list[bytes], tail: bytes, cut: int,
                                            pos: int) -> None:
     """Rows then anything, cut at any point (a chunk's end), walked from any position."""
     data = (b"".join(row(p) for p in payloads) + tail)[:cut]
-    assert walk_c(data, pos) == data_rows_end_py(data, pos)
+    assert walk_c(data, pos) == walk_py(data, pos)
 
 
 @settings(max_examples=500, deadline=None, database=None)
 @given(st.binary(max_size=64).map(lambda b: bytes(x if x % 3 else 0x44 for x in b)),
        st.integers(0, 70))
-def test_c_and_python_agree_on_garbage(data: bytes, pos: int) -> None:
+def test_the_builds_agree_on_garbage(data: bytes, pos: int) -> None:
     """Bytes rich in 'D' tags and small lengths, including lengths below 4."""
-    assert walk_c(data, pos) == data_rows_end_py(data, pos)
+    assert walk_c(data, pos) == walk_py(data, pos)
 
 
 def row_walk_in_fresh_process(env: dict[str, str]) -> str:
-    code = "from pgwire.protocol.client import ROW_WALK; print(ROW_WALK)"
+    code = ("from pgwire.protocol.client import ROW_WALK, data_rows_end\n"
+            "print(ROW_WALK, type(data_rows_end).__name__)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=False, timeout=60)
     return res.stdout.strip() if res.returncode == 0 else res.stderr.strip().splitlines()[-1]
@@ -86,28 +87,13 @@ def row_walk_in_fresh_process(env: dict[str, str]) -> str:
 
 def test_choice_of_walk() -> None:
     base = {k: v for k, v in os.environ.items() if k != ROW_WALK_ENV}
-    assert row_walk_in_fresh_process(base) == "C"
-    assert row_walk_in_fresh_process({**base, ROW_WALK_ENV: "C"}) == "C"
+    assert row_walk_in_fresh_process(base) == "compiled cython_function_or_method"
+    assert row_walk_in_fresh_process({**base, ROW_WALK_ENV: "C"}) == (
+        "compiled cython_function_or_method")
     assert row_walk_in_fresh_process({**base, ROW_WALK_ENV: "python"}) == (
-        f"pure Python ({ROW_WALK_ENV}=python)")
+        f"interpreted ({ROW_WALK_ENV}=python) function")
     assert row_walk_in_fresh_process({**base, ROW_WALK_ENV: "fast"}) == (
         f"ValueError: {ROW_WALK_ENV}='fast': expected 'c' or 'python'")
-
-
-def test_without_the_c_module() -> None:
-    """As after an install without a compiler: the Python walk, named for the start-up
-    warning; or, with FEDGATE_ROW_WALK=c, an ImportError (ModuleNotFoundError)."""
-    code = ("import sys; sys.modules['pgwire.protocol.rowwalk'] = None  # not importable\n"
-            "from pgwire.protocol.client import ROW_WALK, data_rows_end, data_rows_end_py\n"
-            "assert data_rows_end is data_rows_end_py; print(ROW_WALK)")
-    base = {k: v for k, v in os.environ.items() if k != ROW_WALK_ENV}
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=base, check=True, timeout=60)
-    assert res.stdout.startswith("pure Python: the C row walk (pgwire/protocol/rowwalk.c) "
-                                 "is not built"), res.stdout
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**base, ROW_WALK_ENV: "c"}, check=False, timeout=60)
-    assert res.returncode != 0 and "ModuleNotFoundError" in res.stderr, res.stderr
 
 
 # --- the express lane's answer walk ---------------------------------------------------------
@@ -122,7 +108,7 @@ PGBENCH_ANSWER = (message(b"2") + message(b"T", DESCRIBED_AT_SOURCE) + ROW + DON
                   + message(b"Z", b"I"))
 
 
-@pytest.mark.parametrize("walk", [answer_pass_py, answer_c], ids=["python", "C"])
+@pytest.mark.parametrize("walk", [answer_py, answer_c], ids=["interpreted", "compiled"])
 def test_answer_pass_stops_where_the_lane_reads(walk) -> None:  # type: ignore[no-untyped-def]
     """A pgbench -S answer: BindComplete skipped; a RowDescription not described yet is the
     caller's, a described one is replaced; the row and CommandComplete pass; ReadyForQuery
@@ -162,33 +148,36 @@ DESCRIBED = {b"": b"<empty described>", b"x": b"<x described>", b"\0\1": b"<01>"
 @settings(max_examples=1000, deadline=None, database=None)
 @given(answer_stream(), st.binary(max_size=6), st.integers(0, 400), st.integers(0, 60),
        st.integers(0, 7))
-def test_answer_pass_c_and_python_agree(data: bytes, tail: bytes, cut: int, pos: int,
+def test_answer_pass_builds_agree(data: bytes, tail: bytes, cut: int, pos: int,
                                         flags: int) -> None:
     """Answers of any messages, cut at any point, walked from any position with any flags."""
     data = (data + tail)[:cut]
-    assert answer_c(data, pos, flags, DESCRIBED) == answer_pass_py(data, pos, flags, DESCRIBED)
-    assert answer_c(bytearray(data), pos, flags, {}) == answer_pass_py(data, pos, flags, {})
+    assert answer_c(data, pos, flags, DESCRIBED) == answer_py(data, pos, flags, DESCRIBED)
+    assert answer_c(bytearray(data), pos, flags, {}) == answer_py(data, pos, flags, {})
 
 
 @settings(max_examples=500, deadline=None, database=None)
 @given(st.binary(max_size=64).map(lambda b: bytes(x if x % 3 else 0x44 for x in b)),
        st.integers(0, 70), st.integers(0, 7))
-def test_answer_pass_c_and_python_agree_on_garbage(data: bytes, pos: int, flags: int) -> None:
-    assert answer_c(data, pos, flags, DESCRIBED) == answer_pass_py(data, pos, flags, DESCRIBED)
+def test_answer_pass_builds_agree_on_garbage(data: bytes, pos: int, flags: int) -> None:
+    assert answer_c(data, pos, flags, DESCRIBED) == answer_py(data, pos, flags, DESCRIBED)
 
 
 def test_answer_pass_many_pieces() -> None:
-    """More runs than the C walk keeps on its stack (it grows its list)."""
+    """Many runs, each a piece of its own."""
     data = (ROW + message(b"1")) * 100 + message(b"T", b"x") + DONE
     expected = ROW * 100 + b"<x described>" + DONE
     assert answer_c(data, 0, 0, DESCRIBED) == (expected, len(data), False)
-    assert answer_pass_py(data, 0, 0, DESCRIBED) == (expected, len(data), False)
+    assert answer_py(data, 0, 0, DESCRIBED) == (expected, len(data), False)
 
 
-def test_answer_pass_refuses_bad_arguments() -> None:
+@pytest.mark.parametrize("walk", [answer_py, answer_c], ids=["interpreted", "compiled"])
+def test_answer_pass_refuses_bad_arguments(walk) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(TypeError):
-        answer_c(PGBENCH_ANSWER, 0, 0, None)
+        walk(PGBENCH_ANSWER, 0, 0, None)
     with pytest.raises(TypeError):
-        answer_c(PGBENCH_ANSWER, 0, 0, {DESCRIBED_AT_SOURCE: "text"})
+        walk(PGBENCH_ANSWER, 0, 0, {DESCRIBED_AT_SOURCE: "text"})
+    with pytest.raises(TypeError):
+        walk(memoryview(PGBENCH_ANSWER), 0, 0, {})
     with pytest.raises(ValueError):
-        answer_c(PGBENCH_ANSWER, -1, 0, {})
+        walk(PGBENCH_ANSWER, -1, 0, {})
