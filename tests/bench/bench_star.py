@@ -1,7 +1,8 @@
 """TPC-DS-like star joins: the gateway next to PostgreSQL alone on the same data.
 
     python tests/bench/bench_star.py [--cache DIR] [--scale 1] [--runs 3] [--timeout 300]
-                                     [--queries q72,q25,q26] [--explain] [--no-write]
+                                     [--queries q72,q25,q26,q72-unanalyzed] [--explain]
+                                     [--no-write] [--smoke]
 
 Data: tests/federated/star_data.py's generator (numpy, seeded), cached in DIR (default:
 fedgate-star under the OS temp dir, never in the repository). The facts (catalog_sales,
@@ -13,6 +14,16 @@ public, dims`, the same rows with every table local to PostgreSQL. Per query the
 turns; a cell is the median of `--runs` runs; the ratio is gateway / PostgreSQL alone.
 The table is printed and written into BENCHMARKS.md between this script's markers.
 `--explain` prints the gateway's EXPLAIN ANALYZE per query.
+
+A shape named `<query>-unanalyzed` runs the query over a second database of the same
+server whose facts are loaded and never analyzed (created with their primary keys, filled
+by COPY, autovacuum off for them: `reltuples` -1, so the gateway has no row estimate for
+them), through a gateway of its own; PostgreSQL alone answers it over that database too.
+TPC-DS Q72 there is the plan that blew up (issue 35): catalog_sales x inventory shipped
+whole and narrowed by nothing.
+
+`--smoke`: scale 0.01, one run, every shape, nothing written; seconds, for
+tests/integration/test_bench_star_smoke.py (it checks the answers, not the times).
 """
 
 from __future__ import annotations
@@ -29,6 +40,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = 3.0  # issue 19: no star-join shape more than 3x PostgreSQL alone
+UNANALYZED = "-unanalyzed"  # a shape's suffix: the same query over facts never analyzed
+SHAPES = {"q72": "catalog_sales x inventory (item, week, quantity <), 6 dimensions",
+          "q25": "store_sales x store_returns x catalog_sales, 3 date ranges",
+          "q26": "catalog_sales, 4 selective dimensions",
+          "q72-unanalyzed": "Q72 over facts loaded and never analyzed (no row estimates)"}
 
 
 async def timed(conn, sql: str, timeout: float) -> dict:
@@ -49,11 +65,12 @@ def render(facts: dict, results: dict[str, dict]) -> str:
              "tests/federated/star_data.py (TPC-DS row counts at scale 1: catalog_sales 1.5M, "
              f"inventory 11.7M, store_sales 2.9M). {facts['cpus']} CPUs, load average "
              f"{facts['load_before']} before and {facts['load_after']} after. Each cell: median of "
-             f"{facts['runs']} runs, the two systems taking turns.", "",
+             f"{facts['runs']} runs, the two systems taking turns. A shape marked -unanalyzed runs over a "
+             "second database of the same server whose facts were loaded (primary keys, COPY) and "
+             "never analyzed, so the gateway has no row estimate for them; PostgreSQL alone answers "
+             "over that database too.", "",
              "| Query | Shape | PostgreSQL alone | Gateway | Ratio | Same answer |", "|---|---|---|---|---|---|"]
-    shapes = {"q72": "catalog_sales x inventory (item, week, quantity <), 6 dimensions",
-              "q25": "store_sales x store_returns x catalog_sales, 3 date ranges",
-              "q26": "catalog_sales, 4 selective dimensions"}
+    shapes = SHAPES
     worst = 0.0
     for name, row in results.items():
         alone, gateway = row["alone"], row["gateway"]
@@ -76,7 +93,7 @@ async def bench(args: argparse.Namespace) -> int:
     from tests.federated import star_data
     from tests.federated.compare import mismatch, order_columns
     from tests.support.gateway_proc import start_gateway
-    from tests.support.postgres import start_postgres
+    from tests.support.postgres import new_database, start_postgres
 
     cache = Path(args.cache)
     data = cache / f"star-sf{args.scale:g}"
@@ -91,21 +108,33 @@ async def bench(args: argparse.Namespace) -> int:
         (files / f"{name}.parquet").symlink_to(data / f"{name}.parquet")
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     server = start_postgres(work / "pg")
-    gateway = None
+    gateways = []
+    connections = []
     try:
-        started = time.perf_counter()
-        await star_data.load_postgres(server.dsn, data)
-        print(f"PostgreSQL loaded in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-        gateway = start_gateway(
-            '[catalog]\nsearch_path = ["pg", "files"]\n'
-            f'[sources.pg]\nkind = "postgres"\ndsn = "{server.dsn}"\n'
-            f'[sources.files]\nkind = "parquet"\npath = "{files}"\n', work / "gateway")
-        alone = await asyncpg.connect(server.dsn, server_settings={"search_path": "public, dims"},
-                                      command_timeout=None)
-        conn = await asyncpg.connect(gateway.dsn, command_timeout=None)
+        # Per world (facts analyzed or not): PostgreSQL alone and the gateway.
+        worlds: dict[bool, tuple] = {}
+        for analyzed in dict.fromkeys(not name.endswith(UNANALYZED) for name in args.queries):
+            dsn = server.dsn if analyzed else await new_database(server, "star_unanalyzed")
+            started = time.perf_counter()
+            await star_data.load_postgres(dsn, data, analyzed=analyzed)
+            print(f"PostgreSQL loaded ({'analyzed' if analyzed else 'never analyzed'}) in "
+                  f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
+            gateway = start_gateway(
+                '[catalog]\nsearch_path = ["pg", "files"]\n'
+                f'[sources.pg]\nkind = "postgres"\ndsn = "{dsn}"\n'
+                f'[sources.files]\nkind = "parquet"\npath = "{files}"\n',
+                work / ("gateway" if analyzed else "gateway-unanalyzed"))
+            gateways.append(gateway)
+            alone = await asyncpg.connect(dsn, server_settings={"search_path": "public, dims"},
+                                          command_timeout=None)
+            connections.append(alone)
+            conn = await asyncpg.connect(gateway.dsn, command_timeout=None)
+            connections.append(conn)
+            worlds[analyzed] = (alone, conn)
         results: dict[str, dict] = {}
         for name in args.queries:
-            sql = star_data.QUERIES[name]
+            sql = star_data.QUERIES[name.removesuffix(UNANALYZED)]
+            alone, conn = worlds[not name.endswith(UNANALYZED)]
             runs: dict[str, list[dict]] = {"alone": [], "gateway": []}
             for round_ in range(args.runs + 1):  # the first round warms caches: not counted
                 order = ("alone", "gateway") if round_ % 2 else ("gateway", "alone")
@@ -129,10 +158,10 @@ async def bench(args: argparse.Namespace) -> int:
             if args.explain:
                 for line in await conn.fetch("EXPLAIN ANALYZE " + sql):
                     print("   ", line[0][:400], file=sys.stderr)
-        await conn.close()
-        await alone.close()
     finally:
-        if gateway is not None:
+        for connection in connections:
+            await connection.close()
+        for gateway in gateways:
             gateway.stop()
         server.stop()
     facts = {"scale": args.scale, "date": dt.date.today().isoformat(), "cpus": os.cpu_count(),
@@ -142,7 +171,7 @@ async def bench(args: argparse.Namespace) -> int:
     print(text)
     if not args.no_write:
         write_section("bench_star", text)
-    return 0
+    return 0 if all(row["same"] == "yes" for row in results.values()) else 1
 
 
 def main() -> int:
@@ -151,10 +180,13 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--queries", type=lambda s: s.split(","), default=["q72", "q25", "q26"])
+    parser.add_argument("--queries", type=lambda s: s.split(","), default=list(SHAPES))
     parser.add_argument("--explain", action="store_true")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="scale 0.01, one run, nothing written")
     args = parser.parse_args()
+    if args.smoke:
+        args.scale, args.runs, args.timeout, args.no_write = 0.01, 1, 120.0, True
     Path(args.cache).mkdir(parents=True, exist_ok=True)
     return asyncio.run(bench(args))
 

@@ -196,8 +196,12 @@ def generate(root: Path, scale: float) -> Path:
     return root
 
 
-async def load_postgres(dsn: str, root: Path) -> None:
-    """Facts into schema public, dimensions into schema dims, each with its primary key."""
+async def load_postgres(dsn: str, root: Path, analyzed: bool = True) -> None:
+    """Facts into schema public, dimensions into schema dims, each with its primary key.
+
+    `analyzed=False` leaves the facts as a bulk load leaves them before autovacuum comes:
+    created with their primary key, filled by COPY, never analyzed (autovacuum off for
+    them), so `pg_class.reltuples` is -1 and the gateway has no row estimate for them."""
     import asyncpg
 
     conn = await asyncpg.connect(dsn)
@@ -207,12 +211,22 @@ async def load_postgres(dsn: str, root: Path) -> None:
             schema = "public" if name in FACTS else "dims"
             table = pq.read_table(root / f"{name}.parquet")
             columns = ", ".join(f"{f.name} {_PG_TYPES[f.type]}" for f in table.schema)
-            await conn.execute(f"CREATE TABLE {schema}.{name} ({columns})")
+            fresh = not analyzed and name in FACTS
+            if fresh:  # the key first: building it after the COPY would count the rows
+                await conn.execute(f"CREATE TABLE {schema}.{name} ({columns}, PRIMARY KEY ({KEYS[name]})) "
+                                   "WITH (autovacuum_enabled = false)")
+            else:
+                await conn.execute(f"CREATE TABLE {schema}.{name} ({columns})")
             with tempfile.NamedTemporaryFile(suffix=".csv") as csv:
                 pacsv.write_csv(table, csv.name, pacsv.WriteOptions(include_header=False))
                 await conn.copy_to_table(name, schema_name=schema, source=csv.name, format="csv")
-            await conn.execute(f"ALTER TABLE {schema}.{name} ADD PRIMARY KEY ({KEYS[name]})")
-        await conn.execute("VACUUM ANALYZE")
+            if not fresh:
+                await conn.execute(f"ALTER TABLE {schema}.{name} ADD PRIMARY KEY ({KEYS[name]})")
+        if analyzed:
+            await conn.execute("VACUUM ANALYZE")
+        else:
+            for name in DIMENSIONS:
+                await conn.execute(f"VACUUM ANALYZE dims.{name}")
     finally:
         await conn.close()
 

@@ -19,7 +19,9 @@ ROWS = {"catalog_sales": 1_536_900, "catalog_returns": 153_548, "inventory": 11_
         "promotion": 300, "store": 12}
 
 
-def sf1_catalog() -> CatalogSnapshot:
+def sf1_catalog(unanalyzed: bool = False) -> CatalogSnapshot:
+    """`unanalyzed`: the facts as PostgreSQL reports them loaded and never analyzed
+    (reltuples -1: no row estimate), with their primary keys."""
     dims = star_data.dimensions(0.0)
     schemas = {name: t.schema for name, t in (dims | star_data.facts(0.0001, 200, 1000)).items()}
     sources = {}
@@ -27,14 +29,14 @@ def sf1_catalog() -> CatalogSnapshot:
                                    ("files", star_data.DIMENSIONS, files_dialect.DIALECT)):
         sources[source] = SourceEntry(source, dialect, {name: TableInfo(
             TableRef(source, name, "public" if source == "pg" else None, name), schemas[name],
-            row_estimate=ROWS[name],
+            row_estimate=None if unanalyzed and name in star_data.FACTS else ROWS[name],
             primary_key=tuple(k.strip() for k in star_data.KEYS[name].split(",")) if source == "pg" else ())
             for name in names})
     return CatalogSnapshot(1, sources, engine_dialects=ENGINE_DIALECTS)
 
 
-def _plan(name: str):
-    return plan(star_data.QUERIES[name], sf1_catalog(), PlanSettings(("pg", "files")))
+def _plan(name: str, unanalyzed: bool = False):
+    return plan(star_data.QUERIES[name], sf1_catalog(unanalyzed), PlanSettings(("pg", "files")))
 
 
 def _edges(query_plan) -> set[tuple[str, str, str]]:
@@ -91,3 +93,54 @@ def test_a_growing_join_of_one_source_alone_ships_whole() -> None:
     assert not query_plan.joins
     assert len(query_plan.fragments) == 1
     assert query_plan.fragments[0].sql.count('"catalog_returns"') == 2
+
+
+# -- facts without row estimates (planner.ship_join, planner.dynamic_filters.unknown_order)
+
+
+def test_q72_unanalyzed_facts_are_fetched_apart_by_their_keys() -> None:
+    """Shipped whole, catalog_sales x inventory on the item sent ~50M rows at SF 1 that no
+    dimension had narrowed: the join covers neither table's primary key."""
+    query_plan = _plan("q72", unanalyzed=True)
+    assert query_plan.joins == ("Join on pg: catalog_sales x inventory: fetched apart, each side narrowed "
+                                "by other sources' keys where it can be (no row estimate for catalog_sales, "
+                                "inventory; no side's primary key is covered, so the join may multiply rows)",)
+    assert not any('"catalog_sales"' in f.sql and '"inventory"' in f.sql for f in query_plan.fragments)
+
+
+def test_q72_unanalyzed_facts_are_narrowed_by_the_dimensions_then_each_other() -> None:
+    edges = _edges(_plan("q72", unanalyzed=True))
+    for build, column in (("date_dim", "cs_sold_date_sk"), ("household_demographics", "cs_bill_hdemo_sk"),
+                          ("customer_demographics", "cs_bill_cdemo_sk")):
+        assert (build, "catalog_sales", column) in edges, edges
+    assert ("date_dim", "inventory", "inv_date_sk") in edges, edges
+    # Narrowed by three dimensions, catalog_sales is read first and narrows inventory by
+    # its items (so the engine also gets it whole, with its row count).
+    assert ("catalog_sales", "inventory", "inv_item_sk") in edges, edges
+    assert not any(build == "inventory" for build, _, _ in edges), edges
+
+
+def test_a_fragment_of_unknown_size_is_never_read_before_it_is_narrowed() -> None:
+    query_plan = _plan("q72", unanalyzed=True)
+    facts = {f.name for f in query_plan.fragments if f.estimated_rows is None}
+    narrowed = {f.probe for f in query_plan.dynamic_filters}
+    assert facts and all(f.build in narrowed for f in query_plan.dynamic_filters if f.build in facts)
+    # catalog_returns (left joined, nothing narrows it) builds for nobody.
+    returns = next(f.name for f in query_plan.fragments if '"catalog_returns"' in f.sql)
+    assert all(f.build != returns for f in query_plan.dynamic_filters)
+
+
+def test_q25_unanalyzed_key_join_ships_whole_the_keyless_one_apart() -> None:
+    query_plan = _plan("q25", unanalyzed=True)
+    assert len(query_plan.joins) == 1 and query_plan.joins[0].startswith(
+        "Join on pg: store_sales, store_returns x catalog_sales: fetched apart"), query_plan.joins
+    assert any('"store_sales"' in f.sql and '"store_returns"' in f.sql and '"catalog_sales"' not in f.sql
+               for f in query_plan.fragments)
+    edges = _edges(query_plan)
+    assert ("date_dim", "catalog_sales", "cs_sold_date_sk") in edges, edges
+    assert ("store_sales", "catalog_sales", "cs_item_sk") in edges, edges
+
+
+def test_with_estimates_the_plans_are_as_before() -> None:
+    """The key rule applies only without estimates: Q25's facts ship whole together."""
+    assert all(": shipped whole (estimated" in line for line in _plan("q25").joins)
