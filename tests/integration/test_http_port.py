@@ -95,7 +95,8 @@ def test_healthz_and_readyz_while_every_source_answers(setup: HttpGateway) -> No
     assert http_get(setup.base + "/healthz")[::2] == (200, b"ok\n")
     status, headers, body = http_get(setup.base + "/readyz")
     assert status == 200 and headers["Content-Type"] == "application/json"
-    assert json.loads(body) == {"ready": True, "required": ["pg"], "failing": []}
+    assert json.loads(body) == {"ready": True, "required": ["pg"], "failing": [],
+                                "waiting_for_memory": 0}
 
 
 def test_readyz_is_503_naming_a_required_source_that_does_not_answer(tmp_path: Path) -> None:
