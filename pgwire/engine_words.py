@@ -123,7 +123,11 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     # max_temp_directory_size ([engine] temp_directory_max_size): the statement fails,
     # the engine goes on. The message is DuckDB's first line; its advice (SET threads,
     # PRAGMA ...) names settings a client cannot change here, so the hint says what can.
-    ("OutOfMemoryException", r"^failed to offload data block", DISK_FULL),
+    # The same read through a result's Arrow stream arrives as pyarrow's OSError.
+    *((kind, pattern, code) for kind in ("OutOfMemoryException", "OSError", "ArrowInvalid")
+      for pattern, code in ((r"^failed to offload data block", DISK_FULL),
+                            (r"^(?:failed to pin block|failed to allocate|could not allocate)",
+                             OUT_OF_MEMORY))),
     ("OutOfMemoryException", r"", OUT_OF_MEMORY),
     ("NotImplementedException", r"", FEATURE_NOT_SUPPORTED),
     # A statement the engine found, while running it, to be beyond what fedgate answers

@@ -268,6 +268,12 @@ class Executor:
         conditions = []
         for dynamic, index, build_field, column in ((d, i, b, c) for d in found
                                                      for i, (b, c) in enumerate(d.keys)):
+            if not isinstance(opened[dynamic.build], WholeStream):
+                if index == 0:
+                    notes.append(f"Dynamic filter: {probe.name} not narrowed by {dynamic.build}, "
+                                 "whose rows outgrew half the statement's share "
+                                 "(fedgate.statement_memory): it is streamed instead")
+                continue
             table = opened[dynamic.build].table
             keys = pc.unique(table[build_field]).drop_null().to_pylist() or [None]
             shape = shape_for(dialect, keys, dynamic.types[index] if index < len(dynamic.types) else None)
@@ -292,19 +298,57 @@ class WholeStream(TableStream):
         self.table = table
 
 
-async def _whole(stream: Any, memory: StatementMemory | None = None, name: str = "") -> WholeStream:
+class Prefetched:
+    """A fragment whose whole read was given up (its rows would not fit in half the
+    statement's share): the batches read so far, then the rest of its stream. Each batch
+    stops counting as it is handed on (the engine's feed counts it then)."""
+
+    def __init__(self, batches: list[pa.RecordBatch], stream: Any, memory: StatementMemory) -> None:
+        self.schema = stream.schema
+        self._batches = batches
+        self._stream = stream
+        self._memory = memory
+
+    def __aiter__(self) -> Prefetched:
+        return self
+
+    async def __anext__(self) -> pa.RecordBatch:
+        if self._batches:
+            batch = self._batches.pop(0)
+            self._memory.release(batch.nbytes)
+            return batch
+        return await anext(self._stream)
+
+    async def aclose(self) -> None:
+        self._memory.release(sum(b.nbytes for b in self._batches))
+        self._batches.clear()
+        await self._stream.aclose()
+
+
+async def _whole(stream: Any, memory: StatementMemory | None = None,
+                 name: str = "") -> WholeStream | Prefetched:
     """`stream` read to its end; its rows count against the statement's share until the
-    statement ends (charged as they arrive: a build too large fails before it is whole)."""
-    if isinstance(stream, WholeStream):
-        return WholeStream(stream.table)  # a fresh iterator over the same rows
+    statement ends. One that outgrows half the share is handed back as a stream instead
+    (`Prefetched`): streamed into the engine, and narrowing nothing."""
+    if isinstance(stream, (WholeStream, Prefetched)):
+        # Read whole before: a fresh iterator over the same rows; given up: as it is.
+        return WholeStream(stream.table) if isinstance(stream, WholeStream) else stream
     batches = []
     try:
         async for batch in stream:
             if memory is not None:
+                if not memory.room_to_hold(batch.nbytes):
+                    memory.charge(batch.nbytes, f"{name}, read whole")
+                    batches.append(batch)
+                    return Prefetched(batches, stream, memory)
                 memory.charge(batch.nbytes, f"{name}, read whole")
             batches.append(batch)
-    finally:
+    except BaseException:
         await stream.aclose()
+        if memory is not None:
+            memory.release(sum(b.nbytes for b in batches))
+        raise
+    await stream.aclose()
     return WholeStream(pa.Table.from_batches(batches, schema=stream.schema))
 
 

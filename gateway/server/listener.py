@@ -40,7 +40,7 @@ from gateway.server.worker_listen import BalancedListener, WorkerSpec
 from gateway.state.context import CancelTarget, ServerContext
 from gateway.state import logs
 from gateway.state.health import HealthBoard
-from gateway.state.memory import EngineMemory
+from gateway.state.memory import EngineMemory, duckdb_share
 from gateway.state.metrics import Metrics
 from pgwire.errors import PgError
 from pgwire.protocol import encoder
@@ -115,7 +115,8 @@ def engine_memory(config: Config) -> EngineMemory:
     assert isinstance(config.server.workers, int)
     limit = memory_limit_bytes(engine.memory_limit, config.server.workers)
     spill_max = parse_size(engine.temp_directory_max_size) if engine.temp_directory_max_size else None
-    limit_every_database(DuckDBLimits(limit, engine.temp_directory or tempfile.gettempdir(), spill_max))
+    limit_every_database(DuckDBLimits(duckdb_share(limit), engine.temp_directory or tempfile.gettempdir(),
+                                      spill_max))
     share = share_bytes(engine.statement_memory, limit)
     log.info("engine memory: memory_limit %s, statement_memory %s (%s), spilling into %s",
              shown_bytes(limit), engine.statement_memory, shown_bytes(share or limit),

@@ -1,7 +1,10 @@
 """The engine's memory, divided into statements' shares (docs/design.md §8, "Memory").
 
-`EngineMemory` is one process's pool: `[engine] memory_limit` bytes, which is also the
-DuckDB engine's own memory_limit. A heavy statement (one whose fragments are estimated
+`EngineMemory` is one process's pool: `[engine] memory_limit` bytes. Half of it is the
+DuckDB engine's own memory_limit (`duckdb_share`: DuckDB's hash tables, sorts and
+aggregates, spilled beyond it), half is for the fragment rows the gateway holds for
+statements; so is each statement's share, half for its part of DuckDB's memory, half
+(`StatementMemory.held_limit`) for what the gateway holds for it. A heavy statement (one whose fragments are estimated
 to send at least `HEAVY_ROWS` rows into the engine) takes its
 share (`SET fedgate.statement_memory`) from the pool before its fragments start, and
 gives it back when its result stream closes. When the pool is committed, the next heavy
@@ -11,12 +14,14 @@ DuckDB divides its memory among them, spilling to `[engine] temp_directory` beyo
 Lighter statements take no share (they would only queue behind the heavy ones) but
 count what they hold the same way.
 
-What the gateway itself holds for a statement is counted against its share
+What the gateway itself holds for a statement is counted against half its share
 (`StatementMemory.charge`): the Arrow batches queued in its fragments' feeds, fragments
 read whole (dynamic filters' builds, small fragments handed over as tables), the
 batches a shared read keeps for its slower copy, and everything handed over to an
 engine that reads its inputs whole (Spark). These cannot be spilled: a statement whose
-held batches would pass its share fails alone with 53200, naming the share.
+held batches would pass half its share fails alone with 53200, naming the share. A
+fragment read whole that outgrows a quarter of the share is streamed instead (the
+executor's `Prefetched`): a dynamic filter's big build then narrows nothing.
 
 Everything here runs on the event loop except `charge`/`release` from a feed's reader
 (the engine's thread): the counts are plain integers updated under the GIL, read by the
@@ -52,18 +57,31 @@ class StatementMemory:
     number: int = field(default_factory=lambda: next(_numbers))
     started: float = field(default_factory=time.monotonic)
 
+    @property
+    def held_limit(self) -> int:
+        """What the gateway may hold for the statement: half its share (the other half
+        is its part of DuckDB's memory, see EngineMemory)."""
+        return self.share // 2
+
     def charge(self, nbytes: int, what: str) -> None:
-        """`nbytes` more held for `what` (a fragment's name); 53200 past the share."""
-        if self.held + nbytes > self.share:
-            raise PgError(OUT_OF_MEMORY, f"out of memory: the statement holds "
+        """`nbytes` more held for `what` (a fragment's name); 53200 past `held_limit`."""
+        if self.held + nbytes > self.held_limit:
+            raise PgError(OUT_OF_MEMORY, f"out of memory: the statement would hold "
                           f"{shown_bytes(self.held + nbytes)} of fragment rows in the gateway "
-                          f"({what}), more than its share fedgate.statement_memory "
+                          f"({what}), more than half its share fedgate.statement_memory "
                           f"({shown_bytes(self.share)})",
                           hint="SET fedgate.statement_memory to a larger share, or narrow the "
                                "statement so its fragments send fewer rows.")
         self.held += nbytes
         if self.held > self.peak:
             self.peak = self.held
+
+    def room_to_hold(self, nbytes: int) -> bool:
+        """Whether `nbytes` more may be held for a fragment read whole (half of
+        `held_limit` at most: the feeds need the rest). The executor streams a fragment
+        that does not fit instead of holding it, so a big build costs its dynamic filter,
+        not the statement."""
+        return self.held + nbytes <= self.held_limit // 2
 
     def release(self, nbytes: int) -> None:
         self.held = max(0, self.held - nbytes)
@@ -74,6 +92,11 @@ class StatementMemory:
         pool, self.pool = self.pool, None
         if pool is not None:
             pool.give_back(self)
+
+
+def duckdb_share(limit: int) -> int:
+    """DuckDB's memory_limit out of `[engine] memory_limit` (see the module's docstring)."""
+    return limit // 2
 
 
 class EngineMemory:
