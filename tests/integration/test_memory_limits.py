@@ -13,7 +13,9 @@ The default run is scaled down (600,000 rows a table, a 320 MB limit); the issue
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -83,3 +85,13 @@ def test_statements_needing_several_times_the_limit(postgres_server: PostgresSer
 @pytest.mark.load
 def test_the_issues_full_size(postgres_server: PostgresServer, tmp_path: Path) -> None:
     run_case(postgres_server, tmp_path, 8_000_000, "1GB", 1024 * MB, "25%")
+
+
+def test_the_bench_scripts_smoke_mode() -> None:
+    """tests/bench/bench_memory.py --smoke: the benchmark's tiny run still works."""
+    script = Path(__file__).resolve().parents[1] / "bench" / "bench_memory.py"
+    done = subprocess.run([sys.executable, str(script), "--smoke"], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout[done.stdout.index("{"):])
+    assert report["gateway"]["alive"] and report["alone"]["sorted"]["answer"] == "right"
