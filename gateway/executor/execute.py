@@ -338,7 +338,7 @@ async def _whole(stream: Any, memory: StatementMemory | None = None,
         async for batch in stream:
             if memory is not None:
                 if not memory.room_to_hold(batch.nbytes):
-                    memory.charge(batch.nbytes, f"{name}, read whole")
+                    memory.charge(batch.nbytes, f"{name}, read whole", checked=False)
                     batches.append(batch)
                     return Prefetched(batches, stream, memory)
                 memory.charge(batch.nbytes, f"{name}, read whole")

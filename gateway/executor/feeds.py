@@ -131,6 +131,8 @@ class Feed:
         self.memory = memory
         self._holds = holds
         self._counted = 0  # bytes this feed has charged and not released
+        self._queued = 0  # batches in the queue, not yet taken by the engine
+        self._took = asyncio.Event()  # the engine took a batch
         self.error: BaseException | None = None
         self.siblings: Sequence[Feed] = ()  # the other fragments of the same query
         self._loop = asyncio.get_running_loop()
@@ -156,8 +158,19 @@ class Feed:
                 self.stats.bytes += batch.nbytes
                 await self._room.acquire()
                 if self.memory is not None:
-                    self.memory.charge(batch.nbytes, f"{self.stats.name} on {self.stats.source}")
+                    # An engine that holds its inputs keeps every batch: past the share the
+                    # statement fails (53200). One that streams them: over the share with
+                    # batches still queued, wait for the engine to take one (back-pressure
+                    # by bytes); with none queued the engine may be waiting for this very
+                    # batch (a hash join's build side, while the probe's queue is full),
+                    # so it goes in: at most one batch a feed beyond the share.
+                    while not self._holds and self._queued and not self.memory.fits(batch.nbytes):
+                        self._took.clear()
+                        await self._took.wait()
+                    self.memory.charge(batch.nbytes, f"{self.stats.name} on {self.stats.source}",
+                                       checked=self._holds or bool(self._queued))
                     self._counted += batch.nbytes
+                self._queued += 1
                 self._items.put(batch)
             self._items.put(_END)
         except asyncio.CancelledError:
@@ -210,7 +223,9 @@ class Feed:
         """The engine took a batch (on the loop): room for the next, and the batch before
         it no longer counts."""
         self._room.release()
+        self._queued = max(0, self._queued - 1)
         self._uncount(done_bytes)
+        self._took.set()
 
     def _uncount(self, nbytes: int) -> None:
         nbytes = min(nbytes, self._counted)

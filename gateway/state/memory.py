@@ -63,9 +63,13 @@ class StatementMemory:
         is its part of DuckDB's memory, see EngineMemory)."""
         return self.share // 2
 
-    def charge(self, nbytes: int, what: str) -> None:
-        """`nbytes` more held for `what` (a fragment's name); 53200 past `held_limit`."""
-        if self.held + nbytes > self.held_limit:
+    def fits(self, nbytes: int) -> bool:
+        return self.held + nbytes <= self.held_limit
+
+    def charge(self, nbytes: int, what: str, *, checked: bool = True) -> None:
+        """`nbytes` more held for `what` (a fragment's name); 53200 past `held_limit`
+        (`checked=False`: a batch already read, about to be handed on, counts anyway)."""
+        if checked and not self.fits(nbytes):
             raise PgError(OUT_OF_MEMORY, f"out of memory: the statement would hold "
                           f"{shown_bytes(self.held + nbytes)} of fragment rows in the gateway "
                           f"({what}), more than half its share fedgate.statement_memory "

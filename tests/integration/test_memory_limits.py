@@ -95,3 +95,32 @@ def test_the_bench_scripts_smoke_mode() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout[done.stdout.index("{"):])
     assert report["gateway"]["alive"] and report["alone"]["sorted"]["answer"] == "right"
+
+
+def test_rows_handed_to_spark_count_against_the_share(postgres_server: PostgresServer,
+                                                      tmp_path: Path) -> None:
+    """Spark reads every handed-over fragment whole before it starts: those rows count,
+    and past half the statement's share the statement fails alone with 53200, before any
+    Spark session is started (spark_reads_sources = "never": nothing asks Spark first).
+    The same statement on DuckDB, which streams its inputs, answers."""
+    truth = fresh_database(postgres_server, "memory_spark")
+    files = load_tables(truth, tmp_path, 100_000)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    config = gateway_config(truth, files, spill, free_port(), "256MB", "24MB")
+    config = config.replace("[engine]\n", '[engine]\nspark_reads_sources = "never"\n')
+    gateway = start_gateway(config, tmp_path / "gateway")
+    try:
+        # The wide columns travel (about 17 MB): a count alone would send only the keys.
+        sql = "SELECT count(p.pad || q.label) FROM wide_pg p JOIN files.wide_pq q ON q.id = p.id"
+        with psycopg.connect(gateway.dsn, autocommit=True) as conn:
+            assert conn.execute(sql).fetchall() == [(100_000,)]
+            conn.execute("SET fedgate.engine = 'spark'")
+            with pytest.raises(psycopg.errors.OutOfMemory) as found:
+                conn.execute(sql)
+            assert "fedgate.statement_memory (24 MB)" in str(found.value)
+            conn.execute("RESET fedgate.engine")
+            assert conn.execute("SELECT 1").fetchall() == [(1,)]
+        assert "Spark session on" not in gateway.log()
+    finally:
+        gateway.stop()
