@@ -18,12 +18,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connectors.base import BatchStream, Engine, Source, TableStream, count_rows
+from connectors.base import BatchStream, Engine, Source, count_rows
 from connectors.query_scope import query_scope
 from gateway.executor.feeds import EngineStream, Feed, open_remote, start_engine
 from gateway.executor.fragment_reads import FragmentReads
 from gateway.executor.metered import Metered
 from gateway.executor.presented import Presented, presented_schema
+from gateway.executor.whole_reads import WholeStream, read_whole
 from gateway.executor.row_types import RowTyped, has_rows, named_rows, row_typed
 from gateway.state.memory import HEAVY_ROWS, EngineMemory, StatementMemory
 from gateway.state.metrics import Metrics
@@ -179,7 +180,7 @@ class Executor:
             small = [f.name for f in plan.fragments if f.name in opened
                      and not isinstance(opened[f.name], WholeStream)
                      and f.estimated_rows is not None and f.estimated_rows <= WHOLE_ROWS]
-            for name, table in zip(small, await asyncio.gather(*(_whole(opened[n], memory, n)
+            for name, table in zip(small, await asyncio.gather(*(read_whole(opened[n], memory, n)
                                                                  for n in small))):
                 opened[name] = table
         except BaseException:
@@ -224,7 +225,7 @@ class Executor:
             assert wave, "dynamic filters form a cycle"
             pending = [f for f in pending if f.name in names - {w.name for w in wave}]
             wanted = list(dict.fromkeys(d.build for f in wave for d in filters[f.name]))
-            for name, table in zip(wanted, await asyncio.gather(*(_whole(opened[n], memory, n)
+            for name, table in zip(wanted, await asyncio.gather(*(read_whole(opened[n], memory, n)
                                                                   for n in wanted))):
                 opened[name] = table
             starts = []
@@ -288,68 +289,6 @@ class Executor:
             conditions.append((column, keys))
         assert probe.narrow is not None
         return probe.narrow(conditions) if conditions else probe.sql
-
-
-class WholeStream(TableStream):
-    """A build fragment read whole: its rows stay at hand for every probe it narrows."""
-
-    def __init__(self, table: pa.Table) -> None:
-        super().__init__(table)
-        self.table = table
-
-
-class Prefetched:
-    """A fragment whose whole read was given up (its rows would not fit in half the
-    statement's share): the batches read so far, then the rest of its stream. Each batch
-    stops counting as it is handed on (the engine's feed counts it then)."""
-
-    def __init__(self, batches: list[pa.RecordBatch], stream: Any, memory: StatementMemory) -> None:
-        self.schema = stream.schema
-        self._batches = batches
-        self._stream = stream
-        self._memory = memory
-
-    def __aiter__(self) -> Prefetched:
-        return self
-
-    async def __anext__(self) -> pa.RecordBatch:
-        if self._batches:
-            batch = self._batches.pop(0)
-            self._memory.release(batch.nbytes)
-            return batch
-        return await anext(self._stream)
-
-    async def aclose(self) -> None:
-        self._memory.release(sum(b.nbytes for b in self._batches))
-        self._batches.clear()
-        await self._stream.aclose()
-
-
-async def _whole(stream: Any, memory: StatementMemory | None = None,
-                 name: str = "") -> WholeStream | Prefetched:
-    """`stream` read to its end; its rows count against the statement's share until the
-    statement ends. One that outgrows half the share is handed back as a stream instead
-    (`Prefetched`): streamed into the engine, and narrowing nothing."""
-    if isinstance(stream, (WholeStream, Prefetched)):
-        # Read whole before: a fresh iterator over the same rows; given up: as it is.
-        return WholeStream(stream.table) if isinstance(stream, WholeStream) else stream
-    batches = []
-    try:
-        async for batch in stream:
-            if memory is not None:
-                if not memory.room_to_hold(batch.nbytes):
-                    memory.charge(batch.nbytes, f"{name}, read whole", checked=False)
-                    batches.append(batch)
-                    return Prefetched(batches, stream, memory)
-                memory.charge(batch.nbytes, f"{name}, read whole")
-            batches.append(batch)
-    except BaseException:
-        await stream.aclose()
-        if memory is not None:
-            memory.release(sum(b.nbytes for b in batches))
-        raise
-    await stream.aclose()
-    return WholeStream(pa.Table.from_batches(batches, schema=stream.schema))
 
 
 def _pick(numbers: Sequence[int], params: Sequence[Any]) -> list[Any]:

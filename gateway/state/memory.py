@@ -20,8 +20,8 @@ read whole (dynamic filters' builds, small fragments handed over as tables), the
 batches a shared read keeps for its slower copy, and everything handed over to an
 engine that reads its inputs whole (Spark). These cannot be spilled: a statement whose
 held batches would pass half its share fails alone with 53200, naming the share. A
-fragment read whole that outgrows a quarter of the share is streamed instead (the
-executor's `Prefetched`): a dynamic filter's big build then narrows nothing.
+fragment read whole that outgrows a quarter of the share is streamed instead
+(gateway.executor.whole_reads): a dynamic filter's big build then narrows nothing.
 
 Everything here runs on the event loop except `charge`/`release` from a feed's reader
 (the engine's thread): the counts are plain integers updated under the GIL, read by the
