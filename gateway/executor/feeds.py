@@ -22,7 +22,7 @@ import asyncio
 import logging
 import queue
 import time
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
@@ -284,7 +284,8 @@ class EngineStream:
     """The engine's result stream, owning the feeds that supply it."""
 
     def __init__(self, stream: BatchStream, feeds: list[Feed], engine: str,
-                 memory: StatementMemory | None = None, on_close: Any = None) -> None:
+                 memory: StatementMemory | None = None,
+                 on_close: Callable[[], None] | None = None) -> None:
         self._stream = stream
         self.feeds = feeds
         self.memory = memory  # the statement's share, given back when the stream closes

@@ -32,7 +32,7 @@ MB = 1 << 20
 # What the gateway holds beside DuckDB's memory_limit (README, "Memory"): Python,
 # pyarrow, the emulated catalog, the sources' buffers, the fragment rows statements hold
 # (each within its share) and the result batches being encoded.
-HEADROOM = 512 * MB
+HEADROOM = 640 * MB
 
 
 def run_case(postgres_server: PostgresServer, workdir: Path, rows: int, memory_limit: str,
@@ -75,6 +75,7 @@ def run_case(postgres_server: PostgresServer, workdir: Path, rows: int, memory_l
         left = [(p.name, p.stat().st_size) for p in spill.rglob("*") if p.is_file()]
         assert spilled_files(spill)[1] == 0, left  # DuckDB removed its files after each statement
         assert watch.statements_counted_peak >= 1 and watch.held_peak > 0, watch
+        assert watch.status_page_rows_seen, watch
         if statement_memory == "50%":  # two shares fit in the pool: the other two waited
             assert watch.waiting_peak >= 1 and watch.not_ready_seen, watch
         with psycopg.connect(gateway.dsn, autocommit=True) as conn:

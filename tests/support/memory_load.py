@@ -14,6 +14,7 @@ import hashlib
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -127,6 +128,7 @@ class Watch:
     held_peak: int = 0  # the most one statement held in the gateway (/metrics)
     waiting_peak: int = 0
     not_ready_seen: bool = False
+    status_page_rows_seen: bool = False  # the status page listed a statement's memory
 
 
 def _metrics(http_port: int) -> tuple[int, int, bool, int]:
@@ -168,6 +170,8 @@ def run_under_watch(gateway_dsn: str, pid: int, spill: Path, http_port: int,
             watch.statements_counted_peak = max(watch.statements_counted_peak, counted)
             watch.waiting_peak = max(watch.waiting_peak, waiting)
             watch.not_ready_seen |= not ready
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/", timeout=10) as page:
+                watch.status_page_rows_seen |= 'class="statement-memory"' in page.read().decode()
             time.sleep(0.25)
 
     def pinger() -> None:
