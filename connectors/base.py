@@ -314,6 +314,10 @@ class Engine(Protocol):
 
     name: str
     dialect: Dialect  # the SQL it runs, which the gateway hands the planner
+    # An engine may say `holds_inputs = False` (DuckDB): it scans each fed batch and asks
+    # for the next, keeping none. One that does not say so is taken to hold every input
+    # whole until the statement ends (Spark), and the gateway counts them all against
+    # the statement's memory (gateway.state.memory).
 
     @property
     def start_pending(self) -> str | None:

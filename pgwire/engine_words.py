@@ -37,6 +37,8 @@ from pgwire.sqlstate import (
     AMBIGUOUS_COLUMN,
     DATATYPE_MISMATCH,
     QUERY_CANCELED,
+    DISK_FULL,
+    OUT_OF_MEMORY,
     PROGRAM_LIMIT_EXCEEDED,
     INTERNAL_ERROR,
     PgError,
@@ -117,6 +119,16 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("ConversionException", r"^Unimplemented type for cast ", FEATURE_NOT_SUPPORTED),
     ("ConversionException", r"", INVALID_TEXT_REPRESENTATION),
     ("InterruptException", r"", QUERY_CANCELED),
+    # Over memory_limit with nothing left to spill, or with the spill folder at
+    # max_temp_directory_size ([engine] temp_directory_max_size): the statement fails,
+    # the engine goes on. The message is DuckDB's first line; its advice (SET threads,
+    # PRAGMA ...) names settings a client cannot change here, so the hint says what can.
+    # The same read through a result's Arrow stream arrives as pyarrow's OSError.
+    *((kind, pattern, code) for kind in ("OutOfMemoryException", "OSError", "ArrowInvalid")
+      for pattern, code in ((r"^failed to offload data block", DISK_FULL),
+                            (r"^(?:failed to pin block|failed to allocate|could not allocate)",
+                             OUT_OF_MEMORY))),
+    ("OutOfMemoryException", r"", OUT_OF_MEMORY),
     ("NotImplementedException", r"", FEATURE_NOT_SUPPORTED),
     # A statement the engine found, while running it, to be beyond what fedgate answers
     # identically (error() in the SQL the DuckDB dialect wrote): refused, as at planning.
@@ -379,6 +391,15 @@ def _postgres_words(code: str, message: str) -> PgError | None:
     return None
 
 
+_MEMORY_HINT = {
+    OUT_OF_MEMORY: "The engine's memory ([engine] memory_limit) is spent and what is left "
+                   "could not be spilled to disk: run the statement alone, with less data, "
+                   "or give the gateway more memory.",
+    DISK_FULL: "The engine spilled as much as [engine] temp_directory_max_size allows (or "
+               "the disk is full): run the statement with less data, or allow more disk.",
+}
+
+
 def _reword(code: str, message: str) -> str:
     for pattern, wording in _REWORDINGS.get(code, ()):
         found = pattern.search(message)
@@ -398,6 +419,10 @@ def translate(exc: BaseException) -> PgError:
             if code == QUERY_CANCELED:
                 return PgError(code, "canceling statement due to user request")
             rest = rest.strip()
+            if code in (OUT_OF_MEMORY, DISK_FULL):
+                return PgError(code, f"out of memory: {first_line}" if code == OUT_OF_MEMORY else
+                               f"could not write to the engine's spill folder: {first_line}",
+                               hint=_MEMORY_HINT[code])
             if code in (DIVISION_BY_ZERO, CARDINALITY_VIOLATION) or rest.startswith("LINE "):
                 # DuckDB's advice (TRY, a setting) does not apply through the gateway, and
                 # its LINE pointer points into the SQL we generated, not the client's.

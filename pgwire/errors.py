@@ -56,6 +56,8 @@ from pgwire.sqlstate import (  # noqa: F401 (re-exported)
     UNDEFINED_PARAMETER,
     CANT_CHANGE_RUNTIME_PARAM,
     QUERY_CANCELED,
+    DISK_FULL,
+    OUT_OF_MEMORY,
     ADMIN_SHUTDOWN,
     CRASH_SHUTDOWN,
     CANNOT_CONNECT_NOW,

@@ -17,9 +17,13 @@ which is what PostgreSQL's own sum of bigints returns.
 from __future__ import annotations
 
 import asyncio
+import logging
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import duckdb
@@ -34,6 +38,7 @@ from connectors.dialects.duckdb_numeric_calls import NUMERIC_CALL_FUNCTION, nume
 from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError, from_exception
 
 T = TypeVar("T")
+log = logging.getLogger("fedgate.duckdb")
 
 # No network here and no surprise downloads in production either: extensions a query
 # needs must be installed ahead of time, never fetched mid-query.
@@ -59,6 +64,46 @@ def restrict_access(con: duckdb.DuckDBPyConnection, allowed_paths: Sequence[str]
     con.execute("SET enable_external_access = false")
 
 
+@dataclass(frozen=True)
+class DuckDBLimits:
+    """What every DuckDB this process opens may use: `memory_bytes` of memory (DuckDB's
+    memory_limit: its buffer manager's hash tables, sorts and aggregates, which spill to
+    disk beyond it), and a folder of its own inside `temp_parent` to spill into, of at
+    most `temp_max_bytes` (None: DuckDB's default, 90 % of the free disk).
+
+    preserve_insertion_order stays on: turning it off lets DuckDB drop the order of rows
+    a query without ORDER BY returns (clients and tests see PostgreSQL's scan order
+    there), and it saves memory only when whole results are materialized, which the
+    engine never does (it streams results out). threads stays DuckDB's default, one per
+    core: each thread's share of the limit is what a spilling operator works within."""
+
+    memory_bytes: int
+    temp_parent: str
+    temp_max_bytes: int | None = None
+
+
+# Set once at start-up (gateway.server.listener) before any DuckDB is opened; None (a
+# unit test, a tool) leaves DuckDB's own defaults.
+PROCESS_LIMITS: list[DuckDBLimits] = []
+
+
+def limit_every_database(limits: DuckDBLimits) -> None:
+    """Open every later DuckDB of this process with `limits`."""
+    PROCESS_LIMITS[:] = [limits]
+
+
+def _limited_config(limits: DuckDBLimits | None) -> tuple[dict[str, Any], str | None]:
+    """DUCKDB_CONFIG with `limits`' settings, and the spill folder made for them."""
+    if limits is None:
+        return dict(DUCKDB_CONFIG), None
+    folder = tempfile.mkdtemp(prefix="fedgate-duckdb-", dir=limits.temp_parent)
+    config: dict[str, Any] = {**DUCKDB_CONFIG, "memory_limit": f"{max(1, limits.memory_bytes >> 10)}KiB",
+                              "temp_directory": folder}
+    if limits.temp_max_bytes is not None:
+        config["max_temp_directory_size"] = f"{max(1, limits.temp_max_bytes >> 10)}KiB"
+    return config, folder
+
+
 # uuid and json come out as Arrow extension types, so they keep their PostgreSQL type.
 SESSION_SETUP = ("SET arrow_lossless_conversion = true", "SET TimeZone = 'UTC'")
 BATCH_ROWS = 65_536
@@ -70,8 +115,9 @@ _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="duckdb")
 class DuckDBRunner:
     """A DuckDB database plus a pool of idle cursors, each used by one query at a time."""
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, connection: duckdb.DuckDBPyConnection, spill_folder: str | None = None) -> None:
         self._con = connection
+        self.spill_folder = spill_folder  # removed when the runner closes
         # What the DuckDB dialect's rewrites call (its cursors share the connection's).
         connection.create_function(DEVIATION_FUNCTION, deviation, [VARCHAR, BIGINT, VARCHAR, VARCHAR, INTEGER],
                                    VARCHAR, null_handling="special")
@@ -90,9 +136,17 @@ class DuckDBRunner:
              allowed_paths: Sequence[str] = ()) -> DuckDBRunner:
         """A runner on database `path` (its own file stays readable) whose queries reach
         no other file but `allowed_paths`."""
-        con = duckdb.connect(path, read_only=read_only, config=DUCKDB_CONFIG)
+        config, folder = _limited_config(PROCESS_LIMITS[0] if PROCESS_LIMITS else None)
+        con = duckdb.connect(path, read_only=read_only, config=config)
         restrict_access(con, allowed_paths)
-        return cls(con)
+        return cls(con, folder)
+
+    def memory_in_use(self) -> tuple[int, int]:
+        """Bytes of memory DuckDB's buffer manager holds now, and bytes spilled to its
+        temporary folder (for /metrics and the status page)."""
+        row = self.query_sync("SELECT coalesce(sum(memory_usage_bytes), 0)::BIGINT, "
+                              "coalesce(sum(temporary_storage_bytes), 0)::BIGINT FROM duckdb_memory()")
+        return int(row.column(0)[0].as_py()), int(row.column(1)[0].as_py())
 
     def _acquire(self) -> duckdb.DuckDBPyConnection:
         with self._lock:
@@ -142,6 +196,14 @@ class DuckDBRunner:
             self._idle.clear()
             self._zones.clear()
         self._con.close()
+        if self.spill_folder is not None:
+            try:
+                shutil.rmtree(self.spill_folder)
+            except FileNotFoundError:
+                pass  # DuckDB removed it itself
+            except OSError as exc:  # closing goes on; the folder is only disk to reclaim
+                log.warning("could not remove DuckDB's spill folder %s: %s", self.spill_folder, exc)
+            self.spill_folder = None
 
 
 class DuckDBStream:

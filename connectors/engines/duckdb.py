@@ -34,6 +34,7 @@ class DuckDBEngine:
     name = "duckdb"
     dialect = DIALECT
     start_pending = None  # in-process: nothing to wait for
+    holds_inputs = False  # it scans a fed batch and asks for the next: none is kept
 
     def __init__(self) -> None:
         self._runner = DuckDBRunner.open(":memory:")
@@ -52,6 +53,15 @@ class DuckDBEngine:
                                            params, register=empty, timezone=TIMEZONE.get())
         await stream.aclose()
         return stream.schema
+
+    def memory_in_use(self) -> tuple[int, int]:
+        """DuckDB's memory in use and its bytes spilled to disk now (/metrics)."""
+        return self._runner.memory_in_use()
+
+    @property
+    def spill_folder(self) -> str | None:
+        """Where this engine's DuckDB spills (inside `[engine] temp_directory`)."""
+        return self._runner.spill_folder
 
     async def close(self) -> None:
         self._runner.close()

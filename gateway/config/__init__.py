@@ -23,6 +23,7 @@ from gateway.config.schema import (AUTH_METHODS, CATALOG, DEMO, ENGINE, MAX_WORK
                                    check_top_level, check_value)
 from gateway.config.model import (DEMO_SOURCE, Config, DemoConfig,
                                   EngineConfig, ServerConfig, SourceConfig, UserConfig)
+from gateway.config.memory import memory_limit_bytes, share_bytes, shown_bytes
 from gateway.config.tls import ServerTls
 
 def demo_path(demo: DemoConfig) -> Path:
@@ -151,10 +152,14 @@ def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
                           f"({server.max_inflight_message_bytes}) must be at least "
                           f"max_message_bytes ({server.max_message_bytes}): one message of "
                           "the largest size must fit")
+    if "temp_directory" in raw_engine:  # relative to the file, as every path is
+        raw_engine = {**raw_engine, "temp_directory":
+                      str(base_dir / Path(raw_engine["temp_directory"]).expanduser())}
     engine = EngineConfig(**raw_engine)
     if "spark_master" in raw_engine and "spark_remote" in raw_engine:
         raise ConfigError("[engine] spark_master and spark_remote: set one, not both "
                           "(spark_remote, Spark Connect, would win)")
+    _check_memory(engine, server.workers)
     if "path" in raw_demo:  # relative to the file, as every path is
         raw_demo = {**raw_demo, "path": str(base_dir / Path(raw_demo["path"]).expanduser())}
     demo = DemoConfig(**raw_demo)
@@ -182,6 +187,18 @@ def _parse(data: dict[str, Any], base_dir: Path, file: Path | None,
                   sources=sources, demo=demo, base_dir=base_dir, file=file,
                   from_command_line=from_command_line,
                   catalog_refresh_s=float(raw_catalog.get("refresh_seconds", 60)))
+
+
+def _check_memory(engine: EngineConfig, workers: int | str) -> None:
+    """statement_memory fits in memory_limit: a statement larger than the pool would wait
+    for ever."""
+    assert isinstance(workers, int)
+    limit = memory_limit_bytes(engine.memory_limit, workers)
+    share = share_bytes(engine.statement_memory, limit)
+    assert share is not None
+    if share > limit:
+        raise ConfigError(f"[engine] statement_memory {json.dumps(engine.statement_memory)} is "
+                          f"more than memory_limit ({shown_bytes(limit)} per worker process)")
 
 
 def _check_http(server: ServerConfig, users: tuple[UserConfig, ...]) -> None:
@@ -269,6 +286,10 @@ def source_path(config: Config, source: SourceConfig, key: str = "path") -> str 
 def check_source_files(config: Config) -> None:
     """The database files and folders the sources name exist (a read-only open would fail
     later, with a driver's traceback); the folder of each statement_log exists."""
+    spill = config.engine.temp_directory
+    if spill is not None and not Path(spill).is_dir():
+        raise ConfigError(f"[engine] temp_directory {json.dumps(spill)}: no such folder "
+                          "(DuckDB spills into a folder of its own made inside it)", config.file)
     for source in config.sources:
         if source.options.get("demo"):
             continue  # generated on first start

@@ -108,6 +108,18 @@ class EngineConfig:
     # The Spark session (and the cluster cores it holds) is stopped after this many
     # seconds without Spark statements and started again on demand; 0 keeps it.
     spark_idle_stop_s: float = 600.0
+    # Memory (gateway/config/memory.py): the DuckDB engine's memory_limit and the pool the
+    # statements' shares come from (a size, or a share of the memory the process may use;
+    # None: the default formula), per worker process; where DuckDB spills beyond it (a
+    # folder of the process's own is made inside; None: the system's temporary folder)
+    # and how much it may write there (None: DuckDB's own limit, 90 % of the free disk);
+    # each statement's default share (SET fedgate.statement_memory); how long a
+    # statement waits for a share before 53200.
+    memory_limit: str | None = None
+    temp_directory: str | None = None
+    temp_directory_max_size: str | None = None
+    statement_memory: str = "25%"
+    memory_wait_s: float = 30.0
 
     @property
     def on_cluster(self) -> bool:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.config.memory import is_size, is_size_or_share
+
 MAX_WORKERS = 64
 AUTH_METHODS = ("trust", "password", "md5", "scram-sha-256")
 SOURCE_KINDS = ("duckdb", "postgres", "mysql", "sqlite", "parquet", "csv")
@@ -81,6 +83,9 @@ STRINGS = Value("an array of strings",
 SETTINGS = Value("a table of settings (strings, numbers or booleans)",
                  lambda v: isinstance(v, dict)
                  and all(isinstance(item, (str, int, float, bool)) for item in v.values()))
+SIZE = Value('a size such as "10GB" or "512MB"', is_size)
+SIZE_OR_SHARE = Value('a size such as "1GB" or "512MB", or a share such as "50%"',
+                      is_size_or_share)
 WORKERS = Value(f'"auto" or an integer from 0 to {MAX_WORKERS}',
                 lambda v: v == "auto" or (_is_int(v) and 0 <= v <= MAX_WORKERS))
 
@@ -134,6 +139,12 @@ ENGINE = Section({
     "spark_connect_timeout_s": number(0, inclusive=False),
     "spark_job_timeout_s": number(0),
     "spark_idle_stop_s": number(0),
+    # Memory (gateway/config/memory.py, docs/design.md §8 "Memory").
+    "memory_limit": SIZE_OR_SHARE,
+    "temp_directory": NAME,
+    "temp_directory_max_size": SIZE,
+    "statement_memory": SIZE_OR_SHARE,
+    "memory_wait_s": number(0),
 })
 
 CATALOG = Section({

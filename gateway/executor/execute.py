@@ -18,13 +18,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connectors.base import BatchStream, Engine, Source, TableStream, count_rows
+from connectors.base import BatchStream, Engine, Source, count_rows
 from connectors.query_scope import query_scope
 from gateway.executor.feeds import EngineStream, Feed, open_remote, start_engine
 from gateway.executor.fragment_reads import FragmentReads
 from gateway.executor.metered import Metered
 from gateway.executor.presented import Presented, presented_schema
+from gateway.executor.whole_reads import WholeStream, read_whole
 from gateway.executor.row_types import RowTyped, has_rows, named_rows, row_typed
+from gateway.state.memory import HEAVY_ROWS, EngineMemory, StatementMemory
 from gateway.state.metrics import Metrics
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.dynamic_filters import DynamicFilter
@@ -38,8 +40,11 @@ WHOLE_ROWS = 200_000
 
 class Executor:
     def __init__(self, sources: Mapping[str, Source], engines: Mapping[str, Engine],
-                 default: str = "duckdb", metrics: Metrics | None = None) -> None:
+                 default: str = "duckdb", metrics: Metrics | None = None,
+                 memory: EngineMemory | None = None) -> None:
         self.sources = sources
+        # The engine's memory, shared out to statements (a unit test's executor: none).
+        self.memory = memory
         # /metrics: the server context's counts (a unit test's executor keeps its own).
         self.metrics = metrics if metrics is not None else Metrics()
         self.engines = engines
@@ -51,7 +56,9 @@ class Executor:
         return self.engines[self.default]
 
     async def run(self, plan: QueryPlan, params: Sequence[Any], engine: str | None = None,
-                  dynamic_filtering: bool = True) -> BatchStream:
+                  dynamic_filtering: bool = True, memory: StatementMemory | None = None) -> BatchStream:
+        """The plan's rows. `memory`: the statement's share (`fedgate.statement_memory`)
+        and what it holds, counted while the stream is open (gateway.state.memory)."""
         if plan.is_passthrough:
             fragment = plan.fragments[0]
             stream = Metered(await open_remote(self.sources[fragment.source], fragment.sql,
@@ -67,10 +74,16 @@ class Executor:
         else:
             # Sources learn how many fragments of this query they serve, so theirs can
             # read one snapshot (connectors.query_scope; gather's tasks copy the context).
-            with query_scope(Counter(f.source for f in plan.fragments)):
-                stream = Metered(await self._through_engine(
-                    plan, params, self.engines[engine or self.default], dynamic_filtering),
-                    self.metrics, None)
+            statement = await self._admitted(plan, memory)
+            try:
+                with query_scope(Counter(f.source for f in plan.fragments)):
+                    stream = Metered(await self._through_engine(
+                        plan, params, self.engines[engine or self.default], dynamic_filtering,
+                        statement), self.metrics, None)
+            except BaseException:
+                if statement is not None and self.memory is not None:
+                    self.memory.forget(statement)
+                raise
         if plan.column_names is not None or plan.result_types is not None:
             return Presented(stream, plan.column_names, plan.result_types,
                              self._double_numerics(plan, engine), plan.kept_texts)
@@ -121,8 +134,22 @@ class Executor:
         assert residual is not None
         return await engine.describe(residual, schemas, _pick(plan.residual_params, nulls))
 
+    async def _admitted(self, plan: QueryPlan, memory: StatementMemory | None) -> StatementMemory | None:
+        """The statement's share taken from the engine's memory (waiting while it is
+        committed) when the plan is heavy, else only counted; None without a pool."""
+        if self.memory is None:
+            return memory
+        if memory is None:  # a caller that names no share: the configured default's
+            memory = StatementMemory(self.memory.default_share, "")
+        # Unknown sizes (the emulated catalog's, a plan of no fragments) stay light: they
+        # would queue psql's \d behind the heavy statements.
+        if plan.estimated_rows is not None and plan.estimated_rows >= HEAVY_ROWS:
+            return await self.memory.admit(memory)
+        return self.memory.track(memory)
+
     async def _through_engine(self, plan: QueryPlan, params: Sequence[Any], engine: Engine,
-                              dynamic: bool = True) -> EngineStream:
+                              dynamic: bool = True, memory: StatementMemory | None = None
+                              ) -> EngineStream:
         # Per probe fragment, every filter narrowing it (a star's fact: one per dimension).
         filters: dict[str, list[DynamicFilter]] = {}
         for found in plan.dynamic_filters if dynamic else ():
@@ -139,26 +166,32 @@ class Executor:
             if read is not None:
                 direct[fragment.name] = read
         first = [f for f in plan.fragments if f.name not in filters and f.name not in direct]
-        opened = await self.reads.open_all([(f, f.sql, _bound(f, params)) for f in first], notes)
+        opened = await self.reads.open_all([(f, f.sql, _bound(f, params)) for f in first], notes,
+                                           memory)
         try:
             failure = next((s for s in opened.values() if isinstance(s, BaseException)), None)
             if failure is not None:
                 raise failure
-            await self._open_probes(plan, params, engine, filters, builds, opened, direct, notes)
+            await self._open_probes(plan, params, engine, filters, builds, opened, direct, notes,
+                                    memory)
             # Small fragments are read whole before the engine starts: an engine planning
             # over streams sees no row counts, and DuckDB then orders a star's joins blind
             # (TPC-DS Q72: cross products of the dimensions, out of memory).
             small = [f.name for f in plan.fragments if f.name in opened
                      and not isinstance(opened[f.name], WholeStream)
                      and f.estimated_rows is not None and f.estimated_rows <= WHOLE_ROWS]
-            for name, table in zip(small, await asyncio.gather(*(_whole(opened[n]) for n in small))):
+            for name, table in zip(small, await asyncio.gather(*(read_whole(opened[n], memory, n)
+                                                                 for n in small))):
                 opened[name] = table
         except BaseException:
             for stream in opened.values():
                 if not isinstance(stream, BaseException):
                     await stream.aclose()
             raise
-        feeds = [Feed(f.name, f.source, opened[f.name]) for f in plan.fragments if f.name in opened]
+        # An engine that does not say otherwise holds every input whole (Spark does).
+        holds = getattr(engine, "holds_inputs", True)
+        feeds = [Feed(f.name, f.source, opened[f.name], memory, holds)
+                 for f in plan.fragments if f.name in opened]
         residual = plan.residual_for(engine.name)
         assert residual is not None
         try:
@@ -171,13 +204,16 @@ class Executor:
             if isinstance(exc, Exception):
                 raise next((f.error for f in feeds if f.error is not None), exc) from exc
             raise
-        result = EngineStream(stream, feeds, engine.name)
+        pool = self.memory
+        result = EngineStream(stream, feeds, engine.name, memory,
+                              None if memory is None or pool is None else lambda: pool.forget(memory))
         result.notes = notes
         return result
 
     async def _open_probes(self, plan: QueryPlan, params: Sequence[Any], engine: Engine,
                            filters: dict[str, list[DynamicFilter]], builds: set[str],
-                           opened: dict[str, Any], direct: dict[str, Any], notes: list[str]) -> None:
+                           opened: dict[str, Any], direct: dict[str, Any], notes: list[str],
+                           memory: StatementMemory | None = None) -> None:
         """Narrow and start the probe fragments, in waves: a probe whose build is itself a
         probe (a chain: nation -> supplier -> partsupp) waits for that build's wave. The
         builds of a wave are read whole concurrently; its probes start together, so copies
@@ -189,7 +225,8 @@ class Executor:
             assert wave, "dynamic filters form a cycle"
             pending = [f for f in pending if f.name in names - {w.name for w in wave}]
             wanted = list(dict.fromkeys(d.build for f in wave for d in filters[f.name]))
-            for name, table in zip(wanted, await asyncio.gather(*(_whole(opened[n]) for n in wanted))):
+            for name, table in zip(wanted, await asyncio.gather(*(read_whole(opened[n], memory, n)
+                                                                  for n in wanted))):
                 opened[name] = table
             starts = []
             for probe in wave:
@@ -202,7 +239,7 @@ class Executor:
                     direct[probe.name] = read
                 else:
                     starts.append((probe, sql, _bound(probe, params)))
-            started = await self.reads.open_all(starts, notes)
+            started = await self.reads.open_all(starts, notes, memory)
             opened.update(started)
             failure = next((s for s in started.values() if isinstance(s, BaseException)), None)
             if failure is not None:
@@ -232,6 +269,12 @@ class Executor:
         conditions = []
         for dynamic, index, build_field, column in ((d, i, b, c) for d in found
                                                      for i, (b, c) in enumerate(d.keys)):
+            if not isinstance(opened[dynamic.build], WholeStream):
+                if index == 0:
+                    notes.append(f"Dynamic filter: {probe.name} not narrowed by {dynamic.build}, "
+                                 "whose rows outgrew half the statement's share "
+                                 "(fedgate.statement_memory): it is streamed instead")
+                continue
             table = opened[dynamic.build].table
             keys = pc.unique(table[build_field]).drop_null().to_pylist() or [None]
             shape = shape_for(dialect, keys, dynamic.types[index] if index < len(dynamic.types) else None)
@@ -246,24 +289,6 @@ class Executor:
             conditions.append((column, keys))
         assert probe.narrow is not None
         return probe.narrow(conditions) if conditions else probe.sql
-
-
-class WholeStream(TableStream):
-    """A build fragment read whole: its rows stay at hand for every probe it narrows."""
-
-    def __init__(self, table: pa.Table) -> None:
-        super().__init__(table)
-        self.table = table
-
-
-async def _whole(stream: Any) -> WholeStream:
-    if isinstance(stream, WholeStream):
-        return WholeStream(stream.table)  # a fresh iterator over the same rows
-    try:
-        batches = [batch async for batch in stream]
-    finally:
-        await stream.aclose()
-    return WholeStream(pa.Table.from_batches(batches, schema=stream.schema))
 
 
 def _pick(numbers: Sequence[int], params: Sequence[Any]) -> list[Any]:
@@ -288,10 +313,11 @@ class Measured:
 
 
 async def measure(executor: Executor, plan: QueryPlan, params: Sequence[Any],
-                  engine: str | None = None, dynamic_filtering: bool = True) -> Measured:
+                  engine: str | None = None, dynamic_filtering: bool = True,
+                  memory: StatementMemory | None = None) -> Measured:
     """Run the plan to the end, discarding rows."""
     started = time.perf_counter()
-    stream = await executor.run(plan, params, engine, dynamic_filtering)
+    stream = await executor.run(plan, params, engine, dynamic_filtering, memory)
     rows = await count_rows(stream)
     elapsed = time.perf_counter() - started
     inner = stream.inner if isinstance(stream, Presented) else stream

@@ -22,13 +22,14 @@ import asyncio
 import logging
 import queue
 import time
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
 import pyarrow as pa
 
 from connectors.base import BatchStream, Source
+from gateway.state.memory import StatementMemory
 from pgwire.errors import QUERY_CANCELED, PgError, source_failure
 
 log = logging.getLogger("fedgate.feeds")
@@ -120,9 +121,18 @@ class Feed:
     and a reader waiting on the loop then would hang the whole gateway.
     """
 
-    def __init__(self, name: str, source: str, stream: BatchStream) -> None:
+    def __init__(self, name: str, source: str, stream: BatchStream,
+                 memory: StatementMemory | None = None, holds: bool = False) -> None:
         self.stream = stream
         self.stats = FeedStats(name, source)
+        # The statement's share: a queued batch counts until the engine takes the next
+        # one (DuckDB has copied it by then), or for the whole statement when the engine
+        # holds its inputs (`holds`: Spark reads every input whole before it starts).
+        self.memory = memory
+        self._holds = holds
+        self._counted = 0  # bytes this feed has charged and not released
+        self._queued = 0  # batches in the queue, not yet taken by the engine
+        self._took = asyncio.Event()  # the engine took a batch
         self.error: BaseException | None = None
         self.siblings: Sequence[Feed] = ()  # the other fragments of the same query
         self._loop = asyncio.get_running_loop()
@@ -147,6 +157,20 @@ class Feed:
                 self.stats.rows += batch.num_rows
                 self.stats.bytes += batch.nbytes
                 await self._room.acquire()
+                if self.memory is not None:
+                    # An engine that holds its inputs keeps every batch: past the share the
+                    # statement fails (53200). One that streams them: over the share with
+                    # batches still queued, wait for the engine to take one (back-pressure
+                    # by bytes); with none queued the engine may be waiting for this very
+                    # batch (a hash join's build side, while the probe's queue is full),
+                    # so it goes in: at most one batch a feed beyond the share.
+                    while not self._holds and self._queued and not self.memory.fits(batch.nbytes):
+                        self._took.clear()
+                        await self._took.wait()
+                    self.memory.charge(batch.nbytes, f"{self.stats.name} on {self.stats.source}",
+                                       checked=self._holds or bool(self._queued))
+                    self._counted += batch.nbytes
+                self._queued += 1
                 self._items.put(batch)
             self._items.put(_END)
         except asyncio.CancelledError:
@@ -182,22 +206,39 @@ class Feed:
         if self.table is not None:
             return self.table
         def batches() -> Iterator[pa.RecordBatch]:
+            given = 0  # the bytes of the batch the engine has now
             while True:
                 item = self._items.get()
                 if self._failure is not None:
                     raise self._failure
                 if isinstance(item, _End):
                     return
-                self._loop.call_soon_threadsafe(self._room.release)
+                self._loop.call_soon_threadsafe(self._taken, 0 if self._holds else given)
+                given = item.nbytes
                 yield item
 
         return pa.RecordBatchReader.from_batches(self.stream.schema, batches())
+
+    def _taken(self, done_bytes: int) -> None:
+        """The engine took a batch (on the loop): room for the next, and the batch before
+        it no longer counts."""
+        self._room.release()
+        self._queued = max(0, self._queued - 1)
+        self._uncount(done_bytes)
+        self._took.set()
+
+    def _uncount(self, nbytes: int) -> None:
+        nbytes = min(nbytes, self._counted)
+        if nbytes and self.memory is not None:
+            self.memory.release(nbytes)
+            self._counted -= nbytes
 
     async def close(self) -> None:
         if not self._task.done():
             self._task.cancel()
             await asyncio.wait([self._task])
         self._fail(_closed())
+        self._uncount(self._counted)
 
 
 async def _guarded(work: Awaitable[T], feeds: Sequence[Feed]) -> T:
@@ -242,9 +283,13 @@ async def start_engine(work: Awaitable[T], feeds: Sequence[Feed]) -> T:
 class EngineStream:
     """The engine's result stream, owning the feeds that supply it."""
 
-    def __init__(self, stream: BatchStream, feeds: list[Feed], engine: str) -> None:
+    def __init__(self, stream: BatchStream, feeds: list[Feed], engine: str,
+                 memory: StatementMemory | None = None,
+                 on_close: Callable[[], None] | None = None) -> None:
         self._stream = stream
         self.feeds = feeds
+        self.memory = memory  # the statement's share, given back when the stream closes
+        self._on_close = on_close
         self.schema = stream.schema
         self.engine = engine
         self.notes: list[str] = []  # what the executor decided at run time (dynamic filters)
@@ -287,3 +332,6 @@ class EngineStream:
         finally:
             for feed in self.feeds:
                 await feed.close()
+            on_close, self._on_close = self._on_close, None
+            if on_close is not None:
+                on_close()

@@ -28,6 +28,7 @@ from connectors.base import BatchStream, Source
 from connectors.table_stats import SourceCatalog
 from gateway.executor.feeds import open_remote
 from gateway.executor.shared_reads import SharedRead
+from gateway.state.memory import StatementMemory
 from pgwire.errors import source_failure
 from planner.query_plan import RemoteFragment
 
@@ -41,7 +42,8 @@ class FragmentReads:
         self.catalog = SourceCatalog()
 
     async def open_all(self, fragments: Sequence[tuple[RemoteFragment, str, Sequence[Any]]],
-                       notes: list[str]) -> dict[str, BatchStream | BaseException]:
+                       notes: list[str], memory: StatementMemory | None = None
+                       ) -> dict[str, BatchStream | BaseException]:
         """Start every (fragment, sql, params) at once; a failure is returned in place of
         its stream, for the caller to close the others and raise it."""
         groups: dict[tuple, list[RemoteFragment]] = {}
@@ -68,7 +70,9 @@ class FragmentReads:
                 if shared[key]:  # the copies fail with it
                     opened.update({m.name: result for m in members[1:]})
                 continue
-            for member, view in zip(members, SharedRead(result, len(members)).views()):
+            names = ", ".join(m.name for m in members)
+            shared_read = SharedRead(result, len(members), memory, f"{names} on {fragment.source}")
+            for member, view in zip(members, shared_read.views()):
                 opened[member.name] = view
             notes.append(f"Read {', '.join(m.name for m in members)} on {fragment.source}: "
                          f"the same query, read once for all {len(members)}")

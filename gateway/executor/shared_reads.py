@@ -17,13 +17,18 @@ import asyncio
 import pyarrow as pa
 
 from connectors.base import BatchStream
+from gateway.state.memory import StatementMemory
 
 
 class SharedRead:
     """A stream read once for `consumers` views."""
 
-    def __init__(self, stream: BatchStream, consumers: int) -> None:
+    def __init__(self, stream: BatchStream, consumers: int,
+                 memory: StatementMemory | None = None, name: str = "") -> None:
         self.schema = stream.schema
+        # The statement's share: the batches buffered here count until every view read them.
+        self._memory = memory
+        self._name = name
         self._stream = stream
         self._batches = aiter(stream)
         self._buffer: list[pa.RecordBatch] = []
@@ -52,7 +57,10 @@ class SharedRead:
                 if self._positions[view] - self._base < len(self._buffer) or self._done:
                     continue
                 try:
-                    self._buffer.append(await anext(self._batches))
+                    batch = await anext(self._batches)
+                    if self._memory is not None:
+                        self._memory.charge(batch.nbytes, self._name)
+                    self._buffer.append(batch)
                 except StopAsyncIteration:
                     self._done = True
                 except Exception as exc:
@@ -62,6 +70,8 @@ class SharedRead:
     def _trim(self) -> None:
         low = min(self._positions.values(), default=self._base + len(self._buffer))
         if low > self._base:
+            if self._memory is not None:
+                self._memory.release(sum(b.nbytes for b in self._buffer[:low - self._base]))
             del self._buffer[:low - self._base]
             self._base = low
 
@@ -69,6 +79,8 @@ class SharedRead:
         self._positions.pop(view, None)
         self._trim()
         if not self._positions:
+            if self._memory is not None:
+                self._memory.release(sum(b.nbytes for b in self._buffer))
             self._buffer.clear()
             await self._stream.aclose()
 

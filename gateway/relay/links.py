@@ -312,7 +312,8 @@ class SessionLinks:
         sources = dict(base.sources)
         for name, link in touched.items():
             sources[name] = LinkReader(base.sources[name], link, self.prefix(link))  # type: ignore[assignment]
-        return Executor(sources, base.engines, base.default, self.state.ctx.metrics)
+        return Executor(sources, base.engines, base.default, self.state.ctx.metrics,
+                        self.state.ctx.memory)
 
     # --- transaction control -------------------------------------------------------------
 

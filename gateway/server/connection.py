@@ -209,9 +209,9 @@ class Connection:
             self.ctx.sessions.pop(self.session.pid, None)
             await self.session.close()
             log.info("connection end %s", log_fields(
-                session=self.session.pid, user=self.session.user,
-                database=self.session.database, address=self.address, port=self.client_port,
-                duration=f"{time.monotonic() - self.started:.3f}s"))
+                user=self.session.user, database=self.session.database, address=self.address,
+                port=self.client_port, duration=f"{time.monotonic() - self.started:.3f}s"),
+                extra={"session": self.session.pid})
         if self.cut_off:
             self.decoder = self.port.decoder = decoder.FrontendDecoder(0)  # free its buffer
             await self.port.linger(LINGER_S)
@@ -325,9 +325,10 @@ class Connection:
         session = Session(self.ctx, self.writer, startup, pid, secrets.randbits(32))
         self.session = session
         self.ctx.sessions[pid] = session
+        # The session is named by the line's own tag (gateway.state.logs), once.
         log.info("connection start %s", log_fields(
-            session=pid, user=session.user, database=session.database, address=self.address,
-            port=self.client_port))
+            user=session.user, database=session.database, address=self.address,
+            port=self.client_port), extra={"session": pid})
         session.terminate_hook = asyncio.current_task().cancel  # type: ignore[union-attr]
         session.startup_messages()
         await session.flush()

@@ -13,16 +13,19 @@ import asyncio
 import functools
 import logging
 import signal
+import tempfile
 from collections.abc import Callable
 
 import duckdb
 
 from connectors.base import Source
+from connectors.duckdb.runner import DuckDBLimits, limit_every_database
 from connectors.duckdb.source import DuckDBSource
 from connectors.engines.duckdb import DuckDBEngine
 from connectors.engines.spark import SparkEngine
 from gateway.config import (Config, ConfigError, SourceConfig, connect_command, demo_path,
                             listen_error, server_tls, source_path)
+from gateway.config.memory import memory_limit_bytes, parse_size, share_bytes, shown_bytes
 from gateway.executor.execute import Executor
 from gateway.pg_catalog.mount import CATALOG_FUNCTIONS, SYSTEM_SCHEMAS, with_catalog
 from gateway.pg_catalog.mount import mount as mount_catalog
@@ -37,6 +40,7 @@ from gateway.server.worker_listen import BalancedListener, WorkerSpec
 from gateway.state.context import CancelTarget, ServerContext
 from gateway.state import logs
 from gateway.state.health import HealthBoard
+from gateway.state.memory import EngineMemory, duckdb_share
 from gateway.state.metrics import Metrics
 from pgwire.errors import PgError
 from pgwire.protocol import encoder
@@ -104,10 +108,27 @@ def _open_source(config: Config, name: str, kind: str, options: dict) -> Source:
     raise ConfigError(f"[sources.{name}] kind {kind!r} is not supported")
 
 
+def engine_memory(config: Config) -> EngineMemory:
+    """The process's engine memory pool, and every DuckDB it opens from now on limited to
+    it, spilling into a folder of its own inside `[engine] temp_directory`."""
+    engine = config.engine
+    assert isinstance(config.server.workers, int)
+    limit = memory_limit_bytes(engine.memory_limit, config.server.workers)
+    spill_max = parse_size(engine.temp_directory_max_size) if engine.temp_directory_max_size else None
+    limit_every_database(DuckDBLimits(duckdb_share(limit), engine.temp_directory or tempfile.gettempdir(),
+                                      spill_max))
+    share = share_bytes(engine.statement_memory, limit)
+    log.info("engine memory: memory_limit %s, statement_memory %s (%s), spilling into %s",
+             shown_bytes(limit), engine.statement_memory, shown_bytes(share or limit),
+             engine.temp_directory or tempfile.gettempdir())
+    return EngineMemory(limit, engine.memory_wait_s, share)
+
+
 async def build_context(config: Config) -> ServerContext:
     sources: dict[str, Source] = {}
     entries = {}
     health = HealthBoard()
+    memory = engine_memory(config)
     for source_config in config.sources:
         source = await asyncio.to_thread(open_source, config, source_config.name,
                                          source_config.kind, source_config.options)
@@ -132,7 +153,9 @@ async def build_context(config: Config) -> ServerContext:
     # The emulated pg_catalog / information_schema: one more source, two schemas.
     sessions: dict[int, CancelTarget] = {}
     catalog_source = await mount_catalog(config.server.database, sources, entries, lambda: sessions)
-    engines = {"duckdb": DuckDBEngine(),
+    duckdb_engine = DuckDBEngine()
+    memory.engine = duckdb_engine
+    engines = {"duckdb": duckdb_engine,
                "spark": SparkEngine.from_config(config)}
     # The planner writes residuals in the first engine's dialect, DuckDB's (whichever
     # engine is the default), and renders them for the other when a query runs there.
@@ -141,8 +164,8 @@ async def build_context(config: Config) -> ServerContext:
                               catalog_functions=CATALOG_FUNCTIONS)
     metrics = Metrics()
     ctx = ServerContext(config, sources, catalog,
-                        Executor(sources, engines, config.engine.default, metrics),
-                        sessions=sessions, metrics=metrics,
+                        Executor(sources, engines, config.engine.default, metrics, memory),
+                        sessions=sessions, metrics=metrics, memory=memory,
                         system_schemas=frozenset(SYSTEM_SCHEMAS),
                         remount=functools.partial(with_catalog, catalog=catalog_source),
                         health=health)

@@ -193,7 +193,8 @@ async def run(session: SessionCore, sql: str) -> None:
     plan = await session.plan_query(copy.query)
     engine = session.engine_for(plan)[0]
     await session.announce_engine_start(session.ctx.executor, plan, engine)
-    stream = await session.ctx.executor.run(plan, [], engine, session.dynamic_filtering)
+    stream = await session.ctx.executor.run(plan, [], engine, session.dynamic_filtering,
+                                            session.statement_memory())
     try:
         session.write(encoder.copy_out_response(0, [0] * len(stream.schema)))
         if copy.header:

@@ -192,7 +192,8 @@ class SessionCore(SessionState):
             executor = self.links.executor_for(plan) or self.ctx.executor
             engine = self.engine_for(plan)[0]
             await self.announce_engine_start(executor, plan, engine)
-            portal.stream = await executor.run(plan, portal.params, engine, self.dynamic_filtering)
+            portal.stream = await executor.run(plan, portal.params, engine, self.dynamic_filtering,
+                                               self.statement_memory())
             note_stream(self, portal.stream)  # what it did, if the status page keeps it
 
     async def execute(self, portal: Portal, max_rows: int, *, describe: bool) -> None:

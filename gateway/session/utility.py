@@ -64,8 +64,8 @@ class UtilityMixin(CursorMixin):
             note_plan(self, plan)  # the status page draws it while it runs
             if utility.analyze:
                 await self.announce_engine_start(self.ctx.executor, plan, engine)
-            measured = await measure(self.ctx.executor, plan, [], engine, self.dynamic_filtering) \
-                if utility.analyze else None
+            measured = await measure(self.ctx.executor, plan, [], engine, self.dynamic_filtering,
+                                     self.statement_memory()) if utility.analyze else None
             numbers = figures(measured) if measured is not None else None
             if numbers is not None:
                 note_figures(self, numbers)  # and keeps it, with its figures, once done

@@ -27,6 +27,7 @@ from gateway.config import Config
 from gateway.state.health import HealthBoard
 from gateway.state.metrics import Metrics, RecentStatements
 from gateway.state.route import Route
+from gateway.state.memory import EngineMemory, StatementMemory
 from gateway.state.settings import VERSION_STRING
 from pgwire.errors import PgError, source_unavailable
 from planner import CatalogSnapshot, PlanCache, QueryPlan, SourceEntry
@@ -43,7 +44,8 @@ class PlanExecutor(Protocol):
     default: str
 
     async def run(self, plan: QueryPlan, params: Sequence[Any], engine: str | None = None,
-                  dynamic_filtering: bool = True) -> BatchStream: ...
+                  dynamic_filtering: bool = True, memory: StatementMemory | None = None
+                  ) -> BatchStream: ...
 
     async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema: ...
 
@@ -108,6 +110,9 @@ class ServerContext:
     # failed statements. The listener hands the executor the same Metrics.
     metrics: Metrics = field(default_factory=Metrics)
     recent: RecentStatements = field(default_factory=RecentStatements)
+    # The engine's memory shared out to statements (gateway.state.memory); the listener
+    # hands the executor the same pool. None: nothing is counted (a unit test's context).
+    memory: EngineMemory | None = None
 
     async def refresh_catalog(self, min_interval_s: float = 1.0) -> bool:
         """Re-read every source's tables; any change becomes a new catalog version (which

@@ -23,6 +23,8 @@ from gateway.state.activity import activity_of, note_idle
 from gateway.state.background import in_background
 from gateway.config import EngineConfig
 from gateway.state.context import ServerContext
+from gateway.state.memory import StatementMemory
+from gateway.config.memory import share_bytes
 from gateway.state.portals import CopyIn, Portal, Prepared
 from gateway.state.settings import REPORTED, SessionSettings
 from pgwire.errors import (IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
@@ -71,6 +73,8 @@ class SessionState:
         self.engine_chosen = "fedgate.engine" in startup
         if not self.engine_chosen:
             self.settings.values["fedgate.engine"] = ctx.config.engine.default
+        if "fedgate.statement_memory" not in startup:
+            self.settings.values["fedgate.statement_memory"] = ctx.config.engine.statement_memory
         if ctx.config.server.statement_timeout_ms and "statement_timeout" not in startup:
             self.settings.values["statement_timeout"] = str(ctx.config.server.statement_timeout_ms)
         self.initial = dict(self.settings.values)
@@ -168,6 +172,16 @@ class SessionState:
     @property
     def dynamic_filtering(self) -> bool:
         return self.settings.values["fedgate.dynamic_filtering"] == "on"
+
+    def statement_memory(self) -> StatementMemory | None:
+        """A statement's share of the engine's memory, as `fedgate.statement_memory` says
+        now, to hand the executor; None when the process counts no memory."""
+        pool = self.ctx.memory
+        if pool is None:
+            return None
+        share = share_bytes(self.settings.values["fedgate.statement_memory"], pool.limit)
+        assert share is not None  # validated when set
+        return StatementMemory(share, f"pid {self.pid} statement {activity_of(self).statements}")
 
     def engine_for(self, plan: QueryPlan) -> tuple[str, str]:
         """The residual engine for `plan`, and why (for EXPLAIN): the session's choice

@@ -11,6 +11,7 @@ import functools
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from gateway.config.memory import is_size_or_share
 from pgwire.errors import (CANT_CHANGE_RUNTIME_PARAM, FEATURE_NOT_SUPPORTED,
                             INVALID_PARAMETER_VALUE, PgError)
 
@@ -65,6 +66,9 @@ DEFAULTS: dict[str, str] = {
     # (planner.rules.push_aggregate_below_join): fewer rows travel, the source works more.
     # Pays across a network; on one machine it was slower (TPC-H Q13), hence off.
     "fedgate.pre_aggregate": "off",
+    # Each statement's share of the engine's memory (gateway.state.memory): a size or a
+    # share of [engine] memory_limit; the session starts with [engine] statement_memory.
+    "fedgate.statement_memory": "25%",
 }
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
              "in_hot_standby", "is_superuser", "max_identifier_length", "lc_collate", "lc_ctype",
@@ -142,6 +146,12 @@ def validate(name: str, value: str) -> str:
         if value.lower() not in ("duckdb", "spark"):
             raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb" or "spark"')
         return value.lower()
+    if name == "fedgate.statement_memory":
+        if not is_size_or_share(value):
+            raise PgError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "{name}": "{value}"',
+                          hint='A size such as "256MB" or "1GB", or a share of [engine] '
+                               'memory_limit such as "25%".')
+        return value.strip()
     if name in ("default_transaction_read_only", "transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
                 "fedgate.express", "fedgate.parameterize", "fedgate.pre_aggregate"):
         return _check_on_off(name, value)

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -201,7 +202,16 @@ def test_the_k8s_config_rendered_from_the_secret_serves_the_sample_join(installe
     checked = installed.fedgate("check-config", str(rendered))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "k8s password" not in rendered.read_text()
+    # The pod's HTTP port on a free loopback port here (tests listen on loopback only).
+    http_port = free_port()
+    text = rendered.read_text()
+    assert text.count("http_port = 8080") == 1 and text.count('http_host = "0.0.0.0"') == 1
+    rendered.write_text(text.replace("http_port = 8080", f"http_port = {http_port}")
+                        .replace('http_host = "0.0.0.0"', 'http_host = "127.0.0.1"'))
     with serving(installed, rendered) as port:
+        # What the readiness probe asks: every required source answers, no statement waits.
+        with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/readyz", timeout=30) as ready:
+            assert ready.status == 200 and json.loads(ready.read())["ready"] is True
         assert spent(port, "fedgate", "k8s password") == SPENT
         with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
             spent(port, "fedgate", "change-me")

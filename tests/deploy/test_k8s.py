@@ -1,6 +1,7 @@
 """deploy/k8s, read without a cluster: the manifests parse, refer to each other by the right
 names, agree on ports with the image and the configuration, and run the gateway unprivileged
-with probes on what exists (the SQL port)."""
+with the startup and liveness probes on the SQL port and readiness on /readyz of the HTTP
+side port, which the configuration turns on."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import re
 import string
 import tomllib
 
+from gateway.config import parse_config
+from gateway.server.http.health import PROBE_TIMEOUT_S as HEALTH_TIMEOUT_S
 from tests.deploy.files import REPO, k8s_documents, stage, user_of
 
 KINDS = {"ConfigMap", "Secret", "Deployment", "Service", "PodDisruptionBudget"}
@@ -47,19 +50,51 @@ def test_service_and_budget_select_the_pods():
 
 def test_ports_agree_with_the_image_and_the_config():
     port = tomllib.loads(config_template())["server"]["port"]
-    (container_port,) = gateway_container()["ports"]
+    container_port, _http = gateway_container()["ports"]
     assert container_port["containerPort"] == port
     assert int(stage("runtime").all("EXPOSE")[0].args) == port
     (service_port,) = manifests()["Service"]["spec"]["ports"]
     assert service_port["targetPort"] == container_port["name"]
 
 
-def test_probes_use_the_sql_port_only():
-    """No HTTP endpoint exists yet: every probe is a TCP connect to the SQL port."""
+def test_startup_and_liveness_probe_the_sql_port():
+    """The port listens once the sources are open; a restart would not cure a source down
+    or a gateway short of memory, so liveness stays a TCP connect."""
     container = gateway_container()
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+    for probe in ("startupProbe", "livenessProbe"):
         assert set(container[probe]) - {"periodSeconds", "failureThreshold"} == {"tcpSocket"}
         assert container[probe]["tcpSocket"]["port"] == container["ports"][0]["name"]
+
+
+def test_readiness_is_readyz_on_the_http_port_the_config_turns_on():
+    container = gateway_container()
+    probe = container["readinessProbe"]
+    assert set(probe) - {"periodSeconds", "failureThreshold", "timeoutSeconds"} == {"httpGet"}
+    assert probe["httpGet"]["path"] == "/readyz"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    server = tomllib.loads(config_template())["server"]
+    assert ports[probe["httpGet"]["port"]] == server["http_port"] != server["port"]
+    # The kubelet reaches it on the pod's address, in plain HTTP (no TLS configured).
+    assert server["http_host"] == "0.0.0.0" and "tls_cert" not in server
+    assert probe["httpGet"].get("scheme", "HTTP") == "HTTP"
+    # /readyz may probe the required sources for up to HEALTH_TIMEOUT_S.
+    assert probe["timeoutSeconds"] > HEALTH_TIMEOUT_S
+
+
+def test_the_config_template_is_a_valid_gateway_configuration():
+    """With its placeholders filled, the gateway accepts it (every key known and valid;
+    the HTTP port on a non-loopback address needs [[users]], which it has)."""
+    filled = string.Template(config_template()).substitute(
+        FEDGATE_PASSWORD="secret", PG_DSN="postgresql://u@pg/db", MARIADB_DSN="mysql://u@maria/db")
+    config = parse_config(tomllib.loads(filled))
+    assert config.server.http_port == 8080 and config.engine.temp_directory is None
+    # DuckDB spills into the system's temporary folder: a volume of its own, larger than
+    # the spill limit.
+    volumes = {m["name"]: m["mountPath"] for m in gateway_container()["volumeMounts"]}
+    assert volumes["tmp"] == "/tmp"
+    (tmp,) = [v for v in pod_spec()["volumes"] if v["name"] == "tmp"]
+    size_limit = int(tmp["emptyDir"]["sizeLimit"].removesuffix("Gi"))
+    assert size_limit > int(config.engine.temp_directory_max_size.removesuffix("GB"))
 
 
 def test_shutdown_has_time_to_drain():

@@ -89,13 +89,20 @@ def test_metrics_move_with_a_mixed_workload(setup: HttpGateway) -> None:
     assert delta("fedgate_pushdown_conjuncts_total", outcome="exact") >= 3 and pushed >= 3
     assert value(after, "fedgate_source_up", source="pg") == 1.0
     assert value(after, "fedgate_source_up", source="demo") == 1.0
+    # The engine's memory: its pool, and nothing held once every statement is done.
+    assert value(after, "fedgate_engine_memory_bytes", kind="limit") > 0
+    assert value(after, "fedgate_engine_memory_bytes", kind="held") == 0
+    assert value(after, "fedgate_engine_memory_bytes", kind="reserved") == 0
+    assert value(after, "fedgate_engine_memory_waiting") == 0
+    assert not any(name == "fedgate_statement_memory_bytes" for name, _ in after)
 
 
 def test_healthz_and_readyz_while_every_source_answers(setup: HttpGateway) -> None:
     assert http_get(setup.base + "/healthz")[::2] == (200, b"ok\n")
     status, headers, body = http_get(setup.base + "/readyz")
     assert status == 200 and headers["Content-Type"] == "application/json"
-    assert json.loads(body) == {"ready": True, "required": ["pg"], "failing": []}
+    assert json.loads(body) == {"ready": True, "required": ["pg"], "failing": [],
+                                "waiting_for_memory": 0}
 
 
 def test_readyz_is_503_naming_a_required_source_that_does_not_answer(tmp_path: Path) -> None:
@@ -149,6 +156,7 @@ def test_explain_format_json_through_psycopg(setup: HttpGateway) -> None:
     # The statement explained with ANALYZE is kept for the status page, figures drawn.
     page = http_get(setup.base + "/")[2].decode()
     assert "EXPLAIN (ANALYZE, FORMAT JSON)" in page and "22 rows" in page
+    assert "<h2>Engine memory</h2>" in page and "no engine statement running" in page
 
 
 def test_open_mode_checks_the_host_and_the_cancel_token(setup: HttpGateway) -> None:

@@ -96,8 +96,20 @@ def test_failed_login_is_delayed_logged_and_the_password_never_logged(
                      r'address=127.0.0.1 port=\d+ reason="wrong password"', log), log
     assert "guess-one" not in log
     scram_login(gateway, "alice", "right-alice")
-    assert re.search(r"connection start session=\d+ user=alice database=fedgate "
-                     r"address=127.0.0.1", gateway.log())
+    assert re.search(r"connection start user=alice database=fedgate "
+                     r"address=127.0.0.1 port=\d+ session=\d+", gateway.log())
+
+
+def test_connection_lines_name_their_session_once(gateway: GatewayProcess) -> None:
+    scram_login(gateway, "alice", "right-alice")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "connection end user=alice" not in gateway.log():
+        time.sleep(0.05)  # the end line follows the client's leaving
+    lines = [line for line in gateway.log().splitlines()
+             if "connection start user=alice" in line or "connection end user=alice" in line]
+    assert any("connection end" in line for line in lines), gateway.log()
+    for line in lines:
+        assert len(re.findall(r"\bsession=", line)) == 1, line
 
 
 def test_other_logins_go_on_while_one_is_delayed(gateway: GatewayProcess) -> None:

@@ -66,11 +66,50 @@ class GatewayCollector(Collector):
         for engine, value in sorted(counts.engine_queries.items()):
             engines.add_metric([worker, engine], value)
         yield engines
+        yield from memory_families(ctx, worker)
         up = GaugeMetricFamily("fedgate_source_up", "1 when the source answered its last probe, "
                                "0 when it did not", labels=["worker", "source"])
         for name, state in sorted(self.health.sources.items()):
             up.add_metric([worker, name], 1.0 if state.up else 0.0)
         yield up
+
+
+def memory_families(ctx: ServerContext, worker: str) -> Iterator[Metric]:
+    """The engine's memory (gateway.state.memory): the pool, DuckDB's own figures, and
+    each running statement's share and holdings."""
+    pool = ctx.memory
+    if pool is None:
+        return
+    totals = GaugeMetricFamily("fedgate_engine_memory_bytes", "The engine's memory: limit "
+                               "([engine] memory_limit), reserved (statements' shares taken), "
+                               "held (fragment rows the gateway holds for statements), duckdb "
+                               "(DuckDB's buffer manager now), spilled (DuckDB's temporary files)",
+                               labels=["worker", "kind"])
+    figures = {"limit": pool.limit, "reserved": pool.reserved, "held": pool.held}
+    if pool.engine is not None:
+        figures["duckdb"], figures["spilled"] = pool.engine.memory_in_use()
+    for kind, value in figures.items():
+        totals.add_metric([worker, kind], value)
+    yield totals
+    waiting = GaugeMetricFamily("fedgate_engine_memory_waiting", "Statements waiting for a "
+                                "share of the engine's memory", labels=["worker"])
+    waiting.add_metric([worker], pool.waiting)
+    yield waiting
+    refused = CounterMetricFamily("fedgate_engine_memory_wait_timeouts", "Statements that "
+                                  "waited memory_wait_s for a share in vain (53200)",
+                                  labels=["worker"])
+    refused.add_metric([worker], pool.waited_out)
+    yield refused
+    statement = GaugeMetricFamily("fedgate_statement_memory_bytes", "Each running engine "
+                                  "statement's memory: its share (fedgate.statement_memory; 0 "
+                                  "for a light statement, which takes none), held now, peak",
+                                  labels=["worker", "statement", "kind"])
+    for number, running in sorted(pool.statements.items()):
+        label = running.label or f"#{number}"
+        statement.add_metric([worker, label, "share"], running.share if running.pool else 0)
+        statement.add_metric([worker, label, "held"], running.held)
+        statement.add_metric([worker, label, "peak"], running.peak)
+    yield statement
 
 
 def metrics_registry(ctx: ServerContext, health: Health) -> CollectorRegistry:

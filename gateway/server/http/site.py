@@ -3,7 +3,8 @@
     GET  /          the status page (access.authenticate first)
     GET  /metrics   Prometheus text exposition
     GET  /healthz   200 while the process serves
-    GET  /readyz    200 when every `required = true` source answers, else 503 with JSON
+    GET  /readyz    200 when every `required = true` source answers and no statement waits
+                    for engine memory, else 503 with JSON
     POST /cancel    cancel a session's statement (the form's pid and token)
 
 /healthz and /readyz answer without authentication (orchestrators probe them) and say
@@ -66,8 +67,12 @@ class Site:
         # Names only: /readyz needs no authentication, and a driver's error can name hosts
         # (the reasons are on the status page).
         failing = [name for name in required if not self.health.sources[name].up]
-        body = {"ready": not failing, "required": required, "failing": failing}
-        return Response(503 if failing else 200, json.dumps(body).encode() + b"\n",
+        # Out of memory: statements wait for a share of the engine's memory (its pool is
+        # committed), so new clients are better served by another replica.
+        waiting = self.ctx.memory.waiting if self.ctx.memory is not None else 0
+        body = {"ready": not failing and not waiting, "required": required, "failing": failing,
+                "waiting_for_memory": waiting}
+        return Response(503 if failing or waiting else 200, json.dumps(body).encode() + b"\n",
                         "application/json")
 
     def cancel(self, user: str | None, request: Request) -> Response:

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from html import escape
 from typing import Any
 
+from gateway.config.memory import shown_bytes
 from gateway.server.http.health import Health
 from gateway.server.http.plan_svg import plan_svg
 from gateway.state.activity import activity_of
@@ -119,6 +120,28 @@ def _recent(ctx: ServerContext) -> str:
             "<th>outcome</th><th>query</th></tr>" + "".join(rows) + "</table>")
 
 
+def _memory(ctx: ServerContext) -> str:
+    """The engine's memory: the pool's figures, then each running engine statement's."""
+    pool = ctx.memory
+    if pool is None:
+        return '<p class="muted">not counted</p>'
+    used = ""
+    if pool.engine is not None:
+        in_use, spilled = pool.engine.memory_in_use()
+        used = f" · DuckDB uses {shown_bytes(in_use)}, spilled {shown_bytes(spilled)}"
+    head = (f'<p class="memory">memory_limit {shown_bytes(pool.limit)} · shares taken '
+            f"{shown_bytes(pool.reserved)} · fragment rows held {shown_bytes(pool.held)}{used}"
+            f" · waiting for a share: {pool.waiting}</p>")
+    rows = [f"<tr class=\"statement-memory\"><td>{escape(s.label or f'#{n}')}</td>"
+            f"<td>{shown_bytes(s.share) if s.pool is not None else 'none (light)'}</td>"
+            f"<td>{shown_bytes(s.held)}</td><td>{shown_bytes(s.peak)}</td></tr>"
+            for n, s in sorted(pool.statements.items())]
+    if not rows:
+        return head + '<p class="muted">no engine statement running</p>'
+    return (head + "<table><tr><th>statement</th><th>share</th><th>held now</th><th>peak</th></tr>"
+            + "".join(rows) + "</table>")
+
+
 def render(ctx: ServerContext, health: Health, token: str) -> bytes:
     worker = f" (worker {ctx.worker_index} of {ctx.worker_count})" if ctx.worker_count > 1 else ""
     page = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -127,6 +150,7 @@ def render(ctx: ServerContext, health: Health, token: str) -> bytes:
             '<p><a href="/">refresh</a> · <a href="/metrics">metrics</a> · '
             '<a href="/readyz">readiness</a></p>'
             f"<h2>Sessions</h2>{_sessions(ctx, token)}"
+            f"<h2>Engine memory</h2>{_memory(ctx)}"
             f"<h2>Sources</h2>{_health(ctx, health)}"
             f"<h2>Recent slow or failed statements</h2>{_recent(ctx)}"
             "</body></html>")
