@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
-from pgwire.errors import INVALID_TEXT_REPRESENTATION, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
 
 
 class EnumText(str):
@@ -63,7 +63,21 @@ MULTIDIMENSIONAL = ("an array of more than one dimension or with explicit bounds
                     "computed on in the engine, is not supported by fedgate outside PostgreSQL sources")
 
 
-def as_value(column: exp.Column, kept: str) -> bool:
+# Set in the residual's meta where a jsonb or an array is read as a value: the rewrites
+# that answer them are DuckDB's (connectors.dialects), so only that engine runs it.
+DUCKDB_VALUES = "source_values_in_duckdb"
+
+
+def refuse_outside_duckdb(residual: exp.Expression, engine: str) -> None:
+    """0A000 for a residual that reads a jsonb or an array as a value, in an engine other
+    than DuckDB."""
+    if residual.meta.get(DUCKDB_VALUES):
+        raise PgError(FEATURE_NOT_SUPPORTED, "a jsonb or an array of a PostgreSQL source computed on "
+                      f"in the engine is not supported by fedgate's {engine} engine (DuckDB's "
+                      "rewrites read its values): SET fedgate.engine = 'duckdb'")
+
+
+def as_value(column: exp.Column, kept: str, residual: exp.Expression) -> bool:
     """Rewrite `column`, which reads a source's text of PostgreSQL type `kept`, into the
     value its use needs, if that use is answered exactly; whether it is."""
     if isinstance(kept, EnumText):
@@ -72,10 +86,12 @@ def as_value(column: exp.Column, kept: str) -> bool:
     if kept == "jsonb" and (isinstance(parent, _JSON_USES) and parent.this is _below(column, parent)
                             or _called(parent, _JSON_FUNCTIONS)):
         column.replace(exp.Cast(this=column.copy(), to=exp.DataType.build("JSONB", dialect="postgres")))
+        residual.meta[DUCKDB_VALUES] = True
         return True
     if kept in _ELEMENTS and (isinstance(parent, _ARRAY_USES) and parent.this is _below(column, parent)
                               or _called(parent, _ARRAY_FUNCTIONS)):
         column.replace(array_value(column.copy(), _ELEMENTS[kept]))
+        residual.meta[DUCKDB_VALUES] = True
         return True
     return False
 
