@@ -56,7 +56,7 @@ _JSON_FUNCTIONS = ("jsonb_typeof", "jsonb_array_length", "jsonb_object_keys",
 _ELEMENTS = {"integer[]": "INT", "bigint[]": "BIGINT", "smallint[]": "SMALLINT",
              "boolean[]": "BOOLEAN", "text[]": "TEXT"}
 _ARRAY_USES = (exp.Bracket, exp.ArraySize, exp.Explode, exp.Unnest, exp.Any, exp.All)
-_ARRAY_FUNCTIONS = ("cardinality",)
+_ARRAY_FUNCTIONS = ("cardinality", "all")
 _ORDERS = (exp.LT, exp.LTE, exp.GT, exp.GTE)
 _EQUALITIES = (exp.EQ, exp.NEQ)
 MULTIDIMENSIONAL = ("an array of more than one dimension or with explicit bounds from a source, "
@@ -88,12 +88,40 @@ def as_value(column: exp.Column, kept: str, residual: exp.Expression) -> bool:
         column.replace(exp.Cast(this=column.copy(), to=exp.DataType.build("JSONB", dialect="postgres")))
         residual.meta[DUCKDB_VALUES] = True
         return True
+    if kept in _ELEMENTS and isinstance(parent, exp.Bracket) and parent.this is _below(column, parent):
+        if isinstance(parent.parent, exp.Bracket) or len(parent.expressions) != 1:
+            return False  # more subscripts than the list has dimensions
+        parent.replace(_subscript(array_value(column.copy(), _ELEMENTS[kept]), parent.expressions[0]))
+        residual.meta[DUCKDB_VALUES] = True
+        return True
     if kept in _ELEMENTS and (isinstance(parent, _ARRAY_USES) and parent.this is _below(column, parent)
                               or _called(parent, _ARRAY_FUNCTIONS)):
         column.replace(array_value(column.copy(), _ELEMENTS[kept]))
         residual.meta[DUCKDB_VALUES] = True
         return True
     return False
+
+
+def _subscript(listed: exp.Expression, index: exp.Expression) -> exp.Expression:
+    """PostgreSQL's `a[i]` and `a[lo:hi]` of a one-dimensional array (its lower bound 1)
+    over the list: an element outside 1..n is NULL (DuckDB counts a negative index from
+    the end), a slice's bounds are clamped to 1..n ([] when they cross), a NULL bound is
+    NULL."""
+    if not isinstance(index, exp.Slice):
+        # sqlglot holds a constant subscript 0-based (its PostgreSQL offset), any other as written
+        constant = index.is_int or isinstance(index, exp.Neg) and index.this.is_int
+        at = exp.Add(this=index.copy(), expression=exp.Literal.number(1)) if constant else exp.paren(index.copy())
+        return exp.Case(ifs=[exp.If(this=exp.GTE(this=at, expression=exp.Literal.number(1)),
+                                    true=exp.Anonymous(this="list_extract", expressions=[listed, at.copy()]))])
+    one = exp.Literal.number(1)
+    low = index.this.copy() if index.this is not None else one.copy()
+    high = index.expression.copy() if index.expression is not None else \
+        exp.Anonymous(this="len", expressions=[listed.copy()])
+    low = exp.Case(ifs=[exp.If(this=exp.LT(this=exp.paren(low), expression=one.copy()), true=one.copy())],
+                   default=exp.paren(low.copy()))
+    high = exp.Case(ifs=[exp.If(this=exp.LT(this=exp.paren(high), expression=one.copy()),
+                                true=exp.Literal.number(0))], default=exp.paren(high.copy()))
+    return exp.Anonymous(this="list_slice", expressions=[listed, low, high])
 
 
 def _above_parens(node: exp.Expression) -> exp.Expression | None:
