@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
+from connectors.dialects.duckdb_arrays import postgres_subscript
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
 
 
@@ -91,7 +92,7 @@ def as_value(column: exp.Column, kept: str, residual: exp.Expression) -> bool:
     if kept in _ELEMENTS and isinstance(parent, exp.Bracket) and parent.this is _below(column, parent):
         if isinstance(parent.parent, exp.Bracket) or len(parent.expressions) != 1:
             return False  # more subscripts than the list has dimensions
-        parent.replace(_subscript(array_value(column.copy(), _ELEMENTS[kept]), parent.expressions[0]))
+        parent.replace(postgres_subscript(array_value(column.copy(), _ELEMENTS[kept]), parent.expressions[0]))
         residual.meta[DUCKDB_VALUES] = True
         return True
     if kept in _ELEMENTS and (isinstance(parent, _ARRAY_USES) and parent.this is _below(column, parent)
@@ -100,28 +101,6 @@ def as_value(column: exp.Column, kept: str, residual: exp.Expression) -> bool:
         residual.meta[DUCKDB_VALUES] = True
         return True
     return False
-
-
-def _subscript(listed: exp.Expression, index: exp.Expression) -> exp.Expression:
-    """PostgreSQL's `a[i]` and `a[lo:hi]` of a one-dimensional array (its lower bound 1)
-    over the list: an element outside 1..n is NULL (DuckDB counts a negative index from
-    the end), a slice's bounds are clamped to 1..n ([] when they cross), a NULL bound is
-    NULL."""
-    if not isinstance(index, exp.Slice):
-        # sqlglot holds a constant subscript 0-based (its PostgreSQL offset), any other as written
-        constant = index.is_int or isinstance(index, exp.Neg) and index.this.is_int
-        at = exp.Add(this=index.copy(), expression=exp.Literal.number(1)) if constant else exp.paren(index.copy())
-        return exp.Case(ifs=[exp.If(this=exp.GTE(this=at, expression=exp.Literal.number(1)),
-                                    true=exp.Anonymous(this="list_extract", expressions=[listed, at.copy()]))])
-    one = exp.Literal.number(1)
-    low = index.this.copy() if index.this is not None else one.copy()
-    high = index.expression.copy() if index.expression is not None else \
-        exp.Anonymous(this="len", expressions=[listed.copy()])
-    low = exp.Case(ifs=[exp.If(this=exp.LT(this=exp.paren(low), expression=one.copy()), true=one.copy())],
-                   default=exp.paren(low.copy()))
-    high = exp.Case(ifs=[exp.If(this=exp.LT(this=exp.paren(high), expression=one.copy()),
-                                true=exp.Literal.number(0))], default=exp.paren(high.copy()))
-    return exp.Anonymous(this="list_slice", expressions=[listed, low, high])
 
 
 def _above_parens(node: exp.Expression) -> exp.Expression | None:
@@ -140,6 +119,7 @@ def _below(node: exp.Expression, ancestor: exp.Expression) -> exp.Expression:
 
 def _called(parent: exp.Expression | None, names: tuple[str, ...]) -> bool:
     return isinstance(parent, exp.Anonymous) and parent.name.lower() in names
+
 
 
 def array_value(text: exp.Expression, element: str) -> exp.Expression:

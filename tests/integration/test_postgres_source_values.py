@@ -98,6 +98,9 @@ ANSWERED = {
                                      f"e.nums[0:1], e.tags[-2:2], e.nums[NULL::int] {JOIN} ORDER BY e.id",
     "array_all_and_null_any": f"SELECT e.id, 0 < ALL(e.nums), 'z' = ANY(e.tags), NULL::int = ANY(e.nums) {JOIN} "
                               "ORDER BY e.id",
+    # a list the engine computes itself: PostgreSQL's subscripts too (connectors.dialects.duckdb_arrays)
+    "array_literal_subscripts": f"SELECT e.id, (ARRAY[10, 20, 30])[e.id], (ARRAY[10, 20, 30])[-1], "
+                                f"(ARRAY[10, 20, 30])[e.id - 3:2], (ARRAY['a', 'b'])[0] {JOIN} ORDER BY e.id",
     "array_passed_through": f"SELECT e.id, e.tags, e.nums {JOIN} ORDER BY e.id",
     # enums
     "enum_grouped": f"SELECT e.st, count(*) {JOIN} GROUP BY e.st ORDER BY e.st NULLS FIRST",
