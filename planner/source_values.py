@@ -33,7 +33,6 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
-from connectors.dialects.duckdb_arrays import postgres_subscript
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
 
 
@@ -92,7 +91,7 @@ def as_value(column: exp.Column, kept: str, residual: exp.Expression) -> bool:
     if kept in _ELEMENTS and isinstance(parent, exp.Bracket) and parent.this is _below(column, parent):
         if isinstance(parent.parent, exp.Bracket) or len(parent.expressions) != 1:
             return False  # more subscripts than the list has dimensions
-        parent.replace(postgres_subscript(array_value(column.copy(), _ELEMENTS[kept]), parent.expressions[0]))
+        column.replace(array_value(column.copy(), _ELEMENTS[kept]))  # the dialect subscripts it
         residual.meta[DUCKDB_VALUES] = True
         return True
     if kept in _ELEMENTS and (isinstance(parent, _ARRAY_USES) and parent.this is _below(column, parent)
@@ -139,12 +138,14 @@ def array_value(text: exp.Expression, element: str) -> exp.Expression:
         text.copy(), exp.Literal.string(r'"(?:[^"\\]|\\.)*"|[^,{}"]+')])
     listed: exp.Expression = exp.Anonymous(this="list_transform", expressions=[
         items, exp.Lambda(this=each, expressions=[item])])
-    if element != "TEXT":
-        listed = exp.Cast(this=listed, to=exp.DataType.build(f"{element}[]", dialect="duckdb"))
     shaped = exp.or_(exp.Like(this=text.copy(), expression=exp.Literal.string("{{%")),
                      exp.Like(this=text.copy(), expression=exp.Literal.string("[%")))
-    return exp.Case(ifs=[exp.If(this=shaped, true=exp.Anonymous(
+    checked = exp.Case(ifs=[exp.If(this=shaped, true=exp.Anonymous(
         this="error", expressions=[exp.Literal.string(MULTIDIMENSIONAL)]))], default=listed)
+    # typed, so that the dialect's array rewrites (subscripts, ANY, ...) know it for a list
+    value = exp.Cast(this=checked, to=exp.DataType.build(f"{element}[]", dialect="duckdb"))
+    value.type = value.to.copy()
+    return value
 
 
 def _enum(column: exp.Column, kept: EnumText) -> bool:

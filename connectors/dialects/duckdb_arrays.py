@@ -229,17 +229,26 @@ def _concatenation(node: exp.DPipe) -> exp.Expression:
     return exp.Anonymous(this="list_prepend", expressions=[left.copy(), right.copy()])
 
 
-def postgres_subscript(listed: exp.Expression, index: exp.Expression) -> exp.Expression:
+def _positive(bound: exp.Expression | None, offset: int) -> bool:
+    """A subscript bound that is absent or a constant PostgreSQL index of at least 1."""
+    return bound is None or isinstance(bound, exp.Literal) and bound.is_int and int(bound.name) + offset >= 1
+
+
+def _subscript(node: exp.Bracket) -> exp.Expression:
     """PostgreSQL's `a[i]` and `a[lo:hi]` of a one-dimensional array (its lower bound 1)
     over the list: an element outside 1..n is NULL (DuckDB counts a negative index from
     the end), a slice's bounds are clamped to 1..n ([] when they cross), a NULL bound is
-    NULL."""
+    NULL. A constant index or bound of at least 1 is DuckDB's own."""
+    listed, index = node.this.copy(), node.expressions[0]
     if not isinstance(index, exp.Slice):
-        # sqlglot holds a constant subscript 0-based (its PostgreSQL offset), any other as written
-        constant = index.is_int or isinstance(index, exp.Neg) and index.this.is_int
+        if _positive(index, 1):  # sqlglot holds a constant subscript 0-based, any other as written
+            return node
+        constant = isinstance(index, exp.Neg) and index.this.is_int or index.is_int
         at = exp.Add(this=index.copy(), expression=exp.Literal.number(1)) if constant else exp.paren(index.copy())
         return exp.Case(ifs=[exp.If(this=exp.GTE(this=at, expression=exp.Literal.number(1)),
                                     true=exp.Anonymous(this="list_extract", expressions=[listed, at.copy()]))])
+    if _positive(index.this, 0) and _positive(index.expression, 0):
+        return node
     one = exp.Literal.number(1)
     low = index.this.copy() if index.this is not None else one.copy()
     high = index.expression.copy() if index.expression is not None else \
@@ -268,7 +277,7 @@ def postgres_arrays(node: exp.Expression) -> exp.Expression:
                       "PostgreSQL sources")
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and _one_dimensional(node.this) \
             and not (isinstance(node.parent, exp.Bracket) and node.parent.this is node):
-        return postgres_subscript(node.this.copy(), node.expressions[0])
+        return _subscript(node)
     if isinstance(node, exp.ArraySize) and node.expression is not None:
         return exp.Nullif(this=node.copy(), expression=exp.Literal.number(0))
     if isinstance(node, exp.ArrayRemove):
