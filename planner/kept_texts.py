@@ -7,7 +7,8 @@ A PostgreSQL source hands over the values of types Arrow cannot hold (an unconst
 are two groups. The residual may therefore only pass such a column through to the
 client (which then gets it with its PostgreSQL type: the planner's output types say
 so), test it for NULL, count it or cast it to text; anything else is refused (0A000)
-naming the column. So is a MySQL decimal beyond the engine's 38 digits, which the DuckDB
+naming the column, except where planner.source_values reads a jsonb, an array or an enum
+as its value (a json operator, a subscript, an enum's grouping or order). So is a MySQL decimal beyond the engine's 38 digits, which the DuckDB
 engine reads as its text.
 
 A varchar(n) or name is text to the engine too: computed on as text, and passed through
