@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import asyncpg
 import psycopg
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -165,6 +166,25 @@ async def test_a_multidimensional_array_is_refused(world) -> None:
     finally:
         for dsn in (truth, source):
             await execute(dsn, "UPDATE events SET nums = '{7,7}' WHERE id = 7")
+
+
+@pytest.mark.parametrize("sql", [f"SELECT e.id, e.payload->>'f', e.payload->'k' {JOIN} ORDER BY e.id",
+                                 f"SELECT e.id, e.payload->'f', e.payload #>> '{{f}}' {JOIN} ORDER BY e.id"])
+async def test_a_number_with_a_fraction_is_postgres_or_refused(world, sql: str) -> None:
+    """jsonb keeps a number's digits (1.50, 1e3 as 1000); the engine reads it as a double:
+    PostgreSQL's answer or 0A000, never another."""
+    truth, gateway, source = world
+    for dsn in (truth, source):
+        await execute(dsn, "UPDATE events SET payload = '{\"k\": \"a\", \"f\": 1.50, \"e\": 1e3}' WHERE id = 1")
+    try:
+        try:
+            await assert_described_alike(truth, gateway, sql)
+        except asyncpg.PostgresError as exc:
+            assert exc.sqlstate == "0A000", str(exc)
+    finally:
+        for dsn in (truth, source):
+            await execute(dsn, "UPDATE events SET payload = %s::jsonb WHERE id = 1".replace(
+                "%s", "'" + json.dumps(EVENT_ROWS[0][3]) + "'"))
 
 
 async def test_an_unknown_label_is_postgres_error(world) -> None:
