@@ -16,7 +16,7 @@ from sqlglot.schema import MappingSchema
 
 from connectors.base import Dialect, TableInfo
 from pgwire.errors import UNDEFINED_TABLE, PgError
-from planner.type_names import sqlglot_type_of
+from planner.type_names import sqlglot_type_of_field
 
 
 class UndefinedRelation(PgError):
@@ -96,7 +96,7 @@ class CatalogSnapshot:
         """Column types of every table, keyed as the planner qualifies them (source.table)."""
         mapping = {
             source: {
-                name: {f.name: sqlglot_type_of(f.type) for f in info.schema}
+                name: {f.name: sqlglot_type_of_field(f) for f in info.schema}
                 for name, info in entry.tables.items()
             }
             for source, entry in self.sources.items()

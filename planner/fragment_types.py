@@ -15,6 +15,7 @@ renderers leave expressions over it as they are.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 import pyarrow as pa
@@ -23,6 +24,7 @@ from sqlglot import exp
 from planner.logical import (Aggregate, Column, Distinct, Filter, Join, Limit, Node, Project, Scan,
                              SetOp, Sort, SubqueryAlias)
 from planner.result_types import numeric, pg_type
+from planner.source_values import EnumText
 from planner.type_names import pg_type_name, sqlglot_type_of
 
 
@@ -110,6 +112,8 @@ def source_text(node: Node, column: Column, postgres: bool = False) -> str | Non
         kept = meta.get(b"pg_type", meta.get(b"source_type", b"")).decode()
         if not kept or not pa.types.is_string(field.type):
             return None
+        if b"enum_labels" in meta:  # ordered by its labels (planner.source_values)
+            return EnumText(kept, json.loads(meta[b"enum_labels"]))
         return kept
     if isinstance(node, (Filter, Sort, Limit, Distinct)):
         return source_text(node.input, column, postgres)

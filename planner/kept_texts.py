@@ -7,7 +7,8 @@ A PostgreSQL source hands over the values of types Arrow cannot hold (an unconst
 are two groups. The residual may therefore only pass such a column through to the
 client (which then gets it with its PostgreSQL type: the planner's output types say
 so), test it for NULL, count it or cast it to text; anything else is refused (0A000)
-naming the column. So is a MySQL decimal beyond the engine's 38 digits, which the DuckDB
+naming the column, except where planner.source_values reads a jsonb, an array or an enum
+as its value (a json operator, a subscript, an enum's grouping or order). So is a MySQL decimal beyond the engine's 38 digits, which the DuckDB
 engine reads as its text.
 
 A varchar(n) or name is text to the engine too: computed on as text, and passed through
@@ -30,6 +31,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import pg_type_by_name
+from planner.source_values import EnumText, as_value, position
 
 _TEXT_CASTS = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
 # Text to the engine as well: their order and equality are the text's.
@@ -103,13 +105,20 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
             kept = _kept(column, scope, texts, outputs)
             if _blank_padded(kept):
                 _unpad(column, select, kept)
-            elif _computed_as_text(kept) and not _passed(column, select):
-                _refuse(column, kept)
+            elif _computed_as_text(kept):
+                # what the engine reads is text, whatever value the catalog types it as
+                # (planner.type_names): the dialect's rewrites must not take it for one
+                column.type = exp.DataType.build("TEXT")
+                if not _passed(column, select) and not as_value(column, kept, residual):
+                    _refuse(column, kept)
         marks = [_output_mark(e, scope, texts, outputs) for e in select.expressions]
         if any(map(_blank_padded, marks)) and _compared(select):
             _unpad_outputs(select, marks)
-        if any(_computed_as_text(m) for m in marks):
-            _check_select(select, [m if _computed_as_text(m) else None for m in marks])
+        if any(isinstance(m, EnumText) for m in marks):
+            _order_enum_outputs(select, marks)
+        if any(_computed_as_text(m) and not isinstance(m, EnumText) for m in marks):
+            _check_select(select, [m if _computed_as_text(m) and not isinstance(m, EnumText) else None
+                                   for m in marks])
         outputs[id(select)] = marks
     if root is None or not isinstance(root.expression, exp.Select):
         return {}
@@ -189,6 +198,31 @@ def _check_select(select: exp.Select, marks: list[str | None]) -> None:
             raise _error(marks[int(key.name) - 1], "ORDER BY")
         if isinstance(key, exp.Column) and not key.table and key.name in named:
             raise _error(named[key.name], "ORDER BY")
+
+
+def _order_enum_outputs(select: exp.Select, marks: list[str | None]) -> None:
+    """An enum output the select is ordered by (its position, its name) is ordered by its
+    labels' declared order; made distinct, it is its labels' (planner.source_values).
+    Set-combined or compared by an outer query, it is refused."""
+    first = next(m for m in marks if isinstance(m, EnumText))
+    holder = select.parent
+    if isinstance(select.parent, exp.SetOperation):
+        raise _error(first, select.parent.key.upper())
+    if isinstance(holder, exp.Subquery) and not isinstance(holder.parent, (exp.From, exp.Join)):
+        raise _error(first, "a subquery expression")
+    named = {e.alias_or_name: (e, m) for e, m in zip(select.expressions, marks) if isinstance(m, EnumText)}
+    order = select.args.get("order")
+    for ordered in order.expressions if order is not None else ():
+        key = ordered.this
+        output = None
+        if isinstance(key, exp.Literal) and key.is_int and 0 < int(key.name) <= len(marks) \
+                and isinstance(marks[int(key.name) - 1], EnumText):
+            output = select.expressions[int(key.name) - 1], marks[int(key.name) - 1]
+        elif isinstance(key, exp.Column) and not key.table and key.name in named:
+            output = named[key.name]
+        if output is not None:
+            value = output[0].this if isinstance(output[0], exp.Alias) else output[0]
+            key.replace(position(value.copy(), output[1]))
 
 
 def _refuse(column: exp.Column, kept: str) -> None:

@@ -52,6 +52,7 @@ from planner.signature_check import signature_check
 from planner.pg_annotate import annotate_postgres
 from planner.params import cast_parameters, infer_param_types, parameters
 from planner.kept_texts import kept_texts
+from planner.source_values import refuse_outside_duckdb
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
@@ -411,6 +412,7 @@ def _render_residual(residual: exp.Expression,
     everywhere (connectors.dialects.spark), so the residual is annotated first over the
     fragments' column types (named as DuckDB names them, planner.fragment_types); only a
     query that runs there pays for it."""
+    refuse_outside_duckdb(residual, dialect.name)
     schema = MappingSchema(frag_types(), dialect="duckdb", normalize=False)
     return dialect.to_sql(annotate_postgres(residual.copy(), schema=schema))
 

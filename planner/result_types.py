@@ -272,6 +272,11 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
     if isinstance(node, (exp.JSONExtract, exp.JSONBExtract)):
         arg = of(node.this)  # `->` and `#>` keep their operand's type (json or jsonb)
         return arg if arg in ("json", "jsonb") else None
+    if isinstance(node, exp.Bracket):  # an array's element, or a slice: an array alike
+        arg = of(node.this)
+        if arg is None or not arg.startswith("_"):
+            return None
+        return arg if any(isinstance(e, exp.Slice) for e in node.expressions) else arg[1:]
     if isinstance(node, exp.Nullif):
         return _nullif(of(node.this), of(node.expression))
     if isinstance(node, exp.Coalesce):  # of catalog names: name, as a UNION column's

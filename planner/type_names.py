@@ -57,6 +57,21 @@ def is_integer(datatype: exp.DataType | None) -> bool:
     return datatype is not None and datatype.this in exp.DataType.INTEGER_TYPES
 
 
+# A PostgreSQL source's text of these types (connectors.postgres.types) is typed as the
+# value the engine reads it as where it computes on it (planner.source_values).
+_SOURCE_TEXTS = {"jsonb": "JSONB", "integer[]": "INT[]", "bigint[]": "BIGINT[]",
+                 "smallint[]": "SMALLINT[]", "boolean[]": "BOOLEAN[]", "text[]": "TEXT[]"}
+
+
+def sqlglot_type_of_field(field: pa.Field) -> str:
+    """A table column's type as sqlglot's schema has it: its Arrow type's, or the value
+    a source's text stands for."""
+    kept = (field.metadata or {}).get(b"pg_type", b"").decode()
+    if kept in _SOURCE_TEXTS and pa.types.is_string(field.type):
+        return _SOURCE_TEXTS[kept]
+    return sqlglot_type_of(field.type)
+
+
 def sqlglot_type_of(arrow_type: pa.DataType) -> str:
     """An Arrow column type as a type string sqlglot's schema understands (DuckDB spelling)."""
     t = arrow_type

@@ -10,6 +10,9 @@
   PostgreSQL, a list of lists in DuckDB: a subscript by fewer indices than its dimensions
   (NULL in PostgreSQL), a slice, cardinality(), unnest() and ANY/ALL over it are refused;
   full subscripts, array_length() and array_upper() agree.
+- `a[i]` and `a[lo:hi]` of a one-dimensional array: an index outside 1..n is NULL and a
+  slice's bounds are clamped to 1..n; DuckDB counts a negative index from the end. Written
+  out with list_extract and list_slice.
 - `array_remove(a, v)` keeps NULL elements unless v is NULL.
 - an array cast to text is PostgreSQL's `{a,"b c",NULL}`, DuckDB's `[a, b c, NULL]`: it is
   written out for arrays of integers, booleans, dates and text (an element quoted where
@@ -226,12 +229,55 @@ def _concatenation(node: exp.DPipe) -> exp.Expression:
     return exp.Anonymous(this="list_prepend", expressions=[left.copy(), right.copy()])
 
 
+def _positive(bound: exp.Expression | None, offset: int) -> bool:
+    """A subscript bound that is absent or a constant PostgreSQL index of at least 1."""
+    return bound is None or isinstance(bound, exp.Literal) and bound.is_int and int(bound.name) + offset >= 1
+
+
+def _subscript(node: exp.Bracket) -> exp.Expression:
+    """PostgreSQL's `a[i]` and `a[lo:hi]` of a one-dimensional array (its lower bound 1)
+    over the list: an element outside 1..n is NULL (DuckDB counts a negative index from
+    the end), a slice's bounds are clamped to 1..n ([] when they cross), a NULL bound is
+    NULL. A constant index or bound of at least 1 is DuckDB's own."""
+    listed, index = node.this.copy(), node.expressions[0]
+    if not isinstance(index, exp.Slice):
+        if _positive(index, 1):  # sqlglot holds a constant subscript 0-based, any other as written
+            return node
+        constant = isinstance(index, exp.Neg) and index.this.is_int or index.is_int
+        at = exp.Add(this=index.copy(), expression=exp.Literal.number(1)) if constant else exp.paren(index.copy())
+        return exp.Case(ifs=[exp.If(this=exp.GTE(this=at, expression=exp.Literal.number(1)),
+                                    true=exp.Anonymous(this="list_extract", expressions=[listed, at.copy()]))])
+    if _positive(index.this, 0) and _positive(index.expression, 0):
+        return node
+    one = exp.Literal.number(1)
+    low = index.this.copy() if index.this is not None else one.copy()
+    high = index.expression.copy() if index.expression is not None else \
+        exp.Anonymous(this="len", expressions=[listed.copy()])
+    low = exp.Case(ifs=[exp.If(this=exp.LT(this=exp.paren(low), expression=one.copy()), true=one.copy())],
+                   default=exp.paren(low.copy()))
+    high = exp.Case(ifs=[exp.If(this=exp.LT(this=exp.paren(high), expression=one.copy()),
+                                true=exp.Literal.number(0))], default=exp.paren(high.copy()))
+    return exp.Anonymous(this="list_slice", expressions=[listed, low, high])
+
+
+def _one_dimensional(node: exp.Expression) -> bool:
+    """A list of scalars: a one-dimensional ARRAY literal, or typed an array of non-arrays."""
+    if _dimensions(node) == 1:
+        return True
+    kinds = node.type.expressions if _is_array(node) else []
+    return _dimensions(node) == 0 and len(kinds) == 1 and isinstance(kinds[0], exp.DataType) \
+        and kinds[0].this != T.ARRAY
+
+
 def postgres_arrays(node: exp.Expression) -> exp.Expression:
     """`node` rewritten to PostgreSQL's answer in DuckDB (children are rewritten first)."""
     use = _multidimensional_use(node)
     if use is not None:
         raise PgError(FEATURE_NOT_SUPPORTED, f"{use} is not supported by fedgate outside "
                       "PostgreSQL sources")
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and _one_dimensional(node.this) \
+            and not (isinstance(node.parent, exp.Bracket) and node.parent.this is node):
+        return _subscript(node)
     if isinstance(node, exp.ArraySize) and node.expression is not None:
         return exp.Nullif(this=node.copy(), expression=exp.Literal.number(0))
     if isinstance(node, exp.ArrayRemove):

@@ -42,7 +42,9 @@ _COLUMNS = """
 SELECT a.attrelid, a.attname,
        CASE WHEN t.typtype = 'd' THEN b.typname ELSE t.typname END AS typname,
        CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END AS typmod,
-       format_type(a.atttypid, a.atttypmod) AS formatted, a.attnotnull, a.atttypid::int8 AS atttypid
+       format_type(a.atttypid, a.atttypmod) AS formatted, a.attnotnull, a.atttypid::int8 AS atttypid,
+       CASE WHEN t.typtype = 'e' THEN (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder)
+                                       FROM pg_enum e WHERE e.enumtypid = t.oid) END AS labels
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_type b ON b.oid = t.typbasetype
 WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
@@ -89,7 +91,7 @@ async def discover_tables(conn: asyncpg.Connection, source: str, schema: str) ->
     fields: dict[int, list] = {oid: [] for oid in oids}
     alike = set(oids)  # relations whose columns the gateway describes with their own types
     for c in columns:
-        ctype = column_type(c["attname"], c["typname"], c["typmod"], c["formatted"])
+        ctype = column_type(c["attname"], c["typname"], c["typmod"], c["formatted"], c["labels"])
         fields[c["attrelid"]].append(ctype.field.with_nullable(not c["attnotnull"]))
         if c["atttypid"] >= FIRST_NORMAL_OID or pg_type_for_field(ctype.field).oid != c["atttypid"]:
             alike.discard(c["attrelid"])

@@ -20,8 +20,9 @@ list (connectors.postgres.anonymous_records); any other record is refused (0A000
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,11 +45,14 @@ def _meta(name: str, t: pa.DataType, pg_type: str) -> pa.Field:
     return pa.field(name, t, metadata={"pg_type": pg_type})
 
 
-def column_type(name: str, typname: str, typmod: int, formatted: str | None = None) -> ColumnType:
+def column_type(name: str, typname: str, typmod: int, formatted: str | None = None,
+                labels: Sequence[str] | None = None) -> ColumnType:
     """Map a column of PostgreSQL type `typname` (pg_type.typname) and typmod to Arrow.
 
     `formatted` is `format_type(oid, typmod)` where known (catalog discovery), used for
-    the pg_type metadata of types kept as text.
+    the pg_type metadata of types kept as text. `labels`: an enum's labels in their
+    declared order (pg_enum.enumsortorder), which the engine orders it by
+    (planner.source_values): kept in the `enum_labels` metadata, as JSON.
     """
     if typname in ("record", "_record", "record[]"):  # record[] is asyncpg's name of _record
         what = "record (a row constructor)" if typname == "record" else "record[] (an array of rows)"
@@ -91,7 +95,8 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
     shown = formatted or (typname[1:] + "[]" if typname.startswith("_") else typname)
     known = pg_type_by_name(shown)
     field = _meta(name, pa.string(), shown) if known is not None else \
-        pa.field(name, pa.string(), metadata={"source_type": shown})
+        pa.field(name, pa.string(), metadata={"source_type": shown, **(
+            {"enum_labels": json.dumps(list(labels))} if labels is not None else {})})
     return ColumnType(field, pa.string())
 
 

@@ -10,9 +10,11 @@ PostgreSQL's text (connectors.postgres.types), so through the engine
   have, comes back as text, as from the source alone);
 - a char(n) reads with or without its trailing blanks as PostgreSQL reads it there;
 - filtered where the source can filter them, they are PostgreSQL's answer;
-- sorted, compared, computed on, grouped or made distinct in the engine, they are refused
-  (0A000) naming the column: the engine would sort '10' before '2', index characters of
-  '{1,2}' and count 1.5 and 1.50 as two values;
+- a jsonb read by a json operator, an array by a subscript and an enum ordered or
+  compared with a label are read as values (planner.source_values): PostgreSQL's answer;
+- otherwise sorted, compared, computed on, grouped or made distinct in the engine, they
+  are refused (0A000) naming the column: the engine would sort '10' before '2' and count
+  1.5 and 1.50 as two values;
 - a numeric PostgreSQL computes in a fragment (a sum, an average, a product) has no
   declared precision and scale and comes as text too: the same rules apply.
 """
@@ -66,6 +68,9 @@ ANSWERED = [
     # numerics PostgreSQL computes (no declared precision and scale): text as well
     "SELECT g.id, x.s, x.a FROM g JOIN (SELECT dk, sum(id * 1.5) AS s, avg(id) AS a FROM g GROUP BY dk) x ON x.dk = g.dk "
     "JOIN dim ON dim.dk = g.dk ORDER BY 1",
+    # read as values where the engine computes on them (planner.source_values)
+    "SELECT g.id, g.a[1], g.j -> 'a', g.m::text FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.m, g.id",
+    "SELECT max(g.m)::text, min(g.m)::text FROM g JOIN dim ON dim.dk = g.dk",
     # one source, but a volatile call keeps the statement in the engine
     "SELECT g.nb, g.a, random() < 2 FROM g WHERE g.id < 4 ORDER BY g.id",
 ]
@@ -77,10 +82,12 @@ REFUSED = [
     "SELECT g.id FROM g JOIN dim ON dim.dk = g.dk WHERE g.nb > dim.dk",
     "SELECT DISTINCT g.nb FROM g JOIN dim ON dim.dk = g.dk",
     "SELECT count(DISTINCT g.nb) FROM g JOIN dim ON dim.dk = g.dk",
-    "SELECT g.a[1] FROM g JOIN dim ON dim.dk = g.dk",
-    "SELECT g.j -> 'a' FROM g JOIN dim ON dim.dk = g.dk",
-    "SELECT max(g.m) FROM g JOIN dim ON dim.dk = g.dk",
-    "SELECT g.m FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.m",
+    # a jsonb, an array or an enum itself compared, sorted or computed on where the engine
+    # does not read it as its value (planner.source_values)
+    "SELECT g.id FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.j",
+    "SELECT g.id FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.a",
+    "SELECT g.a || 4 FROM g JOIN dim ON dim.dk = g.dk",
+    "SELECT g.id FROM g JOIN dim ON dim.dk = g.dk WHERE g.m::text = dim.name OR g.m < dim.name",
     "SELECT coalesce(g.ch, 'q') FROM g JOIN dim ON dim.dk = g.dk",
     "SELECT max(g.ch) FROM g JOIN dim ON dim.dk = g.dk",
     "SELECT dim.name, g.nb FROM g JOIN dim ON dim.dk = g.dk GROUP BY dim.name, g.nb",

@@ -34,3 +34,14 @@ def test_partial_uses_are_refused(sql: str) -> None:
 def test_empty_and_null_arrays() -> None:
     sql = "SELECT array_length(ARRAY[]::int[], 1), 2 = ANY (NULL::int[]), 2 <> ALL (NULL::int[])"
     assert duckdb.sql(_render(sql)).fetchall() == [(None, None, None)]
+
+
+def test_subscripts_outside_the_array_are_null() -> None:
+    """PostgreSQL's one-dimensional array is indexed 1..n: 0 and a negative index are NULL
+    (DuckDB counts those from the end), a slice's bounds are clamped to 1..n."""
+    sql = "SELECT (ARRAY[10, 20, 30])[-1], (ARRAY[10, 20, 30])[0], (ARRAY[10, 20, 30])[x], " \
+          "(ARRAY[10, 20, 30])[x - 2:2], (ARRAY[10, 20, 30])[-5:-1], (ARRAY[10, 20, 30])[2:], " \
+          "(ARRAY[10, 20, 30])[NULL::int], (ARRAY[10, 20, 30])[3] FROM (VALUES (1), (-1)) v(x) ORDER BY x"
+    assert duckdb.sql(_render(sql)).fetchall() == [
+        (None, None, None, [10, 20], [], [20, 30], None, 30),
+        (None, None, 10, [10, 20], [], [20, 30], None, 30)]
