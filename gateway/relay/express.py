@@ -105,7 +105,7 @@ class ExpressLane(HotLane):
             route = self.links.route(sql)
         except PgError:
             return False  # the task reports it
-        link = self.link_for(route) if route is not None else None
+        link = self._link(route) if route is not None else None
         if route is None or link is None:
             return False
         lifted = self.links.lifted(route, sql)

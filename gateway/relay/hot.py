@@ -31,19 +31,19 @@ statement) are written out in `_hot_query`, `_hot_extended` and their `..._done`
 a few function calls fewer per statement; a repeat that meets an error, or a run with a
 row limit, takes the general steps.
 
-The repeats (`gateway.relay.repeats`, `Repeats`, compiled when built) go further: the
+With the C build, the repeats in C (gateway/relay/repeats.c, `Repeats`) go further: the
 client's port offers them each chunk first, and a repeat is started, answered, counted
-and finished in one call each way, with this module's checks and bookkeeping called
-back. They act only while the lane is armed (`_arm`): after a statement of the lane
-ended with the session idle, and until the session's task, its port or the lane's
-Python act again (`Lane.disarm`), so what only those change (settings, the transaction,
-prepared statements, the client's socket) is as `_arm` saw it; what may change in
-between (the catalog, the links, a shutdown) they ask again each time (`moment`,
-`link_for`), as `_hot_query` does. They also run a block's BEGIN, and its COMMIT or
-ROLLBACK on the one source it reached. What their answer's walk does not read (an
-error, a new row description, the source gone) or a cancel hands the statement to this
-module's exchange, where it goes on (`adopt`); anything else they decline goes to the
-lane's `offer`, and this module's road.
+and finished in one C call each way, with this module's checks and bookkeeping. They
+act only while the lane is armed (`_arm`): after a statement of the lane ended with the
+session idle, and until the session's task, its port or the lane's Python act again
+(`Lane.disarm`), so what only those change (settings, the transaction, prepared
+statements, the client's socket) is as `_arm` saw it; what may change in between (the
+catalog, the links, a shutdown) they read again each time, as `_hot_query` does. They
+also run a block's BEGIN, and its COMMIT or ROLLBACK on the one source it reached. What
+their answer's walk does not read (an error, a new row description, the source gone) or
+a cancel hands the statement to this module's exchange, where it goes on (`_adopt`);
+anything else they decline goes to the lane's `offer`. Without the build, or with
+FEDGATE_HOT_SPLIT=python, this module is the whole road.
 """
 
 from __future__ import annotations
@@ -52,17 +52,19 @@ import struct
 import time
 from functools import partial
 
-from connectors.postgres.link import Outcome, PgLink
-from gateway.relay.exchange import Exchange
+from pgwire.compiled import choose
+from pgwire.protocol import client as w
+from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, answer_pass
+from connectors.postgres.link import MIRRORED, Outcome, PgLink
+from gateway.relay.exchange import FLUSH_BYTES, Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
+from gateway.relay import HOT_SPLIT_ENV
 from gateway.relay.quick import quick_split
 from gateway.relay.remembered import BOUND_TAIL, HotQuery, HotRun, parameter_types
-from gateway.relay import repeats as repeats_module
-from gateway.relay.repeats import KIND_QUERY, KIND_RUN, Repeats
 from gateway.relay.statement_bytes import quick_bind, quick_split_bytes, run_key_of
-from gateway.state.activity import began, ended, idled
+from gateway.state.activity import began, ended
+from gateway.state.metrics import LATENCY_BUCKETS
 from gateway.state.portals import Portal, Prepared
-from pgwire.compiled import build_of
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from gateway.relay.lane import ClientSide, Lane
@@ -75,7 +77,18 @@ _READY = {b"I": encoder.ready_for_query(b"I"), b"T": encoder.ready_for_query(b"T
 _I32, _U32 = struct.Struct("!i"), struct.Struct("!I")
 _Q, _P, _B = (ord(c) for c in "QPB")
 LIMIT = 256  # shapes, and runs, kept per session
-REPEATS_BUILD = build_of(repeats_module)  # for the gateway's start-up log
+
+
+def _python_repeats(*_: object) -> None:
+    """Without the C build every repeat takes `HotLane._hot_query` / `_hot_extended`."""
+    return None
+
+
+# The repeats in C (gateway/relay/repeats.c): a repeat's whole statement, its checks, its
+# answer and its bookkeeping in one call each way, while the lane is armed (`_arm`).
+# Chosen as the split is; its pure Python twin is the road below, which it declines to.
+Repeats, REPEATS = choose(HOT_SPLIT_ENV, "gateway.relay.repeats", "Repeats", _python_repeats,
+                          "repeats", "a faster express lane")
 
 
 class HotLane(Lane):
@@ -87,133 +100,46 @@ class HotLane(Lane):
         super().__init__(state, links, port)
         self._shapes: dict[bytes, HotQuery] = {}  # lifted shapes, by shape (ASCII)
         self._runs: dict[bytes, HotRun] = {}  # extended runs, by bytes without values
-        # The client's port calls `offer`: the repeats first, which hand what they do not
-        # take to this class's `offer`. They read the two dicts above, and call back
-        # the methods below (gateway.relay.repeats says what each is for).
-        repeats = self.repeats = Repeats(
-            self._shapes, self._runs, self.offer, self.send, self.hand_back, self.held_back,
-            self.moment, self.block_reached, self.link_for, self.links.prefix, self.run_ready,
-            self.repeat_started, self.repeat_counted, self.repeat_idle, self.repeat_began_block,
-            self.repeat_ended_block, self.end_link, self.adopt)
-        self.offer = repeats.offer  # type: ignore[method-assign]
+        # The client's port calls `offer`: with the C build, the repeats first, which
+        # hand what they do not take to this class's `offer`.
+        repeats = Repeats(self, self.offer, quick_split_bytes, quick_bind, run_key_of,
+                          answer_pass, ended, BOUND_TAIL, LATENCY_BUCKETS, PASS_QUIET,
+                          PASS_DISCARD, FLUSH_BYTES)
+        if repeats is not None:
+            self.repeats = repeats
+            self.offer = repeats  # type: ignore[method-assign]
 
     def _arm(self) -> None:
         """The session is idle after a statement of the lane: what it runs under, for the
-        repeats, which take statements until the session, its port or the lane act
+        repeats in C, which take statements until the session, its port or the lane act
         again (`disarm`). Not armed: a block with savepoints, a failed one, an extended
         run's error being skipped, shapes not lifted."""
-        if self.exchange is not None or self.held or not self._session_idle():
+        repeats = self.repeats
+        if repeats is None or self.exchange is not None or self.held or not self._session_idle():
             return
         s = self.state
         values = s.settings.values
         if s.failed or s.skipping or s.savepoints or values["fedgate.parameterize"] != "on":
             return
-        self.repeats.arm(s.in_block, values["search_path"], values["fedgate.relay"], s.hidden)
+        in_block = s.in_block
+        begin_sql = self.links.begin_sql if in_block else None
+        repeats.arm(in_block, s.writes_refused, values["search_path"], values["fedgate.relay"],
+                    s.hidden, tuple(map(values.get, MIRRORED)), _READY[s.status],
+                    w.query(begin_sql) if begin_sql else None)
 
-    # --- what the repeats call back (gateway.relay.repeats) ------------------------------
-
-    def send(self, data: bytes) -> None:
-        """`data` to the client's socket, unless the client is gone or its socket closing."""
-        transport = self.port.transport
-        if not self.closed and not transport.is_closing():
-            transport.write(data)
-
-    def hand_back(self, data: bytes) -> None:
-        """A repeat's answer while the client sent more meanwhile: the lane goes on."""
-        self.state.write(data)
-        self._continue()
-
-    def held_back(self) -> bool:
-        """The client sent more while a repeat ran, or is gone."""
-        return bool(self.held) or self.closed
-
-    def moment(self) -> int | None:
-        """The catalog's version, or None when the session cannot take a repeat now."""
-        s = self.state
-        ctx = s.ctx
-        if s.closed or self.closed or self.port.draining or ctx.catalog_stale or s.has_output:
-            return None
-        return ctx.catalog.version  # type: ignore[no-any-return]
-
-    def block_reached(self) -> bool:
-        return self.links.active
-
-    def run_ready(self, hot: HotRun) -> bool:
-        """The statement `hot`'s Parse or Bind finds is the one it found; no portal left
-        (Sync closed the last run's; a planner portal takes the task)."""
-        s = self.state
-        if hot.parsed is not None:
-            found = s.relayed.get(self.links.relay_key(*hot.parsed))
-        else:
-            found = s.statements.get(hot.statement)
-        return found is hot.prepared and not s.portals
-
-    def repeat_started(self, text: str, parsed: Prepared | None) -> None:
-        """A repeat starts (`parsed`: the statement its unnamed Parse names)."""
-        s = self.state
-        s.skipping = False
-        began(self.activity, text)
-        self.taken += 1
-        if parsed is not None:
-            s.statements[""] = parsed
-        self.exchange = self.repeats
-
-    def repeat_counted(self, writes: bool, source: str, run: bool) -> None:
-        """A repeat ended: as `_hot_done` / `_hot_run_done` and `_finished`, before the
-        answer is sent."""
-        s = self.state
-        activity = self.activity
-        started = activity.started
-        assert started is not None  # `began` set it when the statement was sent
-        s.ctx.metrics.statement_done("write" if writes else "select", None, "express",
-                                     time.time() - started)
-        if writes and s.in_block:
-            self.links.writer = source
-        if run:
-            s.skipping = False  # Sync, as Session.on_sync
-        if not s.in_block and s.portals:
-            s.close_portals(keep_unnamed=False)
-        self.repeat_idle(True)
-
-    def repeat_idle(self, logged: bool) -> None:
-        """The session is idle again; `logged`: the statement log too (`ended`)."""
-        idled(self.activity)
-        if logged:
-            ended(self.activity, self.state)
-        self.exchange = None
-
-    def repeat_began_block(self, sql: str) -> None:
-        self.links.begin_sql = sql
-        self.state.begin_block()
-
-    def repeat_ended_block(self) -> None:
-        self.links.writer = None
-        self.state.end_block()
-
-    def end_link(self) -> tuple[bool, PgLink | None]:
-        """The one link a block's COMMIT/ROLLBACK goes to: (True, it), (True, None) when
-        the block reached none, (False, None) when the lane's Python must end it."""
-        links = self.links
-        if links.writers or links.ddl:
-            return False, None
-        touched = links.in_transaction()
-        if len(touched) > 1 or (touched and not touched[0].idle):
-            return False, None
-        return True, touched[0] if touched else None
-
-    def adopt(self, kind: int, link: PgLink, ready: int, quiet: int, seen: int,
-              hot: HotQuery | HotRun | str, text: str, raw: bytes, passed: bytes) -> Exchange:
-        """The repeats meet what their answer's walk does not read (an error, a new
+    def _adopt(self, kind: int, link: PgLink, ready: int, quiet: int, seen: int,
+               hot: HotQuery | HotRun | str, text: str, raw: bytes, passed: bytes) -> Exchange:
+        """The repeats in C meet what their answer's walk does not read (an error, a new
         description, the source gone) or a cancel: the statement goes on as the Python
         road's exchange, from where they were. `passed` is what the client was to get.
-        `kind`: KIND_QUERY (`hot` its shape), KIND_RUN (`hot` the run), KIND_END: a
-        block's COMMIT or ROLLBACK (`hot` which: `_control`'s kind)."""
+        `kind`: 0 a simple Query (`hot` its shape), 1 an extended run (`hot` the run),
+        2 a block's COMMIT or ROLLBACK (`hot` which: `_control`'s kind)."""
         if passed:
             self.state.write(passed)
-        if kind == KIND_QUERY:
+        if kind == 0:
             assert isinstance(hot, HotQuery)
             done = partial(self._hot_done, hot.route, text, raw)
-        elif kind == KIND_RUN:
+        elif kind == 1:
             assert isinstance(hot, HotRun)
             done = partial(self._hot_run_done, hot, None)
         else:
@@ -221,6 +147,7 @@ class HotLane(Lane):
             done = partial(self._control_ended, hot)
         exchange = self.exchange = Exchange(self, link, ready, quiet, done, discard=kind == 2)
         exchange.seen = seen
+        link.port.taker = None
         link.port.consumer = exchange.pump
         return exchange
 
@@ -259,7 +186,7 @@ class HotLane(Lane):
                 or (not route.writes and values["fedgate.relay"] != "on")
                 or hot.in_transaction != (s.in_block and self.links.active)):
             return False
-        link = self.link_for(route)
+        link = self._link(route)
         if link is None:
             return False
         if len(numbers) == 1:  # as `parameter_types`, on bytes
@@ -415,7 +342,8 @@ class HotLane(Lane):
         transport = self.port.transport
         if data and not transport.is_closing():
             transport.write(data)
-        self._arm()
+        if self.repeats is not None:
+            self._arm()
 
     def _remember_run(self, data: bytes, found: list[tuple[int, int, int]],
                       prepared: Prepared, parse: m.Parse | None, formats: tuple[int, ...],

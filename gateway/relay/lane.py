@@ -67,8 +67,7 @@ class Lane:
         self.taken = 0  # statements the lane ran (SHOW fedgate.express_statements)
         self._cancelling: Exchange | None = None  # the exchange they are for
         self.activity = activity_of(state)  # the session's, for pg_stat_activity
-        # The repeats (gateway.relay.repeats, made by gateway.relay.hot): armed while the
-        # session is idle.
+        # The repeats in C (gateway.relay.hot), when built: armed while the session is idle.
         self.repeats: Any = None
         self._decoder = FrontendDecoder(state.ctx.config.server.max_message_bytes)
         self._decoder.startup_done()
@@ -180,7 +179,7 @@ class Lane:
             self._decoder.startup_done()
             return None
 
-    def link_for(self, route: Route) -> PgLink | None:
+    def _link(self, route: Route) -> PgLink | None:
         """The session's link to the route's source, when the lane may use it now: it
         exists (opening one takes the task), idle, and the write is allowed."""
         s = self.state
@@ -261,7 +260,7 @@ class Lane:
         if old is not None and old.stream is not None:
             return None  # closing a planner portal takes the task
         route = prepared.route
-        link = self.link_for(route)
+        link = self._link(route)
         if link is None:
             return None
         remote = link.statements.get((route.sql or prepared.sql, prepared.declared_oids))

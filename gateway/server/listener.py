@@ -46,7 +46,7 @@ from pgwire.errors import PgError
 from pgwire.protocol import encoder
 from pgwire.protocol.client import ROW_WALK
 from gateway.relay.quick import HOT_SPLIT
-from gateway.relay.hot import REPEATS_BUILD
+from gateway.relay.hot import REPEATS
 from planner import CatalogSnapshot, SourceEntry
 
 log = logging.getLogger("fedgate")
@@ -182,12 +182,13 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
         # results and the express lane answer the same, at more CPU per row and statement.
         for what, build in (("relayed results: the row walk is", ROW_WALK),
                             ("express lane: the answer walk is", ROW_WALK),
-                            ("express lane: the Query split is", HOT_SPLIT),
-                            ("express lane: the repeats are", REPEATS_BUILD)):
+                            ("express lane: the Query split is", HOT_SPLIT)):
             if build == "compiled":
                 log.info("%s %s", what, build)
             else:
                 log.warning("%s %s", what, build)
+        if REPEATS != "C":
+            log.warning("express lane: the repeats are %s", REPEATS)
     ctx = await build_context(config)
     gate = Gate.of(config.server)
     refusal = encoder.error_from(too_many_clients())
