@@ -115,6 +115,8 @@ class ExpressLane(HotLane):
                 return False  # the task prepares the shape on the link
             request = lifted_execute(remote.name, lifted)
         else:
+            if route.respelled:
+                return False  # respelled whole: the task points a source error into the client's text
             request = w.query(route.sql or sql)
         raw = data[found[1]:found[2]]
         self._send_query(link, request, sql, lambda outcome: self._query_done(route, outcome, lifted, raw))

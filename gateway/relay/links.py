@@ -19,6 +19,7 @@ relayed-statement cache (`relay_key`) and find the commands a statement needs in
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pgwire.protocol import client as w
@@ -98,8 +99,7 @@ class SessionLinks:
         """Where `sql` goes (gateway.relay.routing), or None for the planner: reads are
         relayed only while `fedgate.relay` is on."""
         state = self.state
-        route = state.ctx.router.route(sql, state.search_path, state.in_block and self.active,
-                                       state.hidden)
+        route = state.ctx.router.route(sql, state.search_path, state.hidden)
         if route is None:
             return None
         for name in route.admin_calls:
@@ -110,7 +110,28 @@ class SessionLinks:
                 raise function_denied(name)
         if not route.writes and state.settings.values["fedgate.relay"] != "on":
             return None
+        if route.respelled and route.sql is None and self.lifted(route, sql) is None:
+            return self.spelled_out(route, sql)  # sent as a whole text: respelled as one
         return route
+
+    def spelled_out(self, route: Route, sql: str) -> Route:
+        """`route` with `sql` respelled for its source when its names need it
+        (`Route.respelled`), as the extended protocol and unlifted texts send it."""
+        if not route.respelled or route.sql is not None:
+            return route
+        respelling = self.state.ctx.router.respell(sql, route.source)
+        if respelling is None:  # a text of a shape that was respelled: it is, too
+            raise PgError(FEATURE_NOT_SUPPORTED, "schema-qualified names are not supported here; "
+                          "name the table without its source (SET search_path)")
+        return replace(route, sql=respelling.sql)
+
+    def unspelled(self, route: Route, sql: str, error: PgError | None) -> PgError | None:
+        """A source error about a respelled text (`spelled_out`), pointing into `sql`."""
+        if error is not None and error.position is not None and route.respelled:
+            respelling = self.state.ctx.router.respell(sql, route.source)
+            if respelling is not None:
+                error.position = respelling.position(error.position)
+        return error
 
     def relay_key(self, query: str, param_types: tuple[int, ...]) -> tuple:
         """What a relayed statement's Parse depends on (the key of `SessionState.relayed`)."""
@@ -228,11 +249,14 @@ class SessionLinks:
                 # has no such plan, so this one runs as written (and is prepared anew
                 # next time).
                 link.statements.pop((lifted.sql, lifted.oids), None)
-                outcome = await link.relay(w.query(sql), self.state)
+                route = self.spelled_out(route, sql)
+                outcome = await link.relay(w.query(route.sql or sql), self.state)
+                outcome.error = self.unspelled(route, sql, outcome.error)
         else:
             prefix, quiet = self.prefix(link)
             outcome = await link.relay(prefix + w.query(route.sql or sql), self.state,
                                        ready=1 + quiet, quiet=quiet)
+            outcome.error = self.unspelled(route, sql, outcome.error)
         if outcome.copy_in:
             return link
         await self._finish(route, outcome)
@@ -243,7 +267,12 @@ class SessionLinks:
         if route.sql is not None or route.copy_in or route.verb not in LIFTED_VERBS \
                 or self.state.settings.values["fedgate.parameterize"] != "on":
             return None
-        return lift(sql)
+        lifted = lift(sql)
+        if lifted is None or not route.respelled:
+            return lifted
+        # The lifted text is the shape's: respelled once for all its statements.
+        respelling = self.state.ctx.router.respell(lifted.sql, route.source)
+        return None if respelling is None else lifted.respelled_as(respelling)
 
     async def copy_done(self, route: Route, link: PgLink, failure: str | None) -> None:
         message = w.COPY_DONE if failure is None else w.copy_fail(failure)
@@ -251,8 +280,12 @@ class SessionLinks:
         await self._finish(route, outcome)
 
     async def prepare(self, route: Route, sql: str, param_oids: tuple[int, ...]) -> RemoteStatement:
+        """`sql` prepared on its source, on the route `spelled_out` gave."""
         link = await self.link(route.source)
-        return await self.prepared_on(link, route.sql or sql, param_oids)
+        try:
+            return await self.prepared_on(link, route.sql or sql, param_oids)
+        except PgError as err:
+            raise self.unspelled(route, sql, err) from None
 
     async def prepared_on(self, link: PgLink, sql: str, param_oids: tuple[int, ...]) -> RemoteStatement:
         """`link`'s statement for `sql`, prepared there with the client's settings sent

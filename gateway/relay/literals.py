@@ -14,21 +14,26 @@ int8 or numeric, by its text), so operators, functions, casts and assignments re
 they would with the literal. A number is lifted only where an expression may stand:
 right after an arithmetic or comparison operator, or directly in an INSERT's VALUES
 tuple. A statement is left as written (None) when any number stands elsewhere (ORDER BY
-1, LIMIT 10, numeric(10,2) ...), or when it has quotes, comments, escapes or dollar
-signs: there the text itself carries meaning this scanner does not read.
+1, LIMIT 10, numeric(10,2) ...), or when it has string quotes, comments, escapes or
+dollar signs: there the text itself carries meaning this scanner does not read. Quoted
+identifiers (`"pg"."pgbench_accounts"`) are names: they are read past, never lifted.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from gateway.relay.respell import Respelled
 from gateway.relay.shapes import scan
 
 INT4, INT8, NUMERIC = 23, 20, 1700
 _OPERATOR_CHARS = frozenset("=<>!+-*/%~^&|#@?")
 _EXPRESSION_OPERATORS = frozenset({"=", "<>", "!=", "<", ">", "<=", ">=", "+", "-", "*", "/"})
-_INSERT_VALUES = re.compile(r"\s*INSERT\s+INTO\s+[\w.]+\s*(?:\([\w\s,]*\))?\s*VALUES\s*\(", re.I)
+_QUOTED_NAME = re.compile(r'"[^"]*(?:""[^"]*)*"')
+_NAME = rf"(?:{_QUOTED_NAME.pattern}|\w+)"  # an identifier, quoted or not
+_INSERT_VALUES = re.compile(rf"\s*INSERT\s+INTO\s+{_NAME}(?:\s*\.\s*{_NAME})*\s*"
+                            rf"(?:\((?:\s*{_NAME}\s*,)*\s*{_NAME}\s*\))?\s*VALUES\s*\(", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +41,21 @@ class Lifted:
     sql: str                       # the statement with $1 .. $n
     values: tuple[bytes, ...]      # the numbers, as text-format parameters
     oids: tuple[int, ...]          # their types: the literals' own
-    # Per number: (start in the original, its length there, start in sql, its marker's length)
+    # Per number: (start in the original, its length there, start in the lifted text,
+    # its marker's length)
     spans: tuple[tuple[int, int, int, int], ...]
+    # The lifted text respelled for the source (`sql` is then its respelling), if it
+    # names tables qualified with the source's name (gateway.relay.respell).
+    respelled: Respelled | None = None
+
+    def respelled_as(self, respelling: Respelled) -> Lifted:
+        """This lifting with its text respelled: `respelling` is of `sql`."""
+        return replace(self, sql=respelling.sql, respelled=respelling)
 
     def position(self, position: int) -> int:
         """An error position (1-based, in `sql`) as a position in the original text."""
+        if self.respelled is not None:
+            position = self.respelled.position(position)
         at, shift = position - 1, 0
         for original, length, lifted, marker in self.spans:
             if at < lifted:
@@ -110,7 +125,7 @@ def _in_tuple(sql: str, opening: int, start: int) -> bool:
     if sql[i] not in "(,":
         return False
     depth = 0
-    for char in sql[opening:start]:
+    for char in _QUOTED_NAME.sub("", sql[opening:start]):  # a quoted name's parentheses are letters
         if char == "(":
             depth += 1
         elif char == ")":

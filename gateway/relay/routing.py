@@ -8,11 +8,16 @@ VACUUM ...) always take this road to the source that owns their table.
 Sending the client's text unchanged is right only when PostgreSQL resolves the names as
 we do: every table is unqualified (the link's search_path is the source's schema) and
 the statement calls nothing whose answer is the gateway's own (current_schema(),
-version(), the emulated catalog). Otherwise a read goes to the planner, and a write with
-qualified names is rewritten by sqlglot with the source's schema.
+version(), the emulated catalog). A statement that qualifies its tables with the
+source's name (`pg.t`, `"pg"."t"`, `fedgate.pg.t`) is relayed too, each qualifier
+respelled as the source's schema (`gateway.relay.respell`; `Route.respelled`); one that
+names the source where respelling does not reach goes to the planner (a write: 0A000).
+Reads of tables the gateway does not know in that source go to the planner, which says
+so as PostgreSQL would.
 
 Routes are cached by the statement's shape: the text with literals blanked out, so
-pgbench's `... WHERE aid = 4711` is decided once, whatever the number.
+pgbench's `... WHERE aid = 4711` is decided once, whatever the number, and
+`... FROM pg.pgbench_accounts WHERE aid = 4711` too.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from sqlglot.errors import ParseError
 
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, READ_ONLY_SQL_TRANSACTION, PgError)
 from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
+from gateway.relay.respell import Respelled, respelled
 from gateway.relay.shapes import shape_of
 from planner import access
 from gateway.state.access import schema_denied
@@ -74,24 +80,24 @@ class Router:
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
         self._cache: dict[tuple, Route | None] = {}
+        self._respelled: dict[tuple[str, str], Respelled | None] = {}  # by (text, source)
         self.kinds = {s.name: s.kind for s in ctx.config.sources}
         self.read_only = {s.name for s in ctx.config.sources if s.options.get("read_only")}
 
-    def route(self, sql: str, search_path: tuple[str, ...], in_transaction: bool = False,
+    def route(self, sql: str, search_path: tuple[str, ...],
               hidden: frozenset[str] = frozenset()) -> Route | None:
-        """The relay route of `sql`, or None when the planner takes it. In a transaction
-        that reached a source, reads with qualified names are rewritten and relayed too,
-        so they see the transaction's writes. `hidden`: the sources the session's user
-        may not see (`search_path` no longer holds them); naming one is 42501."""
+        """The relay route of `sql`, or None when the planner takes it. `hidden`: the
+        sources the session's user may not see (`search_path` no longer holds them);
+        naming one is 42501."""
         verb = verb_of(sql)
         if verb not in WRITE_VERBS and verb not in READ_VERBS:
             return None
-        key = (shape_of(sql), search_path, self.ctx.catalog.version, in_transaction, hidden)
+        key = (shape_of(sql), search_path, self.ctx.catalog.version, hidden)
         try:
             return self._cache[key]
         except KeyError:
             pass
-        route, cacheable = self._decide(sql, verb, search_path, in_transaction, hidden)
+        route, cacheable = self._decide(sql, verb, search_path, hidden)
         if cacheable:
             if len(self._cache) >= CACHE_LIMIT:
                 self._cache.clear()
@@ -105,15 +111,15 @@ class Router:
     # --- deciding ------------------------------------------------------------------------
 
     def _decide(self, sql: str, verb: str, search_path: tuple[str, ...],
-                in_transaction: bool, hidden: frozenset[str]) -> tuple[Route | None, bool]:
-        route, cacheable = self._decide_route(sql, verb, search_path, in_transaction, hidden)
+                hidden: frozenset[str]) -> tuple[Route | None, bool]:
+        route, cacheable = self._decide_route(sql, verb, search_path, hidden)
         if route is None:
             return route, cacheable
         called = _admin_calls(sql, verb, route)
         return (replace(route, admin_calls=called) if called else route), cacheable
 
     def _decide_route(self, sql: str, verb: str, search_path: tuple[str, ...],
-                in_transaction: bool, hidden: frozenset[str]) -> tuple[Route | None, bool]:
+                hidden: frozenset[str]) -> tuple[Route | None, bool]:
         copy = _COPY_FROM_STDIN.match(sql) if verb == "copy" else None
         if verb == "copy" and copy is None:
             return None, True  # COPY ... TO STDOUT: the gateway's own (gateway.session.copy_out)
@@ -174,22 +180,43 @@ class Router:
         if not qualified:
             return Route(source, verb, writes, copy_in=copy is not None), True
         if spans:  # COPY, VACUUM, TRUNCATE ...: the qualified names rewritten in the text
-            return Route(source, verb, writes, sql=self._respelled(sql, names, spans, source),
+            return Route(source, verb, writes, sql=self._opaque_respelled(sql, names, spans, source),
                          copy_in=copy is not None), False
-        if (not writes and not in_transaction) or tree is None or isinstance(tree, exp.Command):
+        if tree is None or isinstance(tree, exp.Command) or self.respell(sql, source, tree) is None:
             if writes:
                 raise PgError(FEATURE_NOT_SUPPORTED,
-                              f"{verb.upper()} with schema-qualified names is not supported; "
+                              f"{verb.upper()} with schema-qualified names is not supported here; "
                               "name the table without its source (SET search_path)")
             return None, True
-        return Route(source, verb, writes, sql=self._rewritten(tree, source)), False
+        # Every text of this shape is respelled the same way (SessionLinks.spelled_out).
+        return Route(source, verb, writes, respelled=True), True
+
+    def respell(self, sql: str, source: str, tree: exp.Expression | None = None) -> Respelled | None:
+        """`sql` with its names qualified by `source` respelled for the source
+        (`gateway.relay.respell`), kept by text: a lifted shape's text is respelled once."""
+        key = (sql, source)
+        try:
+            return self._respelled[key]
+        except KeyError:
+            pass
+        if tree is None:
+            tree = _parse(sql)
+        remote_schema = getattr(self.ctx.sources[source], "schema", "public")
+        found = None if tree is None else respelled(sql, tree, source, remote_schema,
+                                                    self.ctx.config.server.database)
+        if len(self._respelled) >= CACHE_LIMIT:
+            self._respelled.clear()
+        self._respelled[key] = found
+        return found
 
     def _owner(self, schema: str | None, name: str, search_path: tuple[str, ...],
                writes: bool) -> str | None:
         catalog = self.ctx.catalog.sources
         if schema is not None:
             if schema in catalog and schema in self.kinds:
-                return schema
+                # A read of a table the catalog does not hold: the planner's 42P01 names
+                # it as the client did (the source would name its own schema).
+                return schema if writes or name in catalog[schema].tables else None
             if not writes:
                 return None
             raise PgError("3F000", f'schema "{schema}" does not exist')
@@ -207,9 +234,10 @@ class Router:
                 return source
         raise PgError("3F000", "no schema has been selected to create in")
 
-    def _respelled(self, sql: str, names: list[tuple[str | None, str]],
-                   spans: list[tuple[int, int]], source: str) -> str:
-        """`sql` with each `source.table` spelled as the source's `schema.table`."""
+    def _opaque_respelled(self, sql: str, names: list[tuple[str | None, str]],
+                          spans: list[tuple[int, int]], source: str) -> str:
+        """`sql` (a statement sqlglot keeps opaque) with each `source.table` spelled as the
+        source's `schema.table`."""
         remote_schema = getattr(self.ctx.sources[source], "schema", "public")
         out, last = [], 0
         for (schema, name), (start, end) in zip(names, spans):
@@ -219,14 +247,6 @@ class Router:
             out.append(exp.table_(name, db=remote_schema, quoted=True).sql(dialect="postgres"))
             last = end
         return "".join(out) + sql[last:]
-
-    def _rewritten(self, tree: exp.Expression, source: str) -> str:
-        remote_schema = getattr(self.ctx.sources[source], "schema", "public")
-        tree = tree.copy()
-        for table in tree.find_all(exp.Table):
-            if table.args.get("db") is not None and _ident(table.args.get("db")) == source:
-                table.set("db", exp.to_identifier(remote_schema, quoted=True))
-        return tree.sql(dialect="postgres")
 
 
 def _admin_calls(sql: str, verb: str, route: Route) -> tuple[str, ...]:

@@ -21,8 +21,9 @@ _STRING_PREFIX = re.compile(r"(?:^|[^\w])(?:[eEbBxXnN]|[uU]&)$")  # E'..', B'..'
 @dataclass(frozen=True, slots=True)
 class Scan:
     shape: str
-    # (start, end) of each number, in order; None when the text has quotes, escapes,
-    # dollar signs or comments, whose rules this scan does not read.
+    # (start, end) of each number, in order; None when the text has string literals,
+    # escapes, dollar signs or comments, whose rules this scan does not read (a quoted
+    # identifier is read: it is skipped whole, digits and all).
     numbers: tuple[tuple[int, int], ...] | None
 
 
@@ -48,12 +49,11 @@ def _scan(sql: str) -> Scan:
     if "\\" in sql or ("$" in sql and _DOLLAR_QUOTE.search(sql)):
         return Scan(sql, None)  # escapes or dollar quoting: a plain tokenizer could misread them
     numbers: list[tuple[int, int]] = []
-    quoted = False
+    quoted = False  # a string literal was met
 
     def blank(found: re.Match) -> str:
         nonlocal quoted
         if found.group(1):
-            quoted = True
             return found.group(1)  # a quoted identifier stays
         start = found.start()
         if found.group(2):

@@ -44,7 +44,8 @@ class ExtendedMixin(RelayMixin):
         prepared = await self.prepare_relay(route, sql, message.param_types) if route else None
         if prepared is None:
             prepared = await self.prepare(sql, message.param_types)
-        elif prepared.route is not None and prepared.route.kind == "postgres" and prepared.route.sql is None:
+        elif prepared.route is not None and prepared.route.kind == "postgres" and (
+                prepared.route.sql is None or prepared.route.respelled):  # (a text's own respelling)
             if len(self.relayed) >= 256:
                 self.relayed.clear()
             self.relayed[key] = prepared

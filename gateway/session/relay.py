@@ -49,6 +49,7 @@ class RelayMixin(SessionCore):
                          if n is not None), default=0)
             oids = tuple(declared[i] if i < len(declared) and declared[i] else 25 for i in range(count))
             return Prepared(sql, None, None, oids, route=route, declared_oids=tuple(declared))
+        route = self.links.spelled_out(route, sql)  # a prepared text is sent whole
         remote = await self.links.prepare(route, sql, tuple(declared))
         if not route.writes and remote.fields and any(pg_type_by_oid(f.type_oid) is None
                                                       for f in remote.fields):

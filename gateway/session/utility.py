@@ -49,6 +49,9 @@ class UtilityMixin(CursorMixin):
             self._utility_done(portal, util.UtilityResult("SELECT 1", rows), describe)
             return
         route = self.links.route(utility.value) if utility.kind == "explain" and utility.value else None
+        if route is not None:
+            assert utility.value is not None
+            route = self.links.spelled_out(route, utility.value)  # EXPLAIN shows the respelled text
         as_json = "JSON" in utility.options
         if route is not None and not utility.analyze and as_json:
             result = util.UtilityResult("EXPLAIN", util.json_rows(relay_document(route.source, route.sql)))

@@ -19,6 +19,9 @@ class Route:
     verb: str            # the statement's first word, lower case
     writes: bool
     sql: str | None = None   # what to send instead of the client's text (names rewritten)
+    # Names qualified with the source's name: each text of the shape is respelled for the
+    # source (gateway.relay.respell) before it is sent; `sql` holds one text's respelling.
+    respelled: bool = False
     copy_in: bool = False    # COPY ... FROM STDIN
     kind: str = "postgres"   # other kinds take writes only (connectors.writes)
     tree: exp.Expression | None = field(default=None, compare=False)  # parsed, for them

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+import sqlglot
+
 from gateway.relay.literals import INT4, INT8, NUMERIC, lift
+from gateway.relay.respell import respelled
 
 
 @pytest.mark.parametrize("sql, lifted, values, oids", [
@@ -21,6 +24,10 @@ from gateway.relay.literals import INT4, INT8, NUMERIC, lift
     ("insert into t values (1, 2.5), (3, 4)", "insert into t values ($1, $2), ($3, $4)",
      [b"1", b"2.5", b"3", b"4"], [INT4, NUMERIC, INT4, INT4]),
     ("select x1 from t2 where y = x * 2 - 1", "select x1 from t2 where y = x * $1 - $2", [b"2", b"1"], [INT4, INT4]),
+    # Quoted names are read past, their digits and parentheses included.
+    ('SELECT "a1" FROM "pg"."T2" WHERE "x(" = 7', 'SELECT "a1" FROM "pg"."T2" WHERE "x(" = $1', [b"7"], [INT4]),
+    ('INSERT INTO "pg"."h 1" ("a", b) VALUES (1, "c)")', 'INSERT INTO "pg"."h 1" ("a", b) VALUES ($1, "c)")',
+     [b"1"], [INT4]),
 ])
 def test_numbers_in_expression_positions_are_lifted(sql, lifted, values, oids) -> None:
     found = lift(sql)
@@ -39,6 +46,7 @@ def test_numbers_in_expression_positions_are_lifted(sql, lifted, values, oids) -
     "select a from t where b = $$5$$ and c = 1",
     "insert into t values (1::numeric(10,2))",       # a type modifier
     "insert into t values (1, f(4))",                # a call inside the tuple
+    'insert into t values (f(")", 4))',              # ... whose quoted name holds a parenthesis
     "select a from t where b=-5",                    # an operator run we do not read
     "select a from t",                               # no numbers: nothing to lift
 ])
@@ -54,3 +62,18 @@ def test_error_positions_point_into_the_original_text() -> None:
         at = found.sql.index(word) + 1
         assert original[found.position(at) - 1:].startswith(word)
     assert original[found.position(found.sql.index("$2") + 1) - 1] == "7"
+
+
+def test_error_positions_of_a_respelled_lifting_point_into_the_original_text() -> None:
+    original = "select nope from pg.t where b = 12345 and pg.t.c = 7 and zz = 1"
+    found = lift(original)
+    assert found is not None
+    respelling = respelled(found.sql, sqlglot.parse_one(found.sql, read="postgres"), "pg", "public", "fedgate")
+    assert respelling is not None
+    found = found.respelled_as(respelling)
+    assert found.sql == 'select nope from "public".t where b = $1 and "public".t.c = $2 and zz = $3'
+    for word in ("nope", "t where", "and", ".t.c", "zz"):
+        at = found.sql.index(word) + 1
+        assert original[found.position(at) - 1:].startswith(word)
+    assert original[found.position(found.sql.index("$2") + 1) - 1] == "7"
+    assert original[found.position(found.sql.index('"public"') + 3) - 1:].startswith("pg.t")

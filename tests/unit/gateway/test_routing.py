@@ -40,7 +40,8 @@ def router() -> Router:
     entries = {"pg": SourceEntry("pg", PG, {"accounts": _table("pg", "accounts"), "t": _table("pg", "t")}),
                "ro": SourceEntry("ro", PG, {"items": _table("ro", "items")}),
                "lite": SourceEntry("lite", SQLITE, {"notes": _table("lite", "notes")})}
-    config = SimpleNamespace(sources=[SimpleNamespace(name="pg", kind="postgres", options={}),
+    config = SimpleNamespace(server=SimpleNamespace(database="fedgate"),
+                             sources=[SimpleNamespace(name="pg", kind="postgres", options={}),
                                       SimpleNamespace(name="ro", kind="postgres", options={"read_only": True}),
                                       SimpleNamespace(name="lite", kind="sqlite", options={})])
     sources = {"pg": SimpleNamespace(schema="public"), "ro": SimpleNamespace(schema="shop")}
@@ -54,7 +55,9 @@ def test_a_read_of_one_postgres_source_is_relayed_as_written(router: Router) -> 
 
 
 @pytest.mark.parametrize("sql", [
-    "SELECT * FROM pg.accounts",                          # qualified: the planner names it
+    "SELECT * FROM pg.missing",                           # unknown there: the planner names it
+    "SELECT pg.f(id) FROM pg.accounts",                   # the source's name where no table is
+    "SELECT * FROM other.pg.accounts",                    # another database's
     "SELECT current_schema() FROM accounts",              # the gateway's answer, not the source's
     "SELECT * FROM accounts JOIN notes ON true",          # two sources
     "SELECT * FROM missing",                              # unknown: the planner reports 42P01
@@ -64,9 +67,25 @@ def test_other_reads_go_to_the_planner(router: Router, sql: str) -> None:
     assert router.route(sql, PATH) is None
 
 
-def test_a_qualified_read_inside_a_transaction_is_rewritten_for_the_source(router: Router) -> None:
-    route = router.route("SELECT * FROM ro.items", PATH, in_transaction=True)
-    assert route is not None and route.sql == 'SELECT * FROM "shop".items'
+@pytest.mark.parametrize("sql, remote", [
+    ("SELECT * FROM ro.items", 'SELECT * FROM "shop".items'),
+    ('SELECT i.id FROM "ro"."items" i WHERE i.id = 7', 'SELECT i.id FROM "shop"."items" i WHERE i.id = 7'),
+    ("SELECT ro.items.id FROM FEDGATE.RO.ITEMS", 'SELECT "shop".items.id FROM "shop".ITEMS'),
+    ("SELECT * FROM ro.items JOIN items x USING (id)", 'SELECT * FROM "shop".items JOIN items x USING (id)'),
+])
+def test_a_read_qualified_with_its_source_is_respelled_for_the_source(router: Router, sql: str,
+                                                                       remote: str) -> None:
+    route = router.route(sql, ("ro",))
+    assert route is not None and route.respelled and route.sql is None
+    assert router.respell(sql, route.source).sql == remote
+
+
+def test_qualified_statements_of_one_shape_share_a_decision(router: Router) -> None:
+    first = router.route("SELECT * FROM pg.accounts WHERE id = 7", PATH)
+    assert first is not None and first.respelled
+    assert router.route("SELECT * FROM pg.accounts WHERE id = 12345", PATH) is first
+    write = router.route("UPDATE pg.accounts SET id = id + 1 WHERE id = 3", PATH)
+    assert write is not None and write.writes and write.respelled
 
 
 def test_writes_go_to_the_owner(router: Router) -> None:
