@@ -74,10 +74,14 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -m "not spark and not cluster and not browser and not load" $(PYTEST_ARGS)
 
 # The fuzz tests with far more cases than `make test` runs (FUZZ_EXAMPLES=100000: an hour or
-# two): the protocol decoder and peek readers, garbage to the gateway over a socket, and
-# generated literals and identifiers pushed to PostgreSQL, MariaDB and SQLite sources.
+# two): the protocol decoder and peek readers, garbage to the gateway over a socket, the
+# express lane's C and C-less builds against each other on hostile streams to a PostgreSQL
+# source, and generated literals and identifiers pushed to PostgreSQL, MariaDB and SQLite
+# sources.
 FUZZ_EXAMPLES ?= 100000
 FUZZ_TESTS := tests/unit/pgwire/test_decoder_fuzz.py tests/integration/test_protocol_fuzz.py \
+              tests/integration/test_express_fuzz.py tests/unit/pgwire/test_row_walk.py \
+              tests/unit/gateway/test_hot_split.py \
               tests/sources/test_pushdown_fuzz.py
 fuzz: $(STAMP) system-deps
 	FEDGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest $(FUZZ_TESTS) $(PYTEST_ARGS)

@@ -87,12 +87,8 @@ class PgSourceGateway:
     truth: str  # direct DSN of the source's database
 
 
-@contextmanager
-def gateway_on_new_database(server_dsn: str, workdir: Path, ddl: str = "", *,
-                            env: dict[str, str] | None = None) -> Iterator[PgSourceGateway]:
-    """Create a database on the PostgreSQL server at `server_dsn`, run `ddl` in it, and
-    serve it through a gateway subprocess (`env` added to its environment) until the
-    block ends."""
+def new_database(server_dsn: str, ddl: str = "") -> str:
+    """Create a database on the PostgreSQL server at `server_dsn`, run `ddl` in it; its DSN."""
     import psycopg  # only the tests that use this need the driver
 
     database = f"gw_{uuid.uuid4().hex[:10]}"
@@ -102,9 +98,23 @@ def gateway_on_new_database(server_dsn: str, workdir: Path, ddl: str = "", *,
     if ddl:
         with psycopg.connect(truth, autocommit=True) as conn:
             conn.execute(ddl)
-    config = (f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
-              f"dsn = {json.dumps(truth)}\n")
-    gateway = start_gateway(config, workdir, env=env)
+    return truth
+
+
+def pg_source_config(truth: str) -> str:
+    """A gateway's configuration with one source `pg` (on search_path): the database `truth`."""
+    return (f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
+            f"dsn = {json.dumps(truth)}\n")
+
+
+@contextmanager
+def gateway_on_new_database(server_dsn: str, workdir: Path, ddl: str = "", *,
+                            env: dict[str, str] | None = None) -> Iterator[PgSourceGateway]:
+    """Create a database on the PostgreSQL server at `server_dsn`, run `ddl` in it, and
+    serve it through a gateway subprocess (`env` added to its environment) until the
+    block ends."""
+    truth = new_database(server_dsn, ddl)
+    gateway = start_gateway(pg_source_config(truth), workdir, env=env)
     try:
         yield PgSourceGateway(gateway, truth)
     finally:
