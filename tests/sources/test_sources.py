@@ -42,7 +42,10 @@ ESTIMATES = {"postgres": 7, "mysql": 7, "sqlite": 7, "duckdb": 7, "parquet": 7, 
 
 
 async def gateway(fed: Federation) -> asyncpg.Connection:
-    return await asyncpg.connect(fed.gateway.dsn)
+    """A session on the planner's road (the relay off), as the shared `gw` fixture."""
+    conn = await asyncpg.connect(fed.gateway.dsn)
+    await conn.execute("SET fedgate.relay = off")
+    return conn
 
 
 COLUMNS_SQL = ("SELECT column_name, data_type, numeric_precision, numeric_scale "
