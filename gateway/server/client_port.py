@@ -49,7 +49,6 @@ class ClientPort(asyncio.Protocol):
         self.lane: ExpressLane | None = None
         self.on_lost: Callable[[], None] | None = None  # the session's cancel, once it runs
         self.eof = False
-        self.tls = False  # `use_transport` gave it the TLS transport
         self.waiting = False  # the connection's task waits for bytes
         self.writing_paused = False
         self.draining = False  # the server shuts down: the lane takes nothing new
@@ -70,7 +69,6 @@ class ClientPort(asyncio.Protocol):
         """Read and write through `transport` from now on (the TLS transport that took
         over the socket after SSLRequest; it calls this port's callbacks already)."""
         self.transport = transport
-        self.tls = True
 
     @property
     def idle(self) -> bool:
@@ -147,13 +145,8 @@ class ClientPort(asyncio.Protocol):
             self.budget.give(taken)
 
     def eof_received(self) -> bool:
-        """The client shut its side (or closed): as PostgreSQL, the messages it sent before
-        are still run and answered; the connection's task closes the socket once the
-        decoder holds no more of them. Returning False would close the transport now and
-        drop their answers. (TLS has no half-close: its transport closes regardless, and
-        asyncio warns when told otherwise.)"""
         self._ended()
-        return not self.tls
+        return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._ended()
@@ -178,21 +171,9 @@ class ClientPort(asyncio.Protocol):
 
     def _ended(self) -> None:
         self.eof = True
-        lane = self.lane
-        if lane is not None:
-            lane.disarm()
-            if lane.exchange is not None:
-                # The end of file waits behind the lane's statement in flight, as bytes
-                # that arrive meanwhile do: once it is answered, the lane hands what it
-                # holds (this empty chunk at least) to the task, which wakes and ends.
-                lane.held.append(b"")
+        if self.lane is not None:
+            self.lane.disarm()
         self._wake()
-
-    @property
-    def finished(self) -> bool:
-        """The client sent its last byte and the lane runs nothing of it: once the
-        decoder holds no more messages, the session ends."""
-        return self.eof and (self.lane is None or self.lane.exchange is None)
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -227,7 +208,7 @@ class ClientPort(asyncio.Protocol):
         of the message being received: reading goes on (a paused socket would also never
         see the client leave)."""
         self._update_reading()
-        if self.finished:
+        if self.eof:
             return
         waiter = self._waiter = asyncio.get_running_loop().create_future()
         self.waiting = True

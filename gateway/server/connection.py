@@ -109,7 +109,7 @@ class Connection:
             message = self.decoder.next_message()
             if message is not None:
                 return message
-            if self.port.finished:
+            if self.port.eof:
                 return None
             await self.port.wait()
 
