@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gateway.server.limits import MessageBudget
-from pgwire.protocol.decoder import FrontendDecoder
+from pgwire.protocol.decoder import FrontendDecoder, asks_for_work
 
 if TYPE_CHECKING:
     from gateway.relay.express import ExpressLane
@@ -49,6 +49,10 @@ class ClientPort(asyncio.Protocol):
         self.lane: ExpressLane | None = None
         self.on_lost: Callable[[], None] | None = None  # the session's cancel, once it runs
         self.eof = False
+        self.tls = False  # `use_transport` gave it the TLS transport
+        # The client shut its side with statements sent and not yet run: they are run and
+        # answered before the session ends (`eof_received`).
+        self.half_closed = False
         self.waiting = False  # the connection's task waits for bytes
         self.writing_paused = False
         self.draining = False  # the server shuts down: the lane takes nothing new
@@ -69,6 +73,7 @@ class ClientPort(asyncio.Protocol):
         """Read and write through `transport` from now on (the TLS transport that took
         over the socket after SSLRequest; it calls this port's callbacks already)."""
         self.transport = transport
+        self.tls = True
 
     @property
     def idle(self) -> bool:
@@ -145,8 +150,39 @@ class ClientPort(asyncio.Protocol):
             self.budget.give(taken)
 
     def eof_received(self) -> bool:
+        """The client shut its side of the socket, or closed it: the two look the same.
+        With statements sent and not yet run (pipelined ahead of a half-close), they are
+        run and answered, as PostgreSQL does, and the socket stays open until the
+        decoder holds no more of them. Otherwise the client is taken as gone: the
+        transport closes and the statement running, if any, is cancelled (a gone
+        client's Spark job stops), as PostgreSQL does with client_connection_check_interval.
+        (TLS has no half-close: its transport closes regardless.)"""
+        if not self.tls and self._work_pending():
+            self.half_closed = self.eof = True
+            lane = self.lane
+            if lane is not None:
+                lane.disarm()
+                if lane.exchange is not None:
+                    # The end of file waits behind the lane's statement in flight, as
+                    # bytes arriving meanwhile do: at its end the lane hands what it
+                    # holds (this empty chunk at least) to the task, which wakes.
+                    lane.held.append(b"")
+            self._wake()
+            return True
         self._ended()
         return False
+
+    def _work_pending(self) -> bool:
+        lane = self.lane
+        return self.decoder.holds_work() or (
+            lane is not None and bool(lane.held) and asks_for_work(b"".join(lane.held)))
+
+    @property
+    def finished(self) -> bool:
+        """The client sent its last byte and nothing of it is left to run by the lane:
+        once the decoder holds no more messages, the session ends."""
+        return self.eof and not (self.half_closed and self.lane is not None
+                                 and self.lane.exchange is not None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._ended()
@@ -208,7 +244,7 @@ class ClientPort(asyncio.Protocol):
         of the message being received: reading goes on (a paused socket would also never
         see the client leave)."""
         self._update_reading()
-        if self.eof:
+        if self.finished:
             return
         waiter = self._waiter = asyncio.get_running_loop().create_future()
         self.waiting = True

@@ -109,7 +109,7 @@ class Connection:
             message = self.decoder.next_message()
             if message is not None:
                 return message
-            if self.port.eof:
+            if self.port.finished:
                 return None
             await self.port.wait()
 

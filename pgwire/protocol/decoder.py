@@ -42,7 +42,7 @@ from pgwire.protocol.messages import (
 __all__ = [
     "AUTH_MESSAGE_LIMIT", "CANCEL_REQUEST_CODE", "DEFAULT_MAX_MESSAGE_BYTES",
     "GSSENC_REQUEST_CODE", "MAX_STARTUP_PACKET_LENGTH", "PROTOCOL_MAJOR",
-    "SMALL_MESSAGE_LIMIT", "SSL_REQUEST_CODE", "FrontendDecoder", "parse_password",
+    "SMALL_MESSAGE_LIMIT", "SSL_REQUEST_CODE", "FrontendDecoder", "asks_for_work", "parse_password",
     "parse_sasl_initial",
 ]  # fmt: skip
 
@@ -66,6 +66,29 @@ _STARTUP = 0  # untyped packets: StartupMessage, SSLRequest, GSSENCRequest, Canc
 _STARTED = 1  # StartupMessage returned; waiting for startup_done()
 _TYPED = 2  # regular typed messages
 _FINISHED = 3  # CancelRequest returned; nothing else may follow on this connection
+
+# Messages that ask the server to run something: statements and the COPY data they read.
+# A Sync, Flush, Describe, Close or Terminate left unread asks for nothing that could be
+# lost when the client has gone.
+_WORK = frozenset(b"QPBEFdcf")
+
+
+def asks_for_work(data: bytes) -> bool:
+    """Whether `data`, typed frontend messages, holds a complete one that runs something.
+    A malformed header counts: running on reports its error, as PostgreSQL would."""
+    pos, n = 0, len(data)
+    while pos + 5 <= n:
+        if data[pos] not in FRONTEND_PARSERS:
+            return True
+        end = pos + 1 + _I32.unpack_from(data, pos + 1)[0]
+        if end < pos + 5:
+            return True
+        if end > n:
+            return False
+        if data[pos] in _WORK:
+            return True
+        pos = end
+    return False
 
 
 def _unsupported_protocol(code: int) -> ProtocolError:
@@ -145,6 +168,13 @@ class FrontendDecoder:
         plaintext after asking for TLS (CVE-2021-23214); the caller must reject that.
         """
         return len(self._buf) - self._pos + self._chunk_bytes
+
+    def holds_work(self) -> bool:
+        """Whether what was received and not yet decoded holds a message that runs
+        something (`asks_for_work`); only typed messages count."""
+        if self._state != _TYPED:
+            return False
+        return asks_for_work(self._buf[self._pos:] + b"".join(self._chunks))
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         if data:

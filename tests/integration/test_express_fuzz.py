@@ -6,7 +6,7 @@ their pure Python twins (=python). Each generated case (tests/support/lane_fuzz.
 played on both from the same table contents: a warm-up that arms the lane on a few shapes,
 then a hostile stream of statements the lane takes, mixed with errors and malformed
 messages, delivered unit by unit, in one write, cut at generated offsets or byte by byte,
-ended by Terminate (half-closes are not generated for now: see tests/support/lane_fuzz.py). Both gateways must send the
+ended by Terminate (half-closes are not generated: see tests/support/lane_fuzz.py). Both gateways must send the
 same bytes (every message, to the close), leave the same rows on the source, stay alive,
 log no traceback and send no internal error (XX000). Hostile answers come from the real
 source: wide rows, many columns, NULLs, rows then an error, and a backend terminated by

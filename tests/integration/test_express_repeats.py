@@ -270,6 +270,53 @@ def test_a_pipelined_write_is_answered_once_and_exactly(setup: Setup, late: str)
         assert check.execute("SELECT bal FROM acct WHERE id = 1").fetchone() == (120,)
 
 
+def test_statements_pipelined_ahead_of_a_half_close_are_all_answered(setup: Setup) -> None:
+    """A client that sends several statements and shuts its side of the socket at once
+    (`shutdown(SHUT_WR)`, then reads) gets every answer, as from PostgreSQL, and each
+    write is applied: the session runs what arrived before the end of file, then ends."""
+    reset(setup)
+    update = "UPDATE acct SET bal = bal + {} WHERE id = 1"
+    with connect(setup, "on") as conn:
+        for step in (1, 2, 3):  # the lane knows the shapes: the later ones are repeats
+            assert exchange(conn, q(update.format(step)))[0] == ("C", b"UPDATE 1\0")
+        conn.send(q("SELECT pg_sleep(0.3)"), q(update.format(4)),
+                  q("SELECT bal FROM acct WHERE id = 1"))
+        conn.sock.shutdown(socket.SHUT_WR)
+        got = [m for m in conn.expect_closed() if m.type not in ("S", "N")]
+    kinds = [m.type for m in got]
+    assert kinds == ["T", "D", "C", "Z", "C", "Z", "T", "D", "C", "Z"], kinds
+    assert got[4].payload == b"UPDATE 1\0"
+    assert rawpg.parse_data_row(got[7].payload) == [b"110"]
+
+
+def test_a_half_close_behind_a_repeat_in_flight_gets_the_held_answers(setup: Setup) -> None:
+    """The next Query sent while a repeat waits on a row lock, then the end of file: the
+    repeat's answer, then the next one's, then the close; the write applied once."""
+    reset(setup)
+    update = "UPDATE acct SET bal = bal + {} WHERE id = 1"
+    with connect(setup, "on") as conn:
+        exchange(conn, q("SELECT 1 FROM acct WHERE id = 1"))
+        for step in (1, 2, 3, 4):
+            assert exchange(conn, q(update.format(step)))[0] == ("C", b"UPDATE 1\0")
+        with psycopg.connect(setup.truth) as locker:
+            locker.execute("SELECT bal FROM acct WHERE id = 1 FOR UPDATE")
+            conn.send(q(update.format(10)))
+            deadline = time.monotonic() + 10
+            while not backend_waiting(setup, "UPDATE acct SET bal = bal +"):
+                assert time.monotonic() < deadline, "the repeat never reached the source"
+                time.sleep(0.05)
+            conn.send(q("SELECT bal FROM acct WHERE id = 1"))
+            conn.sock.shutdown(socket.SHUT_WR)
+            time.sleep(0.2)  # the chunk and the end of file reach the gateway first
+            locker.commit()
+        got = [(m.type, m.payload) for m in conn.expect_closed() if m.type not in ("S", "N")]
+    assert [t for t, _ in got] == ["C", "Z", "T", "D", "C", "Z"], got
+    assert got[0] == ("C", b"UPDATE 1\0")
+    assert rawpg.parse_data_row(got[3][1]) == [b"120"]
+    with psycopg.connect(setup.truth) as check:
+        assert check.execute("SELECT bal FROM acct WHERE id = 1").fetchone() == (120,)
+
+
 def test_a_slow_reader_pipelining_gets_every_answer_in_order(setup: Setup) -> None:
     """A repeat whose answer outgrows the socket's buffers while the client reads nothing
     (the gateway pauses writing mid-answer), with the next Query sent meanwhile: the

@@ -13,7 +13,9 @@ import pytest
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PROTOCOL_VIOLATION, PgError, ProtocolError
 from pgwire.protocol import encoder
-from pgwire.protocol.decoder import FrontendDecoder, parse_password, parse_sasl_initial
+from pgwire.protocol import client as w
+from pgwire.protocol.decoder import (FrontendDecoder, asks_for_work, parse_password,
+                                     parse_sasl_initial)
 from pgwire.protocol.messages import (
     AuthResponse,
     Bind,
@@ -598,3 +600,21 @@ def test_constants_match_functions() -> None:
     assert encoder.READY_IDLE == encoder.ready_for_query(b"I")
     assert encoder.AUTHENTICATION_OK == encoder.authentication_ok()
     assert encoder.SSL_REFUSED == b"N"
+
+
+def test_work_is_told_from_what_asks_for_nothing() -> None:
+    """What a half-closed client left unread is run only when it asks for work."""
+    assert asks_for_work(w.query("SELECT 1"))
+    assert asks_for_work(w.SYNC + w.parse("", "SELECT 1", ()))
+    assert not asks_for_work(w.SYNC + w.SYNC)
+    assert not asks_for_work(b"")
+    assert not asks_for_work(w.query("SELECT 1")[:-1])  # not whole yet
+    assert asks_for_work(b"S\x00\x00\x00\x02")  # a bad length: its error is reported
+    assert asks_for_work(b"?\x00\x00\x00\x04")  # an unknown type: the same
+    decoder = FrontendDecoder()
+    decoder.startup_done()
+    decoder.feed(w.SYNC)
+    assert not decoder.holds_work()
+    decoder.feed(w.query("SELECT 1")[:3])
+    decoder.feed(w.query("SELECT 1")[3:])
+    assert decoder.holds_work()
