@@ -336,6 +336,10 @@ Repeats_take(Repeats *self, PyObject *data)
     if (pos == -1 && PyErr_Occurred())
         goto done;
     size = PyByteArray_GET_SIZE(buffer);
+    if (pos < 0 || pos > size) {
+        PyErr_SetString(PyExc_RuntimeError, "Repeats: the link's read position is outside its buffer");
+        goto done;
+    }
     if (pos > 0) {
         char *b = PyByteArray_AS_STRING(buffer);
         if (pos < size)

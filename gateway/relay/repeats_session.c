@@ -226,8 +226,10 @@ rp_idle_link(Repeats *self, PyObject *route, PyObject *version)
         if (writer == NULL)
             goto fail;
         r = writer == Py_None || writer == source
-            || PyObject_RichCompareBool(writer, source, Py_EQ) == 1;
+            ? 1 : PyObject_RichCompareBool(writer, source, Py_EQ);
         Py_DECREF(writer);
+        if (r < 0)
+            goto fail;
         if (!r)
             goto none;
     }

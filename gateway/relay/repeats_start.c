@@ -3,7 +3,9 @@
  * express.py would. */
 #include "repeats_shared.h"
 
-/* The request is written: the statement is in flight, its answer comes to `pump`. */
+/* The request is written: the statement is in flight, its answer comes to `pump`. On an
+ * error nothing of the flight is left behind (the link's port, the lane's exchange), so
+ * the Python road that takes the chunk over finds the link as it was. */
 int
 rp_start(Repeats *self, int kind, PyObject *link, PyObject *entry, PyObject *text,
          PyObject *data, PyObject *request, int quiet, PyObject *first)
@@ -13,22 +15,24 @@ rp_start(Repeats *self, int kind, PyObject *link, PyObject *entry, PyObject *tex
     if (rp_began(self, text) < 0 || DS(state, skipping, Py_False) < 0
         || rp_increment(self->lane, self->lane_d, N_taken) < 0)
         return -1;
-    if ((self->out = PyList_New(0)) == NULL)
+    Py_XSETREF(self->out, PyList_New(0));
+    if (self->out == NULL)
         return -1;
-    if (first != NULL) {
-        if (PyList_Append(self->out, first) < 0)
-            return -1;
-        self->out_bytes = PyBytes_GET_SIZE(first);
-    }
+    self->out_bytes = 0;
     self->flight = 1;
     self->kind = kind;
     self->seen = 0;
     self->quiet = quiet;
     self->ready_count = 1 + quiet;
-    self->link = Py_NewRef(link);
-    self->entry = Py_NewRef(entry);
-    self->text = Py_NewRef(text);
-    self->data = Py_NewRef(data);
+    Py_XSETREF(self->link, Py_NewRef(link));
+    Py_XSETREF(self->entry, Py_NewRef(entry));
+    Py_XSETREF(self->text, Py_NewRef(text));
+    Py_XSETREF(self->data, Py_NewRef(data));
+    if (first != NULL) {
+        if (PyList_Append(self->out, first) < 0)
+            goto done;
+        self->out_bytes = PyBytes_GET_SIZE(first);
+    }
     if (DS(lane, exchange, (PyObject *)self) < 0)
         goto done;
     if (PS(consumer, self->pump_m) < 0 || PS(taker, self->take_m) < 0
@@ -37,6 +41,15 @@ rp_start(Repeats *self, int kind, PyObject *link, PyObject *entry, PyObject *tex
     ok = rp_call_method1(transport, N_write, request);
 done:
     Py_XDECREF(transport);
+    if (ok < 0) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (PS(consumer, Py_None) < 0 || PS(taker, Py_None) < 0
+            || DS(lane, exchange, Py_None) < 0)
+            PyErr_Clear();  /* the first error is the one raised */
+        rp_clear_flight(self);
+        PyErr_Restore(type, value, traceback);
+    }
     return ok;
 }
 
@@ -61,7 +74,7 @@ int
 rp_take_query(Repeats *self, PyObject *data, const char *d, Py_ssize_t n)
 {
     PyObject *body = NULL, *split = NULL, *entry, *v = NULL, *version = NULL;
-    PyObject *route = NULL, *link = NULL, *key = NULL, *statements = NULL, *remote;
+    PyObject *route = NULL, *link = NULL, *key = NULL, *statements = NULL, *remote = NULL;
     PyObject *head = NULL, *request = NULL, *text = NULL, *count = NULL, *numbers;
     int r, ok = -1, in_tx, quiet = 0;
     Py_ssize_t i, nn;
@@ -132,16 +145,20 @@ rp_take_query(Repeats *self, PyObject *data, const char *d, Py_ssize_t n)
         goto declined;
     if ((statements = LG(statements)) == NULL)
         goto done_entry;
-    remote = PyDict_GetItemWithError(statements, key);
+    remote = PyDict_GetItemWithError(statements, key);  /* held: calls below run Python */
     if (remote == NULL) {
         if (PyErr_Occurred())
             goto done_entry;
         goto declined;
     }
+    Py_INCREF(remote);
     if (self->in_block) {  /* BEGIN goes first to a source the block has not reached */
         if ((v = LG(status)) == NULL)
             goto done_entry;
-        if (v == s_status['I'] || PyObject_RichCompareBool(v, s_status['I'], Py_EQ) == 1) {
+        r = v == s_status['I'] ? 1 : PyObject_RichCompareBool(v, s_status['I'], Py_EQ);
+        if (r < 0)
+            goto done_entry;
+        if (r) {
             if (self->begin_query == Py_None)
                 goto declined;
             quiet = 1;
@@ -187,7 +204,7 @@ done_entry:
 done:
     Py_XDECREF(split); Py_XDECREF(v); Py_XDECREF(version); Py_XDECREF(route);
     Py_XDECREF(link); Py_XDECREF(key); Py_XDECREF(statements); Py_XDECREF(head);
-    Py_XDECREF(request); Py_XDECREF(text); Py_XDECREF(count);
+    Py_XDECREF(request); Py_XDECREF(text); Py_XDECREF(count); Py_XDECREF(remote);
     return ok;
 }
 
@@ -211,7 +228,7 @@ int
 rp_take_run(Repeats *self, PyObject *data, const unsigned char *d, Py_ssize_t n)
 {
     PyObject *keyed = NULL, *entry = NULL, *prepared = NULL, *v = NULL, *version = NULL;
-    PyObject *route = NULL, *link = NULL, *key = NULL, *statements = NULL, *remote;
+    PyObject *route = NULL, *link = NULL, *key = NULL, *statements = NULL, *remote = NULL;
     PyObject *head = NULL, *request = NULL, *text = NULL, *answered = NULL, *tail = NULL;
     PyObject *found;
     Py_ssize_t bind, end, params_at;
@@ -303,12 +320,13 @@ rp_take_run(Repeats *self, PyObject *data, const unsigned char *d, Py_ssize_t n)
     }
     if ((key = GET(entry, remote_key)) == NULL || (statements = LG(statements)) == NULL)
         goto done;
-    remote = PyDict_GetItemWithError(statements, key);
+    remote = PyDict_GetItemWithError(statements, key);  /* held: calls below run Python */
     if (remote == NULL) {
         if (PyErr_Occurred())
             goto done;
         goto declined;
     }
+    Py_INCREF(remote);
     if ((head = rp_bind_head(entry, remote, NULL)) == NULL || (tail = GET(entry, tail)) == NULL
         || (answered = GET(entry, answered)) == NULL || (text = GET(prepared, sql)) == NULL)
         goto done;
@@ -354,7 +372,7 @@ done:
     Py_XDECREF(keyed); Py_XDECREF(entry); Py_XDECREF(prepared); Py_XDECREF(v);
     Py_XDECREF(version); Py_XDECREF(route); Py_XDECREF(link); Py_XDECREF(key);
     Py_XDECREF(statements); Py_XDECREF(head); Py_XDECREF(request); Py_XDECREF(text);
-    Py_XDECREF(answered); Py_XDECREF(tail);
+    Py_XDECREF(answered); Py_XDECREF(tail); Py_XDECREF(remote);
     return ok;
 }
 
