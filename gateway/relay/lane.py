@@ -185,6 +185,8 @@ class Lane:
         s = self.state
         if s.failed or route.kind != "postgres" or route.copy_in or route.ddl:
             return None
+        if route.pins and route.source not in self.links.pinned:
+            return None  # the task pins the session to its link first (SessionLinks.pin)
         if route.writes and s.writes_refused:
             return None  # the task reports 25006
         links = self.links
