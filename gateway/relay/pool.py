@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from connectors.postgres.link import PgLink
 from connectors.postgres.roles import set_role_sql
 from connectors.postgres.target import Target
+from gateway.state.settings import DEFAULTS
 from pgwire.errors import TOO_MANY_CONNECTIONS, PgError
 from pgwire.protocol import encoder
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from gateway.state.context import ServerContext
 
 POOL_MODES = ("session", "transaction")
-DEFAULT_POOL_MODE = "session"
+DEFAULT_POOL_MODE = "transaction"
 DEFAULT_POOL_SIZE = 10
 DEFAULT_POOL_TIMEOUT_S = 30.0
 # The first waiter looks for a link to take back this often: a session gives its link
@@ -257,8 +258,12 @@ async def borrow(holder: Holder, state: Any, source: str) -> tuple[LinkPool, PgL
     remote = ctx.sources[source]
 
     async def connect() -> PgLink:
+        # Started with the settings every session has a value of: one a session may
+        # leave unset (bytea_output) is RESET to the source's default, never to the
+        # value of the client that opened the link (PgLink.setting_commands).
+        settings = {k: v for k, v in state.settings.values.items() if k in DEFAULTS}
         return await PgLink.connect(source, remote.dsn, schema=remote.schema,
-                                    settings=state.settings.values, read_only=read_only)
+                                    settings=settings, read_only=read_only)
 
     async def notice(message: str) -> None:
         state.write(encoder.notice_response("NOTICE", "00000", message))

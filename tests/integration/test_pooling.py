@@ -67,7 +67,8 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
             # What the source's session holds, read through a relayed SELECT.
             conn.execute("CREATE VIEW whoami AS SELECT current_user::text AS who, "
                          "current_setting('TimeZone') AS tz, "
-                         "current_setting('extra_float_digits') AS digits")
+                         "current_setting('extra_float_digits') AS digits, "
+                         "current_setting('bytea_output') AS bytes")
             conn.execute("GRANT USAGE ON SCHEMA public TO alice_role, bob_role")
             conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON items, whoami "
                          "TO alice_role, bob_role")
@@ -204,12 +205,14 @@ def test_interleaved_users_see_only_their_own_state(users_gateway: GatewayProces
         conn.execute(f"SET TimeZone = '{zone}'")
         conn.execute(f"SET extra_float_digits = {digits}")
         conn.execute(f"SET application_name = 'client{i}'")
+        if i % 3 == 0:
+            conn.execute("SET bytea_output = 'escape'")
         clients.append((conn, f"{user}_role", zone, digits, i))
     try:
         for round_ in range(6):
             for conn, role, zone, digits, i in clients:
-                assert conn.execute("SELECT who, tz, digits FROM whoami").fetchone() \
-                    == (role, zone, digits), (i, round_)
+                assert conn.execute("SELECT who, tz, digits, bytes FROM whoami").fetchone() \
+                    == (role, zone, digits, "escape" if i % 3 == 0 else "hex"), (i, round_)
                 # Prepared by name on whichever link the client has now, each its own text.
                 assert conn.execute(f"SELECT v + {i} FROM items WHERE id = %s", (round_ + 1,),
                                     prepare=True).fetchone() == ((round_ + 1) * 10 + i,)
