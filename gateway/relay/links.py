@@ -177,6 +177,14 @@ class SessionLinks:
         lane = state.lane
         return lane is None or getattr(lane, "exchange", None) is None
 
+    def drop_dead(self, link: PgLink) -> None:
+        """`link`'s source hung up while this session was idle outside a block: it leaves
+        the session (which borrows another on its next statement, no error)."""
+        if (not self.busy and not self.state.in_block and link.status == "I"
+                and self.links.get(link.source) is link):
+            del self.links[link.source]
+            self._drop(link.source, link)
+
     def pin(self, route: Route) -> None:
         """The statement leaves state on its link that other sessions must not see, or
         that would be lost on another link: the link stays this session's."""

@@ -57,6 +57,8 @@ class Holder(Protocol):
 
     def lendable(self, link: PgLink) -> bool: ...
 
+    def drop_dead(self, link: PgLink) -> None: ...
+
 
 @dataclass
 class Waiter:
@@ -108,6 +110,12 @@ class LinkPool:
                 continue
             self.lent[link] = holder
             return link
+        if self.total >= self.size:
+            # Links whose source went away (a restart) while their sessions were idle: a
+            # new one takes their place now, not when each session runs again.
+            for link, owner in list(self.lent.items()):
+                if link.broken or link.port.eof:
+                    owner.drop_dead(link)
         if reclaim and self.mode == "transaction":
             for link, owner in self.lent.items():
                 if owner is not holder and owner.lendable(link):

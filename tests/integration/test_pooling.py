@@ -328,3 +328,26 @@ def test_session_mode_keeps_a_link_per_session(source: Source, tmp_path: Path) -
             assert second.execute("SELECT v FROM items WHERE id = 1").fetchone() == (10,)
     finally:
         proc.stop()
+
+
+def test_links_that_died_idle_are_replaced(source: Source, tmp_path: Path) -> None:
+    """The source restarts: clients outside a block carry on without an error, over new
+    links (the dead ones, lent or free, are dropped)."""
+    proc = start_gateway(config(source, size=2), tmp_path)
+    try:
+        clients = [psycopg.connect(dsn(proc), autocommit=True) for _ in range(4)]
+        try:
+            for conn in clients:
+                assert conn.execute("SELECT v FROM items WHERE id = 4").fetchone() == (40,)
+            source.server.crash()
+            source.server.start_again()
+            time.sleep(0.3)  # the links see their end of file
+            for _ in range(2):
+                for conn in clients:
+                    assert conn.execute("SELECT v FROM items WHERE id = 5").fetchone() == (50,)
+            assert int(pools(clients[0])["server_total"]) <= 2
+        finally:
+            for conn in clients:
+                conn.close()
+    finally:
+        proc.stop()
