@@ -116,6 +116,9 @@ class LinkPool:
             for link, owner in list(self.lent.items()):
                 if link.broken or link.port.eof:
                     owner.drop_dead(link)
+                    if link in self.lent and owner.links.get(link.source) is not link:
+                        self.forget(link)  # (the session gave it up: it is not counted)
+                        link.close()
         if reclaim and self.mode == "transaction":
             for link, owner in self.lent.items():
                 if owner is not holder and owner.lendable(link):
