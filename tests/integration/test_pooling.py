@@ -27,11 +27,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.relay.quick import HOT_SPLIT_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support.gateway_proc import GatewayProcess, start_gateway
+from tests.support.http_gateway import http_get
 from tests.support.postgres import PostgresServer, start_postgres
+from tests.support.system import free_port
 
 PASSWORD = "pool-secret"
 MAX_CONNECTIONS = 40
@@ -80,8 +83,10 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
 
 
 def config(source: Source, *, size: int = POOL_SIZE, mode: str = "transaction",
-           timeout_s: float = 30.0, users: bool = False) -> str:
+           timeout_s: float = 30.0, users: bool = False, http_port: int | None = None) -> str:
     lines = ["[server]", "max_connections = 1200"]
+    if http_port is not None:
+        lines += [f"http_port = {http_port}"]
     if users:
         lines += ['auth_method = "scram-sha-256"']
     lines += ["[catalog]", 'search_path = ["pg"]',
@@ -126,6 +131,11 @@ def pools(conn: psycopg.Connection) -> dict[str, str]:
     rows = cur.fetchall()
     assert len(rows) == 1, rows
     return dict(zip(names, rows[0]))
+
+
+def metric(base: str, family: str) -> float:
+    families = {f.name: f for f in text_string_to_metric_families(http_get(base + "/metrics")[2].decode())}
+    return sum(sample.value for sample in families[family].samples)
 
 
 def backends(source: Source) -> int:
@@ -240,9 +250,13 @@ def test_a_block_keeps_its_role_and_settings(users_gateway: GatewayProcess) -> N
 
 # --- pinning and waiting -----------------------------------------------------------------
 
+SMALL_HTTP_PORT = free_port()
+
+
 @pytest.fixture(scope="module")
 def small_gateway(source: Source, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    proc = start_gateway(config(source, size=2, timeout_s=1.5), tmp_path_factory.mktemp("pool-small"))
+    proc = start_gateway(config(source, size=2, timeout_s=1.5, http_port=SMALL_HTTP_PORT),
+                         tmp_path_factory.mktemp("pool-small"))
     try:
         yield proc
     finally:
@@ -254,6 +268,7 @@ def test_a_temporary_table_pins_its_session(small_gateway: GatewayProcess) -> No
         holder.execute("CREATE TEMP TABLE scratch (x int)")
         holder.execute("INSERT INTO scratch VALUES (1)")
         assert pools(holder)["pinned_sessions"] == "1"
+        assert metric(f"http://127.0.0.1:{SMALL_HTTP_PORT}", "fedgate_pool_pinned_sessions") == 1
         for _ in range(3):
             # Others come and go over the one link left.
             with psycopg.connect(dsn(small_gateway), autocommit=True) as other:
