@@ -236,6 +236,27 @@ def test_interleaved_users_see_only_their_own_state(users_gateway: GatewayProces
             conn.close()
 
 
+def test_concurrent_users_see_only_their_own_state(users_gateway: GatewayProcess) -> None:
+    """40 clients at once over 3 connections, in blocks and out of them."""
+    def client(i: int) -> int:
+        user, zone = ("alice", "bob")[i % 2], ("UTC", "Asia/Tokyo", "Europe/Paris")[i % 3]
+        with psycopg.connect(dsn(users_gateway, user), autocommit=True) as conn:
+            conn.execute(f"SET TimeZone = '{zone}'")
+            for round_ in range(15):
+                if round_ % 5 == 4:
+                    with conn.transaction():
+                        assert conn.execute("SELECT who, tz FROM whoami").fetchone() \
+                            == (f"{user}_role", zone)
+                        conn.execute("UPDATE items SET v = v WHERE id = %s", (i % 100 + 1,))
+                assert conn.execute("SELECT who, tz FROM whoami").fetchone() == (f"{user}_role", zone)
+                assert conn.execute(f"SELECT v + {i} FROM items WHERE id = %s", (round_ + 1,),
+                                    prepare=True).fetchone() == ((round_ + 1) * 10 + i,)
+        return i
+
+    with ThreadPoolExecutor(max_workers=40) as threads:
+        assert sorted(threads.map(client, range(40))) == list(range(40))
+
+
 def test_a_block_keeps_its_role_and_settings(users_gateway: GatewayProcess) -> None:
     with psycopg.connect(dsn(users_gateway, "alice")) as alice, \
             psycopg.connect(dsn(users_gateway, "bob"), autocommit=True) as bob:
