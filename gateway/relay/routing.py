@@ -71,10 +71,11 @@ _OPAQUE_TABLES = {
 }
 
 # What leaves state on the source's session that another client must not see and that a
-# link of its own would lose: temporary tables (CREATE TEMP, SELECT ... INTO TEMP) and
-# session advisory locks. Such a statement pins the session to its link
-# (gateway.relay.links.SessionLinks.pin). LISTEN, DECLARE ... WITH HOLD, PREPARE [TRANSACTION]
-# and SET SESSION AUTHORIZATION are never relayed (the gateway answers them itself).
+# link of its own would lose: temporary tables (CREATE TEMP ...). Such a statement pins
+# the session to its link (gateway.relay.links.SessionLinks.pin). SELECT ... INTO TEMP and
+# session advisory locks are matched too, though the planner takes them today; LISTEN,
+# DECLARE ... WITH HOLD, PREPARE [TRANSACTION] and SET SESSION AUTHORIZATION are never
+# relayed (the gateway answers or refuses them itself).
 _PINNING = re.compile(r"\bTEMP(?:ORARY)?\s+(?:TABLE|VIEW|SEQUENCE)\b|\bCREATE\s+(?:OR\s+REPLACE\s+)?"
                       r"(?:GLOBAL\s+|LOCAL\s+)?TEMP(?:ORARY)?\b|\bINTO\s+(?:TEMP|TEMPORARY)\b"
                       r"|\bpg_(?:try_)?advisory_lock(?:_shared)?\s*\(", re.I)
