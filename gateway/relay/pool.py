@@ -200,7 +200,7 @@ class LinkPool:
         """`link`'s session is done with it (it ended, or DISCARD ALL): to the first
         waiter, or kept free."""
         self.lent.pop(link, None)
-        if link.broken or link.port.eof or link.status != "I":
+        if not link.idle or link.status != "I":  # dead, in a block, or an answer unread
             self.forget(link)
             link.close()
             return
