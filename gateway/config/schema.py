@@ -171,6 +171,9 @@ USER = Section({
     "read_only": BOOLEAN,
     "admin": BOOLEAN,
     "source_roles": ROLES,
+    "pool_modes": Value('a table of source names to "session" or "transaction"',
+                        lambda v: isinstance(v, dict)
+                        and all(item in ("session", "transaction") for item in v.values())),
 }, required=("name", "sources"))
 
 _KIND = one_of(*SOURCE_KINDS)

@@ -166,11 +166,13 @@ class SessionLinks:
         self.links[source] = link
         return link
 
-    def lendable(self, link: PgLink) -> bool:
-        """`link` may go to another session now (transaction pooling): the session has
-        nothing in flight on it, no block, nothing that cannot move (`pin`)."""
+    def lendable(self, link: PgLink, mode: str) -> bool:
+        """`link` may go to another session now (transaction pooling, the pool's `mode`
+        unless the user's `pool_modes` says otherwise): the session has nothing in flight
+        on it, no block, nothing that cannot move (`pin`)."""
         state = self.state
-        if (self.busy or link.source in self.pinned or state.in_block or self.writers
+        if (state.access.pool_modes.get(link.source, mode) != "transaction" or self.busy
+                or link.source in self.pinned or state.in_block or self.writers
                 or link.status != "I" or not link.idle or self.links.get(link.source) is not link
                 or getattr(state, "copy_in", None) is not None):
             return False

@@ -55,7 +55,7 @@ class Holder(Protocol):
 
     links: dict[str, PgLink]
 
-    def lendable(self, link: PgLink) -> bool: ...
+    def lendable(self, link: PgLink, mode: str) -> bool: ...
 
     def drop_dead(self, link: PgLink) -> None: ...
 
@@ -119,9 +119,9 @@ class LinkPool:
                     if link in self.lent and owner.links.get(link.source) is not link:
                         self.forget(link)  # (the session gave it up: it is not counted)
                         link.close()
-        if reclaim and self.mode == "transaction":
+        if reclaim:
             for link, owner in self.lent.items():
-                if owner is not holder and owner.lendable(link):
+                if owner is not holder and owner.lendable(link, self.mode):
                     if owner.links.get(link.source) is link:
                         del owner.links[link.source]
                     self.lent[link] = holder
@@ -175,8 +175,7 @@ class LinkPool:
                     await notice(f'waiting for a connection to source "{self.source}" '
                            f'(pool of {self.size} for login "{self.login}" is in use)')
                 head = self.waiters[0] is waiter
-                timeout = min(RECLAIM_POLL_S if head and self.mode == "transaction"
-                              else NOTICE_AFTER_S, deadline - now)
+                timeout = min(RECLAIM_POLL_S if head else NOTICE_AFTER_S, deadline - now)
                 try:
                     await asyncio.wait_for(waiter.event.wait(), max(timeout, 0))
                 except TimeoutError:

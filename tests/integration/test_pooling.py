@@ -83,7 +83,8 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
 
 
 def config(source: Source, *, size: int = POOL_SIZE, mode: str = "transaction",
-           timeout_s: float = 30.0, users: bool = False, http_port: int | None = None) -> str:
+           timeout_s: float = 30.0, users: bool = False, http_port: int | None = None,
+           bob_mode: str | None = None) -> str:
     lines = ["[server]", "max_connections = 1200"]
     if http_port is not None:
         lines += [f"http_port = {http_port}"]
@@ -96,6 +97,8 @@ def config(source: Source, *, size: int = POOL_SIZE, mode: str = "transaction",
     for name in ("alice", "bob") if users else ():
         lines += ["[[users]]", f'name = "{name}"', f"password = {json.dumps(PASSWORD)}",
                   'sources = ["*"]', f'source_roles = {{ pg = "{name}_role" }}']
+        if name == "bob" and bob_mode is not None:
+            lines += [f'pool_modes = {{ pg = "{bob_mode}" }}']
     return "\n".join(lines) + "\n"
 
 
@@ -385,5 +388,23 @@ def test_links_that_died_idle_are_replaced(source: Source, tmp_path: Path) -> No
         finally:
             for conn in clients:
                 conn.close()
+    finally:
+        proc.stop()
+
+
+def test_a_user_may_keep_session_pooling(source: Source, tmp_path: Path) -> None:
+    """bob's `pool_modes = { pg = "session" }`: his link is never taken back, alice's is."""
+    proc = start_gateway(config(source, size=1, timeout_s=1, users=True, bob_mode="session"),
+                         tmp_path)
+    try:
+        with psycopg.connect(dsn(proc, "alice"), autocommit=True) as alice, \
+                psycopg.connect(dsn(proc, "bob"), autocommit=True) as bob:
+            assert alice.execute("SELECT who FROM whoami").fetchone() == ("alice_role",)
+            assert bob.execute("SELECT who FROM whoami").fetchone() == ("bob_role",)  # alice's
+            with pytest.raises(psycopg.Error) as caught:
+                alice.execute("SELECT who FROM whoami")
+            assert caught.value.sqlstate == "53300"
+            bob.close()
+            assert alice.execute("SELECT who FROM whoami").fetchone() == ("alice_role",)
     finally:
         proc.stop()

@@ -309,6 +309,11 @@ def test_a_wrong_value_names_its_key(data: dict[str, Any], expected: str) -> Non
      "[[users]] \"a\" sources names 'wh', which is not a source (the sources: demo)"),
     ({"users": [{"name": "a", "sources": ["*", "demo"]}]},
      '[[users]] "a" sources: "*" means every source; list nothing else with it'),
+    ({"users": [{"name": "a", "sources": ["*"], "pool_modes": {"demo": "session"}}]},
+     "[[users]] \"a\" pool_modes: 'demo' is a duckdb source; it applies to postgres sources only"),
+    ({"users": [{"name": "a", "sources": ["*"], "pool_modes": {"x": "statement"}}]},
+     '[[users]] "a" pool_modes must be a table of source names to "session" or "transaction", '
+     "not a table"),
     ({"users": [{"name": "a", "sources": ["*"], "source_roles": {"demo": "r"}}]},
      "[[users]] \"a\" source_roles: 'demo' is a duckdb source; a role can be set on "
      "postgres sources only"),

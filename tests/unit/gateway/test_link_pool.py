@@ -40,8 +40,8 @@ class FakeSession:
     willing: bool = True  # idle outside a block: its link may go
     dropped: list = field(default_factory=list)
 
-    def lendable(self, link: FakeLink) -> bool:
-        return self.willing and self.links.get(link.source) is link
+    def lendable(self, link: FakeLink, mode: str) -> bool:
+        return mode == "transaction" and self.willing and self.links.get(link.source) is link
 
     def drop_dead(self, link: FakeLink) -> None:
         if self.links.get(link.source) is link:
