@@ -118,6 +118,11 @@ class Lane:
             port = self.exchange.link.port
             port.pause("client") if paused else port.resume("client")
 
+    @property
+    def cancelling(self) -> bool:
+        """A CancelRequest is on its way to the link (which no pool may lend meanwhile)."""
+        return self._cancelling is not None
+
     def cancel(self) -> bool:
         """A CancelRequest for this session: cancel the statement on the source, which
         answers it with its own 57014 error. False when no exchange is in flight."""

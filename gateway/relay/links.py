@@ -176,8 +176,9 @@ class SessionLinks:
                 or link.status != "I" or not link.idle or self.links.get(link.source) is not link
                 or getattr(state, "copy_in", None) is not None):
             return False
-        lane = state.lane
-        return lane is None or getattr(lane, "exchange", None) is None
+        lane = state.lane  # nothing in flight, and no cancel on its way to this link
+        return lane is None or (getattr(lane, "exchange", None) is None
+                                and not getattr(lane, "cancelling", False))
 
     def drop_dead(self, link: PgLink) -> None:
         """`link`'s source hung up while this session was idle outside a block: it leaves
