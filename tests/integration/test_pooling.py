@@ -408,3 +408,40 @@ def test_a_user_may_keep_session_pooling(source: Source, tmp_path: Path) -> None
             assert alice.execute("SELECT who FROM whoami").fetchone() == ("alice_role",)
     finally:
         proc.stop()
+
+
+def test_a_cancel_reaches_only_its_clients_statement(small_gateway: GatewayProcess) -> None:
+    """Clients busy over a pool of 2 while another's long statements are cancelled again
+    and again: 57014 reaches that client only."""
+    long_sql = ("SELECT count(*) FROM items, generate_series(1, 20000) AS x, "
+                "generate_series(1, 20000) AS y WHERE id = 1")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def busy(i: int) -> int:
+        done = 0
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as conn:
+            while not stop.is_set():
+                try:
+                    assert conn.execute(f"SELECT v FROM items WHERE id = {i + 1}").fetchone() \
+                        == ((i + 1) * 10,)
+                except BaseException as exc:  # noqa: BLE001 (collected for the assertion)
+                    errors.append(exc)
+                    return done
+                done += 1
+        return done
+
+    with ThreadPoolExecutor(max_workers=4) as threads:
+        counts = [threads.submit(busy, i) for i in range(4)]
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as victim:
+            for _ in range(5):
+                timer = threading.Timer(0.3, victim.cancel)
+                timer.start()
+                with pytest.raises(psycopg.errors.QueryCanceled):
+                    victim.execute(long_sql)
+                timer.join()
+                assert victim.execute("SELECT v FROM items WHERE id = 9").fetchone() == (90,)
+        stop.set()
+        done = [c.result() for c in counts]
+    assert not errors, errors
+    assert all(n > 0 for n in done), done
