@@ -293,6 +293,8 @@ def test_a_temporary_table_pins_its_session(small_gateway: GatewayProcess) -> No
         holder.execute("INSERT INTO scratch VALUES (1)")
         assert pools(holder)["pinned_sessions"] == "1"
         assert metric(f"http://127.0.0.1:{SMALL_HTTP_PORT}", "fedgate_pool_pinned_sessions") == 1
+        page = http_get(f"http://127.0.0.1:{SMALL_HTTP_PORT}/")[2].decode()
+        assert "<h2>Relay pools</h2>" in page and '<tr class="pool"><td>pg</td>' in page
         for _ in range(3):
             # Others come and go over the one link left.
             with psycopg.connect(dsn(small_gateway), autocommit=True) as other:
