@@ -84,7 +84,8 @@ def _users(data: dict[str, Any]) -> tuple[UserConfig, ...]:
                                 auth_method=raw.get("auth_method"),
                                 read_only=raw.get("read_only", False),
                                 admin=raw.get("admin", False),
-                                source_roles=dict(raw.get("source_roles", {}))))
+                                source_roles=dict(raw.get("source_roles", {})),
+                                pool_modes=dict(raw.get("pool_modes", {}))))
     return tuple(users)
 
 
@@ -100,13 +101,15 @@ def _check_user_sources(users: tuple[UserConfig, ...], sources: tuple[SourceConf
             if name != "*" and name not in kinds:
                 raise ConfigError(f"{where} sources names {name!r}, which is not a source "
                                   f"(the sources: {', '.join(sorted(kinds))})")
-        for name in user.source_roles:
-            if name not in kinds:
-                raise ConfigError(f"{where} source_roles names {name!r}, which is not a source "
-                                  f"(the sources: {', '.join(sorted(kinds))})")
-            if kinds[name] != "postgres":
-                raise ConfigError(f"{where} source_roles: {name!r} is a {kinds[name]} source; "
-                                  "a role can be set on postgres sources only")
+        for key, names in (("source_roles", user.source_roles), ("pool_modes", user.pool_modes)):
+            for name in names:
+                if name not in kinds:
+                    raise ConfigError(f"{where} {key} names {name!r}, which is not a source "
+                                      f"(the sources: {', '.join(sorted(kinds))})")
+                if kinds[name] != "postgres":
+                    what = "a role can be set on" if key == "source_roles" else "it applies to"
+                    raise ConfigError(f"{where} {key}: {name!r} is a {kinds[name]} source; "
+                                      f"{what} postgres sources only")
 
 
 def _sources(data: dict[str, Any], demo: DemoConfig) -> tuple[SourceConfig, ...]:

@@ -148,6 +148,8 @@ class UserConfig:
     admin: bool = False  # sees and may cancel/terminate every session
     # PostgreSQL source -> the role the user's statements run under there (SET ROLE).
     source_roles: dict[str, str] = field(default_factory=dict)
+    # PostgreSQL source -> this user's pool_mode there, instead of the source's.
+    pool_modes: dict[str, str] = field(default_factory=dict)
 
     @property
     def all_sources(self) -> bool:

@@ -171,6 +171,9 @@ USER = Section({
     "read_only": BOOLEAN,
     "admin": BOOLEAN,
     "source_roles": ROLES,
+    "pool_modes": Value('a table of source names to "session" or "transaction"',
+                        lambda v: isinstance(v, dict)
+                        and all(item in ("session", "transaction") for item in v.values())),
 }, required=("name", "sources"))
 
 _KIND = one_of(*SOURCE_KINDS)
@@ -178,7 +181,10 @@ _KIND = one_of(*SOURCE_KINDS)
 _REQUIRED = {"required": BOOLEAN}
 _READ_ONLY_ANYWAY = "{} sources are always read-only; remove read_only"
 SOURCES: Mapping[str, Section] = {
+    # pool_mode / pool_timeout_s: the relay's links (gateway.relay.pool).
     "postgres": Section({"kind": _KIND, "dsn": NAME, "schema": NAME, "pool_size": integer(1),
+                         "pool_mode": one_of("session", "transaction"),
+                         "pool_timeout_s": number(0, inclusive=False),
                          "read_only": BOOLEAN, **_REQUIRED}, required=("dsn",)),
     "mysql": Section({"kind": _KIND, "dsn": NAME, "pool_size": integer(1), "read_only": BOOLEAN,
                       **_REQUIRED},

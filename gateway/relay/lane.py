@@ -118,6 +118,11 @@ class Lane:
             port = self.exchange.link.port
             port.pause("client") if paused else port.resume("client")
 
+    @property
+    def cancelling(self) -> bool:
+        """A CancelRequest is on its way to the link (which no pool may lend meanwhile)."""
+        return self._cancelling is not None
+
     def cancel(self) -> bool:
         """A CancelRequest for this session: cancel the statement on the source, which
         answers it with its own 57014 error. False when no exchange is in flight."""
@@ -185,6 +190,8 @@ class Lane:
         s = self.state
         if s.failed or route.kind != "postgres" or route.copy_in or route.ddl:
             return None
+        if route.pins and route.source not in self.links.pinned:
+            return None  # the task pins the session to its link first (SessionLinks.pin)
         if route.writes and s.writes_refused:
             return None  # the task reports 25006
         links = self.links

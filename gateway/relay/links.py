@@ -26,11 +26,11 @@ from pgwire.protocol import client as w
 from connectors import writes
 from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from connectors.postgres.link_reader import LinkReader
-from connectors.postgres.roles import set_role_sql
 from gateway.executor.execute import Executor
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError,
                            source_unavailable)
 from gateway.relay.literals import Lifted, lift
+from gateway.relay.pool import borrow, pool_for
 from planner.access import function_denied
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
@@ -84,6 +84,8 @@ class SessionLinks:
         self.writer: str | None = None  # the source this transaction block wrote to
         self.begin_sql = "BEGIN"
         self.ddl = False  # DDL ran: the catalog is read again once it is visible
+        self.busy = 0  # the session's task is handling a message (its links stay)
+        self.pinned: set[str] = set()  # sources whose link is this session's to the end
 
     @property
     def active(self) -> bool:
@@ -151,25 +153,59 @@ class SessionLinks:
             link.expire_statements(self.state.ctx.schema_epoch)
             await self._row_types(link)
             return link
-        ctx = self.state.ctx
-        remote = ctx.sources[source]
-        link = await PgLink.connect(source, remote.dsn, schema=remote.schema,  # type: ignore[attr-defined]
-                                    settings=self.state.settings.values,
-                                    # A read-only user's link refuses writes at the
-                                    # source too (say, a function called by a SELECT).
-                                    read_only=source in ctx.router.read_only
-                                    or self.state.access.read_only)
-        role = self.state.access.source_roles.get(source)
-        if role is not None:
-            # The user's statements run with the role's rights there ([[users]]
-            # source_roles); the link is this session's alone, so the role stays with it.
-            outcome = await link.simple(set_role_sql(role, local=False))
-            if outcome.error is not None:
-                link.close()
-                raise outcome.error
-        await self._row_types(link)
+        if link is not None:  # broken: the pool opens another in its place
+            del self.links[source]
+            self._drop(source, link)
+        # From the worker's pool (gateway.relay.pool), under this user's role there.
+        pool, link = await borrow(self, self.state, source)
+        try:
+            await self._row_types(link)
+        except BaseException:
+            pool.give_back(link)
+            raise
         self.links[source] = link
         return link
+
+    def lendable(self, link: PgLink, mode: str) -> bool:
+        """`link` may go to another session now (transaction pooling, the pool's `mode`
+        unless the user's `pool_modes` says otherwise): the session has nothing in flight
+        on it, no block, nothing that cannot move (`pin`)."""
+        state = self.state
+        if (state.access.pool_modes.get(link.source, mode) != "transaction" or self.busy
+                or link.source in self.pinned or state.in_block or self.writers
+                or link.status != "I" or not link.idle or self.links.get(link.source) is not link
+                or getattr(state, "copy_in", None) is not None):
+            return False
+        lane = state.lane  # nothing in flight, and no cancel on its way to this link
+        return lane is None or (getattr(lane, "exchange", None) is None
+                                and not getattr(lane, "cancelling", False))
+
+    def drop_dead(self, link: PgLink) -> None:
+        """`link`'s source hung up while this session was idle outside a block: it leaves
+        the session (which borrows another on its next statement, no error)."""
+        if (not self.busy and not self.state.in_block and link.status == "I"
+                and self.links.get(link.source) is link):
+            del self.links[link.source]
+            self._drop(link.source, link)
+
+    def pin(self, route: Route) -> None:
+        """The statement leaves state on its link that other sessions must not see, or
+        that would be lost on another link: the link stays this session's."""
+        if route.pins and route.source not in self.pinned:
+            self.pinned.add(route.source)
+            pool_for(self.state.ctx, route.source, route.source in self.state.ctx.router.read_only
+                     or self.state.access.read_only).pinned += 1
+
+    def _drop(self, source: str, link: PgLink) -> None:
+        """`link` leaves this session: back to its pool (closed there when it cannot
+        serve another: broken, in a transaction, or pinned)."""
+        ctx = self.state.ctx
+        pool = pool_for(ctx, source, source in ctx.router.read_only or self.state.access.read_only)
+        if source in self.pinned:
+            self.pinned.discard(source)
+            pool.pinned -= 1
+            link.broken = True  # its temporary tables, locks ... end with the session
+        pool.give_back(link)
 
     async def _row_types(self, link: PgLink) -> None:
         """Give `link` the row type OIDs of the catalog this session reads, once per
@@ -234,6 +270,7 @@ class SessionLinks:
         per shape, when they can (`gateway.relay.literals`)."""
         self._check(route, sql)
         link = await self.link(route.source)
+        self.pin(route)
         lifted = self.lifted(route, sql)
         if lifted is not None:
             try:
@@ -302,6 +339,7 @@ class SessionLinks:
         assert route is not None
         self._check(route, prepared.sql)
         link = await self.link(route.source)
+        self.pin(route)
         statement = await link.prepare(route.sql or prepared.sql, prepared.declared_oids)
         if prepared.remote is not None and result_type(statement) != result_type(prepared.remote):
             # Described to the client with other columns (the table changed shape since):
@@ -385,13 +423,13 @@ class SessionLinks:
             await writer.command(f'{command} "{name}"')
 
     def reset(self) -> None:
-        """DISCARD ALL: drop the links (their prepared statements and temp tables go too)."""
+        """DISCARD ALL: give the links back (a pinned one is closed: its temp tables go)."""
         self.close()
 
     def close(self) -> None:
-        for link in self.links.values():
-            link.close()
-        self.links.clear()
+        links, self.links = self.links, {}
+        for source, link in links.items():
+            self._drop(source, link)
         self.writer = None
 
     async def aclose(self) -> None:

@@ -70,6 +70,16 @@ _OPAQUE_TABLES = {
     "lock": re.compile(r"\s*LOCK\s+(?:TABLE\s+)?(?:ONLY\s+)?(.*?)(?:\s+IN\s+.*|\s+NOWAIT)?$", re.I | re.S),
 }
 
+# What leaves state on the source's session that another client must not see and that a
+# link of its own would lose: temporary tables (CREATE TEMP ...). Such a statement pins
+# the session to its link (gateway.relay.links.SessionLinks.pin). SELECT ... INTO TEMP and
+# session advisory locks are matched too, though the planner takes them today; LISTEN,
+# DECLARE ... WITH HOLD, PREPARE [TRANSACTION] and SET SESSION AUTHORIZATION are never
+# relayed (the gateway answers or refuses them itself).
+_PINNING = re.compile(r"\bTEMP(?:ORARY)?\s+(?:TABLE|VIEW|SEQUENCE)\b|\bCREATE\s+(?:OR\s+REPLACE\s+)?"
+                      r"(?:GLOBAL\s+|LOCAL\s+)?TEMP(?:ORARY)?\b|\bINTO\s+(?:TEMP|TEMPORARY)\b"
+                      r"|\bpg_(?:try_)?advisory_lock(?:_shared)?\s*\(", re.I)
+
 
 def verb_of(sql: str) -> str:
     found = _VERB.match(sql)
@@ -116,7 +126,11 @@ class Router:
         if route is None:
             return route, cacheable
         called = _admin_calls(sql, verb, route)
-        return (replace(route, admin_calls=called) if called else route), cacheable
+        if called:
+            route = replace(route, admin_calls=called)
+        if _PINNING.search(sql):
+            route = replace(route, pins=True)
+        return route, cacheable
 
     def _decide_route(self, sql: str, verb: str, search_path: tuple[str, ...],
                 hidden: frozenset[str]) -> tuple[Route | None, bool]:

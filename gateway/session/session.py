@@ -62,6 +62,9 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
                           severity="FATAL")
         if self.skipping and not isinstance(message, (m.Sync, m.Terminate, m.Query)):
             return
+        # While the task handles a message its links stay with it (gateway.relay.pool
+        # takes back only the links of a session that waits for its client).
+        self.links.busy += 1
         try:
             await handler(message)
         except PgError as err:
@@ -73,6 +76,8 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
         except Exception as exc:  # a bug of ours: report it, keep the session usable
             log.exception("internal error while handling %s", type(message).__name__)
             await self._fail_extended(from_exception(exc), message)
+        finally:
+            self.links.busy -= 1
 
     async def _fail_extended(self, err: PgError, message: m.FrontendMessage) -> None:
         """Report an error and skip to Sync; like PostgreSQL, send it now, not at Sync

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, INVALID_SQL_STATEMENT_NAME,
                             NO_ACTIVE_SQL_TRANSACTION, UNDEFINED_OBJECT, PgError)
+from gateway.relay.pool import POOL_COLUMNS, pool_rows
 from gateway.state.settings import DEFAULTS, canonical
 from gateway.state.statements import Utility
 
@@ -110,6 +111,9 @@ def run_show(session: SessionCore, utility: Utility) -> UtilityResult:
     if utility.name == "all":
         rows = sorted((k, v, "") for k, v in session.settings.values.items())
         return UtilityResult("SHOW", text_rows(["name", "setting", "description"], rows))
+    if utility.name.lower() == "fedgate.pools":  # this worker's relay pools, one row each
+        return UtilityResult("SHOW", text_rows(POOL_COLUMNS, [tuple(map(str, row))
+                                                            for row in pool_rows(session.ctx.pools)]))
     value = session.settings.get(utility.name)
     if utility.name.lower() == "fedgate.express_statements":  # read-only: what the lane ran
         value = str(session.lane.taken if session.lane is not None else 0)

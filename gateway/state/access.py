@@ -29,6 +29,7 @@ class Access:
     read_only: bool = False
     admin: bool = False
     source_roles: Mapping[str, str] = field(default_factory=dict)
+    pool_modes: Mapping[str, str] = field(default_factory=dict)  # (gateway.relay.pool)
 
     def sees(self, source: str) -> bool:
         return self.visible is None or source in self.visible
@@ -50,7 +51,7 @@ def access_for(config: Config, user: str) -> Access:
         return Access(user, frozenset())
     visible = None if found.all_sources else frozenset(found.sources)
     return Access(user, visible, read_only=found.read_only, admin=found.admin,
-                  source_roles=dict(found.source_roles))
+                  source_roles=dict(found.source_roles), pool_modes=dict(found.pool_modes))
 
 
 def schema_denied(schema: str) -> PgError:

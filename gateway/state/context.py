@@ -113,6 +113,9 @@ class ServerContext:
     # The engine's memory shared out to statements (gateway.state.memory); the listener
     # hands the executor the same pool. None: nothing is counted (a unit test's context).
     memory: EngineMemory | None = None
+    # The relay's links to each PostgreSQL source, per (source, read-only login), shared by
+    # this worker's sessions (gateway.relay.pool.LinkPool).
+    pools: dict[tuple[str, bool], Any] = field(default_factory=dict)
 
     async def refresh_catalog(self, min_interval_s: float = 1.0) -> bool:
         """Re-read every source's tables; any change becomes a new catalog version (which
@@ -237,6 +240,10 @@ class ServerContext:
             session.cancel()
 
     async def close(self) -> None:
+        for pool in self.pools.values():
+            for link in pool.free:
+                link.close()
+            pool.free.clear()
         for source in self.sources.values():
             await source.close()
         for engine in self.executor.engines.values():

@@ -28,6 +28,9 @@ class Route:
     # The server-administration functions the statement calls (planner.access): relayed
     # only for a user whose statements run under a role on that source (source_roles).
     admin_calls: tuple[str, ...] = ()
+    # It leaves state on the source's session (a temporary table, a session advisory lock):
+    # the session keeps that link (gateway.relay.links.SessionLinks.pin).
+    pins: bool = False
 
     @property
     def ddl(self) -> bool:

@@ -247,7 +247,9 @@ def test_cancel_reaches_the_source(setup: Setup) -> None:
         # The session and its link carry on.
         assert [m.type for m in exchange_messages(conn, q("SELECT bal FROM acct WHERE id = 2"))] \
             == ["T", "D", "C", "Z"]
-        assert show_taken(conn) == 1  # the long statement (the next one's shape was new)
+        # The long statement; the next one too when the pooled link it borrowed has its
+        # shape prepared already (by an earlier session of the module).
+        assert show_taken(conn) in (1, 2)
 
 
 def exchange_messages(conn: rawpg.RawPG, *chunks: bytes) -> list[rawpg.Message]:

@@ -67,11 +67,35 @@ class GatewayCollector(Collector):
             engines.add_metric([worker, engine], value)
         yield engines
         yield from memory_families(ctx, worker)
+        yield from pool_families(ctx, worker)
         up = GaugeMetricFamily("fedgate_source_up", "1 when the source answered its last probe, "
                                "0 when it did not", labels=["worker", "source"])
         for name, state in sorted(self.health.sources.items()):
             up.add_metric([worker, name], 1.0 if state.up else 0.0)
         yield up
+
+
+def pool_families(ctx: ServerContext, worker: str) -> Iterator[Metric]:
+    """The relay's pools (gateway.relay.pool), as SHOW fedgate.pools shows them."""
+    labels = ["worker", "source", "login"]
+    links = GaugeMetricFamily("fedgate_pool_server_connections", "The relay's connections "
+                              "to each source and login: idle or in use",
+                              labels=[*labels, "state"])
+    waiting = GaugeMetricFamily("fedgate_pool_clients_waiting", "Clients waiting for a "
+                                "connection", labels=labels)
+    pinned = GaugeMetricFamily("fedgate_pool_pinned_sessions", "Sessions whose connection "
+                               "cannot move (a temporary table, a session advisory lock)",
+                               labels=labels)
+    timeouts = CounterMetricFamily("fedgate_pool_timeouts", "Clients that waited "
+                                   "pool_timeout_s in vain (53300)", labels=labels)
+    for (source, _), pool in sorted(ctx.pools.items()):
+        at = [worker, source, pool.login]
+        links.add_metric([*at, "idle"], len(pool.free))
+        links.add_metric([*at, "in_use"], len(pool.lent))
+        waiting.add_metric(at, len(pool.waiters))
+        pinned.add_metric(at, pool.pinned)
+        timeouts.add_metric(at, pool.timeouts)
+    yield from (links, waiting, pinned, timeouts)
 
 
 def memory_families(ctx: ServerContext, worker: str) -> Iterator[Metric]:

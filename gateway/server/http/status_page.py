@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from gateway.config.memory import shown_bytes
+from gateway.relay.pool import POOL_COLUMNS, pool_rows
 from gateway.server.http.health import Health
 from gateway.server.http.plan_svg import plan_svg
 from gateway.state.activity import activity_of
@@ -102,6 +103,16 @@ def _health(ctx: ServerContext, health: Health) -> str:
             "<th>last error</th></tr>" + "".join(rows) + "</table>")
 
 
+def _pools(ctx: ServerContext) -> str:
+    """The relay's pools, as SHOW fedgate.pools lists them."""
+    rows = ["<tr class=\"pool\">" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>"
+            for row in pool_rows(ctx.pools)]
+    if not rows:
+        return '<p class="muted">no connection relayed yet</p>'
+    return ("<table><tr>" + "".join(f"<th>{escape(c)}</th>" for c in POOL_COLUMNS) + "</tr>"
+            + "".join(rows) + "</table>")
+
+
 def _recent(ctx: ServerContext) -> str:
     rows = []
     for index, (number, entry) in enumerate(ctx.recent.listed()):
@@ -152,6 +163,7 @@ def render(ctx: ServerContext, health: Health, token: str) -> bytes:
             f"<h2>Sessions</h2>{_sessions(ctx, token)}"
             f"<h2>Engine memory</h2>{_memory(ctx)}"
             f"<h2>Sources</h2>{_health(ctx, health)}"
+            f"<h2>Relay pools</h2>{_pools(ctx)}"
             f"<h2>Recent slow or failed statements</h2>{_recent(ctx)}"
             "</body></html>")
     return page.encode("utf-8")

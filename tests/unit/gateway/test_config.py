@@ -29,7 +29,8 @@ EVERY_ENGINE_KEY = {"default": "spark", "spark_master": "local[2]", "spark_thres
                     "spark_connect_timeout_s": 5, "spark_job_timeout_s": 0, "spark_idle_stop_s": 60}
 EVERY_SOURCE_KEY: dict[str, dict[str, Any]] = {
     "postgres": {"kind": "postgres", "dsn": "postgresql://u@h/d", "schema": "s",
-                 "pool_size": 3, "read_only": True, "required": True},
+                 "pool_size": 3, "pool_mode": "session", "pool_timeout_s": 2.5,
+                 "read_only": True, "required": True},
     "mysql": {"kind": "mysql", "dsn": "mysql://u@h/d", "pool_size": 3, "read_only": False,
               "required": False},
     "sqlite": {"kind": "sqlite", "path": "a.db", "statement_log": "log.txt", "read_only": True,
@@ -266,6 +267,10 @@ def test_every_source_kind_takes_required() -> None:
     ({"users": [{"name": 5}]}, "[[users]] #1 name must be a non-empty string, not 5"),
     (with_source(kind="postgres", dsn="d", pool_size="10"),
      '[sources.x] pool_size must be an integer >= 1, not the string "10"'),
+    (with_source(kind="postgres", dsn="d", pool_mode="statement"),
+     '[sources.x] pool_mode must be "session" or "transaction", not the string "statement"'),
+    (with_source(kind="postgres", dsn="d", pool_timeout_s=0),
+     "[sources.x] pool_timeout_s must be a number > 0, not 0"),
     (with_source(kind="postgres", dsn="d", read_only="yes"),
      '[sources.x] read_only must be true or false, not the string "yes"'),
     (with_source(kind="sqlite", path=["a.db"]),
@@ -304,6 +309,11 @@ def test_a_wrong_value_names_its_key(data: dict[str, Any], expected: str) -> Non
      "[[users]] \"a\" sources names 'wh', which is not a source (the sources: demo)"),
     ({"users": [{"name": "a", "sources": ["*", "demo"]}]},
      '[[users]] "a" sources: "*" means every source; list nothing else with it'),
+    ({"users": [{"name": "a", "sources": ["*"], "pool_modes": {"demo": "session"}}]},
+     "[[users]] \"a\" pool_modes: 'demo' is a duckdb source; it applies to postgres sources only"),
+    ({"users": [{"name": "a", "sources": ["*"], "pool_modes": {"x": "statement"}}]},
+     '[[users]] "a" pool_modes must be a table of source names to "session" or "transaction", '
+     "not a table"),
     ({"users": [{"name": "a", "sources": ["*"], "source_roles": {"demo": "r"}}]},
      "[[users]] \"a\" source_roles: 'demo' is a duckdb source; a role can be set on "
      "postgres sources only"),

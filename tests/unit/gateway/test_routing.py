@@ -120,3 +120,24 @@ def test_statements_of_one_shape_share_a_decision(router: Router) -> None:
     assert router.route("SELECT abalance FROM accounts WHERE id = 12345", PATH) is first
     assert shape_of("SELECT 'a;b', 1.5e3 FROM \"T1\" WHERE x = 42") == 'SELECT ?, ? FROM "T1" WHERE x = ?'
     assert shape_of("SELECT E'\\\\x' FROM t") == "SELECT E'\\\\x' FROM t"  # escapes: kept whole
+
+
+@pytest.mark.parametrize("sql, pins", [
+    ("CREATE TEMP TABLE scratch (a int)", True),
+    ("CREATE TEMPORARY TABLE scratch AS SELECT abalance FROM accounts", True),
+    ("SELECT abalance FROM accounts WHERE id = 7", False),
+    ("CREATE TABLE kept (a int)", False),
+])
+def test_what_cannot_move_to_another_link_pins(router: Router, sql: str, pins: bool) -> None:
+    route = router.route(sql, PATH)
+    assert route is not None and route.pins is pins
+
+
+@pytest.mark.parametrize("sql", ["SELECT pg_advisory_lock(7) FROM accounts",
+                                 "SELECT pg_try_advisory_lock_shared(7) FROM accounts",
+                                 "SELECT abalance INTO TEMP kept FROM accounts"])
+def test_session_state_the_relay_never_sends_needs_no_pin(router: Router, sql: str) -> None:
+    """Not relayed today (the planner takes them), so they leave nothing on a link; should
+    they be relayed one day, their route pins."""
+    route = router.route(sql, PATH)
+    assert route is None or route.pins

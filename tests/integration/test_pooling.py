@@ -1,0 +1,449 @@
+"""Many clients over few PostgreSQL connections: the relay's pools (gateway/relay/pool.py).
+
+A PostgreSQL of its own with `max_connections = 40` serves a gateway whose source has
+`pool_size = 20` in `pool_mode = "transaction"`: pgbench with 200 clients in the three
+select-only modes and TPC-B ends with no failed client, and 1,000 client sessions each
+run a statement. Interleaved clients of two users, each with its own role
+(`source_roles`), mirrored settings and protocol-level prepared statements of the same
+names, each see only their own over three connections. A temporary table pins its
+session (counted in `SHOW fedgate.pools`) and survives the others' traffic; a client that
+finds a pool of one held by an open block gets 53300 after `pool_timeout_s`; and the
+express lane (its repeats in C, or their Python twin) still runs on borrowed links.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gateway.relay.quick import HOT_SPLIT_ENV
+from pgwire.protocol.client import ROW_WALK_ENV
+from tests.support.gateway_proc import GatewayProcess, start_gateway
+from tests.support.http_gateway import http_get
+from tests.support.postgres import PostgresServer, start_postgres
+from tests.support.system import free_port
+
+PASSWORD = "pool-secret"
+MAX_CONNECTIONS = 40
+POOL_SIZE = 20
+_FAILED = re.compile(r"^number of failed transactions: (\d+)", re.M)
+_ABORTED = re.compile(r"aborted|Run was aborted", re.I)
+
+
+@dataclass
+class Source:
+    server: PostgresServer
+    truth: str  # direct DSN of the database the gateways serve
+    database: str
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
+    server = start_postgres(tmp_path_factory.mktemp("pool-pg"))
+    try:
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET max_connections = {MAX_CONNECTIONS}")
+        server.crash()  # (a restart: max_connections is read at start only)
+        server.start_again()
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            assert conn.execute("SHOW max_connections").fetchone() == (str(MAX_CONNECTIONS),)
+            conn.execute("CREATE DATABASE pooled")
+            for role in ("alice_role", "bob_role"):
+                conn.execute(f"CREATE ROLE {role} NOLOGIN")
+        truth = server.dsn.rsplit("/", 1)[0] + "/pooled"
+        with psycopg.connect(truth, autocommit=True) as conn:
+            conn.execute("CREATE TABLE items (id int PRIMARY KEY, v int)")
+            conn.execute("INSERT INTO items SELECT g, g * 10 FROM generate_series(1, 100) g")
+            # What the source's session holds, read through a relayed SELECT.
+            conn.execute("CREATE VIEW whoami AS SELECT current_user::text AS who, "
+                         "current_setting('TimeZone') AS tz, "
+                         "current_setting('extra_float_digits') AS digits, "
+                         "current_setting('bytea_output') AS bytes")
+            conn.execute("GRANT USAGE ON SCHEMA public TO alice_role, bob_role")
+            conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON items, whoami "
+                         "TO alice_role, bob_role")
+        res = pgbench(server.host, server.port, "postgres", "pooled", "-i", "-s", "1", "-q")
+        assert res.returncode == 0, res.stderr
+        yield Source(server, truth, "pooled")
+    finally:
+        server.stop()
+
+
+def config(source: Source, *, size: int = POOL_SIZE, mode: str = "transaction",
+           timeout_s: float = 30.0, users: bool = False, http_port: int | None = None,
+           bob_mode: str | None = None) -> str:
+    lines = ["[server]", "max_connections = 1200"]
+    if http_port is not None:
+        lines += [f"http_port = {http_port}"]
+    if users:
+        lines += ['auth_method = "scram-sha-256"']
+    lines += ["[catalog]", 'search_path = ["pg"]',
+              "[sources.pg]", 'kind = "postgres"', f"dsn = {json.dumps(source.truth)}",
+              'schema = "public"', f"pool_size = {size}", f'pool_mode = "{mode}"',
+              f"pool_timeout_s = {timeout_s}"]
+    for name in ("alice", "bob") if users else ():
+        lines += ["[[users]]", f'name = "{name}"', f"password = {json.dumps(PASSWORD)}",
+                  'sources = ["*"]', f'source_roles = {{ pg = "{name}_role" }}']
+        if name == "bob" and bob_mode is not None:
+            lines += [f'pool_modes = {{ pg = "{bob_mode}" }}']
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module", params=["C", "python"])
+def gateway(source: Source, tmp_path_factory: pytest.TempPathFactory,
+            request: pytest.FixtureRequest) -> Iterator[GatewayProcess]:
+    proc = start_gateway(config(source), tmp_path_factory.mktemp("pool-gateway"),
+                         env={HOT_SPLIT_ENV: request.param, ROW_WALK_ENV: request.param})
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def pgbench(host: str, port: int, user: str, database: str, *args: str,
+            timeout: int = 240) -> subprocess.CompletedProcess[str]:
+    binary = shutil.which("pgbench")
+    assert binary, "pgbench is not on PATH (install postgresql-client)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    env["PGCONNECT_TIMEOUT"] = "30"
+    return subprocess.run([binary, *args, "-h", host, "-p", str(port), "-U", user, database],
+                          check=False, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def dsn(gateway: GatewayProcess, user: str = "fedgate") -> str:
+    password = f" password={PASSWORD}" if user != "fedgate" else ""
+    return f"host={gateway.host} port={gateway.port} user={user} dbname={gateway.database}{password}"
+
+
+def pools(conn: psycopg.Connection) -> dict[str, str]:
+    cur = conn.execute("SHOW fedgate.pools")
+    names = [d.name for d in cur.description]
+    rows = cur.fetchall()
+    assert len(rows) == 1, rows
+    return dict(zip(names, rows[0]))
+
+
+def metric(base: str, family: str) -> float:
+    families = {f.name: f for f in text_string_to_metric_families(http_get(base + "/metrics")[2].decode())}
+    return sum(sample.value for sample in families[family].samples)
+
+
+def backends(source: Source) -> int:
+    with psycopg.connect(source.server.dsn, autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
+                            (source.database,)).fetchone()[0]
+
+
+# --- many clients ------------------------------------------------------------------------
+
+@pytest.mark.load
+@pytest.mark.parametrize("script", ["select-simple", "select-extended", "select-prepared",
+                                    "tpcb-simple"])
+def test_pgbench_200_clients_over_20_connections(gateway: GatewayProcess, source: Source,
+                                                 script: str) -> None:
+    kind, mode = script.split("-")
+    args = ["-n", "-c", "200", "-j", "2", "-T", "4", "-M", mode]
+    if kind == "select":
+        args.append("-S")
+    res = pgbench(gateway.host, gateway.port, "fedgate", gateway.database, *args)
+    out = f"exit {res.returncode}\n{res.stdout}\n{res.stderr[-3000:]}"
+    assert res.returncode == 0, out
+    assert not _ABORTED.search(res.stderr), out
+    failed = _FAILED.search(res.stdout)
+    assert failed is None or failed.group(1) == "0", out
+    assert "number of clients: 200" in res.stdout, out
+    assert backends(source) <= MAX_CONNECTIONS - 2
+    with psycopg.connect(dsn(gateway), autocommit=True) as conn:
+        row = pools(conn)
+    assert int(row["server_total"]) <= POOL_SIZE, row
+
+
+def test_a_thousand_sessions_each_served(gateway: GatewayProcess, source: Source) -> None:
+    def one(i: int) -> int:
+        with psycopg.connect(dsn(gateway), autocommit=True) as conn:
+            return conn.execute("SELECT v FROM items WHERE id = %s", (i % 100 + 1,)).fetchone()[0]
+
+    with ThreadPoolExecutor(max_workers=50) as threads:
+        got = list(threads.map(one, range(1000)))
+    assert got == [(i % 100 + 1) * 10 for i in range(1000)]
+    with psycopg.connect(dsn(gateway), autocommit=True) as conn:
+        assert int(pools(conn)["server_total"]) <= POOL_SIZE
+
+
+def test_express_lane_runs_on_borrowed_links(gateway: GatewayProcess) -> None:
+    """Two sessions over a pool they share: the lane relays their repeats either way."""
+    with psycopg.connect(dsn(gateway), autocommit=True) as a, \
+            psycopg.connect(dsn(gateway), autocommit=True) as b:
+        for i in range(50):
+            for conn in (a, b):
+                assert conn.execute(f"SELECT v FROM items WHERE id = {i % 10 + 1}").fetchone() \
+                    == ((i % 10 + 1) * 10,)
+        for conn in (a, b):
+            assert int(conn.execute("SHOW fedgate.express_statements").fetchone()[0]) > 40
+
+
+# --- state follows the client ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def users_gateway(source: Source, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    proc = start_gateway(config(source, size=3, users=True), tmp_path_factory.mktemp("pool-users"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_interleaved_users_see_only_their_own_state(users_gateway: GatewayProcess) -> None:
+    """12 clients of two users over 3 connections: each sees its own role, settings and
+    prepared statements (psycopg names them _pg3_0, _pg3_1 ... in every session)."""
+    clients = []
+    for i in range(12):
+        user = ("alice", "bob")[i % 2]
+        conn = psycopg.connect(dsn(users_gateway, user), autocommit=True, prepare_threshold=0)
+        zone = ("UTC", "Asia/Tokyo", "America/New_York", "Europe/Paris")[i % 4]
+        digits = str(i % 4)
+        conn.execute(f"SET TimeZone = '{zone}'")
+        conn.execute(f"SET extra_float_digits = {digits}")
+        conn.execute(f"SET application_name = 'client{i}'")
+        if i % 3 == 0:
+            conn.execute("SET bytea_output = 'escape'")
+        clients.append((conn, f"{user}_role", zone, digits, i))
+    try:
+        for round_ in range(6):
+            for conn, role, zone, digits, i in clients:
+                assert conn.execute("SELECT who, tz, digits, bytes FROM whoami").fetchone() \
+                    == (role, zone, digits, "escape" if i % 3 == 0 else "hex"), (i, round_)
+                # Prepared by name on whichever link the client has now, each its own text.
+                assert conn.execute(f"SELECT v + {i} FROM items WHERE id = %s", (round_ + 1,),
+                                    prepare=True).fetchone() == ((round_ + 1) * 10 + i,)
+                assert conn.execute("SHOW application_name").fetchone() == (f"client{i}",)
+                assert conn.execute("SHOW TimeZone").fetchone() == (zone,)
+        with psycopg.connect(dsn(users_gateway, "alice"), autocommit=True) as conn:
+            row = pools(conn)
+        assert int(row["server_total"]) <= 3 and int(row["reclaimed"]) > 0, row
+    finally:
+        for conn, *_ in clients:
+            conn.close()
+
+
+def test_concurrent_users_see_only_their_own_state(users_gateway: GatewayProcess) -> None:
+    """40 clients at once over 3 connections, in blocks and out of them."""
+    def client(i: int) -> int:
+        user, zone = ("alice", "bob")[i % 2], ("UTC", "Asia/Tokyo", "Europe/Paris")[i % 3]
+        with psycopg.connect(dsn(users_gateway, user), autocommit=True) as conn:
+            conn.execute(f"SET TimeZone = '{zone}'")
+            for round_ in range(15):
+                if round_ % 5 == 4:
+                    with conn.transaction():
+                        assert conn.execute("SELECT who, tz FROM whoami").fetchone() \
+                            == (f"{user}_role", zone)
+                        conn.execute("UPDATE items SET v = v WHERE id = %s", (i % 100 + 1,))
+                assert conn.execute("SELECT who, tz FROM whoami").fetchone() == (f"{user}_role", zone)
+                assert conn.execute(f"SELECT v + {i} FROM items WHERE id = %s", (round_ + 1,),
+                                    prepare=True).fetchone() == ((round_ + 1) * 10 + i,)
+        return i
+
+    with ThreadPoolExecutor(max_workers=40) as threads:
+        assert sorted(threads.map(client, range(40))) == list(range(40))
+
+
+def test_a_block_keeps_its_role_and_settings(users_gateway: GatewayProcess) -> None:
+    with psycopg.connect(dsn(users_gateway, "alice")) as alice, \
+            psycopg.connect(dsn(users_gateway, "bob"), autocommit=True) as bob:
+        alice.execute("SET TimeZone = 'Asia/Tokyo'")
+        assert alice.execute("SELECT who, tz FROM whoami").fetchone() == ("alice_role", "Asia/Tokyo")
+        for _ in range(5):
+            assert bob.execute("SELECT who, tz FROM whoami").fetchone()[0] == "bob_role"
+        alice.execute("UPDATE items SET v = v WHERE id = 1")
+        assert alice.execute("SELECT who FROM whoami").fetchone() == ("alice_role",)
+        alice.commit()
+
+
+# --- pinning and waiting -----------------------------------------------------------------
+
+SMALL_HTTP_PORT = free_port()
+
+
+@pytest.fixture(scope="module")
+def small_gateway(source: Source, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    proc = start_gateway(config(source, size=2, timeout_s=1.5, http_port=SMALL_HTTP_PORT),
+                         tmp_path_factory.mktemp("pool-small"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_a_temporary_table_pins_its_session(small_gateway: GatewayProcess) -> None:
+    with psycopg.connect(dsn(small_gateway), autocommit=True) as holder:
+        holder.execute("CREATE TEMP TABLE scratch (x int)")
+        holder.execute("INSERT INTO scratch VALUES (1)")
+        assert pools(holder)["pinned_sessions"] == "1"
+        assert metric(f"http://127.0.0.1:{SMALL_HTTP_PORT}", "fedgate_pool_pinned_sessions") == 1
+        page = http_get(f"http://127.0.0.1:{SMALL_HTTP_PORT}/")[2].decode()
+        assert "<h2>Relay pools</h2>" in page and '<tr class="pool"><td>pg</td>' in page
+        for _ in range(3):
+            # Others come and go over the one link left.
+            with psycopg.connect(dsn(small_gateway), autocommit=True) as other:
+                for i in range(5):
+                    assert other.execute(f"SELECT v FROM items WHERE id = {i + 1}").fetchone() \
+                        == ((i + 1) * 10,)
+            assert holder.execute("UPDATE scratch SET x = x + 1 RETURNING x").fetchone() is not None
+        assert holder.execute("UPDATE scratch SET x = x + 1 RETURNING x").fetchone() == (5,)
+    with psycopg.connect(dsn(small_gateway), autocommit=True) as conn:
+        deadline = time.monotonic() + 5
+        while pools(conn)["pinned_sessions"] != "0" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pools(conn)["pinned_sessions"] == "0"
+
+
+def test_pool_timeout_names_source_and_pool(small_gateway: GatewayProcess) -> None:
+    first = psycopg.connect(dsn(small_gateway))
+    second = psycopg.connect(dsn(small_gateway))
+    try:
+        for conn in (first, second):  # both links held by open blocks
+            conn.execute("SELECT v FROM items WHERE id = 1")
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as third:
+            started = time.monotonic()
+            with pytest.raises(psycopg.Error) as caught:
+                third.execute("SELECT v FROM items WHERE id = 2")
+            took = time.monotonic() - started
+            assert caught.value.sqlstate == "53300", caught.value
+            assert '"pg"' in str(caught.value) and "pool of 2" in str(caught.value)
+            assert 1.4 <= took < 5, took
+            first.rollback()  # a link is free again: the same client is served
+            assert third.execute("SELECT v FROM items WHERE id = 2").fetchone() == (20,)
+            assert int(pools(third)["timeouts"]) >= 1
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_waiter_is_served_when_a_block_ends(small_gateway: GatewayProcess) -> None:
+    first = psycopg.connect(dsn(small_gateway))
+    second = psycopg.connect(dsn(small_gateway))
+    got: list[object] = []
+    try:
+        for conn in (first, second):
+            conn.execute("SELECT v FROM items WHERE id = 1")
+
+        def wait() -> None:
+            with psycopg.connect(dsn(small_gateway), autocommit=True) as third:
+                got.append(third.execute("SELECT v FROM items WHERE id = 3").fetchone())
+
+        waiting = threading.Thread(target=wait)
+        waiting.start()
+        time.sleep(0.4)
+        assert not got
+        second.commit()
+        waiting.join(5)
+        assert got == [(30,)]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_session_mode_keeps_a_link_per_session(source: Source, tmp_path: Path) -> None:
+    proc = start_gateway(config(source, size=1, mode="session", timeout_s=1), tmp_path)
+    try:
+        with psycopg.connect(dsn(proc), autocommit=True) as first, \
+                psycopg.connect(dsn(proc), autocommit=True) as second:
+            assert first.execute("SELECT v FROM items WHERE id = 1").fetchone() == (10,)
+            with pytest.raises(psycopg.Error) as caught:
+                second.execute("SELECT v FROM items WHERE id = 1")
+            assert caught.value.sqlstate == "53300"
+            first.close()
+            assert second.execute("SELECT v FROM items WHERE id = 1").fetchone() == (10,)
+    finally:
+        proc.stop()
+
+
+def test_links_that_died_idle_are_replaced(source: Source, tmp_path: Path) -> None:
+    """The source restarts: clients outside a block carry on without an error, over new
+    links (the dead ones, lent or free, are dropped)."""
+    proc = start_gateway(config(source, size=2), tmp_path)
+    try:
+        clients = [psycopg.connect(dsn(proc), autocommit=True) for _ in range(4)]
+        try:
+            for conn in clients:
+                assert conn.execute("SELECT v FROM items WHERE id = 4").fetchone() == (40,)
+            source.server.crash()
+            source.server.start_again()
+            time.sleep(0.3)  # the links see their end of file
+            for _ in range(2):
+                for conn in clients:
+                    assert conn.execute("SELECT v FROM items WHERE id = 5").fetchone() == (50,)
+            assert int(pools(clients[0])["server_total"]) <= 2
+        finally:
+            for conn in clients:
+                conn.close()
+    finally:
+        proc.stop()
+
+
+def test_a_user_may_keep_session_pooling(source: Source, tmp_path: Path) -> None:
+    """bob's `pool_modes = { pg = "session" }`: his link is never taken back, alice's is."""
+    proc = start_gateway(config(source, size=1, timeout_s=1, users=True, bob_mode="session"),
+                         tmp_path)
+    try:
+        with psycopg.connect(dsn(proc, "alice"), autocommit=True) as alice, \
+                psycopg.connect(dsn(proc, "bob"), autocommit=True) as bob:
+            assert alice.execute("SELECT who FROM whoami").fetchone() == ("alice_role",)
+            assert bob.execute("SELECT who FROM whoami").fetchone() == ("bob_role",)  # alice's
+            with pytest.raises(psycopg.Error) as caught:
+                alice.execute("SELECT who FROM whoami")
+            assert caught.value.sqlstate == "53300"
+            bob.close()
+            assert alice.execute("SELECT who FROM whoami").fetchone() == ("alice_role",)
+    finally:
+        proc.stop()
+
+
+def test_a_cancel_reaches_only_its_clients_statement(small_gateway: GatewayProcess) -> None:
+    """Clients busy over a pool of 2 while another's long statements are cancelled again
+    and again: 57014 reaches that client only."""
+    long_sql = ("SELECT count(*) FROM items, generate_series(1, 20000) AS x, "
+                "generate_series(1, 20000) AS y WHERE id = 1")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def busy(i: int) -> int:
+        done = 0
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as conn:
+            while not stop.is_set():
+                try:
+                    assert conn.execute(f"SELECT v FROM items WHERE id = {i + 1}").fetchone() \
+                        == ((i + 1) * 10,)
+                except BaseException as exc:  # noqa: BLE001 (collected for the assertion)
+                    errors.append(exc)
+                    return done
+                done += 1
+        return done
+
+    with ThreadPoolExecutor(max_workers=4) as threads:
+        counts = [threads.submit(busy, i) for i in range(4)]
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as victim:
+            for _ in range(5):
+                timer = threading.Timer(0.3, victim.cancel)
+                timer.start()
+                with pytest.raises(psycopg.errors.QueryCanceled):
+                    victim.execute(long_sql)
+                timer.join()
+                assert victim.execute("SELECT v FROM items WHERE id = 9").fetchone() == (90,)
+        stop.set()
+        done = [c.result() for c in counts]
+    assert not errors, errors
+    assert all(n > 0 for n in done), done

@@ -1,0 +1,131 @@
+"""`gateway.relay.pool.LinkPool` on its own: room, taking back, FIFO waiting, timeout.
+
+The links and sessions are stand-ins with the few attributes the pool reads; the pool
+against a real PostgreSQL is tests/integration/test_pooling.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import pytest
+
+from gateway.relay import pool as pool_module
+from gateway.relay.pool import LinkPool
+from pgwire.errors import PgError
+
+
+@dataclass
+class FakePort:
+    eof: bool = False
+
+
+@dataclass(eq=False)
+class FakeLink:
+    source: str = "pg"
+    status: str = "I"
+    broken: bool = False
+    idle: bool = True
+    closed: bool = False
+    port: FakePort = field(default_factory=FakePort)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@dataclass(eq=False)
+class FakeSession:
+    links: dict = field(default_factory=dict)
+    willing: bool = True  # idle outside a block: its link may go
+    dropped: list = field(default_factory=list)
+
+    def lendable(self, link: FakeLink, mode: str) -> bool:
+        return mode == "transaction" and self.willing and self.links.get(link.source) is link
+
+    def drop_dead(self, link: FakeLink) -> None:
+        if self.links.get(link.source) is link:
+            del self.links[link.source]
+            self.dropped.append(link)
+
+
+def opener(made: list[FakeLink]):
+    async def connect() -> FakeLink:
+        link = FakeLink()
+        made.append(link)
+        return link
+    return connect
+
+
+async def take(pool: LinkPool, session: FakeSession, made: list[FakeLink], notices=None) -> FakeLink:
+    async def notice(text: str) -> None:
+        notices.append(text)
+    link = await pool.acquire(session, opener(made), notice if notices is not None else None)
+    session.links[link.source] = link
+    return link
+
+
+async def test_links_are_opened_up_to_the_size_then_taken_back_from_idle_sessions() -> None:
+    pool, made = LinkPool("pg", "u", 2, "transaction", 5), []
+    a, b, c = FakeSession(), FakeSession(), FakeSession()
+    first, second = await take(pool, a, made), await take(pool, b, made)
+    assert len(made) == 2
+    third = await take(pool, c, made)
+    assert third is first and "pg" not in a.links and pool.reclaimed == 1
+    assert pool.lent[third] is c and len(made) == 2
+
+
+async def test_session_mode_waits_for_a_session_to_end_and_serves_in_order() -> None:
+    pool, made = LinkPool("pg", "u", 1, "session", 5), []
+    a = FakeSession()
+    held = await take(pool, a, made)
+    order: list[str] = []
+
+    async def waiter(name: str) -> None:
+        session = FakeSession()
+        link = await take(pool, session, made)
+        order.append(name)
+        del session.links["pg"]
+        pool.give_back(link)
+
+    tasks = [asyncio.create_task(waiter(n)) for n in "xyz"]
+    await asyncio.sleep(0.05)
+    assert order == [] and len(pool.waiters) == 3
+    del a.links["pg"]
+    pool.give_back(held)
+    await asyncio.gather(*tasks)
+    assert order == ["x", "y", "z"] and len(made) == 1 and pool.free == [held]
+
+
+async def test_a_waiter_times_out_with_53300_and_a_notice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pool_module, "NOTICE_AFTER_S", 0.05)
+    pool, made = LinkPool("pg", "u", 1, "transaction", 0.3), []
+    busy = FakeSession(willing=False)  # in a block
+    await take(pool, busy, made)
+    notices: list[str] = []
+    with pytest.raises(PgError) as caught:
+        await take(pool, FakeSession(), made, notices)
+    assert caught.value.sqlstate == "53300"
+    assert '"pg"' in caught.value.message and "pool of 1" in caught.value.message
+    assert len(notices) == 1 and "waiting for a connection" in notices[0]
+    assert pool.timeouts == 1 and not pool.waiters and pool.longest_wait_s >= 0.3
+
+
+async def test_dead_links_make_room_for_new_ones() -> None:
+    pool, made = LinkPool("pg", "u", 1, "session", 1), []
+    a = FakeSession()
+    old = await take(pool, a, made)
+    old.port.eof = True  # the source restarted
+    new = await take(pool, FakeSession(), made)
+    assert new is not old and a.dropped == [old] and len(made) == 2
+
+
+async def test_a_free_link_that_died_is_not_lent() -> None:
+    pool, made = LinkPool("pg", "u", 2, "transaction", 1), []
+    a = FakeSession()
+    link = await take(pool, a, made)
+    del a.links["pg"]
+    pool.give_back(link)
+    link.port.eof = True
+    fresh = await take(pool, FakeSession(), made)
+    assert fresh is not link and link.closed and pool.total == 1
