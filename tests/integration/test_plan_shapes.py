@@ -10,6 +10,8 @@ a plan of its own, and each answer is PostgreSQL's.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.gateway_proc import GatewayProcess, new_database, start_gateway
+from tests.support.gateway_proc import REPO, GatewayProcess, new_database, start_gateway
 from tests.support.postgres import PostgresServer
 
 JOIN = ("SELECT a.abalance, f.name FROM {acct} a JOIN {small} f ON f.id = a.bid "
@@ -144,3 +146,12 @@ def test_a_parquet_filter_number_changes_with_each_statement(world: World) -> No
     for fid in [1, 10, 4, 11, 0]:
         got, want = answers(world, f"f.id = {fid} AND a.aid > 100")
         assert got == want, fid
+
+
+def test_the_federated_point_bench_runs() -> None:
+    """tests/bench/bench_federated_point.py's smoke mode (a few statements, answers checked),
+    so the benchmark cannot rot unnoticed."""
+    done = subprocess.run([sys.executable, "tests/bench/bench_federated_point.py", "--smoke"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ms per statement" in done.stdout
