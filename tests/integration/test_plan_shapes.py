@@ -143,9 +143,13 @@ def test_numbers_that_shape_the_plan_keep_their_own(world: World, sql: str, othe
 def test_a_parquet_filter_number_changes_with_each_statement(world: World) -> None:
     """The constant compared with the Parquet table's column (where row groups are pruned
     by their statistics at run time) is bound anew for every statement."""
-    for fid in [1, 10, 4, 11, 0]:
+    for fid in [1, 10, 4, 11, 0, 2.0, 2.5, 3000000000]:
         got, want = answers(world, f"f.id = {fid} AND a.aid > 100")
         assert got == want, fid
+    for where in ["f.id < 2.5 AND a.aid > 150", "f.id < 3 AND a.aid > 150",
+                  "f.id = 3 AND a.bid = f.id AND a.aid < 90", "f.name = 'n3' AND a.aid < 30"]:
+        got, want = answers(world, where)
+        assert got == want, where
 
 
 def test_the_federated_point_bench_runs() -> None:
