@@ -151,6 +151,10 @@ def fenced(node: Node, narrowed: Node, tree: exp.Expression, keys: Sequence[tupl
     return outer
 
 
+MEMO_KEYS = 256  # key values of the narrowings a fragment keeps the SQL of ...
+MEMO_NARROWED = 16  # ... and how many of them
+
+
 def render_fragment(index: int, node: Node, source: str, dialect: Dialect,
                     whole: bool = False) -> tuple[RemoteFragment, dict]:
     """The fragment of `node`; `whole`: it is the plan, its rows the answer."""
@@ -159,8 +163,23 @@ def render_fragment(index: int, node: Node, source: str, dialect: Dialect,
         tree.meta[CLIENT_OUTPUTS] = True
     params = renumber_parameters(tree)
 
+    # A repeated statement narrows by the same few keys each time (a point query joined
+    # with a small table): their SQL is kept, as generating it again costs milliseconds.
+    memo: dict[tuple, str] = {}
+
     def narrow(keys: Sequence[tuple[Column, list]]) -> str:
         """The fragment's SQL with each (column, join key values) condition added."""
+        if sum(len(values) for _, values in keys) > MEMO_KEYS:
+            return _narrow(keys)
+        key = tuple((column, tuple(values)) for column, values in keys)
+        found = memo.get(key)
+        if found is None:
+            if len(memo) >= MEMO_NARROWED:
+                memo.clear()
+            found = memo[key] = _narrow(keys)
+        return found
+
+    def _narrow(keys: Sequence[tuple[Column, list]]) -> str:
         narrowed_node = _narrowed(node, keys, dialect.name)
         if narrowed_node is None:
             return dialect.to_sql(tree)

@@ -25,6 +25,7 @@ each part is one more `run_remote` call.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -48,7 +49,18 @@ QUEUE_BATCHES = 4
 
 def single_table_scan(sql: str) -> exp.Select | None:
     """The fragment's tree when it only projects and filters one table, else None. The
-    table may sit in a fenced subquery (`fenced`): the split goes inside the fence."""
+    table may sit in a fenced subquery (`fenced`): the split goes inside the fence.
+    The tree is shared by every read of the same text (a repeated statement's fragment
+    is parsed once): callers read it and copy it before changing it (`split_sql`)."""
+    if len(sql) > CACHED_TEXT:
+        return _single_table_scan(sql)
+    return _cached_scan(sql)
+
+
+CACHED_TEXT = 4096  # longer fragment texts (many join keys) are parsed at each read
+
+
+def _single_table_scan(sql: str) -> exp.Select | None:
     try:
         tree = sqlglot.parse_one(sql, read="postgres")
     except SqlglotError:
@@ -62,6 +74,9 @@ def single_table_scan(sql: str) -> exp.Select | None:
             return None
         return tree
     return tree if _plain(tree) else None
+
+
+_cached_scan = functools.lru_cache(maxsize=256)(_single_table_scan)
 
 
 def _is_fence(offset: exp.Expression | None) -> bool:

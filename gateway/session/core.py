@@ -21,6 +21,7 @@ from connectors.time_zone import TIMEZONE
 from gateway import pg_catalog
 from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
 from gateway.relay.links import SessionLinks
+from gateway.relay.literals import lift
 from gateway.state import logs
 from gateway.state.activity import activity_of
 from gateway.state.activity import note_stream
@@ -31,6 +32,7 @@ from gateway.state.statements import parse_utility
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, SUCCESSFUL_COMPLETION, UNDEFINED_COLUMN,
                            UNDEFINED_TABLE, PgError)
 from pgwire.protocol import encoder
+from pgwire.types.params import decode_param
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from pgwire.types.table import pg_type_by_name, pg_type_by_oid
 from planner import PlanSettings, QueryPlan
@@ -104,6 +106,33 @@ class SessionCore(SessionState):
         epoch = self.ctx.schema_epoch  # read first: a change during planning re-plans once
         plan = await self.plan_query(sql, declared)
         return Prepared(sql, None, plan, self.param_oids(plan, declared_oids), schema_epoch=epoch)
+
+    async def prepare_by_shape(self, sql: str) -> tuple[Prepared, list] | None:
+        """A simple Query's SELECT planned by its shape: its numbers lifted into parameters
+        (gateway.relay.literals, each declared with the literal's own type), the plan the
+        cache keeps for that shape, and the numbers as the parameters it runs with. None
+        where the shape may not stand for the statement (planner.literal_shapes) or does
+        not plan: the statement's text is then planned as written, and reports its own
+        errors at the client's positions."""
+        if sql.lstrip()[:6].upper() != "SELECT":
+            return None
+        lifted = lift(sql)
+        if lifted is None:
+            return None
+        self.check_not_failed(Prepared(sql, None, None, ()))
+        await self.ctx.refresh_if_stale()
+        epoch = self.ctx.schema_epoch  # read first: a change during planning re-plans once
+        settings = self.plan_settings(tuple(self.type_name(oid) for oid in lifted.oids))
+        try:
+            plan = self.ctx.plans.shape(lifted.sql, self.ctx.catalog, settings)
+        except PgError:
+            return None
+        if plan is None or len(plan.param_types) != len(lifted.oids):
+            return None
+        zone = self.settings.timezone
+        params = [decode_param(oid, 0, value, index=i + 1, timezone=zone)
+                  for i, (oid, value) in enumerate(zip(lifted.oids, lifted.values))]
+        return Prepared(lifted.sql, None, plan, lifted.oids, schema_epoch=epoch), params
 
     def param_oids(self, plan: QueryPlan, declared_oids: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(declared_oids[i] if i < len(declared_oids) and declared_oids[i]

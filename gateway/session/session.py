@@ -155,9 +155,10 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
                         await self.flush()
                         return False
                     continue
-                prepared = await self.prepare(sql, ())
+                shaped = await self.prepare_by_shape(sql)
+                prepared, params = shaped if shaped is not None else (await self.prepare(sql, ()), [])
                 road.prepared(self, prepared)
-                portal = Portal(prepared, [], ())
+                portal = Portal(prepared, params, ())
                 await self.cancellable(self.execute(portal, 0, describe=True))
             except ClientGone:
                 failed = PgError(CONNECTION_FAILURE, "connection to client lost")  # as PostgreSQL logs it

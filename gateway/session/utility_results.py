@@ -119,6 +119,9 @@ def run_show(session: SessionCore, utility: Utility) -> UtilityResult:
         value = str(session.lane.taken if session.lane is not None else 0)
     elif utility.name.lower() == "fedgate.express_repeats":  # read-only: of them, in C
         value = str(session.lane.repeated if session.lane is not None else 0)
+    elif utility.name.lower() == "fedgate.plan_cache":  # read-only: this worker's plan cache
+        plans = session.ctx.plans
+        value = f"hits={plans.hits} misses={plans.misses} shape_hits={plans.shape_hits}"
     if value is None:
         raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{utility.name}"')
     return UtilityResult("SHOW", text_rows([utility.name], [(value,)]))
