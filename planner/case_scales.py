@@ -18,10 +18,10 @@ Integers alone, numerics of one scale, floats: as before.
 
 An output of the statement that is itself such a CASE or COALESCE is answered where each
 result has a scale known when planned (an integer, a numeric(p, s)) and is computed
-exactly by the engine (connectors.dialects.duckdb_quotient.exact_shape): each result
-becomes the text of its value at its own scale, which the gateway reads back as the
-numeric the planner types the output (gateway.executor.presented), as PostgreSQL shows
-it (`coalesce(sum(n), 0)` is 0 of no rows, 12.50 of some):
+exactly by the engine (`_exact`): each result becomes the text of its value at its own
+scale, which the gateway reads back as the numeric the planner types the output
+(gateway.executor.presented), as PostgreSQL shows it (`coalesce(sum(n), 0)` is 0 of no
+rows, 12.50 of some):
 
     coalesce(sum(n), 0)  ->  coalesce(CAST(CAST(sum(n) AS DECIMAL(38, 2)) AS TEXT),
                                       CAST(CAST(0 AS DECIMAL(38, 0)) AS TEXT))
@@ -35,8 +35,6 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.schema import Schema
 
-from connectors.dialects.duckdb_deviations import compared_output
-from connectors.dialects.duckdb_quotient import exact_shape
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.result_types import expression_typer
 from planner.set_scales import display_scale
@@ -71,12 +69,46 @@ def _results(node: exp.Case | exp.Coalesce) -> list[exp.Expression]:
 
 
 def _exact(node: exp.Expression) -> bool:
-    """Whether the engine computes `node` exactly, at PostgreSQL's scale: `exact_shape`,
-    of NULLIF too (its value is its first argument's, or NULL)."""
-    node = node.copy()  # the statement's own tree stays as it is
-    for nullif in list(node.find_all(exp.Nullif)):
-        nullif.replace(nullif.this)
-    return exact_shape(node)
+    """Whether every value of `node`, computed by an engine as an integer or a decimal,
+    has PostgreSQL's digits and display scale: columns, number literals, NULL, count,
+    sum/min/max (under FILTER and OVER too), +, -, *, NULLIF, casts to integers or
+    numerics, and a CASE or COALESCE of those (its type's scale is then its results' and
+    the value the one the output shows). Functions are not (round(x, 1) may be a double)."""
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    if isinstance(node, exp.Literal):
+        return not node.is_string and "e" not in node.this.lower()
+    if isinstance(node, (exp.Column, exp.Count, exp.Null)):
+        return True
+    if isinstance(node, (exp.Window, exp.Filter, exp.Nullif)):
+        return _exact(node.this)
+    if isinstance(node, (exp.Sum, exp.Min, exp.Max)):
+        inner = node.this.expressions[0] if isinstance(node.this, exp.Distinct) and \
+            len(node.this.expressions) == 1 else node.this
+        return _exact(inner)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        return _exact(node.this) and _exact(node.expression)
+    if isinstance(node, (exp.Case, exp.Coalesce)):
+        return all(map(_exact, _results(node)))
+    if isinstance(node, exp.Cast):
+        return (node.to.this in exp.DataType.INTEGER_TYPES or node.to.this == exp.DataType.Type.DECIMAL) \
+            and _exact(node.this)
+    return False
+
+
+def _compared(tree: exp.Select, position: int, name: str) -> bool:
+    """Whether `tree` compares output `position` (1-based) as a value: under DISTINCT, or
+    named by its position or name in ORDER BY or GROUP BY (text compares as text)."""
+    if tree.args.get("distinct"):
+        return True
+    for clause in (tree.args.get("order"), tree.args.get("group")):
+        for key in clause.expressions if clause is not None else ():
+            key = key.this if isinstance(key, exp.Ordered) else key
+            if isinstance(key, exp.Literal) and not key.is_string and key.this == str(position):
+                return True
+            if any(not c.table and c.name == name for c in key.find_all(exp.Column)):
+                return True
+    return False
 
 
 def _shown_as_text(tree: exp.Expression, position: int, node: exp.Expression,
@@ -84,9 +116,8 @@ def _shown_as_text(tree: exp.Expression, position: int, node: exp.Expression,
     """Rewrite output `position` (0-based) of `tree`, the CASE or COALESCE `node`, to the
     text of each result at its own scale where that is PostgreSQL's answer (see the
     module docstring); whether it was."""
-    if not isinstance(tree, exp.Select) or tree.args.get("distinct") or \
-            node is not tree.expressions[position].unalias() or \
-            compared_output(tree, position + 1, tree.expressions[position].alias_or_name):
+    if not isinstance(tree, exp.Select) or node is not tree.expressions[position].unalias() or \
+            _compared(tree, position + 1, tree.expressions[position].alias_or_name):
         return False
     if typed(tree, node) != "numeric":
         return False  # the gateway reads text back as numeric only where the planner says so

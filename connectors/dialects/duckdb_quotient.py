@@ -42,7 +42,7 @@ def _hugeint(e: exp.Expression) -> exp.Expression:
 def _digits(operand: exp.Expression) -> tuple[exp.Expression, exp.Expression] | None:
     """(a HUGEINT of `operand`'s digits, its display scale as an expression) for a number
     literal, a column or cast of an integer or fixed-scale decimal type (`exact_digits`),
-    NULLIF of one, or an expression of such operands `exact_shape` accepts (read at run
+    NULLIF of one, or an expression of such operands `_exact_shape` accepts (read at run
     time); None for anything else, for a literal with an exponent (PostgreSQL's scale of
     `1e3` is not its text's) and for one of more than 38 digits (beyond HUGEINT)."""
     if isinstance(operand, exp.Nullif):  # NULLIF(x, y) is x, or NULL where x = y
@@ -61,14 +61,14 @@ def _digits(operand: exp.Expression) -> tuple[exp.Expression, exp.Expression] | 
         else None
     if found is not None:
         return found[0], exp.Literal.number(found[1])
-    return _checked_digits(operand) if exact_shape(operand) else None
+    return _checked_digits(operand) if _exact_shape(operand) else None
 
 
 _INTEGER_NAMES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
                   "USMALLINT", "UINTEGER", "UBIGINT")
 
 
-def exact_shape(node: exp.Expression) -> bool:
+def _exact_shape(node: exp.Expression) -> bool:
     """Whether every value of `node`, computed as an integer or a decimal by DuckDB, has
     PostgreSQL's digits and display scale: columns, number literals, casts to integers or
     numerics of those, count, sum/min/max (under FILTER and OVER too), +, -, * and a CASE
@@ -84,19 +84,19 @@ def exact_shape(node: exp.Expression) -> bool:
     if isinstance(node, (exp.Column, exp.Count, exp.Null)):
         return True
     if isinstance(node, (exp.Window, exp.Filter)):  # sum(n) OVER (...), FILTER (WHERE ...)
-        return exact_shape(node.this)
+        return _exact_shape(node.this)
     if isinstance(node, (exp.Sum, exp.Min, exp.Max)):
         inner = node.this.expressions[0] if isinstance(node.this, exp.Distinct) and \
             len(node.this.expressions) == 1 else node.this
-        return exact_shape(inner)
+        return _exact_shape(inner)
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
-        return exact_shape(node.this) and exact_shape(node.expression)
+        return _exact_shape(node.this) and _exact_shape(node.expression)
     if isinstance(node, exp.Case):
         results = [branch.args["true"] for branch in node.args.get("ifs", [])]
-        return all(map(exact_shape, results + [node.args.get("default") or exp.Null()]))
+        return all(map(_exact_shape, results + [node.args.get("default") or exp.Null()]))
     if isinstance(node, exp.Cast):
         return (node.to.this in exp.DataType.INTEGER_TYPES or node.to.this == exp.DataType.Type.DECIMAL) \
-            and exact_shape(node.this)
+            and _exact_shape(node.this)
     return False
 
 
