@@ -18,7 +18,7 @@ Integers alone, numerics of one scale, floats: as before.
 
 An output of the statement that is itself such a CASE or COALESCE is answered where each
 result has a scale known when planned (an integer, a numeric(p, s)) and is computed
-exactly by the engine (`_exact`): each result becomes the text of its value at its own
+exactly by the engine (planner.set_scales.exact_number): each result becomes the text of its value at its own
 scale, which the gateway reads back as the numeric the planner types the output
 (gateway.executor.presented), as PostgreSQL shows it (`coalesce(sum(n), 0)` is 0 of no
 rows, 12.50 of some):
@@ -37,7 +37,7 @@ from sqlglot.schema import Schema
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.result_types import expression_typer
-from planner.set_scales import display_scale
+from planner.set_scales import compared_output, display_scale, exact_number
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is, exp.In, exp.Between,
                 exp.NullSafeEQ, exp.NullSafeNEQ, exp.Count, exp.Avg, exp.Div)
@@ -68,56 +68,13 @@ def _results(node: exp.Case | exp.Coalesce) -> list[exp.Expression]:
     return [node.this, *node.expressions]
 
 
-def _exact(node: exp.Expression) -> bool:
-    """Whether every value of `node`, computed by an engine as an integer or a decimal,
-    has PostgreSQL's digits and display scale: columns, number literals, NULL, count,
-    sum/min/max (under FILTER and OVER too), +, -, *, NULLIF, casts to integers or
-    numerics, and a CASE or COALESCE of those (its type's scale is then its results' and
-    the value the one the output shows). Functions are not (round(x, 1) may be a double)."""
-    while isinstance(node, (exp.Paren, exp.Neg)):
-        node = node.this
-    if isinstance(node, exp.Literal):
-        return not node.is_string and "e" not in node.this.lower()
-    if isinstance(node, (exp.Column, exp.Count, exp.Null)):
-        return True
-    if isinstance(node, (exp.Window, exp.Filter, exp.Nullif)):
-        return _exact(node.this)
-    if isinstance(node, (exp.Sum, exp.Min, exp.Max)):
-        inner = node.this.expressions[0] if isinstance(node.this, exp.Distinct) and \
-            len(node.this.expressions) == 1 else node.this
-        return _exact(inner)
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
-        return _exact(node.this) and _exact(node.expression)
-    if isinstance(node, (exp.Case, exp.Coalesce)):
-        return all(map(_exact, _results(node)))
-    if isinstance(node, exp.Cast):
-        return (node.to.this in exp.DataType.INTEGER_TYPES or node.to.this == exp.DataType.Type.DECIMAL) \
-            and _exact(node.this)
-    return False
-
-
-def _compared(tree: exp.Select, position: int, name: str) -> bool:
-    """Whether `tree` compares output `position` (1-based) as a value: under DISTINCT, or
-    named by its position or name in ORDER BY or GROUP BY (text compares as text)."""
-    if tree.args.get("distinct"):
-        return True
-    for clause in (tree.args.get("order"), tree.args.get("group")):
-        for key in clause.expressions if clause is not None else ():
-            key = key.this if isinstance(key, exp.Ordered) else key
-            if isinstance(key, exp.Literal) and not key.is_string and key.this == str(position):
-                return True
-            if any(not c.table and c.name == name for c in key.find_all(exp.Column)):
-                return True
-    return False
-
-
 def _shown_as_text(tree: exp.Expression, position: int, node: exp.Expression,
                    results: list[exp.Expression], kinds: list[str], typed) -> bool:
     """Rewrite output `position` (0-based) of `tree`, the CASE or COALESCE `node`, to the
     text of each result at its own scale where that is PostgreSQL's answer (see the
     module docstring); whether it was."""
     if not isinstance(tree, exp.Select) or node is not tree.expressions[position].unalias() or \
-            _compared(tree, position + 1, tree.expressions[position].alias_or_name):
+            compared_output(tree, position + 1, tree.expressions[position].alias_or_name):
         return False
     if typed(tree, node) != "numeric":
         return False  # the gateway reads text back as numeric only where the planner says so
@@ -130,7 +87,7 @@ def _shown_as_text(tree: exp.Expression, position: int, node: exp.Expression,
             scales.append(None)
             continue
         scale = display_scale(kind)
-        if not isinstance(scale, int) or not _exact(result):
+        if not isinstance(scale, int) or not exact_number(result):
             return False
         scales.append(scale)
     for result, scale in zip(results, scales):

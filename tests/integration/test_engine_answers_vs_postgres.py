@@ -206,6 +206,15 @@ TABLE_STATEMENTS = {
     "case_over_grouped_amounts": "SELECT ss_item_sk, CASE WHEN sum(ss_quantity) > 10 THEN sum(ss_quantity * 1.25) "
                                  "WHEN sum(ss_quantity) > 0 THEN sum(ss_quantity) ELSE 0.0 END FROM store_sales "
                                  "JOIN item ON ss_item_sk = i_item_sk GROUP BY ss_item_sk ORDER BY ss_item_sk",
+    # a UNION ALL of totals of different scales: each at its own, within one source and across two
+    "union_all_of_channel_totals": "SELECT 'store' AS channel, sum(ss_quantity * 1.50) AS total FROM store_sales "
+                                   "UNION ALL SELECT 'item', count(*) FROM item UNION ALL SELECT 'none', "
+                                   "sum(col * 0.001) FROM t WHERE col < 0 UNION ALL SELECT 'big', "
+                                   "max(-col * 12345678901234567890.5) FROM t UNION ALL SELECT 'small', "
+                                   "min(col * 0.0000001) FROM t ORDER BY channel",
+    "union_all_of_grouped_totals": "SELECT i_category, sum(ss_quantity * 0.5) FROM store_sales JOIN item "
+                                   "ON ss_item_sk = i_item_sk GROUP BY 1 UNION ALL SELECT 'all', "
+                                   "coalesce(sum(ss_quantity), 0) FROM store_sales ORDER BY 1",
     # A CASE is named by its ELSE where that has a name of its own.
     "case_named_by_its_else": "SELECT col, CASE WHEN ten = 1 THEN 'one' ELSE name END, "
                               "CASE WHEN ten = 1 THEN 1 END, (CASE WHEN ten = 1 THEN 1 END)::text "
@@ -355,6 +364,8 @@ REFUSED_ON_FILES = {
     "sum_of_a_case_of_mixed_scales": "SELECT sum(CASE WHEN ten = 1 THEN col * 1.5 ELSE 0 END) FROM t",
     "case_of_mixed_scales_sorted_by": "SELECT CASE WHEN ten = 1 THEN col * 1.5 ELSE 0 END AS c FROM t ORDER BY c",
     "coalesce_of_mixed_scales_in_an_expression": "SELECT coalesce(col * 1.5, 0) + 1 FROM t ORDER BY col",
+    "union_all_of_mixed_scales_sorted_by": "SELECT col * 1.5 FROM t UNION ALL SELECT col FROM t ORDER BY 1",
+    "union_of_mixed_scales": "SELECT col * 1.5 FROM t UNION SELECT col FROM t",
     "coalesce_of_mixed_scales_in_a_subquery": "SELECT x FROM (SELECT coalesce(col * 1.5, 0) AS x FROM t) s",
     # log(b, x) is numeric only: of a column in a base that is not a constant, or inside
     # an expression, the engine's double would answer (of a constant base, see
