@@ -215,6 +215,15 @@ TABLE_STATEMENTS = {
     "union_all_of_grouped_totals": "SELECT i_category, sum(ss_quantity * 0.5) FROM store_sales JOIN item "
                                    "ON ss_item_sk = i_item_sk GROUP BY 1 UNION ALL SELECT 'all', "
                                    "coalesce(sum(ss_quantity), 0) FROM store_sales ORDER BY 1",
+    # round() of a numeric division to constant places: the quotient at numeric.c's scale,
+    # rounded half away from zero (of groups, NULLs, negatives, tiny and large)
+    "round_of_a_numeric_division": "SELECT ten, round(sum(col * 1.5) / count(*), 2), round(sum(col) / 7.0, 0), "
+                                   "round(-sum(col) / 3.0, 1), round(min(col) / 3.0, 30), "
+                                   "round(sum(col * 0.0001) / 7, 4), round(max(col) * 1234567890123.25 / 0.3, 3), "
+                                   "round(sum(col) / NULLIF(min(col), 0), 2) FROM t GROUP BY ten ORDER BY ten",
+    "round_of_a_numeric_division_across_sources": "SELECT i_category, round(100.0 * sum(ss_quantity) / "
+                                                  "count(*), 2) AS pct FROM store_sales JOIN item ON "
+                                                  "ss_item_sk = i_item_sk GROUP BY 1 ORDER BY 1",
     # A CASE is named by its ELSE where that has a name of its own.
     "case_named_by_its_else": "SELECT col, CASE WHEN ten = 1 THEN 'one' ELSE name END, "
                               "CASE WHEN ten = 1 THEN 1 END, (CASE WHEN ten = 1 THEN 1 END)::text "
@@ -350,8 +359,9 @@ REFUSED_ON_FILES = {
     # PostgreSQL's quotient has a scale per value, the engine's DECIMAL one
     "to_json_of_a_quotient": "SELECT to_json(col / 3.0) FROM t",
     "to_json_of_an_array_of_numerics": "SELECT to_json(ARRAY[1.50])",
-    # The engine's quotient inside round() is a double: not PostgreSQL's numeric digits.
-    "numeric_division_inside_an_expression": "SELECT round(sum(col * 1.5) / count(*), 2) FROM t",
+    # The engine's quotient inside an expression is a double: not PostgreSQL's numeric digits.
+    "numeric_division_inside_an_expression": "SELECT round(sum(col * 1.5) / count(*), 2) + 1 FROM t",
+    "round_of_a_numeric_division_to_places_of_a_column": "SELECT ten, round(sum(col * 1.5) / count(*), ten) FROM t GROUP BY ten",
     "row_to_json": "SELECT row_to_json(t) FROM t WHERE col = 1",
     # DuckDB rounds the mean interval to 100 microseconds
     "avg_of_intervals": "SELECT avg(TIMESTAMP '2024-01-01' + col * interval '1.234567 seconds' "
