@@ -84,6 +84,11 @@ DISPLAY_SCALES = {
                                "ORDER BY g",
     "numeric_average_window": "SELECT id, avg(f::numeric(10, 2)) OVER (ORDER BY id ROWS BETWEEN "
                               "1 PRECEDING AND CURRENT ROW) FROM t ORDER BY id",
+    # round() of a quotient rounds the quotient at its own scale (45 / 10.000000000000000001
+    # is 4.500000000000000000 there: 5 at 0 places, not 4)
+    "numeric_division_rounded": "SELECT id, round(f::numeric(10, 2) / 3, 1), round((id + 44) / 10.000000000000000001, 0), "
+                                "round(-(id + 44) / 10.000000000000000001, 0), round(k / 7.0, 20), round(k / 7.0, 0), "
+                                "round(k / 7.0, 25) FROM t ORDER BY id",
     # CASE, coalesce() and UNION ALL of numerics of different scales: each value at its own
     "case_and_coalesce_of_mixed_scales": "SELECT id, CASE WHEN id = 1 THEN f::numeric(10, 2) WHEN id = 2 THEN k "
                                          "ELSE 0.5 END, coalesce(sum(f::numeric(10, 2)) OVER (ORDER BY id DESC), 0), "
