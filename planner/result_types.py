@@ -280,8 +280,11 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
     if isinstance(node, exp.Nullif):
         return _nullif(of(node.this), of(node.expression))
     if isinstance(node, exp.Coalesce):  # of catalog names: name, as a UNION column's
-        found = {of(arg) for arg in (node.this, *node.expressions)}
-        return "name" if "name" in found and found <= {"name", "unknown"} else None
+        args = [of(arg) for arg in (node.this, *node.expressions)]
+        if "name" in args and set(args) <= {"name", "unknown"}:
+            return "name"  # of numbers: their common type, as a CASE's (coalesce(sum(n), 0))
+        known = [a for a in args if a != "unknown"]
+        return _common(args) if known and all(_base(a) in _NUMERIC_ORDER for a in known) else None
     if isinstance(node, exp.ArrayAgg):  # array_agg(relname) is name[]
         arg = node.this.this if isinstance(node.this, exp.Order) else node.this
         if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1:

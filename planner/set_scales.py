@@ -9,6 +9,13 @@ values of different scales, integers counted as scale 0 (or numerics of a scale 
 only per value, as a division's). Integers alone, numerics of one scale, floats: as
 before; so is an EXCEPT whose left column has the larger scale (its rows are the left
 branch's, and the engine's common scale is theirs).
+
+A statement that is a UNION ALL of SELECTs (channel totals, `SELECT 'store', sum(n) ...
+UNION ALL SELECT 'web', sum(m) ...`) is answered where each branch's value has a scale
+known when planned and is computed exactly (`exact_number`), and the statement's ORDER
+BY does not sort by the column: each branch writes its value's text at its own scale,
+`CAST(CAST(sum(n) AS DECIMAL(38, 2)) AS TEXT)`, which the gateway reads back as the
+numeric the planner types the column (gateway.executor.presented).
 """
 
 from __future__ import annotations
@@ -40,8 +47,95 @@ def _shown(name: str) -> str:
         else f"a numeric of scale {scale}"
 
 
+def exact_number(node: exp.Expression) -> bool:
+    """Whether every value of `node`, computed by an engine as an integer or a decimal,
+    has PostgreSQL's digits and display scale: columns, number literals, NULL, count,
+    sum/min/max (under FILTER and OVER too), +, -, *, NULLIF, casts to integers or
+    numerics, and a CASE or COALESCE of those (its type's scale is then its results' and
+    the value the one the output shows). Functions are not (round(x, 1) may be a double)."""
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    if isinstance(node, exp.Literal):
+        return not node.is_string and "e" not in node.this.lower()
+    if isinstance(node, (exp.Column, exp.Count, exp.Null)):
+        return True
+    if isinstance(node, (exp.Window, exp.Filter, exp.Nullif)):
+        return exact_number(node.this)
+    if isinstance(node, (exp.Sum, exp.Min, exp.Max)):
+        inner = node.this.expressions[0] if isinstance(node.this, exp.Distinct) and \
+            len(node.this.expressions) == 1 else node.this
+        return exact_number(inner)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        return exact_number(node.this) and exact_number(node.expression)
+    if isinstance(node, (exp.Case, exp.Coalesce)):
+        results = [node.this, *node.expressions] if isinstance(node, exp.Coalesce) else \
+            [branch.args["true"] for branch in node.args.get("ifs", [])] + [node.args.get("default") or exp.null()]
+        return all(map(exact_number, results))
+    if isinstance(node, exp.Cast):
+        return (node.to.this in exp.DataType.INTEGER_TYPES or node.to.this == exp.DataType.Type.DECIMAL) \
+            and exact_number(node.this)
+    return False
+
+
+def compared_output(tree: exp.Select, position: int, name: str) -> bool:
+    """Whether `tree` compares output `position` (1-based) as a value: under DISTINCT, or
+    named by its position or name in ORDER BY or GROUP BY (text compares as text)."""
+    if tree.args.get("distinct"):
+        return True
+    for clause in (tree.args.get("order"), tree.args.get("group")):
+        for key in clause.expressions if clause is not None else ():
+            key = key.this if isinstance(key, exp.Ordered) else key
+            if isinstance(key, exp.Literal) and not key.is_string and key.this == str(position):
+                return True
+            if any(not c.table and c.name == name for c in key.find_all(exp.Column)):
+                return True
+    return False
+
+
+def _union_all_leaves(tree: exp.Expression) -> list[exp.Select] | None:
+    """The SELECTs of a statement that is UNION ALLs of SELECTs alone (None otherwise)."""
+    if isinstance(tree, exp.Select):
+        return None if tree.args.get("distinct") else [tree]
+    if not isinstance(tree, exp.Union) or tree.args.get("distinct", True):
+        return None
+    if any(isinstance(side, exp.Union) and (side.args.get("order") or side.args.get("limit"))
+           for side in (tree.this, tree.expression)):
+        return None  # an operand's own ORDER BY or LIMIT would compare the text
+    left, right = _union_all_leaves(tree.this), _union_all_leaves(tree.expression)
+    return None if left is None or right is None else left + right
+
+
+def _shown_as_text(tree: exp.Expression, schema: Schema) -> None:
+    """A top-level UNION ALL column whose branches are numbers of known, different scales,
+    each computed exactly (`exact_number`) and not compared by the statement's ORDER BY:
+    each branch's value written as its text at its own scale, which the gateway reads back
+    as the numeric the planner types the column (gateway.executor.presented)."""
+    leaves = _union_all_leaves(tree) if isinstance(tree, exp.Union) else None
+    if leaves and len(leaves) > 1 and any(  # an operand's own ORDER BY or LIMIT compares
+            leaf.args.get("order") or leaf.args.get("limit") for leaf in leaves):
+        return
+    columns = result_types(tree, schema) if leaves else None
+    kinds = [result_types(leaf, schema) for leaf in leaves or ()]
+    if not leaves or columns is None or any(k is None or len(k) != len(columns) for k in kinds):
+        return
+    for position, column in enumerate(columns):
+        scales = [display_scale(k[position]) for k in kinds]
+        if column != "numeric" or len(set(scales)) < 2 or not all(isinstance(s, int) for s in scales) \
+                or compared_output(tree, position + 1, leaves[0].expressions[position].alias_or_name):
+            continue
+        items = [leaf.expressions[position] for leaf in leaves]
+        if not all(exact_number(item.unalias()) for item in items):
+            continue
+        for item, scale in zip(items, scales):
+            value = item.unalias()
+            value.replace(exp.Cast(this=exp.Cast(this=value.copy(), to=exp.DataType.build(
+                f"DECIMAL(38, {scale})")), to=exp.DataType.build("TEXT")))
+
+
 def set_scales(tree: exp.Expression, schema: Schema) -> None:
-    """Raise 0A000 for a set operation column joining numerics of different scales."""
+    """Raise 0A000 for a set operation column joining numerics of different scales; a
+    top-level UNION ALL's is rewritten to its values' texts where it can (`_shown_as_text`)."""
+    _shown_as_text(tree, schema)
     for operation in tree.find_all(exp.SetOperation):
         left, right = result_types(operation.this, schema), result_types(operation.expression, schema)
         if left is None or right is None or len(left) != len(right):

@@ -17,7 +17,9 @@ output replaced by the digits of its operands (so its ORDER BY, GROUP BY, LIMIT 
 numbers; DuckDB keeps a subquery's order through a projection), the next one computes each
 rscale from those digits, the next the rounded quotient's digits, the outer one its text.
 Only outputs of the top-level SELECT are rewritten (not DISTINCT ones: text would compare
-0.5 and 0.50 apart); a division inside an expression keeps DuckDB's DOUBLE. A quotient
+0.5 and 0.50 apart); so is round(a / b, s) of a constant s (0 to 30), as numeric.c rounds
+the quotient it computed at rscale: half away from zero to s places, or padded to them
+(`round(sum(n) / count(*), 2)`). A division inside another expression keeps DuckDB's DOUBLE. A quotient
 whose digits would not fit 38 decimal digits is refused (0A000) at run time.
 """
 
@@ -173,34 +175,54 @@ def _division(node: exp.Expression) -> Operands | None:
     return left[0], guarded, left[1], right[1]
 
 
+_MOST_PLACES = 30  # round(a / b, s) up to this s: beyond it a quotient's digits rarely fit 38
+
+
+def _places(node: exp.Expression) -> tuple[exp.Expression, int | None]:
+    """(the division, s) of `round(a / b, s)` with a constant s from 0 to _MOST_PLACES;
+    (node, None) for anything else."""
+    decimals = node.args.get("decimals") if isinstance(node, exp.Round) else None
+    if isinstance(decimals, exp.Literal) and not decimals.is_string and decimals.this.isdigit() \
+            and int(decimals.this) <= _MOST_PLACES and node.args.get("truncate") is None:
+        inner = node.this
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        return inner, int(decimals.this)
+    return node, None
+
+
 def mark_divisions(tree: exp.Expression) -> exp.Expression:
-    """`tree` (annotated) with each top-level output that is a numeric division replaced
-    by the QUOTIENT marker, where the statement can be wrapped (see `_wrappable`)."""
+    """`tree` (annotated) with each top-level output that is a numeric division, or
+    round() of one to constant places, replaced by the QUOTIENT marker (its fifth argument
+    the places), where the statement can be wrapped (see `_wrappable`)."""
     if not isinstance(tree, exp.Select):
         return tree
     allowed = tree.meta.get(NUMERIC_OUTPUTS, frozenset())
-    divisions = [_division(item.unalias()) if i in allowed else None
-                 for i, item in enumerate(tree.expressions)]
-    if not _wrappable(tree, [d is not None for d in divisions]):
+    divisions = [(_division(_places(item.unalias())[0]), _places(item.unalias())[1])
+                 if i in allowed else (None, None) for i, item in enumerate(tree.expressions)]
+    if not _wrappable(tree, [d is not None for d, _ in divisions]):
         return tree
-    for item, division in zip(tree.expressions, divisions):
+    for item, (division, places) in zip(tree.expressions, divisions):
         if division is not None:
             a, b, sa, sb = division
-            item.unalias().replace(exp.Anonymous(this=QUOTIENT, expressions=[a, b, sa, sb]))
+            marked = [a, b, sa, sb] + ([] if places is None else [exp.Literal.number(places)])
+            item.unalias().replace(exp.Anonymous(this=QUOTIENT, expressions=marked))
     return tree
 
 
-def _operands(node: exp.Expression, unscaled) -> Operands | None:
-    """(dividend digits, divisor digits, their scales) of a marked output."""
+def _operands(node: exp.Expression, unscaled) -> tuple[Operands, int | None] | None:
+    """((dividend digits, divisor digits, their scales), the places of a round() or None)
+    of a marked output."""
     if isinstance(node, exp.Anonymous) and node.name.upper() == QUOTIENT:
-        a, b, sa, sb = node.expressions
-        return a, b, sa, sb
+        a, b, sa, sb = node.expressions[:4]
+        places = node.expressions[4:]
+        return (a, b, sa, sb), int(places[0].this) if places else None
     if isinstance(node, exp.Cast) and isinstance(node.this, exp.Anonymous) and \
             node.this.name.upper() == EXACT_AVERAGE:
         total, count, _, sum_scale = node.this.expressions
-        return unscaled(total, int(sum_scale.name)), \
-            exp.Nullif(this=_hugeint(count), expression=exp.Literal.number(0)), sum_scale, \
-            exp.Literal.number(0)
+        return (unscaled(total, int(sum_scale.name)),
+                exp.Nullif(this=_hugeint(count), expression=exp.Literal.number(0)), sum_scale,
+                exp.Literal.number(0)), None
     return None
 
 
@@ -255,6 +277,20 @@ def _text(x: exp.Expression, y: exp.Expression, q: exp.Expression,
                 q=q, x=x, y=y, r=r, t=padded)
 
 
+_POWER = "CAST('1' || repeat('0', CAST(m AS BIGINT)) AS HUGEINT)"
+
+
+def _to_places(q: exp.Expression, r: exp.Expression, places: int) -> exp.Expression:
+    """The digits |q| (at r places) rounded half away from zero to `places`, as numeric.c's
+    round() rounds the quotient it computed at r (or padded with zeros to them)."""
+    s = exp.Literal.number(places)
+    down = _sql("CASE WHEN r - s > 38 THEN 0 ELSE q // p + CASE WHEN q % p >= p // 2 THEN 1 ELSE 0 END END",
+                q=q, r=r, s=s, p=_sql(_POWER, m=_sql("r - s", r=r, s=s)))
+    up = _sql("CASE WHEN length(CAST(q AS VARCHAR)) + s - r > 38 THEN error(msg) ELSE q * p END",
+              q=q, r=r, s=s, p=_sql(_POWER, m=_sql("s - r", r=r, s=s)), msg=exp.Literal.string(TOO_WIDE))
+    return _sql("CASE WHEN r > s THEN d ELSE u END", r=r, s=s, d=down, u=up)
+
+
 def wrap_quotients(tree: exp.Expression, unscaled) -> exp.Expression:
     """`tree` with its marked top-level outputs computed as PostgreSQL's numeric text (see
     the module docstring); `unscaled(total, scale)` gives a sum's digits as a HUGEINT."""
@@ -277,7 +313,7 @@ def wrap_quotients(tree: exp.Expression, unscaled) -> exp.Expression:
             outer_items.append(_col(name) if name == item.alias_or_name else
                                exp.alias_(_col(name), item.alias_or_name or name, quoted=True))
             continue
-        a, b, scale_a, scale_b = operands
+        (a, b, scale_a, scale_b), places = operands
         inner_items.append(exp.alias_(a, f"_x{i}", quoted=True))
         divisors += [exp.alias_(b, f"_y{i}", quoted=True), exp.alias_(scale_a, f"_sx{i}", quoted=True),
                      exp.alias_(scale_b, f"_sy{i}", quoted=True)]
@@ -285,6 +321,8 @@ def wrap_quotients(tree: exp.Expression, unscaled) -> exp.Expression:
         sa, sb = _col(f"_sx{i}"), _col(f"_sy{i}")
         mid_items += [x, y, sa, sb, exp.alias_(_rscale(x, y, sa, sb), f"_r{i}", quoted=True)]
         rounded_items += [x, y, r, exp.alias_(_rounded(x, y, r, sa, sb), f"_q{i}", quoted=True)]
+        if places is not None:  # round(a / b, places)
+            q, r = _to_places(q, r, places), exp.Literal.number(places)
         outer_items.append(exp.alias_(_text(x, y, q, r), item.alias_or_name or f"_c{i}", quoted=True))
     inner.set("expressions", inner_items + divisors)
     mid = exp.select(*mid_items).from_(inner.subquery("_q1"))

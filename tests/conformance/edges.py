@@ -78,6 +78,14 @@ def numeric_divisions() -> list[Statement]:
         ("SELECT id, CASE WHEN b THEN 1 ELSE 2.5 END, (CASE WHEN b THEN 1 END)::text FROM t ORDER BY id", True),
         ("SELECT (-2147483648)::int4 / -1", False), ("SELECT log(2, 8), log(100)", False),
         ("SELECT id, ARRAY[id] || k, s || ARRAY['x'], ARRAY[s] || NULL FROM t ORDER BY id", True),
+        # outputs that are a CASE, coalesce() or UNION ALL column of numerics of different
+        # scales, and round() of a quotient: each value at PostgreSQL's own scale
+        ("SELECT g, coalesce(sum(n) FILTER (WHERE k > 15), 0), CASE WHEN sum(k) > 25 THEN sum(n) "
+         "ELSE 0.5 END FROM t GROUP BY g ORDER BY g", True),
+        ("SELECT id, coalesce(n, k, 0), CASE WHEN b THEN n * 2 WHEN k > 10 THEN k END FROM t ORDER BY id", True),
+        ("SELECT 'a' AS c, sum(n) FROM t UNION ALL SELECT 'b', count(*) FROM t UNION ALL "
+         "SELECT 'c', sum(k * 0.001) FROM t ORDER BY c", True),
+        ("SELECT g, round(sum(n) / count(*), 1), round(sum(k) / 7.0, 3) FROM t GROUP BY g ORDER BY g", True),
     ]]
 
 

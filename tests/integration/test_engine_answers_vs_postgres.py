@@ -193,6 +193,37 @@ TABLE_STATEMENTS = {
     "numeric_division_of_a_lateral_column": "SELECT col, l.x / 4 FROM t, LATERAL (SELECT t.col * 1.5 AS x) l "
                                             "ORDER BY col",
     "average_of_an_integer_expression": "SELECT ten, avg(col + ten) FROM t GROUP BY ten ORDER BY ten",
+    # An output that is a CASE or coalesce() of numerics of different scales: each value at
+    # its own scale (1.5 and 0), NULLs, large and small values, groups without rows
+    "case_of_mixed_scales": "SELECT col, CASE WHEN ten = 1 THEN col * 1.5 WHEN ten = 2 THEN -col * 0.000125 "
+                            "WHEN ten = 3 THEN NULL WHEN ten = 4 THEN col * 12345678901234567890.125 "
+                            "ELSE 0 END AS c, CASE ten WHEN 5 THEN 2.25 WHEN 6 THEN 1.5 END FROM t ORDER BY col",
+    "coalesce_of_mixed_scales": "SELECT coalesce(CASE WHEN ten > 4 THEN col * 1.5 END, 0), "
+                                "coalesce(NULLIF(col, 3) * 0.10, col, 2.125) FROM t ORDER BY col",
+    "coalesce_of_a_sum_and_zero": "SELECT i_category, coalesce(sum(ss_quantity * 1.50) FILTER (WHERE ss_quantity > 7), 0) "
+                                  "AS total, coalesce(max(ss_quantity * 0.5), 0.00) FROM item LEFT JOIN store_sales "
+                                  "ON ss_item_sk = i_item_sk GROUP BY i_category ORDER BY i_category",
+    "case_over_grouped_amounts": "SELECT ss_item_sk, CASE WHEN sum(ss_quantity) > 10 THEN sum(ss_quantity * 1.25) "
+                                 "WHEN sum(ss_quantity) > 0 THEN sum(ss_quantity) ELSE 0.0 END FROM store_sales "
+                                 "JOIN item ON ss_item_sk = i_item_sk GROUP BY ss_item_sk ORDER BY ss_item_sk",
+    # a UNION ALL of totals of different scales: each at its own, within one source and across two
+    "union_all_of_channel_totals": "SELECT 'store' AS channel, sum(ss_quantity * 1.50) AS total FROM store_sales "
+                                   "UNION ALL SELECT 'item', count(*) FROM item UNION ALL SELECT 'none', "
+                                   "sum(col * 0.001) FROM t WHERE col < 0 UNION ALL SELECT 'big', "
+                                   "max(-col * 12345678901234567890.5) FROM t UNION ALL SELECT 'small', "
+                                   "min(col * 0.0000001) FROM t ORDER BY channel",
+    "union_all_of_grouped_totals": "SELECT i_category, sum(ss_quantity * 0.5) FROM store_sales JOIN item "
+                                   "ON ss_item_sk = i_item_sk GROUP BY 1 UNION ALL SELECT 'all', "
+                                   "coalesce(sum(ss_quantity), 0) FROM store_sales ORDER BY 1",
+    # round() of a numeric division to constant places: the quotient at numeric.c's scale,
+    # rounded half away from zero (of groups, NULLs, negatives, tiny and large)
+    "round_of_a_numeric_division": "SELECT ten, round(sum(col * 1.5) / count(*), 2), round(sum(col) / 7.0, 0), "
+                                   "round(-sum(col) / 3.0, 1), round(min(col) / 3.0, 30), "
+                                   "round(sum(col * 0.0001) / 7, 4), round(max(col) * 1234567890123.25 / 0.3, 3), "
+                                   "round(sum(col) / NULLIF(min(col), 0), 2) FROM t GROUP BY ten ORDER BY ten",
+    "round_of_a_numeric_division_across_sources": "SELECT i_category, round(100.0 * sum(ss_quantity) / "
+                                                  "count(*), 2) AS pct FROM store_sales JOIN item ON "
+                                                  "ss_item_sk = i_item_sk GROUP BY 1 ORDER BY 1",
     # A CASE is named by its ELSE where that has a name of its own.
     "case_named_by_its_else": "SELECT col, CASE WHEN ten = 1 THEN 'one' ELSE name END, "
                               "CASE WHEN ten = 1 THEN 1 END, (CASE WHEN ten = 1 THEN 1 END)::text "
@@ -328,8 +359,9 @@ REFUSED_ON_FILES = {
     # PostgreSQL's quotient has a scale per value, the engine's DECIMAL one
     "to_json_of_a_quotient": "SELECT to_json(col / 3.0) FROM t",
     "to_json_of_an_array_of_numerics": "SELECT to_json(ARRAY[1.50])",
-    # The engine's quotient inside round() is a double: not PostgreSQL's numeric digits.
-    "numeric_division_inside_an_expression": "SELECT round(sum(col * 1.5) / count(*), 2) FROM t",
+    # The engine's quotient inside an expression is a double: not PostgreSQL's numeric digits.
+    "numeric_division_inside_an_expression": "SELECT round(sum(col * 1.5) / count(*), 2) + 1 FROM t",
+    "round_of_a_numeric_division_to_places_of_a_column": "SELECT ten, round(sum(col * 1.5) / count(*), ten) FROM t GROUP BY ten",
     "row_to_json": "SELECT row_to_json(t) FROM t WHERE col = 1",
     # DuckDB rounds the mean interval to 100 microseconds
     "avg_of_intervals": "SELECT avg(TIMESTAMP '2024-01-01' + col * interval '1.234567 seconds' "
@@ -337,10 +369,14 @@ REFUSED_ON_FILES = {
     # RE2 folds Unicode ('É' matches 'é'); PostgreSQL under the C collation only ASCII
     "case_insensitive_regex_of_non_ascii": "SELECT col FROM t WHERE name ~* 'É' ORDER BY col",
     "ilike_any": "SELECT col FROM t WHERE name ILIKE ANY (ARRAY['N1%', 'x']) ORDER BY col",
-    # PostgreSQL shows each value of a CASE or coalesce() at its own scale (1.5 and 0)
-    "case_of_mixed_scales": "SELECT CASE WHEN ten = 1 THEN col * 1.5 ELSE 0 END FROM t ORDER BY col",
+    # PostgreSQL shows each value of a CASE or coalesce() at its own scale (1.5 and 0): inside
+    # an aggregate, an expression or a subquery, or sorted by, the engine's one scale would show
     "sum_of_a_case_of_mixed_scales": "SELECT sum(CASE WHEN ten = 1 THEN col * 1.5 ELSE 0 END) FROM t",
-    "coalesce_of_mixed_scales": "SELECT coalesce(col * 1.5, 0) FROM t ORDER BY col",
+    "case_of_mixed_scales_sorted_by": "SELECT CASE WHEN ten = 1 THEN col * 1.5 ELSE 0 END AS c FROM t ORDER BY c",
+    "coalesce_of_mixed_scales_in_an_expression": "SELECT coalesce(col * 1.5, 0) + 1 FROM t ORDER BY col",
+    "union_all_of_mixed_scales_sorted_by": "SELECT col * 1.5 FROM t UNION ALL SELECT col FROM t ORDER BY 1",
+    "union_of_mixed_scales": "SELECT col * 1.5 FROM t UNION SELECT col FROM t",
+    "coalesce_of_mixed_scales_in_a_subquery": "SELECT x FROM (SELECT coalesce(col * 1.5, 0) AS x FROM t) s",
     # log(b, x) is numeric only: of a column in a base that is not a constant, or inside
     # an expression, the engine's double would answer (of a constant base, see
     # TABLE_STATEMENTS)

@@ -84,6 +84,17 @@ DISPLAY_SCALES = {
                                "ORDER BY g",
     "numeric_average_window": "SELECT id, avg(f::numeric(10, 2)) OVER (ORDER BY id ROWS BETWEEN "
                               "1 PRECEDING AND CURRENT ROW) FROM t ORDER BY id",
+    # round() of a quotient rounds the quotient at its own scale (45 / 10.000000000000000001
+    # is 4.500000000000000000 there: 5 at 0 places, not 4)
+    "numeric_division_rounded": "SELECT id, round(f::numeric(10, 2) / 3, 1), round((id + 44) / 10.000000000000000001, 0), "
+                                "round(-(id + 44) / 10.000000000000000001, 0), round(k / 7.0, 20), round(k / 7.0, 0), "
+                                "round(k / 7.0, 25) FROM t ORDER BY id",
+    # CASE, coalesce() and UNION ALL of numerics of different scales: each value at its own
+    "case_and_coalesce_of_mixed_scales": "SELECT id, CASE WHEN id = 1 THEN f::numeric(10, 2) WHEN id = 2 THEN k "
+                                         "ELSE 0.5 END, coalesce(sum(f::numeric(10, 2)) OVER (ORDER BY id DESC), 0), "
+                                         "coalesce(f::numeric(10, 2) * f::numeric(10, 2), k, -0.001) FROM t ORDER BY id",
+    "union_all_of_mixed_scales": "SELECT f::numeric(10, 2) FROM t UNION ALL SELECT k FROM t UNION ALL "
+                                 "SELECT sum(f::numeric(10, 2) * 0.001) FROM t",
     # round(x, s) shows s digits, more than the engine's DECIMAL of the literal has
     "numeric_rounded_to_more_digits": "SELECT round(2.5, 2), round(-2.5, 2), round(1.25, 1), "
                                       "trunc(2.5, 3), round(f::numeric(10, 2), 4) FROM t ORDER BY id",
@@ -207,7 +218,7 @@ async def test_deviations_of_integers_and_numerics_are_refused(world: World, sql
     ("SELECT id FROM t WHERE k < 1e300", "1e300"),
     ("SELECT f::float4::numeric FROM t", "real (float4) value to numeric"),
     # per-value scales a DuckDB DECIMAL column cannot show
-    ("SELECT f FROM t UNION ALL SELECT k FROM t", "UNION ALL of a numeric of scale 2 and an integer"),
+    ("SELECT f FROM t UNION ALL SELECT k FROM t ORDER BY 1", "UNION ALL of a numeric of scale 2 and an integer"),
     ("SELECT f FROM t INTERSECT SELECT id FROM t", "INTERSECT of a numeric of scale 2"),
     ("SELECT least(f, k) FROM t", "least() of numbers of different scales")])
 async def test_what_the_engine_cannot_hold_exactly_is_refused(world: World, sql: str, construct: str) -> None:
