@@ -31,7 +31,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -40,12 +40,14 @@ import pyarrow as pa
 from connectors.base import BatchStream, Source, TableStream
 from connectors.dialects.spark import DIALECT
 from connectors.query_scope import STATEMENT_LABEL
+from connectors.engines.spark_errors import lost_cluster, lost_during, scrub, spark_error
 from connectors.engines.spark_handover import Handover
 from connectors.engines.spark_jdbc import (DRIVERS, JARS, DirectRead, ReadSettings, SourceCatalog,
                                            cancel_postgres_reads, plan_read)
 from connectors.engines.spark_session import (SessionKeeper, bound_retries, in_thread, reach_warnings,
                                               unavailable)
-from pgwire.errors import QUERY_CANCELED, PgError, from_exception
+from connectors.engines.spark_watch import ClusterLost, ClusterWatch
+from pgwire.errors import QUERY_CANCELED, PgError
 
 log = logging.getLogger("fedgate.spark")
 _tags = itertools.count(1)
@@ -109,7 +111,8 @@ class SparkEngine:
     def __init__(self, master: str = "local[*]", remote: str | None = None, *,
                  reads: ReadSettings | None = None, dsns: Mapping[str, str] | None = None,
                  conf: Mapping[str, Any] | None = None, connect_timeout_s: float = 30.0,
-                 job_timeout_s: float = 3600.0, idle_stop_s: float = 600.0) -> None:
+                 job_timeout_s: float = 3600.0, idle_stop_s: float = 600.0,
+                 stall_timeout_s: float = 60.0) -> None:
         self.master = master
         self.remote = remote
         cluster = remote is not None or not master.startswith("local")
@@ -144,6 +147,7 @@ class SparkEngine:
         self._sessions = SessionKeeper(master, remote, self.conf, list(JARS.values()),
                                        connect_timeout_s, idle_stop_s)
         self._jobs: dict[str, _Job] = {}
+        self._watch = ClusterWatch(master, remote, stall_timeout_s)
 
     @classmethod
     def from_config(cls, config: Any) -> SparkEngine:
@@ -161,7 +165,8 @@ class SparkEngine:
                 log.warning("Spark cluster: %s", warning)
         return cls(engine.spark_master, engine.spark_remote, reads=reads, dsns=dsns,
                    conf=engine.spark_conf, connect_timeout_s=engine.spark_connect_timeout_s,
-                   job_timeout_s=engine.spark_job_timeout_s, idle_stop_s=engine.spark_idle_stop_s)
+                   job_timeout_s=engine.spark_job_timeout_s, idle_stop_s=engine.spark_idle_stop_s,
+                   stall_timeout_s=engine.spark_stall_timeout_s)
 
     @property
     def start_pending(self) -> str | None:
@@ -301,7 +306,7 @@ class SparkEngine:
         running = in_thread(self._run, root, job, sql, tables, params)
         running.add_done_callback(_consume)
         try:
-            result = await asyncio.wait_for(asyncio.shield(running), self.job_timeout_s or None)
+            result = await self._watch.outcome(root, running, self.job_timeout_s or None)
         except asyncio.CancelledError:
             # Answer at once: the job stops on the cluster meanwhile, on its own thread.
             self._interrupt(job, tables)
@@ -310,8 +315,13 @@ class SparkEngine:
             self._interrupt(job, tables)
             raise PgError(QUERY_CANCELED, "canceling statement: its Spark job ran longer than "
                                           f"spark_job_timeout_s ({self.job_timeout_s:g} s)") from None
+        except ClusterLost as lost:
+            self._interrupt(job, tables)
+            self._discard(root, str(lost))
+            raise lost_during(self._sessions.url, str(lost)) from None
         except Exception as exc:
-            raise self._failure(root, exc) from exc
+            # Lost after the statement reached its cluster (it has a session there): 08006.
+            raise self._failure(root, exc, during=job.session is not None) from exc
         finally:
             self._jobs.pop(job.tag, None)
             self._sessions.end()
@@ -339,15 +349,20 @@ class SparkEngine:
         # The statement may have been between its views and its first job or read: once more.
         loop.call_later(1.0, interrupt)
 
-    def _failure(self, root: Any, exc: Exception) -> PgError:
+    def _discard(self, root: Any, reason: str) -> None:
+        self._watch.forget(root)
+        self._sessions.discard(root, reason)
+
+    def _failure(self, root: Any, exc: Exception, during: bool = False) -> PgError:
         """The client's error for a failed statement; a session that lost its cluster is
         dropped, so the next statement starts a new one."""
         if isinstance(exc, PgError):
             return exc
-        if _lost_cluster(exc):
-            self._sessions.discard(root, str(exc).split("\n")[0])
-            return unavailable(self._sessions.url, _scrub(str(exc).split("\n")[0], self._secrets))
-        return _error(exc, self._secrets)
+        if lost_cluster(exc):
+            reason = scrub(str(exc).split("\n")[0], self._secrets)
+            self._discard(root, reason)
+            return (lost_during if during else unavailable)(self._sessions.url, reason)
+        return spark_error(exc, self._secrets)
 
     async def describe(self, sql: str, inputs: Mapping[str, pa.Schema],
                        params: Sequence[Any] = ()) -> pa.Schema:
@@ -404,47 +419,3 @@ def _consume(future: asyncio.Future[Any]) -> None:
     thread, an interrupt), so it is logged instead of reported as never retrieved."""
     if not future.cancelled() and future.exception() is not None:
         log.debug("abandoned Spark call ended with: %s", future.exception())
-
-
-# Error texts of a session that lost its cluster: a SparkContext stopped under it, the
-# Py4J bridge gone, a Connect server not answering.
-_LOST = ("SparkContext was shut down", "stopped SparkContext", "SparkContext has been shutdown",
-         "Answer from Java side is empty", "StatusCode.UNAVAILABLE", "Connection refused",
-         "failed to connect to all addresses", "Socket closed")
-
-
-def _lost_cluster(exc: BaseException) -> bool:
-    text = str(exc)
-    return type(exc).__name__ in ("Py4JNetworkError", "RetriesExceeded") or any(m in text for m in _LOST)
-
-
-def _scrub(text: str, secrets: Collection[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "********")
-    return text
-
-
-def _error(exc: Exception, secrets: Collection[str] = ()) -> PgError:
-    """Spark's error classes to SQLSTATEs (Spark reports the SQLSTATE of ANSI errors).
-    A source's password never reaches the client, whatever a JDBC driver put in its text."""
-    state = getattr(exc, "getSqlState", lambda: None)()
-    text = str(exc).split("\n")[0]
-    for secret in secrets:
-        text = text.replace(secret, "********")
-    if state and len(state) == 5:
-        if state == "22012":
-            return PgError(state, "division by zero")
-        return PgError(state, text)
-    if "cancel" in text.lower() or "interrupt" in text.lower():
-        return PgError(QUERY_CANCELED, "canceling statement due to user request")
-    error = from_exception(exc)
-    if not secrets:
-        return error
-
-    def scrub(value: str | None) -> str | None:
-        for secret in secrets:
-            value = value.replace(secret, "********") if value else value
-        return value
-
-    return PgError(error.sqlstate, scrub(error.message) or "", detail=scrub(error.detail),
-                   hint=scrub(error.hint))

@@ -14,8 +14,9 @@ responsive whatever Spark does.
   cluster is reported at once, instead of after SparkContext's registration retries or
   Spark Connect's ten minutes of retries. A Connect client retries for at most about
   `connect_timeout_s` too.
-- A session whose SparkContext stopped (its master gave up) or whose Connect server went
-  away is dropped (`discard`), and the next statement builds a new one.
+- A session whose SparkContext stopped (its master gave up), whose Connect server went
+  away, or whose cluster the statement's watch found lost (connectors.engines.spark_watch)
+  is dropped (`discard`), and the next statement builds a new one.
 - After `idle_stop_s` without statements the session is stopped, which gives the cluster
   its cores back; the next statement starts it again.
 """

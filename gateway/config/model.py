@@ -108,6 +108,10 @@ class EngineConfig:
     # The Spark session (and the cluster cores it holds) is stopped after this many
     # seconds without Spark statements and started again on demand; 0 keeps it.
     spark_idle_stop_s: float = 600.0
+    # A statement whose cluster looks lost (its master unreachable, or every executor the
+    # application had gone) for this many seconds fails with 08006 and the session is
+    # rebuilt on the next Spark statement (connectors.engines.spark_watch); 0: no watch.
+    spark_stall_timeout_s: float = 60.0
     # Memory (gateway/config/memory.py): the DuckDB engine's memory_limit and the pool the
     # statements' shares come from (a size, or a share of the memory the process may use;
     # None: the default formula), per worker process; where DuckDB spills beyond it (a

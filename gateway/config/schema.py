@@ -139,6 +139,7 @@ ENGINE = Section({
     "spark_connect_timeout_s": number(0, inclusive=False),
     "spark_job_timeout_s": number(0),
     "spark_idle_stop_s": number(0),
+    "spark_stall_timeout_s": number(0),
     # Memory (gateway/config/memory.py, docs/design.md §8 "Memory").
     "memory_limit": SIZE_OR_SHARE,
     "temp_directory": NAME,

@@ -253,3 +253,112 @@ async def test_an_idle_session_gives_its_cores_back_and_starts_again(world: Worl
     await _until(lambda: not ours & set(cluster.app_ids()), 30, "the idle application stopped")
     assert await _answer(gateway) == (1000,)  # started again on demand
     assert len(set(cluster.app_ids()) - before) == 1
+
+
+# The README's bound on a statement whose cluster is lost: spark_stall_timeout_s + 10 s.
+STALL_TIMEOUT_S = 10
+LOST_BOUND_S = STALL_TIMEOUT_S + 10
+
+
+async def _spark_lost(running: asyncio.Future, url: str, started: float) -> float:
+    """The running statement's 08006 naming the cluster, and when it came."""
+    with pytest.raises(psycopg.OperationalError) as failure:
+        await asyncio.wait_for(running, LOST_BOUND_S + 30)
+    took = time.monotonic() - started
+    assert failure.value.sqlstate == "08006", failure.value
+    assert f"Spark cluster at {url} was lost during the statement" in str(failure.value)
+    return took
+
+
+def _stop_all(cluster: SparkCluster, mode: str) -> None:
+    """The cluster gone: the master and worker stopped (their executors with them); a
+    Connect server killed outright, so its clients get no goodbye."""
+    if cluster.connect is not None:
+        if mode == "connect":
+            cluster.connect.kill(signal.SIGKILL)
+        cluster.connect.stop()
+    cluster.worker.stop()
+    cluster.master.stop()
+
+
+async def _back(world: World, cluster: SparkCluster, gateway: GatewayProcess, mode: str) -> None:
+    """The cluster back on the same ports: the next Spark statement answers, without a
+    gateway restart."""
+    _restore(cluster)
+    if mode == "connect":
+        cluster.start_connect(attempts=1)
+    back = time.monotonic()
+    assert await _answer(gateway, timeout_s=120) == (1000,)
+    assert time.monotonic() - back < 120
+
+
+async def _lost_and_back(world: World, cluster: SparkCluster, mode: str) -> None:
+    """A gateway that ran Spark statements, its whole cluster stopped between statements
+    and then under a running one; each time the statement ends within its bound and, once
+    the cluster is back on the same ports, the next one answers."""
+    url = cluster.remote_url if mode == "connect" else cluster.master_url
+    gateway = world.gateway(f"lost_cluster_{mode}", cluster.gateway_engine_config(
+        mode, spark_reads_sources="always", spark_stall_timeout_s=STALL_TIMEOUT_S,
+        spark_connect_timeout_s=CONNECT_SERVER_TIMEOUT_S))
+    assert await _answer(gateway) == (1000,)
+    assert await _answer(gateway) == (1000,)  # a live application with executors
+
+    # Gone between statements: the next one runs on the session the gateway holds.
+    _stop_all(cluster, mode)
+    conn = await _connect(gateway)
+    try:
+        started = time.monotonic()
+        running = asyncio.ensure_future(conn.execute(QUICK))
+        await _duckdb_answers_within(gateway, 3.0)
+        if mode == "connect":  # a server that refuses connections could not be reached
+            with pytest.raises(psycopg.OperationalError) as failure:
+                await asyncio.wait_for(running, LOST_BOUND_S + 30)
+            assert failure.value.sqlstate == "08001", failure.value
+            took = time.monotonic() - started
+        else:
+            took = await _spark_lost(running, url, started)
+        assert took < LOST_BOUND_S, f"{mode}, between statements: failed after {took:.1f} s"
+    finally:
+        await conn.close()
+    await _back(world, cluster, gateway, mode)
+
+    # Gone under a running statement.
+    conn = await _connect(gateway)
+    try:
+        running = asyncio.ensure_future(conn.execute(SLOW))
+        await _until(lambda: any("slow" in q for q in spark_reads(world.source_dsn)), 60,
+                     f"Spark's JDBC read running ({mode})")
+        stopped = time.monotonic()
+        _stop_all(cluster, mode)
+        await _duckdb_answers_within(gateway, 3.0)
+        took = await _spark_lost(running, url, stopped)
+        assert took < LOST_BOUND_S, f"{mode}, under a statement: 08006 after {took:.1f} s"
+        # The lost session was dropped: a new start probes first, and is refused at once.
+        assert await _spark_fails_fast(gateway, url, CONNECT_SERVER_TIMEOUT_S) < 5.0
+    finally:
+        await conn.close()
+    await _back(world, cluster, gateway, mode)
+
+
+def _restore(cluster: SparkCluster) -> None:
+    """The module's cluster whole again, whatever a test stopped."""
+    if cluster.master is None or not cluster.master.alive():
+        cluster.start_master()
+    if cluster.worker is None or not cluster.worker.alive():
+        cluster.start_worker()
+
+
+async def test_a_standalone_cluster_lost_under_a_live_application_fails_and_comes_back(
+        world: World) -> None:
+    try:
+        await _lost_and_back(world, world.cluster, "standalone")
+    finally:
+        _restore(world.cluster)
+
+
+async def test_a_connect_cluster_lost_under_a_live_application_fails_and_comes_back(
+        world: World) -> None:
+    try:
+        await _lost_and_back(world, world.connect_server(), "connect")
+    finally:
+        _restore(world.cluster)

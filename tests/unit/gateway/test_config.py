@@ -26,7 +26,8 @@ EVERY_SERVER_KEY = {"host": "127.0.0.1", "port": 15000, "database": "db", "max_c
 EVERY_ENGINE_KEY = {"default": "spark", "spark_master": "local[2]", "spark_threshold_rows": 7,
                     "spark_reads_sources": "never", "spark_read_threshold_rows": 0,
                     "spark_partition_rows": 9, "spark_conf": {"spark.driver.memory": "1g"},
-                    "spark_connect_timeout_s": 5, "spark_job_timeout_s": 0, "spark_idle_stop_s": 60}
+                    "spark_connect_timeout_s": 5, "spark_job_timeout_s": 0, "spark_idle_stop_s": 60,
+                    "spark_stall_timeout_s": 15}
 EVERY_SOURCE_KEY: dict[str, dict[str, Any]] = {
     "postgres": {"kind": "postgres", "dsn": "postgresql://u@h/d", "schema": "s",
                  "pool_size": 3, "pool_mode": "session", "pool_timeout_s": 2.5,
@@ -146,6 +147,11 @@ def test_an_unknown_key_of_each_source_kind(kind: str) -> None:
 ])
 def test_did_you_mean(data: dict[str, Any], expected: str) -> None:
     assert error_of(data) == expected
+
+
+def test_a_negative_stall_timeout_is_refused() -> None:
+    assert "spark_stall_timeout_s" in error_of({"engine": {"spark_stall_timeout_s": -1}})
+    assert "spark_stall_timeout_s" in error_of({"engine": {"spark_stall_timeout_s": "soon"}})
 
 
 def test_a_key_of_another_kind_is_refused_with_the_reason() -> None:
