@@ -375,7 +375,7 @@ async def bench(args: argparse.Namespace) -> int:
                                            work / "spark-peer.log")
         if "duckdb-pgscanner" in systems:
             try:
-                python, extension = ensure_duckdb_venv(cache)
+                python, extension = ensure_duckdb_venv(Path(args.cache))
                 libpq = f"host={server.host} port={server.port} user={server.user} dbname=postgres"
                 workers["duckdb-pgscanner"] = Worker(python, "duckdb", {
                     "extension": extension, "libpq": libpq, "data": str(data)}, work / "duckdb-peer.log")
