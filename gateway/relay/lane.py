@@ -154,14 +154,9 @@ class Lane:
 
     def _session_idle(self) -> bool:
         s = self.state
-        if s.ctx.catalog_stale:
-            # DDL ran (a TRUNCATE too): routes may change. Relayed statements never plan,
-            # which would read the catalog, so the read starts here and the lane takes
-            # statements again once it is done.
-            s.ctx.read_soon()
-            return False
         return (self.port.idle and not self.closed and not s.closed and not s.has_output
                 and s.running is None and s.copy_in is None and s.copy_local is None
+                and not s.ctx.catalog_stale
                 and not self.port.writing_paused
                 and s.settings.values["fedgate.express"] == "on"
                 and s.settings.values["statement_timeout"] == "0")

@@ -24,7 +24,6 @@ import pyarrow as pa
 
 from connectors.base import BatchStream, Source
 from gateway.config import Config
-from gateway.state.background import in_background
 from gateway.state.health import HealthBoard
 from gateway.state.metrics import Metrics, RecentStatements
 from gateway.state.route import Route
@@ -93,7 +92,6 @@ class ServerContext:
     # DDL went to a source (through this worker or, announced, another): read the catalog
     # again before the next statement needs it.
     catalog_stale: bool = False
-    _stale_read: asyncio.Future[None] | None = None  # `read_soon`'s read, while it runs
     # Several workers: tells every other worker that DDL ran through this one, and returns
     # once they all know (gateway.server.workers.CatalogAnnouncer).
     announce_catalog_change: Callable[[], Awaitable[None]] | None = None
@@ -131,22 +129,6 @@ class ServerContext:
         planning. A session that finds a read already under way waits for it."""
         if self.catalog_stale:
             await self._read_after(self._reads_started)
-
-    def read_soon(self) -> None:
-        """Stale, and maybe nothing will plan (pgbench's clients after its VACUUM and
-        TRUNCATE relay every statement): the express lane takes nothing while the catalog
-        is stale, so read it now, in the background, one read at a time; the lane takes
-        statements again once it is read."""
-        if self.catalog_stale and self._stale_read is None:
-            self._stale_read = in_background(self._read_stale())
-
-    async def _read_stale(self) -> None:
-        try:
-            await self.refresh_if_stale()
-        except Exception:  # sources' failures stay in self.health: this is a bug of ours
-            log.exception("catalog read after DDL failed")
-        finally:
-            self._stale_read = None
 
     async def recheck_missing(self) -> bool:
         """A statement named a table the catalog lacks: read the sources again before
