@@ -7,6 +7,7 @@ cdef bint _digit(unsigned char c) noexcept
 cdef bint _joins_number(unsigned char c) noexcept
 
 @cython.locals(n=Py_ssize_t, s="const unsigned char *", c="unsigned char", semicolon=Py_ssize_t,
+               quotes=Py_ssize_t,
                i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t,
                part=Py_ssize_t, parts=list, numbers=list)
 cpdef object quick_split_bytes(object data)

@@ -53,11 +53,14 @@ def quick_split_bytes(data: bytes) -> tuple[bytes, bytes, list[bytes]] | None:
     n = len(data)
     s = data  # compiled: the bytes themselves, as `const unsigned char *`
     semicolon = n  # where the first one is
+    quotes = 0  # double quotes: odd, a quoted identifier is left open
     i = 0
     while i < n:
         c = s[i]
-        if c >= 0x80 or c == 0x27 or c == 0x22 or c == 0x5C or c == 0x24 or c == 0x3F:
-            return None  # non-ASCII ' " \ $ ?
+        if c >= 0x80 or c == 0x27 or c == 0x5C or c == 0x24 or c == 0x3F:
+            return None  # non-ASCII ' \ $ ?
+        if c == 0x22:
+            quotes += 1
         if i + 1 < n and ((c == 0x2D and s[i + 1] == 0x2D) or (c == 0x2F and s[i + 1] == 0x2A)):
             return None  # -- or /*
         if c == 0x3B and semicolon == n:
@@ -73,13 +76,18 @@ def quick_split_bytes(data: bytes) -> tuple[bytes, bytes, list[bytes]] | None:
         b -= 1
     while b > a and _space(s[b - 1]):
         b -= 1
-    if semicolon < b:  # only white space comes before `a`: this one is inside
+    if semicolon < b or quotes & 1:  # only white space comes before `a`: this one is inside
         return None
     parts = []  # the statement's bytes between its numbers
     numbers = []
     part = i = a
     while i < b:
-        if _digit(s[i]) and (i == a or not _joins_number(s[i - 1])):
+        if s[i] == 0x22:  # a quoted identifier, kept whole: no number inside it
+            i += 1
+            while s[i] != 0x22:  # it closes before `b` (an even count, none trimmed)
+                i += 1
+            i += 1
+        elif _digit(s[i]) and (i == a or not _joins_number(s[i - 1])):
             j = i
             while j < b and _digit(s[j]):
                 j += 1

@@ -69,13 +69,26 @@ STREAM_TABLE = ("CREATE TABLE stream_rows AS SELECT g AS id, g % 1000 AS grp, "
                 f"FROM generate_series(1, {STREAM_ROWS}) AS g")
 STREAM_TIMEOUT = 120  # seconds per psql run
 CPU_GOAL = 1.5  # issue 19: the gateway's CPU per transaction at most 1.5× PgBouncer's
-# name, pgbench arguments, issue 7's goal as a ratio to direct PostgreSQL
+# name, pgbench arguments, issue 7's goal as a ratio to direct PostgreSQL. `-n` skips
+# pgbench's VACUUM pgbench_branches, VACUUM pgbench_tellers and TRUNCATE pgbench_history
+# before the run; users leave it out. "@name" is the custom script of that name
+# (`SCRIPTS`), written for each target with the schema it knows the table by.
 WORKLOADS = [
-    ("-S, -M simple", ["-S", "-M", "simple"], 0.5),
-    ("-S, -M extended", ["-S", "-M", "extended"], 0.5),
-    ("-S, -M prepared", ["-S", "-M", "prepared"], 0.3),
-    ("TPC-B, -M simple", ["-M", "simple"], 0.8),
+    ("-S, -M simple", ["-n", "-S", "-M", "simple"], 0.5),
+    ("-S, -M simple, without -n", ["-S", "-M", "simple"], 0.5),
+    ("-S, -M extended", ["-n", "-S", "-M", "extended"], 0.5),
+    ("-S, -M prepared", ["-n", "-S", "-M", "prepared"], 0.3),
+    ("-S qualified (pg.pgbench_accounts), -M simple", ["-n", "@qualified", "-M", "simple"], 0.5),
+    ('-S quoted ("pg"."pgbench_accounts"), -M simple', ["-n", "@quoted", "-M", "simple"], 0.5),
+    ("TPC-B, -M simple", ["-n", "-M", "simple"], 0.8),
 ]
+# The gateway knows the table as pg.pgbench_accounts (its source's name); PostgreSQL and
+# the proxies in front of it as public.pgbench_accounts: the same spelling, qualified.
+SCRIPTS = {
+    "qualified": "SELECT abalance FROM {schema}.pgbench_accounts WHERE aid = :aid;",
+    "quoted": 'SELECT abalance FROM "{schema}"."pgbench_accounts" WHERE aid = :aid;',
+}
+SELECT_HEAD = "\\set aid random(1, 100000 * {scale})\n"
 STREAM_NAME, STREAM_GOAL = f"stream {STREAM_ROWS:,} rows × 4 (psql -At)", 1.5  # time ≤ 1.5×
 
 _TPS = re.compile(r"^tps = ([\d.]+) \((?:without initial connection time|"
@@ -152,7 +165,7 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
 def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell,
                  cpu_of: int | None = None) -> None:
     """One pgbench run; with `cpu_of`, also the CPU that process tree spent per transaction."""
-    cmd = ["pgbench", "-n", "-c", str(CLIENTS), "-j", str(THREADS), "-T", str(seconds), *args,
+    cmd = ["pgbench", "-c", str(CLIENTS), "-j", str(THREADS), "-T", str(seconds), *args,
            *ep.libpq(), ep.database]
     cpu_before = cpu_seconds(cpu_of) if cpu_of is not None else (0.0, 0.0)
     try:
@@ -171,6 +184,22 @@ def pgbench_once(ep: Endpoint, args: list[str], seconds: int, cell: Cell,
         cell.cpu_us.append((user + system - sum(cpu_before)) / transactions * 1e6)
         cell.user_us.append((user - cpu_before[0]) / transactions * 1e6)
     cell.failed_tx += int(failed.group(1)) if failed else 0
+
+
+def script_args(args: list[str], target: str, scripts: Path, scale: int) -> list[str]:
+    """`args` with each "@name" replaced by `-f` and that script, spelled for `target`."""
+    schema = "pg" if target.startswith("gateway") else "public"
+    out = []
+    for arg in args:
+        if arg.startswith("@"):
+            path = scripts / f"{arg[1:]}-{schema}.sql"
+            if not path.exists():
+                path.write_text(SELECT_HEAD.format(scale=scale)
+                                + SCRIPTS[arg[1:]].format(schema=schema) + "\n")
+            out += ["-f", str(path)]
+        else:
+            out.append(arg)
+    return out
 
 
 def stream_cmd(ep: Endpoint) -> list[str]:
@@ -222,7 +251,7 @@ def alive(name: str, procs: dict[str, subprocess.Popen], cell: Cell) -> bool:
 
 
 def measure(endpoints: dict[str, Endpoint], procs: dict[str, subprocess.Popen], seconds: int,
-            rounds: int, streaming: bool = True) -> dict[str, dict[str, Cell]]:
+            rounds: int, scripts: Path, scale: int, streaming: bool = True) -> dict[str, dict[str, Cell]]:
     """Every cell in rotating turns; `procs` are the proxies, whose CPU is measured."""
     targets = list(endpoints)
     cells = {w: {t: Cell() for t in targets} for w, _, _ in WORKLOADS}
@@ -230,7 +259,7 @@ def measure(endpoints: dict[str, Endpoint], procs: dict[str, subprocess.Popen], 
         cells[STREAM_NAME] = {t: Cell() for t in targets}
     for name in targets:  # warm-up, untimed: connections, caches, the gateway's plan cache
         say(f"warm-up: {name}")
-        pgbench_once(endpoints[name], ["-S", "-M", "simple"], 2, Cell())
+        pgbench_once(endpoints[name], ["-n", "-S", "-M", "simple"], 2, Cell())
         if streaming:
             stream_check(endpoints[name], cells[STREAM_NAME][name])
     for r in range(rounds):
@@ -239,7 +268,8 @@ def measure(endpoints: dict[str, Endpoint], procs: dict[str, subprocess.Popen], 
                 if alive(name, procs, cells[workload][name]):
                     say(f"round {r + 1}/{rounds}: {workload} on {name} for {seconds} s")
                     proc = procs.get(name)
-                    pgbench_once(endpoints[name], args, seconds, cells[workload][name],
+                    pgbench_once(endpoints[name], script_args(args, name, scripts, scale), seconds,
+                                 cells[workload][name],
                                  cpu_of=proc.pid if proc is not None else None)
         for name in rotated(targets, r) if streaming else []:
             if alive(name, procs, cells[STREAM_NAME][name]):
@@ -304,7 +334,7 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
         (f"One PostgreSQL 15 cluster with default durability (fsync on), `pgbench -i -s "
          f"{facts['scale']}` loaded directly; {facts['cpus']} CPUs, load average "
          f"{facts['load_before']} before and {facts['load_after']} after; {facts['pgbench']}; "
-         f"{facts['pgbouncer']}. pgbench `-n -c {CLIENTS} -j {THREADS} -T {facts['seconds']}`, "
+         f"{facts['pgbouncer']}. pgbench `-c {CLIENTS} -j {THREADS} -T {facts['seconds']}`, "
          f"{facts['rounds']} round(s) per cell, the {len(targets)} targets taking turns in a "
          f"rotating order; medians. Gateway: one postgres source, search_path = that source, "
          f"{workers} worker process(es), one gateway each. PgBouncer: session pooling. Bare Python "
@@ -374,7 +404,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-pgbench", action="store_true",
                         help="skip the 1M-row streaming cell (and loading its table)")
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
+    parser.add_argument("--smoke", action="store_true",
+                        help="about a minute: scale 1, 2 s per cell, one round, one gateway worker, "
+                             "no streaming, BENCHMARKS.md left alone")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.scale, args.seconds, args.rounds, args.workers = 1, 2, 1, "1"
+        args.only_pgbench = args.no_write = True
     try:
         worker_counts = sorted({int(n) for n in args.workers.split(",")})
     except ValueError:
@@ -422,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
                 "bare relay": Endpoint("127.0.0.1", relay_port, server.user, DATABASE)}
             procs = {name: gw.proc for name, gw in gateways.items()} | {
                 "pgbouncer": bouncer.proc, "bare relay": relay}
-            cells = measure(endpoints, procs, args.seconds, args.rounds,
+            cells = measure(endpoints, procs, args.seconds, args.rounds, workdir, args.scale,
                             streaming=not args.only_pgbench)
         finally:
             if relay is not None:

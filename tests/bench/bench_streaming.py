@@ -1,12 +1,13 @@
 """Relay streaming: one large result through the gateway, next to direct PostgreSQL.
 
-    python tests/bench/bench_streaming.py [--rounds 5] [--baseline CHECKOUT] [--no-write]
+    python tests/bench/bench_streaming.py [--rounds 5] [--baseline CHECKOUT] [--no-write] [--smoke]
 
 One throwaway PostgreSQL cluster (tests/support/postgres.py) holds two tables, both
 generated inside the database: `narrow`, 1,000,000 rows × 4 columns (int, int, float8,
 text), and `wide`, 600,000 rows × 16 columns shaped like TPC-H's lineitem (integers,
 numeric(15,2), char, dates, text). Each is read whole with `psql -At -c 'SELECT ...'` to
-/dev/null, directly, through the gateway (one source, relayed), through PgBouncer
+/dev/null, by its bare name and qualified with its schema (the gateway knows it as
+`pg.narrow`, the others as `public.narrow`), as ORMs and BI tools spell it, directly, through the gateway (one source, relayed), through PgBouncer
 (session pooling) and through the bare Python relay (tests/bench/bare_relay.py, the floor
 for a Python proxy). With `--baseline` a second gateway runs from another checkout of
 this repository (an older commit, for before/after figures in one sitting).
@@ -43,7 +44,7 @@ from tests.support.postgres import start_postgres  # noqa: E402
 
 DATABASE = "bench"
 NARROW = ("CREATE TABLE narrow AS SELECT g AS id, g % 1000 AS grp, (g * 1.5)::float8 AS x, "
-          "'row ' || g AS label FROM generate_series(1, 1000000) g")
+          "'row ' || g AS label FROM generate_series(1, {rows}) g")
 WIDE = ("CREATE TABLE wide AS SELECT g AS l_orderkey, g % 20000 AS l_partkey, "
         "g % 1000 AS l_suppkey, g % 7 AS l_linenumber, ((g % 50) + 1)::numeric(15,2) AS l_quantity, "
         "(g * 1.37 % 100000)::numeric(15,2) AS l_extendedprice, "
@@ -52,9 +53,26 @@ WIDE = ("CREATE TABLE wide AS SELECT g AS l_orderkey, g % 20000 AS l_partkey, "
         "date '1992-01-01' + g % 2500 AS l_shipdate, date '1992-01-01' + g % 2400 AS l_commitdate, "
         "date '1992-01-01' + g % 2600 AS l_receiptdate, "
         "'DELIVER IN PERSON'::char(25) AS l_shipinstruct, 'TRUCK'::char(10) AS l_shipmode, "
-        "'carefully regular requests ' || g AS l_comment FROM generate_series(1, 600000) g")
-TABLES = {"1,000,000 rows × 4": "SELECT id, grp, x, label FROM narrow",
-          "600,000 rows × 16 (lineitem-shaped)": "SELECT * FROM wide"}
+        "'carefully regular requests ' || g AS l_comment FROM generate_series(1, {rows}) g")
+ROWS = {"narrow": 1_000_000, "wide": 600_000}
+SMOKE_ROWS = {"narrow": 1_000, "wide": 600}
+# label, statement: {schema} is "" (the bare name), or the schema the target knows the
+# table by (`qualified`).
+READS = [("{narrow:,} rows × 4", "SELECT id, grp, x, label FROM {schema}narrow"),
+         ("{narrow:,} rows × 4, qualified", "SELECT id, grp, x, label FROM {schema}narrow"),
+         ("{wide:,} rows × 16 (lineitem-shaped)", "SELECT * FROM {schema}wide"),
+         ("{wide:,} rows × 16, qualified", "SELECT * FROM {schema}wide")]
+
+
+def reads(rows: dict[str, int]) -> dict[str, str]:
+    return {label.format(**rows): sql for label, sql in READS}
+
+
+def spelled(label: str, sql: str, target: str) -> str:
+    """The statement as `target` is sent it: qualified reads name the schema it knows."""
+    if not label.endswith("qualified"):
+        return sql.format(schema="")
+    return sql.format(schema="pg." if target.startswith("gateway") else "public.")
 GOAL = 1.1  # relay streaming time ≤ 1.1× direct (issue 19)
 
 
@@ -82,7 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, help="a checkout of another commit, run as a "
                         "second gateway (its figures are labelled 'gateway, baseline')")
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds: a thousand rows, one round, BENCHMARKS.md left alone")
     args = parser.parse_args(argv)
+    rows = ROWS
+    if args.smoke:
+        rows, args.rounds, args.no_write = SMOKE_ROWS, 1, True
+    TABLES = reads(rows)
     load_before = load_average()
     stops = []
     with tempfile.TemporaryDirectory(prefix="bench-streaming-") as tmp:
@@ -90,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         server = start_postgres(workdir / "postgres", durable=True)
         try:
             psql(server.host, server.port, server.user, "postgres", f"CREATE DATABASE {DATABASE}")
-            for ddl in (NARROW, WIDE, "VACUUM ANALYZE"):
+            for ddl in (NARROW.format(rows=rows["narrow"]), WIDE.format(rows=rows["wide"]),
+                        "VACUUM ANALYZE"):
                 psql(server.host, server.port, server.user, DATABASE, ddl)
             dsn = server.dsn.rsplit("/", 1)[0] + "/" + DATABASE
             targets: dict[str, tuple[str, int, str, str, int | None]] = {
@@ -114,20 +139,20 @@ def main(argv: list[str] | None = None) -> int:
             wall = {(t, n): [] for t in TABLES for n in targets}
             cpu = {(t, n): [] for t in TABLES for n in targets}
             for table, sql in TABLES.items():  # untimed: caches warm, every target answers
-                for host, port, user, database, _ in targets.values():
-                    psql(host, port, user, database, sql)
+                for name, (host, port, user, database, _) in targets.items():
+                    psql(host, port, user, database, spelled(table, sql, name))
             names = list(targets)
             for round_no in range(args.rounds):
                 order = names[round_no % len(names):] + names[:round_no % len(names)]
                 for table, sql in TABLES.items():
                     for name in order:
                         host, port, user, database, pid = targets[name]
-                        spent = cpu_seconds(pid) if pid else 0.0
+                        spent = sum(cpu_seconds(pid)) if pid else 0.0
                         started = time.perf_counter()
-                        psql(host, port, user, database, sql)
+                        psql(host, port, user, database, spelled(table, sql, name))
                         wall[(table, name)].append(time.perf_counter() - started)
                         if pid:
-                            cpu[(table, name)].append(cpu_seconds(pid) - spent)
+                            cpu[(table, name)].append(sum(cpu_seconds(pid)) - spent)
                 print(f"round {round_no + 1}/{args.rounds} done", file=sys.stderr, flush=True)
         finally:
             for stop in reversed(stops):

@@ -375,7 +375,7 @@ async def bench(args: argparse.Namespace) -> int:
                                            work / "spark-peer.log")
         if "duckdb-pgscanner" in systems:
             try:
-                python, extension = ensure_duckdb_venv(cache)
+                python, extension = ensure_duckdb_venv(Path(args.cache))
                 libpq = f"host={server.host} port={server.port} user={server.user} dbname=postgres"
                 workers["duckdb-pgscanner"] = Worker(python, "duckdb", {
                     "extension": extension, "libpq": libpq, "data": str(data)}, work / "duckdb-peer.log")
@@ -463,7 +463,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead: the Spark engine on local, standalone and/or connect "
                              "(comma-separated; tests/bench/tpch_spark_modes.py)")
     parser.add_argument("--note", default="", help="a sentence added to the --spark-modes section")
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds: scale 0.01, Q1 and Q6 once, no Spark, nothing written")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.scale, args.runs, args.queries, args.no_write = 0.01, 1, "1,6", True
+        args.skip = ",".join(s for s in (args.skip, "gateway-spark,spark-jdbc") if s)
     if args.worker:
         kind, config = args.worker
         (worker_duckdb_peer if kind == "duckdb" else worker_spark_peer)(json.loads(config))

@@ -28,10 +28,15 @@ READ = [
     "  SELECT x FROM t WHERE a >= 1.5e3 AND b < 99999999999 ; ",
     "SELECT c1 FROM t2 WHERE v = 2.",
     "SELECT id FROM t WHERE id = 3000000000",
+    # Quoted identifiers, kept whole: a digit inside one is no number.
+    'SELECT "x" FROM t WHERE id = 1',
+    'SELECT abalance FROM "pg"."pgbench_accounts" WHERE aid = 5',
+    'SELECT "c1", "2", "a b 3", "x""4" FROM "t5" WHERE "id" = 6',
 ]
 UNREAD = [
     "SELECT 'a' FROM t WHERE id = 1",
-    'SELECT "x" FROM t WHERE id = 1',
+    'SELECT x FROM "t WHERE id = 1',  # a quoted identifier left open
+    'SELECT x FROM "a;b" WHERE id = 1',
     "SELECT x FROM t WHERE id = 1 -- note",
     "SELECT x FROM t /* c */ WHERE id = 1",
     "SELECT x FROM t WHERE id = $1",

@@ -35,6 +35,10 @@ KNOWN = [
     b"SELECT x FROM t WHERE id = 1 ; ;",  # a semicolon left inside
     b"SELECT a1, $1, _2, x.3 FROM t WHERE id = 4",
     b"SELECT 'a' FROM t WHERE id = 1",
+    b'SELECT abalance FROM "pg"."pgbench_accounts" WHERE aid = 5',
+    b'SELECT "c1", "2", "a b 3", "x""4" FROM "t5" WHERE "id"=6 AND"v"7',
+    b'SELECT x FROM "t WHERE id = 1',  # left open
+    b'SELECT x FROM "a;b" WHERE id = 1',
     b"SELECT x FROM t -- 1",
     b"SELECT x FROM t /* 1 */",
     b"SELECT x - -1 / 2 FROM t",

@@ -1,0 +1,62 @@
+"""Qualified and quoted spellings of a relayed statement are repeated by the express lane's
+repeats in C, as the bare name is, and answer as PostgreSQL does.
+
+ORMs and BI tools qualify names and quote identifiers (`"pg"."acct"`): the lane's split
+of a Query's bytes (gateway/relay/statement_bytes.py) keeps a quoted identifier whole, so
+the shape of such a text is keyed like any other, and the repeats bind its numbers to the
+statement respelled for the source once per shape. Both builds, as
+tests/integration/test_express_repeats.py; `SHOW fedgate.express_repeats` tells them apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from gateway.relay.quick import HOT_SPLIT_ENV
+from pgwire.protocol.client import ROW_WALK_ENV
+from tests.integration.test_express import exchange, q
+from tests.integration.test_express_repeats import Setup, show
+from tests.support import rawpg
+from tests.support.gateway_proc import gateway_on_new_database
+from tests.support.postgres import PostgresServer
+
+SPELLINGS = [
+    ("SELECT bal FROM acct WHERE id = {}", "SELECT bal FROM acct WHERE id = {}"),
+    ("SELECT bal FROM pg.acct WHERE id = {}", "SELECT bal FROM public.acct WHERE id = {}"),
+    ('SELECT bal FROM "pg"."acct" WHERE id = {}', 'SELECT bal FROM "public"."acct" WHERE id = {}'),
+    ('SELECT "bal", "Note 2" FROM pg."acct" WHERE "id" = {}',
+     'SELECT "bal", "Note 2" FROM public."acct" WHERE "id" = {}'),
+]
+RUNS = 20
+
+
+@pytest.fixture(scope="module", params=["C", "python"])
+def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory,
+          request: pytest.FixtureRequest) -> Iterator[Setup]:
+    with gateway_on_new_database(
+            postgres_server.dsn, tmp_path_factory.mktemp("spelled-gateway"),
+            'CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, "Note 2" text); '
+            "INSERT INTO acct SELECT g, g * 10, 'n' || g FROM generate_series(1, 30) AS g",
+            env={HOT_SPLIT_ENV: request.param, ROW_WALK_ENV: request.param}) as found:
+        yield Setup(found.gateway, found.truth, request.param == "C")
+
+
+@pytest.mark.parametrize(("spelled", "direct"), SPELLINGS)
+def test_each_spelling_is_repeated(setup: Setup, spelled: str, direct: str) -> None:
+    with rawpg.RawPG.connect(setup.gateway.host, setup.gateway.port) as conn, \
+            psycopg.connect(setup.truth) as truth:
+        for n in range(RUNS):
+            answer = exchange(conn, q(spelled.format(n % 30 + 1)))
+            rows = [tuple(v.decode() if v is not None else None for v in rawpg.parse_data_row(p))
+                    for t, p in answer if t == "D"]
+            expected = [tuple(str(v) for v in row)
+                        for row in truth.execute(direct.format(n % 30 + 1)).fetchall()]
+            assert rows == expected, (spelled, n)
+        repeats = show(conn, "fedgate.express_repeats")
+    # The first runs prepare the shape on the link and arm the lane; the rest repeat.
+    assert repeats >= (RUNS - 3 if setup.in_c else 0), repeats
+    if not setup.in_c:
+        assert repeats == 0
