@@ -228,6 +228,14 @@ def backend_waiting(setup: Setup, marker: str) -> bool:
     return bool(row and row[0])
 
 
+def until_waiting(setup: Setup, marker: str) -> None:
+    """Wait until the statement containing `marker` reached the source and waits there."""
+    deadline = time.monotonic() + 10
+    while not backend_waiting(setup, marker):
+        assert time.monotonic() < deadline, "the repeat never reached the source"
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("late", ["pipelined", "half-closed"])
 def test_a_pipelined_write_is_answered_once_and_exactly(setup: Setup, late: str) -> None:
     """A client that sends its next Query while a repeated UPDATE is in flight (psycopg's
@@ -246,10 +254,7 @@ def test_a_pipelined_write_is_answered_once_and_exactly(setup: Setup, late: str)
         with psycopg.connect(setup.truth) as locker:  # holds the row: the repeat waits
             locker.execute("SELECT bal FROM acct WHERE id = 1 FOR UPDATE")
             conn.send(q(update.format(10)))
-            deadline = time.monotonic() + 10
-            while not backend_waiting(setup, "UPDATE acct SET bal = bal +"):
-                assert time.monotonic() < deadline, "the repeat never reached the source"
-                time.sleep(0.05)
+            until_waiting(setup, "UPDATE acct SET bal = bal +")
             if late == "pipelined":
                 conn.send(q("SELECT bal FROM acct WHERE id = 1"))
             else:
@@ -301,10 +306,7 @@ def test_a_half_close_behind_a_repeat_in_flight_gets_the_held_answers(setup: Set
         with psycopg.connect(setup.truth) as locker:
             locker.execute("SELECT bal FROM acct WHERE id = 1 FOR UPDATE")
             conn.send(q(update.format(10)))
-            deadline = time.monotonic() + 10
-            while not backend_waiting(setup, "UPDATE acct SET bal = bal +"):
-                assert time.monotonic() < deadline, "the repeat never reached the source"
-                time.sleep(0.05)
+            until_waiting(setup, "UPDATE acct SET bal = bal +")
             conn.send(q("SELECT bal FROM acct WHERE id = 1"))
             conn.sock.shutdown(socket.SHUT_WR)
             time.sleep(0.2)  # the chunk and the end of file reach the gateway first
