@@ -70,6 +70,9 @@ def mysql_error(exc: BaseException) -> PgError:
 DRIVER_ERRORS = (asyncmy.errors.Error, OSError, asyncio.IncompleteReadError)
 
 
+MYSQL = sqlglot.Dialect.get_or_raise("mysql")
+
+
 def mysql_literal(value: Any) -> str:
     """A bound value as a MySQL literal of the parameter's type (sqlglot quotes it).
 
@@ -87,11 +90,14 @@ def mysql_literal(value: Any) -> str:
 
 
 def bind_markers(sql: str, params: Sequence[Any]) -> str:
-    """Replace the dialect's parameter markers (tokens, never inside strings) by literals."""
+    """Replace the dialect's parameter markers (bare tokens, never inside strings or quoted
+    identifiers) by literals. MySQL's own tokenizer reads the text: backquoted names hold
+    any character, doubled backquotes included."""
     pieces, last = [], 0
-    for token in tokens.Tokenizer().tokenize(sql) if params else ():
+    for token in MYSQL.tokenize(sql) if params else ():
         text = token.text
-        if text.startswith("__fedgate_param_") and text.endswith("__"):
+        if (token.token_type is tokens.TokenType.VAR
+                and text.startswith("__fedgate_param_") and text.endswith("__")):
             index = int(text[len("__fedgate_param_"):-2]) - 1
             pieces.append(sql[last:token.start])
             pieces.append(mysql_literal(params[index]))
