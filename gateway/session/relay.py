@@ -26,13 +26,17 @@ from gateway.state.route import Route
 
 class RelayMixin(SessionCore):
     async def route_fresh(self, sql: str) -> Route | None:
-        """`SessionLinks.route`, after reading the catalog again if DDL ran and the route needs it (a
-        read of a table created since: relayed, it sees this transaction's writes)."""
-        route = self.links.route(sql)
-        if route is None and self.ctx.catalog_stale:
+        """`SessionLinks.route`, on a catalog read again if DDL ran since the last read (a
+        table created since is found, one dropped is not routed to).
+
+        Read now, after the client's statement arrived, rather than only when the route
+        misses: a session that does nothing but relay (each pgbench client after a CREATE
+        INDEX or DDL on another table) would otherwise keep the catalog marked stale, and
+        the express lane, which repeats statements only on a fresh catalog, would stay off
+        for the rest of the session. One read serves every session waiting on it."""
+        if self.ctx.catalog_stale:
             await self.ctx.refresh_if_stale()
-            route = self.links.route(sql)
-        return route
+        return self.links.route(sql)
 
     async def prepare_relay(self, route: Route, sql: str, declared: tuple[int, ...]) -> Prepared | None:
         """A statement relayed to its PostgreSQL source, described by the source. Reads
