@@ -1,5 +1,5 @@
-"""The smoke modes of tests/bench/bench_streaming.py and bench_tpch.py run to the end (the
-figures are not checked), so neither script can rot unnoticed."""
+"""The smoke modes of tests/bench/bench_streaming.py, bench_drivers.py and bench_tpch.py
+run to the end (the figures are not checked), so none of the scripts can rot unnoticed."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ def smoke(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     return done
+
+
+def test_bench_drivers_smoke() -> None:  # about 20 s
+    done = smoke("tests/bench/bench_drivers.py")
+    assert "| SQLAlchemy ORM session.get | " in done.stdout, done.stdout
+    assert "failed" not in done.stdout, done.stdout
 
 
 def test_bench_streaming_smoke() -> None:  # about 25 s
