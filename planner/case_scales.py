@@ -18,7 +18,7 @@ Integers alone, numerics of one scale, floats: as before.
 
 An output of the statement that is itself such a CASE or COALESCE is answered where each
 result has a scale known when planned (an integer, a numeric(p, s)) and is computed
-exactly by the engine (planner.set_scales.exact_number): each result becomes the text of its value at its own
+exactly by the engine (connectors.numeric_shapes.exact_number): each result becomes the text of its value at its own
 scale, which the gateway reads back as the numeric the planner types the output
 (gateway.executor.presented), as PostgreSQL shows it (`coalesce(sum(n), 0)` is 0 of no
 rows, 12.50 of some):
@@ -37,7 +37,8 @@ from sqlglot.schema import Schema
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.result_types import expression_typer
-from planner.set_scales import compared_output, display_scale, exact_number
+from connectors.numeric_shapes import compared_output, exact_number
+from planner.set_scales import display_scale
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is, exp.In, exp.Between,
                 exp.NullSafeEQ, exp.NullSafeNEQ, exp.Count, exp.Avg, exp.Div)

@@ -34,6 +34,7 @@ from math import isqrt
 from sqlglot import exp
 
 from connectors.base import DEVIATIONS, NUMERIC_OUTPUTS, aggregate_call, in_same_context
+from connectors.numeric_shapes import compared_output
 from connectors.dialects.duckdb_constant_numerics import NUMERIC, numeric_divide, numeric_text
 from connectors.dialects.duckdb_functions import exact_digits
 from connectors.dialects.rules import raised
@@ -99,22 +100,6 @@ def _exact_call(node: exp.Expression) -> exp.Expression | None:
     return exp.Anonymous(this=DEVIATION_FUNCTION, expressions=[
         exp.Literal.string(kind), in_same_context(node, exp.Count(this=argument.copy())),
         exact_sum(digits), exact_sum(square), exp.Literal.number(scale)])
-
-
-def compared_output(client: exp.Select, position: int, name: str) -> bool:
-    """Whether the statement compares output `position` (1-based) as a value: under
-    DISTINCT, or named by its position or name in ORDER BY or GROUP BY. Its text would
-    compare as text (`'10.5' < '9.5'`), so such an output is left as it was (refused)."""
-    if client.args.get("distinct"):
-        return True
-    for clause in (client.args.get("order"), client.args.get("group")):
-        for key in clause.expressions if clause is not None else ():
-            key = key.this if isinstance(key, exp.Ordered) else key
-            if isinstance(key, exp.Literal) and not key.is_string and key.this == str(position):
-                return True
-            if any(not c.table and c.name == name for c in key.find_all(exp.Column)):
-                return True
-    return False
 
 
 def exact_deviations(client: exp.Select) -> None:

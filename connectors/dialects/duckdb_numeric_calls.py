@@ -30,7 +30,7 @@ from sqlglot import exp
 
 from connectors.base import NUMERIC_OUTPUTS, volatile_reason
 from connectors.dialects.duckdb_constant_numerics import NUMERIC, math_call, numeric_text, value_of
-from connectors.dialects.duckdb_deviations import compared_output
+from connectors.numeric_shapes import compared_output
 from connectors.dialects.duckdb_floats import COMPLEX_RESULT, ZERO_TO_NEGATIVE
 from connectors.dialects.duckdb_functions import (LOG_OF_NEGATIVE, LOG_OF_ZERO, SQUARE_ROOT_OF_NEGATIVE,
                                                   exact_digits)

@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from connectors.base import EXACT_AVERAGE, NUMERIC_OUTPUTS
 from connectors.dialects.duckdb_functions import exact_digits
+from connectors.numeric_shapes import exact_number
 
 QUOTIENT = "FEDGATE_QUOTIENT"  # marker: (dividend digits, divisor digits, scale1, scale2)
 INEXACT = "a numeric division of operands the engine computes inexactly is not supported " \
@@ -44,9 +45,15 @@ def _hugeint(e: exp.Expression) -> exp.Expression:
 def _digits(operand: exp.Expression) -> tuple[exp.Expression, exp.Expression] | None:
     """(a HUGEINT of `operand`'s digits, its display scale as an expression) for a number
     literal, a column or cast of an integer or fixed-scale decimal type (`exact_digits`),
-    NULLIF of one, or an expression of such operands `_exact_shape` accepts (read at run
+    NULLIF of one, or an expression of such operands `exact_number` accepts (read at run
     time); None for anything else, for a literal with an exponent (PostgreSQL's scale of
-    `1e3` is not its text's) and for one of more than 38 digits (beyond HUGEINT)."""
+    `1e3` is not its text's) and for one of more than 38 digits (beyond HUGEINT).
+
+    A CASE or COALESCE whose results have different scales is DuckDB's at the largest,
+    PostgreSQL's per value; the scale enters a quotient only past its 16 significant digits
+    (select_div_scale), so the quotients agree unless they exceed 10^12 with operands of
+    more than 4 decimal places: not a shape of the statements this serves (shares, ratios,
+    averages)."""
     if isinstance(operand, exp.Nullif):  # NULLIF(x, y) is x, or NULL where x = y
         inner = _digits(operand.this)
         if inner is None:
@@ -63,43 +70,11 @@ def _digits(operand: exp.Expression) -> tuple[exp.Expression, exp.Expression] | 
         else None
     if found is not None:
         return found[0], exp.Literal.number(found[1])
-    return _checked_digits(operand) if _exact_shape(operand) else None
+    return _checked_digits(operand) if exact_number(operand) else None
 
 
 _INTEGER_NAMES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
                   "USMALLINT", "UINTEGER", "UBIGINT")
-
-
-def _exact_shape(node: exp.Expression) -> bool:
-    """Whether every value of `node`, computed as an integer or a decimal by DuckDB, has
-    PostgreSQL's digits and display scale: columns, number literals, casts to integers or
-    numerics of those, count, sum/min/max (under FILTER and OVER too), +, -, * and a CASE
-    of them. Functions are not (round(x, 1) is DuckDB's DOUBLE for some x). A CASE whose
-    results have different scales is DuckDB's at the largest, PostgreSQL's per value; the
-    scale enters a quotient only past its 16 significant digits (select_div_scale), so the
-    quotients agree unless they exceed 10^12 with operands of more than 4 decimal places:
-    not a shape of the statements this serves (shares, ratios, averages)."""
-    while isinstance(node, (exp.Paren, exp.Neg)):
-        node = node.this
-    if isinstance(node, exp.Literal):
-        return not node.is_string and "e" not in node.this.lower()
-    if isinstance(node, (exp.Column, exp.Count, exp.Null)):
-        return True
-    if isinstance(node, (exp.Window, exp.Filter)):  # sum(n) OVER (...), FILTER (WHERE ...)
-        return _exact_shape(node.this)
-    if isinstance(node, (exp.Sum, exp.Min, exp.Max)):
-        inner = node.this.expressions[0] if isinstance(node.this, exp.Distinct) and \
-            len(node.this.expressions) == 1 else node.this
-        return _exact_shape(inner)
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
-        return _exact_shape(node.this) and _exact_shape(node.expression)
-    if isinstance(node, exp.Case):
-        results = [branch.args["true"] for branch in node.args.get("ifs", [])]
-        return all(map(_exact_shape, results + [node.args.get("default") or exp.Null()]))
-    if isinstance(node, exp.Cast):
-        return (node.to.this in exp.DataType.INTEGER_TYPES or node.to.this == exp.DataType.Type.DECIMAL) \
-            and _exact_shape(node.this)
-    return False
 
 
 def _checked_digits(operand: exp.Expression) -> tuple[exp.Expression, exp.Expression]:
