@@ -2,6 +2,7 @@
 
     python tests/bench/bench_crossover.py [--sizes 10000,100000,1000000,5000000] [--runs 3]
                                           [--modes standalone,connect] [--timeout 300] [--no-write]
+                                          [--smoke]
 
 One PostgreSQL 15 fact table per size (`fact_N`: id bigint primary key, dim_id int, amount
 float8; VACUUM ANALYZE, so the planner's estimate is N) and a 1,000-row Parquet dimension.
@@ -286,7 +287,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="cut-off per run, seconds")
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
     parser.add_argument("--from-json", type=Path, help="render a run's saved figures instead of measuring")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one size of 1,000 rows, one run, both modes, BENCHMARKS.md left alone")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.sizes, args.runs, args.modes, args.timeout = "1000", 1, "standalone,connect", 120.0
+        args.no_write = True
     if args.from_json:
         return from_json(args.from_json, args.no_write)
     args.sizes = sorted(int(n) for n in args.sizes.split(",") if n)

@@ -1,6 +1,6 @@
 """Spine benchmark: the gateway's per-query overhead and its row-streaming cost, next to DuckDB.
 
-    python tests/bench/bench_spine.py [--seconds 15] [--scale 0.2] [--no-write]
+    python tests/bench/bench_spine.py [--seconds 15] [--scale 0.2] [--no-write] [--smoke]
 
 1. Point queries on lineitem by order key, driven by pgbench (4 clients, 2 threads) in the
    simple, extended and prepared query modes; the same queries from one in-process DuckDB
@@ -218,7 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=15, help="pgbench -T per mode (default 15)")
     parser.add_argument("--scale", type=float, default=0.2, help="TPC-H scale factor (default 0.2)")
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
+    parser.add_argument("--smoke", action="store_true",
+                        help="TPC-H scale 0.01, 2 s per mode, BENCHMARKS.md left alone")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.seconds, args.scale, args.no_write = 2, 0.01, True
     for tool in ("pgbench", "psql"):
         if shutil.which(tool) is None:
             parser.error(f"{tool} not found on PATH (Debian: postgresql-client)")

@@ -1,5 +1,6 @@
-"""The smoke modes of tests/bench/bench_streaming.py, bench_drivers.py and bench_tpch.py
-run to the end (the figures are not checked), so none of the scripts can rot unnoticed."""
+"""The smoke modes of the scripts under tests/bench run to the end (the figures are not
+checked), so none of them can rot unnoticed. bench_pgbench, bench_star, bench_memory and
+bench_federated_point have theirs run by tests of their own."""
 
 from __future__ import annotations
 
@@ -34,3 +35,28 @@ def test_bench_streaming_smoke() -> None:  # about 25 s
 def test_bench_tpch_smoke(tmp_path: Path) -> None:
     done = smoke("tests/bench/bench_tpch.py", "--cache", str(tmp_path))
     assert "NameError" not in done.stderr, done.stderr
+
+
+def test_bench_planner_smoke() -> None:  # about 25 s
+    done = smoke("tests/bench/bench_planner.py")
+    assert "| all 22 |" in done.stdout, done.stdout
+
+
+def test_bench_sources_smoke() -> None:  # about 10 s: PostgreSQL and MariaDB started
+    done = smoke("tests/bench/bench_sources.py")
+    for kind in ("postgres", "mysql", "sqlite", "duckdb", "parquet", "csv"):
+        assert f"| {kind} |" in done.stdout, done.stdout
+
+
+@pytest.mark.load  # pgbench against the demo gateway
+def test_bench_spine_smoke() -> None:
+    done = smoke("tests/bench/bench_spine.py")
+    assert "0 failed" in done.stdout, done.stdout
+
+
+@pytest.mark.spark
+@pytest.mark.cluster  # a standalone master and worker, and a Spark Connect server
+@pytest.mark.load
+def test_bench_crossover_smoke() -> None:
+    done = smoke("tests/bench/bench_crossover.py")
+    assert "1,000" in done.stdout, done.stdout
