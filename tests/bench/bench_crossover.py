@@ -288,10 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
     parser.add_argument("--from-json", type=Path, help="render a run's saved figures instead of measuring")
     parser.add_argument("--smoke", action="store_true",
-                        help="one size of 1,000 rows, one run, both modes, BENCHMARKS.md left alone")
+                        help="one size of 1,000 rows, one run, the standalone cluster, BENCHMARKS.md left alone")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.sizes, args.runs, args.modes, args.timeout = "1000", 1, "standalone,connect", 120.0
+        args.sizes, args.runs, args.modes, args.timeout = "1000", 1, "standalone", 120.0
         args.no_write = True
     if args.from_json:
         return from_json(args.from_json, args.no_write)

@@ -26,11 +26,9 @@ if str(REPO) not in sys.path:  # run as a plain script from anywhere
     sys.path.insert(0, str(REPO))
 
 import psycopg  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
 
 from tests.bench.bench_pgbench import cpu_seconds  # noqa: E402
-from tests.support.gateway_proc import start_gateway  # noqa: E402
+from tests.support.gateway_proc import start_pg_and_small_files_gateway  # noqa: E402
 from tests.support.postgres import fresh_database, start_postgres  # noqa: E402
 
 ACCOUNTS = 10_000
@@ -55,14 +53,7 @@ def run(statements: int) -> float:
             conn.execute(f"INSERT INTO pgbench_accounts SELECT g, g % 10 + 1, g * 3, '' "
                          f"FROM generate_series(1, {ACCOUNTS}) g")
             conn.execute("ANALYZE pgbench_accounts")
-        files = work / "files"
-        files.mkdir()
-        pq.write_table(pa.table({"id": pa.array(range(1, 11), pa.int32()),
-                                 "name": [f"n{i}" for i in range(1, 11)]}), files / "small.parquet")
-        gateway = start_gateway(
-            '[catalog]\nsearch_path = ["pg", "files"]\n'
-            f'[sources.pg]\nkind = "postgres"\ndsn = "{truth}"\n'
-            f'[sources.files]\nkind = "parquet"\npath = "{files}"\n', work / "gw")
+        gateway = start_pg_and_small_files_gateway(truth, work)
         try:
             with psycopg.connect(gateway.dsn, autocommit=True) as conn:
                 warm = 20

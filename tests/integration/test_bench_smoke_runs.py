@@ -55,7 +55,7 @@ def test_bench_spine_smoke() -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.cluster  # a standalone master and worker, and a Spark Connect server
+@pytest.mark.cluster  # a standalone master and worker
 @pytest.mark.load
 def test_bench_crossover_smoke() -> None:
     done = smoke("tests/bench/bench_crossover.py")

@@ -13,45 +13,31 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from tests.support.gateway_proc import REPO, GatewayProcess, new_database, start_gateway
+from tests.support.gateway_proc import (REPO, PgSourceGateway, new_database,
+                                        start_pg_and_small_files_gateway)
 from tests.support.postgres import PostgresServer
 
 JOIN = ("SELECT a.abalance, f.name FROM {acct} a JOIN {small} f ON f.id = a.bid "
         "WHERE {where} ORDER BY a.aid")
 
 
-@dataclass
-class World:
-    truth: str
-    gateway: GatewayProcess
-
-
 @pytest.fixture(scope="module")
-def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def world(postgres_server: PostgresServer,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgSourceGateway]:
     root: Path = tmp_path_factory.mktemp("plan-shapes")
     truth = new_database(postgres_server.dsn,
                          "CREATE TABLE acct (aid int PRIMARY KEY, bid int, abalance int);"
                          "INSERT INTO acct SELECT g, g % 10 + 1, g * 3 FROM generate_series(1, 200) g;"
                          "CREATE TABLE small (id int, name text);"
                          "INSERT INTO small SELECT g, 'n' || g FROM generate_series(1, 10) g")
-    files = root / "files"
-    files.mkdir()
-    pq.write_table(pa.table({"id": pa.array(range(1, 11), pa.int32()),
-                             "name": [f"n{i}" for i in range(1, 11)]}), files / "small.parquet")
-    gateway = start_gateway(
-        '[catalog]\nsearch_path = ["pg", "files"]\n'
-        f'[sources.pg]\nkind = "postgres"\ndsn = "{truth}"\n'
-        f'[sources.files]\nkind = "parquet"\npath = "{files}"\n', root / "gw")
+    gateway = start_pg_and_small_files_gateway(truth, root)
     try:
-        yield World(truth, gateway)
+        yield PgSourceGateway(gateway, truth)
     finally:
         gateway.stop()
 
@@ -62,7 +48,7 @@ def counts(conn: psycopg.Connection) -> dict[str, int]:
     return {k: int(v) for k, v in (part.split("=") for part in row[0].split())}
 
 
-def answers(world: World, where: str, tail: str = "") -> tuple[list, list]:
+def answers(world: PgSourceGateway, where: str, tail: str = "") -> tuple[list, list]:
     """(the gateway's rows, PostgreSQL's rows) of the join filtered by `where`."""
     with psycopg.connect(world.truth) as direct:
         want = direct.execute(JOIN.format(acct="acct", small="small", where=where) + tail).fetchall()
@@ -71,7 +57,7 @@ def answers(world: World, where: str, tail: str = "") -> tuple[list, list]:
     return got, want
 
 
-def test_statements_differing_in_a_number_share_the_plan(world: World) -> None:
+def test_statements_differing_in_a_number_share_the_plan(world: PgSourceGateway) -> None:
     with psycopg.connect(world.gateway.dsn, autocommit=True) as conn, \
             psycopg.connect(world.truth) as direct:
         for i, aid in enumerate([17, 123, 5, 199, 1000]):  # 1000: no such account
@@ -87,7 +73,7 @@ def test_statements_differing_in_a_number_share_the_plan(world: World) -> None:
                 assert after["misses"] == before["misses"], (aid, before, after)
 
 
-def test_several_filter_numbers_and_ranges(world: World) -> None:
+def test_several_filter_numbers_and_ranges(world: PgSourceGateway) -> None:
     with psycopg.connect(world.gateway.dsn, autocommit=True) as conn:
         wheres = [f"a.aid >= {lo} AND a.aid < {hi} AND f.id <> {skip}"
                   for lo, hi, skip in [(10, 30, 3), (150, 160, 1), (40, 41, 2), (5, 5, 4)]]
@@ -105,7 +91,7 @@ def test_several_filter_numbers_and_ranges(world: World) -> None:
     ("a.aid = 7", "a.aid = 3000000000"),      # int4, then int8
     ("a.aid < 50", "a.aid < 2.5"),
 ])
-def test_a_number_of_another_type_plans_again(world: World, first: str, second: str) -> None:
+def test_a_number_of_another_type_plans_again(world: PgSourceGateway, first: str, second: str) -> None:
     with psycopg.connect(world.gateway.dsn, autocommit=True) as conn:
         got, want = answers(world, first)
         assert got == want
@@ -125,7 +111,7 @@ def test_a_number_of_another_type_plans_again(world: World, first: str, second: 
     ("SELECT a.aid * 2 AS x FROM {acct} a JOIN {small} f ON f.id = a.bid WHERE {where} ORDER BY 1",
      "SELECT a.aid * 2.5 AS x FROM {acct} a JOIN {small} f ON f.id = a.bid WHERE {where} ORDER BY 1"),
 ])
-def test_numbers_that_shape_the_plan_keep_their_own(world: World, sql: str, other: str) -> None:
+def test_numbers_that_shape_the_plan_keep_their_own(world: PgSourceGateway, sql: str, other: str) -> None:
     where = "a.aid < 40"
     with psycopg.connect(world.gateway.dsn, autocommit=True) as conn, \
             psycopg.connect(world.truth) as direct:
@@ -140,7 +126,7 @@ def test_numbers_that_shape_the_plan_keep_their_own(world: World, sql: str, othe
             assert after["shape_hits"] == before["shape_hits"], text
 
 
-def test_a_parquet_filter_number_changes_with_each_statement(world: World) -> None:
+def test_a_parquet_filter_number_changes_with_each_statement(world: PgSourceGateway) -> None:
     """The constant compared with the Parquet table's column (where row groups are pruned
     by their statistics at run time) is bound anew for every statement."""
     for fid in [1, 10, 4, 11, 0, 2.0, 2.5, 3000000000]:

@@ -107,6 +107,23 @@ def pg_source_config(truth: str) -> str:
             f"dsn = {json.dumps(truth)}\n")
 
 
+def start_pg_and_small_files_gateway(truth: str, root: Path) -> GatewayProcess:
+    """A gateway over the PostgreSQL database `truth` (source `pg`) and a Parquet folder
+    (source `files`) holding `small` (id int4 1..10, name 'n<id>'): the federated point
+    query's pair, both sources on search_path."""
+    import pyarrow as pa  # only the tests that use this need pyarrow
+    import pyarrow.parquet as pq
+
+    files = root / "files"
+    files.mkdir()
+    pq.write_table(pa.table({"id": pa.array(range(1, 11), pa.int32()),
+                             "name": [f"n{i}" for i in range(1, 11)]}), files / "small.parquet")
+    return start_gateway(
+        '[catalog]\nsearch_path = ["pg", "files"]\n'
+        f'[sources.pg]\nkind = "postgres"\ndsn = {json.dumps(truth)}\n'
+        f'[sources.files]\nkind = "parquet"\npath = {json.dumps(str(files))}\n', root / "gw")
+
+
 @contextmanager
 def gateway_on_new_database(server_dsn: str, workdir: Path, ddl: str = "", *,
                             env: dict[str, str] | None = None) -> Iterator[PgSourceGateway]:
