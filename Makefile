@@ -113,6 +113,10 @@ bench-tpch: $(STAMP) system-deps
 # Every statement of the differential suite against PostgreSQL 15, on both routes (a few
 # minutes); rewrites docs/compatibility.md and fails on a new difference, or on a known one
 # that is gone (then drop it from tests/conformance/known_differences.json). `make test`
-# runs a fixed sample of the same statements.
+# runs a fixed sample of the same statements. Then the query generator for
+# GENERATE_SECONDS over three seeds (tests/conformance/generate; `make test` runs one seed
+# for a fixed number of statements), its counts written at the end of the report.
+GENERATE_SECONDS ?= 900
 conformance: $(STAMP) system-deps
 	$(PY) -m tests.conformance.suite $(ARGS)
+	$(PY) -m tests.conformance.generate --seed 1 --seed 2 --seed 3 --seconds $(GENERATE_SECONDS) --write

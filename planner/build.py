@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_COLUMN_REFERENCE, PgError
 from connectors.base import volatile_reason
 from planner.catalog import CatalogSnapshot
 from planner.conjuncts import conjunction, split_conjuncts
@@ -285,7 +285,7 @@ def _below_outputs(key: exp.Ordered, exprs: tuple[exp.Alias, ...]) -> exp.Ordere
     if isinstance(key.this, exp.Literal) and not key.this.is_string:
         position = int(key.this.this)
         if not 1 <= position <= len(exprs):
-            raise PgError("42P10", f"ORDER BY position {position} is not in select list")
+            raise PgError(INVALID_COLUMN_REFERENCE, f"ORDER BY position {position} is not in select list")
         target = exprs[position - 1].this
     elif isinstance(key.this, exp.Column) and not key.this.table:
         target = next((e.this for e in exprs if e.alias == key.this.name), None)
@@ -304,7 +304,7 @@ def _by_name(key: exp.Ordered, names: list[str]) -> exp.Ordered:
     if isinstance(key.this, exp.Literal) and not key.this.is_string:
         position = int(key.this.this)
         if not 1 <= position <= len(names):
-            raise PgError("42P10", f"ORDER BY position {position} is not in select list")
+            raise PgError(INVALID_COLUMN_REFERENCE, f"ORDER BY position {position} is not in select list")
         ordered = key.copy()
         ordered.set("this", exp.column(names[position - 1], quoted=True))
         return ordered

@@ -42,6 +42,7 @@ from planner.derived_names import derived_names
 from planner.ambiguous_columns import ambiguous_columns
 from planner.star_names import star_names
 from planner.ungrouped_columns import ungrouped_columns
+from planner.constant_keys import constant_keys
 from planner.order_names import order_names
 from planner.using_star import using_star
 from planner.whole_rows import whole_rows
@@ -264,6 +265,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         unknown_function = exc
         parsed = parse_query(text)  # the check typed the tree in place, for its message
     signature_check(parsed, text, catalog, settings.search_path)
+    constant_keys(parsed)  # before a rewrite reads a position (GROUP BY 0)
     tree = pgcompat.rewrite(parsed, catalog.catalog_functions)
     using_star(tree, catalog, settings.search_path)
     derived_names(tree, text)  # before qualify names them _col_0

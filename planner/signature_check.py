@@ -4,7 +4,8 @@ A function can exist in PostgreSQL and still not take the types a statement pass
 there is no `%` or `mod()` of a float, no `round(double precision, integer)` nor
 `trunc(double precision, integer)` (only numeric's), no two-argument `log()` of a float
 (a float does not cast to numeric implicitly), and no `min()` or `max()` of a boolean;
-`to_json('text')` cannot resolve its polymorphic argument from a literal of unknown type.
+`to_json('text')` and `lead('x') OVER ()` cannot resolve their polymorphic argument from a
+literal of unknown type.
 PostgreSQL answers such a statement with 42883 before it runs; DuckDB and Spark have the
 overloads and would answer rows. So the planner raises PostgreSQL's error here: for an
 operator `operator does not exist: double precision % integer`, for a call `function
@@ -70,13 +71,23 @@ def _certain_type(arg: exp.Expression, columns_certain: bool) -> str:
 # Polymorphic functions whose argument PostgreSQL must know the type of: a string
 # literal (type unknown) cannot be resolved.
 _POLYMORPHIC = frozenset({"to_json", "to_jsonb"})
+# The window functions whose first argument is `anyelement` (lag, lead, first_value,
+# last_value, nth_value): `lead('x') OVER ()` is the same error.
+_POLYMORPHIC_WINDOWS = (exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp.NthValue)
+
+
+def _unknown_literal(node: exp.Expression | None) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
 
 
 def _unknown_polymorphic(tree: exp.Expression) -> None:
-    for call in tree.find_all(exp.Anonymous):
-        arguments = call.expressions
-        if call.name.lower() in _POLYMORPHIC and len(arguments) == 1 and \
-                isinstance(arguments[0], exp.Literal) and arguments[0].is_string:
+    for call in tree.find_all(exp.Anonymous, *_POLYMORPHIC_WINDOWS):
+        if isinstance(call, exp.Anonymous):
+            unresolved = call.name.lower() in _POLYMORPHIC and len(call.expressions) == 1 \
+                and _unknown_literal(call.expressions[0])
+        else:
+            unresolved = _unknown_literal(call.this)
+        if unresolved:
             raise PgError(DATATYPE_MISMATCH, "could not determine polymorphic type because "
                           "input has type unknown")
 

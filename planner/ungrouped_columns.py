@@ -21,15 +21,27 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from pgwire.errors import GROUPING_ERROR, PgError
 
 
-def _no_grouping_columns(group: exp.Group | None) -> bool:
-    """No GROUP BY, `GROUP BY ()`, or grouping sets that are all empty."""
+def _no_grouping_columns(select: exp.Select) -> bool:
+    """No GROUP BY, `GROUP BY ()`, grouping sets that are all empty, or keys that name no
+    column (`GROUP BY 1 + 1`: one group, as without keys). A key that is a position
+    (planner.constant_keys checked it) stands for the output it names."""
+    group = select.args.get("group")
     if group is None:
         return True
-    if group.args.get("rollup") or group.args.get("cube"):
-        return False
+    keys: list[exp.Expression] = []
     for item in group.expressions:
-        sets = item.expressions if isinstance(item, exp.GroupingSets) else [item]
-        if not all(isinstance(s, exp.Tuple) and not s.expressions for s in sets):
+        if isinstance(item, (exp.GroupingSets, exp.Rollup, exp.Cube)):
+            for member in item.expressions:
+                keys += member.expressions if isinstance(member, exp.Tuple) else [member]
+        else:
+            keys.append(item)
+    for key in keys:
+        while isinstance(key, exp.Paren):
+            key = key.this
+        if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit() \
+                and 1 <= int(key.this) <= len(select.expressions):
+            key = select.expressions[int(key.this) - 1].unalias()
+        if key.find(exp.Column) is not None or key.find(exp.Star) is not None:
             return False
     return True
 
@@ -64,7 +76,7 @@ def _checked(scope: Scope) -> bool:
         return False
     if any(_own(call, select) for call in select.find_all(exp.Anonymous)):
         return False  # an unknown call may be an aggregate (every(), one a source defines)
-    return len(scope.selected_sources) == 1 and _no_grouping_columns(select.args.get("group")) \
+    return len(scope.selected_sources) == 1 and _no_grouping_columns(select) \
         and (select.args.get("group") is not None or select.args.get("having") is not None
              or _aggregated(select))
 

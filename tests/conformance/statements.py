@@ -157,6 +157,16 @@ def grouping() -> list[Statement]:
         for distinct in ("", "DISTINCT "):
             out.append(Statement("grouping sets", f"SELECT g, b, grouping(g, b), count(*) FROM t "
                                                   f"GROUP BY {distinct}{repeating}"))
+    # A constant as a whole GROUP BY or ORDER BY item is a position, or an error (found by
+    # the query generator: GROUP BY 0 and GROUP BY true were answered or misreported).
+    for key in ("0", "-1", "3", "2", "true", "'x'", "NULL", "1.5", "9999999999", "ROLLUP (1, 9)",
+                "GROUPING SETS ((1), (0))", "CUBE (2)", "(1)", "1 + 1"):
+        out.append(Statement("grouping sets", f"SELECT g, count(*) FROM t GROUP BY {key}"))
+    out.append(Statement("grouping sets", "SELECT g, row_number() OVER () FROM t GROUP BY 2"))
+    out.append(Statement("grouping sets", "SELECT g, (SELECT max(g) FROM u) FROM t GROUP BY 1, 2"))
+    for key in ("0", "3", "'x'", "true", "1.5", "-1"):
+        out.append(Statement("grouping sets", f"SELECT g, s FROM t ORDER BY {key}"))
+        out.append(Statement("grouping sets", f"SELECT g FROM t UNION SELECT g FROM u ORDER BY {key}"))
     return out
 
 
@@ -422,9 +432,27 @@ def catalog_names() -> list[Statement]:
         [Statement("catalog names", sql) for sql in unordered]
 
 
+def generated_findings() -> list[Statement]:
+    """Minimal statements the query generator (tests/conformance/generate) reduced its
+    findings to: each stays here once fixed."""
+    return [Statement("generated findings", sql) for sql in [
+        # avg() below the top-level SELECT keeps the engine's fixed scale 16 (the per-value
+        # scale is computed for the statement's own outputs only): 1.0000000000000000
+        # where PostgreSQL shows 1.00000000000000000000
+        "WITH c AS (SELECT AVG(t.n) FROM t GROUP BY t.s) SELECT * FROM c",
+        "WITH c AS (SELECT AVG(u.g) FROM t RIGHT JOIN u ON t.g = u.g GROUP BY t.d) SELECT * FROM c",
+        "SELECT * FROM (SELECT AVG(t.g) FROM t GROUP BY t.d) AS s",
+        # lead() of an unknown literal: PostgreSQL cannot resolve its anyelement (fixed)
+        "SELECT t.id, LEAD('a%b_c') OVER (PARTITION BY LENGTH(t.s) ORDER BY t.id) AS w0 FROM t",
+        # a constant as a whole GROUP BY item (fixed: planner.constant_keys)
+        "SELECT TRUE AS c0, t.b AS c1, COUNT(*) AS c3 FROM t GROUP BY TRUE, t.b",
+        "SELECT 0 AS c0, t.d AS c1, MAX(t.s) AS c2 FROM t GROUP BY 0, t.d",
+    ]]
+
+
 FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, recursive_ctes, numeric_edges,
             text_functions, date_time_functions, null_ordering, collations, text_ordering, joins,
-            column_names, whole_rows, catalog_names]
+            column_names, whole_rows, catalog_names, generated_findings]
 
 
 def all_statements() -> list[Statement]:

@@ -140,7 +140,30 @@ def write_report(results: list[Result]) -> None:
         for r in sorted(by_kind[kind], key=lambda r: (r.statement.category, r.statement.sql, r.route)):
             lines.append(f"- [{r.route}] `{r.statement.sql}` — {r.verdict.detail.replace('|', '¦')}")
         lines.append("")
-    REPORT.write_text("\n".join(lines))
+    REPORT.write_text("\n".join(lines) + _generated_section())
+
+
+# The section the query generator's long runs write (tests/conformance/generate): kept
+# when the written suite's report is rewritten.
+GENERATED_BEGIN, GENERATED_END = "<!-- generated:begin -->", "<!-- generated:end -->"
+
+
+def _generated_section() -> str:
+    text = REPORT.read_text() if REPORT.exists() else ""
+    if GENERATED_BEGIN not in text or GENERATED_END not in text:
+        return ""
+    return "\n\n" + GENERATED_BEGIN + text.split(GENERATED_BEGIN, 1)[1].split(GENERATED_END, 1)[0] \
+        + GENERATED_END + "\n"
+
+
+def write_generated_section(section: str) -> None:
+    """Put the generator's counts at the end of the report, replacing the last ones."""
+    text = REPORT.read_text() if REPORT.exists() else ""
+    if GENERATED_BEGIN in text and GENERATED_END in text:
+        head, rest = text.split(GENERATED_BEGIN, 1)
+        text = head.rstrip("\n") + "\n\n" + rest.split(GENERATED_END, 1)[1].lstrip("\n")
+    REPORT.write_text(text.rstrip("\n") + "\n\n" + GENERATED_BEGIN + "\n" + section.rstrip("\n")
+                      + "\n" + GENERATED_END + "\n")
 
 
 WORST_FIRST = ["different", "refused", "identical"]

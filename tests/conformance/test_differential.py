@@ -20,18 +20,11 @@ import pytest
 
 from tests.conformance.statements import all_statements, sample
 from tests.conformance.suite import ROUTES, load_known, run_suite, surprises
-from tests.conformance.world import conformance_world
 
 SAMPLE_ONE_IN = 8
 STATEMENTS = all_statements()
 SELECTED = STATEMENTS if os.environ.get("FEDGATE_CONFORMANCE") == "all" else sample(STATEMENTS, SAMPLE_ONE_IN)
 CATEGORIES = sorted({s.category for s in SELECTED})
-
-
-@pytest.fixture(scope="module")
-def world(postgres_server, tmp_path_factory):
-    with conformance_world(postgres_server, tmp_path_factory.mktemp("conformance")) as world:
-        yield world
 
 
 @pytest.fixture(scope="module")
