@@ -138,6 +138,9 @@ ANSWERED = {
                                   "ORDER BY a, b",
     "enum_equal_to_an_enum": f"SELECT e.id AS a, f.id AS b {JOIN} JOIN events f ON f.custkey = c.custkey "
                              "WHERE e.st >= f.st OR e.st = f.st ORDER BY a, b",
+    # two outputs of one name, sorted by position: each its own key (not one name twice)
+    "outputs_of_one_name_by_position": f"SELECT e.id, f.id {JOIN} JOIN events f ON f.custkey = e.custkey "
+                                       "ORDER BY 1, 2",
     "enum_concatenated": f"SELECT e.id, e.st || '!', '<' || e.st {JOIN} ORDER BY e.id",
 }
 
