@@ -22,7 +22,8 @@ the column, in place, into a value of the engine whose answers are PostgreSQL's:
   (`[0:1]={1,2}`), is refused (0A000) when the row is computed: the list has no such
   shape. The array itself is not compared, grouped or sorted.
 - an enum: its labels are distinct, so grouping it, count(DISTINCT), PARTITION BY, its
-  equality with a label (`=`, `<>`, IN) or with a column of the same enum, and `||` with
+  equality with a label (`=`, `<>`, IS [NOT] DISTINCT FROM, IN, `CASE st WHEN 'label'`)
+  or with a column of the same enum, and `||` with
   a string are its text's; it is ordered (ORDER BY, <, >, min(), max(), against a label
   or a column of the same enum) by the position of its label in the declared order
   (pg_enum.enumsortorder, which catalog discovery reads). A literal that is no label is
@@ -79,7 +80,7 @@ _ARRAY_FUNCTIONS = ("cardinality", "all")
 # array_out writes `t`
 _PRINTED_ELEMENTS = ("integer[]", "bigint[]", "smallint[]", "text[]")
 _ORDERS = (exp.LT, exp.LTE, exp.GT, exp.GTE)
-_EQUALITIES = (exp.EQ, exp.NEQ)
+_EQUALITIES = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)
 MULTIDIMENSIONAL = ("an array of more than one dimension or with explicit bounds from a source, "
                     "computed on in the engine, is not supported by fedgate outside PostgreSQL sources")
 
@@ -226,6 +227,9 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
         return True  # `st || 'x'` is the label's text and the string's (textanycat)
     if isinstance(parent, exp.In) and parent.this is column and not parent.args.get("query"):
         return all(_label(e, kept) is not None for e in parent.expressions)
+    if isinstance(parent, exp.Case) and parent.this is _below(column, parent):
+        # `CASE st WHEN 'paid' THEN ...`: its equality with each label
+        return all(_label(branch.this, kept) is not None for branch in parent.args.get("ifs") or ())
     if isinstance(parent, _EQUALITIES + _ORDERS):
         other = parent.expression if _below(column, parent) is parent.this else parent.this
         if _same_enum(other, kept, kept_of):

@@ -141,6 +141,8 @@ ANSWERED = {
     # two outputs of one name, sorted by position: each its own key (not one name twice)
     "outputs_of_one_name_by_position": f"SELECT e.id, f.id {JOIN} JOIN events f ON f.custkey = e.custkey "
                                        "ORDER BY 1, 2",
+    "enum_in_a_case": f"SELECT e.id, CASE e.st WHEN 'paid' THEN 1 WHEN 'new' THEN 2 ELSE 0 END, "
+                      f"e.st IS DISTINCT FROM 'paid', e.st IS NOT DISTINCT FROM 'new' {JOIN} ORDER BY e.id",
     "enum_concatenated": f"SELECT e.id, e.st || '!', '<' || e.st {JOIN} ORDER BY e.id",
 }
 
@@ -229,9 +231,11 @@ async def test_a_number_with_a_fraction_is_postgres_or_refused(world, sql: str) 
                 "%s", "'" + json.dumps(EVENT_ROWS[0][3]) + "'"))
 
 
-async def test_an_unknown_label_is_postgres_error(world) -> None:
+@pytest.mark.parametrize("sql", [f"SELECT e.id {JOIN} WHERE e.st = 'lost'",
+                                 f"SELECT e.id, CASE e.st WHEN 'paid' THEN 1 WHEN 'lost' THEN 2 END {JOIN}",
+                                 f"SELECT e.id {JOIN} WHERE e.st < 'lost' OR c.name = 'Dee'"])
+async def test_an_unknown_label_is_postgres_error(world, sql: str) -> None:
     truth, gateway, _ = world
-    sql = f"SELECT e.id {JOIN} WHERE e.st = 'lost'"
     want = await error_of(truth, sql)
     got = await error_of(gateway, sql)
     assert (got.sqlstate, str(got)) == (want.sqlstate, str(want))
