@@ -305,6 +305,9 @@ def _by_name(key: exp.Ordered, names: list[str]) -> exp.Ordered:
         position = int(key.this.this)
         if not 1 <= position <= len(names):
             raise PgError(INVALID_COLUMN_REFERENCE, f"ORDER BY position {position} is not in select list")
+        if names.count(names[position - 1]) > 1:
+            # `SELECT a.id, b.id ... ORDER BY 1, 2`: by name, both keys would be one column
+            raise Unmodelled("ORDER BY position of an output whose name another output has")
         ordered = key.copy()
         ordered.set("this", exp.column(names[position - 1], quoted=True))
         return ordered

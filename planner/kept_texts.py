@@ -25,13 +25,14 @@ statement shipped whole) is PostgreSQL's answer and never reaches this check.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import pg_type_by_name
-from planner.source_values import EnumText, as_value, position
+from planner.source_values import EnumText, JsonbValue, as_value, is_ordered, jsonb_value, position
 
 _TEXT_CASTS = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
 # Text to the engine as well: their order and equality are the text's.
@@ -101,31 +102,47 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
         select = scope.expression
         if not isinstance(select, exp.Select):
             continue
-        for column in scope.columns:
+        # a lateral unnest()'s argument is among its select's columns twice, an outer
+        # reference among its subquery's too: one rewritten already is no longer in the
+        # residual (nor is the other enum of a comparison of two, planner.source_values)
+        for column in {id(c): c for c in scope.columns}.values():
+            if column.root() is not residual:
+                continue
             kept = _kept(column, scope, texts, outputs)
-            if _blank_padded(kept):
+            if isinstance(kept, JsonbValue):
+                # a derived table's `->` answer: a value of the engine, never ordered; read by
+                # a json operator, as the source's jsonb is (its containers in jsonb's layout)
+                if is_ordered(column):
+                    _refuse(column, kept)
+                if not _passed(column, select):
+                    as_value(column, kept, residual, partial(_kept, scope=scope, texts=texts, outputs=outputs))
+            elif _blank_padded(kept):
                 _unpad(column, select, kept)
             elif _computed_as_text(kept):
                 # what the engine reads is text, whatever value the catalog types it as
                 # (planner.type_names): the dialect's rewrites must not take it for one
                 column.type = exp.DataType.build("TEXT")
-                if not _passed(column, select) and not as_value(column, kept, residual):
+                if not _passed(column, select) and not as_value(
+                        column, kept, residual, partial(_kept, scope=scope, texts=texts, outputs=outputs)):
                     _refuse(column, kept)
         marks = [_output_mark(e, scope, texts, outputs) for e in select.expressions]
         if any(map(_blank_padded, marks)) and _compared(select):
             _unpad_outputs(select, marks)
         if any(isinstance(m, EnumText) for m in marks):
             _order_enum_outputs(select, marks)
-        if any(_computed_as_text(m) and not isinstance(m, EnumText) for m in marks):
-            _check_select(select, [m if _computed_as_text(m) and not isinstance(m, EnumText) else None
-                                   for m in marks])
+        if any(isinstance(m, JsonbValue) for m in marks):
+            _check_order(select, [m if isinstance(m, JsonbValue) else None for m in marks])
+        texts_only = [m if _computed_as_text(m) and not isinstance(m, (EnumText, JsonbValue)) else None
+                      for m in marks]
+        if any(texts_only):
+            _check_select(select, texts_only)
         outputs[id(select)] = marks
     if root is None or not isinstance(root.expression, exp.Select):
         return {}
     # A type the gateway does not know (an enum) is presented as text, as the source's own
     # rows are (connectors.postgres.types).
     return {i: t for i, t in enumerate(outputs.get(id(root.expression), ()))
-            if t is not None and pg_type_by_name(t) is not None}
+            if t is not None and not isinstance(t, JsonbValue) and pg_type_by_name(t) is not None}
 
 
 def _kept(column: exp.Column, scope: Scope, texts: Mapping[str, Mapping[str, str]],
@@ -159,6 +176,8 @@ def _output_names(scope: Scope) -> list[str]:
 def _output_mark(expression: exp.Expression, scope: Scope, texts: Mapping[str, Mapping[str, str]],
                  outputs: Mapping[int, list[str | None]]) -> str | None:
     inner = expression.this if isinstance(expression, exp.Alias) else expression
+    if jsonb_value(inner):
+        return JsonbValue("jsonb")
     return _kept(inner, scope, texts, outputs) if isinstance(inner, exp.Column) else None
 
 
@@ -180,7 +199,6 @@ def _passed(column: exp.Column, select: exp.Select) -> bool:
 
 def _check_select(select: exp.Select, marks: list[str | None]) -> None:
     """A passed-through text must not be made distinct, set-combined or sorted."""
-    named = {e.alias_or_name: m for e, m in zip(select.expressions, marks) if m is not None}
     first = next(m for m in marks if m is not None)
     if select.args.get("distinct") is not None:
         raise _error(first, "DISTINCT")
@@ -190,6 +208,13 @@ def _check_select(select: exp.Select, marks: list[str | None]) -> None:
     if isinstance(holder, exp.Subquery) and not isinstance(holder.parent, (exp.From, exp.Join)):
         # an IN list or a scalar subquery: its value meets the outer query's as text
         raise _error(first, "a subquery expression")
+    _check_order(select, marks)
+
+
+def _check_order(select: exp.Select, marks: list[str | None]) -> None:
+    """An output marked in `marks` must not be what the select is sorted by (its position,
+    its name)."""
+    named = {e.alias_or_name: m for e, m in zip(select.expressions, marks) if m is not None}
     order = select.args.get("order")
     for ordered in order.expressions if order is not None else ():
         key = ordered.this
@@ -236,6 +261,10 @@ def _refuse(column: exp.Column, kept: str) -> None:
 
 def _error(kept: str, where: str, name: str | None = None) -> PgError:
     what = f'the column "{name}"' if name else "a column"
+    if isinstance(kept, JsonbValue):
+        return PgError(FEATURE_NOT_SUPPORTED, f"{what} of type jsonb (a PostgreSQL source's jsonb "
+                       f"read by -> or #>) in {where} is not supported by the query engine, whose "
+                       "order of it is its text's, not jsonb's")
     hint = "Cast it to numeric(p,s) in a subquery over its own table, which its source then " \
         "computes." if kept.split("(")[0] == "numeric" else None
     return PgError(FEATURE_NOT_SUPPORTED, f"{what} of type {kept} in {where} is not supported by "

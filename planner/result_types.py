@@ -187,6 +187,8 @@ def _resolver(scope: Scope | None, scopes: dict[int, Scope],
             next(iter(sources.values())) if len(sources) == 1 else _holder(sources, name, schema)
         if isinstance(source, exp.Table):
             return _table_type(schema)(source, name)
+        if isinstance(source, Scope) and isinstance(source.expression, exp.Unnest):
+            return _unnested(source.expression, name, _resolver(source, scopes, schema))
         if isinstance(source, Scope):
             derived = source.expression
             if isinstance(derived, exp.Lateral) and isinstance(derived.this, exp.Subquery):
@@ -196,6 +198,21 @@ def _resolver(scope: Scope | None, scopes: dict[int, Scope],
             return found[0] if len(found) == 1 else None
         return None
     return lambda node: pg_type(node, column)
+
+
+def _unnested(unnest: exp.Unnest, name: str, resolve: Callable[[exp.Expression], str | None]) -> str | None:
+    """The type of the column `name` of `unnest(a) [WITH ORDINALITY] AS u(x [, n])` in a
+    FROM list: a's element type (`_int4`: int4); its ordinality's, int8."""
+    if len(unnest.expressions) != 1:
+        return None
+    offset = unnest.args.get("offset")
+    if isinstance(offset, exp.Identifier) and offset.name == name:
+        return "int8"
+    alias = unnest.args.get("alias")
+    columns = alias.columns if isinstance(alias, exp.TableAlias) else []
+    element = columns[0].name if columns else alias.name if isinstance(alias, exp.TableAlias) else None
+    array = resolve(unnest.expressions[0])
+    return array[1:] if element == name and array is not None and array.startswith("_") else None
 
 
 def _holder(sources: dict, name: str, schema: Schema) -> exp.Table | None:

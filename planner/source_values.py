@@ -9,17 +9,25 @@ the column, in place, into a value of the engine whose answers are PostgreSQL's:
   `#>`, `#>>`, `@>`, `?`, jsonb_typeof(), ...): the engine's json rewrites
   (connectors.dialects.duckdb_json*) answer those as PostgreSQL does. The jsonb itself is
   not compared, grouped or sorted: PostgreSQL's jsonb equality and order are numeric on
-  numbers (`1.0` equals `1.00`), its text's are not.
+  numbers (`1.0` equals `1.00`), its text's are not. Nor is what `->` or `#>` makes of it
+  ordered (ORDER BY, <, >, min(), max(), directly, by its output's name or position, or
+  from a derived table): jsonb's order (null < strings < numbers < booleans < arrays <
+  objects, objects by their number of keys first) is not its text's (JsonbValue).
 - an array of integers, booleans or text: parsed from array_out's text (`{a,"b c",NULL}`)
   into a list of its elements, where a subscript or slice, array_length(), cardinality(),
-  unnest() or ANY/ALL reads it (connectors.dialects.duckdb_arrays answers those as
-  PostgreSQL does). A value of more than one dimension, or with explicit bounds
+  unnest() (in the select list or in FROM, WITH ORDINALITY too), ANY/ALL,
+  array_position(), `||`, array_append() or array_cat() reads it, and array_to_string()
+  of integers or text (a boolean element prints `t` in PostgreSQL, `true` in the engine)
+  (connectors.dialects.duckdb_arrays answers those as PostgreSQL does). A value of more than one dimension, or with explicit bounds
   (`[0:1]={1,2}`), is refused (0A000) when the row is computed: the list has no such
   shape. The array itself is not compared, grouped or sorted.
-- an enum: its labels are distinct, so grouping it and its equality with a label (`=`,
-  `<>`, IN) are its text's; it is ordered (ORDER BY, <, >, min(), max()) by the position
-  of its label in the declared order (pg_enum.enumsortorder, which catalog discovery
-  reads). A literal that is no label is PostgreSQL's 22P02.
+- an enum: its labels are distinct, so grouping it, count(DISTINCT), PARTITION BY, its
+  equality with a label (`=`, `<>`, IS [NOT] DISTINCT FROM, IN, `CASE st WHEN 'label'`)
+  or with a column of the same enum, and `||` with
+  a string are its text's; it is ordered (ORDER BY, <, >, min(), max(), against a label
+  or a column of the same enum) by the position of its label in the declared order
+  (pg_enum.enumsortorder, which catalog discovery reads). A literal that is no label is
+  PostgreSQL's 22P02.
 
     frag_0.payload ->> 'k'      ->  CAST(frag_0.payload AS JSONB) ->> 'k'
     frag_0.tags[1]              ->  <list of frag_0.tags' elements>[1]
@@ -29,11 +37,16 @@ the column, in place, into a value of the engine whose answers are PostgreSQL's:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
+
+
+class JsonbValue(str):
+    """The mark of an output that is a source jsonb's `->` or `#>` (planner.kept_texts): a
+    value of the engine, passed through or read by a json operator, never ordered."""
 
 
 class EnumText(str):
@@ -50,15 +63,24 @@ class EnumText(str):
 
 _JSON_USES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JSONBExtractScalar,
               exp.ArrayContainsAll, exp.JSONBContainsTopKey)
+# `->` and `#>`: their answer is a jsonb again
+_JSONB_RESULTS = (exp.JSONExtract, exp.JSONBExtract)
+# where a value is ordered, which jsonb's text is not as jsonb is
+_ORDERED_USES = (exp.Ordered, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Between, exp.Min, exp.Max,
+                 exp.ArgMin, exp.ArgMax, exp.Greatest, exp.Least)
 _JSON_FUNCTIONS = ("jsonb_typeof", "jsonb_array_length", "jsonb_object_keys",
                    "jsonb_array_elements", "jsonb_array_elements_text")
 # array_out's text of these element types parses exactly into a list (format_type's names)
 _ELEMENTS = {"integer[]": "INT", "bigint[]": "BIGINT", "smallint[]": "SMALLINT",
              "boolean[]": "BOOLEAN", "text[]": "TEXT"}
-_ARRAY_USES = (exp.Bracket, exp.ArraySize, exp.Explode, exp.Unnest, exp.Any, exp.All)
+_ARRAY_USES = (exp.Bracket, exp.ArraySize, exp.Explode, exp.Any, exp.All, exp.ArrayPosition,
+               exp.ArrayAppend, exp.ArrayConcat, exp.DPipe)
 _ARRAY_FUNCTIONS = ("cardinality", "all")
+# array_to_string() writes each element as the engine prints it: a boolean as `true`, where
+# array_out writes `t`
+_PRINTED_ELEMENTS = ("integer[]", "bigint[]", "smallint[]", "text[]")
 _ORDERS = (exp.LT, exp.LTE, exp.GT, exp.GTE)
-_EQUALITIES = (exp.EQ, exp.NEQ)
+_EQUALITIES = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)
 MULTIDIMENSIONAL = ("an array of more than one dimension or with explicit bounds from a source, "
                     "computed on in the engine, is not supported by fedgate outside PostgreSQL sources")
 
@@ -77,15 +99,21 @@ def refuse_outside_duckdb(residual: exp.Expression, engine: str) -> None:
                       "rewrites read its values): SET fedgate.engine = 'duckdb'")
 
 
-def as_value(column: exp.Column, kept: str, residual: exp.Expression) -> bool:
+def as_value(column: exp.Column, kept: str, residual: exp.Expression,
+             kept_of: Callable[[exp.Column], str | None]) -> bool:
     """Rewrite `column`, which reads a source's text of PostgreSQL type `kept`, into the
-    value its use needs, if that use is answered exactly; whether it is."""
+    value its use needs, if that use is answered exactly; whether it is. `kept_of`: the
+    PostgreSQL type whose text another column of the residual reads, if it reads one."""
     if isinstance(kept, EnumText):
-        return _enum(column, kept)
+        return _enum(column, kept, kept_of)
     parent = _above_parens(column)
     if kept == "jsonb" and (isinstance(parent, _JSON_USES) and parent.this is _below(column, parent)
                             or _called(parent, _JSON_FUNCTIONS)):
-        column.replace(exp.Cast(this=column.copy(), to=exp.DataType.build("JSONB", dialect="postgres")))
+        if is_ordered(_jsonb_result(parent)):
+            return False
+        value = exp.Cast(this=column.copy(), to=exp.DataType.build("JSONB", dialect="postgres"))
+        value.meta[_SOURCE_JSONB] = True
+        column.replace(value)
         residual.meta[DUCKDB_VALUES] = True
         return True
     if kept in _ELEMENTS and isinstance(parent, exp.Bracket) and parent.this is _below(column, parent):
@@ -95,11 +123,41 @@ def as_value(column: exp.Column, kept: str, residual: exp.Expression) -> bool:
         residual.meta[DUCKDB_VALUES] = True
         return True
     if kept in _ELEMENTS and (isinstance(parent, _ARRAY_USES) and parent.this is _below(column, parent)
-                              or _called(parent, _ARRAY_FUNCTIONS)):
+                              or isinstance(parent, (exp.ArrayConcat, exp.DPipe))
+                              or _called(parent, _ARRAY_FUNCTIONS) or _unnested(column, parent)
+                              or kept in _PRINTED_ELEMENTS and isinstance(parent, exp.ArrayToString)
+                              and parent.this is _below(column, parent)):
         column.replace(array_value(column.copy(), _ELEMENTS[kept]))
         residual.meta[DUCKDB_VALUES] = True
         return True
     return False
+
+
+_SOURCE_JSONB = "source_jsonb"
+
+
+def _jsonb_result(use: exp.Expression) -> exp.Expression | None:
+    """The outermost `->` / `#>` of the chain `use` starts (`(j -> 'a') #> '{b}'`): the
+    jsonb a source's jsonb becomes; None when `use` gives no jsonb (`->>`, jsonb_typeof())."""
+    if not isinstance(use, _JSONB_RESULTS):
+        return None
+    while True:
+        above = _above_parens(use)
+        if not (isinstance(above, _JSONB_RESULTS) and above.this is _below(use, above)):
+            return use
+        use = above
+
+
+def is_ordered(value: exp.Expression | None) -> bool:
+    return value is not None and isinstance(_above_parens(value), _ORDERED_USES)
+
+
+def jsonb_value(expression: exp.Expression) -> bool:
+    """Whether `expression` is a source jsonb's `->` / `#>`, as rewritten by as_value."""
+    node = expression
+    while isinstance(node, _JSONB_RESULTS + (exp.Paren,)):
+        node = node.this
+    return node is not expression and isinstance(node, exp.Cast) and bool(node.meta.get(_SOURCE_JSONB))
 
 
 def _above_parens(node: exp.Expression) -> exp.Expression | None:
@@ -114,6 +172,12 @@ def _below(node: exp.Expression, ancestor: exp.Expression) -> exp.Expression:
     while node.parent is not ancestor:
         node = node.parent
     return node
+
+
+def _unnested(column: exp.Column, parent: exp.Expression | None) -> bool:
+    """unnest(a) of one array, in the select list or in FROM (`FROM t, unnest(t.a) AS u(x)`)."""
+    return isinstance(parent, exp.Unnest) and len(parent.expressions) == 1 \
+        and parent.expressions[0] is _below(column, parent)
 
 
 def _called(parent: exp.Expression | None, names: tuple[str, ...]) -> bool:
@@ -148,14 +212,33 @@ def array_value(text: exp.Expression, element: str) -> exp.Expression:
     return value
 
 
-def _enum(column: exp.Column, kept: EnumText) -> bool:
+def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], str | None]) -> bool:
     parent = _above_parens(column)
     if isinstance(parent, exp.Group):
         return True
+    # distinct labels are distinct texts: count(DISTINCT st) and PARTITION BY st are the text's
+    if isinstance(parent, exp.Distinct) and isinstance(parent.parent, exp.Count):
+        return True
+    if isinstance(parent, exp.Window) and any(
+            key is _below(column, parent) for key in parent.args.get("partition_by") or ()):
+        return True
+    if isinstance(parent, exp.DPipe) and _string(parent.expression if _below(column, parent)
+                                                 is parent.this else parent.this):
+        return True  # `st || 'x'` is the label's text and the string's (textanycat)
     if isinstance(parent, exp.In) and parent.this is column and not parent.args.get("query"):
         return all(_label(e, kept) is not None for e in parent.expressions)
+    if isinstance(parent, exp.Case) and parent.this is _below(column, parent):
+        # `CASE st WHEN 'paid' THEN ...`: its equality with each label
+        return all(_label(branch.this, kept) is not None for branch in parent.args.get("ifs") or ())
     if isinstance(parent, _EQUALITIES + _ORDERS):
         other = parent.expression if _below(column, parent) is parent.this else parent.this
+        if _same_enum(other, kept, kept_of):
+            # `e.st < f.st`: both by their labels' positions; `=` by their texts. The other
+            # column, replaced, is no longer the residual's (planner.kept_texts skips it)
+            if isinstance(parent, _ORDERS):
+                other.replace(position(other.copy(), kept))
+                column.replace(position(column.copy(), kept))
+            return True
         label = _label(other, kept)
         if label is None:
             return False
@@ -171,6 +254,20 @@ def _enum(column: exp.Column, kept: EnumText) -> bool:
         parent.replace(which(this=column.copy(), expression=position(column.copy(), kept)))
         return True
     return False
+
+
+def _string(node: exp.Expression) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def _same_enum(node: exp.Expression, kept: EnumText, kept_of: Callable[[exp.Column], str | None]) -> bool:
+    """Whether `node` is a column of the same enum as `kept` (same name, same labels)."""
+    if not isinstance(node, exp.Column):
+        return False
+    other = kept_of(node)
+    return isinstance(other, EnumText) and other == kept and other.labels == kept.labels
 
 
 def _label(node: exp.Expression, kept: EnumText) -> str | None:

@@ -71,6 +71,7 @@ ANSWERED = [
     # read as values where the engine computes on them (planner.source_values)
     "SELECT g.id, g.a[1], g.j -> 'a', g.m::text FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.m, g.id",
     "SELECT max(g.m)::text, min(g.m)::text FROM g JOIN dim ON dim.dk = g.dk",
+    "SELECT g.id, g.a || 4 FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.id",
     # one source, but a volatile call keeps the statement in the engine
     "SELECT g.nb, g.a, random() < 2 FROM g WHERE g.id < 4 ORDER BY g.id",
 ]
@@ -86,7 +87,7 @@ REFUSED = [
     # does not read it as its value (planner.source_values)
     "SELECT g.id FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.j",
     "SELECT g.id FROM g JOIN dim ON dim.dk = g.dk ORDER BY g.a",
-    "SELECT g.a || 4 FROM g JOIN dim ON dim.dk = g.dk",
+    "SELECT g.id FROM g JOIN dim ON dim.dk = g.dk GROUP BY g.id, g.a",
     "SELECT g.id FROM g JOIN dim ON dim.dk = g.dk WHERE g.m::text = dim.name OR g.m < dim.name",
     "SELECT coalesce(g.ch, 'q') FROM g JOIN dim ON dim.dk = g.dk",
     "SELECT max(g.ch) FROM g JOIN dim ON dim.dk = g.dk",
