@@ -1,0 +1,162 @@
+"""Parquet or CSV files in object storage (`path = "s3://bucket/prefix/"`) as a source.
+
+The tables are those of a local folder (connectors.files.source): each object
+`prefix/<name>.parquet` is a table, each "folder" `prefix/<name>/` a table whose objects
+are read together, Hive-style `year=2024/` folders as columns. The datasets read through
+`pyarrow.fs.S3FileSystem` (connectors.files.object_store); DuckDB reads none of the
+objects itself (its native Parquet views are for local files: it would need its own S3
+client and credentials), so every table is a pyarrow dataset registered per query, into
+whose scanner DuckDB pushes projections and filters: a filter on a partition column skips
+the folders it excludes, row-group statistics skip row groups inside files.
+
+Unlike a local folder, the store is a server: nothing is read when the source is made, so
+a store that cannot be reached at start-up leaves the source mounted down (as a database
+server that is down is) instead of stopping the gateway. Every catalog read lists the
+prefix again, so objects added and removed are noticed as a local folder's files are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import PurePosixPath
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from connectors.base import BatchStream, Storage, TableInfo
+from connectors.duckdb.runner import DuckDBRunner
+from connectors.files.object_store import S3Location, store_error
+from connectors.files.source import FilesSource
+from connectors.statement_log import StatementLog
+from pgwire.errors import UNDEFINED_TABLE, PgError
+
+log = logging.getLogger("fedgate.files")
+
+
+class ObjectStoreSource(FilesSource):
+    def __init__(self, name: str, location: S3Location, *, file_format: str = "parquet",
+                 statement_log: str | None = None) -> None:
+        if file_format not in ("parquet", "csv"):
+            raise ValueError(f"file format must be parquet or csv, not {file_format!r}")
+        self.name = name
+        self.location = location
+        self.file_format = file_format
+        self.statement_log = StatementLog(statement_log)
+        self._filesystem = location.filesystem()
+        # Read at the first catalog read (tables()), not here: see the module's docstring.
+        self._paths: dict[str, str] = {}  # type: ignore[assignment]
+        self.datasets: dict[str, ds.Dataset] = {}
+        self._runner = DuckDBRunner.open(":memory:", allowed_paths=())
+        self._native = {}
+        self._registered = {}
+
+    @property
+    def path(self) -> str:  # type: ignore[override]
+        return self.location.url
+
+    def _entries(self) -> dict[str, str]:  # type: ignore[override]
+        """Each table's name and the object or prefix it reads, as the store lists them now."""
+        suffix = f".{self.file_format}"
+        root = self.location.root
+        bucket = self._filesystem.get_file_info(self.location.bucket)
+        if bucket.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(f"NoSuchBucket: bucket {self.location.bucket} not found")
+        info = self._filesystem.get_file_info(root)
+        if info.type == pafs.FileType.File:
+            return {PurePosixPath(root).stem: root}
+        found = {}
+        # A prefix that holds nothing yet lists as empty (object stores have no folders).
+        listing = self._filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+        for entry in sorted(listing, key=lambda e: e.path):
+            base = PurePosixPath(entry.path).name
+            if entry.type == pafs.FileType.File and base.endswith(suffix):
+                found[base[:-len(suffix)]] = entry.path
+            elif entry.type == pafs.FileType.Directory and not base.startswith((".", "_")):
+                found[base] = entry.path
+        return found
+
+    def _rediscovered(self) -> tuple[dict[str, str], dict[str, ds.Dataset]]:  # type: ignore[override]
+        """The tables as the store lists them now: every table's dataset is made again,
+        so objects added to or removed from a prefix count. An object that cannot be read
+        as a table is left out, with a warning, until a later read; a store that cannot
+        be listed at all is the source's failure (08001)."""
+        paths = self._entries()
+        datasets = {}
+        for name, path in paths.items():
+            try:
+                datasets[name] = self._dataset(path)
+            except pa.ArrowInvalid as exc:
+                log.warning("file source %s: %s is not readable as a table yet: %s",
+                            self.name, path, exc)
+        return {name: paths[name] for name in datasets}, datasets
+
+    async def tables(self) -> list[TableInfo]:
+        try:
+            return await super().tables()
+        except OSError as exc:
+            raise store_error(self.name, self.location, exc) from exc
+
+    async def storage(self) -> dict[str, Storage]:
+        """Each table's bytes in the store now: the sizes of its objects."""
+        def sizes() -> dict[str, Storage]:
+            found = {}
+            for name, dataset in self.datasets.items():
+                infos = self._filesystem.get_file_info(list(dataset.files))
+                size = sum(info.size or 0 for info in infos)
+                found[name] = Storage(size, 0, 0, 0, size, 0, size)
+            return found
+        try:
+            return await asyncio.to_thread(sizes)
+        except OSError as exc:
+            raise store_error(self.name, self.location, exc) from exc
+
+    async def run_remote(self, sql: str, params: Any = ()) -> BatchStream:
+        self.statement_log.write(sql)
+        try:
+            return await self._runner.stream(sql, params, register=dict(self._registered))
+        except PgError as exc:
+            raise await asyncio.to_thread(self._failure, exc) from exc
+
+    def _failure(self, exc: PgError) -> PgError:
+        """What a failed read means: a table whose objects were all removed is 42P01 (as
+        a local folder's), an object listed but gone is 58P01, a store that stopped
+        answering is 08006; anything else is the error as DuckDB gave it."""
+        try:
+            missing = self._missing_file()
+        except OSError as lost:
+            return store_error(self.name, self.location, lost, lost=True)
+        if missing is not None:
+            return missing
+        if "AWS Error" in exc.message:
+            return store_error(self.name, self.location, exc, lost=True)
+        return exc
+
+    def _removed_table(self, names: Any) -> PgError | None:
+        for name in names:
+            path = self._paths.get(name)
+            if path is not None and self._filesystem.get_file_info(path).type == \
+                    pafs.FileType.NotFound:
+                return PgError(UNDEFINED_TABLE, f'relation "{self.name}.{name}" does not exist',
+                               detail=f'its objects under "s3://{path}" were removed')
+        return None
+
+    def _missing_file(self) -> PgError | None:
+        removed = self._removed_table(list(self.datasets))
+        if removed is not None:
+            return removed
+        for name, dataset in self.datasets.items():
+            files = list(getattr(dataset, "files", ()))
+            for info in self._filesystem.get_file_info(files):
+                if info.type == pafs.FileType.NotFound:
+                    return PgError("58P01", f'could not open object "s3://{info.path}" of table '
+                                            f'{self.name}.{name}: it no longer exists')
+        return None
+
+    async def scan(self, req: Any) -> BatchStream:
+        try:
+            return await super().scan(req)
+        except OSError as exc:
+            raise store_error(self.name, self.location, exc, lost=True) from exc
