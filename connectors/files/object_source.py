@@ -31,9 +31,11 @@ from connectors.duckdb.runner import DuckDBRunner
 from connectors.files.object_store import S3Location, store_error
 from connectors.files.source import FilesSource
 from connectors.statement_log import StatementLog
-from pgwire.errors import UNDEFINED_TABLE, PgError
+from pgwire.errors import DATATYPE_MISMATCH, UNDEFINED_TABLE, PgError
 
 log = logging.getLogger("fedgate.files")
+
+Stamps = frozenset[tuple[str, int | None, int | None]]
 
 
 class ObjectStoreSource(FilesSource):
@@ -52,6 +54,8 @@ class ObjectStoreSource(FilesSource):
         self._runner = DuckDBRunner.open(":memory:", allowed_paths=())
         self._native = {}
         self._registered = {}
+        # What each table's objects were when its dataset was made: (key, size, mtime).
+        self._stamps: dict[str, Stamps] = {}
 
     @property
     def path(self) -> str:  # type: ignore[override]
@@ -84,14 +88,59 @@ class ObjectStoreSource(FilesSource):
         as a table is left out, with a warning, until a later read; a store that cannot
         be listed at all is the source's failure (08001)."""
         paths = self._entries()
-        datasets = {}
+        datasets, stamps = {}, {}
         for name, path in paths.items():
             try:
+                stamps[name] = self._stamps_now(path)
                 datasets[name] = self._dataset(path)
             except pa.ArrowInvalid as exc:
                 log.warning("file source %s: %s is not readable as a table yet: %s",
                             self.name, path, exc)
+        self._stamps = {name: stamps[name] for name in datasets}
         return {name: paths[name] for name in datasets}, datasets
+
+    def _stamps_now(self, path: str) -> Stamps:
+        """The objects a table reads now, with their sizes and modification times: one
+        HEAD for a single object, one listing for a prefix."""
+        info = self._filesystem.get_file_info(path)
+        if info.type == pafs.FileType.File:
+            return frozenset({(info.path, info.size, info.mtime_ns)})
+        listing = self._filesystem.get_file_info(
+            pafs.FileSelector(path, recursive=True, allow_not_found=True))
+        return frozenset((i.path, i.size, i.mtime_ns) for i in listing
+                         if i.type == pafs.FileType.File)
+
+    def _to_current(self, sql: str) -> None:
+        """The tables `sql` names, read as the store holds them now (run on a worker
+        thread, before the statement reads): a dataset keeps its objects' sizes, so an
+        object rewritten since would be read at its old length. A table whose objects
+        changed gets a dataset made anew; one whose objects are all gone is 42P01, or
+        08006 when the bucket itself is gone. A table counts as named when its name
+        occurs in the text at all (a false match costs one request)."""
+        text = sql.lower()
+        for name, path in list(self._paths.items()):
+            if name.lower() not in text:
+                continue
+            stamps = self._stamps_now(path)
+            if stamps == self._stamps.get(name):
+                continue
+            if not stamps:
+                bucket = self._filesystem.get_file_info(self.location.bucket)
+                if bucket.type == pafs.FileType.NotFound:
+                    raise store_error(self.name, self.location, FileNotFoundError(
+                        f"NoSuchBucket: bucket {self.location.bucket} not found"), lost=True)
+                raise PgError(UNDEFINED_TABLE, f'relation "{self.name}.{name}" does not exist',
+                              detail=f'its objects under "s3://{path}" were removed')
+            dataset = self._dataset(path)
+            if dataset.schema != self.datasets[name].schema:
+                raise PgError(DATATYPE_MISMATCH,
+                              f'the objects of table {self.name}.{name} under "s3://{path}" '
+                              "changed their columns since the catalog was read",
+                              detail=f"the catalog has {self.datasets[name].schema}, the objects "
+                                     f"now {dataset.schema}",
+                              hint="The next catalog read takes the new columns.")
+            self.datasets[name] = self._registered[name] = dataset
+            self._stamps[name] = stamps
 
     async def tables(self) -> list[TableInfo]:
         try:
@@ -116,6 +165,10 @@ class ObjectStoreSource(FilesSource):
     async def run_remote(self, sql: str, params: Any = ()) -> BatchStream:
         self.statement_log.write(sql)
         try:
+            await asyncio.to_thread(self._to_current, sql)
+        except OSError as exc:
+            raise store_error(self.name, self.location, exc, lost=True) from exc
+        try:
             return await self._runner.stream(sql, params, register=dict(self._registered))
         except PgError as exc:
             raise await asyncio.to_thread(self._failure, exc) from exc
@@ -125,6 +178,10 @@ class ObjectStoreSource(FilesSource):
         a local folder's), an object listed but gone is 58P01, a store that stopped
         answering is 08006; anything else is the error as DuckDB gave it."""
         try:
+            bucket = self._filesystem.get_file_info(self.location.bucket)
+            if bucket.type == pafs.FileType.NotFound:
+                return store_error(self.name, self.location, FileNotFoundError(
+                    f"NoSuchBucket: bucket {self.location.bucket} not found"), lost=True)
             missing = self._missing_file()
         except OSError as lost:
             return store_error(self.name, self.location, lost, lost=True)

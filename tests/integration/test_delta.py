@@ -52,7 +52,10 @@ def deltas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deltas]:
                               "status": ["open", "done", "open"]}), partition_by=["status"])
     config = (f'[catalog]\nsearch_path = ["dl"]\nrefresh_seconds = 0\n'
               f'[sources.dl]\nkind = "delta"\npath = "{local}"\n'
-              f'[sources.ds3]\nkind = "delta"\n' + s3.config("s3://warehouse/delta/"))
+              f'[sources.ds3]\nkind = "delta"\n' + s3.config("s3://warehouse/delta/") +
+              f'[sources.dbad]\nkind = "delta"\n'
+              + s3.config("s3://warehouse/delta/", secret_access_key="not-the-secret") +
+              f'[sources.dnob]\nkind = "delta"\n' + s3.config("s3://no-warehouse/"))
     gateway = start_gateway(config, root / "gw")
     try:
         yield Deltas(gateway, local, s3, bucket)
@@ -119,3 +122,14 @@ def test_a_join_across_delta_sources(deltas: Deltas) -> None:
     rows = _query(deltas, "select t.k, o.o from dl.tiny t join ds3.orders o on o.o = t.k * 10 "
                           "order by t.k")
     assert rows == [(1, 10), (2, 20), (3, 30)]
+
+
+@pytest.mark.parametrize(("source", "reason"), [
+    ("dbad", "access denied"), ("dnob", "the bucket does not exist")])
+def test_a_store_that_refuses_names_the_source(deltas: Deltas, source: str, reason: str) -> None:
+    with pytest.raises(psycopg.errors.SqlclientUnableToEstablishSqlconnection) as caught:
+        _query(deltas, f"select * from {source}.orders")
+    message = str(caught.value)
+    assert f'source "{source}" is unavailable' in message and reason in message, message
+    assert "Traceback" not in deltas.gateway.log()
+    assert _query(deltas, "select count(*) from ds3.orders") == [(3,)]

@@ -177,3 +177,55 @@ def test_the_status_page_and_describe_know_the_source(lake: Lake) -> None:
                              "where n.nspname = 'lake'").fetchall()
     assert kinds == [(2,)]
     assert os.environ.get("FEDGATE_TEST_LAKE_KEY") is None  # given to the gateway only
+
+
+def test_an_object_rewritten_between_statements_is_read_anew(lake: Lake) -> None:
+    path = lake.bucket / "rewritten.parquet"
+    pq.write_table(pa.table({"v": pa.array([1, 2], pa.int64())}), path)
+    assert _query(lake, "select sum(v) from rewritten") == [(3,)]
+    # Larger and of other values: a reader that kept the old size or footer would fail or
+    # answer the old rows.
+    pq.write_table(pa.table({"v": pa.array(range(1000), pa.int64())}), path)
+    assert _query(lake, "select sum(v), count(*) from rewritten") == [(sum(range(1000)), 1000)]
+    path.unlink()
+
+
+def test_a_bucket_that_disappears_fails_its_statement_with_08006(lake: Lake) -> None:
+    """The bucket is gone after the catalog listed it: the statement that finds it gone
+    fails with 08006 naming the source; the other sources keep answering."""
+    gone = lake.bucket.with_name("lake-away")
+    lake.bucket.rename(gone)
+    try:
+        with pytest.raises(psycopg.errors.ConnectionFailure) as caught:
+            _query(lake, "select count(*) from lake.items")
+        message = str(caught.value)
+        assert 'source "lake" is unavailable' in message and "bucket does not exist" in message, \
+            message
+        assert _query(lake, "select count(*) from pg.customers") == [(5,)]
+    finally:
+        gone.rename(lake.bucket)
+    assert _query(lake, "select count(*) from lake.items") == [(3,)]
+    assert "Traceback" not in lake.gateway.log()
+
+
+def test_partition_values_and_names_are_data_not_sql(lake: Lake) -> None:
+    """Folder and file names with quotes, and partition values that look like SQL or
+    like paths, reach the client as values; a filter on them matches them exactly."""
+    hostile = "a' OR '1'='1"
+    table = lake.bucket / 'od"d'
+    for city, n in ((hostile, 1), ("b", 2), ("..", 3)):
+        folder = table / f"city={city}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"n": pa.array([n], pa.int64())}), folder / "p.parquet")
+    try:
+        rows = _query(lake, 'select city, n from lake."od""d" order by n')
+        assert rows == [(hostile, 1), ("b", 2), ("..", 3)]
+        with psycopg.connect(lake.gateway.dsn, autocommit=True) as conn:
+            found = conn.execute('select n from lake."od""d" where city = %s', (hostile,)).fetchall()
+        assert found == [(1,)]
+        lines = _explain(lake, "select n from lake.\"od\"\"d\" where city = 'b'")
+        assert any("1 of 3 folders read (city=b)" in line for line in lines), lines
+    finally:
+        for path in sorted(table.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        table.rmdir()
