@@ -467,7 +467,7 @@ def test_the_shipped_example_parses_as_shipped_and_with_its_sources_uncommented(
     data["users"][0]["sources"] = ["pg"]
     kinds = {s.name: s.kind for s in parse_config(data).sources}
     assert kinds == {"wh": "duckdb", "pg": "postgres", "shop": "mysql", "lite": "sqlite",
-                     "files": "parquet"}
+                     "files": "parquet", "lake": "parquet", "tables": "delta"}
 
 
 def test_listen_errors_name_the_setting(tmp_path: Path) -> None:
