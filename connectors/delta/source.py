@@ -21,11 +21,13 @@ never moving, from then on.
 from __future__ import annotations
 
 import asyncio
+import threading
 import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -41,6 +43,7 @@ from connectors.files.source import FilesSource
 from connectors.statement_log import StatementLog
 from pgwire.errors import DATATYPE_MISMATCH, PgError
 
+T = TypeVar("T")
 log = logging.getLogger("fedgate.delta")
 
 LOG_FOLDER = "_delta_log"
@@ -75,6 +78,9 @@ class DeltaSource(FilesSource):
         self._paths: dict[str, str] = {}  # type: ignore[assignment]
         self.datasets: dict[str, ds.Dataset] = {}
         self._runner = DuckDBRunner.open(":memory:", allowed_paths=())
+        # Statements bring their tables up to date on worker threads, one at a time (a
+        # DeltaTable is not to be updated from two threads at once).
+        self._updating = threading.Lock()
         self._native = {}
         self._registered = {}
 
@@ -182,7 +188,7 @@ class DeltaSource(FilesSource):
 
     async def tables(self) -> list[TableInfo]:
         try:
-            entries = await asyncio.to_thread(self._read)
+            entries = await asyncio.to_thread(self._locked, self._read)
         except OSError as exc:
             raise self._unavailable(exc) from exc
         self._install(entries)
@@ -205,10 +211,14 @@ class DeltaSource(FilesSource):
         return found
 
     # -- reading ------------------------------------------------------------------------
+    def _locked(self, work: Callable[..., T], *args: Any) -> T:
+        with self._updating:
+            return work(*args)
+
     async def run_remote(self, sql: str, params: Any = ()) -> BatchStream:
         """`sql` over the newest versions of the tables it names, fixed for the statement."""
         self.statement_log.write(sql)
-        await asyncio.to_thread(self._to_newest, sql)
+        await asyncio.to_thread(self._locked, self._to_newest, sql)
         try:
             return await self._runner.stream(sql, params, register=dict(self._registered))
         except PgError as exc:

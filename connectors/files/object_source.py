@@ -18,9 +18,11 @@ prefix again, so objects added and removed are noticed as a local folder's files
 from __future__ import annotations
 
 import asyncio
+import threading
 import logging
 from pathlib import PurePosixPath
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -33,6 +35,7 @@ from connectors.files.source import FilesSource
 from connectors.statement_log import StatementLog
 from pgwire.errors import DATATYPE_MISMATCH, UNDEFINED_TABLE, PgError
 
+T = TypeVar("T")
 log = logging.getLogger("fedgate.files")
 
 Stamps = frozenset[tuple[str, int | None, int | None]]
@@ -52,6 +55,9 @@ class ObjectStoreSource(FilesSource):
         self._paths: dict[str, str] = {}  # type: ignore[assignment]
         self.datasets: dict[str, ds.Dataset] = {}
         self._runner = DuckDBRunner.open(":memory:", allowed_paths=())
+        # Statements bring their tables up to date on worker threads, one at a time (a
+        # DeltaTable is not to be updated from two threads at once).
+        self._updating = threading.Lock()
         self._native = {}
         self._registered = {}
         # What each table's objects were when its dataset was made: (key, size, mtime).
@@ -83,6 +89,9 @@ class ObjectStoreSource(FilesSource):
         return found
 
     def _rediscovered(self) -> tuple[dict[str, str], dict[str, ds.Dataset]]:  # type: ignore[override]
+        return self._locked(self._listed)
+
+    def _listed(self) -> tuple[dict[str, str], dict[str, ds.Dataset]]:
         """The tables as the store lists them now: every table's dataset is made again,
         so objects added to or removed from a prefix count. An object that cannot be read
         as a table is left out, with a warning, until a later read; a store that cannot
@@ -162,10 +171,14 @@ class ObjectStoreSource(FilesSource):
         except OSError as exc:
             raise store_error(self.name, self.location, exc) from exc
 
+    def _locked(self, work: Callable[..., T], *args: Any) -> T:
+        with self._updating:
+            return work(*args)
+
     async def run_remote(self, sql: str, params: Any = ()) -> BatchStream:
         self.statement_log.write(sql)
         try:
-            await asyncio.to_thread(self._to_current, sql)
+            await asyncio.to_thread(self._locked, self._to_current, sql)
         except OSError as exc:
             raise store_error(self.name, self.location, exc, lost=True) from exc
         try:
