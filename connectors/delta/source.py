@@ -64,6 +64,9 @@ class DeltaEntry:
 
 class DeltaSource(FilesSource):
     file_format = "delta"
+    spark_cannot_read = ("a Delta table is the files its log lists at one version, which "
+                         "spark.read of a folder does not know; the gateway hands Spark its "
+                         "rows as Arrow")
 
     def __init__(self, name: str, where: str | S3Location, *,
                  statement_log: str | None = None) -> None:

@@ -42,6 +42,8 @@ Stamps = frozenset[tuple[str, int | None, int | None]]
 
 
 class ObjectStoreSource(FilesSource):
+    spark_cannot_read = ("its objects are read with the gateway's own store settings and "
+                         "credentials; the gateway hands Spark their rows as Arrow")
     def __init__(self, name: str, location: S3Location, *, file_format: str = "parquet",
                  statement_log: str | None = None) -> None:
         if file_format not in ("parquet", "csv"):

@@ -54,6 +54,9 @@ class FilesSource:
     # Where the datasets read from: None is the local file system (connectors.files.
     # object_source sets an object store's).
     _filesystem: pafs.FileSystem | None = None
+    # Why a Spark engine may not read the files itself by their paths (None: it may, with
+    # spark.read; connectors.engines.spark_jdbc), so the gateway hands their rows over.
+    spark_cannot_read: str | None = None
 
     def __init__(self, name: str, path: str | Path, *, file_format: str = "parquet",
                  statement_log: str | Path | None = None) -> None:
