@@ -37,7 +37,7 @@ from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from connectors.base import BatchStream, Storage, TableInfo, TableRef
 from connectors.duckdb.runner import DuckDBRunner
-from connectors.files.object_store import S3Location, store_error
+from connectors.files.object_store import S3Location, store_error, store_unreadable
 from connectors.files.pruning import file_lines
 from connectors.files.source import FilesSource
 from connectors.statement_log import StatementLog
@@ -193,7 +193,9 @@ class DeltaSource(FilesSource):
         try:
             entries = await asyncio.to_thread(self._locked, self._read)
         except OSError as exc:
-            raise self._unavailable(exc) from exc
+            if self.location is not None:
+                raise store_unreadable(self.location, exc) from exc
+            raise PgError("58P01", f"cannot read {self.root}: {exc}") from exc
         self._install(entries)
         return [TableInfo(TableRef(self.name, name, remote_name=name), entry.dataset.schema,
                           row_estimate=_rows(entry.table))

@@ -30,7 +30,7 @@ import pyarrow.fs as pafs
 
 from connectors.base import BatchStream, Storage, TableInfo
 from connectors.duckdb.runner import DuckDBRunner
-from connectors.files.object_store import S3Location, store_error
+from connectors.files.object_store import S3Location, store_error, store_unreadable
 from connectors.files.source import FilesSource
 from connectors.statement_log import StatementLog
 from pgwire.errors import DATATYPE_MISMATCH, UNDEFINED_TABLE, PgError
@@ -157,7 +157,7 @@ class ObjectStoreSource(FilesSource):
         try:
             return await super().tables()
         except OSError as exc:
-            raise store_error(self.name, self.location, exc) from exc
+            raise store_unreadable(self.location, exc) from exc
 
     async def storage(self) -> dict[str, Storage]:
         """Each table's bytes in the store now: the sizes of its objects."""

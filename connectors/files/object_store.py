@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from pgwire.errors import PgError, source_unavailable
+from pgwire.errors import SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, PgError, source_unavailable
 
 SCHEME = "s3://"
 # How long the store may take before a read counts as failed: a dead endpoint must not
@@ -105,6 +105,14 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else "no answer"
 
 
+def store_unreadable(location: S3Location, exc: BaseException) -> PgError:
+    """A catalog read that found the store unreadable: 08001 with the location and the
+    reason only; the health board names the source when it marks it down, and a
+    statement that needs the source is told `source "x" is unavailable: <this>`."""
+    return PgError(SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+                   f"{location.url}: {store_reason(exc)}")
+
+
 def store_error(source: str, location: S3Location, exc: BaseException, *,
                 lost: bool = False) -> PgError:
     """08001 (08006 when `lost`: the statement had begun reading) naming the source and
@@ -115,4 +123,4 @@ def store_error(source: str, location: S3Location, exc: BaseException, *,
     return error
 
 
-__all__ = ["S3Location", "is_object_store", "store_error", "store_reason"]
+__all__ = ["S3Location", "is_object_store", "store_error", "store_reason", "store_unreadable"]

@@ -22,7 +22,7 @@ from connectors.files.filters import to_arrow_filter
 SHOWN_FOLDERS = 8  # folders named per line; the rest are counted
 
 
-def _single_table_selects(sql: str, datasets: Mapping[str, ds.Dataset]
+def single_table_selects(sql: str, datasets: Mapping[str, ds.Dataset]
                            ) -> list[tuple[str, list[exp.Expression]]]:
     """Each SELECT of `sql` (DuckDB's dialect) that reads one table of `datasets` alone:
     the table's name and the WHERE conjuncts."""
@@ -52,7 +52,7 @@ def file_lines(source: str, sql: str, datasets: Mapping[str, ds.Dataset],
     conjuncts pyarrow evaluates exactly leave to read (partition values and min/max
     statistics both count)."""
     lines = []
-    for name, conjuncts in _single_table_selects(sql, datasets):
+    for name, conjuncts in single_table_selects(sql, datasets):
         dataset = datasets[name]
         exact = [c for c in conjuncts if to_arrow_filter([c], dataset.schema) is not None]
         every = len(list(dataset.get_fragments()))
@@ -73,7 +73,7 @@ def partition_lines(source: str, sql: str, datasets: Mapping[str, ds.Dataset],
     the folders read and pruned. `roots`: each table's folder, which folder names are
     relative to."""
     lines = []
-    for name, conjuncts in _single_table_selects(sql, datasets):
+    for name, conjuncts in single_table_selects(sql, datasets):
         dataset = datasets[name]
         partitioning = getattr(dataset, "partitioning", None)
         if partitioning is None or len(partitioning.schema) == 0:

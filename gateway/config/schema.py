@@ -20,7 +20,8 @@ from gateway.config.memory import is_size, is_size_or_share
 
 MAX_WORKERS = 64
 AUTH_METHODS = ("trust", "password", "md5", "scram-sha-256")
-SOURCE_KINDS = ("duckdb", "postgres", "mysql", "sqlite", "parquet", "csv", "delta")
+SOURCE_KINDS = ("duckdb", "postgres", "mysql", "sqlite", "parquet", "csv", "delta",
+                "iceberg")
 # The emulated system catalogs are schemas of these names; a source may not take them.
 RESERVED_SOURCE_NAMES = ("pg_catalog", "information_schema")
 
@@ -216,6 +217,12 @@ SOURCES: Mapping[str, Section] = {
                       **_REQUIRED},
                      required=("path",),
                      refused={"read_only": _READ_ONLY_ANYWAY.format("delta")}),
+    # The tables of one namespace of an Iceberg SQL catalog: connectors.iceberg.
+    "iceberg": Section({"kind": _KIND, "catalog_uri": NAME, "catalog_name": NAME,
+                        "namespace": NAME,
+                        "warehouse": NAME, "statement_log": NAME, **_REQUIRED},
+                       required=("catalog_uri", "namespace"),
+                       refused={"read_only": _READ_ONLY_ANYWAY.format("iceberg")}),
 }
 
 SECTIONS: Mapping[str, Section] = {"server": SERVER, "engine": ENGINE, "catalog": CATALOG,

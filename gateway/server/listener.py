@@ -117,6 +117,12 @@ def _open_source(config: Config, name: str, kind: str, options: dict) -> Source:
             return ObjectStoreSource(name, location, file_format=kind, statement_log=log_path)
         from connectors.files.source import FilesSource
         return FilesSource(name, path, file_format=kind, statement_log=log_path)
+    if kind == "iceberg":
+        from connectors.iceberg.source import IcebergSource
+        return IcebergSource(name, _catalog_uri(config, options["catalog_uri"]),
+                             options["namespace"], catalog_name=options.get("catalog_name"),
+                             warehouse=options.get("warehouse"),
+                             statement_log=path_option("statement_log", required=False))
     raise ConfigError(f"[sources.{name}] kind {kind!r} is not supported")
 
 
@@ -133,11 +139,23 @@ def _object_store(config: Config, name: str, options: dict) -> S3Location:
                             region=options.get("region"), **secrets)
 
 
+def _catalog_uri(config: Config, uri: str) -> str:
+    """An Iceberg catalog's SQLAlchemy URL; a SQLite file's relative path is relative to
+    the configuration file's folder, as every path is."""
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri[len(prefix):].startswith("/"):
+        return prefix + str((config.base_dir / uri[len(prefix):]).resolve())
+    return uri
+
+
 def is_remote(source_config: SourceConfig) -> bool:
     """Whether the source is behind a network connection: one that cannot be read at
     start-up is mounted down instead of stopping the gateway."""
     path = source_config.options.get("path")
-    return source_config.kind in REMOTE_KINDS or (isinstance(path, str) and is_url(path))
+    # An Iceberg catalog is a database, often a server's: a catalog that cannot be read
+    # mounts the source down too.
+    return source_config.kind in (*REMOTE_KINDS, "iceberg") or (isinstance(path, str)
+                                                                  and is_url(path))
 
 
 def engine_memory(config: Config) -> EngineMemory:

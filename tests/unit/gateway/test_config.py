@@ -48,6 +48,9 @@ EVERY_SOURCE_KEY: dict[str, dict[str, Any]] = {
               "endpoint": "http://127.0.0.1:9000", "region": "eu-west-1",
               "access_key_id": "env:LAKE_KEY", "secret_access_key": "file:lake.secret",
               "required": True},
+    "iceberg": {"kind": "iceberg", "catalog_uri": "sqlite:///catalog.db", "catalog_name": "c",
+                "namespace": "sales", "warehouse": "file:///data/wh", "statement_log": "l",
+                "required": True},
 }
 
 
@@ -151,7 +154,7 @@ def test_an_unknown_key_of_each_source_kind(kind: str) -> None:
      'not the string "scram" (did you mean "scram-sha-256"?)'),
     (with_source(kind="postgresql", dsn="d"),
      '[sources.x] kind must be one of "duckdb", "postgres", "mysql", "sqlite", "parquet", '
-     '"csv" or "delta", not the string "postgresql" (did you mean "postgres"?)'),
+     '"csv", "delta" or "iceberg", not the string "postgresql" (did you mean "postgres"?)'),
 ])
 def test_did_you_mean(data: dict[str, Any], expected: str) -> None:
     assert error_of(data) == expected
@@ -223,10 +226,20 @@ def test_http_port_must_not_take_the_sql_port_nor_run_past_65535() -> None:
         "[server] http_host needs http_port")
 
 
+def test_an_iceberg_source_is_read_only_and_names_its_catalog() -> None:
+    assert error_of(with_source(kind="iceberg", catalog_uri="sqlite:///c.db", namespace="n",
+                                read_only=True)) == (
+        "[sources.x] read_only: iceberg sources are always read-only; remove read_only")
+    assert error_of(with_source(kind="iceberg", namespace="n")) == "[sources.x] needs catalog_uri"
+    assert error_of(with_source(kind="iceberg", catalog_uri="sqlite:///c.db")) == \
+        "[sources.x] needs namespace"
+
+
 def test_every_source_kind_takes_required() -> None:
     for kind, keys in (("postgres", {"dsn": "d"}), ("mysql", {"dsn": "d"}), ("sqlite", {"path": "p"}),
                        ("duckdb", {"path": "p"}), ("parquet", {"path": "p"}), ("csv", {"path": "p"}),
-                       ("delta", {"path": "p"})):
+                       ("delta", {"path": "p"}),
+                       ("iceberg", {"catalog_uri": "sqlite:///c.db", "namespace": "n"})):
         config = parse_config(with_source(kind=kind, required=True, **keys))
         assert config.sources[0].options["required"] is True
 
@@ -294,7 +307,7 @@ def test_every_source_kind_takes_required() -> None:
     (with_source(kind="duckdb", schema="main"), "[sources.x] needs path"),
     (with_source(kind="mysql"), "[sources.x] needs dsn"),
     (with_source(dsn="d"), '[sources.x] needs kind (one of "duckdb", "postgres", "mysql", '
-                           '"sqlite", "parquet", "csv" or "delta")'),
+                           '"sqlite", "parquet", "csv", "delta" or "iceberg")'),
     ({"server": 5}, "[server] must be a table, not 5"),
     ({"users": {"name": "a"}}, "users must be an array of tables: one [[users]] block per user"),
     ({"sources": {"kind": "duckdb"}},
