@@ -10,13 +10,16 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+import sqlglot
 from deltalake import DeltaTable, write_deltalake
+from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThan, In, IsNull, Not
 
 from connectors.delta.source import VERSIONED, DeltaSource
 from connectors.engines.spark_jdbc import ReadSettings, plan_read
 from connectors.files.object_source import ObjectStoreSource
 from connectors.files.object_store import S3Location, store_error
 from connectors.files.pruning import file_lines, partition_lines
+from connectors.iceberg.expressions import to_iceberg
 
 
 def test_a_location_is_a_bucket_and_a_prefix() -> None:
@@ -97,3 +100,22 @@ async def test_spark_is_told_why_the_gateway_hands_the_rows_over(make) -> None:
         assert isinstance(why, str) and "the gateway hands Spark" in why
     finally:
         await source.close()
+
+
+def test_only_exact_conjuncts_become_iceberg_filters() -> None:
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("f", pa.float64())])
+
+    def conjuncts(where: str) -> list:
+        tree = sqlglot.parse_one(f"SELECT * FROM t WHERE {where}", read="duckdb")
+        return list(tree.args["where"].this.flatten()) if " AND " in where else \
+            [tree.args["where"].this]
+
+    assert to_iceberg(conjuncts("id = 3 AND s > 'b'"), schema) == And(EqualTo("id", 3),
+                                                                     GreaterThan("s", "b"))
+    # Floats (NaN's order), computed values and casts stay with DuckDB: no filter from them.
+    assert to_iceberg(conjuncts("f > 1"), schema) == AlwaysTrue()
+    assert to_iceberg(conjuncts("id + 1 = 3 AND CAST(s AS INT) = 1"), schema) == AlwaysTrue()
+    assert to_iceberg(conjuncts("NOT id IN (1, -2) AND s IS NULL"), schema) == And(
+        Not(In("id", {1, -2})), IsNull("s"))
+    # A quote in a value is the value.
+    assert to_iceberg(conjuncts("s = 'a'' OR ''1''=''1'"), schema) == EqualTo("s", "a' OR '1'='1")
