@@ -1,5 +1,5 @@
-"""The smoke modes of tests/bench/bench_streaming.py and bench_tpch.py run to the end (the
-figures are not checked), so neither script can rot unnoticed."""
+"""The smoke modes of tests/bench/bench_streaming.py, bench_tpch.py and bench_lake.py run
+to the end (the figures are not checked), so none of the scripts can rot unnoticed."""
 
 from __future__ import annotations
 
@@ -28,3 +28,9 @@ def test_bench_streaming_smoke() -> None:  # about 25 s
 def test_bench_tpch_smoke(tmp_path: Path) -> None:
     done = smoke("tests/bench/bench_tpch.py", "--cache", str(tmp_path))
     assert "NameError" not in done.stderr, done.stderr
+
+
+def test_bench_lake_smoke() -> None:  # about 10 s: the S3 test server, 6,000 rows
+    done = smoke("tests/bench/bench_lake.py")
+    assert "| one partition (year = 2024 AND month = 3) | 100 |" in done.stdout, done.stdout
+    assert "1 of 60 folders read (year=2024/month=03), 59 pruned" in done.stdout, done.stdout

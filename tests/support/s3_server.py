@@ -41,6 +41,11 @@ class S3Server:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def object_bytes(self) -> int:
+        """Bytes of object data served so far (GetObject bodies): what readers read."""
+        return self.server.RequestHandlerClass.served[0]  # type: ignore[attr-defined]
+
     def bucket(self, name: str) -> Path:
         path = self.root / name
         path.mkdir(parents=True, exist_ok=True)
@@ -60,7 +65,8 @@ class S3Server:
 
 def start_s3_server(root: Path) -> S3Server:
     root.mkdir(parents=True, exist_ok=True)
-    handler = type("Handler", (_Handler,), {"root": root})
+    handler = type("Handler", (_Handler,), {"root": root, "served": [0],
+                                        "counting": threading.Lock()})
     server = ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="s3-server", daemon=True)
@@ -74,6 +80,8 @@ def _hmac(key: bytes, text: str) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     root: Path
+    served: list[int]  # one counter, shared by the server's handlers
+    counting: threading.Lock
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
@@ -171,9 +179,15 @@ class _Handler(BaseHTTPRequestHandler):
             start = int(first) if first else max(len(data) - int(last), 0)
             end = min(int(last), len(data) - 1) if first and last else len(data) - 1
             headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
-            self._reply(206, data[start:end + 1], headers, "application/octet-stream")
+            self._sent(206, data[start:end + 1], headers)
             return
-        self._reply(200, data, headers, "application/octet-stream")
+        self._sent(200, data, headers)
+
+    def _sent(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self._reply(status, body, headers, "application/octet-stream")
+        if self.command == "GET":
+            with self.counting:
+                self.served[0] += len(body)
 
     def _list(self, bucket: str, folder: Path, query: dict[str, str]) -> None:
         prefix = query.get("prefix", "")
