@@ -64,6 +64,7 @@ class ObjectStoreSource(FilesSource):
         self._registered = {}
         # What each table's objects were when its dataset was made: (key, size, mtime).
         self._stamps: dict[str, Stamps] = {}
+        self._objects: set[str] = set()  # the tables that are one object, not a prefix
 
     @property
     def path(self) -> str:  # type: ignore[override]
@@ -78,16 +79,19 @@ class ObjectStoreSource(FilesSource):
             raise FileNotFoundError(f"NoSuchBucket: bucket {self.location.bucket} not found")
         info = self._filesystem.get_file_info(root)
         if info.type == pafs.FileType.File:
+            self._objects = {root}
             return {PurePosixPath(root).stem: root}
-        found = {}
+        found, objects = {}, set()
         # A prefix that holds nothing yet lists as empty (object stores have no folders).
         listing = self._filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
         for entry in sorted(listing, key=lambda e: e.path):
             base = PurePosixPath(entry.path).name
             if entry.type == pafs.FileType.File and base.endswith(suffix):
                 found[base[:-len(suffix)]] = entry.path
+                objects.add(entry.path)
             elif entry.type == pafs.FileType.Directory and not base.startswith((".", "_")):
                 found[base] = entry.path
+        self._objects = objects
         return found
 
     def _rediscovered(self) -> tuple[dict[str, str], dict[str, ds.Dataset]]:  # type: ignore[override]
@@ -113,9 +117,10 @@ class ObjectStoreSource(FilesSource):
     def _stamps_now(self, path: str) -> Stamps:
         """The objects a table reads now, with their sizes and modification times: one
         HEAD for a single object, one listing for a prefix."""
-        info = self._filesystem.get_file_info(path)
-        if info.type == pafs.FileType.File:
-            return frozenset({(info.path, info.size, info.mtime_ns)})
+        if path in self._objects:
+            info = self._filesystem.get_file_info(path)
+            return frozenset({(info.path, info.size, info.mtime_ns)}
+                             if info.type == pafs.FileType.File else ())
         listing = self._filesystem.get_file_info(
             pafs.FileSelector(path, recursive=True, allow_not_found=True))
         return frozenset((i.path, i.size, i.mtime_ns) for i in listing
