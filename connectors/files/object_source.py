@@ -189,9 +189,10 @@ class ObjectStoreSource(FilesSource):
         except OSError as exc:
             raise store_error(self.name, self.location, exc, lost=True) from exc
         try:
-            return await self._runner.stream(sql, params, register=dict(self._registered))
+            stream = await self._runner.stream(sql, params, register=dict(self._registered))
         except PgError as exc:
             raise await asyncio.to_thread(self._failure, exc) from exc
+        return FailureMappedStream(stream, self._failure)
 
     def _failure(self, exc: PgError) -> PgError:
         """What a failed read means: a table whose objects were all removed is 42P01 (as
@@ -237,3 +238,25 @@ class ObjectStoreSource(FilesSource):
             return await super().scan(req)
         except OSError as exc:
             raise store_error(self.name, self.location, exc, lost=True) from exc
+
+
+class FailureMappedStream:
+    """A stream whose failures part-way (an object or the bucket gone under the read) are
+    said as the source says them (`ObjectStoreSource._failure`), not as DuckDB's text."""
+
+    def __init__(self, stream: BatchStream, failure: Callable[[PgError], PgError]) -> None:
+        self._stream = stream
+        self._failure = failure
+        self.schema = stream.schema
+
+    def __aiter__(self) -> FailureMappedStream:
+        return self
+
+    async def __anext__(self) -> pa.RecordBatch:
+        try:
+            return await self._stream.__anext__()
+        except PgError as exc:
+            raise await asyncio.to_thread(self._failure, exc) from exc
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()

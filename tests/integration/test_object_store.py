@@ -218,6 +218,24 @@ def test_a_bucket_that_disappears_fails_its_statement_with_08006(lake: Lake) -> 
     assert "Traceback" not in lake.gateway.log()
 
 
+def test_a_bucket_that_disappears_part_way_through_a_read_is_08006(lake: Lake) -> None:
+    """The bucket goes while the statement is reading its objects (after the first
+    object's bytes): that statement fails with 08006, the next one after it is back reads."""
+    lake.s3.vanish_after("lake", 1)
+    try:
+        with pytest.raises(psycopg.errors.ConnectionFailure) as caught:
+            _query(lake, "select sum(amount) from lake.events")
+        message = str(caught.value)
+        assert 'source "lake" is unavailable' in message and "bucket does not exist" in message, \
+            message
+        assert _query(lake, "select count(*) from pg.customers") == [(5,)]
+    finally:
+        lake.s3.come_back("lake")
+    assert _query(lake, "select count(*) from lake.events") == [
+        (len(YEARS) * len(MONTHS) * ROWS_PER_FILE,)]
+    assert "Traceback" not in lake.gateway.log()
+
+
 def test_partition_values_and_names_are_data_not_sql(lake: Lake) -> None:
     """Folder and file names with quotes, and partition values that look like SQL or
     like paths, reach the client as values; a filter on them matches them exactly."""

@@ -46,6 +46,16 @@ class S3Server:
         """Bytes of object data served so far (GetObject bodies): what readers read."""
         return self.server.RequestHandlerClass.served[0]  # type: ignore[attr-defined]
 
+    def vanish_after(self, bucket: str, more_bytes: int) -> None:
+        """Once `more_bytes` more object bytes have been served, the bucket disappears
+        (its folder is renamed to `.<bucket>-gone`, which `come_back` undoes)."""
+        handler = self.server.RequestHandlerClass
+        with handler.counting:  # type: ignore[attr-defined]
+            handler.vanishing[bucket] = handler.served[0] + more_bytes  # type: ignore[attr-defined]
+
+    def come_back(self, bucket: str) -> None:
+        (self.root / f".{bucket}-gone").rename(self.root / bucket)
+
     def bucket(self, name: str) -> Path:
         path = self.root / name
         path.mkdir(parents=True, exist_ok=True)
@@ -66,7 +76,7 @@ class S3Server:
 def start_s3_server(root: Path) -> S3Server:
     root.mkdir(parents=True, exist_ok=True)
     handler = type("Handler", (_Handler,), {"root": root, "served": [0],
-                                        "counting": threading.Lock()})
+                                        "counting": threading.Lock(), "vanishing": {}})
     server = ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="s3-server", daemon=True)
@@ -82,6 +92,7 @@ class _Handler(BaseHTTPRequestHandler):
     root: Path
     served: list[int]  # one counter, shared by the server's handlers
     counting: threading.Lock
+    vanishing: dict[str, int]  # bucket -> the served bytes after which it disappears
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
@@ -188,6 +199,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command == "GET":
             with self.counting:
                 self.served[0] += len(body)
+                for bucket, after in list(self.vanishing.items()):
+                    if self.served[0] >= after:
+                        del self.vanishing[bucket]
+                        (self.root / bucket).rename(self.root / f".{bucket}-gone")
 
     def _list(self, bucket: str, folder: Path, query: dict[str, str]) -> None:
         prefix = query.get("prefix", "")
