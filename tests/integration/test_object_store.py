@@ -10,6 +10,7 @@ sources, and the join crosses the two kinds.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,3 +258,13 @@ def test_partition_values_and_names_are_data_not_sql(lake: Lake) -> None:
         for path in sorted(table.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()
         table.rmdir()
+
+
+def test_psql_describes_an_s3_table(lake: Lake) -> None:
+    done = subprocess.run(["psql", lake.gateway.dsn, "-X", "-c", r"\d lake.events"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert 'Table "lake.events"' in done.stdout, done.stdout
+    for column, type_name in (("id", "bigint"), ("year", "integer"), ("month", "integer")):
+        assert any(line.split("|")[0].strip() == column and line.split("|")[1].strip() == type_name
+                   for line in done.stdout.splitlines() if "|" in line), done.stdout
