@@ -71,11 +71,15 @@ class IcebergSource(FilesSource):
         self.name = name
         self.namespace = namespace
         self.statement_log = StatementLog(statement_log)
-        properties = {"uri": catalog_uri}
+        # The gateway only reads: it never creates the catalog's tables in its database.
+        self._properties = {"uri": catalog_uri, "init_catalog_tables": "false"}
         if warehouse is not None:
-            properties["warehouse"] = warehouse
+            self._properties["warehouse"] = warehouse
         # A SQL catalog's database may hold several catalogs, told apart by name.
-        self._catalog = SqlCatalog(catalog_name or name, **properties)
+        self._catalog_name = catalog_name or name
+        # Connected at the first catalog read, not here: the catalog's database is a
+        # server as often as a file, and one that is down mounts the source down.
+        self._catalog: SqlCatalog | None = None
         self._entries_now: dict[str, IcebergEntry] = {}
         self._wanted: dict[str, int] = {}
         self._paths: dict[str, str] = {}  # type: ignore[assignment]
@@ -87,7 +91,7 @@ class IcebergSource(FilesSource):
 
     @property
     def path(self) -> str:  # type: ignore[override]
-        return f"{self.namespace} in {self._catalog.properties.get('uri', '')}"
+        return f"{self.namespace} in {self._properties['uri']}"
 
     def _locked(self, work: Callable[..., T], *args: Any) -> T:
         with self._updating:
@@ -100,6 +104,8 @@ class IcebergSource(FilesSource):
         return IcebergEntry(table, snapshot_id, schema.as_arrow(), pinned)
 
     def _read(self) -> dict[str, IcebergEntry]:
+        if self._catalog is None:
+            self._catalog = SqlCatalog(self._catalog_name, **self._properties)
         entries = {}
         for identifier in self._catalog.list_tables(self.namespace):
             name = identifier[-1]
@@ -128,7 +134,7 @@ class IcebergSource(FilesSource):
         try:
             entries = await asyncio.to_thread(self._locked, self._read)
         except NoSuchNamespaceError as exc:
-            raise _unreadable(f"the catalog {self._catalog.name!r} has no namespace "
+            raise _unreadable(f"the catalog {self._catalog_name!r} has no namespace "
                               f"{self.namespace!r}") from exc
         except (OSError, NoSuchTableError) as exc:
             raise _unreadable(_first_line(exc)) from exc
@@ -141,11 +147,14 @@ class IcebergSource(FilesSource):
                 for name, entry in entries.items()]
 
     async def storage(self) -> dict[str, Storage]:
-        found = {}
-        for name, entry in self._entries_now.items():
-            size = sum(task.file.file_size_in_bytes for task in _tasks(entry, AlwaysTrue()))
-            found[name] = Storage(size, 0, 0, 0, size, 0, size)
-        return found
+        """Each table's bytes: the sizes of its snapshot's data files, from the manifests."""
+        def sizes() -> dict[str, Storage]:
+            found = {}
+            for name, entry in self._entries_now.items():
+                size = sum(task.file.file_size_in_bytes for task in _tasks(entry, AlwaysTrue()))
+                found[name] = Storage(size, 0, 0, 0, size, 0, size)
+            return found
+        return await asyncio.to_thread(sizes)
 
     # -- reading ------------------------------------------------------------------------
     async def run_remote(self, sql: str, params: Any = ()) -> BatchStream:

@@ -3,6 +3,7 @@ with a local warehouse, written by pyiceberg as users write it."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,3 +113,21 @@ def test_a_missing_namespace_names_the_source(warehouse: Warehouse) -> None:
     message = str(caught.value)
     assert 'source "nons" is unavailable' in message and "nowhere" in message, message
     assert "Traceback" not in warehouse.gateway.log()
+
+
+def test_a_catalog_database_that_cannot_be_read_mounts_the_source_down(tmp_path: Path) -> None:
+    """A catalog database without Iceberg's tables (or not there at all): the gateway
+    starts, the source is down with the reason, and the gateway writes nothing into it."""
+    empty = tmp_path / "not_a_catalog.db"
+    gateway = start_gateway(f'[sources.ice]\nkind = "iceberg"\ncatalog_uri = "sqlite:///{empty}"\n'
+                            f'namespace = "sales"\n', tmp_path / "gw")
+    try:
+        with psycopg.connect(gateway.dsn, autocommit=True) as conn:
+            with pytest.raises(psycopg.errors.SqlclientUnableToEstablishSqlconnection) as caught:
+                conn.execute("select * from ice.orders")
+        assert "its catalog cannot be read" in str(caught.value), str(caught.value)
+        assert "Traceback" not in gateway.log()
+    finally:
+        gateway.stop()
+    with sqlite3.connect(empty) as con:
+        assert con.execute("select count(*) from sqlite_master").fetchone() == (0,)
