@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import socket
+import subprocess
+import sys
 import threading
+import time
 from dataclasses import dataclass
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,7 +27,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.support.system import free_port
+from tests.support.system import free_port, terminate
 
 ACCESS_KEY_ID = "fedgatetestkey"
 SECRET_ACCESS_KEY = "fedgate-test-secret"
@@ -73,15 +77,54 @@ class S3Server:
         self.thread.join(timeout=10)
 
 
-def start_s3_server(root: Path) -> S3Server:
+def start_s3_server(root: Path, port: int | None = None) -> S3Server:
     root.mkdir(parents=True, exist_ok=True)
     handler = type("Handler", (_Handler,), {"root": root, "served": [0],
                                         "counting": threading.Lock(), "vanishing": {}})
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port or free_port()), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="s3-server", daemon=True)
     thread.start()
     return S3Server(root, server.server_address[1], server, thread)
+
+
+@dataclass
+class S3ServerProcess:
+    """The same server in a process of its own: for a test whose own process reads from
+    it through DuckDB (DuckDB holds the GIL while it pulls a pyarrow dataset's batches,
+    and pyarrow's S3 client would then wait on a server thread that needs the GIL)."""
+
+    root: Path
+    port: int
+    proc: subprocess.Popen
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def bucket(self, name: str) -> Path:
+        path = self.root / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def stop(self) -> None:
+        terminate(self.proc, 5, 5)
+
+
+def start_s3_server_process(root: Path, timeout: float = 30.0) -> S3ServerProcess:
+    root.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.s3_server", str(root), str(port)],
+                            cwd=Path(__file__).resolve().parents[2])
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return S3ServerProcess(root, port, proc)
+        except OSError:
+            time.sleep(0.05)
+    terminate(proc, 5, 5)
+    raise RuntimeError(f"the S3 test server did not listen on {port} within {timeout}s")
 
 
 def _hmac(key: bytes, text: str) -> bytes:
@@ -248,3 +291,8 @@ class _Handler(BaseHTTPRequestHandler):
 def _iso(seconds: float) -> str:
     import datetime as dt
     return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+if __name__ == "__main__":  # start_s3_server_process: serve ROOT on PORT until terminated
+    served = start_s3_server(Path(sys.argv[1]), int(sys.argv[2]))
+    served.thread.join()
