@@ -150,6 +150,7 @@ def test_bad_credentials_name_the_source(lake: Lake) -> None:
         _query(lake, "select * from badkey.items")
     message = str(caught.value)
     assert 'source "badkey" is unavailable' in message, message
+    assert message.count("is unavailable") == 1, message
     assert "access denied" in message and "s3://lake/" in message, message
     assert "Traceback" not in lake.gateway.log()
     assert SECRET_ACCESS_KEY not in lake.gateway.log()  # not even the good source's
