@@ -130,6 +130,25 @@ class StorageReporter(Protocol):
         """Each relation's Storage, keyed by the name `tables()` gives it."""
 
 
+@runtime_checkable
+class FragmentExplainer(Protocol):
+    """A source that can say more in EXPLAIN about how it reads one of its fragments (a
+    file source: the partition folders it reads and prunes), without reading data."""
+
+    def explain_fragment(self, sql: str) -> list[str]:
+        """Lines for EXPLAIN about the fragment `sql`, in the source's dialect."""
+
+
+@runtime_checkable
+class OnDemandTables(Protocol):
+    """A source with tables it lists only once a statement has named them (a Delta
+    table's older version, `sales@v3`): the catalog cannot list them all beforehand."""
+
+    def wants_table(self, name: str) -> bool:
+        """A statement named `name`, which the catalog lacks: True when the source's next
+        `tables()` will list it."""
+
+
 @dataclass(frozen=True)
 class Classification:
     """A capability table's answer for one expression, with the reason when not EXACT."""

@@ -227,6 +227,11 @@ async def plan_read(name: str, source: Source, sql: str, params: Sequence[Any], 
         return "spark_reads_sources = never"
     if kind is None:
         return f"Spark does not read {source.dialect.name} sources itself"
+    # A file source whose files Spark cannot name by a path of its own (object storage
+    # read with the gateway's credentials, a Delta version's files) says why.
+    cannot = getattr(source, "spark_cannot_read", None)
+    if cannot is not None:
+        return cannot
     if settings.mode == "auto" and not settings.cluster and kind in LOCAL_HANDOVER_KINDS:
         return ("Spark runs locally: the gateway's own reads (parallel COPY, shared, narrowed) "
                 "beat its JDBC reads")

@@ -26,12 +26,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 from sqlglot import exp
 
 from connectors.base import BatchStream, Pushdown, ScanRequest, Storage, TableInfo, TableRef
 from connectors.dialects import files as files_dialect
 from connectors.duckdb.runner import DuckDBRunner
 from connectors.files.filters import to_arrow_filter
+from connectors.files.pruning import partition_lines
 from connectors.files.parquet_views import (UNDEFINED_FILE, NativeTable, check, create_views,
                                             native_candidates)
 from connectors.scan_sql import scan_tree
@@ -49,6 +51,12 @@ CSV_FORMAT = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(
 
 class FilesSource:
     dialect = files_dialect.DIALECT
+    # Where the datasets read from: None is the local file system (connectors.files.
+    # object_source sets an object store's).
+    _filesystem: pafs.FileSystem | None = None
+    # Why a Spark engine may not read the files itself by their paths (None: it may, with
+    # spark.read; connectors.engines.spark_jdbc), so the gateway hands their rows over.
+    spark_cannot_read: str | None = None
 
     def __init__(self, name: str, path: str | Path, *, file_format: str = "parquet",
                  statement_log: str | Path | None = None) -> None:
@@ -107,17 +115,19 @@ class FilesSource:
                             self.name, path, exc)
         return {name: paths[name] for name in datasets}, datasets
 
-    def _dataset(self, path: Path) -> ds.Dataset:
+    def _dataset(self, path: Path | str) -> ds.Dataset:
+        where = self._filesystem
         if self.file_format == "parquet":
-            return ds.dataset(str(path), format="parquet", partitioning="hive")
-        dataset = ds.dataset(str(path), format=CSV_FORMAT, partitioning="hive")
+            return ds.dataset(str(path), format="parquet", partitioning="hive", filesystem=where)
+        dataset = ds.dataset(str(path), format=CSV_FORMAT, partitioning="hive", filesystem=where)
         # CSV types are inferred: timestamps come out in nanoseconds, PostgreSQL keeps
         # microseconds (and DuckDB will not compare the two without a cast).
         schema = pa.schema([f.with_type(pa.timestamp("us", f.type.tz))
                             if pa.types.is_timestamp(f.type) else f for f in dataset.schema])
         if schema == dataset.schema:
             return dataset
-        return ds.dataset(str(path), format=CSV_FORMAT, partitioning="hive", schema=schema)
+        return ds.dataset(str(path), format=CSV_FORMAT, partitioning="hive", schema=schema,
+                          filesystem=where)
 
     async def tables(self) -> list[TableInfo]:
         """The folder's tables as it holds them now: every catalog read (periodic, after a
@@ -193,6 +203,11 @@ class FilesSource:
                     return PgError(UNDEFINED_FILE, f'could not open file "{path}" of table '
                                                    f'{self.name}.{name}: it no longer exists')
         return None
+
+    def explain_fragment(self, sql: str) -> list[str]:
+        """The partition folders `sql` reads and prunes (connectors.files.pruning)."""
+        return partition_lines(self.name, sql, self.datasets,
+                               {name: str(path) for name, path in self._paths.items()})
 
     async def describe(self, sql: str, params: Sequence[Any] = ()) -> pa.Schema:
         stream = await self.run_remote(f"SELECT * FROM ({sql}) AS described LIMIT 0", params)

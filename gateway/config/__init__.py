@@ -25,6 +25,10 @@ from gateway.config.model import (DEMO_SOURCE, Config, DemoConfig,
                                   EngineConfig, ServerConfig, SourceConfig, UserConfig)
 from gateway.config.memory import memory_limit_bytes, share_bytes, shown_bytes
 from gateway.config.tls import ServerTls
+from gateway.config.object_store import check_object_store, is_url
+
+# The kinds whose path may be a folder or an s3:// prefix (gateway.config.object_store).
+FILE_KINDS = ("parquet", "csv", "delta")
 
 def demo_path(demo: DemoConfig) -> Path:
     if demo.path:
@@ -116,6 +120,8 @@ def _sources(data: dict[str, Any], demo: DemoConfig) -> tuple[SourceConfig, ...]
     sources = []
     for name, raw in data.get("sources", {}).items():
         kind = check_source(name, raw)
+        if kind in FILE_KINDS:
+            check_object_store(f"[sources.{name}]", raw)
         sources.append(SourceConfig(name=name, kind=kind,
                                     options={k: v for k, v in raw.items() if k != "kind"}))
     if sources and "demo" in data:
@@ -283,6 +289,8 @@ def source_path(config: Config, source: SourceConfig, key: str = "path") -> str 
     value = source.options.get(key)
     if value is None:
         return None
+    if key == "path" and is_url(value):
+        return value  # an object store's (gateway.config.object_store), not a file's
     return str(config.base_dir / Path(value).expanduser())
 
 
@@ -298,7 +306,7 @@ def check_source_files(config: Config) -> None:
             continue  # generated on first start
         where = f"[sources.{source.name}]"
         path = source_path(config, source)
-        if path is not None:
+        if path is not None and not is_url(path):  # a store is a server: read at start-up
             _check_exists(config, where, source, Path(path))
         log = source_path(config, source, "statement_log")
         if log is not None and not Path(log).parent.is_dir():

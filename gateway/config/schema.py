@@ -20,7 +20,8 @@ from gateway.config.memory import is_size, is_size_or_share
 
 MAX_WORKERS = 64
 AUTH_METHODS = ("trust", "password", "md5", "scram-sha-256")
-SOURCE_KINDS = ("duckdb", "postgres", "mysql", "sqlite", "parquet", "csv")
+SOURCE_KINDS = ("duckdb", "postgres", "mysql", "sqlite", "parquet", "csv", "delta",
+                "iceberg")
 # The emulated system catalogs are schemas of these names; a source may not take them.
 RESERVED_SOURCE_NAMES = ("pg_catalog", "information_schema")
 
@@ -181,6 +182,10 @@ _KIND = one_of(*SOURCE_KINDS)
 # Every kind takes `required`: /readyz answers 503 while a required source does not answer.
 _REQUIRED = {"required": BOOLEAN}
 _READ_ONLY_ANYWAY = "{} sources are always read-only; remove read_only"
+# An s3:// path's store (gateway.config.object_store): a credential may be "env:NAME" or
+# "file:PATH" instead of the secret itself.
+_OBJECT_STORE = {"endpoint": NAME, "region": NAME, "access_key_id": NAME,
+                 "secret_access_key": NAME}
 SOURCES: Mapping[str, Section] = {
     # pool_mode / pool_timeout_s: the relay's links (gateway.relay.pool).
     "postgres": Section({"kind": _KIND, "dsn": NAME, "schema": NAME, "pool_size": integer(1),
@@ -199,12 +204,25 @@ SOURCES: Mapping[str, Section] = {
                        **_REQUIRED},
                       required=("path",),
                       refused={"read_only": _READ_ONLY_ANYWAY.format("duckdb")}),
-    "parquet": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, **_REQUIRED},
+    "parquet": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, **_OBJECT_STORE,
+                        **_REQUIRED},
                        required=("path",),
                        refused={"read_only": _READ_ONLY_ANYWAY.format("parquet")}),
-    "csv": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, **_REQUIRED},
+    "csv": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, **_OBJECT_STORE,
+                    **_REQUIRED},
                    required=("path",),
                    refused={"read_only": _READ_ONLY_ANYWAY.format("csv")}),
+    # Each Delta table under path (a folder or an s3:// prefix): connectors.delta.
+    "delta": Section({"kind": _KIND, "path": NAME, "statement_log": NAME, **_OBJECT_STORE,
+                      **_REQUIRED},
+                     required=("path",),
+                     refused={"read_only": _READ_ONLY_ANYWAY.format("delta")}),
+    # The tables of one namespace of an Iceberg SQL catalog: connectors.iceberg.
+    "iceberg": Section({"kind": _KIND, "catalog_uri": NAME, "catalog_name": NAME,
+                        "namespace": NAME,
+                        "warehouse": NAME, "statement_log": NAME, **_REQUIRED},
+                       required=("catalog_uri", "namespace"),
+                       refused={"read_only": _READ_ONLY_ANYWAY.format("iceberg")}),
 }
 
 SECTIONS: Mapping[str, Section] = {"server": SERVER, "engine": ENGINE, "catalog": CATALOG,

@@ -23,8 +23,10 @@ from connectors.duckdb.runner import DuckDBLimits, limit_every_database
 from connectors.duckdb.source import DuckDBSource
 from connectors.engines.duckdb import DuckDBEngine
 from connectors.engines.spark import SparkEngine
+from connectors.files.object_store import S3Location
 from gateway.config import (Config, ConfigError, SourceConfig, connect_command, demo_path,
                             listen_error, server_tls, source_path)
+from gateway.config.object_store import CREDENTIALS, is_url, secret
 from gateway.config.memory import memory_limit_bytes, parse_size, share_bytes, shown_bytes
 from gateway.executor.execute import Executor
 from gateway.pg_catalog.mount import CATALOG_FUNCTIONS, SYSTEM_SCHEMAS, with_catalog
@@ -101,11 +103,59 @@ def _open_source(config: Config, name: str, kind: str, options: dict) -> Source:
         from connectors.sqlite.source import SQLiteSource
         return SQLiteSource(name, path_option(),
                             statement_log=path_option("statement_log", required=False))
-    if kind in ("parquet", "csv"):
+    if kind in ("parquet", "csv", "delta"):
+        path = path_option()
+        assert path is not None
+        location = _object_store(config, name, options) if is_url(path) else None
+        log_path = path_option("statement_log", required=False)
+        if kind == "delta":
+            from connectors.delta.source import DeltaSource
+            return DeltaSource(name, location if location is not None else path,
+                               statement_log=log_path)
+        if location is not None:
+            from connectors.files.object_source import ObjectStoreSource
+            return ObjectStoreSource(name, location, file_format=kind, statement_log=log_path)
         from connectors.files.source import FilesSource
-        return FilesSource(name, path_option(), file_format=kind,
-                           statement_log=path_option("statement_log", required=False))
+        return FilesSource(name, path, file_format=kind, statement_log=log_path)
+    if kind == "iceberg":
+        from connectors.iceberg.source import IcebergSource
+        return IcebergSource(name, _catalog_uri(config, options["catalog_uri"]),
+                             options["namespace"], catalog_name=options.get("catalog_name"),
+                             warehouse=options.get("warehouse"),
+                             statement_log=path_option("statement_log", required=False))
     raise ConfigError(f"[sources.{name}] kind {kind!r} is not supported")
+
+
+def _object_store(config: Config, name: str, options: dict) -> S3Location:
+    """The s3:// location of a file source, its secrets read from where they are kept."""
+    where = f"[sources.{name}]"
+    try:
+        secrets = {key: secret(where, key, options[key], config.base_dir)
+                   for key in CREDENTIALS if key in options}
+    except ConfigError as exc:
+        exc.file = config.file
+        raise
+    return S3Location.parse(options["path"], endpoint=options.get("endpoint"),
+                            region=options.get("region"), **secrets)
+
+
+def _catalog_uri(config: Config, uri: str) -> str:
+    """An Iceberg catalog's SQLAlchemy URL; a SQLite file's relative path is relative to
+    the configuration file's folder, as every path is."""
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri[len(prefix):].startswith("/"):
+        return prefix + str((config.base_dir / uri[len(prefix):]).resolve())
+    return uri
+
+
+def is_remote(source_config: SourceConfig) -> bool:
+    """Whether the source is behind a network connection: one that cannot be read at
+    start-up is mounted down instead of stopping the gateway."""
+    path = source_config.options.get("path")
+    # An Iceberg catalog is a database, often a server's: a catalog that cannot be read
+    # mounts the source down too.
+    return source_config.kind in (*REMOTE_KINDS, "iceberg") or (isinstance(path, str)
+                                                                  and is_url(path))
 
 
 def engine_memory(config: Config) -> EngineMemory:
@@ -138,7 +188,7 @@ async def build_context(config: Config) -> ServerContext:
         # down, its tables unknown until a refresh reaches it (gateway.state.health). A
         # local file that cannot be read is the operator's to fix: the start stops,
         # naming the source.
-        if source_config.kind in REMOTE_KINDS:
+        if is_remote(source_config):
             tables = await health.read_tables(source) or []
         else:
             try:

@@ -147,6 +147,8 @@ class SessionCore(SessionState):
             except PgError as err:
                 # Maybe created since the last read (here, through another worker, or in
                 # the source itself): look again before saying it does not exist.
+                if err.sqlstate == UNDEFINED_TABLE:
+                    self.ctx.offer_missing(err, settings.search_path)
                 if err.sqlstate != UNDEFINED_TABLE or not await self.ctx.recheck_missing():
                     raise
                 return self.ctx.plans.get(sql, self.ctx.catalog, self.plan_settings(declared))

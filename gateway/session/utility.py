@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from connectors.base import FragmentExplainer
 from gateway.session import copy_out, signals
 from gateway.session import utility_results as util
 from gateway.session.cursors import CursorMixin
@@ -22,6 +23,7 @@ from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from gateway.state.activity import note_figures, note_plan
 from gateway.state.statements import Utility
 from planner.explain_json import plan_document, relay_document
+from planner.query_plan import QueryPlan
 
 _TRANSACTION_KINDS = frozenset({"begin", "commit", "rollback", "savepoint", "release", "rollback_to"})
 _CURSOR_KINDS = frozenset({"declare", "fetch", "move", "close"})
@@ -78,10 +80,21 @@ class UtilityMixin(CursorMixin):
                 return
             lines = analysis_lines(plan, measured, engine, why) if measured is not None \
                 else plan.explain(engine, why)
+            lines = [*lines, *self.fragment_lines(plan)]
             result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
         else:
             result = util.HANDLERS[utility.kind](self, utility)
         self._utility_done(portal, result, describe)
+
+    def fragment_lines(self, plan: QueryPlan) -> list[str]:
+        """What the sources say of how they read their fragments (a file source: the
+        partition folders read and pruned), under the plan's own lines."""
+        lines = []
+        for fragment in plan.fragments:
+            source = self.ctx.sources.get(fragment.source)
+            if isinstance(source, FragmentExplainer):
+                lines.extend(f"  {line}" for line in source.explain_fragment(fragment.sql))
+        return lines
 
     async def utility_schema(self, prepared: Prepared) -> pa.Schema | None:
         """What Describe says of a statement the session answers itself."""

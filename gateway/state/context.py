@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from connectors.base import BatchStream, Source
+from connectors.base import BatchStream, OnDemandTables, Source
 from gateway.config import Config
 from gateway.state.health import HealthBoard
 from gateway.state.metrics import Metrics, RecentStatements
@@ -193,6 +193,17 @@ class ServerContext:
         self.schema_epoch += 1
         log.info("catalog refreshed: version %d", snapshot.version)
         return True
+
+    def offer_missing(self, missing: PgError, search_path: Sequence[str]) -> None:
+        """A relation not found may be one a source makes when asked (a Delta table's
+        older version): tell those sources, so that the read `recheck_missing` starts
+        next lists it."""
+        if not isinstance(missing, UndefinedRelation):
+            return
+        for name in [missing.schema] if missing.schema else search_path:
+            source = self.sources.get(name)
+            if isinstance(source, OnDemandTables):
+                source.wants_table(missing.name)
 
     def unavailable_instead(self, missing: PgError, search_path: Sequence[str]) -> PgError:
         """A relation not found (42P01) that may live in a source which is down: say the

@@ -60,3 +60,9 @@ def test_bench_spine_smoke() -> None:
 def test_bench_crossover_smoke() -> None:
     done = smoke("tests/bench/bench_crossover.py")
     assert "1,000" in done.stdout, done.stdout
+
+
+def test_bench_lake_smoke() -> None:  # about 10 s: the S3 test server, 6,000 rows
+    done = smoke("tests/bench/bench_lake.py")
+    assert "| one partition (year = 2024 AND month = 3) | 100 |" in done.stdout, done.stdout
+    assert "1 of 60 folders read (year=2024/month=03), 59 pruned" in done.stdout, done.stdout

@@ -84,6 +84,13 @@ def _sessions(ctx: ServerContext, token: str) -> str:
             "<th>running for</th><th>query</th><th></th></tr>" + "".join(rows) + "</table>")
 
 
+def _kind(kind: str, options: dict) -> str:
+    """A source's kind, with the store it reads when that is object storage (the URL
+    only: the endpoint and credentials stay in the configuration)."""
+    path = options.get("path")
+    return f"{kind} in {path}" if isinstance(path, str) and path.startswith("s3://") else kind
+
+
 def _health(ctx: ServerContext, health: Health) -> str:
     required = set(health.required)
     rows = []
@@ -95,7 +102,7 @@ def _health(ctx: ServerContext, health: Health) -> str:
             status = '<span class="up">up</span>' if state.up else '<span class="down">down</span>'
             since = datetime.fromtimestamp(state.since, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
             error = escape(state.last_error or "")
-        kind = next((s.kind for s in ctx.config.sources if s.name == name), "")
+        kind = next((_kind(s.kind, s.options) for s in ctx.config.sources if s.name == name), "")
         rows.append(f"<tr><td>{escape(name)}</td><td>{escape(kind)}</td>"
                     f"<td>{'yes' if name in required else 'no'}</td><td>{status}</td>"
                     f"<td>{since}</td><td class=\"err\">{error}</td></tr>")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gateway.config import (Config, ConfigError, DemoConfig, EngineConfig, ServerConfig, UserConfig,
-                            listen_error, load_config, parse_config)
+                            listen_error, load_config, parse_config, source_path)
 from gateway.config.schema import DEMO, ENGINE, SERVER, SOURCES, USER
 
 EVERY_SERVER_KEY = {"host": "127.0.0.1", "port": 15000, "database": "db", "max_connections": 5,
@@ -38,8 +38,19 @@ EVERY_SOURCE_KEY: dict[str, dict[str, Any]] = {
                "required": True},
     "duckdb": {"kind": "duckdb", "path": "a.duckdb", "schema": "main", "statement_log": "l",
                "required": True},
-    "parquet": {"kind": "parquet", "path": "files/", "statement_log": "l", "required": True},
-    "csv": {"kind": "csv", "path": "files/", "statement_log": "l", "required": True},
+    "parquet": {"kind": "parquet", "path": "s3://lake/files/", "statement_log": "l",
+                "endpoint": "minio:9000", "region": "us-east-1", "access_key_id": "AKID",
+                "secret_access_key": "plain", "required": True},
+    "csv": {"kind": "csv", "path": "s3://lake/csv/", "statement_log": "l",
+            "endpoint": "https://s3.example.com", "region": "eu-west-1",
+            "access_key_id": "env:K", "secret_access_key": "env:S", "required": True},
+    "delta": {"kind": "delta", "path": "s3://lake/tables/", "statement_log": "l",
+              "endpoint": "http://127.0.0.1:9000", "region": "eu-west-1",
+              "access_key_id": "env:LAKE_KEY", "secret_access_key": "file:lake.secret",
+              "required": True},
+    "iceberg": {"kind": "iceberg", "catalog_uri": "sqlite:///catalog.db", "catalog_name": "c",
+                "namespace": "sales", "warehouse": "file:///data/wh", "statement_log": "l",
+                "required": True},
 }
 
 
@@ -142,8 +153,8 @@ def test_an_unknown_key_of_each_source_kind(kind: str) -> None:
      '[server] auth_method must be one of "trust", "password", "md5" or "scram-sha-256", '
      'not the string "scram" (did you mean "scram-sha-256"?)'),
     (with_source(kind="postgresql", dsn="d"),
-     '[sources.x] kind must be one of "duckdb", "postgres", "mysql", "sqlite", "parquet" or '
-     '"csv", not the string "postgresql" (did you mean "postgres"?)'),
+     '[sources.x] kind must be one of "duckdb", "postgres", "mysql", "sqlite", "parquet", '
+     '"csv", "delta" or "iceberg", not the string "postgresql" (did you mean "postgres"?)'),
 ])
 def test_did_you_mean(data: dict[str, Any], expected: str) -> None:
     assert error_of(data) == expected
@@ -157,7 +168,7 @@ def test_a_negative_stall_timeout_is_refused() -> None:
 def test_a_key_of_another_kind_is_refused_with_the_reason() -> None:
     assert error_of(with_source(kind="mysql", dsn="d", schema="s")).startswith(
         "[sources.x] schema: a mysql source reads the database its dsn names")
-    for kind in ("duckdb", "parquet", "csv"):
+    for kind in ("duckdb", "parquet", "csv", "delta"):
         assert error_of(with_source(kind=kind, path="p", read_only=True)) == (
             f"[sources.x] read_only: {kind} sources are always read-only; remove read_only")
     assert error_of(with_source(kind="sqlite", path="p", dsn="d")).startswith(
@@ -215,9 +226,20 @@ def test_http_port_must_not_take_the_sql_port_nor_run_past_65535() -> None:
         "[server] http_host needs http_port")
 
 
+def test_an_iceberg_source_is_read_only_and_names_its_catalog() -> None:
+    assert error_of(with_source(kind="iceberg", catalog_uri="sqlite:///c.db", namespace="n",
+                                read_only=True)) == (
+        "[sources.x] read_only: iceberg sources are always read-only; remove read_only")
+    assert error_of(with_source(kind="iceberg", namespace="n")) == "[sources.x] needs catalog_uri"
+    assert error_of(with_source(kind="iceberg", catalog_uri="sqlite:///c.db")) == \
+        "[sources.x] needs namespace"
+
+
 def test_every_source_kind_takes_required() -> None:
     for kind, keys in (("postgres", {"dsn": "d"}), ("mysql", {"dsn": "d"}), ("sqlite", {"path": "p"}),
-                       ("duckdb", {"path": "p"}), ("parquet", {"path": "p"}), ("csv", {"path": "p"})):
+                       ("duckdb", {"path": "p"}), ("parquet", {"path": "p"}), ("csv", {"path": "p"}),
+                       ("delta", {"path": "p"}),
+                       ("iceberg", {"catalog_uri": "sqlite:///c.db", "namespace": "n"})):
         config = parse_config(with_source(kind=kind, required=True, **keys))
         assert config.sources[0].options["required"] is True
 
@@ -285,7 +307,7 @@ def test_every_source_kind_takes_required() -> None:
     (with_source(kind="duckdb", schema="main"), "[sources.x] needs path"),
     (with_source(kind="mysql"), "[sources.x] needs dsn"),
     (with_source(dsn="d"), '[sources.x] needs kind (one of "duckdb", "postgres", "mysql", '
-                           '"sqlite", "parquet" or "csv")'),
+                           '"sqlite", "parquet", "csv", "delta" or "iceberg")'),
     ({"server": 5}, "[server] must be a table, not 5"),
     ({"users": {"name": "a"}}, "users must be an array of tables: one [[users]] block per user"),
     ({"sources": {"kind": "duckdb"}},
@@ -376,13 +398,55 @@ def test_a_wrong_value_in_the_file_is_not_hidden_by_an_override(tmp_path: Path) 
         load_config(path, port=15001)
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "duckdb", "parquet", "csv"])
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb", "parquet", "csv", "delta"])
 def test_a_missing_source_file_names_the_source(tmp_path: Path, kind: str) -> None:
     path = write(tmp_path, f'[sources.x]\nkind = "{kind}"\npath = "data/missing"\n')
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert str(caught.value) == (
         f'{path}: [sources.x] path "data/missing": {tmp_path / "data" / "missing"} does not exist')
+
+
+@pytest.mark.parametrize(("keys", "expected"), [
+    ({"path": "files/", "endpoint": "http://h:9000"},
+     '[sources.x] endpoint applies to an s3:// path only; path "files/" is a local one'),
+    ({"path": "s3://b/p/", "access_key_id": "k"},
+     "[sources.x] access_key_id needs secret_access_key (or set neither: the standard AWS "
+     "credentials of the gateway's environment apply)"),
+    ({"path": "s3://b/p/", "secret_access_key": "env:S"},
+     "[sources.x] secret_access_key needs access_key_id (or set neither: the standard AWS "
+     "credentials of the gateway's environment apply)"),
+    ({"path": "gs://b/p/"},
+     '[sources.x] path "gs://b/p/": only s3:// URLs are read (S3 and S3-compatible stores '
+     'such as MinIO)'),
+    ({"path": "s3://b/", "endpiont": "http://h"},
+     "unknown key endpiont in [sources.x] (did you mean endpoint?)"),
+])
+def test_object_store_keys_are_checked(keys: dict[str, str], expected: str) -> None:
+    for kind in ("parquet", "csv", "delta"):
+        assert error_of(with_source(kind=kind, **keys)) == expected
+
+
+def test_an_s3_path_is_not_a_local_file(tmp_path: Path) -> None:
+    path = write(tmp_path, '[sources.x]\nkind = "parquet"\npath = "s3://bucket/prefix/"\n')
+    config = load_config(path)  # not looked for on disk: the store is read at start-up
+    assert source_path(config, config.sources[0]) == "s3://bucket/prefix/"
+
+
+def test_secrets_come_from_the_environment_or_a_file(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.config.object_store import secret
+    monkeypatch.setenv("FEDGATE_TEST_SECRET", "from-env")
+    (tmp_path / "key.txt").write_text("from-file\n")
+    assert secret("[sources.x]", "k", "env:FEDGATE_TEST_SECRET", tmp_path) == "from-env"
+    assert secret("[sources.x]", "k", "file:key.txt", tmp_path) == "from-file"
+    assert secret("[sources.x]", "k", "plain", tmp_path) == "plain"
+    monkeypatch.delenv("FEDGATE_TEST_SECRET")
+    with pytest.raises(ConfigError, match=r"^\[sources.x\] k: the environment variable "
+                                          r"FEDGATE_TEST_SECRET is not set$"):
+        secret("[sources.x]", "k", "env:FEDGATE_TEST_SECRET", tmp_path)
+    with pytest.raises(ConfigError, match=r"^\[sources.x\] k: cannot read .*missing.txt"):
+        secret("[sources.x]", "k", "file:missing.txt", tmp_path)
 
 
 def test_a_folder_is_not_a_database_file(tmp_path: Path) -> None:
@@ -416,7 +480,7 @@ def test_the_shipped_example_parses_as_shipped_and_with_its_sources_uncommented(
     data["users"][0]["sources"] = ["pg"]
     kinds = {s.name: s.kind for s in parse_config(data).sources}
     assert kinds == {"wh": "duckdb", "pg": "postgres", "shop": "mysql", "lite": "sqlite",
-                     "files": "parquet"}
+                     "files": "parquet", "lake": "parquet", "tables": "delta"}
 
 
 def test_listen_errors_name_the_setting(tmp_path: Path) -> None:
