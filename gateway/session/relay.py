@@ -39,6 +39,9 @@ class RelayMixin(SessionCore):
         whose result types our catalog cannot describe to clients take the planner."""
         if route.copy_in:
             raise PgError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN is supported in simple queries only")
+        if route.move:
+            raise PgError(FEATURE_NOT_SUPPORTED, f"{route.verb.upper()} ... reading other sources than "
+                          "its target is supported in simple queries only")
         self.check_not_failed(Prepared(sql, None, None, ()))
         if route.kind != "postgres":
             assert route.tree is not None

@@ -23,6 +23,7 @@ from gateway.session import observe
 from gateway.session import utility_results as util
 from gateway.session.copy_in import CopyInMixin
 from gateway.session.extended import ExtendedMixin
+from gateway.session.moves import MoveMixin
 from gateway.session.relay import implicit_transaction
 from gateway.session.utility import UtilityMixin
 from gateway.state import logs
@@ -38,7 +39,7 @@ from pgwire.protocol import messages as m
 log = logging.getLogger("fedgate.session")
 
 
-class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
+class Session(ExtendedMixin, CopyInMixin, MoveMixin, UtilityMixin):
     def __init__(self, ctx: ServerContext, writer: asyncio.StreamWriter,
                  startup: dict[str, str], pid: int, key: int) -> None:
         super().__init__(ctx, writer, startup, pid, key)
@@ -142,6 +143,9 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
                 route = await self.route_fresh(sql)
                 if route is not None:
                     road.relayed(self, route)
+                if route is not None and route.move:
+                    await self.cancellable(self.run_move(route, sql))
+                    continue
                 if route is not None and route.kind != "postgres" and route.copy_in:
                     await self.start_local_copy(route, sql, statements[i + 1:])
                     return False

@@ -1,0 +1,116 @@
+"""A PostgreSQL table as a move's target: binary COPY in one transaction (connectors.bulk).
+
+The rows go through asyncpg's `copy_records_to_table`, which sends
+`COPY ... FROM STDIN (FORMAT binary)` with each value encoded by the column's binary
+codec. The connection comes from the source's pool, under the session's role there
+(`source_roles`), and the whole move is one transaction: a failure rolls it back, and a
+connection left mid-COPY by a cancel is dropped, which PostgreSQL rolls back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import asyncpg
+import pyarrow as pa
+from sqlglot import exp
+
+from connectors.bulk import TargetColumn
+from connectors.postgres.roles import SOURCE_ROLES, set_role_sql
+from connectors.postgres.source import pg_error
+from pgwire.errors import PgError
+
+ROLLBACK_WITHIN_S = 5.0
+_COLUMNS = """SELECT a.attname, t.typname, a.atttypmod, a.attnotnull
+FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
+  AND a.attgenerated = '' ORDER BY a.attnum"""
+
+
+def target_column(name: str, typname: str, typmod: int, not_null: bool) -> TargetColumn:
+    length = precision = scale = None
+    if typname in ("varchar", "bpchar") and typmod >= 4:
+        length = typmod - 4
+    elif typname == "numeric" and typmod >= 4:
+        precision, scale = (typmod - 4) >> 16, (typmod - 4) & 0xFFFF
+    return TargetColumn(name, typname, length, precision, scale, not_null)
+
+
+class PostgresBulkWriter:
+    def __init__(self, source: Any, conn: asyncpg.Connection, transaction: Any, table: str) -> None:
+        self.source, self.conn, self.transaction = source, conn, transaction
+        self.table, self.schema = table, getattr(source, "schema", "public")
+
+    @classmethod
+    async def open(cls, source: Any, table: str) -> PostgresBulkWriter:
+        conn = await source.acquire()
+        try:
+            transaction = conn.transaction()
+            await transaction.start()
+            role = SOURCE_ROLES.get().get(source.name)
+            if role is not None:
+                await conn.execute(set_role_sql(role, local=True))
+        except BaseException as exc:
+            conn.terminate()
+            await (await source.pool()).release(conn)
+            if isinstance(exc, Exception):
+                raise pg_error(exc) from exc
+            raise
+        return cls(source, conn, transaction, table)
+
+    @property
+    def qualified(self) -> str:
+        return exp.table_(self.table, db=self.schema, quoted=True).sql(dialect="postgres")
+
+    async def command(self, sql: str) -> None:
+        try:
+            await self.conn.execute(sql)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise pg_error(exc) from exc
+
+    async def columns(self) -> list[TargetColumn]:
+        try:
+            rows = await self.conn.fetch(_COLUMNS, self.qualified)
+        except asyncpg.UndefinedTableError as exc:
+            raise PgError("42P01", f'relation "{self.table}" does not exist') from exc
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise pg_error(exc) from exc
+        return [target_column(r[0], r[1], r[2], r[3]) for r in rows]
+
+    async def write(self, batch: pa.RecordBatch) -> int:
+        if batch.num_rows == 0:
+            return 0
+        records = list(zip(*(column.to_pylist() for column in batch.columns)))
+        try:
+            await self.conn.copy_records_to_table(self.table, records=records,
+                                                  columns=batch.schema.names,
+                                                  schema_name=self.schema)
+        except asyncpg.DataError as exc:  # asyncpg's codec refused a value before sending
+            raise PgError("22P02", str(exc)) from exc
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise pg_error(exc) from exc
+        return batch.num_rows
+
+    async def finish(self, commit: bool) -> None:
+        conn, pool = self.conn, await self.source.pool()
+        try:
+            if commit:
+                await self.transaction.commit()
+            else:
+                await asyncio.wait_for(self.transaction.rollback(), ROLLBACK_WITHIN_S)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError,
+                asyncio.TimeoutError) as exc:
+            conn.terminate()  # whatever it held is rolled back when the backend sees it go
+            if commit:
+                raise pg_error(exc) from exc
+        except BaseException:
+            conn.terminate()  # cancelled while rolling back: dropped, rolled back by PostgreSQL
+            raise
+        finally:
+            await pool.release(conn)
+
+    def abandon(self) -> None:
+        """Drop the connection without waiting (a cancel mid-COPY): PostgreSQL rolls the
+        transaction back when it sees the connection go."""
+        self.conn.terminate()
