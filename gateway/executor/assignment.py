@@ -56,7 +56,10 @@ def convert(array: pa.Array, column: TargetColumn, *, unknown: bool = False,
     if pa.types.is_null(source):
         wanted = target_arrow(column, timezone)
         return pa.nulls(len(array), wanted) if wanted is not None else array
-    if isinstance(source, pa.ExtensionType) and column.pg_type not in STRINGS:
+    if isinstance(source, pa.BaseExtensionType) and source.extension_name == "arrow.bool8":
+        array = pc.cast(array.storage, pa.bool_())  # a boolean held in a byte
+        source = array.type
+    if isinstance(source, pa.BaseExtensionType) and column.pg_type not in STRINGS:
         return array  # uuid, json ...: taken as they are, the target checks them
     if _is_string(source) and unknown and column.pg_type not in STRINGS:
         return convert(_parsed(array, column, timezone), column, timezone=timezone)
@@ -167,7 +170,7 @@ def _as_text(array: pa.Array, timezone: str) -> pa.Array:
     source = array.type
     if _is_string(source):
         return pc.cast(array, pa.string())
-    if isinstance(source, pa.ExtensionType):
+    if isinstance(source, pa.BaseExtensionType):
         return pa.array([None if v is None else str(v) for v in array.to_pylist()], pa.string())
     if pa.types.is_boolean(source):
         return pc.if_else(array, "true", "false")

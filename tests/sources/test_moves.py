@@ -55,3 +55,100 @@ async def test_parquet_rows_go_into_postgres(gwc: asyncpg.Connection, pgc: async
     assert tag == "INSERT 0 7"
     rows = await pgc.fetch("SELECT id, s, note FROM move_basic ORDER BY id")
     assert [tuple(r) for r in rows] == [(r[0] + 10, r[1], "f") for r in TRAP_ROWS]
+
+
+PG_TYPES = ("(id int PRIMARY KEY, num numeric(10,3), f8 float8, i8 bigint, i4 int, i2 smallint, "
+            "b boolean, ts timestamp, tstz timestamptz, d date, u uuid, j json, bin bytea, t text)")
+PG_TYPE_COLUMNS = "id, num, f8, i8, i4, i2, b, ts, tstz, d, u, j, bin, t"
+
+
+async def test_every_common_type_arrives_as_postgresql_holds_it(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_types", PG_TYPES)
+    assert await gwc.execute(f"INSERT INTO pg.move_types SELECT {PG_TYPE_COLUMNS} FROM pq.types") == "INSERT 0 3"
+    moved = await pgc.fetch(f"SELECT {PG_TYPE_COLUMNS} FROM move_types ORDER BY id")
+    truth = await pgc.fetch(f"SELECT {PG_TYPE_COLUMNS} FROM types ORDER BY id")
+    assert [tuple(r) for r in moved] == [tuple(r) for r in truth]
+
+
+async def test_values_are_converted_by_assignment_casts(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_casts", "(i2 smallint, n numeric(5,1), c varchar(3), txt text, "
+                "d date, big bigint, fl real)")
+    # float8 -> int rounds half to even, numeric -> numeric(5,1) half away from zero,
+    # trailing spaces past varchar(3) are cut, a number and a timestamp become text,
+    # a timestamp a date, an untyped literal is read as the column's type.
+    tag = await gwc.execute(
+        "INSERT INTO pg.move_casts SELECT f + 1, n * 1.25, 'ab   ', id * 2, ts, '42', n "
+        "FROM pq.trap WHERE id IN (1, 3)")
+    assert tag == "INSERT 0 2"
+    rows = await pgc.fetch("SELECT i2, n, c, txt, d, big, fl FROM move_casts ORDER BY i2")
+    assert [tuple(r) for r in rows] == [
+        (1, Decimal("2.5"), "ab ", "6", dt.date(2024, 11, 3), 42, 2.0),
+        (2, Decimal("8.8"), "ab ", "2", dt.date(2024, 3, 10), 42, 7.0)]
+
+
+@pytest.mark.parametrize(("ddl", "select", "sqlstate"), [
+    ("(c varchar(2))", "SELECT s FROM pq.trap WHERE id = 1", "22001"),
+    ("(c char(2))", "SELECT 'abc' FROM pq.trap", "22001"),
+    ("(c smallint)", "SELECT i4 FROM pq.types", "22003"),
+    ("(c integer)", "SELECT f * 1e10 FROM pq.trap WHERE id = 1", "22003"),
+    ("(c numeric(3,1))", "SELECT num FROM pq.types", "22003"),
+    ("(c integer)", "SELECT 'x' FROM pq.trap", "22P02"),
+    ("(c integer)", "SELECT s FROM pq.trap", "42804"),
+    ("(c text NOT NULL)", "SELECT s FROM pq.trap", "23502"),
+    ("(c int PRIMARY KEY)", "SELECT 1 FROM pq.trap", "23505"),
+    ("(c int)", "SELECT id, id FROM pq.trap", "42601"),
+], ids=["varchar", "char", "smallint", "integer-from-float", "numeric", "literal", "text",
+        "not-null", "unique", "too-many"])
+async def test_a_value_that_does_not_fit_fails_with_postgresqls_sqlstate_and_leaves_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection, ddl: str, select: str, sqlstate: str) -> None:
+    await fresh(gwc, "pg.move_fit", ddl)
+    assert await sqlstate_of(gwc, f"INSERT INTO pg.move_fit {select}") == sqlstate
+    assert await pgc.fetchval("SELECT count(*) FROM move_fit") == 0
+    assert await gwc.fetchval("SELECT 1") == 1  # the session goes on
+
+
+async def test_a_duplicate_at_the_end_of_a_large_move_leaves_the_target_unchanged(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_big", "(id int PRIMARY KEY, s text)")
+    await gwc.execute("INSERT INTO pg.move_big VALUES (100000, 'there before')")
+    # 100,000 rows, the last of which collides with the row already there.
+    move = ("INSERT INTO pg.move_big SELECT g.i, t.s FROM generate_series(1, 100000) AS g(i) "
+            "CROSS JOIN pq.trap t WHERE t.id = 1")
+    assert await sqlstate_of(gwc, move) == "23505"
+    assert [tuple(r) for r in await pgc.fetch("SELECT id, s FROM move_big")] == [(100000, "there before")]
+    await gwc.execute("DELETE FROM pg.move_big")
+    assert await gwc.execute(move) == "INSERT 0 100000"
+    assert await pgc.fetchval("SELECT count(*) FROM move_big") == 100000
+
+
+async def test_statement_timeout_mid_move_leaves_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_slow", "(id bigint, s text)")
+    await gwc.execute("SET statement_timeout = '1500ms'")
+    move = ("INSERT INTO pg.move_slow SELECT g.i, t.s FROM generate_series(1, 50000000) AS g(i) "
+            "CROSS JOIN pq.trap t WHERE t.id = 1")
+    assert await sqlstate_of(gwc, move) == "57014"
+    await gwc.execute("RESET statement_timeout")
+    assert await pgc.fetchval("SELECT count(*) FROM move_slow") == 0
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_slow") == 0
+
+
+async def test_a_cancel_mid_move_leaves_nothing(gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_cancel", "(id bigint, s text)")
+    move = ("INSERT INTO pg.move_cancel SELECT g.i, t.s FROM generate_series(1, 50000000) AS g(i) "
+            "CROSS JOIN pq.trap t WHERE t.id = 1")
+    running = asyncio.ensure_future(gwc.execute(move))
+    # Until rows are on their way into the target: the COPY is running there.
+    for _ in range(200):
+        if await pgc.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY%move_cancel%'"):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the move's COPY never started")
+    running.cancel()  # asyncpg sends a CancelRequest
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert await gwc.fetchval("SELECT 1") == 1
+    assert await pgc.fetchval("SELECT count(*) FROM move_cancel") == 0
