@@ -25,7 +25,9 @@ from connectors.dialects.sqlite import to_sqlite
 from connectors.sqlite.types import arrow_type_for_decl
 from connectors.writes import SqliteWriter, sqlite_error
 
-_LENGTH = re.compile(r"^\s*(?:VARCHAR|CHARACTER VARYING|NVARCHAR|CHAR|CHARACTER|NCHAR)\s*\(\s*(\d+)\s*\)",
+# A declared length: VARCHAR(n), CHAR(n), and TEXT(n), which is how sqlglot writes a
+# varchar(n) of the gateway's CREATE TABLE for SQLite.
+_LENGTH = re.compile(r"^\s*(?:VARCHAR|CHARACTER VARYING|NVARCHAR|CHAR|CHARACTER|NCHAR|TEXT)\s*\(\s*(\d+)\s*\)",
                      re.I)
 _PG_OF_ARROW = {pa.bool_(): "bool", pa.int64(): "int8", pa.string(): "text", pa.binary(): "bytea",
                 pa.float64(): "float8", pa.timestamp("us"): "timestamp", pa.date32(): "date"}
@@ -38,7 +40,8 @@ def target_column(name: str, declared: str, not_null: bool) -> TargetColumn:
         pg = "numeric"  # kept exact: stored as integer or real by SQLite's affinity
     length = _LENGTH.match(declared or "")
     if length is not None:
-        return TargetColumn(name, "bpchar" if "VAR" not in declared.upper() else "varchar",
+        fixed = declared.upper().lstrip().startswith(("CHAR", "NCHAR")) and "VARYING" not in declared.upper()
+        return TargetColumn(name, "bpchar" if fixed else "varchar",
                             int(length.group(1)), not_null=not_null)
     return TargetColumn(name, pg, not_null=not_null)
 

@@ -10,13 +10,16 @@ import asyncio
 import datetime as dt
 import sqlite3
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 
 import asyncmy
 import asyncpg
 import pytest
 
 from tests.sources.conftest import TRAP_ROWS, Federation
+from tests.support.mariadb import MariaDBServer
 
 TIMEOUT = 120
 
@@ -152,3 +155,136 @@ async def test_a_cancel_mid_move_leaves_nothing(gwc: asyncpg.Connection, pgc: as
         await running
     assert await gwc.fetchval("SELECT 1") == 1
     assert await pgc.fetchval("SELECT count(*) FROM move_cancel") == 0
+
+
+# Every reader kind into every writer kind: the trap table's id and text, which every
+# source holds. A pair of one source is a single-source write, relayed or rendered.
+READERS = {"postgres": "pg.trap", "mysql": "my.trap", "sqlite": "lite.trap",
+           "duckdb": "duck.trap", "parquet": "pq.trap", "csv": "csv.trap"}
+WRITERS = {"postgres": "pg", "mysql": "my", "sqlite": "lite"}
+TRAP_IDS_TEXTS = sorted((r[0], r[1]) for r in TRAP_ROWS)
+
+
+@dataclass
+class Targets:
+    """The servers and files behind the writable sources: where a move's outcome is read."""
+
+    pg_dsn: str
+    mariadb: MariaDBServer
+    sqlite: Path
+
+    async def rows(self, kind: str, table: str, columns: str = "id, s") -> list[tuple]:
+        """`table`'s rows read on the target itself, ordered by the first column."""
+        if kind == "postgres":
+            conn = await asyncpg.connect(self.pg_dsn)
+            try:
+                return [tuple(r) for r in await conn.fetch(f'SELECT {columns} FROM "{table}" ORDER BY 1')]
+            finally:
+                await conn.close()
+        if kind == "mysql":
+            conn = await asyncmy.connect(host=self.mariadb.host, port=self.mariadb.port,
+                                         user="root", db="shop")
+            try:
+                async with conn.cursor() as cur:
+                    await cur.execute(f"SELECT {columns} FROM `{table}` ORDER BY 1")
+                    return [tuple(r) for r in await cur.fetchall()]
+            finally:
+                conn.close()
+        con = sqlite3.connect(self.sqlite)
+        try:
+            return [tuple(r) for r in con.execute(f'SELECT {columns} FROM "{table}" ORDER BY 1')]
+        finally:
+            con.close()
+
+
+@pytest.fixture
+def targets(federation: Federation, mariadb_server: MariaDBServer,
+            file_sources: dict[str, Path]) -> Targets:
+    return Targets(federation.pg.dsn, mariadb_server, file_sources["sqlite"])
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+@pytest.mark.parametrize("reader", sorted(READERS))
+async def test_every_reader_into_every_writer(gwc: asyncpg.Connection, targets: Targets,
+                                              reader: str, writer: str) -> None:
+    table = f"move_{reader}_{writer}"
+    await fresh(gwc, f"{WRITERS[writer]}.{table}", "(id int PRIMARY KEY, s varchar(10))")
+    tag = await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} (id, s) "
+                            f"SELECT id, s FROM {READERS[reader]}")
+    assert tag == "INSERT 0 7"
+    assert await targets.rows(writer, table) == TRAP_IDS_TEXTS
+    # The gateway sees the rows at once too.
+    assert await gwc.fetchval(f"SELECT count(*) FROM {WRITERS[writer]}.{table}") == 7
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+@pytest.mark.parametrize("writer", ["mysql", "sqlite"])
+@pytest.mark.parametrize(("ddl", "select", "sqlstate"), [
+    ("(id int PRIMARY KEY, s varchar(2))", "SELECT id, s FROM pq.trap", "22001"),
+    ("(id int, s text)", "SELECT f, s FROM pq.trap WHERE id = 7", "22003"),
+    ("(id int PRIMARY KEY, s text NOT NULL)", "SELECT id, s FROM pq.trap", "23502"),
+    ("(id int PRIMARY KEY, s text)", "SELECT 1, s FROM pq.trap", "23505"),
+], ids=["varchar", "integer", "not-null", "unique"])
+async def test_mysql_and_sqlite_targets_fail_as_postgresql_and_keep_nothing(
+        gwc: asyncpg.Connection, targets: Targets, writer: str, ddl: str, select: str,
+        sqlstate: str) -> None:
+    table = f"move_fail_{writer}"
+    await fresh(gwc, f"{WRITERS[writer]}.{table}", ddl)
+    assert await sqlstate_of(gwc, f"INSERT INTO {WRITERS[writer]}.{table} {select}") == sqlstate
+    assert await targets.rows(writer, table) == []
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+@pytest.mark.parametrize("writer", ["mysql", "sqlite"])
+async def test_a_large_move_into_mysql_or_sqlite_is_all_or_nothing(
+        gwc: asyncpg.Connection, targets: Targets, writer: str) -> None:
+    table = f"move_big_{writer}"
+    await fresh(gwc, f"{WRITERS[writer]}.{table}", "(id int PRIMARY KEY, s varchar(10))")
+    await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} VALUES (20000, 'before')")
+    move = (f"INSERT INTO {WRITERS[writer]}.{table} SELECT g.i, t.s FROM generate_series(1, 20000) "
+            "AS g(i) CROSS JOIN pq.trap t WHERE t.id = 1")
+    assert await sqlstate_of(gwc, move) == "23505"
+    assert await targets.rows(writer, table) == [(20000, "before")]
+    await gwc.execute(f"DELETE FROM {WRITERS[writer]}.{table}")
+    assert await gwc.execute(move) == "INSERT 0 20000"
+    assert len(await targets.rows(writer, table)) == 20000
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+@pytest.mark.parametrize("writer", ["mysql", "sqlite"])
+async def test_inside_a_block_a_move_joins_the_blocks_transaction(
+        gwc: asyncpg.Connection, targets: Targets, writer: str) -> None:
+    table = f"move_block_{writer}"
+    await fresh(gwc, f"{WRITERS[writer]}.{table}", "(id int PRIMARY KEY, s varchar(10))")
+    await gwc.execute("BEGIN")
+    await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} VALUES (100, 'in block')")
+    assert await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} SELECT id, s FROM pq.trap") == "INSERT 0 7"
+    assert await targets.rows(writer, table) == []  # not committed yet
+    await gwc.execute("ROLLBACK")
+    assert await targets.rows(writer, table) == []
+    await gwc.execute("BEGIN")
+    await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} SELECT id, s FROM pg.trap")
+    await gwc.execute("COMMIT")
+    assert await targets.rows(writer, table) == TRAP_IDS_TEXTS
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+async def test_inside_a_block_a_move_into_postgresql_is_refused(gwc: asyncpg.Connection,
+                                                               pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_block_pg", "(id int, s text)")
+    await gwc.execute("BEGIN")
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_block_pg SELECT id, s FROM pq.trap") == "0A000"
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_pg") == 0
+
+
+async def test_returning_and_the_extended_protocol_are_refused(gwc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_refused", "(id int, s text)")
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_refused SELECT id, s FROM pq.trap "
+                             "RETURNING id") == "0A000"
+    with pytest.raises(asyncpg.FeatureNotSupportedError):
+        await gwc.fetch("INSERT INTO pg.move_refused SELECT id, s FROM pq.trap WHERE id = $1", 1)
+
+
+async def test_a_read_only_source_takes_no_move(gwc: asyncpg.Connection) -> None:
+    assert await sqlstate_of(gwc, "INSERT INTO pq.trap SELECT * FROM pg.trap") == "25006"
