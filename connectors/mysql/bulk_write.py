@@ -113,7 +113,7 @@ class MySQLBulkWriter:
     async def finish(self, commit: bool) -> None:
         if not commit and self.created:
             await self.writer.command("ROLLBACK")  # the rows, then the table
-            drop = exp.Drop(this=exp.table_(self.table, quoted=True), kind="TABLE", exists=True)
+            drop = exp.Drop(tables=[exp.table_(self.table, quoted=True)], kind="TABLE", exists=True)
             await self.writer.command(drop.sql(dialect="mysql"))
         if self.own:
             await self.writer.finish(commit)

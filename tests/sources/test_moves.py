@@ -288,3 +288,53 @@ async def test_returning_and_the_extended_protocol_are_refused(gwc: asyncpg.Conn
 
 async def test_a_read_only_source_takes_no_move(gwc: asyncpg.Connection) -> None:
     assert await sqlstate_of(gwc, "INSERT INTO pq.trap SELECT * FROM pg.trap") == "25006"
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_create_table_as_makes_the_table_in_the_targets_types(
+        gwc: asyncpg.Connection, targets: Targets, writer: str) -> None:
+    table = f"move_ctas_{writer}"
+    await gwc.execute(f"DROP TABLE IF EXISTS {WRITERS[writer]}.{table}")
+    tag = await gwc.execute(f"CREATE TABLE {WRITERS[writer]}.{table} AS "
+                            "SELECT t.id, t.s, t.n * 1.5::float8 AS f2, y.num FROM pq.trap t "
+                            "LEFT JOIN pg.types y ON y.id = t.id")
+    assert tag == "SELECT 7"
+    assert await targets.rows(writer, table) == TRAP_IDS_TEXTS
+    # The catalog sees the new table at once, with the types it was made from.
+    rows = await gwc.fetch(f"SELECT id, s, f2, num FROM {WRITERS[writer]}.{table} ORDER BY id")
+    assert [(r["id"], r["s"]) for r in rows] == TRAP_IDS_TEXTS
+    assert rows[0]["f2"] == 10.5 and rows[0]["num"] == Decimal("1234567.125")
+    types = await gwc.fetch("SELECT column_name, data_type FROM information_schema.columns "
+                            "WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position",
+                            WRITERS[writer], table)
+    assert [r["column_name"] for r in types] == ["id", "s", "f2", "num"]
+    assert types[0]["data_type"] in ("integer", "bigint")  # SQLite's INTEGER is 64 bits
+    assert types[1]["data_type"] == "text" and types[2]["data_type"] in ("double precision", "numeric")
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_create_table_as_with_no_data_makes_an_empty_table(
+        gwc: asyncpg.Connection, targets: Targets, writer: str) -> None:
+    table = f"move_nodata_{writer}"
+    await gwc.execute(f"DROP TABLE IF EXISTS {WRITERS[writer]}.{table}")
+    tag = await gwc.execute(f"CREATE TABLE {WRITERS[writer]}.{table} AS SELECT id, s FROM pq.trap "
+                            "WITH NO DATA")
+    assert tag == "SELECT 0"
+    assert await targets.rows(writer, table) == []
+    assert await gwc.fetchval(f"SELECT count(*) FROM {WRITERS[writer]}.{table}") == 0
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_a_failing_create_table_as_leaves_no_table(
+        gwc: asyncpg.Connection, targets: Targets, writer: str) -> None:
+    table = f"move_ctas_fail_{writer}"
+    await gwc.execute(f"DROP TABLE IF EXISTS {WRITERS[writer]}.{table}")
+    # The engine fails on the last rows, after the table was made and rows went in.
+    failing = (f"CREATE TABLE {WRITERS[writer]}.{table} AS SELECT g.i, 1 / (20000 - g.i) AS q "
+               "FROM generate_series(1, 20000) AS g(i) CROSS JOIN pq.trap t WHERE t.id = 1")
+    assert await sqlstate_of(gwc, failing) == "22012"
+    with pytest.raises(Exception):
+        await targets.rows(writer, table, "*")
+    assert await sqlstate_of(gwc, f"SELECT * FROM {WRITERS[writer]}.{table}") == "42P01"
