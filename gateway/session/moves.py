@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.ddl_types import create_table
-from gateway.executor.moves import open_target, pour, written_columns
+from gateway.executor.moves import BULK_PATHS, open_target, pour, written_columns
 from gateway.relay.routing import move_target
 from gateway.session.core import SessionCore
 from gateway.state.portals import Portal
@@ -89,6 +89,31 @@ class MoveMixin(SessionCore):
                 await self.ctx.catalog_changed()
         # PostgreSQL's tags: CREATE TABLE AS counts its rows as a SELECT does.
         self.write(encoder.command_complete(f"SELECT {count}" if creates else f"INSERT 0 {count}"))
+
+    async def explain_move(self, route: Route, analyze: bool) -> list[str]:
+        """EXPLAIN of a move: where the rows go and how, the DDL a CREATE TABLE AS sends,
+        then the query's own plan."""
+        if analyze:
+            raise PgError(FEATURE_NOT_SUPPORTED, "EXPLAIN ANALYZE of a move between sources is "
+                          "not supported (it would move the rows); EXPLAIN it without ANALYZE")
+        tree = route.tree
+        assert tree is not None
+        target = move_target(tree)
+        assert target is not None
+        table = folded(target.this)
+        prepared = await self.prepare(tree.expression.sql(dialect="postgres"), ())
+        assert prepared.plan is not None
+        kind = {"postgres": "PostgreSQL", "mysql": "MySQL", "sqlite": "SQLite"}.get(route.kind, route.kind)
+        lines = [f'Move: the query\'s rows go into table "{table}" of source "{route.source}" '
+                 f"({kind}) by {BULK_PATHS.get(route.kind, 'its writes')}, in one transaction there",
+                 "  Values converted to the target columns' types by PostgreSQL's assignment casts"]
+        if isinstance(tree, exp.Create):
+            schema = await self.describe(prepared)
+            lines.append(f"  DDL sent first: {self.create_ddl(route, table, schema)}")
+            if self._no_data(tree):
+                lines.append("  WITH NO DATA: the query is not run")
+        engine, why = self.engine_for(prepared.plan)
+        return lines + prepared.plan.explain(engine, why)
 
     def create_ddl(self, route: Route, table: str, schema: object) -> str:
         """The CREATE TABLE of a CREATE TABLE AS, from the query's result types."""

@@ -338,3 +338,19 @@ async def test_a_failing_create_table_as_leaves_no_table(
     with pytest.raises(Exception):
         await targets.rows(writer, table, "*")
     assert await sqlstate_of(gwc, f"SELECT * FROM {WRITERS[writer]}.{table}") == "42P01"
+
+
+async def test_explain_shows_the_move_and_the_ddl_it_sends(gwc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_explained", "(id int, s text)")
+    plan = [r[0] for r in await gwc.fetch("EXPLAIN INSERT INTO pg.move_explained "
+                                          "SELECT id, s FROM pq.trap")]
+    assert plan[0].startswith('Move: the query\'s rows go into table "move_explained" of source "pg" '
+                              "(PostgreSQL) by COPY ... FROM STDIN (FORMAT binary)")
+    assert any("pq" in line for line in plan[2:])  # the query's own plan follows
+    plan = [r[0] for r in await gwc.fetch("EXPLAIN CREATE TABLE lite.move_never AS "
+                                          "SELECT id, s FROM pq.trap")]
+    assert "SQLite" in plan[0] and "batched INSERTs" in plan[0]
+    assert plan[2] == "  DDL sent first: CREATE TABLE `move_never` (`id` INTEGER, `s` TEXT)"
+    assert await sqlstate_of(gwc, "SELECT * FROM lite.move_never") == "42P01"  # nothing was made
+    assert await sqlstate_of(gwc, "EXPLAIN ANALYZE INSERT INTO pg.move_explained "
+                             "SELECT id, s FROM pq.trap") == "0A000"
