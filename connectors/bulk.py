@@ -3,7 +3,7 @@
 `INSERT INTO src.t <query>` and `CREATE TABLE src.t AS <query>` whose query reads other
 sources run the query on the engine and hand its batches to the target's bulk writer
 (`connectors/<kind>/bulk_write.py`): PostgreSQL's binary COPY, MySQL's multi-row INSERT,
-SQLite's batched inserts. A writer holds one transaction from `open` to `finish`, so a
+SQLite's batched inserts, a Parquet file renamed into place. A writer holds one transaction from `open` to `finish`, so a
 move is all or nothing. The target's columns are described in PostgreSQL's terms, which
 is what the gateway converts the rows to (`gateway.executor.assignment`).
 """
@@ -44,8 +44,9 @@ class TargetColumn:
 
 
 class BulkWriter(Protocol):
-    async def command(self, sql: str) -> None:
-        """Run DDL (CREATE TABLE of a CREATE TABLE AS) in the writer's transaction."""
+    async def create(self, ddl: str | None, schema: pa.Schema) -> None:
+        """Make the table of a CREATE TABLE AS: run `ddl` in the writer's transaction (a
+        file target, which has none, makes its file of `schema`)."""
 
     async def columns(self) -> list[TargetColumn]:
         """The target table's columns, in order (42P01 when it does not exist)."""

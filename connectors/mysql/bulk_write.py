@@ -82,9 +82,10 @@ class MySQLBulkWriter:
         self.writer, self.table, self.own = writer, table, own
         self.created = False  # MySQL committed a CREATE TABLE: undone by DROP on failure
 
-    async def command(self, sql: str) -> None:
-        await self.writer.command(sql)
-        self.created = self.created or sql.lstrip()[:6].upper() == "CREATE"
+    async def create(self, ddl: str | None, schema: pa.Schema) -> None:
+        assert ddl is not None
+        await self.writer.command(ddl)
+        self.created = True
 
     async def columns(self) -> list[TargetColumn]:
         query = (exp.select("column_name", "data_type", "column_type", "character_maximum_length",

@@ -63,9 +63,10 @@ class PostgresBulkWriter:
     def qualified(self) -> str:
         return exp.table_(self.table, db=self.schema, quoted=True).sql(dialect="postgres")
 
-    async def command(self, sql: str) -> None:
+    async def create(self, ddl: str | None, schema: pa.Schema) -> None:
+        assert ddl is not None
         try:
-            await self.conn.execute(sql)
+            await self.conn.execute(ddl)
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
             raise pg_error(exc) from exc
 

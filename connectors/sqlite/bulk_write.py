@@ -64,8 +64,9 @@ class SqliteBulkWriter:
     def __init__(self, writer: SqliteWriter, table: str, own: bool) -> None:
         self.writer, self.table, self.own = writer, table, own
 
-    async def command(self, sql: str) -> None:
-        await self.writer.command(sql)
+    async def create(self, ddl: str | None, schema: pa.Schema) -> None:
+        assert ddl is not None
+        await self.writer.command(ddl)
 
     async def columns(self) -> list[TargetColumn]:
         pragma = f"PRAGMA table_info({exp.to_identifier(self.table, quoted=True).sql(dialect='sqlite')})"

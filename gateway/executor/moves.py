@@ -22,13 +22,18 @@ from pgwire.errors import PgError
 
 # How each kind of target takes rows, for EXPLAIN.
 BULK_PATHS = {"postgres": "COPY ... FROM STDIN (FORMAT binary)",
-              "mysql": "multi-row INSERT statements", "sqlite": "batched INSERTs"}
+              "mysql": "multi-row INSERT statements", "sqlite": "batched INSERTs",
+              "parquet": "a Parquet file written under a temporary name, then linked into place"}
+FILE_KINDS = frozenset({"parquet", "csv"})
 
 
 async def open_target(source: Any, kind: str, name: str, table: str,
-                      held: writes.Writer | None = None) -> BulkWriter:
+                      held: writes.Writer | None = None, creates: bool = False) -> BulkWriter:
     """The bulk writer of `table` in `source` (of `kind`, named `name`); `held`: the
     connection an explicit block holds there, which the move joins."""
+    if kind in FILE_KINDS:
+        from connectors.files.bulk_write import ParquetBulkWriter, check_target
+        return ParquetBulkWriter(check_target(source, table, creates))
     if kind == "postgres":
         from connectors.postgres.bulk_write import PostgresBulkWriter
         return await PostgresBulkWriter.open(source, table)

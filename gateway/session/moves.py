@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.ddl_types import create_table
-from gateway.executor.moves import BULK_PATHS, open_target, pour, written_columns
+from gateway.executor.moves import BULK_PATHS, FILE_KINDS, open_target, pour, written_columns
 from gateway.relay.routing import move_target
 from gateway.session.core import SessionCore
 from gateway.state.portals import Portal
@@ -66,9 +66,10 @@ class MoveMixin(SessionCore):
         try:
             await self.start(portal)
             assert portal.stream is not None
-            writer = await open_target(source, route.kind, route.source, table, held)
+            writer = await open_target(source, route.kind, route.source, table, held, creates)
             if creates:
-                await writer.command(self.create_ddl(route, table, portal.stream.schema))
+                await writer.create(self.create_ddl(route, table, portal.stream.schema),
+                                    portal.stream.schema)
             columns = written_columns(table, await writer.columns(), named,
                                       len(portal.stream.schema))
             count = 0
@@ -108,15 +109,19 @@ class MoveMixin(SessionCore):
                  f"({kind}) by {BULK_PATHS.get(route.kind, 'its writes')}, in one transaction there",
                  "  Values converted to the target columns' types by PostgreSQL's assignment casts"]
         if isinstance(tree, exp.Create):
-            schema = await self.describe(prepared)
-            lines.append(f"  DDL sent first: {self.create_ddl(route, table, schema)}")
+            ddl = self.create_ddl(route, table, await self.describe(prepared))
+            if ddl is not None:
+                lines.append(f"  DDL sent first: {ddl}")
             if self._no_data(tree):
                 lines.append("  WITH NO DATA: the query is not run")
         engine, why = self.engine_for(prepared.plan)
         return lines + prepared.plan.explain(engine, why)
 
-    def create_ddl(self, route: Route, table: str, schema: object) -> str:
-        """The CREATE TABLE of a CREATE TABLE AS, from the query's result types."""
+    def create_ddl(self, route: Route, table: str, schema: object) -> str | None:
+        """The CREATE TABLE of a CREATE TABLE AS, from the query's result types (None
+        for a file source: its file is made of the result's Arrow types)."""
+        if route.kind in FILE_KINDS:
+            return None
         columns = []
         for field in schema:  # type: ignore[attr-defined]
             pg = pg_type_for_field(field)
@@ -140,7 +145,7 @@ class MoveMixin(SessionCore):
         if tree.args.get("conflict") is not None:
             raise PgError(FEATURE_NOT_SUPPORTED, "ON CONFLICT is not supported in an INSERT whose "
                           f'query reads other sources than its target ("{route.source}")')
-        if route.kind not in ("postgres", "mysql", "sqlite"):
+        if route.kind not in ("postgres", "mysql", "sqlite", *FILE_KINDS):
             from connectors.writes import check_writable
             check_writable(route.kind, route.source)
         if self.in_block and (route.kind == "postgres" or (creates and route.kind == "mysql")):

@@ -287,7 +287,8 @@ async def test_returning_and_the_extended_protocol_are_refused(gwc: asyncpg.Conn
 
 
 async def test_a_read_only_source_takes_no_move(gwc: asyncpg.Connection) -> None:
-    assert await sqlstate_of(gwc, "INSERT INTO pq.trap SELECT * FROM pg.trap") == "25006"
+    assert await sqlstate_of(gwc, "INSERT INTO duck.trap SELECT * FROM pg.trap") == "25006"
+    assert await sqlstate_of(gwc, "CREATE TABLE csv.move_csv AS SELECT * FROM pg.trap") == "0A000"
 
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
@@ -354,3 +355,41 @@ async def test_explain_shows_the_move_and_the_ddl_it_sends(gwc: asyncpg.Connecti
     assert await sqlstate_of(gwc, "SELECT * FROM lite.move_never") == "42P01"  # nothing was made
     assert await sqlstate_of(gwc, "EXPLAIN ANALYZE INSERT INTO pg.move_explained "
                              "SELECT id, s FROM pq.trap") == "0A000"
+
+
+async def test_create_table_as_in_a_parquet_folder_writes_a_whole_file(
+        gwc: asyncpg.Connection, file_sources: dict[str, Path]) -> None:
+    folder = file_sources["parquet"]
+    try:
+        await _file_moves(gwc, folder)
+    finally:  # the folder is the federation's: other tests list it
+        for name in ("move_file", "move_file2"):
+            (folder / f"{name}.parquet").unlink(missing_ok=True)
+
+
+async def _file_moves(gwc: asyncpg.Connection, folder: Path) -> None:
+    tag = await gwc.execute("CREATE TABLE pq.move_file AS SELECT t.id, t.s, y.num, t.ts "
+                            "FROM pg.trap t LEFT JOIN pq.types y ON y.id = t.id")
+    assert tag == "SELECT 7"
+    assert (folder / "move_file.parquet").is_file()
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []  # no leftovers
+    # The catalog sees it at once.
+    rows = await gwc.fetch("SELECT id, s, num FROM pq.move_file ORDER BY id")
+    assert [(r["id"], r["s"]) for r in rows] == TRAP_IDS_TEXTS
+    assert rows[0]["num"] == Decimal("1234567.125")
+    assert await sqlstate_of(gwc, "CREATE TABLE pq.move_file AS SELECT id FROM pg.trap") == "42P07"
+    assert await sqlstate_of(gwc, "INSERT INTO pq.move_file SELECT id, s, NULL, ts FROM pg.trap") == "0A000"
+    # Made from the files themselves, too.
+    assert await gwc.execute("CREATE TABLE pq.move_file2 AS SELECT id * 2 AS twice FROM pq.trap") == "SELECT 7"
+    assert await gwc.fetchval("SELECT sum(twice) FROM pq.move_file2") == 56
+
+
+async def test_a_failing_file_move_leaves_no_file(gwc: asyncpg.Connection,
+                                                 file_sources: dict[str, Path]) -> None:
+    folder = file_sources["parquet"]
+    failing = ("CREATE TABLE pq.move_file_fail AS SELECT g.i, 1 / (200000 - g.i) AS q "
+               "FROM generate_series(1, 200000) AS g(i) CROSS JOIN pg.trap t WHERE t.id = 1")
+    assert await sqlstate_of(gwc, failing) == "22012"
+    assert not (folder / "move_file_fail.parquet").exists()
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+    assert await sqlstate_of(gwc, "SELECT * FROM pq.move_file_fail") == "42P01"
