@@ -393,3 +393,52 @@ async def test_a_failing_file_move_leaves_no_file(gwc: asyncpg.Connection,
     assert not (folder / "move_file_fail.parquet").exists()
     assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
     assert await sqlstate_of(gwc, "SELECT * FROM pq.move_file_fail") == "42P01"
+
+
+async def wait_for_backend(pgc: asyncpg.Connection, like: str, present: bool = True) -> None:
+    """Until a backend runs (or no longer runs) a statement LIKE `like`."""
+    for _ in range(400):
+        found = await pgc.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE $1 "
+                                   "AND pid <> pg_backend_pid() AND state <> 'idle'", like)
+        if bool(found) == present:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no backend {'began' if present else 'ended'} {like!r}")
+
+
+async def test_the_client_leaving_mid_move_leaves_nothing(
+        federation: Federation, gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_left", "(id bigint, s text)")
+    leaving = await asyncpg.connect(federation.gateway.dsn)
+    move = ("INSERT INTO pg.move_left SELECT g.i, t.s FROM generate_series(1, 50000000) AS g(i) "
+            "CROSS JOIN pq.trap t WHERE t.id = 1")
+    running = asyncio.ensure_future(leaving.execute(move))
+    await wait_for_backend(pgc, "COPY%move_left%")
+    leaving.terminate()  # the socket closes under the statement
+    with pytest.raises((asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError)):
+        await running
+    await wait_for_backend(pgc, "COPY%move_left%", present=False)
+    assert await pgc.fetchval("SELECT count(*) FROM move_left") == 0
+
+
+async def test_a_source_failing_mid_read_leaves_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection, targets: Targets) -> None:
+    await fresh(gwc, "pg.move_src_big", "(id bigint, s text)")
+    await pgc.execute("INSERT INTO move_src_big SELECT g, 'row ' || g FROM generate_series(1, 3000000) g")
+    await fresh(gwc, "lite.move_from_failing", "(id bigint, s text)")
+    running = asyncio.ensure_future(gwc.execute(
+        "INSERT INTO lite.move_from_failing SELECT b.id, b.s FROM pg.move_src_big b "
+        "JOIN pq.trap t ON t.id = b.id % 7 + 1"))
+    # The gateway's read of the source is under way: its backend is killed.
+    await wait_for_backend(pgc, "%move_src_big%")
+    await asyncio.sleep(0.3)
+    killed = await pgc.fetchval(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE query LIKE '%move_src_big%' AND pid <> pg_backend_pid() AND state <> 'idle'")
+    assert killed >= 1
+    with pytest.raises(asyncpg.PostgresError) as failed:
+        await asyncio.wait_for(running, TIMEOUT)
+    assert failed.value.sqlstate.startswith("08") or failed.value.sqlstate == "57P01"
+    assert await targets.rows("sqlite", "move_from_failing") == []
+    await gwc.execute("DROP TABLE lite.move_from_failing")
+    await gwc.execute("DROP TABLE pg.move_src_big")
