@@ -442,3 +442,26 @@ async def test_a_source_failing_mid_read_leaves_nothing(
     assert await targets.rows("sqlite", "move_from_failing") == []
     await gwc.execute("DROP TABLE lite.move_from_failing")
     await gwc.execute("DROP TABLE pg.move_src_big")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_a_move_runs_on_spark_when_the_session_chose_it(
+        federation: Federation, targets: Targets, writer: str) -> None:
+    conn = await asyncpg.connect(federation.gateway.dsn, command_timeout=300)
+    try:
+        await conn.execute("SET fedgate.engine = 'spark'")
+        table = f"move_spark_{writer}"
+        await fresh(conn, f"{WRITERS[writer]}.{table}", "(id int PRIMARY KEY, s varchar(10))")
+        move = (f"INSERT INTO {WRITERS[writer]}.{table} SELECT t.id, p.s FROM pq.trap t "
+                "JOIN pg.trap p ON p.id = t.id")
+        plan = [r[0] for r in await conn.fetch(f"EXPLAIN {move}")]
+        assert any(line.startswith("Engine spark (SET fedgate.engine)") for line in plan)
+        assert await conn.execute(move) == "INSERT 0 7"
+        assert await targets.rows(writer, table) == TRAP_IDS_TEXTS
+        # A failure on Spark rolls back as on DuckDB.
+        assert await sqlstate_of(conn, move) == "23505"
+        assert await targets.rows(writer, table) == TRAP_IDS_TEXTS
+        await conn.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+    finally:
+        await conn.close()
