@@ -20,8 +20,14 @@ from connectors.bulk import TargetColumn
 from connectors.postgres.roles import SOURCE_ROLES, set_role_sql
 from connectors.postgres.source import pg_error
 from pgwire.errors import PgError
+from pgwire.types.copy_binary import HEADER, TRAILER, copy_tuples
+from pgwire.types.from_arrow import pg_type_for_field
+from pgwire.types.pg_type import PgType
 
 ROLLBACK_WITHIN_S = 5.0
+COPY_BYTES = 16 << 20  # tuples gathered into one COPY: few round trips, bounded memory
+# Target types whose binary input takes another type's bytes: text's.
+_BINARY_ALIKE = {"varchar": "text", "bpchar": "text", "name": "text"}
 _COLUMNS = """SELECT a.attname, t.typname, a.atttypmod, a.attnotnull
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
@@ -41,6 +47,10 @@ class PostgresBulkWriter:
     def __init__(self, source: Any, conn: asyncpg.Connection, transaction: Any, table: str) -> None:
         self.source, self.conn, self.transaction = source, conn, transaction
         self.table, self.schema = table, getattr(source, "schema", "public")
+        self._targets: dict[str, str] = {}  # column name -> its type's name
+        self._columns: list[str] = []
+        self._pending: list[memoryview | bytes] = []  # binary tuples not yet sent
+        self._pending_bytes = 0
 
     @classmethod
     async def open(cls, source: Any, table: str) -> PostgresBulkWriter:
@@ -77,11 +87,24 @@ class PostgresBulkWriter:
             raise PgError("42P01", f'relation "{self.table}" does not exist') from exc
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
             raise pg_error(exc) from exc
-        return [target_column(r[0], r[1], r[2], r[3]) for r in rows]
+        columns = [target_column(r[0], r[1], r[2], r[3]) for r in rows]
+        self._targets = {c.name: c.pg_type for c in columns}
+        return columns
+
 
     async def write(self, batch: pa.RecordBatch) -> int:
         if batch.num_rows == 0:
             return 0
+        types = self._wire_types(batch.schema)
+        if types is not None:
+            parts = copy_tuples(batch, types)
+            self._pending.extend(parts)
+            self._pending_bytes += sum(len(part) for part in parts)
+            self._columns = batch.schema.names
+            if self._pending_bytes >= COPY_BYTES:
+                await self._copy_pending()
+            return batch.num_rows
+        await self._copy_pending()  # rows keep their order
         records = list(zip(*(column.to_pylist() for column in batch.columns)))
         try:
             await self.conn.copy_records_to_table(self.table, records=records,
@@ -93,10 +116,41 @@ class PostgresBulkWriter:
             raise pg_error(exc) from exc
         return batch.num_rows
 
+    def _wire_types(self, schema: pa.Schema) -> list[PgType] | None:
+        """The types the batch's columns are encoded as, when each is what its target
+        column takes in binary (varchar, char and name take text's bytes); None sends
+        the batch through asyncpg's codecs instead, which know every type."""
+        types = []
+        for field in schema:
+            pgtype = pg_type_for_field(field)
+            wanted = self._targets.get(field.name)
+            if wanted is None or pgtype.name != _BINARY_ALIKE.get(wanted, wanted):
+                return None
+            types.append(pgtype)
+        return types
+
+    async def _copy_pending(self) -> None:
+        """One COPY ... FROM STDIN (FORMAT binary) of the tuples gathered so far."""
+        if not self._pending:
+            return
+        parts, self._pending, self._pending_bytes = self._pending, [], 0
+
+        async def stream():  # type: ignore[no-untyped-def]
+            yield HEADER
+            for part in parts:
+                yield part
+            yield TRAILER
+        try:
+            await self.conn.copy_to_table(self.table, source=stream(), columns=self._columns,
+                                          schema_name=self.schema, format="binary")
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise pg_error(exc) from exc
+
     async def finish(self, commit: bool) -> None:
         conn, pool = self.conn, await self.source.pool()
         try:
             if commit:
+                await self._copy_pending()
                 await self.transaction.commit()
             else:
                 await asyncio.wait_for(self.transaction.rollback(), ROLLBACK_WITHIN_S)

@@ -1,5 +1,5 @@
-"""The smoke modes of tests/bench/bench_streaming.py and bench_tpch.py run to the end (the
-figures are not checked), so neither script can rot unnoticed."""
+"""The smoke modes of tests/bench/bench_streaming.py, bench_tpch.py and bench_moves.py run
+to the end (the figures are not checked), so no script can rot unnoticed."""
 
 from __future__ import annotations
 
@@ -28,3 +28,8 @@ def test_bench_streaming_smoke() -> None:  # about 25 s
 def test_bench_tpch_smoke(tmp_path: Path) -> None:
     done = smoke("tests/bench/bench_tpch.py", "--cache", str(tmp_path))
     assert "NameError" not in done.stderr, done.stderr
+
+
+def test_bench_moves_smoke() -> None:  # about 15 s: a PostgreSQL cluster and a gateway
+    done = smoke("tests/bench/bench_moves.py")
+    assert "| `INSERT INTO pg.dst SELECT * FROM files.src` (gateway) |" in done.stdout, done.stdout
