@@ -51,6 +51,7 @@ class PostgresBulkWriter:
         self._columns: list[str] = []
         self._pending: list[memoryview | bytes] = []  # binary tuples not yet sent
         self._pending_bytes = 0
+        self._copying: asyncio.Future | None = None  # the COPY under way
 
     @classmethod
     async def open(cls, source: Any, table: str) -> PostgresBulkWriter:
@@ -97,7 +98,9 @@ class PostgresBulkWriter:
             return 0
         types = self._wire_types(batch.schema)
         if types is not None:
-            parts = copy_tuples(batch, types)
+            # On a worker thread (numpy and Arrow release the GIL): the COPY of the
+            # tuples before goes on meanwhile (`_copying`).
+            parts = await asyncio.to_thread(copy_tuples, batch, types)
             self._pending.extend(parts)
             self._pending_bytes += sum(len(part) for part in parts)
             self._columns = batch.schema.names
@@ -105,6 +108,7 @@ class PostgresBulkWriter:
                 await self._copy_pending()
             return batch.num_rows
         await self._copy_pending()  # rows keep their order
+        await self._copied()
         records = list(zip(*(column.to_pylist() for column in batch.columns)))
         try:
             await self.conn.copy_records_to_table(self.table, records=records,
@@ -130,9 +134,11 @@ class PostgresBulkWriter:
         return types
 
     async def _copy_pending(self) -> None:
-        """One COPY ... FROM STDIN (FORMAT binary) of the tuples gathered so far."""
+        """Start one COPY ... FROM STDIN (FORMAT binary) of the tuples gathered so far,
+        once the one before it has ended (a connection runs one command at a time)."""
         if not self._pending:
             return
+        await self._copied()
         parts, self._pending, self._pending_bytes = self._pending, [], 0
 
         async def stream():  # type: ignore[no-untyped-def]
@@ -140,9 +146,17 @@ class PostgresBulkWriter:
             for part in parts:
                 yield part
             yield TRAILER
+        self._copying = asyncio.ensure_future(self.conn.copy_to_table(
+            self.table, source=stream(), columns=self._columns, schema_name=self.schema,
+            format="binary"))
+
+    async def _copied(self) -> None:
+        """Wait for the COPY under way, if any; its failure is the move's."""
+        copying, self._copying = self._copying, None
+        if copying is None:
+            return
         try:
-            await self.conn.copy_to_table(self.table, source=stream(), columns=self._columns,
-                                          schema_name=self.schema, format="binary")
+            await copying
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
             raise pg_error(exc) from exc
 
@@ -151,8 +165,10 @@ class PostgresBulkWriter:
         try:
             if commit:
                 await self._copy_pending()
+                await self._copied()
                 await self.transaction.commit()
             else:
+                await asyncio.wait_for(self._abandon_copy(), ROLLBACK_WITHIN_S)
                 await asyncio.wait_for(self.transaction.rollback(), ROLLBACK_WITHIN_S)
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError,
                 asyncio.TimeoutError) as exc:
@@ -163,9 +179,18 @@ class PostgresBulkWriter:
             conn.terminate()  # cancelled while rolling back: dropped, rolled back by PostgreSQL
             raise
         finally:
+            if self._copying is not None:  # still there: the connection is dropped under it
+                conn.terminate()
+                await self._abandon_copy()
             await pool.release(conn)
 
-    def abandon(self) -> None:
-        """Drop the connection without waiting (a cancel mid-COPY): PostgreSQL rolls the
-        transaction back when it sees the connection go."""
-        self.conn.terminate()
+    async def _abandon_copy(self) -> None:
+        """Stop the COPY under way (asyncpg ends it with CopyFail); its outcome is not
+        the move's error, which is already on its way to the client."""
+        copying, self._copying = self._copying, None
+        if copying is None:
+            return
+        copying.cancel()
+        await asyncio.wait([copying])
+        if not copying.cancelled():
+            copying.exception()  # retrieved, so asyncio does not report it as lost

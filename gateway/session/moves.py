@@ -12,6 +12,8 @@ link of the raw protocol, which has no binary COPY of ours yet: refused there (0
 
 from __future__ import annotations
 
+import logging
+
 from sqlglot import exp
 
 from connectors.ddl_types import create_table
@@ -23,6 +25,8 @@ from gateway.state.route import Route
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.protocol import encoder
 from pgwire.types.from_arrow import pg_type_for_field
+
+log = logging.getLogger("fedgate.moves")
 
 
 def unknown_outputs(query: exp.Expression) -> frozenset[int]:
@@ -79,7 +83,10 @@ class MoveMixin(SessionCore):
         except BaseException:
             await portal.close()
             if writer is not None:
-                await writer.finish(commit=False)
+                try:
+                    await writer.finish(commit=False)
+                except PgError as err:  # the move's own error is the one the client hears
+                    log.warning("rolling back a move into %s failed: %s", route.source, err.message)
             raise
         await portal.close()
         await writer.finish(commit=True)

@@ -6,7 +6,8 @@ at Sync, Flush and the end of a simple Query. The state and the machinery every 
 shares (planning, running a portal) are `gateway.session.core.SessionCore`; this class
 adds the simple Query, Sync and error recovery, and mixes in the handlers:
 `gateway.session.relay.RelayMixin` (statements relayed to one PostgreSQL source, writes
-to other sources), `copy_in.CopyInMixin` (COPY FROM STDIN), `utility.UtilityMixin`
+to other sources), `copy_in.CopyInMixin` (COPY FROM STDIN), `moves.MoveMixin` (INSERT ...
+SELECT and CREATE TABLE AS reading other sources than their target), `utility.UtilityMixin`
 (SET/SHOW/EXPLAIN/transaction control) with `cursors.CursorMixin` (SQL cursors), and
 `extended.ExtendedMixin` (Parse/Bind/Describe/Execute/Close).
 """

@@ -286,8 +286,15 @@ async def test_returning_and_the_extended_protocol_are_refused(gwc: asyncpg.Conn
         await gwc.fetch("INSERT INTO pg.move_refused SELECT id, s FROM pq.trap WHERE id = $1", 1)
 
 
-async def test_a_read_only_source_takes_no_move(gwc: asyncpg.Connection) -> None:
+async def test_a_read_only_source_or_session_takes_no_move(gwc: asyncpg.Connection,
+                                                           pgc: asyncpg.Connection) -> None:
     assert await sqlstate_of(gwc, "INSERT INTO duck.trap SELECT * FROM pg.trap") == "25006"
+    await fresh(gwc, "pg.move_ro", "(id int, s text)")
+    await gwc.execute("SET default_transaction_read_only = on")
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_ro SELECT id, s FROM pq.trap") == "25006"
+    assert await sqlstate_of(gwc, "CREATE TABLE lite.move_ro AS SELECT id, s FROM pq.trap") == "25006"
+    await gwc.execute("RESET default_transaction_read_only")
+    assert await pgc.fetchval("SELECT count(*) FROM move_ro") == 0
     assert await sqlstate_of(gwc, "CREATE TABLE csv.move_csv AS SELECT * FROM pg.trap") == "0A000"
 
 
