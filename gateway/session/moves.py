@@ -44,6 +44,22 @@ def unknown_outputs(query: exp.Expression) -> frozenset[int]:
     return frozenset(found)
 
 
+def move_query(tree: exp.Expression) -> exp.Expression:
+    """The query whose rows a move writes, with the statement's own WITH (`WITH x AS
+    (...) INSERT INTO t SELECT ... FROM x`) put on it."""
+    query = tree.expression
+    outer = tree.args.get("with_")
+    if outer is None:
+        return query
+    query = query.copy()
+    inner = query.args.get("with_")
+    if inner is not None:
+        outer = outer.copy()
+        outer.set("expressions", [*outer.expressions, *inner.expressions])
+    query.set("with_", outer.copy())
+    return query
+
+
 def folded(identifier: exp.Expression | None) -> str:
     if not isinstance(identifier, exp.Identifier):
         return ""
@@ -61,7 +77,7 @@ class MoveMixin(SessionCore):
         table = folded(target.this)
         named = ([folded(c) for c in tree.this.expressions]
                  if isinstance(tree.this, exp.Schema) else None)
-        query = tree.expression
+        query = move_query(tree)
         prepared = await self.prepare(query.sql(dialect="postgres"), ())
         held = await self.links.block_writer(route)  # (checks the write first; None for PostgreSQL)
         portal = Portal(prepared, [], ())
@@ -109,7 +125,7 @@ class MoveMixin(SessionCore):
         target = move_target(tree)
         assert target is not None
         table = folded(target.this)
-        prepared = await self.prepare(tree.expression.sql(dialect="postgres"), ())
+        prepared = await self.prepare(move_query(tree).sql(dialect="postgres"), ())
         assert prepared.plan is not None
         kind = {"postgres": "PostgreSQL", "mysql": "MySQL", "sqlite": "SQLite"}.get(route.kind, route.kind)
         lines = [f'Move: the query\'s rows go into table "{table}" of source "{route.source}" '

@@ -22,6 +22,7 @@ from tests.sources.conftest import TRAP_ROWS, Federation
 from tests.support.mariadb import MariaDBServer
 
 TIMEOUT = 120
+TRAP_IDS_TEXTS = sorted((r[0], r[1]) for r in TRAP_ROWS)  # what every source's trap holds
 
 
 @pytest.fixture
@@ -63,6 +64,16 @@ async def test_parquet_rows_go_into_postgres(gwc: asyncpg.Connection, pgc: async
 PG_TYPES = ("(id int PRIMARY KEY, num numeric(10,3), f8 float8, i8 bigint, i4 int, i2 smallint, "
             "b boolean, ts timestamp, tstz timestamptz, d date, u uuid, j json, bin bytea, t text)")
 PG_TYPE_COLUMNS = "id, num, f8, i8, i4, i2, b, ts, tstz, d, u, j, bin, t"
+
+
+async def test_a_with_before_the_insert_reaches_its_query(gwc: asyncpg.Connection,
+                                                          pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_with", "(id int, s text)")
+    tag = await gwc.execute("WITH picked AS (SELECT id, s FROM pq.trap WHERE id < 3) "
+                            "INSERT INTO pg.move_with SELECT id, s FROM picked")
+    assert tag == "INSERT 0 2"
+    assert [tuple(r) for r in await pgc.fetch("SELECT id, s FROM move_with ORDER BY id")] == \
+        TRAP_IDS_TEXTS[:2]
 
 
 async def test_every_common_type_arrives_as_postgresql_holds_it(
@@ -162,7 +173,6 @@ async def test_a_cancel_mid_move_leaves_nothing(gwc: asyncpg.Connection, pgc: as
 READERS = {"postgres": "pg.trap", "mysql": "my.trap", "sqlite": "lite.trap",
            "duckdb": "duck.trap", "parquet": "pq.trap", "csv": "csv.trap"}
 WRITERS = {"postgres": "pg", "mysql": "my", "sqlite": "lite"}
-TRAP_IDS_TEXTS = sorted((r[0], r[1]) for r in TRAP_ROWS)
 
 
 @dataclass
