@@ -63,6 +63,9 @@ class SessionCore(SessionState):
     async def run_statements(self, statements: list[str]) -> bool:
         raise NotImplementedError  # gateway.session.session.Session
 
+    async def run_move(self, route: Route, sql: str) -> None:
+        raise NotImplementedError  # gateway.session.moves.MoveMixin
+
     async def explain_move(self, route: Route, analyze: bool) -> list[str]:
         raise NotImplementedError  # gateway.session.moves.MoveMixin
 

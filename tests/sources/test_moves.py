@@ -16,6 +16,7 @@ from pathlib import Path
 
 import asyncmy
 import asyncpg
+import psycopg
 import pytest
 
 from tests.sources.conftest import TRAP_ROWS, Federation
@@ -288,12 +289,30 @@ async def test_inside_a_block_a_move_into_postgresql_is_refused(gwc: asyncpg.Con
     assert await pgc.fetchval("SELECT count(*) FROM move_block_pg") == 0
 
 
-async def test_returning_and_the_extended_protocol_are_refused(gwc: asyncpg.Connection) -> None:
+async def test_returning_and_parameters_are_refused(gwc: asyncpg.Connection) -> None:
     await fresh(gwc, "pg.move_refused", "(id int, s text)")
     assert await sqlstate_of(gwc, "INSERT INTO pg.move_refused SELECT id, s FROM pq.trap "
                              "RETURNING id") == "0A000"
     with pytest.raises(asyncpg.FeatureNotSupportedError):
         await gwc.fetch("INSERT INTO pg.move_refused SELECT id, s FROM pq.trap WHERE id = $1", 1)
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_a_move_in_the_extended_protocol_as_psycopg_sends_it(
+        federation: Federation, targets: Targets, writer: str) -> None:
+    table = f"move_psycopg_{writer}"
+    with psycopg.connect(federation.gateway.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {WRITERS[writer]}.{table}")
+        conn.execute(f"CREATE TABLE {WRITERS[writer]}.{table} (id int PRIMARY KEY, s text)")
+        # Parse/Bind/Describe/Execute/Sync: psycopg's execute() without parameters too.
+        cur = conn.execute(f"INSERT INTO {WRITERS[writer]}.{table} SELECT id, s FROM pq.trap",
+                           prepare=False)
+        assert cur.rowcount == 7 and cur.statusmessage == "INSERT 0 7"
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute(f"INSERT INTO {WRITERS[writer]}.{table} SELECT id, s FROM pq.trap")
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert asyncio.run(targets.rows(writer, table)) == TRAP_IDS_TEXTS  # once, not twice
+        conn.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
 
 
 async def test_a_read_only_source_or_session_takes_no_move(gwc: asyncpg.Connection,
