@@ -111,11 +111,11 @@ def _to_integer(array: pa.Array, column: TargetColumn) -> pa.Array:
         if not pc.all(pc.or_kleene(finite, pc.is_null(array))).as_py():
             raise PgError("22003", f"{name} out of range")
         array = pc.round(array, round_mode="half_to_even")  # float8 to int: rint()
-    elif pa.types.is_decimal(source):
-        array = pc.round(array, round_mode="half_towards_infinity")  # numeric: half away from 0
-    elif not pa.types.is_integer(source):
+    elif not pa.types.is_integer(source) and not pa.types.is_decimal(source):
         raise mismatch(column, source)
     try:
+        if pa.types.is_decimal(source):  # numeric to integer: half away from zero
+            array = pc.round(array, round_mode="half_towards_infinity")
         return pc.cast(array, wanted, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise PgError("22003", f"{name} out of range") from exc
@@ -157,9 +157,13 @@ def _to_numeric(array: pa.Array, column: TargetColumn) -> pa.Array:
             raise overflow
         return pa.array([None if v is None else decimal.Decimal(repr(v)).quantize(
             decimal.Decimal(1).scaleb(-scale), decimal.ROUND_HALF_UP) for v in rounded.to_pylist()], wanted)
-    if pa.types.is_decimal(source) and source.scale > scale:
-        array = pc.round(array, scale, round_mode="half_towards_infinity")
+    if pa.types.is_integer(source):
+        # Arrow sizes an integer's decimal by its type (20 digits for int64), not by its
+        # values: widened first, then narrowed value by value below.
+        array = pc.cast(array, pa.decimal128(38, scale) if scale <= 18 else pa.decimal256(76, scale))
     try:
+        if pa.types.is_decimal(source) and source.scale > scale:
+            array = pc.round(array, scale, round_mode="half_towards_infinity")
         return pc.cast(array, wanted, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise overflow from exc
