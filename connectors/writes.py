@@ -115,7 +115,7 @@ class SqliteWriter:
         try:
             return cls(await asyncio.to_thread(connect))
         except sqlite3.Error as exc:
-            raise _sqlite_error(exc) from exc
+            raise sqlite_error(exc) from exc
 
     async def run(self, sql: str, tree: exp.Expression) -> WriteResult:
         def run() -> WriteResult:
@@ -126,20 +126,20 @@ class SqliteWriter:
         try:
             return await asyncio.to_thread(run)
         except sqlite3.Error as exc:
-            raise _sqlite_error(exc) from exc
+            raise sqlite_error(exc) from exc
 
     async def command(self, sql: str) -> None:
         try:
             await asyncio.to_thread(self.con.execute, sql)
         except sqlite3.Error as exc:
-            raise _sqlite_error(exc) from exc
+            raise sqlite_error(exc) from exc
 
     async def finish(self, commit: bool) -> None:
         con = self.con
         try:
             await asyncio.to_thread(con.execute, "COMMIT" if commit else "ROLLBACK")
         except sqlite3.Error as exc:
-            raise _sqlite_error(exc) from exc
+            raise sqlite_error(exc) from exc
         finally:
             con.close()
 
@@ -180,6 +180,15 @@ class MySQLWriter:
         except asyncmy.errors.Error as exc:
             raise _mysql_error(exc) from exc
 
+    async def fetch(self, sql: str) -> list[tuple]:
+        import asyncmy
+        try:
+            async with self.conn.cursor() as cur:
+                await cur.execute(sql)
+                return list(await cur.fetchall())
+        except asyncmy.errors.Error as exc:
+            raise _mysql_error(exc) from exc
+
     async def finish(self, commit: bool) -> None:
         import asyncmy
         try:
@@ -209,7 +218,7 @@ def _table(description: Sequence[Sequence[Any]], rows: list[Sequence[Any]]) -> p
     return pa.Table.from_arrays(columns, names=names)
 
 
-def _sqlite_error(exc: sqlite3.Error) -> PgError:
+def sqlite_error(exc: sqlite3.Error) -> PgError:
     text = str(exc)
     if "UNIQUE constraint failed" in text or "PRIMARY KEY" in text:
         return PgError("23505", f"duplicate key value violates unique constraint: {text}")

@@ -44,7 +44,9 @@ FETCH_ROWS = 16_384  # rows per batch after the first: a short pause for other s
 _JSON_CHECK = re.compile(r"json_valid\(`([^`]+)`\)")  # how MariaDB declares a JSON column
 # MySQL error numbers -> SQLSTATE the client expects from PostgreSQL.
 _ERRORS = {1146: UNDEFINED_TABLE, 1054: UNDEFINED_COLUMN, 1064: SYNTAX_ERROR,
-           1317: QUERY_CANCELED, 3024: QUERY_CANCELED}
+           1317: QUERY_CANCELED, 3024: QUERY_CANCELED,
+           # A write's constraint and value errors (strict mode), in PostgreSQL's terms.
+           1062: "23505", 1048: "23502", 1406: "22001", 1264: "22003", 1690: "22003"}
 # No connection could be made (08001, pgwire.errors.source_unavailable): the server's
 # socket, host or port (2002, 2003, 2005), or it refused the dsn's user, password or
 # database (1044, 1045, 1049).

@@ -188,7 +188,7 @@ class Lane:
         """The session's link to the route's source, when the lane may use it now: it
         exists (opening one takes the task), idle, and the write is allowed."""
         s = self.state
-        if s.failed or route.kind != "postgres" or route.copy_in or route.ddl:
+        if s.failed or route.kind != "postgres" or route.copy_in or route.ddl or route.move:
             return None
         if route.pins and route.source not in self.links.pinned:
             return None  # the task pins the session to its link first (SessionLinks.pin)

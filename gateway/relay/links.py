@@ -355,19 +355,25 @@ class SessionLinks:
     async def write_elsewhere(self, route: Route, params: list[Any]) -> writes.WriteResult:
         """A write to a SQLite or MySQL source; inside a block, on a connection the block
         holds until COMMIT/ROLLBACK (created with the block's savepoints)."""
+        writer = await self.block_writer(route)
+        return await writes.write(self.state.ctx.sources[route.source], route, params, writer)
+
+    async def block_writer(self, route: Route) -> writes.Writer | None:
+        """After the checks of a write (`_check`), the SQLite/MySQL connection the block
+        holds on the route's source, opened with its savepoints on first use; None
+        outside a block. The block writes to that source from now on."""
         self._check(route, None)
-        source = self.state.ctx.sources[route.source]
         if not self.state.in_block:
-            return await writes.write(source, route, params)
+            return None
         writer = self.writers.get(route.source)
         if writer is None:
-            writer = await writes.open_writer(source, route.kind, route.source)
+            writer = await writes.open_writer(self.state.ctx.sources[route.source], route.kind,
+                                              route.source)
             self.writers[route.source] = writer
             for name in self.state.savepoints:
                 await writer.command(f'SAVEPOINT "{name}"')
-        result = await writes.write(source, route, params, writer)
         self.writer = route.source
-        return result
+        return writer
 
     def executor_for(self, plan: QueryPlan) -> Executor | None:
         """An executor whose fragments on sources this block has reached run on the

@@ -166,6 +166,10 @@ class Router:
             if not writes:
                 return None, True
             sources = {self._default_source(search_path)}
+        if writes and tree is not None and (len(sources) > 1 or None in sources):
+            target = move_target(tree)
+            if target is not None:
+                return self._move_route(target, verb, tree, search_path), False
         if len(sources) > 1 or None in sources:
             if writes:
                 raise PgError(FEATURE_NOT_SUPPORTED,
@@ -178,6 +182,10 @@ class Router:
             raise PgError(READ_ONLY_SQL_TRANSACTION,
                           f'cannot execute {verb.upper()}: source "{source}" is read-only')
         kind = self.kinds.get(source)
+        if writes and kind in ("parquet", "csv") and tree is not None:
+            target = move_target(tree)  # a file written from the engine's rows
+            if target is not None:
+                return self._move_route(target, verb, tree, search_path), False
         if kind != "postgres":
             if not writes:
                 return None, True
@@ -204,6 +212,17 @@ class Router:
             return None, True
         # Every text of this shape is respelled the same way (SessionLinks.spelled_out).
         return Route(source, verb, writes, respelled=True), True
+
+    def _move_route(self, target: exp.Table, verb: str, tree: exp.Expression,
+                    search_path: tuple[str, ...]) -> Route:
+        """The route of a move (`Route.move`): the target's source, checked writable."""
+        source = self._owner(_ident(target.args.get("db")), _ident(target.this) or target.name,
+                             search_path, True)
+        assert source is not None
+        if source in self.read_only:
+            raise PgError(READ_ONLY_SQL_TRANSACTION,
+                          f'cannot execute {verb.upper()}: source "{source}" is read-only')
+        return Route(source, verb, True, kind=self.kinds.get(source, ""), tree=tree, move=True)
 
     def respell(self, sql: str, source: str, tree: exp.Expression | None = None) -> Respelled | None:
         """`sql` with its names qualified by `source` respelled for the source
@@ -285,6 +304,22 @@ def _parse(sql: str) -> exp.Expression | None:
         return sqlglot.parse_one(sql, read="postgres")
     except (ParseError, ValueError):
         return None
+
+
+def move_target(tree: exp.Expression) -> exp.Table | None:
+    """The table an `INSERT INTO t [(cols)] <query>` or `CREATE TABLE t AS <query>` writes
+    (a move, when its query reads other sources), or None for any other statement. A
+    VALUES list is not a move: it names no table, so the statement has one source."""
+    if isinstance(tree, exp.Insert):
+        query = tree.expression
+    elif isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "TABLE":
+        query = tree.expression
+    else:
+        return None
+    if not isinstance(query, exp.Query):
+        return None
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    return target if isinstance(target, exp.Table) else None
 
 
 def _modifies(tree: exp.Expression) -> bool:

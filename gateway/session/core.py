@@ -27,6 +27,7 @@ from gateway.state.activity import activity_of
 from gateway.state.activity import note_stream
 from gateway.state.context import PlanExecutor, ServerContext
 from gateway.state.portals import Portal, Prepared
+from gateway.state.route import Route
 from gateway.state.session import FLUSH_BYTES, SessionState
 from gateway.state.statements import parse_utility
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, SUCCESSFUL_COMPLETION, UNDEFINED_COLUMN,
@@ -61,6 +62,12 @@ class SessionCore(SessionState):
 
     async def run_statements(self, statements: list[str]) -> bool:
         raise NotImplementedError  # gateway.session.session.Session
+
+    async def run_move(self, route: Route, sql: str) -> None:
+        raise NotImplementedError  # gateway.session.moves.MoveMixin
+
+    async def explain_move(self, route: Route, analyze: bool) -> list[str]:
+        raise NotImplementedError  # gateway.session.moves.MoveMixin
 
     def statement_started(self, sql: str) -> None:
         """For pg_stat_activity, and the statement id of the lines logged until the next

@@ -43,6 +43,12 @@ class RelayMixin(SessionCore):
         whose result types our catalog cannot describe to clients take the planner."""
         if route.copy_in:
             raise PgError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN is supported in simple queries only")
+        if route.move:
+            # Run whole at Execute (`relay`), described as NoData; its query is planned then.
+            if route.tree is not None and route.tree.find(exp.Placeholder, exp.Parameter):
+                raise PgError(FEATURE_NOT_SUPPORTED, f"{route.verb.upper()} ... reading other sources "
+                              "than its target takes no parameters")
+            return Prepared(sql, None, None, (), route=route, declared_oids=tuple(declared))
         self.check_not_failed(Prepared(sql, None, None, ()))
         if route.kind != "postgres":
             assert route.tree is not None
@@ -65,6 +71,10 @@ class RelayMixin(SessionCore):
         prepared = portal.statement
         if portal.done:
             self.write(encoder.command_complete("SELECT 0"))
+            return
+        if prepared.route is not None and prepared.route.move:
+            await self.run_move(prepared.route, prepared.sql)
+            portal.done = True
             return
         if prepared.route is not None and prepared.route.kind != "postgres":
             await self.write_elsewhere(prepared.route, self.decoded(portal), describe=False)

@@ -6,7 +6,8 @@ at Sync, Flush and the end of a simple Query. The state and the machinery every 
 shares (planning, running a portal) are `gateway.session.core.SessionCore`; this class
 adds the simple Query, Sync and error recovery, and mixes in the handlers:
 `gateway.session.relay.RelayMixin` (statements relayed to one PostgreSQL source, writes
-to other sources), `copy_in.CopyInMixin` (COPY FROM STDIN), `utility.UtilityMixin`
+to other sources), `copy_in.CopyInMixin` (COPY FROM STDIN), `moves.MoveMixin` (INSERT ...
+SELECT and CREATE TABLE AS reading other sources than their target), `utility.UtilityMixin`
 (SET/SHOW/EXPLAIN/transaction control) with `cursors.CursorMixin` (SQL cursors), and
 `extended.ExtendedMixin` (Parse/Bind/Describe/Execute/Close).
 """
@@ -23,6 +24,7 @@ from gateway.session import observe
 from gateway.session import utility_results as util
 from gateway.session.copy_in import CopyInMixin
 from gateway.session.extended import ExtendedMixin
+from gateway.session.moves import MoveMixin
 from gateway.session.relay import implicit_transaction
 from gateway.session.utility import UtilityMixin
 from gateway.state import logs
@@ -38,7 +40,7 @@ from pgwire.protocol import messages as m
 log = logging.getLogger("fedgate.session")
 
 
-class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
+class Session(ExtendedMixin, CopyInMixin, MoveMixin, UtilityMixin):
     def __init__(self, ctx: ServerContext, writer: asyncio.StreamWriter,
                  startup: dict[str, str], pid: int, key: int) -> None:
         super().__init__(ctx, writer, startup, pid, key)
@@ -142,6 +144,9 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
                 route = await self.route_fresh(sql)
                 if route is not None:
                     road.relayed(self, route)
+                if route is not None and route.move:
+                    await self.cancellable(self.run_move(route, sql))
+                    continue
                 if route is not None and route.kind != "postgres" and route.copy_in:
                     await self.start_local_copy(route, sql, statements[i + 1:])
                     return False

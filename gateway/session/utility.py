@@ -15,7 +15,7 @@ from connectors.base import FragmentExplainer
 from gateway.session import copy_out, signals
 from gateway.session import utility_results as util
 from gateway.session.cursors import CursorMixin
-from pgwire.errors import PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from gateway.executor.execute import analysis_lines, figures, measure
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
@@ -55,7 +55,13 @@ class UtilityMixin(CursorMixin):
             assert utility.value is not None
             route = self.links.spelled_out(route, utility.value)  # EXPLAIN shows the respelled text
         as_json = "JSON" in utility.options
-        if route is not None and not utility.analyze and as_json:
+        if route is not None and route.move:
+            if as_json:
+                raise PgError(FEATURE_NOT_SUPPORTED, "EXPLAIN (FORMAT JSON) of a move between "
+                              "sources is not supported; EXPLAIN it as text")
+            lines = await self.explain_move(route, utility.analyze)
+            result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
+        elif route is not None and not utility.analyze and as_json:
             result = util.UtilityResult("EXPLAIN", util.json_rows(relay_document(route.source, route.sql)))
         elif route is not None and not utility.analyze:
             lines = [f'Relay: the whole statement goes to source "{route.source}" (PostgreSQL '

@@ -37,6 +37,11 @@ class Route:
     # It leaves state on the source's session (a temporary table, a session advisory lock):
     # the session keeps that link (gateway.relay.links.SessionLinks.pin).
     pins: bool = False
+    # INSERT ... <query> or CREATE TABLE ... AS <query> whose query reads other sources
+    # than the target (or the target is not PostgreSQL and cannot run it): the query
+    # runs on the engine and its rows go into `source` through its bulk path
+    # (gateway.session.moves).
+    move: bool = False
 
     @property
     def ddl(self) -> bool:

@@ -129,10 +129,10 @@ def _encode_chunk(
     for enc in encoded:
         parts.append(enc.lengths.astype(">i4").view(np.uint8).reshape(n, 4))
         parts.extend(enc.pieces)
-    return _interleave(_merge_fixed(parts), n)
+    return interleave(merge_fixed(parts), n)
 
 
-def _merge_fixed(parts: list[Piece]) -> list[Piece]:
+def merge_fixed(parts: list[Piece]) -> list[Piece]:
     """Glue adjacent numpy (fixed-width, NULL-free) parts into single matrices."""
     merged: list[Piece] = []
     run: list[np.ndarray] = []
@@ -149,7 +149,7 @@ def _merge_fixed(parts: list[Piece]) -> list[Piece]:
     return merged
 
 
-def _interleave(parts: list[Piece], n: int) -> list[memoryview]:
+def interleave(parts: list[Piece], n: int) -> list[memoryview]:
     """Row-wise concatenation of all parts as one contiguous buffer."""
     if len(parts) == 1 and isinstance(parts[0], np.ndarray):
         return [memoryview(np.ascontiguousarray(parts[0])).cast("B")]

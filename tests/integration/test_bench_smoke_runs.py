@@ -66,3 +66,8 @@ def test_bench_lake_smoke() -> None:  # about 10 s: the S3 test server, 6,000 ro
     done = smoke("tests/bench/bench_lake.py")
     assert "| one partition (year = 2024 AND month = 3) | 100 |" in done.stdout, done.stdout
     assert "1 of 60 folders read (year=2024/month=03), 59 pruned" in done.stdout, done.stdout
+
+
+def test_bench_moves_smoke() -> None:  # about 15 s: a PostgreSQL cluster and a gateway
+    done = smoke("tests/bench/bench_moves.py")
+    assert "| `INSERT INTO pg.dst SELECT * FROM files.src` (gateway) |" in done.stdout, done.stdout

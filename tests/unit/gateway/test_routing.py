@@ -103,8 +103,19 @@ def test_read_only_and_cross_source_writes_are_refused(router: Router) -> None:
         router.route("TRUNCATE ro.items", PATH)
     assert caught.value.sqlstate == "25006"
     with pytest.raises(PgError) as caught:
-        router.route("INSERT INTO accounts SELECT * FROM notes", PATH)
+        router.route("DELETE FROM accounts WHERE id IN (SELECT id FROM notes)", PATH)
     assert caught.value.sqlstate == "0A000"
+    with pytest.raises(PgError) as caught:  # a move into a read-only source
+        router.route("INSERT INTO ro.items SELECT * FROM notes", PATH)
+    assert caught.value.sqlstate == "25006"
+
+
+def test_an_insert_or_create_table_as_reading_other_sources_is_a_move(router: Router) -> None:
+    move = router.route("INSERT INTO accounts SELECT * FROM notes", PATH)
+    assert move.move and move.source == "pg" and move.writes
+    create = router.route("CREATE TABLE pg.copied AS SELECT * FROM notes", PATH)
+    assert create.move and create.source == "pg" and create.ddl
+    assert not router.route("INSERT INTO accounts SELECT * FROM accounts", PATH).move
 
 
 def test_qualified_names_in_opaque_statements_are_respelled(router: Router) -> None:

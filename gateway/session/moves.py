@@ -1,0 +1,184 @@
+"""Moves in a session: `INSERT INTO src.t [(cols)] <query>` and `CREATE TABLE src.t AS
+<query> [WITH NO DATA]` whose query reads other sources than the target
+(docs/design.md §5, "Moves").
+
+`gateway.relay.routing` gives such a statement a `Route.move` to the target's source.
+The query is planned and run as any federated read (the session's engine, DuckDB or
+Spark); its rows go into the target through its bulk path (`gateway.executor.moves`),
+in one transaction of the target's. Inside an explicit block a SQLite or MySQL target's
+move joins the block's connection there; a PostgreSQL target's relayed block lives on a
+link of the raw protocol, which has no binary COPY of ours yet: refused there (0A000).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlglot import exp
+
+from connectors.ddl_types import create_table
+from gateway.executor.moves import BULK_PATHS, FILE_KINDS, open_target, pour, written_columns
+from gateway.relay.routing import move_target
+from gateway.session.core import SessionCore
+from gateway.state.portals import Portal
+from gateway.state.route import Route
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.protocol import encoder
+from pgwire.types.from_arrow import pg_type_for_field
+
+log = logging.getLogger("fedgate.moves")
+
+
+def unknown_outputs(query: exp.Expression) -> frozenset[int]:
+    """The select list's positions that are string literals or NULL: PostgreSQL's
+    `unknown`, which the target column's type reads (gateway.executor.assignment)."""
+    if not isinstance(query, exp.Select) or any(isinstance(e, exp.Star) or
+                                                isinstance(getattr(e, "this", None), exp.Star)
+                                                for e in query.expressions):
+        return frozenset()
+    found = set()
+    for i, expression in enumerate(query.expressions):
+        value = expression.this if isinstance(expression, exp.Alias) else expression
+        if isinstance(value, exp.Null) or (isinstance(value, exp.Literal) and value.is_string):
+            found.add(i)
+    return frozenset(found)
+
+
+def move_query(tree: exp.Expression) -> exp.Expression:
+    """The query whose rows a move writes, with the statement's own WITH (`WITH x AS
+    (...) INSERT INTO t SELECT ... FROM x`) put on it."""
+    query = tree.expression
+    outer = tree.args.get("with_")
+    if outer is None:
+        return query
+    query = query.copy()
+    inner = query.args.get("with_")
+    if inner is not None:
+        outer = outer.copy()
+        outer.set("expressions", [*outer.expressions, *inner.expressions])
+    query.set("with_", outer.copy())
+    return query
+
+
+def folded(identifier: exp.Expression | None) -> str:
+    if not isinstance(identifier, exp.Identifier):
+        return ""
+    return identifier.this if identifier.quoted else identifier.this.lower()
+
+
+class MoveMixin(SessionCore):
+    async def run_move(self, route: Route, sql: str) -> None:
+        tree = route.tree
+        assert tree is not None
+        target = move_target(tree)
+        assert target is not None
+        creates = isinstance(tree, exp.Create)
+        self._refuse_unsupported(route, tree, creates)
+        table = folded(target.this)
+        named = ([folded(c) for c in tree.this.expressions]
+                 if isinstance(tree.this, exp.Schema) else None)
+        query = move_query(tree)
+        prepared = await self.prepare(query.sql(dialect="postgres"), ())
+        held = await self.links.block_writer(route)  # (checks the write first; None for PostgreSQL)
+        portal = Portal(prepared, [], ())
+        source = self.ctx.sources[route.source]
+        writer = None
+        try:
+            await self.start(portal)
+            assert portal.stream is not None
+            writer = await open_target(source, route.kind, route.source, table, held, creates)
+            if creates:
+                await writer.create(self.create_ddl(route, table, portal.stream.schema),
+                                    portal.stream.schema)
+            columns = written_columns(table, await writer.columns(), named,
+                                      len(portal.stream.schema))
+            count = 0
+            if not self._no_data(tree):
+                count = await pour(portal.stream, writer, table, columns,
+                                   unknown_outputs(query), self.settings.timezone)
+        except BaseException:
+            await portal.close()
+            if writer is not None:
+                try:
+                    await writer.finish(commit=False)
+                except PgError as err:  # the move's own error is the one the client hears
+                    log.warning("rolling back a move into %s failed: %s", route.source, err.message)
+            raise
+        await portal.close()
+        await writer.finish(commit=True)
+        if creates:
+            self.links.ddl = True
+            if not self.in_block:
+                self.links.ddl = False
+                await self.ctx.catalog_changed()
+        # PostgreSQL's tags: CREATE TABLE AS counts its rows as a SELECT does.
+        self.write(encoder.command_complete(f"SELECT {count}" if creates else f"INSERT 0 {count}"))
+
+    async def explain_move(self, route: Route, analyze: bool) -> list[str]:
+        """EXPLAIN of a move: where the rows go and how, the DDL a CREATE TABLE AS sends,
+        then the query's own plan."""
+        if analyze:
+            raise PgError(FEATURE_NOT_SUPPORTED, "EXPLAIN ANALYZE of a move between sources is "
+                          "not supported (it would move the rows); EXPLAIN it without ANALYZE")
+        tree = route.tree
+        assert tree is not None
+        target = move_target(tree)
+        assert target is not None
+        table = folded(target.this)
+        prepared = await self.prepare(move_query(tree).sql(dialect="postgres"), ())
+        assert prepared.plan is not None
+        kind = {"postgres": "PostgreSQL", "mysql": "MySQL", "sqlite": "SQLite"}.get(route.kind, route.kind)
+        lines = [f'Move: the query\'s rows go into table "{table}" of source "{route.source}" '
+                 f"({kind}) by {BULK_PATHS.get(route.kind, 'its writes')}, in one transaction there",
+                 "  Values converted to the target columns' types by PostgreSQL's assignment casts"]
+        if isinstance(tree, exp.Create):
+            ddl = self.create_ddl(route, table, await self.describe(prepared))
+            if ddl is not None:
+                lines.append(f"  DDL sent first: {ddl}")
+            if self._no_data(tree):
+                lines.append("  WITH NO DATA: the query is not run")
+        engine, why = self.engine_for(prepared.plan)
+        return lines + prepared.plan.explain(engine, why)
+
+    def create_ddl(self, route: Route, table: str, schema: object) -> str | None:
+        """The CREATE TABLE of a CREATE TABLE AS, from the query's result types (None
+        for a file source: its file is made of the result's Arrow types)."""
+        if route.kind in FILE_KINDS:
+            return None
+        columns = []
+        for field in schema:  # type: ignore[attr-defined]
+            pg = pg_type_for_field(field)
+            columns.append((field.name, pg.name, pg.typmod))
+        remote_schema = getattr(self.ctx.sources[route.source], "schema", None) \
+            if route.kind == "postgres" else None
+        return create_table(route.kind, exp.table_(table, db=remote_schema, quoted=True), columns)
+
+    @staticmethod
+    def _no_data(tree: exp.Expression) -> bool:
+        properties = tree.args.get("properties")
+        return properties is not None and any(
+            isinstance(p, exp.WithDataProperty) and p.args.get("no")
+            for p in properties.expressions)
+
+    def _refuse_unsupported(self, route: Route, tree: exp.Expression, creates: bool) -> None:
+        verb = "CREATE TABLE AS" if creates else "INSERT ... SELECT"
+        if tree.args.get("returning") is not None:
+            raise PgError(FEATURE_NOT_SUPPORTED, f"RETURNING is not supported in an INSERT whose "
+                          f'query reads other sources than its target ("{route.source}")')
+        if tree.args.get("conflict") is not None:
+            raise PgError(FEATURE_NOT_SUPPORTED, "ON CONFLICT is not supported in an INSERT whose "
+                          f'query reads other sources than its target ("{route.source}")')
+        if route.kind not in ("postgres", "mysql", "sqlite", *FILE_KINDS):
+            from connectors.writes import check_writable
+            check_writable(route.kind, route.source)
+        if self.in_block and (route.kind == "postgres" or (creates and route.kind == "mysql")):
+            why = ("a block's statements reach a PostgreSQL source over its relayed link, "
+                   "which takes no binary COPY from the gateway yet") if route.kind == "postgres" \
+                else "MySQL commits a block's transaction at CREATE TABLE"
+            raise PgError(FEATURE_NOT_SUPPORTED,
+                          f'{verb} into source "{route.source}" from other sources cannot run '
+                          f"inside a transaction block: {why}",
+                          hint="Run it outside the block; it is one transaction of its own.")
+        if creates and (tree.args.get("exists") or tree.args.get("replace")):
+            raise PgError(FEATURE_NOT_SUPPORTED, f"{verb} with IF NOT EXISTS or OR REPLACE "
+                          "reading other sources is not supported")

@@ -1,0 +1,503 @@
+"""Moves between sources through the gateway (docs/design.md §5, "Moves"): INSERT ...
+SELECT and CREATE TABLE AS whose query reads other sources than the target, against the
+federation's real PostgreSQL, MariaDB and SQLite, with Parquet and DuckDB files as
+readers. Every outcome is checked on the target itself, not only through the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sqlite3
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import asyncmy
+import asyncpg
+import psycopg
+import pytest
+
+from tests.sources.conftest import TRAP_ROWS, Federation
+from tests.support.mariadb import MariaDBServer
+
+TIMEOUT = 120
+TRAP_IDS_TEXTS = sorted((r[0], r[1]) for r in TRAP_ROWS)  # what every source's trap holds
+
+
+@pytest.fixture
+async def gwc(federation: Federation) -> AsyncIterator[asyncpg.Connection]:
+    """A session of its own on the federation gateway, for one test."""
+    conn = await asyncpg.connect(federation.gateway.dsn)
+    yield conn
+    await conn.close()
+
+
+@pytest.fixture
+async def pgc(federation: Federation) -> AsyncIterator[asyncpg.Connection]:
+    """PostgreSQL itself, behind the `pg` source: the ground truth of PostgreSQL targets."""
+    conn = await asyncpg.connect(federation.pg.dsn, server_settings={"TimeZone": "UTC"})
+    yield conn
+    await conn.close()
+
+
+async def fresh(gwc: asyncpg.Connection, table: str, ddl: str) -> None:
+    """`table` (source-qualified) made anew through the gateway, so its catalog knows it."""
+    await gwc.execute(f"DROP TABLE IF EXISTS {table}")
+    await gwc.execute(f"CREATE TABLE {table} {ddl}")
+
+
+async def sqlstate_of(gwc: asyncpg.Connection, sql: str) -> str:
+    with pytest.raises(asyncpg.PostgresError) as failed:
+        await asyncio.wait_for(gwc.execute(sql), TIMEOUT)
+    return failed.value.sqlstate
+
+
+async def test_parquet_rows_go_into_postgres(gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_basic", "(id int PRIMARY KEY, s varchar(5), note text NOT NULL)")
+    tag = await gwc.execute("INSERT INTO pg.move_basic SELECT id + 10, s, 'f' FROM pq.trap")
+    assert tag == "INSERT 0 7"
+    rows = await pgc.fetch("SELECT id, s, note FROM move_basic ORDER BY id")
+    assert [tuple(r) for r in rows] == [(r[0] + 10, r[1], "f") for r in TRAP_ROWS]
+
+
+PG_TYPES = ("(id int PRIMARY KEY, num numeric(10,3), f8 float8, i8 bigint, i4 int, i2 smallint, "
+            "b boolean, ts timestamp, tstz timestamptz, d date, u uuid, j json, bin bytea, t text)")
+PG_TYPE_COLUMNS = "id, num, f8, i8, i4, i2, b, ts, tstz, d, u, j, bin, t"
+
+
+async def test_a_with_before_the_insert_reaches_its_query(gwc: asyncpg.Connection,
+                                                          pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_with", "(id int, s text)")
+    tag = await gwc.execute("WITH picked AS (SELECT id, s FROM pq.trap WHERE id < 3) "
+                            "INSERT INTO pg.move_with SELECT id, s FROM picked")
+    assert tag == "INSERT 0 2"
+    assert [tuple(r) for r in await pgc.fetch("SELECT id, s FROM move_with ORDER BY id")] == \
+        TRAP_IDS_TEXTS[:2]
+
+
+async def test_every_common_type_arrives_as_postgresql_holds_it(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_types", PG_TYPES)
+    assert await gwc.execute(f"INSERT INTO pg.move_types SELECT {PG_TYPE_COLUMNS} FROM pq.types") == "INSERT 0 3"
+    moved = await pgc.fetch(f"SELECT {PG_TYPE_COLUMNS} FROM move_types ORDER BY id")
+    truth = await pgc.fetch(f"SELECT {PG_TYPE_COLUMNS} FROM types ORDER BY id")
+    assert [tuple(r) for r in moved] == [tuple(r) for r in truth]
+
+
+async def test_values_are_converted_by_assignment_casts(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_casts", "(i2 smallint, n numeric(5,1), c varchar(3), txt text, "
+                "d date, big bigint, fl real)")
+    # float8 -> int rounds half to even, numeric -> numeric(5,1) half away from zero,
+    # trailing spaces past varchar(3) are cut, a number and a timestamp become text,
+    # a timestamp a date, an untyped literal is read as the column's type.
+    tag = await gwc.execute(
+        "INSERT INTO pg.move_casts SELECT f + 1, n * 1.25, 'ab   ', id * 2, ts, '42', n "
+        "FROM pq.trap WHERE id IN (1, 3)")
+    assert tag == "INSERT 0 2"
+    rows = await pgc.fetch("SELECT i2, n, c, txt, d, big, fl FROM move_casts ORDER BY i2")
+    assert [tuple(r) for r in rows] == [
+        (1, Decimal("2.5"), "ab ", "6", dt.date(2024, 11, 3), 42, 2.0),
+        (2, Decimal("8.8"), "ab ", "2", dt.date(2024, 3, 10), 42, 7.0)]
+
+
+@pytest.mark.parametrize(("ddl", "select", "sqlstate"), [
+    ("(c varchar(2))", "SELECT s FROM pq.trap WHERE id = 1", "22001"),
+    ("(c char(2))", "SELECT 'abc' FROM pq.trap", "22001"),
+    ("(c smallint)", "SELECT i4 FROM pq.types", "22003"),
+    ("(c integer)", "SELECT f * 1e10 FROM pq.trap WHERE id = 1", "22003"),
+    ("(c numeric(3,1))", "SELECT num FROM pq.types", "22003"),
+    ("(c integer)", "SELECT 'x' FROM pq.trap", "22P02"),
+    ("(c integer)", "SELECT s FROM pq.trap", "42804"),
+    ("(c text NOT NULL)", "SELECT s FROM pq.trap", "23502"),
+    ("(c int PRIMARY KEY)", "SELECT 1 FROM pq.trap", "23505"),
+    ("(c int)", "SELECT id, id FROM pq.trap", "42601"),
+], ids=["varchar", "char", "smallint", "integer-from-float", "numeric", "literal", "text",
+        "not-null", "unique", "too-many"])
+async def test_a_value_that_does_not_fit_fails_with_postgresqls_sqlstate_and_leaves_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection, ddl: str, select: str, sqlstate: str) -> None:
+    await fresh(gwc, "pg.move_fit", ddl)
+    assert await sqlstate_of(gwc, f"INSERT INTO pg.move_fit {select}") == sqlstate
+    assert await pgc.fetchval("SELECT count(*) FROM move_fit") == 0
+    assert await gwc.fetchval("SELECT 1") == 1  # the session goes on
+
+
+async def test_a_duplicate_at_the_end_of_a_large_move_leaves_the_target_unchanged(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_big", "(id int PRIMARY KEY, s text)")
+    await gwc.execute("INSERT INTO pg.move_big VALUES (100000, 'there before')")
+    # 100,000 rows, the last of which collides with the row already there.
+    move = ("INSERT INTO pg.move_big SELECT g.i, t.s FROM generate_series(1, 100000) AS g(i) "
+            "CROSS JOIN pq.trap t WHERE t.id = 1")
+    assert await sqlstate_of(gwc, move) == "23505"
+    assert [tuple(r) for r in await pgc.fetch("SELECT id, s FROM move_big")] == [(100000, "there before")]
+    await gwc.execute("DELETE FROM pg.move_big")
+    assert await gwc.execute(move) == "INSERT 0 100000"
+    assert await pgc.fetchval("SELECT count(*) FROM move_big") == 100000
+
+
+async def test_statement_timeout_mid_move_leaves_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_slow", "(id bigint, s text)")
+    await gwc.execute("SET statement_timeout = '1500ms'")
+    move = ("INSERT INTO pg.move_slow SELECT g.i, t.s FROM generate_series(1, 50000000) AS g(i) "
+            "CROSS JOIN pq.trap t WHERE t.id = 1")
+    assert await sqlstate_of(gwc, move) == "57014"
+    await gwc.execute("RESET statement_timeout")
+    assert await pgc.fetchval("SELECT count(*) FROM move_slow") == 0
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_slow") == 0
+
+
+async def test_a_cancel_mid_move_leaves_nothing(gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_cancel", "(id bigint, s text)")
+    move = ("INSERT INTO pg.move_cancel SELECT g.i, t.s FROM generate_series(1, 50000000) AS g(i) "
+            "CROSS JOIN pq.trap t WHERE t.id = 1")
+    running = asyncio.ensure_future(gwc.execute(move))
+    # Until rows are on their way into the target: the COPY is running there.
+    for _ in range(200):
+        if await pgc.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY%move_cancel%'"):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the move's COPY never started")
+    running.cancel()  # asyncpg sends a CancelRequest
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert await gwc.fetchval("SELECT 1") == 1
+    assert await pgc.fetchval("SELECT count(*) FROM move_cancel") == 0
+
+
+# Every reader kind into every writer kind: the trap table's id and text, which every
+# source holds. A pair of one source is a single-source write, relayed or rendered.
+READERS = {"postgres": "pg.trap", "mysql": "my.trap", "sqlite": "lite.trap",
+           "duckdb": "duck.trap", "parquet": "pq.trap", "csv": "csv.trap"}
+WRITERS = {"postgres": "pg", "mysql": "my", "sqlite": "lite"}
+
+
+@dataclass
+class Targets:
+    """The servers and files behind the writable sources: where a move's outcome is read."""
+
+    pg_dsn: str
+    mariadb: MariaDBServer
+    sqlite: Path
+
+    async def rows(self, kind: str, table: str, columns: str = "id, s") -> list[tuple]:
+        """`table`'s rows read on the target itself, ordered by the first column."""
+        if kind == "postgres":
+            conn = await asyncpg.connect(self.pg_dsn)
+            try:
+                return [tuple(r) for r in await conn.fetch(f'SELECT {columns} FROM "{table}" ORDER BY 1')]
+            finally:
+                await conn.close()
+        if kind == "mysql":
+            conn = await asyncmy.connect(host=self.mariadb.host, port=self.mariadb.port,
+                                         user="root", db="shop")
+            try:
+                async with conn.cursor() as cur:
+                    await cur.execute(f"SELECT {columns} FROM `{table}` ORDER BY 1")
+                    return [tuple(r) for r in await cur.fetchall()]
+            finally:
+                conn.close()
+        con = sqlite3.connect(self.sqlite)
+        try:
+            return [tuple(r) for r in con.execute(f'SELECT {columns} FROM "{table}" ORDER BY 1')]
+        finally:
+            con.close()
+
+
+@pytest.fixture
+def targets(federation: Federation, mariadb_server: MariaDBServer,
+            file_sources: dict[str, Path]) -> Targets:
+    return Targets(federation.pg.dsn, mariadb_server, file_sources["sqlite"])
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+@pytest.mark.parametrize("reader", sorted(READERS))
+async def test_every_reader_into_every_writer(gwc: asyncpg.Connection, targets: Targets,
+                                              reader: str, writer: str) -> None:
+    table = f"move_{reader}_{writer}"
+    await fresh(gwc, f"{WRITERS[writer]}.{table}", "(id int PRIMARY KEY, s varchar(10))")
+    tag = await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} (id, s) "
+                            f"SELECT id, s FROM {READERS[reader]}")
+    assert tag == "INSERT 0 7"
+    assert await targets.rows(writer, table) == TRAP_IDS_TEXTS
+    # The gateway sees the rows at once too.
+    assert await gwc.fetchval(f"SELECT count(*) FROM {WRITERS[writer]}.{table}") == 7
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+@pytest.mark.parametrize("writer", ["mysql", "sqlite"])
+@pytest.mark.parametrize(("ddl", "select", "sqlstate"), [
+    ("(id int PRIMARY KEY, s varchar(2))", "SELECT id, s FROM pq.trap", "22001"),
+    ("(id int, s text)", "SELECT f, s FROM pq.trap WHERE id = 7", "22003"),
+    ("(id int PRIMARY KEY, s text NOT NULL)", "SELECT id, s FROM pq.trap", "23502"),
+    ("(id int PRIMARY KEY, s text)", "SELECT 1, s FROM pq.trap", "23505"),
+], ids=["varchar", "integer", "not-null", "unique"])
+async def test_mysql_and_sqlite_targets_fail_as_postgresql_and_keep_nothing(
+        gwc: asyncpg.Connection, targets: Targets, writer: str, ddl: str, select: str,
+        sqlstate: str) -> None:
+    table = f"move_fail_{writer}"
+    await fresh(gwc, f"{WRITERS[writer]}.{table}", ddl)
+    assert await sqlstate_of(gwc, f"INSERT INTO {WRITERS[writer]}.{table} {select}") == sqlstate
+    assert await targets.rows(writer, table) == []
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+@pytest.mark.parametrize("writer", ["mysql", "sqlite"])
+async def test_a_large_move_into_mysql_or_sqlite_is_all_or_nothing(
+        gwc: asyncpg.Connection, targets: Targets, writer: str) -> None:
+    table = f"move_big_{writer}"
+    await fresh(gwc, f"{WRITERS[writer]}.{table}", "(id int PRIMARY KEY, s varchar(10))")
+    await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} VALUES (20000, 'before')")
+    move = (f"INSERT INTO {WRITERS[writer]}.{table} SELECT g.i, t.s FROM generate_series(1, 20000) "
+            "AS g(i) CROSS JOIN pq.trap t WHERE t.id = 1")
+    assert await sqlstate_of(gwc, move) == "23505"
+    assert await targets.rows(writer, table) == [(20000, "before")]
+    await gwc.execute(f"DELETE FROM {WRITERS[writer]}.{table}")
+    assert await gwc.execute(move) == "INSERT 0 20000"
+    assert len(await targets.rows(writer, table)) == 20000
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+@pytest.mark.parametrize("writer", ["mysql", "sqlite"])
+async def test_inside_a_block_a_move_joins_the_blocks_transaction(
+        gwc: asyncpg.Connection, targets: Targets, writer: str) -> None:
+    table = f"move_block_{writer}"
+    await fresh(gwc, f"{WRITERS[writer]}.{table}", "(id int PRIMARY KEY, s varchar(10))")
+    await gwc.execute("BEGIN")
+    await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} VALUES (100, 'in block')")
+    assert await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} SELECT id, s FROM pq.trap") == "INSERT 0 7"
+    assert await targets.rows(writer, table) == []  # not committed yet
+    await gwc.execute("ROLLBACK")
+    assert await targets.rows(writer, table) == []
+    await gwc.execute("BEGIN")
+    await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} SELECT id, s FROM pg.trap")
+    await gwc.execute("COMMIT")
+    assert await targets.rows(writer, table) == TRAP_IDS_TEXTS
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+async def test_inside_a_block_a_move_into_postgresql_is_refused(gwc: asyncpg.Connection,
+                                                               pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_block_pg", "(id int, s text)")
+    await gwc.execute("BEGIN")
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_block_pg SELECT id, s FROM pq.trap") == "0A000"
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_pg") == 0
+
+
+async def test_returning_and_parameters_are_refused(gwc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_refused", "(id int, s text)")
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_refused SELECT id, s FROM pq.trap "
+                             "RETURNING id") == "0A000"
+    with pytest.raises(asyncpg.FeatureNotSupportedError):
+        await gwc.fetch("INSERT INTO pg.move_refused SELECT id, s FROM pq.trap WHERE id = $1", 1)
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_a_move_in_the_extended_protocol_as_psycopg_sends_it(
+        federation: Federation, targets: Targets, writer: str) -> None:
+    table = f"move_psycopg_{writer}"
+    with psycopg.connect(federation.gateway.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {WRITERS[writer]}.{table}")
+        conn.execute(f"CREATE TABLE {WRITERS[writer]}.{table} (id int PRIMARY KEY, s text)")
+        # Parse/Bind/Describe/Execute/Sync: psycopg's execute() without parameters too.
+        cur = conn.execute(f"INSERT INTO {WRITERS[writer]}.{table} SELECT id, s FROM pq.trap",
+                           prepare=False)
+        assert cur.rowcount == 7 and cur.statusmessage == "INSERT 0 7"
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute(f"INSERT INTO {WRITERS[writer]}.{table} SELECT id, s FROM pq.trap")
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert asyncio.run(targets.rows(writer, table)) == TRAP_IDS_TEXTS  # once, not twice
+        conn.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+async def test_a_read_only_source_or_session_takes_no_move(gwc: asyncpg.Connection,
+                                                           pgc: asyncpg.Connection) -> None:
+    assert await sqlstate_of(gwc, "INSERT INTO duck.trap SELECT * FROM pg.trap") == "25006"
+    await fresh(gwc, "pg.move_ro", "(id int, s text)")
+    await gwc.execute("SET default_transaction_read_only = on")
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_ro SELECT id, s FROM pq.trap") == "25006"
+    assert await sqlstate_of(gwc, "CREATE TABLE lite.move_ro AS SELECT id, s FROM pq.trap") == "25006"
+    await gwc.execute("RESET default_transaction_read_only")
+    assert await pgc.fetchval("SELECT count(*) FROM move_ro") == 0
+    assert await sqlstate_of(gwc, "CREATE TABLE csv.move_csv AS SELECT * FROM pg.trap") == "0A000"
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_create_table_as_makes_the_table_in_the_targets_types(
+        gwc: asyncpg.Connection, targets: Targets, writer: str) -> None:
+    table = f"move_ctas_{writer}"
+    await gwc.execute(f"DROP TABLE IF EXISTS {WRITERS[writer]}.{table}")
+    tag = await gwc.execute(f"CREATE TABLE {WRITERS[writer]}.{table} AS "
+                            "SELECT t.id, t.s, t.n * 1.5::float8 AS f2, y.num FROM pq.trap t "
+                            "LEFT JOIN pg.types y ON y.id = t.id")
+    assert tag == "SELECT 7"
+    assert await targets.rows(writer, table) == TRAP_IDS_TEXTS
+    # The catalog sees the new table at once, with the types it was made from.
+    rows = await gwc.fetch(f"SELECT id, s, f2, num FROM {WRITERS[writer]}.{table} ORDER BY id")
+    assert [(r["id"], r["s"]) for r in rows] == TRAP_IDS_TEXTS
+    assert rows[0]["f2"] == 10.5 and rows[0]["num"] == Decimal("1234567.125")
+    types = await gwc.fetch("SELECT column_name, data_type FROM information_schema.columns "
+                            "WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position",
+                            WRITERS[writer], table)
+    assert [r["column_name"] for r in types] == ["id", "s", "f2", "num"]
+    assert types[0]["data_type"] in ("integer", "bigint")  # SQLite's INTEGER is 64 bits
+    assert types[1]["data_type"] == "text" and types[2]["data_type"] in ("double precision", "numeric")
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_create_table_as_with_no_data_makes_an_empty_table(
+        gwc: asyncpg.Connection, targets: Targets, writer: str) -> None:
+    table = f"move_nodata_{writer}"
+    await gwc.execute(f"DROP TABLE IF EXISTS {WRITERS[writer]}.{table}")
+    tag = await gwc.execute(f"CREATE TABLE {WRITERS[writer]}.{table} AS SELECT id, s FROM pq.trap "
+                            "WITH NO DATA")
+    assert tag == "SELECT 0"
+    assert await targets.rows(writer, table) == []
+    assert await gwc.fetchval(f"SELECT count(*) FROM {WRITERS[writer]}.{table}") == 0
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_a_failing_create_table_as_leaves_no_table(
+        gwc: asyncpg.Connection, targets: Targets, writer: str) -> None:
+    table = f"move_ctas_fail_{writer}"
+    await gwc.execute(f"DROP TABLE IF EXISTS {WRITERS[writer]}.{table}")
+    # The engine fails on the last rows, after the table was made and rows went in.
+    failing = (f"CREATE TABLE {WRITERS[writer]}.{table} AS SELECT g.i, 1 / (20000 - g.i) AS q "
+               "FROM generate_series(1, 20000) AS g(i) CROSS JOIN pq.trap t WHERE t.id = 1")
+    assert await sqlstate_of(gwc, failing) == "22012"
+    with pytest.raises(Exception):
+        await targets.rows(writer, table, "*")
+    assert await sqlstate_of(gwc, f"SELECT * FROM {WRITERS[writer]}.{table}") == "42P01"
+
+
+async def test_explain_shows_the_move_and_the_ddl_it_sends(gwc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_explained", "(id int, s text)")
+    plan = [r[0] for r in await gwc.fetch("EXPLAIN INSERT INTO pg.move_explained "
+                                          "SELECT id, s FROM pq.trap")]
+    assert plan[0].startswith('Move: the query\'s rows go into table "move_explained" of source "pg" '
+                              "(PostgreSQL) by COPY ... FROM STDIN (FORMAT binary)")
+    assert any("pq" in line for line in plan[2:])  # the query's own plan follows
+    plan = [r[0] for r in await gwc.fetch("EXPLAIN CREATE TABLE lite.move_never AS "
+                                          "SELECT id, s FROM pq.trap")]
+    assert "SQLite" in plan[0] and "batched INSERTs" in plan[0]
+    assert plan[2] == "  DDL sent first: CREATE TABLE `move_never` (`id` INTEGER, `s` TEXT)"
+    assert await sqlstate_of(gwc, "SELECT * FROM lite.move_never") == "42P01"  # nothing was made
+    assert await sqlstate_of(gwc, "EXPLAIN ANALYZE INSERT INTO pg.move_explained "
+                             "SELECT id, s FROM pq.trap") == "0A000"
+
+
+async def test_create_table_as_in_a_parquet_folder_writes_a_whole_file(
+        gwc: asyncpg.Connection, file_sources: dict[str, Path]) -> None:
+    folder = file_sources["parquet"]
+    try:
+        await _file_moves(gwc, folder)
+    finally:  # the folder is the federation's: other tests list it
+        for name in ("move_file", "move_file2"):
+            (folder / f"{name}.parquet").unlink(missing_ok=True)
+
+
+async def _file_moves(gwc: asyncpg.Connection, folder: Path) -> None:
+    tag = await gwc.execute("CREATE TABLE pq.move_file AS SELECT t.id, t.s, y.num, t.ts "
+                            "FROM pg.trap t LEFT JOIN pq.types y ON y.id = t.id")
+    assert tag == "SELECT 7"
+    assert (folder / "move_file.parquet").is_file()
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []  # no leftovers
+    # The catalog sees it at once.
+    rows = await gwc.fetch("SELECT id, s, num FROM pq.move_file ORDER BY id")
+    assert [(r["id"], r["s"]) for r in rows] == TRAP_IDS_TEXTS
+    assert rows[0]["num"] == Decimal("1234567.125")
+    assert await sqlstate_of(gwc, "CREATE TABLE pq.move_file AS SELECT id FROM pg.trap") == "42P07"
+    assert await sqlstate_of(gwc, "INSERT INTO pq.move_file SELECT id, s, NULL, ts FROM pg.trap") == "0A000"
+    # Made from the files themselves, too.
+    assert await gwc.execute("CREATE TABLE pq.move_file2 AS SELECT id * 2 AS twice FROM pq.trap") == "SELECT 7"
+    assert await gwc.fetchval("SELECT sum(twice) FROM pq.move_file2") == 56
+
+
+async def test_a_failing_file_move_leaves_no_file(gwc: asyncpg.Connection,
+                                                 file_sources: dict[str, Path]) -> None:
+    folder = file_sources["parquet"]
+    failing = ("CREATE TABLE pq.move_file_fail AS SELECT g.i, 1 / (200000 - g.i) AS q "
+               "FROM generate_series(1, 200000) AS g(i) CROSS JOIN pg.trap t WHERE t.id = 1")
+    assert await sqlstate_of(gwc, failing) == "22012"
+    assert not (folder / "move_file_fail.parquet").exists()
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+    assert await sqlstate_of(gwc, "SELECT * FROM pq.move_file_fail") == "42P01"
+
+
+async def wait_for_backend(pgc: asyncpg.Connection, like: str, present: bool = True) -> None:
+    """Until a backend runs (or no longer runs) a statement LIKE `like`."""
+    for _ in range(400):
+        found = await pgc.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE $1 "
+                                   "AND pid <> pg_backend_pid() AND state <> 'idle'", like)
+        if bool(found) == present:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no backend {'began' if present else 'ended'} {like!r}")
+
+
+async def test_the_client_leaving_mid_move_leaves_nothing(
+        federation: Federation, gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_left", "(id bigint, s text)")
+    leaving = await asyncpg.connect(federation.gateway.dsn)
+    move = ("INSERT INTO pg.move_left SELECT g.i, t.s FROM generate_series(1, 50000000) AS g(i) "
+            "CROSS JOIN pq.trap t WHERE t.id = 1")
+    running = asyncio.ensure_future(leaving.execute(move))
+    await wait_for_backend(pgc, "COPY%move_left%")
+    leaving.terminate()  # the socket closes under the statement
+    with pytest.raises((asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError)):
+        await running
+    await wait_for_backend(pgc, "COPY%move_left%", present=False)
+    assert await pgc.fetchval("SELECT count(*) FROM move_left") == 0
+
+
+async def test_a_source_failing_mid_read_leaves_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection, targets: Targets) -> None:
+    await fresh(gwc, "pg.move_src_big", "(id bigint, s text)")
+    await pgc.execute("INSERT INTO move_src_big SELECT g, 'row ' || g FROM generate_series(1, 3000000) g")
+    await fresh(gwc, "lite.move_from_failing", "(id bigint, s text)")
+    running = asyncio.ensure_future(gwc.execute(
+        "INSERT INTO lite.move_from_failing SELECT b.id, b.s FROM pg.move_src_big b "
+        "JOIN pq.trap t ON t.id = b.id % 7 + 1"))
+    # The gateway's read of the source is under way: its backend is killed.
+    await wait_for_backend(pgc, "%move_src_big%")
+    await asyncio.sleep(0.3)
+    killed = await pgc.fetchval(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE query LIKE '%move_src_big%' AND pid <> pg_backend_pid() AND state <> 'idle'")
+    assert killed >= 1
+    with pytest.raises(asyncpg.PostgresError) as failed:
+        await asyncio.wait_for(running, TIMEOUT)
+    assert failed.value.sqlstate.startswith("08") or failed.value.sqlstate == "57P01"
+    assert await targets.rows("sqlite", "move_from_failing") == []
+    await gwc.execute("DROP TABLE lite.move_from_failing")
+    await gwc.execute("DROP TABLE pg.move_src_big")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_a_move_runs_on_spark_when_the_session_chose_it(
+        federation: Federation, targets: Targets, writer: str) -> None:
+    conn = await asyncpg.connect(federation.gateway.dsn, command_timeout=300)
+    try:
+        await conn.execute("SET fedgate.engine = 'spark'")
+        table = f"move_spark_{writer}"
+        await fresh(conn, f"{WRITERS[writer]}.{table}", "(id int PRIMARY KEY, s varchar(10))")
+        move = (f"INSERT INTO {WRITERS[writer]}.{table} SELECT t.id, p.s FROM pq.trap t "
+                "JOIN pg.trap p ON p.id = t.id")
+        plan = [r[0] for r in await conn.fetch(f"EXPLAIN {move}")]
+        assert any(line.startswith("Engine spark (SET fedgate.engine)") for line in plan)
+        assert await conn.execute(move) == "INSERT 0 7"
+        assert await targets.rows(writer, table) == TRAP_IDS_TEXTS
+        # A failure on Spark rolls back as on DuckDB.
+        assert await sqlstate_of(conn, move) == "23505"
+        assert await targets.rows(writer, table) == TRAP_IDS_TEXTS
+        await conn.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+    finally:
+        await conn.close()
