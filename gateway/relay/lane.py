@@ -123,6 +123,28 @@ class Lane:
         """A CancelRequest is on its way to the link (which no pool may lend meanwhile)."""
         return self._cancelling is not None
 
+    def at_rest(self) -> bool:
+        """Nothing in flight on a link, and no cancel on its way to one: the session's
+        links may go to another session (`SessionLinks.lendable`)."""
+        return self.exchange is None and self._cancelling is None
+
+    def contended(self) -> None:
+        """A client waits for one of the session's links (`LinkPool._wait`): the repeats
+        in C take nothing more, and a statement of theirs in flight goes on as a Python
+        exchange, so that its end reaches `_settle`."""
+        if self.repeats is None:
+            return
+        self.repeats.disarm()
+        if self.exchange is not None and self.exchange is self.repeats:
+            self.repeats.handoff()
+
+    def _settle(self) -> None:
+        """The session is idle after a statement of the lane: its links that clients wait
+        for go to them, and the repeats in C are armed only when none of its links is
+        waited for."""
+        if not self.links.lend_waited() and self.repeats is not None:
+            self._arm()
+
     def cancel(self) -> bool:
         """A CancelRequest for this session: cancel the statement on the source, which
         answers it with its own 57014 error. False when no exchange is in flight."""
@@ -154,6 +176,8 @@ class Lane:
         finally:
             if self._cancelling is exchange:
                 self._cancelling = None
+                if self.exchange is None and not self.closed:
+                    self.links.lend_waited()  # the link was kept for the cancel
 
     # --- deciding ------------------------------------------------------------------------
 
@@ -358,8 +382,7 @@ class Lane:
                 break
         if took:  # the port may have stopped reading for what was held (`offer`)
             self.port.consumed()
-        if self.repeats is not None:
-            self._arm()
+        self._settle()
 
     def _arm(self) -> None:
         """Arm the repeats in C (gateway.relay.hot.HotLane)."""

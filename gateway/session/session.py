@@ -78,6 +78,8 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
             await self._fail_extended(from_exception(exc), message)
         finally:
             self.links.busy -= 1
+            if not self.links.busy:
+                self.links.lend_waited()  # between messages: a waiter may have its link
 
     async def _fail_extended(self, err: PgError, message: m.FrontendMessage) -> None:
         """Report an error and skip to Sync; like PostgreSQL, send it now, not at Sync

@@ -447,3 +447,102 @@ def test_a_cancel_reaches_only_its_clients_statement(small_gateway: GatewayProce
         done = [c.result() for c in counts]
     assert not errors, errors
     assert all(n > 0 for n in done), done
+
+
+# --- waiting, announced ------------------------------------------------------------------
+
+def test_a_cancelled_waiter_leaves_the_queue(small_gateway: GatewayProcess) -> None:
+    """A client waiting for a pool of 2 held by open blocks is cancelled (CancelRequest):
+    57014, it is out of the line, and the next link given back goes to the one behind it."""
+    first = psycopg.connect(dsn(small_gateway))
+    second = psycopg.connect(dsn(small_gateway))
+    got: list[object] = []
+    try:
+        for conn in (first, second):
+            conn.execute("SELECT v FROM items WHERE id = 1")
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as waiting, \
+                psycopg.connect(dsn(small_gateway), autocommit=True) as behind:
+
+            def wait_behind() -> None:
+                got.append(behind.execute("SELECT v FROM items WHERE id = 6").fetchone())
+
+            timer = threading.Timer(0.3, waiting.cancel)
+            timer.start()
+            started = time.monotonic()
+            later = threading.Timer(0.1, wait_behind)
+            later.start()
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                waiting.execute("SELECT v FROM items WHERE id = 2")
+            assert time.monotonic() - started < 1.4  # before pool_timeout_s
+            timer.join()
+            first.commit()  # to `behind`, the only one left in the line
+            later.join(5)
+            assert got == [(60,)]
+            second.commit()
+            assert waiting.execute("SELECT v FROM items WHERE id = 2").fetchone() == (20,)
+            assert pools(waiting)["clients_waiting"] == "0"
+    finally:
+        first.close()
+        second.close()
+
+
+def test_waiters_cancelled_under_load_lose_no_link(small_gateway: GatewayProcess) -> None:
+    """Six busy clients keep a pool of 2 contended while others are cancelled as they wait
+    or as they are handed a link: every link handed to a client that left goes on, so the
+    busy ones never stall, and the pool ends with its 2 links and nobody waiting."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    served = [0] * 6
+
+    def busy(i: int) -> None:
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as conn:
+            while not stop.is_set():
+                try:
+                    assert conn.execute(f"SELECT v FROM items WHERE id = {i + 1}").fetchone() \
+                        == ((i + 1) * 10,)
+                except BaseException as exc:  # noqa: BLE001 (collected for the assertion)
+                    errors.append(exc)
+                    return
+                served[i] += 1
+
+    cancelled = 0
+    with ThreadPoolExecutor(max_workers=6) as threads:
+        runs = [threads.submit(busy, i) for i in range(6)]
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as victim:
+            for n in range(24):
+                timer = threading.Timer(0.001 * (n % 8), victim.cancel)
+                timer.start()
+                try:
+                    assert victim.execute("SELECT v FROM items WHERE id = 7").fetchone() == (70,)
+                except psycopg.errors.QueryCanceled:
+                    cancelled += 1
+                timer.join()
+        before = list(served)
+        time.sleep(0.3)
+        stop.set()
+        for run in runs:
+            run.result()
+    assert not errors, errors
+    assert cancelled > 0 and all(n > 0 for n in before), (cancelled, before)
+    with psycopg.connect(dsn(small_gateway), autocommit=True) as conn:
+        row = pools(conn)
+        assert conn.execute("SELECT v FROM items WHERE id = 8").fetchone() == (80,)
+    assert row["clients_waiting"] == "0" and int(row["server_total"]) <= 2, row
+
+
+def test_a_client_waiting_more_than_5_s_gets_a_notice(source: Source, tmp_path: Path) -> None:
+    proc = start_gateway(config(source, size=1, timeout_s=20), tmp_path)
+    try:
+        with psycopg.connect(dsn(proc)) as holder, \
+                psycopg.connect(dsn(proc), autocommit=True) as waiting:
+            holder.execute("SELECT v FROM items WHERE id = 1")  # a block holds the one link
+            notices: list[str] = []
+            waiting.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+            threading.Timer(6.0, holder.commit).start()
+            started = time.monotonic()
+            assert waiting.execute("SELECT v FROM items WHERE id = 3").fetchone() == (30,)
+            assert time.monotonic() - started >= 5.5
+            assert len(notices) == 1 and 'waiting for a connection to source "pg"' in notices[0]
+            assert "pool of 1" in notices[0], notices
+    finally:
+        proc.stop()
