@@ -182,10 +182,12 @@ _KIND = one_of(*SOURCE_KINDS)
 _REQUIRED = {"required": BOOLEAN}
 _READ_ONLY_ANYWAY = "{} sources are always read-only; remove read_only"
 SOURCES: Mapping[str, Section] = {
-    # pool_mode / pool_timeout_s: the relay's links (gateway.relay.pool).
+    # pool_mode, pool_timeout_s, server_idle_timeout_s, server_lifetime_s (0: never):
+    # the relay's links (gateway.relay.pool).
     "postgres": Section({"kind": _KIND, "dsn": NAME, "schema": NAME, "pool_size": integer(1),
                          "pool_mode": one_of("session", "transaction"),
                          "pool_timeout_s": number(0, inclusive=False),
+                         "server_idle_timeout_s": number(0), "server_lifetime_s": number(0),
                          "read_only": BOOLEAN, **_REQUIRED}, required=("dsn",)),
     "mysql": Section({"kind": _KIND, "dsn": NAME, "pool_size": integer(1), "read_only": BOOLEAN,
                       **_REQUIRED},

@@ -52,7 +52,15 @@ POOL_MODES = ("session", "transaction")
 DEFAULT_POOL_MODE = "transaction"
 DEFAULT_POOL_SIZE = 10
 DEFAULT_POOL_TIMEOUT_S = 30.0
+# PgBouncer's defaults for its server_idle_timeout and server_lifetime. 0: never.
+DEFAULT_SERVER_IDLE_TIMEOUT_S = 600.0
+DEFAULT_SERVER_LIFETIME_S = 3600.0
 NOTICE_AFTER_S = 5.0
+# A link that sat unused this long is asked whether its source is still there before it
+# is lent (`borrow`): a source that restarted (or a connection a firewall dropped) costs
+# a new connection, not the client's statement. Shorter idles are not asked: the source's
+# hang-up reaches the link's socket as an end of file first.
+CHECK_AFTER_IDLE_S = 1.0
 
 
 class Holder(Protocol):
@@ -67,6 +75,17 @@ class Holder(Protocol):
     def contended(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class PoolOptions:
+    """A postgres source's pool settings (`pool_options`)."""
+
+    size: int = DEFAULT_POOL_SIZE
+    mode: str = DEFAULT_POOL_MODE
+    timeout_s: float = DEFAULT_POOL_TIMEOUT_S
+    idle_timeout_s: float = DEFAULT_SERVER_IDLE_TIMEOUT_S  # 0: never
+    lifetime_s: float = DEFAULT_SERVER_LIFETIME_S  # 0: never
+
+
 @dataclass(eq=False)
 class Waiter:
     """A client in the queue: its future is handed a link, or None for room to open one
@@ -78,9 +97,19 @@ class Waiter:
 
 
 class LinkPool:
-    def __init__(self, source: str, login: str, size: int, mode: str, timeout_s: float) -> None:
+    def __init__(self, source: str, login: str, size: int, mode: str, timeout_s: float,
+                 idle_timeout_s: float = DEFAULT_SERVER_IDLE_TIMEOUT_S,
+                 lifetime_s: float = DEFAULT_SERVER_LIFETIME_S) -> None:
         self.source, self.login = source, login
         self.size, self.mode, self.timeout_s = size, mode, timeout_s
+        # Server connection lifecycle: a link unused for idle_timeout_s, or opened more
+        # than lifetime_s ago, is closed when it is next free (0: never).
+        self.idle_timeout_s, self.lifetime_s = idle_timeout_s, lifetime_s
+        self.opened_at: dict[PgLink, float] = {}
+        self.freed_at: dict[PgLink, float] = {}  # when each link of `free` was given back
+        self.to_check: set[PgLink] = set()  # taken after CHECK_AFTER_IDLE_S unused
+        self._sweep: asyncio.TimerHandle | None = None
+        self.retired = 0  # closed for their idle time or lifetime
         self.free: list[PgLink] = []
         self.lent: dict[PgLink, Holder] = {}
         self.roles: dict[PgLink, str | None] = {}  # the role each link runs under now
@@ -114,15 +143,52 @@ class LinkPool:
         return await self._wait(holder, connect, notice)
 
     def _take_free(self, holder: Holder) -> PgLink | None:
+        now = asyncio.get_running_loop().time()
         while self.free:
             link = self.free.pop()
-            if link.broken or link.port.eof:  # it died while nobody had it
-                self.forget(link)
+            freed = self.freed_at.pop(link, now)
+            if link.broken or link.port.eof or self._spent(link, now, freed):
+                self.forget(link)  # it died while nobody had it, or its time is up
                 link.close()
                 continue
+            if now - freed >= CHECK_AFTER_IDLE_S:
+                self.to_check.add(link)
             self.lent[link] = holder
             return link
         return None
+
+    def _spent(self, link: PgLink, now: float, freed: float | None = None) -> bool:
+        """`link` is past `lifetime_s` since it opened, or (free since `freed`) past
+        `idle_timeout_s`: it is closed rather than lent or kept."""
+        if self.lifetime_s and now - self.opened_at.get(link, now) >= self.lifetime_s:
+            self.retired += 1
+            return True
+        if freed is not None and self.idle_timeout_s and now - freed >= self.idle_timeout_s:
+            self.retired += 1
+            return True
+        return False
+
+    def _keep_free(self, link: PgLink) -> None:
+        self.free.append(link)
+        self.freed_at[link] = asyncio.get_running_loop().time()
+        self._arm_sweep()
+
+    def _arm_sweep(self) -> None:
+        if self._sweep is None and (self.idle_timeout_s or self.lifetime_s):
+            every = min(t for t in (self.idle_timeout_s, self.lifetime_s) if t)
+            self._sweep = asyncio.get_running_loop().call_later(max(every / 4, 0.05), self.sweep)
+
+    def sweep(self) -> None:
+        """Close the free links whose idle time or lifetime is up; again later while
+        some are free (nothing runs it when none is)."""
+        self._sweep = None
+        now = asyncio.get_running_loop().time()
+        for link in list(self.free):
+            if link.broken or link.port.eof or self._spent(link, now, self.freed_at.get(link, now)):
+                self.forget(link)
+                link.close()
+        if self.free:
+            self._arm_sweep()
 
     def _drop_dead(self) -> None:
         """Links whose source went away (a restart) while their sessions were idle: a new
@@ -158,6 +224,7 @@ class LinkPool:
         self.opening -= 1
         self.lent[link] = holder
         self.roles[link] = None
+        self.opened_at[link] = asyncio.get_running_loop().time()
         return link
 
     async def _wait(self, holder: Holder, connect: Callable[[], Awaitable[PgLink]],
@@ -250,27 +317,35 @@ class LinkPool:
         if not self.waiters:
             return False
         self.lent.pop(link, None)
+        if self.lifetime_s and self._spent(link, asyncio.get_running_loop().time()):
+            self.forget(link)  # (its room goes to the first waiter)
+            link.close()
+            return True
         if self._hand(link):
             self.reclaimed += 1
             return True
-        self.free.append(link)
+        self._keep_free(link)
         return True
 
     def give_back(self, link: PgLink) -> None:
         """`link`'s session is done with it (it ended, or DISCARD ALL): to the first
         waiter, or kept free."""
         self.lent.pop(link, None)
-        if not link.idle or link.status != "I":  # dead, in a block, or an answer unread
-            self.forget(link)
+        if not link.idle or link.status != "I" or (
+                self.lifetime_s and self._spent(link, asyncio.get_running_loop().time())):
+            self.forget(link)  # dead, in a block, an answer unread, or its time is up
             link.close()
             return
         if not self._hand(link):
-            self.free.append(link)
+            self._keep_free(link)
 
     def forget(self, link: PgLink) -> None:
         """A link that is closed, or about to be: its place is free for a new one."""
         self.lent.pop(link, None)
         self.roles.pop(link, None)
+        self.opened_at.pop(link, None)
+        self.freed_at.pop(link, None)
+        self.to_check.discard(link)
         if link in self.free:
             self.free.remove(link)
         self._room()
@@ -287,11 +362,13 @@ POOL_COLUMNS = ["source", "login", "pool_mode", "pool_size", "server_total", "se
                 "reclaimed", "timeouts"]
 
 
-def pool_options(options: dict[str, Any]) -> tuple[int, str, float]:
-    """`pool_size`, `pool_mode` and `pool_timeout_s` of a postgres source's options."""
-    return (int(options.get("pool_size", DEFAULT_POOL_SIZE)),
-            str(options.get("pool_mode", DEFAULT_POOL_MODE)),
-            float(options.get("pool_timeout_s", DEFAULT_POOL_TIMEOUT_S)))
+def pool_options(options: dict[str, Any]) -> PoolOptions:
+    """The pool settings of a postgres source's options (validated by gateway.config)."""
+    return PoolOptions(int(options.get("pool_size", DEFAULT_POOL_SIZE)),
+                       str(options.get("pool_mode", DEFAULT_POOL_MODE)),
+                       float(options.get("pool_timeout_s", DEFAULT_POOL_TIMEOUT_S)),
+                       float(options.get("server_idle_timeout_s", DEFAULT_SERVER_IDLE_TIMEOUT_S)),
+                       float(options.get("server_lifetime_s", DEFAULT_SERVER_LIFETIME_S)))
 
 
 def pool_rows(pools: dict[Any, LinkPool]) -> list[tuple[Any, ...]]:
@@ -305,11 +382,26 @@ def pool_for(ctx: ServerContext, source: str, read_only: bool) -> LinkPool:
     pool = ctx.pools.get(key)
     if pool is None:
         options = next((s.options for s in ctx.config.sources if s.name == source), {})
-        size, mode, timeout_s = pool_options(options)
+        chosen = pool_options(options)
         user = Target.from_dsn(ctx.sources[source].dsn).user  # type: ignore[attr-defined]
         pool = ctx.pools[key] = LinkPool(source, user + (" (read-only)" if read_only else ""),
-                                         size, mode, timeout_s)
+                                         chosen.size, chosen.mode, chosen.timeout_s,
+                                         chosen.idle_timeout_s, chosen.lifetime_s)
     return pool
+
+
+async def checked(pool: LinkPool, link: PgLink) -> bool:
+    """False when `link` sat unused (`CHECK_AFTER_IDLE_S`) and its source no longer
+    answers on it (an empty Query: one round trip, no statement)."""
+    if link not in pool.to_check:
+        return True
+    pool.to_check.discard(link)
+    try:
+        outcome = await link.simple("")
+    except PgError:  # (the connection was lost: source_unavailable)
+        link.broken = True
+        return False
+    return outcome.error is None and link.status == "I"
 
 
 async def borrow(holder: Holder, state: Any, source: str) -> tuple[LinkPool, PgLink]:
@@ -336,9 +428,15 @@ async def borrow(holder: Holder, state: Any, source: str) -> tuple[LinkPool, PgL
 
     while True:
         link = await pool.acquire(holder, connect, notice)
-        if not (link.broken or link.port.eof):
+        try:
+            usable = not (link.broken or link.port.eof) and await checked(pool, link)
+        except BaseException:
+            pool.forget(link)
+            link.close()
+            raise
+        if usable:
             break
-        pool.forget(link)  # taken back from a session after its source went away
+        pool.forget(link)  # its source went away (a restart) while it was unused
         link.close()
     role = state.access.source_roles.get(source)
     if pool.roles.get(link) != role:

@@ -546,3 +546,79 @@ def test_a_client_waiting_more_than_5_s_gets_a_notice(source: Source, tmp_path: 
             assert "pool of 1" in notices[0], notices
     finally:
         proc.stop()
+
+
+# --- server connection lifecycle ---------------------------------------------------------
+
+def test_a_source_restart_under_load(source: Source, tmp_path: Path) -> None:
+    """The source restarts while three clients keep a pool of 4 busy: a statement in
+    flight then may fail, the next ones run; the eight clients that sat idle outside a
+    transaction meanwhile see no error at all, over new links."""
+    proc = start_gateway(config(source, size=4), tmp_path)
+    stop = threading.Event()
+    failures: list[list[str]] = [[] for _ in range(3)]
+    after: list[int] = [0, 0, 0]
+    restarted = threading.Event()
+
+    def busy(i: int) -> None:
+        with psycopg.connect(dsn(proc), autocommit=True) as conn:
+            while not stop.is_set():
+                try:
+                    assert conn.execute(f"SELECT v FROM items WHERE id = {i + 1}").fetchone() \
+                        == ((i + 1) * 10,)
+                    if restarted.is_set():
+                        after[i] += 1
+                except psycopg.OperationalError as exc:  # the source went away mid-statement
+                    failures[i].append(str(exc))
+                    time.sleep(0.05)
+
+    try:
+        idle = [psycopg.connect(dsn(proc), autocommit=True) for _ in range(8)]
+        try:
+            for conn in idle:
+                assert conn.execute("SELECT v FROM items WHERE id = 4").fetchone() == (40,)
+            with ThreadPoolExecutor(max_workers=3) as threads:
+                runs = [threads.submit(busy, i) for i in range(3)]
+                time.sleep(0.5)
+                source.server.crash()
+                source.server.start_again()
+                restarted.set()
+                for _ in range(3):
+                    for conn in idle:
+                        assert conn.execute("SELECT v FROM items WHERE id = 5").fetchone() == (50,)
+                time.sleep(0.5)
+                stop.set()
+                for run in runs:
+                    run.result()
+            assert all(n > 0 for n in after), (after, failures)
+            # At most the statements in flight, and those sent while it was down.
+            for seen in failures:
+                assert all("unavailable" in text or "lost" in text for text in seen), failures
+            row = pools(idle[0])
+            assert int(row["server_total"]) <= 4 and row["clients_waiting"] == "0", row
+        finally:
+            for conn in idle:
+                conn.close()
+    finally:
+        stop.set()
+        proc.stop()
+
+
+def test_server_lifetime_replaces_links(source: Source, tmp_path: Path) -> None:
+    """`server_lifetime_s`: a link older than that is closed when it is next given back
+    (its backend leaves the source), and a new one serves the next statement."""
+    with psycopg.connect(source.truth, autocommit=True) as conn:  # (the source's own pid)
+        conn.execute("CREATE OR REPLACE VIEW backend AS SELECT pg_backend_pid() AS pid")
+    text = config(source, size=2) + "server_lifetime_s = 0.5\nserver_idle_timeout_s = 0\n"
+    proc = start_gateway(text, tmp_path)
+    try:
+        pids = []
+        for _ in range(4):
+            with psycopg.connect(dsn(proc), autocommit=True) as conn:
+                pids.append(conn.execute("SELECT pid FROM backend").fetchone()[0])
+                pids.append(conn.execute("SELECT pid FROM backend").fetchone()[0])
+            time.sleep(0.3)
+        assert pids[0] == pids[1], pids  # one link while its time lasts
+        assert len(set(pids)) >= 2, pids  # then a new backend
+    finally:
+        proc.stop()

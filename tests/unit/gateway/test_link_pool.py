@@ -206,3 +206,38 @@ async def test_room_handed_to_a_waiter_cancelled_at_that_moment_goes_to_the_next
         await first
     fresh = await second
     assert fresh is not held and made == [held, fresh] and pool.total == 1 and not pool.opening
+
+
+async def test_a_link_past_its_lifetime_is_closed_when_given_back() -> None:
+    pool, made = LinkPool("pg", "u", 2, "transaction", 5, idle_timeout_s=0, lifetime_s=0.05), []
+    a = FakeSession()
+    old = await take(pool, a, made)
+    await asyncio.sleep(0.06)
+    del a.links["pg"]
+    pool.give_back(old)
+    assert old.closed and pool.total == 0 and pool.retired == 1
+    assert await take(pool, FakeSession(), made) is not old
+
+
+async def test_a_free_link_idle_too_long_is_closed_by_the_sweep() -> None:
+    pool, made = LinkPool("pg", "u", 2, "transaction", 5, idle_timeout_s=0.1, lifetime_s=0), []
+    a = FakeSession()
+    link = await take(pool, a, made)
+    del a.links["pg"]
+    pool.give_back(link)
+    assert pool.free == [link]
+    await asyncio.sleep(0.25)
+    assert link.closed and not pool.free and pool.total == 0 and pool.retired == 1
+
+
+async def test_a_link_free_a_while_is_checked_before_it_is_lent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pool_module, "CHECK_AFTER_IDLE_S", 0.02)
+    pool, made = LinkPool("pg", "u", 2, "transaction", 5), []
+    a = FakeSession()
+    link = await take(pool, a, made)
+    del a.links["pg"]
+    pool.give_back(link)
+    assert await take(pool, FakeSession(), made) is link and link not in pool.to_check
+    pool.give_back(link)
+    await asyncio.sleep(0.03)
+    assert await take(pool, FakeSession(), made) is link and link in pool.to_check
