@@ -30,7 +30,7 @@ from gateway.executor.execute import Executor
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError,
                            source_unavailable)
 from gateway.relay.literals import Lifted, lift
-from gateway.relay.pool import LinkPool, borrow, pool_for
+from gateway.relay.pool import LinkPool, Waiter, borrow, pool_for
 from planner.access import function_denied
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
@@ -87,6 +87,7 @@ class SessionLinks:
         self.busy = 0  # the session's task is handling a message (its links stay)
         self.pinned: set[str] = set()  # sources whose link is this session's to the end
         self.pools: dict[str, LinkPool] = {}  # the pool each link of `links` came from
+        self.adopted: dict[str, tuple[Waiter, LinkPool]] = {}  # see gateway.relay.pool.Holder
 
     @property
     def active(self) -> bool:
@@ -202,6 +203,13 @@ class SessionLinks:
             else:
                 kept = True
         return kept
+
+    def release_adopted(self) -> None:
+        """The task handled what the lane queued for a link without borrowing one there
+        (the statement went elsewhere, or was cancelled first): the place is given up."""
+        adopted, self.adopted = self.adopted, {}
+        for waiter, pool in adopted.values():
+            pool.leave(waiter)
 
     def contended(self) -> None:
         """A client now waits for a link of this session's: the lane's next end of a
@@ -457,6 +465,7 @@ class SessionLinks:
         self.close()
 
     def close(self) -> None:
+        self.release_adopted()
         links, self.links = self.links, {}
         for source, link in links.items():
             self._drop(source, link)

@@ -67,6 +67,9 @@ class Holder(Protocol):
     """What the pool asks of a session's links (`gateway.relay.links.SessionLinks`)."""
 
     links: dict[str, PgLink]
+    # A place in a pool's line the express lane took and handed to the session's task
+    # (`Lane._to_task`), which `borrow` waits on instead of queueing again.
+    adopted: dict[str, tuple[Waiter, LinkPool]]
 
     def lendable(self, link: PgLink, mode: str) -> bool: ...
 
@@ -125,10 +128,13 @@ class LinkPool:
         return len(self.free) + len(self.lent) + self.opening
 
     async def acquire(self, holder: Holder, connect: Callable[[], Awaitable[PgLink]],
-                      notice: Callable[[str], Awaitable[None]] | None = None) -> PgLink:
+                      notice: Callable[[str], Awaitable[None]] | None = None,
+                      waiter: Waiter | None = None) -> PgLink:
         """A link for `holder`: a free one, a new one while there is room, one taken back
         from an idle session (transaction mode), or, behind the clients already waiting,
-        the next one given back (`_wait`)."""
+        the next one given back (`_wait`; on `waiter`, a place in line taken before)."""
+        if waiter is not None:
+            return await self._wait(holder, connect, notice, waiter)
         if not self.waiters:
             link = self._take_free(holder)
             if link is not None:
@@ -227,12 +233,8 @@ class LinkPool:
         self.opened_at[link] = asyncio.get_running_loop().time()
         return link
 
-    async def _wait(self, holder: Holder, connect: Callable[[], Awaitable[PgLink]],
-                    notice: Callable[[str], Awaitable[None]] | None) -> PgLink:
-        """Wait in line: a link is handed over by whoever has one to give (`give_back`,
-        `lend`, `forget` for room to open one), never looked for. Every session holding a
-        link of this pool is told (`Holder.contended`), so that the end of its statement
-        is seen here even when the repeats in C would have run it."""
+    def enqueue(self, holder: Holder) -> Waiter:
+        """A place at the end of the line (`_wait`, or the express lane's `_queue`)."""
         loop = asyncio.get_running_loop()
         waiter = Waiter(holder, loop.time(), loop.create_future())
         self.waiters.append(waiter)
@@ -240,11 +242,25 @@ class LinkPool:
             for owner in set(self.lent.values()):
                 owner.contended()
         self._drop_dead()  # (room made so goes to the first waiter: `forget`)
+        return waiter
+
+    async def _wait(self, holder: Holder, connect: Callable[[], Awaitable[PgLink]],
+                    notice: Callable[[str], Awaitable[None]] | None,
+                    waiter: Waiter | None = None) -> PgLink:
+        """Wait in line: a link is handed over by whoever has one to give (`give_back`,
+        `lend`, `forget` for room to open one), never looked for. Every session holding a
+        link of this pool is told (`Holder.contended`), so that the end of its statement
+        is seen here even when the repeats in C would have run it."""
+        loop = asyncio.get_running_loop()
+        if waiter is None:
+            waiter = self.enqueue(holder)
         deadline = waiter.since + self.timeout_s
         future = waiter.future
         try:
             if notice is not None and self.timeout_s > NOTICE_AFTER_S:
-                await asyncio.wait((future,), timeout=NOTICE_AFTER_S)
+                if not future.done():
+                    await asyncio.wait((future,), timeout=max(waiter.since + NOTICE_AFTER_S
+                                                              - loop.time(), 0))
                 if not future.done():
                     await notice(f'waiting for a connection to source "{self.source}" '
                                  f'(pool of {self.size} for login "{self.login}" is in use)')
@@ -263,7 +279,7 @@ class LinkPool:
         except BaseException:
             # Cancelled (a CancelRequest, the client gone) or the notice failed: out of
             # the line, and what was handed over at that very moment goes to the next.
-            self._leave(waiter)
+            self.leave(waiter)
             raise
         finally:
             self.longest_wait_s = max(self.longest_wait_s, loop.time() - waiter.since)
@@ -272,7 +288,8 @@ class LinkPool:
             return await self._open(holder, connect, reserved=True)
         return link
 
-    def _leave(self, waiter: Waiter) -> None:
+    def leave(self, waiter: Waiter) -> None:
+        """`waiter` gives up its place; what it was handed goes on to the next."""
         if waiter in self.waiters:
             self.waiters.remove(waiter)
         future = waiter.future
@@ -293,7 +310,7 @@ class LinkPool:
         """`link` to the first waiter, if any."""
         while self.waiters:
             waiter = self.waiters.popleft()
-            if waiter.future.done():  # (it gave up: see `_leave`)
+            if waiter.future.done():  # (it gave up: see `leave`)
                 continue
             self.lent[link] = waiter.holder
             waiter.future.set_result(link)
@@ -426,8 +443,11 @@ async def borrow(holder: Holder, state: Any, source: str) -> tuple[LinkPool, PgL
         state.write(encoder.notice_response("NOTICE", "00000", message))
         await state.flush()
 
+    adopted = holder.adopted.pop(source, None)
     while True:
-        link = await pool.acquire(holder, connect, notice)
+        link = await pool.acquire(holder, connect, notice,
+                                  adopted[0] if adopted is not None and adopted[1] is pool else None)
+        adopted = None
         try:
             usable = not (link.broken or link.port.eof) and await checked(pool, link)
         except BaseException:

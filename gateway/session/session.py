@@ -81,6 +81,8 @@ class Session(ExtendedMixin, CopyInMixin, UtilityMixin):
             if not self.links.busy and isinstance(message, (m.Sync, m.Query)):
                 # The client was answered: a waiter may have the link. (Not between the
                 # messages of one run, which would borrow it again for the next.)
+                if self.links.adopted:
+                    self.links.release_adopted()
                 self.links.lend_waited()
 
     async def _fail_extended(self, err: PgError, message: m.FrontendMessage) -> None:

@@ -622,3 +622,40 @@ def test_server_lifetime_replaces_links(source: Source, tmp_path: Path) -> None:
         assert len(set(pids)) >= 2, pids  # then a new backend
     finally:
         proc.stop()
+
+
+def test_a_client_queued_by_the_lane_keeps_its_place_and_gets_the_notice(
+        source: Source, tmp_path: Path) -> None:
+    """A client that ran statements before finds others waiting: the express lane takes
+    its place in line; after 5 s its task takes the place over (the NOTICE), and it is
+    served after the one that came first."""
+    proc = start_gateway(config(source, size=1, timeout_s=20), tmp_path)
+    try:
+        with psycopg.connect(dsn(proc)) as holder, \
+                psycopg.connect(dsn(proc), autocommit=True) as first, \
+                psycopg.connect(dsn(proc), autocommit=True) as second:
+            assert second.execute("SELECT v FROM items WHERE id = 2").fetchone() == (20,)
+            holder.execute("SELECT v FROM items WHERE id = 1")  # a block holds the one link
+            order: list[str] = []
+            notices: list[str] = []
+            second.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+
+            def run(conn: psycopg.Connection, name: str, key: int) -> None:
+                assert conn.execute(f"SELECT v FROM items WHERE id = {key}").fetchone() \
+                    == (key * 10,)
+                order.append(name)
+
+            with ThreadPoolExecutor(max_workers=2) as threads:
+                a = threads.submit(run, first, "first", 3)
+                time.sleep(0.3)
+                b = threads.submit(run, second, "second", 4)
+                time.sleep(6.0)
+                assert order == []
+                holder.commit()
+                a.result(10)
+                b.result(10)
+            assert order == ["first", "second"]
+            assert len(notices) == 1 and "waiting for a connection" in notices[0], notices
+            assert pools(first)["clients_waiting"] == "0"
+    finally:
+        proc.stop()
