@@ -160,7 +160,11 @@ class Lane:
             return  # (the task has the place now, or the line was left)
         waiter, pool, source = queued
         link = future.result()
-        if (link is None or link.broken or link.port.eof or self.closed
+        if self.closed or self.state.closed:  # the session ended meanwhile: to the next
+            self._unqueue()
+            pool.leave(waiter)
+            return
+        if (link is None or link.broken or link.port.eof
                 or pool.roles.get(link) != self.state.access.source_roles.get(source)):
             self._to_task()  # it opens the link, sets the role, or finds it dead
             return

@@ -508,8 +508,13 @@ def test_waiters_cancelled_under_load_lose_no_link(small_gateway: GatewayProcess
     cancelled = 0
     with ThreadPoolExecutor(max_workers=6) as threads:
         runs = [threads.submit(busy, i) for i in range(6)]
-        with psycopg.connect(dsn(small_gateway), autocommit=True) as victim:
-            for n in range(24):
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as victim, \
+                psycopg.connect(dsn(small_gateway)) as holder:
+            # A block holds one link meanwhile: the seven others share the one left.
+            holder.execute("SELECT v FROM items WHERE id = 9")
+            for n in range(80):  # until 8 cancels landed while it waited or ran
+                if cancelled >= 8:
+                    break
                 timer = threading.Timer(0.001 * (n % 8), victim.cancel)
                 timer.start()
                 try:
@@ -517,6 +522,7 @@ def test_waiters_cancelled_under_load_lose_no_link(small_gateway: GatewayProcess
                 except psycopg.errors.QueryCanceled:
                     cancelled += 1
                 timer.join()
+            holder.commit()
         before = list(served)
         time.sleep(0.3)
         stop.set()
