@@ -267,17 +267,24 @@ class PgLink:
         fields: list[w.Field] | None = None
         error: PgError | None = None
         ready = 0
-        while ready < prefix_ready + 1:
-            tag, body = await self._read_message()
-            if tag == _Z:
-                ready += 1
-                self.status = chr(body[0])
-            elif tag == ord("t"):
-                oids = w.parameter_oids(body)
-            elif tag == _T:
-                fields = w.renamed_types(w.row_description_fields(body), self.row_types)
-            elif tag == _E and error is None:
-                error = w.error_from_fields(w.error_fields(body))
+        try:
+            while ready < prefix_ready + 1:
+                tag, body = await self._read_message()
+                if tag == _Z:
+                    ready += 1
+                    self.status = chr(body[0])
+                elif tag == ord("t"):
+                    oids = w.parameter_oids(body)
+                elif tag == _T:
+                    fields = w.renamed_types(w.row_description_fields(body), self.row_types)
+                elif tag == _E and error is None:
+                    error = w.error_from_fields(w.error_fields(body))
+        except asyncio.CancelledError:
+            # Its answer still on its way would be read as the answer to whatever the
+            # link runs next (another client's statement, once the link is pooled): read
+            # it to the end first, or close the link.
+            await self._settle_after_cancel(prefix_ready + 1 - ready)
+            raise
         if error is not None:
             raise error
         statement = RemoteStatement(name, oids, fields)
@@ -389,6 +396,19 @@ class PgLink:
             log.warning("source %s did not recover from a cancel (%s); closing its link", self.source, exc)
             self.broken = True
             self.close()
+
+    async def _settle_after_cancel(self, pending: int) -> None:
+        settled = False
+        try:
+            await asyncio.wait_for(self._drain(pending), CANCEL_DRAIN_S)
+            settled = True
+        except (OSError, PgError, TimeoutError) as exc:
+            log.warning("source %s did not answer a cancelled Parse (%s); closing its link",
+                        self.source, exc)
+        finally:
+            if not settled:  # (cancelled again meanwhile, too)
+                self.broken = True
+                self.close()
 
     async def _drain(self, pending: int) -> None:
         while pending > 0:

@@ -187,10 +187,12 @@ _READ_ONLY_ANYWAY = "{} sources are always read-only; remove read_only"
 _OBJECT_STORE = {"endpoint": NAME, "region": NAME, "access_key_id": NAME,
                  "secret_access_key": NAME}
 SOURCES: Mapping[str, Section] = {
-    # pool_mode / pool_timeout_s: the relay's links (gateway.relay.pool).
+    # pool_mode, pool_timeout_s, server_idle_timeout_s, server_lifetime_s (0: never):
+    # the relay's links (gateway.relay.pool).
     "postgres": Section({"kind": _KIND, "dsn": NAME, "schema": NAME, "pool_size": integer(1),
                          "pool_mode": one_of("session", "transaction"),
                          "pool_timeout_s": number(0, inclusive=False),
+                         "server_idle_timeout_s": number(0), "server_lifetime_s": number(0),
                          "read_only": BOOLEAN, **_REQUIRED}, required=("dsn",)),
     "mysql": Section({"kind": _KIND, "dsn": NAME, "pool_size": integer(1), "read_only": BOOLEAN,
                       **_REQUIRED},

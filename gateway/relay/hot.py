@@ -342,8 +342,7 @@ class HotLane(Lane):
         transport = self.port.transport
         if data and not transport.is_closing():
             transport.write(data)
-        if self.repeats is not None:
-            self._arm()
+        self._settle()
 
     def _remember_run(self, data: bytes, found: list[tuple[int, int, int]],
                       prepared: Prepared, parse: m.Parse | None, formats: tuple[int, ...],

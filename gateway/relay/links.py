@@ -30,7 +30,7 @@ from gateway.executor.execute import Executor
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError,
                            source_unavailable)
 from gateway.relay.literals import Lifted, lift
-from gateway.relay.pool import borrow, pool_for
+from gateway.relay.pool import LinkPool, Waiter, borrow, pool_for
 from planner.access import function_denied
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
@@ -86,6 +86,8 @@ class SessionLinks:
         self.ddl = False  # DDL ran: the catalog is read again once it is visible
         self.busy = 0  # the session's task is handling a message (its links stay)
         self.pinned: set[str] = set()  # sources whose link is this session's to the end
+        self.pools: dict[str, LinkPool] = {}  # the pool each link of `links` came from
+        self.adopted: dict[str, tuple[Waiter, LinkPool]] = {}  # see gateway.relay.pool.Holder
 
     @property
     def active(self) -> bool:
@@ -164,6 +166,7 @@ class SessionLinks:
             pool.give_back(link)
             raise
         self.links[source] = link
+        self.pools[source] = pool
         return link
 
     def lendable(self, link: PgLink, mode: str) -> bool:
@@ -174,11 +177,46 @@ class SessionLinks:
         if (state.access.pool_modes.get(link.source, mode) != "transaction" or self.busy
                 or link.source in self.pinned or state.in_block or self.writers
                 or link.status != "I" or not link.idle or self.links.get(link.source) is not link
-                or getattr(state, "copy_in", None) is not None):
+                or state.copy_in is not None):
             return False
         lane = state.lane  # nothing in flight, and no cancel on its way to this link
-        return lane is None or (getattr(lane, "exchange", None) is None
-                                and not getattr(lane, "cancelling", False))
+        return lane is None or lane.at_rest()
+
+    def lend_waited(self) -> bool:
+        """The session is between statements: each link a client waits for goes to it
+        (`LinkPool.lend`) when it may (`lendable`). True when the session keeps a link
+        that is waited for: the end of its next statement must be seen here too (the
+        express lane does not arm its repeats in C, whose end Python does not see)."""
+        for pool in self.pools.values():  # (on every statement's end: nobody waits, mostly)
+            if pool.waiters:
+                break
+        else:
+            return False
+        kept = False
+        for source, link in list(self.links.items()):
+            pool = self.pools[source]
+            if not pool.waiters:
+                continue
+            if self.lendable(link, pool.mode):
+                del self.links[source]
+                pool.lend(link)
+            else:
+                kept = True
+        return kept
+
+    def release_adopted(self) -> None:
+        """The task handled what the lane queued for a link without borrowing one there
+        (the statement went elsewhere, or was cancelled first): the place is given up."""
+        adopted, self.adopted = self.adopted, {}
+        for waiter, pool in adopted.values():
+            pool.leave(waiter)
+
+    def contended(self) -> None:
+        """A client now waits for a link of this session's: the lane's next end of a
+        statement is seen in Python, where `lend_waited` runs."""
+        lane = self.state.lane
+        if lane is not None:
+            lane.contended()
 
     def drop_dead(self, link: PgLink) -> None:
         """`link`'s source hung up while this session was idle outside a block: it leaves
@@ -433,6 +471,7 @@ class SessionLinks:
         self.close()
 
     def close(self) -> None:
+        self.release_adopted()
         links, self.links = self.links, {}
         for source, link in links.items():
             self._drop(source, link)

@@ -80,6 +80,12 @@ class Session(ExtendedMixin, CopyInMixin, MoveMixin, UtilityMixin):
             await self._fail_extended(from_exception(exc), message)
         finally:
             self.links.busy -= 1
+            if not self.links.busy and isinstance(message, (m.Sync, m.Query)):
+                # The client was answered: a waiter may have the link. (Not between the
+                # messages of one run, which would borrow it again for the next.)
+                if self.links.adopted:
+                    self.links.release_adopted()
+                self.links.lend_waited()
 
     async def _fail_extended(self, err: PgError, message: m.FrontendMessage) -> None:
         """Report an error and skip to Sync; like PostgreSQL, send it now, not at Sync

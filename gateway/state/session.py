@@ -55,6 +55,10 @@ class LaneHandle(Protocol):
 
     def cancel(self) -> bool: ...
 
+    def at_rest(self) -> bool: ...
+
+    def contended(self) -> None: ...
+
 
 class SessionState:
     def __init__(self, ctx: ServerContext, writer: asyncio.StreamWriter,

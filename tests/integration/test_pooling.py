@@ -447,3 +447,221 @@ def test_a_cancel_reaches_only_its_clients_statement(small_gateway: GatewayProce
         done = [c.result() for c in counts]
     assert not errors, errors
     assert all(n > 0 for n in done), done
+
+
+# --- waiting, announced ------------------------------------------------------------------
+
+def test_a_cancelled_waiter_leaves_the_queue(small_gateway: GatewayProcess) -> None:
+    """A client waiting for a pool of 2 held by open blocks is cancelled (CancelRequest):
+    57014, it is out of the line, and the next link given back goes to the one behind it."""
+    first = psycopg.connect(dsn(small_gateway))
+    second = psycopg.connect(dsn(small_gateway))
+    got: list[object] = []
+    try:
+        for conn in (first, second):
+            conn.execute("SELECT v FROM items WHERE id = 1")
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as waiting, \
+                psycopg.connect(dsn(small_gateway), autocommit=True) as behind:
+
+            def wait_behind() -> None:
+                got.append(behind.execute("SELECT v FROM items WHERE id = 6").fetchone())
+
+            timer = threading.Timer(0.3, waiting.cancel)
+            timer.start()
+            started = time.monotonic()
+            later = threading.Timer(0.1, wait_behind)
+            later.start()
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                waiting.execute("SELECT v FROM items WHERE id = 2")
+            assert time.monotonic() - started < 1.4  # before pool_timeout_s
+            timer.join()
+            first.commit()  # to `behind`, the only one left in the line
+            later.join(5)
+            assert got == [(60,)]
+            second.commit()
+            assert waiting.execute("SELECT v FROM items WHERE id = 2").fetchone() == (20,)
+            assert pools(waiting)["clients_waiting"] == "0"
+    finally:
+        first.close()
+        second.close()
+
+
+def test_waiters_cancelled_under_load_lose_no_link(small_gateway: GatewayProcess) -> None:
+    """Six busy clients keep a pool of 2 contended while others are cancelled as they wait
+    or as they are handed a link: every link handed to a client that left goes on, so the
+    busy ones never stall, and the pool ends with its 2 links and nobody waiting."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    served = [0] * 6
+
+    def busy(i: int) -> None:
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as conn:
+            while not stop.is_set():
+                try:
+                    assert conn.execute(f"SELECT v FROM items WHERE id = {i + 1}").fetchone() \
+                        == ((i + 1) * 10,)
+                except BaseException as exc:  # noqa: BLE001 (collected for the assertion)
+                    errors.append(exc)
+                    return
+                served[i] += 1
+
+    cancelled = 0
+    with ThreadPoolExecutor(max_workers=6) as threads:
+        runs = [threads.submit(busy, i) for i in range(6)]
+        with psycopg.connect(dsn(small_gateway), autocommit=True) as victim, \
+                psycopg.connect(dsn(small_gateway)) as holder:
+            # A block holds one link meanwhile: the seven others share the one left.
+            holder.execute("SELECT v FROM items WHERE id = 9")
+            for n in range(80):  # until 8 cancels landed while it waited or ran
+                if cancelled >= 8:
+                    break
+                timer = threading.Timer(0.001 * (n % 8), victim.cancel)
+                timer.start()
+                try:
+                    assert victim.execute("SELECT v FROM items WHERE id = 7").fetchone() == (70,)
+                except psycopg.errors.QueryCanceled:
+                    cancelled += 1
+                timer.join()
+            holder.commit()
+        before = list(served)
+        time.sleep(0.3)
+        stop.set()
+        for run in runs:
+            run.result()
+    assert not errors, errors
+    assert cancelled > 0 and all(n > 0 for n in before), (cancelled, before)
+    with psycopg.connect(dsn(small_gateway), autocommit=True) as conn:
+        row = pools(conn)
+        assert conn.execute("SELECT v FROM items WHERE id = 8").fetchone() == (80,)
+    assert row["clients_waiting"] == "0" and int(row["server_total"]) <= 2, row
+
+
+def test_a_client_waiting_more_than_5_s_gets_a_notice(source: Source, tmp_path: Path) -> None:
+    proc = start_gateway(config(source, size=1, timeout_s=20), tmp_path)
+    try:
+        with psycopg.connect(dsn(proc)) as holder, \
+                psycopg.connect(dsn(proc), autocommit=True) as waiting:
+            holder.execute("SELECT v FROM items WHERE id = 1")  # a block holds the one link
+            notices: list[str] = []
+            waiting.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+            threading.Timer(6.0, holder.commit).start()
+            started = time.monotonic()
+            assert waiting.execute("SELECT v FROM items WHERE id = 3").fetchone() == (30,)
+            assert time.monotonic() - started >= 5.5
+            assert len(notices) == 1 and 'waiting for a connection to source "pg"' in notices[0]
+            assert "pool of 1" in notices[0], notices
+    finally:
+        proc.stop()
+
+
+# --- server connection lifecycle ---------------------------------------------------------
+
+def test_a_source_restart_under_load(source: Source, tmp_path: Path) -> None:
+    """The source restarts while three clients keep a pool of 4 busy: a statement in
+    flight then may fail, the next ones run; the eight clients that sat idle outside a
+    transaction meanwhile see no error at all, over new links."""
+    proc = start_gateway(config(source, size=4), tmp_path)
+    stop = threading.Event()
+    failures: list[list[str]] = [[] for _ in range(3)]
+    after: list[int] = [0, 0, 0]
+    restarted = threading.Event()
+
+    def busy(i: int) -> None:
+        with psycopg.connect(dsn(proc), autocommit=True) as conn:
+            while not stop.is_set():
+                try:
+                    assert conn.execute(f"SELECT v FROM items WHERE id = {i + 1}").fetchone() \
+                        == ((i + 1) * 10,)
+                    if restarted.is_set():
+                        after[i] += 1
+                except psycopg.OperationalError as exc:  # the source went away mid-statement
+                    failures[i].append(str(exc))
+                    time.sleep(0.05)
+
+    try:
+        idle = [psycopg.connect(dsn(proc), autocommit=True) for _ in range(8)]
+        try:
+            for conn in idle:
+                assert conn.execute("SELECT v FROM items WHERE id = 4").fetchone() == (40,)
+            with ThreadPoolExecutor(max_workers=3) as threads:
+                runs = [threads.submit(busy, i) for i in range(3)]
+                time.sleep(0.5)
+                source.server.crash()
+                source.server.start_again()
+                restarted.set()
+                for _ in range(3):
+                    for conn in idle:
+                        assert conn.execute("SELECT v FROM items WHERE id = 5").fetchone() == (50,)
+                time.sleep(0.5)
+                stop.set()
+                for run in runs:
+                    run.result()
+            assert all(n > 0 for n in after), (after, failures)
+            # At most the statements in flight, and those sent while it was down.
+            for seen in failures:
+                assert all("unavailable" in text or "lost" in text for text in seen), failures
+            row = pools(idle[0])
+            assert int(row["server_total"]) <= 4 and row["clients_waiting"] == "0", row
+        finally:
+            for conn in idle:
+                conn.close()
+    finally:
+        stop.set()
+        proc.stop()
+
+
+def test_server_lifetime_replaces_links(source: Source, tmp_path: Path) -> None:
+    """`server_lifetime_s`: a link older than that is closed when it is next given back
+    (its backend leaves the source), and a new one serves the next statement."""
+    with psycopg.connect(source.truth, autocommit=True) as conn:  # (the source's own pid)
+        conn.execute("CREATE OR REPLACE VIEW backend AS SELECT pg_backend_pid() AS pid")
+    text = config(source, size=2) + "server_lifetime_s = 0.5\nserver_idle_timeout_s = 0\n"
+    proc = start_gateway(text, tmp_path)
+    try:
+        pids = []
+        for _ in range(4):
+            with psycopg.connect(dsn(proc), autocommit=True) as conn:
+                pids.append(conn.execute("SELECT pid FROM backend").fetchone()[0])
+                pids.append(conn.execute("SELECT pid FROM backend").fetchone()[0])
+            time.sleep(0.3)
+        assert pids[0] == pids[1], pids  # one link while its time lasts
+        assert len(set(pids)) >= 2, pids  # then a new backend
+    finally:
+        proc.stop()
+
+
+def test_a_client_queued_by_the_lane_keeps_its_place_and_gets_the_notice(
+        source: Source, tmp_path: Path) -> None:
+    """A client that ran statements before finds others waiting: the express lane takes
+    its place in line; after 5 s its task takes the place over (the NOTICE), and it is
+    served after the one that came first."""
+    proc = start_gateway(config(source, size=1, timeout_s=20), tmp_path)
+    try:
+        with psycopg.connect(dsn(proc)) as holder, \
+                psycopg.connect(dsn(proc), autocommit=True) as first, \
+                psycopg.connect(dsn(proc), autocommit=True) as second:
+            assert second.execute("SELECT v FROM items WHERE id = 2").fetchone() == (20,)
+            holder.execute("SELECT v FROM items WHERE id = 1")  # a block holds the one link
+            order: list[str] = []
+            notices: list[str] = []
+            second.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+
+            def run(conn: psycopg.Connection, name: str, key: int) -> None:
+                assert conn.execute(f"SELECT v FROM items WHERE id = {key}").fetchone() \
+                    == (key * 10,)
+                order.append(name)
+
+            with ThreadPoolExecutor(max_workers=2) as threads:
+                a = threads.submit(run, first, "first", 3)
+                time.sleep(0.3)
+                b = threads.submit(run, second, "second", 4)
+                time.sleep(6.0)
+                assert order == []
+                holder.commit()
+                a.result(10)
+                b.result(10)
+            assert order == ["first", "second"]
+            assert len(notices) == 1 and "waiting for a connection" in notices[0], notices
+            assert pools(first)["clients_waiting"] == "0"
+    finally:
+        proc.stop()

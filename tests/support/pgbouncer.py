@@ -1,4 +1,4 @@
-"""Start Debian's PgBouncer in session pooling in front of a PostgreSQL server.
+"""Start Debian's PgBouncer (session pooling unless told otherwise) in front of a PostgreSQL server.
 
 PgBouncer is the peer the pgbench benchmark compares the gateway with: a connection pooler
 that relays the protocol without planning anything. It refuses to run as root, so when the
@@ -68,9 +68,11 @@ class PgBouncer:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _config(pg_host: str, pg_port: int, port: int, root: Path, pool_size: int) -> str:
+def _config(pg_host: str, pg_port: int, port: int, root: Path, pool_size: int,
+            pool_mode: str, max_client_conn: int) -> str:
     # `*` forwards every database name to the same server; session pooling keeps one
-    # server connection per client for the whole session, so prepared statements work.
+    # server connection per client for the whole session, so prepared statements work
+    # (transaction pooling is what tests/bench/bench_pooling.py compares the gateway with).
     return "\n".join([
         "[databases]",
         f"* = host={pg_host} port={pg_port}",
@@ -80,8 +82,8 @@ def _config(pg_host: str, pg_port: int, port: int, root: Path, pool_size: int) -
         "unix_socket_dir =",
         "auth_type = trust",
         f"auth_file = {root / 'userlist.txt'}",
-        "pool_mode = session",
-        "max_client_conn = 200",
+        f"pool_mode = {pool_mode}",
+        f"max_client_conn = {max_client_conn}",
         f"default_pool_size = {pool_size}",
         # pgbench, psql and the drivers send these at startup; PgBouncer rejects unknown ones.
         "ignore_startup_parameters = extra_float_digits,options",
@@ -92,8 +94,10 @@ def _config(pg_host: str, pg_port: int, port: int, root: Path, pool_size: int) -
 
 
 def start_pgbouncer(pg_host: str, pg_port: int, *, user: str = "postgres",
-                    database: str = "postgres", pool_size: int = 20) -> PgBouncer:
-    """Run PgBouncer (session pooling, trust auth for `user`) on a free 127.0.0.1 port."""
+                    database: str = "postgres", pool_size: int = 20, pool_mode: str = "session",
+                    max_client_conn: int = 200) -> PgBouncer:
+    """Run PgBouncer (trust auth for `user`) on a free 127.0.0.1 port. Its open-file limit
+    is the caller's: one that serves many clients needs it raised first."""
     binary = pgbouncer_binary()
     run_as = server_user()
     root = server_dir("fedgate-pgbouncer-", run_as)
@@ -104,7 +108,7 @@ def start_pgbouncer(pg_host: str, pg_port: int, *, user: str = "postgres",
     for _ in range(3):
         port = free_port()
         ini = root / "pgbouncer.ini"
-        ini.write_text(_config(pg_host, pg_port, port, root, pool_size))
+        ini.write_text(_config(pg_host, pg_port, port, root, pool_size, pool_mode, max_client_conn))
         give(ini, run_as)
         # Its stderr goes to a file, not a pipe: nobody would drain a pipe during a long
         # benchmark, and a full pipe would stall PgBouncer. Early errors land there too.

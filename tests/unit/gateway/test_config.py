@@ -31,6 +31,7 @@ EVERY_ENGINE_KEY = {"default": "spark", "spark_master": "local[2]", "spark_thres
 EVERY_SOURCE_KEY: dict[str, dict[str, Any]] = {
     "postgres": {"kind": "postgres", "dsn": "postgresql://u@h/d", "schema": "s",
                  "pool_size": 3, "pool_mode": "session", "pool_timeout_s": 2.5,
+                 "server_idle_timeout_s": 60, "server_lifetime_s": 0,
                  "read_only": True, "required": True},
     "mysql": {"kind": "mysql", "dsn": "mysql://u@h/d", "pool_size": 3, "read_only": False,
               "required": False},
@@ -299,6 +300,10 @@ def test_every_source_kind_takes_required() -> None:
      '[sources.x] pool_mode must be "session" or "transaction", not the string "statement"'),
     (with_source(kind="postgres", dsn="d", pool_timeout_s=0),
      "[sources.x] pool_timeout_s must be a number > 0, not 0"),
+    (with_source(kind="postgres", dsn="d", server_idle_timeout_s=-1),
+     "[sources.x] server_idle_timeout_s must be a number >= 0, not -1"),
+    (with_source(kind="postgres", dsn="d", server_lifetime_s="1h"),
+     '[sources.x] server_lifetime_s must be a number >= 0, not the string "1h"'),
     (with_source(kind="postgres", dsn="d", read_only="yes"),
      '[sources.x] read_only must be true or false, not the string "yes"'),
     (with_source(kind="sqlite", path=["a.db"]),
