@@ -13,25 +13,24 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # goes in editable, without resolving anything again (PIP_CONSTRAINT: the Cython that builds
 # it is the locked one too). pip shows its progress: the first install downloads about
 # 600 MB (PySpark is most of it). The compiled modules' sources are listed so that a changed
-# one is built again (the editable install compiles them in place: Cython for the .py/.pxd
-# pairs, the C compiler for the repeats in C).
-COMPILED := pgwire/protocol/answer_walks.py gateway/relay/statement_bytes.py
-C_SOURCES := $(COMPILED) $(COMPILED:.py=.pxd) $(wildcard gateway/relay/repeats*.[ch])
+# one is built again (the editable install compiles them in place: Cython for each .py/.pxd
+# pair).
+COMPILED := pgwire/protocol/answer_walks.py gateway/relay/statement_bytes.py \
+	gateway/relay/repeats_flight.py gateway/relay/repeats.py
+C_SOURCES := $(COMPILED) $(COMPILED:.py=.pxd)
 $(STAMP): requirements.lock pyproject.toml $(C_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check --progress-bar on -r requirements.lock
 	PIP_CONSTRAINT=requirements.lock $(PY) -m pip install --disable-pip-version-check --no-deps -e .
-	@for module in pgwire.protocol.answer_walks gateway.relay.statement_bytes; do \
+	@for module in pgwire.protocol.answer_walks gateway.relay.statement_bytes \
+	  gateway.relay.repeats_flight gateway.relay.repeats; do \
 	  $(PY) -c "import sys, $$module as m; from pgwire.compiled import build_of; \
 	  sys.exit(build_of(m) != 'compiled')" || echo "NOTE: $$module is not compiled (no C \
 	  compiler or Python's headers?): it runs interpreted, at more CPU per statement and \
 	  row. 'make system-deps', then 'rm $(STAMP)' and make again."; done
-	@$(PY) -c "import gateway.relay.repeats" 2>/dev/null || echo "NOTE: the express lane's C \
-	repeats (gateway/relay/repeats.c) did not build: repeated statements take the slower \
-	Python road. 'make system-deps', then 'rm $(STAMP)' and make again."
 	touch $(STAMP)
 
-# gcc and Python's headers build the compiled modules (Cython's C and the repeats in C);
+# gcc and Python's headers build the compiled modules (the C that Cython writes);
 # psql and pgbench drive the client tests, some tests compare answers with a real
 # PostgreSQL 15 server, the Spark engine needs a Java runtime (and the JDBC drivers to read
 # sources itself), the pgbench benchmark compares with PgBouncer, the status page's browser

@@ -13,21 +13,16 @@ built), unset the compiled build when built. This module's finder, first on
 sys.meta_path, does what the variable says, so every import of a compiled module is an
 ordinary import statement. `build_of` says which build runs, for the gateway's start-up
 log: never a silent fallback.
-
-`choose` picks between a hand-written C extension and a Python callable: the express
-lane's repeats (gateway/relay/repeats.c) until they too are one source.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib.machinery import (EXTENSION_SUFFIXES, SOURCE_SUFFIXES, ExtensionFileLoader, FileFinder, ModuleSpec,
                                  SourceFileLoader)
 from types import ModuleType
-from typing import Any
 
 _ENVS: dict[str, str] = {}  # compiled module -> the environment variable that picks its build
 
@@ -87,26 +82,3 @@ def build_of(module: ModuleType) -> str:
     return (f"interpreted: {module.__name__} is not compiled; install Cython, a C compiler "
             f"and Python's headers and reinstall fedgate for its compiled build")
 
-
-def choose(env: str, module: str, name: str, python: Callable[..., Any], what: str,
-           gain: str) -> tuple[Callable[..., Any], str]:
-    """(`module`.`name` when built and not turned off by `env`, else `python`; a sentence
-    saying which). `what` names the C build ("repeats"), `gain` what it is for."""
-    chosen = wanted(env)
-    if chosen == "python":
-        return python, f"pure Python ({env}=python)"
-    source = module.replace(".", "/") + ".c"
-    try:
-        built = importlib.import_module(module)
-    except ImportError:
-        if chosen == "c":
-            raise
-        return python, (f"pure Python: the C {what} ({source}) is not built; install a C "
-                        f"compiler and Python's headers and reinstall fedgate for {gain}")
-    compiled = getattr(built, name, None)
-    if compiled is None:  # built from an older source: `make` rebuilds it, as a reinstall does
-        if chosen == "c":
-            raise ImportError(f"{module} has no {name}: it was built from an older {source}")
-        return python, (f"pure Python: the C {what} is missing from the build of {source} "
-                        f"(an older one); reinstall fedgate for {gain}")
-    return compiled, "C"

@@ -84,7 +84,7 @@ class PgLink:
         self.status = "I"
         self.broken = False
         self.settings: dict[str, str] = {}
-        self._mirrored: tuple[str | None, ...] | None = None  # see setting_commands
+        self.mirrored: tuple[str | None, ...] | None = None  # see setting_commands
         self.statements: dict[tuple[str, tuple[int, ...]], RemoteStatement] = {}
         # The tables' shapes the statements were described under (`expire_statements`),
         # and the ones forgotten since, closed on the source with the next Parse.
@@ -212,9 +212,9 @@ class PgLink:
         # Asked before every relayed statement: the client's values as of the last call
         # (which `self.settings` then matched) answer a repeat with one comparison.
         current = tuple(map(settings.get, MIRRORED))
-        if current == self._mirrored:
+        if current == self.mirrored:
             return []
-        self._mirrored = current
+        self.mirrored = current
         commands = []
         for name in MIRRORED:
             value = settings.get(name)

@@ -42,13 +42,15 @@ class LinkPort(asyncio.Protocol):
         self.eof = False
         # Called after every chunk while an express exchange owns the link.
         self.consumer: Callable[[], None] | None = None
-        # Given every chunk instead, while the express lane's repeats in C own the link
+        # Given every chunk instead, while the express lane's repeats own the link
         # (gateway.relay.hot): they feed the reader themselves (`consumer` is set too).
         self.taker: Callable[[bytes], None] | None = None
         # The client's side while a relayed result streams: DataRows go straight to it.
         self.pipe: asyncio.WriteTransport | None = None
         self._waiter: asyncio.Future[None] | None = None
-        self._paused: set[str] = set()
+        # Why reading is paused ("client": the client reads slower); read by the lane's
+        # repeats, which resume a paused link at a statement's end.
+        self.paused_by: set[str] = set()
         transport.set_protocol(self)
 
     # --- callbacks -----------------------------------------------------------------------
@@ -164,16 +166,16 @@ class LinkPort(asyncio.Protocol):
             self._waiter = None
 
     def pause(self, reason: str) -> None:
-        if not self._paused and not self.transport.is_closing():
+        if not self.paused_by and not self.transport.is_closing():
             self.transport.pause_reading()
-        self._paused.add(reason)
+        self.paused_by.add(reason)
 
     def paused_for(self, reason: str) -> bool:
-        return reason in self._paused
+        return reason in self.paused_by
 
     def resume(self, reason: str) -> None:
-        if reason not in self._paused:
+        if reason not in self.paused_by:
             return
-        self._paused.discard(reason)
-        if not self._paused and not self.transport.is_closing():
+        self.paused_by.discard(reason)
+        if not self.paused_by and not self.transport.is_closing():
             self.transport.resume_reading()

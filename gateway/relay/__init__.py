@@ -6,8 +6,10 @@ chosen here, before they are imported (see `pgwire.compiled`)."""
 from pgwire.compiled import compiled_module
 
 # FEDGATE_HOT_SPLIT=python runs the lane's compiled modules interpreted even when they are
-# built, and the lane without its repeats in C (the tests run the lane both ways); =c
+# built, the lane's repeats included (the tests run the lane both ways); =c
 # insists on the compiled builds (an ImportError when one is not built); unset: compiled
 # when built.
 HOT_SPLIT_ENV = "FEDGATE_HOT_SPLIT"
 compiled_module("gateway.relay.statement_bytes", HOT_SPLIT_ENV)
+compiled_module("gateway.relay.repeats_flight", HOT_SPLIT_ENV)
+compiled_module("gateway.relay.repeats", HOT_SPLIT_ENV)

@@ -119,7 +119,7 @@ class Exchange:
             self.failed(exc)
 
     def failed(self, exc: BaseException) -> None:
-        """The walk over the answer failed (a bug of ours; the repeats in C hand theirs
+        """The walk over the answer failed (a bug of ours; the repeats hand theirs
         over here): the client hears it, the link is dropped."""
         log.error("express exchange failed", exc_info=exc)
         self.link.broken = True

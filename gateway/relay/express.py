@@ -57,7 +57,7 @@ class ExpressLane(HotLane):
 
     def _run(self, data: bytes) -> bool:
         if self._hot(data):
-            self.taken += 1
+            self.ran += 1
             return True
         messages, complete = cut(data)
         if not messages:
@@ -76,7 +76,7 @@ class ExpressLane(HotLane):
             return False
         if not started:
             return False
-        self.taken += 1
+        self.ran += 1
         if used < len(data):
             self.held.insert(0, data[used:])
         return True

@@ -31,9 +31,9 @@ statement) are written out in `_hot_query`, `_hot_extended` and their `..._done`
 a few function calls fewer per statement; a repeat that meets an error, or a run with a
 row limit, takes the general steps.
 
-With the C build, the repeats in C (gateway/relay/repeats.c, `Repeats`) go further: the
+The repeats (gateway.relay.repeats, `Repeats`: compiled by Cython when built) go further: the
 client's port offers them each chunk first, and a repeat is started, answered, counted
-and finished in one C call each way, with this module's checks and bookkeeping. They
+and finished in one call each way, with this module's checks and bookkeeping. They
 act only while the lane is armed (`_arm`): after a statement of the lane ended with the
 session idle, and until the session's task, its port or the lane's Python act again
 (`Lane.disarm`), so what only those change (settings, the transaction, prepared
@@ -43,7 +43,7 @@ also run a block's BEGIN, and its COMMIT or ROLLBACK on the one source it reache
 their answer's walk does not read (an error, a new row description, the source gone) or
 a cancel hands the statement to this module's exchange, where it goes on (`_adopt`);
 anything else they decline goes to the lane's `offer`. Without the build, or with
-FEDGATE_HOT_SPLIT=python, this module is the whole road.
+FEDGATE_HOT_SPLIT=python, the same repeats run interpreted.
 """
 
 from __future__ import annotations
@@ -52,15 +52,16 @@ import struct
 import time
 from functools import partial
 
-from pgwire.compiled import choose
+from pgwire.compiled import build_of
 from pgwire.protocol import client as w
 from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, answer_pass
 from connectors.postgres.link import MIRRORED, Outcome, PgLink
 from gateway.relay.exchange import FLUSH_BYTES, Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
-from gateway.relay import HOT_SPLIT_ENV
+from gateway.relay import repeats as repeats_build
 from gateway.relay.quick import quick_split
 from gateway.relay.remembered import BOUND_TAIL, HotQuery, HotRun, parameter_types
+from gateway.relay.repeats import Repeats
 from gateway.relay.statement_bytes import quick_bind, quick_split_bytes, run_key_of
 from gateway.state.activity import began, ended
 from gateway.state.metrics import LATENCY_BUCKETS
@@ -79,16 +80,9 @@ _Q, _P, _B = (ord(c) for c in "QPB")
 LIMIT = 256  # shapes, and runs, kept per session
 
 
-def _python_repeats(*_: object) -> None:
-    """Without the C build every repeat takes `HotLane._hot_query` / `_hot_extended`."""
-    return None
-
-
-# The repeats in C (gateway/relay/repeats.c): a repeat's whole statement, its checks, its
-# answer and its bookkeeping in one call each way, while the lane is armed (`_arm`).
-# Chosen as the split is; its pure Python twin is the road below, which it declines to.
-Repeats, REPEATS = choose(HOT_SPLIT_ENV, "gateway.relay.repeats", "Repeats", _python_repeats,
-                          "repeats", "a faster express lane")
+# Which build of the repeats (gateway/relay/repeats.py) runs, for the start-up log:
+# compiled by Cython, or its source interpreted.
+REPEATS = build_of(repeats_build)
 
 
 class HotLane(Lane):
@@ -100,18 +94,18 @@ class HotLane(Lane):
         super().__init__(state, links, port)
         self._shapes: dict[bytes, HotQuery] = {}  # lifted shapes, by shape (ASCII)
         self._runs: dict[bytes, HotRun] = {}  # extended runs, by bytes without values
-        # The client's port calls `offer`: with the C build, the repeats first, which
-        # hand what they do not take to this class's `offer`.
-        repeats = Repeats(self, self.offer, quick_split_bytes, quick_bind, run_key_of,
-                          answer_pass, ended, BOUND_TAIL, LATENCY_BUCKETS, PASS_QUIET,
-                          PASS_DISCARD, FLUSH_BYTES)
-        if repeats is not None:
-            self.repeats = repeats
-            self.offer = repeats  # type: ignore[method-assign]
+        # The client's port calls `offer`: the repeats first, which hand what they do not
+        # take to this class's `offer`. They are handed everything they work with here.
+        repeats = self.repeats = Repeats(
+            self, state, links, port, self.activity, self._shapes, self._runs, self.held,
+            state.unsent(), self.offer,
+            self._adopt, self._continue, quick_split_bytes, quick_bind, run_key_of, answer_pass,
+            ended, BOUND_TAIL, LATENCY_BUCKETS, PASS_QUIET, PASS_DISCARD, FLUSH_BYTES)
+        self.offer = repeats  # type: ignore[method-assign]
 
     def _arm(self) -> None:
         """The session is idle after a statement of the lane: what it runs under, for the
-        repeats in C, which take statements until the session, its port or the lane act
+        repeats, which take statements until the session, its port or the lane act
         again (`disarm`). Not armed: a block with savepoints, a failed one, an extended
         run's error being skipped, shapes not lifted."""
         repeats = self.repeats
@@ -129,7 +123,7 @@ class HotLane(Lane):
 
     def _adopt(self, kind: int, link: PgLink, ready: int, quiet: int, seen: int,
                hot: HotQuery | HotRun | str, text: str, raw: bytes, passed: bytes) -> Exchange:
-        """The repeats in C meet what their answer's walk does not read (an error, a new
+        """The repeats meet what their answer's walk does not read (an error, a new
         description, the source gone) or a cancel: the statement goes on as the Python
         road's exchange, from where they were. `passed` is what the client was to get.
         `kind`: 0 a simple Query (`hot` its shape), 1 an extended run (`hot` the run),

@@ -65,13 +65,14 @@ class Lane:
         self.exchange: Exchange | None = None
         self.held: list[bytes] = []  # arrived while an exchange was in flight
         self.closed = False
-        self.taken = 0  # statements the lane ran (SHOW fedgate.express_statements)
+        self.ran = 0  # statements the lane's Python started (the repeats count theirs)
         self._cancelling: Exchange | None = None  # the exchange they are for
         # In a pool's line for a link, what came meanwhile held (`_queue`).
         self._queued: tuple[Waiter, LinkPool, str] | None = None
         self._queue_timer: asyncio.TimerHandle | None = None
         self.activity = activity_of(state)  # the session's, for pg_stat_activity
-        # The repeats in C (gateway.relay.hot), when built: armed while the session is idle.
+        # The repeats (gateway.relay.repeats, made by gateway.relay.hot): armed while the
+        # session is idle.
         self.repeats: Any = None
         self._decoder = FrontendDecoder(state.ctx.config.server.max_message_bytes)
         self._decoder.startup_done()
@@ -95,8 +96,14 @@ class Lane:
         return True
 
     @property
+    def taken(self) -> int:
+        """Statements the lane ran (SHOW fedgate.express_statements): its Python's and its
+        repeats'."""
+        return self.ran + self.repeated
+
+    @property
     def repeated(self) -> int:
-        """Statements the repeats in C started (SHOW fedgate.express_repeats); they count
+        """Statements the repeats started (SHOW fedgate.express_repeats); they count
         in `taken` too."""
         return self.repeats.taken if self.repeats is not None else 0
 
@@ -107,13 +114,14 @@ class Lane:
         return sum(map(len, self.held)) if self.held else 0
 
     def disarm(self) -> None:
-        """The session, its port or the lane act: the repeats in C take nothing until the
+        """The session, its port or the lane act: the repeats take nothing until the
         lane arms them again (gateway.relay.hot)."""
         if self.repeats is not None:
             self.repeats.disarm()
 
     def client_lost(self) -> None:
-        self.disarm()
+        if self.repeats is not None:
+            self.repeats.client_lost()  # disarmed, and nothing more sent to the client
         self.closed = True
         self.held.clear()
         queued = self._unqueue()
@@ -226,7 +234,7 @@ class Lane:
             return False
         if self.exchange is None:
             return False
-        if self.exchange is self.repeats:  # in C: on as an Exchange, to be told apart
+        if self.exchange is self.repeats:  # the repeats': on as an Exchange, to be told apart
             self.repeats.handoff()
         if self._cancelling is self.exchange:
             return True  # its cancel is on its way already, and repeats itself
@@ -461,7 +469,7 @@ class Lane:
         self._settle()
 
     def _arm(self) -> None:
-        """Arm the repeats in C (gateway.relay.hot.HotLane)."""
+        """Arm the repeats (gateway.relay.hot.HotLane)."""
 
     def _done(self) -> None:
         ended(self.activity, self.state)  # the statement log (gateway.state.activity)

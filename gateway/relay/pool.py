@@ -5,7 +5,7 @@ Each (source, login) has one `LinkPool` of at most `pool_size` links
 (a read-only user's links refuse writes at the source, so they never serve another
 user). A session takes a link on its first statement there (`SessionLinks.link`) and
 keeps it while it can ("affinity": a client alone on the pool never pays for a checkout,
-and the express lane and its repeats in C find the link where they look,
+and the express lane and its repeats find the link where they look,
 `SessionLinks.links`).
 
 `pool_mode = "session"`: the link is the session's until it ends; a client that finds the

@@ -3,7 +3,7 @@
 `gateway.relay.hot` keeps, per session, a simple Query's lifted shape (`HotQuery`, by the
 shape) and an extended-protocol run (`HotRun`, by `run_key_of`: the run's bytes without the
 Bind's length and values), with what its route was decided on and the head of the Bind
-it sends the source; the repeats in C (gateway/relay/repeats.c) read the same objects.
+it sends the source; the repeats (gateway.relay.repeats) read the same objects.
 The Bind of a repeat's values is built here (`bound_request`) or, from its bytes, by
 `gateway.relay.statement_bytes` (`quick_bind`), which also gives a run's key (`run_key_of`).
 """
@@ -42,7 +42,7 @@ class HotQuery:
         self.remote: RemoteStatement | None = None
         self.head = b""
         # The link's statement for `count` numbers that are all int4 (pgbench's), as
-        # the repeats in C look it up.
+        # the repeats look it up.
         self.int4_key = (lifted_sql, (INT4,) * count)
 
     def bind_head(self, remote: RemoteStatement, count: int) -> bytes:

@@ -232,13 +232,12 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
         # results and the express lane answer the same, at more CPU per row and statement.
         for what, build in (("relayed results: the row walk is", ROW_WALK),
                             ("express lane: the answer walk is", ROW_WALK),
-                            ("express lane: the Query split is", HOT_SPLIT)):
+                            ("express lane: the Query split is", HOT_SPLIT),
+                            ("express lane: the repeats are", REPEATS)):
             if build == "compiled":
                 log.info("%s %s", what, build)
             else:
                 log.warning("%s %s", what, build)
-        if REPEATS != "C":
-            log.warning("express lane: the repeats are %s", REPEATS)
     ctx = await build_context(config)
     gate = Gate.of(config.server)
     refusal = encoder.error_from(too_many_clients())

@@ -117,7 +117,7 @@ def run_show(session: SessionCore, utility: Utility) -> UtilityResult:
     value = session.settings.get(utility.name)
     if utility.name.lower() == "fedgate.express_statements":  # read-only: what the lane ran
         value = str(session.lane.taken if session.lane is not None else 0)
-    elif utility.name.lower() == "fedgate.express_repeats":  # read-only: of them, in C
+    elif utility.name.lower() == "fedgate.express_repeats":  # read-only: of them, the repeats'
         value = str(session.lane.repeated if session.lane is not None else 0)
     elif utility.name.lower() == "fedgate.plan_cache":  # read-only: this worker's plan cache
         plans = session.ctx.plans

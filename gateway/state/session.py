@@ -46,7 +46,7 @@ class ClientGone(ConnectionResetError):
 class LaneHandle(Protocol):
     """The express lane as the session sees it (gateway.relay.express.ExpressLane): it
     cancels the statements it runs, and counts them (SHOW fedgate.express_statements, and
-    of those the ones its repeats in C ran, fedgate.express_repeats)."""
+    of those the ones its repeats ran, fedgate.express_repeats)."""
 
     taken: int
 
@@ -118,6 +118,11 @@ class SessionState:
     def write(self, data: bytes) -> None:
         self._out.append(data)
         self._out_bytes += len(data)
+
+    def unsent(self) -> list[bytes]:
+        """What was written and not sent yet: the same list for the session's life (the
+        express lane's repeats keep it to ask, at C speed, whether anything waits)."""
+        return self._out
 
     @property
     def has_output(self) -> bool:

@@ -11,17 +11,17 @@ WHY = ("Where the gateway's CPU goes: the kernel's share (system time: two socke
        "written per statement, and the processes at both ends woken) is about the same for "
        "the three proxies; the difference is user space. A relayed repeat (each of "
        "pgbench's statements after its first two runs, and BEGIN/COMMIT) is started and "
-       "answered by the express lane's repeats in C (gateway/relay/repeats.c): the client's "
-       "chunk in and the source's answer out, one C call each way, with the lane's checks "
-       "(the session idle, search_path, catalog version, transaction block, the link's "
-       "state and mirrored settings) and its bookkeeping (pg_stat_activity, /metrics, the "
-       "statement log). What runs in the interpreter per statement is the event loop's "
-       "two socket callbacks that hand the chunks over, as for the bare relay; the rest "
-       "of the gap to PgBouncer is those callbacks and the C code's attribute reads and "
-       "writes on the session's Python objects. The Python road (gateway/relay/hot.py) "
-       "takes a shape's first runs, the statement after the session's task acted, and "
-       "whatever the C code declines; without the C build (or FEDGATE_HOT_SPLIT=python) "
-       "it takes every repeat, at about 1.7-1.9x PgBouncer's CPU per transaction.")
+       "answered by the express lane's repeats (gateway/relay/repeats.py, compiled by "
+       "Cython): the client's chunk in and the source's answer out, one call each way, with "
+       "the lane's checks (the session idle, search_path, catalog version, transaction "
+       "block, the link's state and mirrored settings) and its bookkeeping "
+       "(pg_stat_activity, /metrics, the statement log). What runs in the interpreter per "
+       "statement is the event loop's two socket callbacks that hand the chunks over, as "
+       "for the bare relay; the rest of the gap to PgBouncer is those callbacks and the "
+       "compiled code's attribute reads and writes on the session's Python objects. The "
+       "lane's Python road (gateway/relay/hot.py) takes a shape's first runs, the statement "
+       "after the session's task acted, and whatever the repeats decline; with "
+       "FEDGATE_HOT_SPLIT=python the repeats run interpreted.")
 
 
 def workers_note(facts: dict, row: dict[str, Any], workload: str, gateways: list[str]) -> list[str]:

@@ -1,8 +1,8 @@
-"""Differential fuzz of the express lane: its compiled build against its pure Python one.
+"""Differential fuzz of the express lane: its compiled build against its interpreted one.
 
-Two gateways serve one PostgreSQL database: one with the lane's C parts (the repeats, the
-Query split, the row and answer walks: FEDGATE_HOT_SPLIT=c, FEDGATE_ROW_WALK=c), one with
-their pure Python twins (=python). Each generated case (tests/support/lane_fuzz.py) is
+Two gateways serve one PostgreSQL database: one with the lane's compiled modules (the
+repeats, the Query split, the row and answer walks: FEDGATE_HOT_SPLIT=c,
+FEDGATE_ROW_WALK=c), one with the same sources interpreted (=python). Each generated case (tests/support/lane_fuzz.py) is
 played on both from the same table contents: a warm-up that arms the lane on a few shapes,
 then a hostile stream of statements the lane takes, mixed with errors and malformed
 messages, delivered unit by unit, in one write, cut at generated offsets or byte by byte,
@@ -78,7 +78,7 @@ def lanes(postgres_server: PostgresServer,
             found.builds[build] = Lane(start_gateway(pg_source_config(truth), root / build,
                                                      env=env))
             log = found.builds[build].gateway.log()
-            assert ("the repeats are pure Python" in log) == (build == "python"), log
+            assert ("the repeats are interpreted" in log) == (build == "python"), log
         yield found
     finally:
         for lane in found.builds.values():
@@ -147,7 +147,7 @@ def play(lanes: Lanes, build: str, case: Case) -> tuple[list[tuple[str, bytes]],
         try:
             answers = [m for unit in WARM_UP for m in exchange(conn, unit)]
             warmed = shown_repeats(conn)
-            assert (warmed >= 3) == (build == "C"), (build, warmed)
+            assert warmed >= 3, (build, warmed)
             answers += exchange(conn, REARM)  # SHOW left the lane unarmed
             answers += deliver(conn, case)
             answers += frames(bytes(conn.buf) + conn.read_raw_until_closed())
@@ -192,7 +192,7 @@ REPEATED = [rawpg.query(f"SELECT id, bal, note FROM acct WHERE id = {i}") for i 
 
 
 ENDS = tuple(sum(map(len, REPEATED[:i + 1])) for i in range(len(REPEATED)))
-# (delivery, repeats in C at the end of the stream at least): the warm-up's 3 and REARM's
+# (delivery, repeats at the end of the stream at least, on either build): the warm-up's 3 and REARM's
 # 1, then one for each statement that reached the armed lane as a chunk of its own. What
 # arrives with or behind another statement is held and run by the lane's Python.
 DELIVERIES = [
@@ -210,9 +210,9 @@ DELIVERIES = [
                               "split-anywhere", "bytewise"])
 def test_the_deliveries_reach_the_compiled_repeats(lanes: Lanes, delivery: Delivery,
                                                    least: int) -> None:
-    """The fuzz's deliveries are taken by the repeats in C, not only by the Python road:
+    """The fuzz's deliveries are taken by the repeats, not only by the lane's Python road:
     `SHOW fedgate.express_repeats` at the end of a stream of repeats counts what reached
-    them on the C build (and none on the other); both answer alike, ended by Terminate."""
+    them, on both builds; both answer alike, ended by Terminate."""
     units = (*REPEATED, REPEATS_SHOWN)
     case = Case(units, b"", Delivery(delivery.mode, delivery.cuts, None, delivery.pauses))
     answers = {build: play(lanes, build, case) for build in BUILDS}
@@ -221,7 +221,7 @@ def test_the_deliveries_reach_the_compiled_repeats(lanes: Lanes, delivery: Deliv
         rows = [rawpg.parse_data_row(p) for t, p in messages if t == "D"]
         counts[build] = int(rows[-1][0])
     assert counts["C"] >= least, counts
-    assert counts["python"] == 0
+    assert counts["python"] >= least, counts
     # the last DataRow is the SHOW's count, which differs
     same = [messages[:-3] + messages[-2:] for messages, _ in answers.values()]
     assert all(t == "D" for t, _ in (messages[-3] for messages, _ in answers.values()))
@@ -263,7 +263,7 @@ def terminated_mid_answer(lanes: Lanes, build: str) -> tuple[list, list[bytes]]:
             answers += exchange(conn, rawpg.query(WIDE.format(rows_wanted)))
         after = shown_repeats(conn)
     check_gateway(lane, answers)
-    assert (before >= 5 and after > before) == (build == "C"), (before, after)
+    assert before >= 5 and after > before, (before, after)
     errors = [m.fields for m in cut if m.type == "E"]
     assert [e["C"] for e in errors] == ["08006"], errors
     assert 0 < len(rows) < 90000

@@ -8,7 +8,7 @@ run a statement. Interleaved clients of two users, each with its own role
 names, each see only their own over three connections. A temporary table pins its
 session (counted in `SHOW fedgate.pools`) and survives the others' traffic; a client that
 finds a pool of one held by an open block gets 53300 after `pool_timeout_s`; and the
-express lane (its repeats in C, or their Python twin) still runs on borrowed links.
+express lane (its repeats, compiled or interpreted) still runs on borrowed links.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 A stream is a list of units, each a run of frontend messages that PostgreSQL answers with
 one ReadyForQuery: a simple Query, or an extended-protocol run up to its Sync. The units
-are statements the lane takes, repeated with new literals so that the repeats (in C when
-built) run them: point selects and updates, BEGIN/COMMIT/ROLLBACK, Parse/Bind/Describe/
+are statements the lane takes, repeated with new literals so that the repeats (compiled
+when built) run them: point selects and updates, BEGIN/COMMIT/ROLLBACK, Parse/Bind/Describe/
 Execute/Sync runs on the unnamed and on named statements. Mixed in: errors on the source
 (division by zero, an undefined column, a Bind value the source refuses, a function that
 raises after some rows) and hostile answers (very wide rows, many columns, NULLs). Then a
@@ -150,7 +150,7 @@ def cases(draw: st.DrawFn) -> Case:
     pauses: tuple[float, ...] = ()
     if mode == "split":
         # Some cuts between units, so that a whole statement arrives when the lane is
-        # armed again (the repeats in C take it) or while one runs (held); others anywhere.
+        # armed again (the repeats take it) or while one runs (held); others anywhere.
         ends = [sum(map(len, chosen[:i + 1])) for i in range(len(chosen))]
         cuts = tuple(sorted(set(draw(st.lists(st.sampled_from(ends), max_size=12))
                                 + draw(st.lists(st.integers(1, max(1, size - 1)), max_size=6)))))

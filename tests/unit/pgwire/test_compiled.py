@@ -1,7 +1,6 @@
 """`pgwire.compiled`: which build of a compiled module runs (the extension, or its .py
-source as it is), and the sentence that says so; and `choose`, between a hand-written C
-extension and its Python stand-in. A build missing, or older than its source, is named as
-such and never taken silently; FEDGATE_..=c insists on the compiled build and fails
+source as it is), and the sentence that says so. A build missing is named as such and
+never taken silently; FEDGATE_..=c insists on the compiled build and fails
 instead."""
 
 from __future__ import annotations
@@ -13,35 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pgwire.compiled import choose
-
 ENV = "FEDGATE_TEST_CHOICE"
-
-
-def twin(*args: object) -> str:
-    return "python"
-
-
-def test_a_function_missing_from_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(ENV, raising=False)
-    chosen, said = choose(ENV, "gateway.relay.repeats", "NoSuchRepeats", twin, "repeats",
-                          "speed")
-    assert chosen is twin
-    assert said == ("pure Python: the C repeats is missing from the build of "
-                    "gateway/relay/repeats.c (an older one); reinstall fedgate for speed")
-    monkeypatch.setenv(ENV, "c")
-    with pytest.raises(ImportError, match="has no NoSuchRepeats"):
-        choose(ENV, "gateway.relay.repeats", "NoSuchRepeats", twin, "repeats", "speed")
-
-
-def test_the_build_when_present(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gateway.relay.repeats import Repeats
-    monkeypatch.delenv(ENV, raising=False)
-    assert choose(ENV, "gateway.relay.repeats", "Repeats", twin, "repeats", "speed") == (
-        Repeats, "C")
-    monkeypatch.setenv(ENV, "python")
-    assert choose(ENV, "gateway.relay.repeats", "Repeats", twin, "repeats", "speed") == (
-        twin, f"pure Python ({ENV}=python)")
 
 
 def build_in_fresh_process(root: Path, chosen: str | None) -> str:
