@@ -512,10 +512,13 @@ def test_waiters_cancelled_under_load_lose_no_link(small_gateway: GatewayProcess
                 psycopg.connect(dsn(small_gateway)) as holder:
             # A block holds one link meanwhile: the seven others share the one left.
             holder.execute("SELECT v FROM items WHERE id = 9")
-            for n in range(80):  # until 8 cancels landed while it waited or ran
-                if cancelled >= 8:
+            # Until 8 cancels landed while it waited or ran, for at most 15 s: on a loaded
+            # machine a statement's time moves, so the cancels' delays sweep 0 to 20 ms.
+            deadline = time.monotonic() + 15
+            for n in range(2000):
+                if cancelled >= 8 or time.monotonic() > deadline:
                     break
-                timer = threading.Timer(0.001 * (n % 8), victim.cancel)
+                timer = threading.Timer(0.001 * (n % 21), victim.cancel)
                 timer.start()
                 try:
                     assert victim.execute("SELECT v FROM items WHERE id = 7").fetchone() == (70,)
