@@ -35,7 +35,8 @@ from planner.explain import conjunct_lines
 from planner.optimizer import RuleContext, optimize
 from planner.pipeline import BATCHES
 from planner.pushdown import fragments
-from planner.logical import Node, Scan
+from planner.logical import Node
+from planner.row_estimates import estimate_rows
 from planner.catalog import CatalogSnapshot, SourceEntry
 from planner.colnames import figure_colname
 from planner.derived_names import derived_names
@@ -417,26 +418,6 @@ def _render_residual(residual: exp.Expression,
     refuse_outside_duckdb(residual, dialect.name)
     schema = MappingSchema(frag_types(), dialect="duckdb", normalize=False)
     return dialect.to_sql(annotate_postgres(residual.copy(), schema=schema))
-
-
-# Textbook selectivity of one pushed filter conjunct when the source gives no statistics.
-FILTER_SELECTIVITY = 1 / 3
-
-
-def estimate_rows(fragment_roots: list[Node]) -> int | None:
-    """What the fragments will send the engine, from the sources' row estimates."""
-    total = 0
-    for root in fragment_roots:
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, Scan):
-                if node.table.row_estimate is None:
-                    return None
-                rows = node.table.row_estimate * FILTER_SELECTIVITY ** len(node.filters)
-                total += int(min(rows, node.limit) if node.limit is not None else rows)
-            stack.extend(node.children)
-    return total
 
 
 def _point_at(table: exp.Table, name: str, schema: str | None) -> None:

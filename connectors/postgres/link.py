@@ -19,10 +19,10 @@ import itertools
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from pgwire.protocol import client as w
 from connectors.postgres.port import CLIENT_HIGH_WATER, SLOW_CLIENT, LinkPort
+from connectors.postgres.sinks import CopyDataSink, DiscardSink, Sink
 from connectors.postgres.target import Target
 from connectors.postgres.tls import TlsFailure
 from pgwire.errors import PgError, source_unavailable
@@ -36,15 +36,6 @@ STATEMENT_CACHE = 512
 MIRRORED = ("TimeZone", "DateStyle", "IntervalStyle", "extra_float_digits", "bytea_output")
 _T, _D, _C, _E, _Z, _N, _S, _G = (ord(c) for c in "TDCEZNSG")
 _SILENT = frozenset(ord(c) for c in "123nts")  # Parse/Bind/CloseComplete, NoData, descriptions
-
-
-class Sink(Protocol):
-    def write(self, data: bytes) -> None: ...
-    async def maybe_flush(self) -> None: ...
-
-    def direct(self) -> asyncio.StreamWriter | None:
-        """Send what is written so far and return the client's writer, for a result's
-        DataRows to go to it straight; None: everything goes through `write`."""
 
 
 @dataclass(frozen=True)
@@ -420,7 +411,7 @@ class PgLink:
     async def copy_out(self, sql: str, prefix: tuple[bytes, int] = (b"", 0)) -> bytes:
         """The data of a `COPY ... TO STDOUT`, whole."""
         payload, quiet = prefix
-        sink = _CopyData()
+        sink = CopyDataSink()
         outcome = await self.relay(payload + w.query(sql), sink, ready=1 + quiet, quiet=quiet)
         if outcome.error is not None:
             raise outcome.error
@@ -428,7 +419,7 @@ class PgLink:
 
     async def simple(self, sql: str) -> Outcome:
         """Run a command whose answer nobody reads (COMMIT, ROLLBACK, SET ...)."""
-        return await self.relay(w.query(sql), _Discard())
+        return await self.relay(w.query(sql), DiscardSink())
 
     def close(self) -> None:
         if not self.writer.is_closing():
@@ -437,31 +428,3 @@ class PgLink:
             except (OSError, RuntimeError):
                 pass
             self.writer.close()
-
-
-class _CopyData:
-    """Keeps the payload of CopyData messages (the relay passes whole messages)."""
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def write(self, data: bytes) -> None:
-        if data[:1] == b"d":
-            self.data += data[5:]
-
-    async def maybe_flush(self) -> None:
-        pass
-
-    def direct(self) -> None:
-        return None  # the rows are gathered here, not sent
-
-
-class _Discard:
-    def write(self, data: bytes) -> None:
-        pass
-
-    async def maybe_flush(self) -> None:
-        pass
-
-    def direct(self) -> None:
-        return None
