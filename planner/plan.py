@@ -35,7 +35,6 @@ from planner.explain import conjunct_lines
 from planner.optimizer import RuleContext, optimize
 from planner.pipeline import BATCHES
 from planner.pushdown import fragments
-from planner.logical import Node
 from planner.row_estimates import estimate_rows
 from planner.catalog import CatalogSnapshot, SourceEntry
 from planner.colnames import figure_colname
