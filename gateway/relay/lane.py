@@ -221,7 +221,7 @@ class Lane:
 
     def _settle(self) -> None:
         """The session is idle after a statement of the lane: its links that clients wait
-        for go to them, and the repeats in C are armed only when none of its links is
+        for go to them, and the compiled repeats are armed only when none of its links is
         waited for."""
         if not self.links.lend_waited() and self.repeats is not None:
             self._arm()

@@ -186,7 +186,7 @@ class SessionLinks:
         """The session is between statements: each link a client waits for goes to it
         (`LinkPool.lend`) when it may (`lendable`). True when the session keeps a link
         that is waited for: the end of its next statement must be seen here too (the
-        express lane does not arm its repeats in C, whose end Python does not see)."""
+        express lane does not arm its compiled repeats, whose end Python does not see)."""
         for pool in self.pools.values():  # (on every statement's end: nobody waits, mostly)
             if pool.waiters:
                 break

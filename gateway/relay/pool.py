@@ -250,7 +250,7 @@ class LinkPool:
         """Wait in line: a link is handed over by whoever has one to give (`give_back`,
         `lend`, `forget` for room to open one), never looked for. Every session holding a
         link of this pool is told (`Holder.contended`), so that the end of its statement
-        is seen here even when the repeats in C would have run it."""
+        is seen here even when the compiled repeats would have run it."""
         loop = asyncio.get_running_loop()
         if waiter is None:
             waiter = self.enqueue(holder)
