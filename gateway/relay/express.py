@@ -36,7 +36,7 @@ from connectors.postgres.link import Outcome
 from pgwire.errors import PgError
 from gateway.relay.exchange import cut
 from gateway.relay.hot import HotLane
-from gateway.relay.links import lifted_execute, relayed_description
+from gateway.relay.relayed import lifted_execute, relayed_description
 from gateway.state.activity import note_query
 from gateway.state.portals import Prepared
 from pgwire.protocol import encoder

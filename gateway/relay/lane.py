@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from gateway.relay.exchange import Exchange
-from gateway.relay.links import SessionLinks, stale_plan, unlifted
+from gateway.relay.links import SessionLinks
+from gateway.relay.relayed import stale_plan, unlifted
 from gateway.relay.pool import NOTICE_AFTER_S, LinkPool, Waiter
 from gateway.relay.literals import Lifted
 from gateway.state.activity import activity_of, began, ended, idled

@@ -25,17 +25,18 @@ from typing import TYPE_CHECKING, Any
 from pgwire.protocol import client as w
 from connectors import writes
 from connectors.postgres.link import Outcome, PgLink, RemoteStatement
+from gateway.relay.block_writers import BlockWriters
 from connectors.postgres.link_reader import LinkReader
 from gateway.executor.execute import Executor
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError,
                            source_unavailable)
 from gateway.relay.literals import Lifted, lift
+from gateway.relay.relayed import lifted_execute, result_type, stale_plan, unlifted
 from gateway.relay.pool import LinkPool, Waiter, borrow, pool_for
 from planner.access import function_denied
-from gateway.state.portals import Portal, Prepared
+from gateway.state.portals import Portal
 from gateway.state.route import Route
 from gateway.state.session import SessionState
-from pgwire.protocol import encoder
 
 if TYPE_CHECKING:
     from planner import QueryPlan
@@ -44,43 +45,11 @@ if TYPE_CHECKING:
 LIFTED_VERBS = frozenset({"select", "insert", "update", "delete"})
 
 
-def lifted_execute(statement: str, lifted: Lifted) -> bytes:
-    """Bind the numbers to the prepared shape and run it, answering as a simple Query
-    would (the RowDescription comes from Describe; BindComplete/NoData are not passed on)."""
-    return (w.bind("", statement, (), list(lifted.values), ()) + w.describe("P", "")
-            + w.execute("", 0) + w.SYNC)
-
-
-def stale_plan(error: PgError | None) -> bool:
-    return (error is not None and error.sqlstate == FEATURE_NOT_SUPPORTED
-            and "cached plan must not change result type" in error.message)
-
-
-def result_type(statement: RemoteStatement) -> list[tuple[bytes, int, int]] | None:
-    """What PostgreSQL compares before it lets a prepared statement run again."""
-    if statement.fields is None:
-        return None
-    return [(f.name, f.type_oid, f.type_modifier) for f in statement.fields]
-
-
-def relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
-    """The RowDescription (or NoData) of a relayed statement, as its source described it."""
-    found = prepared.remote.description(tuple(formats)) if prepared.remote is not None else None
-    return encoder.no_data() if found is None else found
-
-
-def unlifted(error: PgError | None, lifted: Lifted) -> PgError | None:
-    """A source error about the lifted text, pointing into the client's text."""
-    if error is not None and error.position is not None:
-        error.position = lifted.position(error.position)
-    return error
-
-
 class SessionLinks:
     def __init__(self, state: SessionState) -> None:
         self.state = state
         self.links: dict[str, PgLink] = {}
-        self.writers: dict[str, writes.Writer] = {}  # SQLite/MySQL connections a block holds
+        self.writers = BlockWriters()  # the SQLite/MySQL connections a block holds
         self.writer: str | None = None  # the source this transaction block wrote to
         self.begin_sql = "BEGIN"
         self.ddl = False  # DDL ran: the catalog is read again once it is visible
@@ -403,13 +372,7 @@ class SessionLinks:
         self._check(route, None)
         if not self.state.in_block:
             return None
-        writer = self.writers.get(route.source)
-        if writer is None:
-            writer = await writes.open_writer(self.state.ctx.sources[route.source], route.kind,
-                                              route.source)
-            self.writers[route.source] = writer
-            for name in self.state.savepoints:
-                await writer.command(f'SAVEPOINT "{name}"')
+        writer = await self.writers.writer(self.state.ctx.sources, route, self.state.savepoints)
         self.writer = route.source
         return writer
 
@@ -439,14 +402,8 @@ class SessionLinks:
 
     async def end(self, commit: bool) -> None:
         """COMMIT (or ROLLBACK) on every source the block touched."""
-        error: PgError | None = None
         command = "COMMIT" if commit and not self.state.failed else "ROLLBACK"
-        held, self.writers = self.writers, {}
-        for held_writer in held.values():  # only readers, or the writer itself: see _check
-            try:
-                await held_writer.finish(commit=command == "COMMIT" and error is None)
-            except PgError as err:
-                error = error or err
+        error = await self.writers.finish(command == "COMMIT")  # one writer at most: see _check
         for link in self.in_transaction():
             outcome = await link.simple(command if error is None else "ROLLBACK")
             error = error or outcome.error
@@ -463,8 +420,7 @@ class SessionLinks:
             outcome = await link.simple(f'{command} "{name}"')
             if outcome.error is not None:
                 raise outcome.error
-        for writer in self.writers.values():
-            await writer.command(f'{command} "{name}"')
+        await self.writers.savepoint(f'{command} "{name}"')
 
     def reset(self) -> None:
         """DISCARD ALL: give the links back (a pinned one is closed: its temp tables go)."""
@@ -479,11 +435,6 @@ class SessionLinks:
 
     async def aclose(self) -> None:
         """The session ends: whatever a block held is rolled back."""
-        held, self.writers = self.writers, {}
-        for writer in held.values():
-            try:
-                await writer.finish(commit=False)
-            except PgError:
-                pass  # the connection is dropped either way; nothing was committed
+        await self.writers.abandon()
         self.close()
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from connectors.postgres.link import PgLink
 from connectors.postgres.roles import set_role_sql
 from connectors.postgres.target import Target
+from gateway.relay.link_lifecycle import LinkLifecycle
 from gateway.state.settings import DEFAULTS
 from pgwire.errors import TOO_MANY_CONNECTIONS, PgError
 from pgwire.protocol import encoder
@@ -105,14 +106,7 @@ class LinkPool:
                  lifetime_s: float = DEFAULT_SERVER_LIFETIME_S) -> None:
         self.source, self.login = source, login
         self.size, self.mode, self.timeout_s = size, mode, timeout_s
-        # Server connection lifecycle: a link unused for idle_timeout_s, or opened more
-        # than lifetime_s ago, is closed when it is next free (0: never).
-        self.idle_timeout_s, self.lifetime_s = idle_timeout_s, lifetime_s
-        self.opened_at: dict[PgLink, float] = {}
-        self.freed_at: dict[PgLink, float] = {}  # when each link of `free` was given back
-        self.to_check: set[PgLink] = set()  # taken after CHECK_AFTER_IDLE_S unused
-        self._sweep: asyncio.TimerHandle | None = None
-        self.retired = 0  # closed for their idle time or lifetime
+        self.lifecycle = LinkLifecycle(idle_timeout_s, lifetime_s)
         self.free: list[PgLink] = []
         self.lent: dict[PgLink, Holder] = {}
         self.roles: dict[PgLink, str | None] = {}  # the role each link runs under now
@@ -152,49 +146,29 @@ class LinkPool:
         now = asyncio.get_running_loop().time()
         while self.free:
             link = self.free.pop()
-            freed = self.freed_at.pop(link, now)
-            if link.broken or link.port.eof or self._spent(link, now, freed):
+            if link.broken or link.port.eof or not self.lifecycle.taken(link, now, CHECK_AFTER_IDLE_S):
                 self.forget(link)  # it died while nobody had it, or its time is up
                 link.close()
                 continue
-            if now - freed >= CHECK_AFTER_IDLE_S:
-                self.to_check.add(link)
             self.lent[link] = holder
             return link
         return None
 
-    def _spent(self, link: PgLink, now: float, freed: float | None = None) -> bool:
-        """`link` is past `lifetime_s` since it opened, or (free since `freed`) past
-        `idle_timeout_s`: it is closed rather than lent or kept."""
-        if self.lifetime_s and now - self.opened_at.get(link, now) >= self.lifetime_s:
-            self.retired += 1
-            return True
-        if freed is not None and self.idle_timeout_s and now - freed >= self.idle_timeout_s:
-            self.retired += 1
-            return True
-        return False
-
     def _keep_free(self, link: PgLink) -> None:
         self.free.append(link)
-        self.freed_at[link] = asyncio.get_running_loop().time()
-        self._arm_sweep()
-
-    def _arm_sweep(self) -> None:
-        if self._sweep is None and (self.idle_timeout_s or self.lifetime_s):
-            every = min(t for t in (self.idle_timeout_s, self.lifetime_s) if t)
-            self._sweep = asyncio.get_running_loop().call_later(max(every / 4, 0.05), self.sweep)
+        self.lifecycle.freed(link, asyncio.get_running_loop().time())
+        self.lifecycle.arm(self.sweep)
 
     def sweep(self) -> None:
         """Close the free links whose idle time or lifetime is up; again later while
         some are free (nothing runs it when none is)."""
-        self._sweep = None
         now = asyncio.get_running_loop().time()
         for link in list(self.free):
-            if link.broken or link.port.eof or self._spent(link, now, self.freed_at.get(link, now)):
+            if link.broken or link.port.eof or self.lifecycle.expired_free(link, now):
                 self.forget(link)
                 link.close()
         if self.free:
-            self._arm_sweep()
+            self.lifecycle.arm(self.sweep)
 
     def _drop_dead(self) -> None:
         """Links whose source went away (a restart) while their sessions were idle: a new
@@ -230,7 +204,7 @@ class LinkPool:
         self.opening -= 1
         self.lent[link] = holder
         self.roles[link] = None
-        self.opened_at[link] = asyncio.get_running_loop().time()
+        self.lifecycle.opened(link, asyncio.get_running_loop().time())
         return link
 
     def enqueue(self, holder: Holder) -> Waiter:
@@ -334,7 +308,7 @@ class LinkPool:
         if not self.waiters:
             return False
         self.lent.pop(link, None)
-        if self.lifetime_s and self._spent(link, asyncio.get_running_loop().time()):
+        if self.lifecycle.expired(link, asyncio.get_running_loop().time()):
             self.forget(link)  # (its room goes to the first waiter)
             link.close()
             return True
@@ -349,7 +323,7 @@ class LinkPool:
         waiter, or kept free."""
         self.lent.pop(link, None)
         if not link.idle or link.status != "I" or (
-                self.lifetime_s and self._spent(link, asyncio.get_running_loop().time())):
+                self.lifecycle.expired(link, asyncio.get_running_loop().time())):
             self.forget(link)  # dead, in a block, an answer unread, or its time is up
             link.close()
             return
@@ -360,9 +334,7 @@ class LinkPool:
         """A link that is closed, or about to be: its place is free for a new one."""
         self.lent.pop(link, None)
         self.roles.pop(link, None)
-        self.opened_at.pop(link, None)
-        self.freed_at.pop(link, None)
-        self.to_check.discard(link)
+        self.lifecycle.forget(link)
         if link in self.free:
             self.free.remove(link)
         self._room()
@@ -410,9 +382,8 @@ def pool_for(ctx: ServerContext, source: str, read_only: bool) -> LinkPool:
 async def checked(pool: LinkPool, link: PgLink) -> bool:
     """False when `link` sat unused (`CHECK_AFTER_IDLE_S`) and its source no longer
     answers on it (an empty Query: one round trip, no statement)."""
-    if link not in pool.to_check:
+    if not pool.lifecycle.check_due(link):
         return True
-    pool.to_check.discard(link)
     try:
         outcome = await link.simple("")
     except PgError:  # (the connection was lost: source_unavailable)

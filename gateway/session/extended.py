@@ -17,7 +17,7 @@ from gateway.state.portals import Portal
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from pgwire.types.rows import resolve_formats, row_description
-from gateway.relay.links import relayed_description
+from gateway.relay.relayed import relayed_description
 from gateway.session import observe
 from gateway.session.relay import RelayMixin
 from gateway.state.statements import split_statements

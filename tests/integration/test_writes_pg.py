@@ -53,7 +53,7 @@ COPY_TABLES = ("copy_text", "copy_csv", "copy_records", "copy_csv_asyncpg", "cop
                "copy_in_tx", "copy_qualified")
 RO_ROWS = [(1, "one"), (2, "two"), (3, "three")]
 # Tables of the second sources (sqlite `lite`, postgres `pg2`), one per test as well.
-LITE_TABLES = ("solo", "solo_tx", "cross_pg_lite", "cross_lite_pg")
+LITE_TABLES = ("solo", "solo_tx", "solo_savepoints", "cross_pg_lite", "cross_lite_pg")
 PG2_TABLES = ("solo", "solo_tx", "cross_pg_pg2")
 
 # Values that a forwarder must not mangle: tabs, newlines, quotes, backslashes, NULLs,
@@ -590,6 +590,30 @@ def test_second_source_transaction(writes_gateway: GatewayProcess, databases: Da
         assert conn.execute(sink.write(2)).statusmessage == "INSERT 0 1"
         assert conn.execute("COMMIT").statusmessage == "COMMIT"
     assert sink.rows() == [(2, "written")]
+
+
+def test_second_source_savepoints(writes_gateway: GatewayProcess, databases: Databases) -> None:
+    """The SQLite connection a block holds takes the block's savepoints: those made before
+    its first write there too (made again on it when it opens), and ROLLBACK TO undoes
+    only what came after."""
+    sink = Sink(databases, "lite", "solo_savepoints")
+    with gateway_connect(writes_gateway) as conn:
+        conn.execute("BEGIN")
+        conn.execute("SAVEPOINT before_any")
+        assert conn.execute(sink.write(1)).statusmessage == "INSERT 0 1"
+        conn.execute("SAVEPOINT after_one")
+        assert conn.execute(sink.write(2)).statusmessage == "INSERT 0 1"
+        conn.execute("ROLLBACK TO SAVEPOINT after_one")
+        assert conn.execute(sink.write(3)).statusmessage == "INSERT 0 1"
+        conn.execute("RELEASE SAVEPOINT after_one")
+        assert conn.execute("COMMIT").statusmessage == "COMMIT"
+        assert sink.rows() == [(1, "written"), (3, "written")]
+        conn.execute("BEGIN")
+        conn.execute("SAVEPOINT s")
+        assert conn.execute(sink.write(4)).statusmessage == "INSERT 0 1"
+        conn.execute("ROLLBACK TO SAVEPOINT s")
+        assert conn.execute("COMMIT").statusmessage == "COMMIT"
+    assert sink.rows() == [(1, "written"), (3, "written")]
 
 
 @pytest.mark.parametrize(("first", "second"), [("pg", "lite"), ("lite", "pg"), ("pg", "pg2")],

@@ -215,7 +215,7 @@ async def test_a_link_past_its_lifetime_is_closed_when_given_back() -> None:
     await asyncio.sleep(0.06)
     del a.links["pg"]
     pool.give_back(old)
-    assert old.closed and pool.total == 0 and pool.retired == 1
+    assert old.closed and pool.total == 0 and pool.lifecycle.retired == 1
     assert await take(pool, FakeSession(), made) is not old
 
 
@@ -227,7 +227,7 @@ async def test_a_free_link_idle_too_long_is_closed_by_the_sweep() -> None:
     pool.give_back(link)
     assert pool.free == [link]
     await asyncio.sleep(0.25)
-    assert link.closed and not pool.free and pool.total == 0 and pool.retired == 1
+    assert link.closed and not pool.free and pool.total == 0 and pool.lifecycle.retired == 1
 
 
 async def test_a_link_free_a_while_is_checked_before_it_is_lent(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -237,7 +237,7 @@ async def test_a_link_free_a_while_is_checked_before_it_is_lent(monkeypatch: pyt
     link = await take(pool, a, made)
     del a.links["pg"]
     pool.give_back(link)
-    assert await take(pool, FakeSession(), made) is link and link not in pool.to_check
+    assert await take(pool, FakeSession(), made) is link and not pool.lifecycle.will_check(link)
     pool.give_back(link)
     await asyncio.sleep(0.03)
-    assert await take(pool, FakeSession(), made) is link and link in pool.to_check
+    assert await take(pool, FakeSession(), made) is link and pool.lifecycle.will_check(link)

@@ -1,0 +1,44 @@
+"""How a relayed statement is sent and answered: the numbers of a lifted text bound to its
+prepared shape, the description its source gave, and source errors pointed back into the
+client's text (the session, `gateway.relay.links`, and the express lane share them)."""
+
+from __future__ import annotations
+
+from connectors.postgres.link import RemoteStatement
+from gateway.relay.literals import Lifted
+from gateway.state.portals import Prepared
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.protocol import client as w
+from pgwire.protocol import encoder
+
+
+def lifted_execute(statement: str, lifted: Lifted) -> bytes:
+    """Bind the numbers to the prepared shape and run it, answering as a simple Query
+    would (the RowDescription comes from Describe; BindComplete/NoData are not passed on)."""
+    return (w.bind("", statement, (), list(lifted.values), ()) + w.describe("P", "")
+            + w.execute("", 0) + w.SYNC)
+
+
+def stale_plan(error: PgError | None) -> bool:
+    return (error is not None and error.sqlstate == FEATURE_NOT_SUPPORTED
+            and "cached plan must not change result type" in error.message)
+
+
+def result_type(statement: RemoteStatement) -> list[tuple[bytes, int, int]] | None:
+    """What PostgreSQL compares before it lets a prepared statement run again."""
+    if statement.fields is None:
+        return None
+    return [(f.name, f.type_oid, f.type_modifier) for f in statement.fields]
+
+
+def relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
+    """The RowDescription (or NoData) of a relayed statement, as its source described it."""
+    found = prepared.remote.description(tuple(formats)) if prepared.remote is not None else None
+    return encoder.no_data() if found is None else found
+
+
+def unlifted(error: PgError | None, lifted: Lifted) -> PgError | None:
+    """A source error about the lifted text, pointing into the client's text."""
+    if error is not None and error.position is not None:
+        error.position = lifted.position(error.position)
+    return error
