@@ -101,7 +101,8 @@ class Connection:
         self.task: asyncio.Task | None = None
         self.ending = False  # shutdown ends this connection: its task is cancelled for it
         self.started = time.monotonic()
-        self.cut_off = False  # a fatal error came while the client was mid-message
+        # A fatal error ended the session while the client may still send: see `_close`.
+        self.cut_off = False
 
     async def _next(self) -> m.FrontendMessage | None:
         """The next message, reading from the socket as needed; None at end of stream."""
@@ -195,7 +196,14 @@ class Connection:
     async def _fatal(self, err: PgError) -> None:
         if err.severity not in ("FATAL", "PANIC"):
             err.severity = "FATAL"
-        self.cut_off = self.decoder.buffered > 0 and not self.port.eof
+        # What the client still sends must be read before the socket closes: a socket
+        # closed with bytes unread (or receiving more after it closed) is reset, and a reset
+        # makes the client's kernel drop what the client had not read yet, the end of its
+        # answer and this error with it. So when it is mid-message, and when it sent a
+        # malformed message, after which it may well be writing the next ones (a client
+        # that waits for an answer, idle or ended by the server, is closed at once).
+        self.cut_off = not self.port.eof and (self.decoder.buffered > 0
+                                              or err.sqlstate == PROTOCOL_VIOLATION)
         try:
             if self.session is not None:
                 self.writer.write(self.session.take_output())

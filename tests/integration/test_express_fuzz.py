@@ -281,3 +281,24 @@ def test_a_source_backend_terminated_mid_answer(lanes: Lanes) -> None:
     for rows in (compiled_rows, interpreted_rows):
         got = [tuple(v.decode() for v in rawpg.parse_data_row(p)) for p in rows]
         assert got == [(str(g), h, h, h, h) for g, h, *_ in whole[:len(got)]]
+
+
+# Found by the fuzz (seed 91281142260461680734479105811823706199): a large answer, then a
+# malformed Bind and a Terminate sent byte by byte. The gateway closed its socket while the
+# client was still writing the Terminate; the kernel reset the connection, and the client
+# lost the end of the answer (and the FATAL) it had not read yet.
+MALFORMED_AFTER_A_LARGE_ANSWER = Case(
+    units=(rawpg.query("SELECT g, h, h, h, h FROM big WHERE g <= 1359 ORDER BY g"),),
+    garbage=b"B\x00\x00\x00\x10\x00\x00\x00\x00\x00\x01\x00\x00\x00\x011\x00",
+    delivery=Delivery("bytewise"))
+
+
+@pytest.mark.parametrize("attempt", [1, 2])
+def test_a_malformed_message_after_a_large_answer_loses_nothing(lanes: Lanes, attempt: int) -> None:
+    """Every row, ReadyForQuery, then the FATAL 08P01, whole, on both builds."""
+    compiled, _ = play(lanes, "C", MALFORMED_AFTER_A_LARGE_ANSWER)
+    interpreted, _ = play(lanes, "python", MALFORMED_AFTER_A_LARGE_ANSWER)
+    assert compiled == interpreted, first_difference(compiled, interpreted)
+    tail = compiled[-2:]
+    assert tail[0] == ("Z", b"I") and tail[1][0] == "E" and b"C08P01" in tail[1][1], tail
+    assert sum(1 for kind, _ in compiled if kind == "D") >= 1359
