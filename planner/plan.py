@@ -57,6 +57,7 @@ from planner.source_values import refuse_outside_duckdb
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
+from planner.inline_sides import InlinedSide, home_for, inline_at
 from planner.result_types import result_names, result_types
 from planner.regclass_arguments import regclass_arguments
 from planner.unknown_literals import unknown_literals
@@ -81,6 +82,12 @@ class PlanSettings:
     functions: frozenset[str] = field(default=POSTGRES_FUNCTIONS, repr=False)
     # Sources the session's user may not see: naming one is 42501 (planner.access).
     hidden_schemas: frozenset[str] = frozenset()
+    # A statement of a PostgreSQL source and other sources' small tables runs whole on
+    # it, those tables inlined (planner.inline_sides): "auto" where each is estimated at
+    # no more than `inline_rows` rows, "force" (`SET fedgate.engine = source`) or
+    # refused, "off" (an engine named by the session: the engine runs it).
+    inline_sides: str = "auto"
+    inline_rows: int = 100
 
 
 def _name_outputs(tree: exp.Expression, sql: str) -> tuple[str, ...] | None:
@@ -288,6 +295,10 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if not tables and not zoned:  # no table: the session's PostgreSQL source answers it
         # (outside UTC the engine does: the sources' sessions run in UTC, planner.zone_dependent)
         single = _home_postgres(catalog, settings)
+    inlined = False  # the other sources' small tables are sent to `single` with it
+    if single is None and len(sources) > 1:
+        single = home_for(tree, tables, catalog, settings.inline_sides, settings.inline_rows, zoned)
+        inlined = single is not None
     row_outputs: tuple[tuple[int, TableInfo], ...] = ()  # a DuckDB source's whole rows
     if single is None or single.dialect.sqlglot != "postgres":
         row_outputs = _refuse_unshipped(tree, tables, catalog, single is not None and single.dialect.sqlglot == "duckdb")
@@ -316,6 +327,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         tree = _annotate(tree, catalog, True)
     shippable = single is not None and \
         single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
+    if inlined and not shippable:  # decided on the same tree before: cannot happen
+        raise PgError(FEATURE_NOT_SUPPORTED, "the statement no longer runs whole on its PostgreSQL source")
     if not shippable:  # e.g. a volatile call keeps a PostgreSQL source's statement here
         _refuse_unshipped(tree, tables, catalog)
     # Shipped whole to DuckDB (a DuckDB file, Parquet/CSV), sums and averages are retyped
@@ -351,7 +364,11 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
             pg_typed_select(tree, one_table)
         elif pg_aggregates:
             pg_typed_query(tree, catalog.sqlglot_schema)
+        sides: list[InlinedSide] = []
         for table, info in _resolve_tables(tree, catalog, settings) if qualified else tables:
+            if info.ref.source != single.name:  # inlined: its rows come as parameters
+                sides.append(inline_at(table, info, len(pg_types) + sum(len(s.columns) for s in sides) + 1, catalog))
+                continue
             schema, name = info.ref.remote
             _point_at(table, name, schema)
         dialect = single.dialect
@@ -366,7 +383,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
                              f"runs on {single.name})"
                              for c in split_conjuncts(where.this if where else None))
         return QueryPlan((fragment,), None, None, pg_types, names, details=details, result_types=types,
-                         row_outputs=tuple((i, info.ref.source, info.ref.name) for i, info in row_outputs))
+                         row_outputs=tuple((i, info.ref.source, info.ref.name) for i, info in row_outputs),
+                         inlined=tuple(sides))
     return _federated(tree, catalog, pg_types, names, settings, types)
 
 

@@ -73,6 +73,9 @@ class QueryPlan:
     # Outputs that are a whole row of a DuckDB source's table (planner.whole_rows):
     # (position, source, table), described as the catalog's row type of that table.
     row_outputs: tuple[tuple[int, str, str], ...] = ()
+    # Tables of other sources the one fragment reads from array parameters after the
+    # statement's own (planner.inline_sides): the executor reads their rows first.
+    inlined: tuple = ()
 
     def residual_for(self, engine: str) -> str | None:
         if self.residual_render is None:
@@ -126,6 +129,10 @@ class QueryPlan:
         for fragment in self.fragments:
             prefix = "  " if self.residual_sql is not None else ""
             lines.append(f"{prefix}Remote {fragment.name} on {fragment.source}: {fragment.sql}")
+        for side in self.inlined:
+            numbers = ", ".join(f"${side.first_param + i}" for i in range(len(side.columns)))
+            lines.append(f"  Inlined {side.alias}: Remote on {side.source}: {side.sql}, "
+                         f"sent to {self.fragments[0].source} as {numbers}")
         if self.param_types:
             lines.append("Parameters: " + ", ".join(
                 f"${i} {t}" for i, t in enumerate(self.param_types, 1)))

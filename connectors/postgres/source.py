@@ -33,6 +33,7 @@ from connectors.postgres.roles import SOURCE_ROLES, set_role_sql
 from connectors.base import BatchStream, Pushdown, ScanRequest, Storage, TableInfo, TableRef
 from connectors.dialects import postgres as pg_dialect
 from connectors.postgres.describe import describe_columns, discover_tables, relation_storage
+from connectors.postgres.bound_text import bound_text
 from connectors.postgres.csv_text import read_csv
 from connectors.postgres.types import ColumnType
 from connectors.scan_sql import scan_tree
@@ -256,7 +257,8 @@ class PostgresStream:
 
         try:
             # Rows of no columns (`SELECT FROM t`) are empty lines, one a row.
-            await self._conn.copy_from_query(sql, *params, output=sink, format="csv")
+            text = await bound_text(self._conn, sql, params)
+            await self._conn.copy_from_query(text, output=sink, format="csv")
             if buffer:
                 await self._put(bytes(buffer))
             await self._put(None)

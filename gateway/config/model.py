@@ -88,6 +88,10 @@ class EngineConfig:
     # written: SPARK_CLUSTER_THRESHOLD_ROWS on a cluster, off on a local Spark
     # (`size_threshold`).
     spark_threshold_rows: int | None = None
+    # A federated statement of one PostgreSQL source whose other tables are estimated at
+    # no more rows than this runs whole on that source, those tables' rows sent with it
+    # (planner.inline_sides); 0 turns it off (`SET fedgate.engine = source` still asks).
+    inline_rows: int = 100
     # Which fragments Spark reads from their sources itself (JDBC, spark.read) instead of
     # receiving them from the gateway as Arrow: "auto" (those estimated at
     # spark_read_threshold_rows or more, PostgreSQL ones never on a local Spark; every one

@@ -133,6 +133,7 @@ ENGINE = Section({
     "spark_master": NAME,
     "spark_remote": NAME,
     "spark_threshold_rows": integer(0),
+    "inline_rows": integer(0),
     "spark_reads_sources": one_of("auto", "always", "never"),
     "spark_read_threshold_rows": integer(0),
     "spark_partition_rows": integer(1),

@@ -28,8 +28,9 @@ from gateway.executor.whole_reads import WholeStream, read_whole
 from gateway.executor.row_types import RowTyped, has_rows, named_rows, row_typed
 from gateway.state.memory import HEAVY_ROWS, EngineMemory, StatementMemory
 from gateway.state.metrics import Metrics
-from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PROGRAM_LIMIT_EXCEEDED, PgError
 from planner.dynamic_filters import DynamicFilter
+from planner.inline_sides import INLINE_MAX_ROWS, side_params
 from planner.key_sets import shape_for
 from planner.query_plan import QueryPlan, RemoteFragment
 
@@ -61,8 +62,10 @@ class Executor:
         and what it holds, counted while the stream is open (gateway.state.memory)."""
         if plan.is_passthrough:
             fragment = plan.fragments[0]
-            stream = Metered(await open_remote(self.sources[fragment.source], fragment.sql,
-                                               _bound(fragment, params)),
+            bound = _bound(fragment, params)
+            if plan.inlined:  # other sources' small tables, as array parameters
+                bound = [*bound, *await self._inlined_params(plan)]
+            stream = Metered(await open_remote(self.sources[fragment.source], fragment.sql, bound),
                              self.metrics, fragment.source)
             if has_rows(stream.schema) or plan.row_outputs:
                 try:
@@ -89,8 +92,32 @@ class Executor:
                              self._double_numerics(plan, engine), plan.kept_texts)
         return stream
 
+    async def _inlined_params(self, plan: QueryPlan) -> list[list]:
+        """The rows of each table a plan inlines (planner.inline_sides), read whole, as
+        one parameter per column; a table grown past what a statement may inline since
+        the catalog was read is refused."""
+        params: list[list] = []
+        for side in plan.inlined:
+            stream = Metered(await open_remote(self.sources[side.source], side.sql, ()),
+                             self.metrics, side.source)
+            batches, count = [], 0
+            try:
+                async for batch in stream:
+                    count += batch.num_rows
+                    if count > INLINE_MAX_ROWS:
+                        raise PgError(PROGRAM_LIMIT_EXCEEDED, f"{side.source}.{side.alias} holds more "
+                                      f"than {INLINE_MAX_ROWS} rows, the most a statement sends into "
+                                      f"{plan.fragments[0].source} with it",
+                                      hint="SET fedgate.engine = duckdb runs it in the engine.")
+                    batches.append(batch)
+            finally:
+                await stream.aclose()
+            params.extend(side_params(pa.Table.from_batches(batches, stream.schema)))
+        return params
+
     async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema:
-        schema = await self._describe(plan, self.engines[engine or self.default])
+        # A plan one source answers whole names no engine (or "source": planner.inline_sides).
+        schema = await self._describe(plan, None if plan.is_passthrough else self.engines[engine or self.default])
         if plan.is_passthrough and (has_rows(schema) or plan.row_outputs):
             schema = await self._row_typed(schema, plan.fragments[0].source, plan.row_outputs)
         return presented_schema(schema, plan.column_names, plan.result_types,
@@ -115,17 +142,19 @@ class Executor:
         return not plan.is_passthrough and \
             self.engines[engine or self.default].dialect.numerics_in_double
 
-    async def _describe(self, plan: QueryPlan, engine: Engine) -> pa.Schema:
+    async def _describe(self, plan: QueryPlan, engine: Engine | None) -> pa.Schema:
         """The result schema, from each piece's zero-row form: nothing is really computed."""
         nulls = [None] * len(plan.param_types)
+        inlined = [None] * sum(len(side.columns) for side in plan.inlined)  # no rows
         schemas = {}
         for fragment in plan.fragments:
             stream = await open_remote(self.sources[fragment.source], fragment.describe_sql,
-                                       _bound(fragment, nulls))
+                                       [*_bound(fragment, nulls), *inlined])
             await stream.aclose()
             schemas[fragment.name] = stream.schema
         if plan.is_passthrough:
             return schemas[plan.fragments[0].name]
+        assert engine is not None
         if engine.name == "duckdb":
             assert plan.residual_describe_sql is not None
             return await engine.describe(plan.residual_describe_sql, schemas,

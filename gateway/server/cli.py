@@ -27,7 +27,8 @@ def _explain(args: argparse.Namespace) -> int:
         ctx = await build_context(config)
         try:
             return plan(args.sql, ctx.catalog, PlanSettings(
-                config.search_path, functions=CALLABLE_FUNCTIONS)).explain()
+                config.search_path, functions=CALLABLE_FUNCTIONS,
+                inline_rows=config.engine.inline_rows)).explain()
         finally:
             await ctx.close()
 

@@ -192,10 +192,29 @@ class SessionState:
         assert share is not None  # validated when set
         return StatementMemory(share, f"pid {self.pid} statement {activity_of(self).statements}")
 
+    @property
+    def inline_sides(self) -> str:
+        """Whether a PostgreSQL source runs statements whole with other sources' small
+        tables inlined (planner.plan.PlanSettings): forced by `fedgate.engine = source`,
+        off when the session named an engine, else where the tables are small."""
+        if self.settings.values["fedgate.engine"] == "source":
+            return "force"
+        return "off" if self.engine_chosen else "auto"
+
     def engine_for(self, plan: QueryPlan) -> tuple[str, str]:
         """The residual engine for `plan`, and why (for EXPLAIN): the session's choice
         (`SET fedgate.engine`), else `[engine] default = "spark"`, else by size."""
         chosen = self.settings.values["fedgate.engine"]
+        if chosen == "source":
+            # A statement of a PostgreSQL source and others ran whole on it (or was
+            # refused: planner.inline_sides); one that reads no PostgreSQL source has no
+            # source to run it and takes the engine as without the setting.
+            if plan.is_passthrough:
+                return chosen, "SET fedgate.engine"
+            config = self.ctx.config.engine
+            name, why = ("spark", "the configured default") if config.default == "spark" \
+                else engine_by_size(config, plan.estimated_rows)
+            return name, "; ".join(filter(None, (why, "no PostgreSQL source runs it whole")))
         if self.engine_chosen:
             return chosen, "SET fedgate.engine"
         if chosen == "spark":

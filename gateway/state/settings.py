@@ -143,8 +143,8 @@ def validate(name: str, value: str) -> str:
     if name == "statement_timeout":
         return _parse_timeout(value)
     if name == "fedgate.engine":
-        if value.lower() not in ("duckdb", "spark"):
-            raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb" or "spark"')
+        if value.lower() not in ("duckdb", "spark", "source"):
+            raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb", "spark" or "source"')
         return value.lower()
     if name == "fedgate.statement_memory":
         if not is_size_or_share(value):

@@ -141,7 +141,7 @@ def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
         con.execute(f"CREATE TABLE w AS {wide}")
         con.execute(f"COPY ({wide}) TO '{files / 'w.parquet'}' (FORMAT parquet)")
     gateway = start_gateway(
-        '[catalog]\nsearch_path = ["pg", "files"]\n'
+        '[engine]\ninline_rows = 0  # tests of the engine: no side is inlined\n[catalog]\nsearch_path = ["pg", "files"]\n'
         f'[sources.pg]\nkind = "postgres"\ndsn = "{truth}"\n'
         f'[sources.files]\nkind = "parquet"\npath = "{files}"\n'
         f'[sources.duck]\nkind = "duckdb"\npath = "{duck}"\n', root / "gw")

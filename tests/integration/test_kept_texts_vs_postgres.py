@@ -115,7 +115,7 @@ def world(postgres_server, tmp_path_factory):
     dims.mkdir()
     pq.write_table(pa.table({"dk": pa.array([1, 2, 3], pa.int32()),
                              "name": ["one", "two", "three"]}), dims / "dim.parquet")
-    gateway = start_gateway('[catalog]\nsearch_path = ["pg"]\n'
+    gateway = start_gateway('[engine]\ninline_rows = 0  # tests of the engine: no side is inlined\n[catalog]\nsearch_path = ["pg"]\n'
                             f'[sources.pg]\nkind = "postgres"\ndsn = "{truth}"\n'
                             f'[sources.dims]\nkind = "parquet"\npath = "{dims}"\n', root / "gw")
     try:

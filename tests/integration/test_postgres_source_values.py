@@ -63,7 +63,7 @@ def world(postgres_server, tmp_path_factory):
     pq.write_table(pa.table({"custkey": pa.array([c for c, _ in CUSTOMER], pa.int32()),
                              "name": [n for _, n in CUSTOMER]}), root / "files" / "customer.parquet")
     gateway = start_gateway(
-        f'[catalog]\nsearch_path = ["pg", "files"]\n[sources.pg]\nkind = "postgres"\ndsn = "{source}"\n'
+        f'[engine]\ninline_rows = 0  # tests of the engine: no side is inlined\n[catalog]\nsearch_path = ["pg", "files"]\n[sources.pg]\nkind = "postgres"\ndsn = "{source}"\n'
         f'[sources.files]\nkind = "parquet"\npath = "{root / "files"}"\n', root / "gw")
     try:
         yield truth, gateway.dsn, source
