@@ -23,7 +23,8 @@ from sqlglot import exp
 
 from planner.logical import (Aggregate, Column, Distinct, Filter, Join, Limit, Node, Project, Scan,
                              SetOp, Sort, SubqueryAlias)
-from planner.result_types import numeric, pg_type
+from planner.numeric_results import numeric
+from planner.result_types import pg_type
 from planner.source_values import EnumText
 from planner.type_names import pg_type_name, sqlglot_type_of
 

@@ -17,7 +17,8 @@ the numeric category (`round(int)` is `round(float8)`), unless a second argument
 numeric's (`round(int, int)` is `round(numeric, int)`). A numeric type carries the
 display scale where every value has the same one (`numeric(1000,s)`); a plain `numeric`
 means the scale depends on the value (a division), and then only a numeric the engine
-computed is presented as numeric.
+computed is presented as numeric. Those numeric rules are `planner.numeric_results`; this
+module walks the query and its expressions and hands them the argument types.
 
 None stands for "not known here": the engine's own type stays. The rules only cover
 expressions whose type is certain; anything else (a user function, most of a catalog
@@ -36,11 +37,12 @@ from sqlglot.schema import Schema
 from connectors.base import DEVIATIONS
 from planner.catalog import PgSchema
 from planner.colnames import CAST_NAME
+from planner.numeric_results import (NUMERIC_ORDER, arithmetic, base_of, float_or_numeric,
+                                      integers_result, literal_type, math_result, numeric,
+                                      nullif_result, rounded, sum_result)
 from planner.star_outputs import Column, is_star, renamed, star_columns
 from planner.type_names import pg_type_name
 
-_NUMERIC_ORDER = ("int2", "int4", "int8", "numeric", "float4", "float8")
-MAX_SCALE = 1000  # PostgreSQL's numeric display scale limit
 _INT4_CALLS = (exp.Length, exp.StrPosition, exp.Ascii, exp.BitLength, exp.ArraySize,
                exp.RegexpCount, exp.Grouping, exp.Ntile, exp.ArrayPosition)
 _INT4_NAMES = {"octet_length", "array_upper", "array_lower", "array_ndims", "cardinality",
@@ -52,20 +54,6 @@ _WHOLE = (exp.Ceil, exp.Floor)
 # Aggregates typed the same under FILTER and OVER (planner.pg_aggregates retypes sums there too)
 _TYPED_AGGREGATES = (*_INT4_CALLS, *_INT8_CALLS, exp.Avg, exp.Sum, *_SAME_AS_ARG, exp.JSONArrayAgg,
                      *DEVIATIONS)
-
-
-def numeric(scale: int | None) -> str:
-    return "numeric" if scale is None or not 0 <= scale <= MAX_SCALE else f"numeric(1000,{scale})"
-
-
-def _scale(name: str | None) -> int | None:
-    if name is None or not name.startswith("numeric("):
-        return None
-    return int(name[:-1].split(",")[1])
-
-
-def _base(name: str | None) -> str | None:
-    return name.split("(")[0] if name is not None else None
 
 
 def result_types(tree: exp.Expression, schema: Schema) -> tuple[str | None, ...] | None:
@@ -159,11 +147,11 @@ def _common(names: list[str | None], values: bool = False) -> str | None:
         return "text" if names else None
     if any(n is None for n in known):
         return None
-    bases = {_base(n) for n in known}
+    bases = {base_of(n) for n in known}
     if len(set(known)) == 1:
         return known[0]
-    if bases <= set(_NUMERIC_ORDER):
-        wider = max(bases, key=_NUMERIC_ORDER.index)
+    if bases <= set(NUMERIC_ORDER):
+        wider = max(bases, key=NUMERIC_ORDER.index)
         return "numeric" if wider == "numeric" else wider
     if len(bases) == 1 and bases <= {"varchar", "bpchar"}:
         return bases.pop()
@@ -249,7 +237,7 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
     if isinstance(node, (exp.Column, exp.Subquery)):
         return column(node)
     if isinstance(node, exp.Literal):
-        return _literal(node)
+        return literal_type(node)
     if isinstance(node, exp.Null):
         return "unknown"
     if isinstance(node, exp.Boolean):
@@ -259,10 +247,10 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
     if isinstance(node, exp.Neg):
         if isinstance(node.this, exp.Literal) and node.this.name.isdigit():
             # PostgreSQL's grammar folds the sign into the constant: -2147483648 is int4.
-            return _literal(node.this, negative=True)
-        return of(node.this) if _base(of(node.this)) in _NUMERIC_ORDER else None
+            return literal_type(node.this, negative=True)
+        return of(node.this) if base_of(of(node.this)) in NUMERIC_ORDER else None
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
-        return _arithmetic(node, of(node.this), of(node.expression))
+        return arithmetic(node, of(node.this), of(node.expression))
     if isinstance(node, exp.Filter):  # agg FILTER (WHERE ...) is of the aggregate's type
         return of(node.this) if isinstance(node.this, (*_TYPED_AGGREGATES, exp.ArrayAgg)) \
             else None
@@ -282,7 +270,7 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         if name in _JSON_BUILDERS:  # json_build_array/object and the jsonb forms
             return name.split("_")[0]
         if name in _SAME_INTEGERS and len(node.expressions) == 2:
-            return _integers(of(node.expressions[0]), of(node.expressions[1]))
+            return integers_result(of(node.expressions[0]), of(node.expressions[1]))
         return None
     if isinstance(node, exp.JSONArrayAgg):
         return "json"
@@ -295,13 +283,13 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
             return None
         return arg if any(isinstance(e, exp.Slice) for e in node.expressions) else arg[1:]
     if isinstance(node, exp.Nullif):
-        return _nullif(of(node.this), of(node.expression))
+        return nullif_result(of(node.this), of(node.expression))
     if isinstance(node, exp.Coalesce):  # of catalog names: name, as a UNION column's
         args = [of(arg) for arg in (node.this, *node.expressions)]
         if "name" in args and set(args) <= {"name", "unknown"}:
             return "name"  # of numbers: their common type, as a CASE's (coalesce(sum(n), 0))
         known = [a for a in args if a != "unknown"]
-        return _common(args) if known and all(_base(a) in _NUMERIC_ORDER for a in known) else None
+        return _common(args) if known and all(base_of(a) in NUMERIC_ORDER for a in known) else None
     if isinstance(node, exp.ArrayAgg):  # array_agg(relname) is name[]
         arg = node.this.this if isinstance(node.this, exp.Order) else node.this
         if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1:
@@ -311,58 +299,26 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
         results = [branch.args["true"] for branch in node.args.get("ifs", [])]
         return _common([of(r) for r in results + [node.args.get("default") or exp.null()]])
     if isinstance(node, exp.Sum):
-        return _sum(of(node.this))
+        return sum_result(of(node.this))
     if isinstance(node, (exp.Avg, *DEVIATIONS)):
         arg = node.this
         if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1:
             arg = arg.expressions[0]  # avg(DISTINCT x) is typed as avg(x)
-        base = _base(of(arg))
+        base = base_of(of(arg))
         return "numeric" if base in ("int2", "int4", "int8", "numeric") else \
             "float8" if base in ("float4", "float8") else None
     if isinstance(node, _SAME_AS_ARG):
         arg = of(node.this)
-        return arg if _base(arg) in _NUMERIC_ORDER else None
+        return arg if base_of(arg) in NUMERIC_ORDER else None
     if isinstance(node, exp.Sign):
-        return _float_or_numeric(of(node.this), 0)
+        return float_or_numeric(of(node.this), 0)
     if isinstance(node, _WHOLE) and node.args.get("decimals") is None:
-        return _float_or_numeric(of(node.this), 0)
+        return float_or_numeric(of(node.this), 0)
     if isinstance(node, (exp.Round, exp.Trunc)):
-        return _rounded(of(node.this), node.args.get("decimals"))
+        return rounded(of(node.this), node.args.get("decimals"))
     if isinstance(node, (exp.Sqrt, exp.Exp, exp.Ln, exp.Log, exp.Pow)):
-        return _math(node, of)
+        return math_result(node, of)
     return None
-
-
-def _math(node: exp.Expression, of: Callable[[exp.Expression | None], str | None]) -> str | None:
-    """sqrt, exp, ln, log, log10, power: numeric when an argument is, float8 for integers
-    and floats; log(b, x) is numeric only (sqlglot reads log10(x) as log(10, x))."""
-    if isinstance(node, exp.Log) and node.expression is not None:
-        if node.meta.get("spelled") != "log10":
-            return "numeric"
-        arguments = [node.expression]
-    else:
-        arguments = [a for a in (node.this, node.expression) if a is not None]
-    bases = {_base(of(a)) for a in arguments}
-    if "numeric" in bases:
-        return "numeric"
-    return "float8" if bases <= {"int2", "int4", "int8", "float4", "float8"} else None
-
-
-def _literal(node: exp.Literal, negative: bool = False) -> str | None:
-    if node.is_string:
-        return "unknown"
-    text = node.name
-    if text.isdigit():
-        value = -int(text) if negative else int(text)
-        return "int4" if -2**31 <= value < 2**31 else "int8" if -2**63 <= value < 2**63 \
-            else numeric(0)
-    mantissa, _, exponent = text.lower().partition("e")
-    digits = mantissa.partition(".")[2]
-    try:
-        scale = max(len(digits) - int(exponent or 0), 0)
-    except ValueError:
-        return None
-    return numeric(scale)
 
 
 _JSON_BUILDERS = {"json_build_array", "json_build_object", "jsonb_build_array", "jsonb_build_object"}
@@ -383,85 +339,9 @@ def _cast(node: exp.Cast) -> str | None:
         return f"{name}({args[0]})" if args[0].isdigit() else name
     if name == "bpchar":  # char without a length is char(1); bpchar has none
         return "bpchar" if to.this == exp.DataType.Type.BPCHAR else "bpchar(1)"
-    if to.this == exp.DataType.Type.TEXT or name in _NUMERIC_ORDER or name in (
+    if to.this == exp.DataType.Type.TEXT or name in NUMERIC_ORDER or name in (
             "bool", "date", "timestamp", "timestamptz", "interval", "varchar", "bytea", "uuid",
             "json", "jsonb", "time"):
         return name
     return None
 
-
-def _arithmetic(node: exp.Expression, left: str | None, right: str | None) -> str | None:
-    a, b = _base(left), _base(right)
-    if a == "date" and b == "date" and isinstance(node, exp.Sub):
-        return "int4"
-    if a not in _NUMERIC_ORDER or b not in _NUMERIC_ORDER:
-        return None
-    wider = max(a, b, key=_NUMERIC_ORDER.index)
-    if isinstance(node, exp.Mod) and wider in ("float4", "float8"):
-        return None  # no float % in PostgreSQL: an error either way
-    if wider == "float4" and (a, b) != ("float4", "float4"):
-        # float4 with an integer or numeric is float8's operator in PostgreSQL (float48pl),
-        # and the engine computes it so (connectors.dialects.duckdb_float4).
-        return "float8"
-    if wider != "numeric":
-        return wider
-    sl, sr = (_scale(left) if a == "numeric" else 0), (_scale(right) if b == "numeric" else 0)
-    if sl is None or sr is None or isinstance(node, exp.Div):
-        return "numeric"
-    return numeric(sl + sr if isinstance(node, exp.Mul) else max(sl, sr))
-
-
-def _nullif(first: str | None, second: str | None) -> str | None:
-    """NULLIF(a, b) returns a, promoted to b's type where the `=` it implies promotes it
-    (PostgreSQL: NULLIF(1, 2.2) is numeric): a's type when b's is no wider."""
-    a, b = _base(first), _base(second)
-    if a == "name" and b in ("name", "unknown"):  # a catalog name (planner.catalog.PgSchema)
-        return first
-    integers = ("int2", "int4", "int8")
-    if a in integers and b == "numeric":
-        return numeric(0)
-    if a in integers and b in integers:
-        return first  # int2 = int4 and the like are operators of their own: no promotion
-    if a is None or a != b and (a not in _NUMERIC_ORDER or b not in _NUMERIC_ORDER
-                                or _NUMERIC_ORDER.index(b) > _NUMERIC_ORDER.index(a)):
-        return None
-    return first
-
-
-def _sum(arg: str | None) -> str | None:
-    base = _base(arg)
-    if base in ("int2", "int4"):
-        return "int8"
-    if base == "int8":
-        return numeric(0)
-    return arg if base in ("numeric", "float4", "float8") else None
-
-
-def _integers(a: str | None, b: str | None) -> str | None:
-    """gcd/lcm/mod: int4 and int8 signatures, and numeric's."""
-    if a in ("int2", "int4", "int8") and b in ("int2", "int4", "int8"):
-        wider = max(a, b, key=_NUMERIC_ORDER.index)
-        return "int4" if wider == "int2" else wider
-    return None
-
-
-def _float_or_numeric(arg: str | None, scale: int | None) -> str | None:
-    """A function with float8 and numeric signatures (sign, ceil, floor, round(x)): an
-    integer or float4 argument takes float8's, a numeric numeric's."""
-    base = _base(arg)
-    if base in ("int2", "int4", "int8", "float4", "float8"):
-        return "float8"
-    if base == "numeric":
-        return numeric(scale)
-    return None
-
-
-def _rounded(arg: str | None, decimals: exp.Expression | None) -> str | None:
-    if decimals is None:
-        return _float_or_numeric(arg, 0)
-    if _base(arg) not in ("int2", "int4", "int8", "numeric"):
-        return None  # round(float8, int) does not exist
-    places = decimals.this if isinstance(decimals, exp.Neg) else decimals
-    if not (isinstance(places, exp.Literal) and places.name.isdigit()):
-        return "numeric"
-    return numeric(0 if isinstance(decimals, exp.Neg) else int(places.name))

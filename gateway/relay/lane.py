@@ -24,8 +24,8 @@ from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from gateway.relay.exchange import Exchange
 from gateway.relay.links import SessionLinks
 from gateway.relay.relayed import stale_plan, unlifted
-from gateway.relay.pool import NOTICE_AFTER_S, LinkPool, Waiter
 from gateway.relay.literals import Lifted
+from gateway.relay.place_in_line import PlaceInLine
 from gateway.state.activity import activity_of, began, ended, idled
 from gateway.state.background import in_background
 from gateway.state.portals import Portal, Prepared
@@ -68,9 +68,8 @@ class Lane:
         self.closed = False
         self.ran = 0  # statements the lane's Python started (the repeats count theirs)
         self._cancelling: Exchange | None = None  # the exchange they are for
-        # In a pool's line for a link, what came meanwhile held (`_queue`).
-        self._queued: tuple[Waiter, LinkPool, str] | None = None
-        self._queue_timer: asyncio.TimerHandle | None = None
+        # In a pool's line for a link (transaction pooling), what came meanwhile held.
+        self.place = PlaceInLine(self, self._continue)
         self.activity = activity_of(state)  # the session's, for pg_stat_activity
         # The repeats (gateway.relay.repeats, made by gateway.relay.hot): armed while the
         # session is idle.
@@ -82,14 +81,14 @@ class Lane:
 
     def offer(self, data: bytes) -> bool:
         """Take `data` if it starts with what the lane runs; False leaves it to the task."""
-        if self.exchange is not None or self._queued is not None:
+        if self.exchange is not None or self.place.waiting:
             self.held.append(data)
             self.port.consumed()  # the port stops reading when too much is held
             return True
         if not self._session_idle():
             return False
         if not self._run(data):
-            return self._queue(data)
+            return self.place.join(data)
         if self.exchange is None:  # answered at once (BEGIN): send it, take what follows
             self._continue()
         if self.held:  # bytes after the statement it started wait for its end
@@ -125,73 +124,7 @@ class Lane:
             self.repeats.client_lost()  # disarmed, and nothing more sent to the client
         self.closed = True
         self.held.clear()
-        queued = self._unqueue()
-        if queued is not None:
-            queued[1].leave(queued[0])
-
-    # --- waiting for a link in the lane (transaction pooling) ------------------------
-
-    def _queue(self, data: bytes) -> bool:
-        """The session gave its link to a client waiting for it, and clients still wait:
-        rather than the task (which would wait in line, then run the statement on the
-        slow road), the lane takes a place in the line and runs the statement itself once
-        handed a link (`_handed`). Whatever the lane cannot do there (room to open a
-        link, another role on it, a cancel, a wait long enough for the NOTICE) goes to
-        the task with the place kept (`_to_task`). Only for a session whose one source
-        is a pool in transaction mode, outside a block."""
-        links = self.links
-        s = self.state
-        if (data[:1] not in (b"Q", b"P", b"B") or self.closed or links.links
-                or len(links.pools) != 1 or s.in_block or s.failed):
-            return False  # (a statement's first message: a Query, or Parse or Bind)
-        source, pool = next(iter(links.pools.items()))
-        if not pool.waiters or s.access.pool_modes.get(source, pool.mode) != "transaction":
-            return False
-        waiter = pool.enqueue(links)
-        self._queued = (waiter, pool, source)
-        self.held.append(data)
-        waiter.future.add_done_callback(self._handed)
-        self._queue_timer = asyncio.get_running_loop().call_later(
-            min(NOTICE_AFTER_S, pool.timeout_s), self._to_task)
-        self.port.consumed()
-        return True
-
-    def _unqueue(self) -> tuple[Waiter, LinkPool, str] | None:
-        queued, self._queued = self._queued, None
-        if self._queue_timer is not None:
-            self._queue_timer.cancel()
-            self._queue_timer = None
-        return queued
-
-    def _handed(self, future: asyncio.Future[PgLink | None]) -> None:
-        queued = self._queued
-        if queued is None or queued[0].future is not future or future.cancelled():
-            return  # (the task has the place now, or the line was left)
-        waiter, pool, source = queued
-        link = future.result()
-        if self.closed or self.state.closed:  # the session ended meanwhile: to the next
-            self._unqueue()
-            pool.leave(waiter)
-            return
-        if (link is None or link.broken or link.port.eof
-                or pool.roles.get(link) != self.state.access.source_roles.get(source)):
-            self._to_task()  # it opens the link, sets the role, or finds it dead
-            return
-        self._unqueue()
-        self.links.links[source] = link
-        self._continue()
-
-    def _to_task(self) -> None:
-        """The task takes the statement, and the place in line with it (`borrow`)."""
-        queued = self._unqueue()
-        if queued is None:
-            return
-        waiter, pool, source = queued
-        self.links.adopted[source] = (waiter, pool)
-        data = b"".join(self.held)
-        self.held.clear()
-        self.port.feed(data)
-        self.port.consumed()
+        self.place.leave()
 
     def client_paused(self, paused: bool) -> None:
         """The client reads slower than the source sends: hold the source back."""
@@ -230,8 +163,8 @@ class Lane:
     def cancel(self) -> bool:
         """A CancelRequest for this session: cancel the statement on the source, which
         answers it with its own 57014 error. False when no exchange is in flight."""
-        if self._queued is not None:
-            self._to_task()  # the task meets the cancel before the statement starts
+        if self.place.waiting:
+            self.place.to_task()  # the task meets the cancel before the statement starts
             return False
         if self.exchange is None:
             return False

@@ -69,7 +69,8 @@ class Holder(Protocol):
 
     links: dict[str, PgLink]
     # A place in a pool's line the express lane took and handed to the session's task
-    # (`Lane._to_task`), which `borrow` waits on instead of queueing again.
+    # (`gateway.relay.place_in_line.PlaceInLine.to_task`), which `borrow` waits on instead
+    # of queueing again.
     adopted: dict[str, tuple[Waiter, LinkPool]]
 
     def lendable(self, link: PgLink, mode: str) -> bool: ...
@@ -208,7 +209,7 @@ class LinkPool:
         return link
 
     def enqueue(self, holder: Holder) -> Waiter:
-        """A place at the end of the line (`_wait`, or the express lane's `_queue`)."""
+        """A place at the end of the line (`_wait`, or the express lane's `PlaceInLine.join`)."""
         loop = asyncio.get_running_loop()
         waiter = Waiter(holder, loop.time(), loop.create_future())
         self.waiters.append(waiter)
