@@ -45,3 +45,42 @@ async def test_index_cardinality_is_a_distinct_count(mariadb_server: MariaDBServ
     status = selectivity(sqlglot.parse_one("status = 'F'", read="postgres"), orders)
     assert status == pytest.approx(1 / counts["status"])
     assert selectivity(sqlglot.parse_one("note = 'x'", read="postgres"), orders) == UNKNOWN
+
+
+async def test_parquet_row_groups_give_low_high_and_nulls(tmp_path) -> None:
+    """Parquet footers (connectors.files.parquet_stats): min/max over every row group of
+    every file, nulls counted; booleans, bytes and nested columns keep none."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from connectors.files.source import FilesSource
+
+    table = pa.table({"amount": pa.array([None if i % 10 == 0 else i for i in range(1000)], pa.int64()),
+                      "name": [f"n{i:04d}" for i in range(1000)],
+                      "day": [dt.date(2020, 1, 1) + dt.timedelta(days=i % 366) for i in range(1000)],
+                      "flag": [i % 2 == 0 for i in range(1000)],
+                      "blob": [b"x"] * 1000,
+                      "pair": [{"a": i} for i in range(1000)]})
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=300)
+    folder = tmp_path / "more"
+    folder.mkdir()
+    pq.write_table(table.slice(0, 500), folder / "a.parquet", row_group_size=100)
+    pq.write_table(table.slice(500), folder / "b.parquet")
+    source = FilesSource("files", tmp_path)
+    try:
+        infos = {info.ref.name: info for info in await source.tables()}
+    finally:
+        await source.close()
+    for name in ("t", "more"):
+        info = infos[name]
+        assert info.row_estimate == 1000
+        amount = info.stats("amount")
+        assert amount is not None and (amount.low, amount.high) == ("1", "999")
+        assert amount.null_frac == pytest.approx(0.1)
+        assert info.stats("name").low == "n0000"
+        assert (info.stats("day").low, info.stats("day").high) == ("2020-01-01", "2020-12-31")
+        assert all(info.stats(c) is None for c in ("flag", "blob", "pair"))
+        kept = selectivity(sqlglot.parse_one("amount < 500", read="postgres"), info)
+        assert kept == pytest.approx(0.9 * 499 / 998)
