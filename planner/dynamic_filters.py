@@ -216,8 +216,8 @@ def unknown_order(unknown: list[Node], found: list[DynamicFilter],
                   fragment_names: dict[int, str]) -> list[Node]:
     """The fragments of a region whose size no source estimates, once every fragment of
     known size that drops rows has narrowed them: the one narrowed by the most builds
-    first (each build is taken to keep a part of its rows, as each filter keeps a third
-    in `estimated_rows`), ties by name. Each may then narrow the later ones, on keys of
+    first (each build is taken to keep a part of its rows, as a filter does in
+    `estimated_rows`), ties by name. Each may then narrow the later ones, on keys of
     other classes than those that narrowed it; none narrows one of known size.
 
         catalog_sales (no estimate)   narrowed by d1, hd, cd     read first, then its

@@ -20,7 +20,8 @@ rows bound cs.item = inv.item = i.item: an input cannot have more distinct value
 the table it refers to has rows), and by |L| and |R|; the pairs of a join on several
 columns are taken as independent (their ndvs multiply, up to the bigger input). A join that covers one side's
 whole primary key sends at most the other side's rows. Each other condition keeps a
-third (planner.dynamic_filters.estimated_rows' rule for filters).
+third (the textbook guess, planner.selectivity.UNKNOWN: no source's statistics speak of a
+join's condition).
 
 Without a row estimate for every table (a PostgreSQL table never analyzed, whose
 `reltuples` is -1: created with its primary key and loaded by COPY, queried before
