@@ -17,6 +17,7 @@ import asyncmy
 from connectors.base import ColumnStats
 
 log = logging.getLogger("fedgate.mysql")
+_warned: set[str] = set()  # databases whose statistics could not be read, said once each
 
 _CARDINALITY = (
     "SELECT TABLE_NAME, COLUMN_NAME, MAX(CARDINALITY) FROM information_schema.STATISTICS "
@@ -32,8 +33,10 @@ async def distinct_counts(cur: Any, database: str) -> dict[str, tuple[tuple[str,
     except asyncmy.errors.Error as exc:
         # Without them the tables are still served; each filter on them keeps the
         # planner's textbook third (planner.selectivity.UNKNOWN). Said, not hidden.
-        log.warning("cannot read the index statistics of database %s (%s); "
-                    "filters on its tables are estimated to keep a third of the rows", database, exc)
+        if database not in _warned:
+            _warned.add(database)
+            log.warning("cannot read the index statistics of database %s (%s); filters on its "
+                        "tables are estimated to keep a third of the rows", database, exc)
         return {}
     found: dict[str, list[tuple[str, ColumnStats]]] = {}
     for table, column, cardinality in rows:

@@ -21,6 +21,7 @@ import asyncpg
 from connectors.base import ColumnStats
 
 log = logging.getLogger("fedgate.postgres")
+_warned: set[str] = set()  # schemas whose statistics could not be read, said once each
 
 # A partitioned table's statistics are those of its whole hierarchy (inherited); any other
 # relation's, its own rows'. pg_stats shows only columns the login may read.
@@ -44,8 +45,10 @@ async def column_stats(conn: asyncpg.Connection, schema: str) -> dict[int, tuple
         # A server without pg_stats as PostgreSQL has it (a look-alike) or without the
         # right to read it: the tables are still served, and each filter on them keeps
         # the planner's textbook third (planner.selectivity.UNKNOWN). Said, not hidden.
-        log.warning("cannot read the column statistics of schema %s (%s); "
-                    "filters on its tables are estimated to keep a third of the rows", schema, exc)
+        if schema not in _warned:
+            _warned.add(schema)
+            log.warning("cannot read the column statistics of schema %s (%s); filters on its "
+                        "tables are estimated to keep a third of the rows", schema, exc)
         return {}
     found: dict[int, list[tuple[str, ColumnStats]]] = {}
     for r in rows:

@@ -88,6 +88,25 @@ async def test_postgres_statistics_are_read_with_the_catalog(world) -> None:
     assert note is not None and note.null_frac == pytest.approx(0.25)
 
 
+async def test_a_login_that_may_not_read_the_table_gets_no_statistics(world) -> None:
+    """pg_stats shows only the columns a login may read: the catalog is read all the same,
+    and filters on that table keep the textbook third."""
+    dsn, _ = world
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("drop role if exists fedgate_estimates_blind")
+        await conn.execute("create role fedgate_estimates_blind login")
+    finally:
+        await conn.close()
+    source = PostgresSource("pg", dsn.replace("postgres@", "fedgate_estimates_blind@", 1))
+    try:
+        orders = next(t for t in await source.tables() if t.ref.name == "orders")
+    finally:
+        await source.close()
+    assert orders.row_estimate == ORDERS and orders.column_stats == ()
+    assert selectivity(sqlglot.parse_one("status = 'F'", read="postgres"), orders) == pytest.approx(1 / 3)
+
+
 async def test_sqlite_statistics_are_read_with_the_catalog(world) -> None:
     _, lite = world
     customers = (await SQLiteSource("lite", lite).tables())[0]
