@@ -84,3 +84,18 @@ async def test_parquet_row_groups_give_low_high_and_nulls(tmp_path) -> None:
         assert all(info.stats(c) is None for c in ("flag", "blob", "pair"))
         kept = selectivity(sqlglot.parse_one("amount < 500", read="postgres"), info)
         assert kept == pytest.approx(0.9 * 499 / 998)
+
+
+async def test_sqlite_never_analyzed_has_no_statistics(tmp_path) -> None:
+    """No sqlite_stat1: the row estimate is the largest rowid, and no column has statistics
+    (analyzed: tests/integration/test_source_estimates.py)."""
+    import sqlite3
+
+    from connectors.sqlite.source import SQLiteSource
+
+    with sqlite3.connect(tmp_path / "a.db") as con:
+        con.execute("create table t (id integer primary key, s text)")
+        con.execute("create index t_s on t (s)")
+        con.executemany("insert into t values (?, ?)", [(i, str(i % 3)) for i in range(1, 101)])
+    info, = await SQLiteSource("lite", tmp_path / "a.db").tables()
+    assert info.row_estimate == 100 and info.column_stats == ()
