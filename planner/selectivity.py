@@ -14,7 +14,8 @@ The rules are PostgreSQL's (selfuncs.c) in small:
 - IS NULL is the null fraction; IN adds its values' equalities; AND multiplies (columns
   taken as independent); OR adds less the overlap; NOT is the complement.
 A predicate the statistics cannot read (no statistics for its column, no literal, a
-function) keeps the textbook third (UNKNOWN), as every decision did before statistics.
+function), and an AND, OR or NOT made only of such predicates, keeps the textbook third
+(UNKNOWN), as every filter did before statistics.
 """
 
 from __future__ import annotations
@@ -32,21 +33,32 @@ _FLIPPED = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
 
 
 def selectivity(predicate: exp.Expression, table: TableInfo) -> float:
-    """The fraction (0..1) of `table`'s rows `predicate` keeps, from its column statistics."""
+    """The fraction (0..1) of `table`'s rows `predicate` keeps, from its column statistics
+    (UNKNOWN when they cannot say)."""
+    found = _kept(predicate, table)
+    return UNKNOWN if found is None else found
+
+
+def _kept(predicate: exp.Expression, table: TableInfo) -> float | None:
+    """The fraction `predicate` keeps; None when the statistics say nothing of it. An AND,
+    OR or NOT of which no part is known stays unknown: without statistics every filter
+    keeps the third it kept before, whatever its shape."""
     if isinstance(predicate, exp.Paren):
-        return selectivity(predicate.this, table)
-    if isinstance(predicate, exp.And):
-        return selectivity(predicate.this, table) * selectivity(predicate.expression, table)
-    if isinstance(predicate, exp.Or):
-        a, b = selectivity(predicate.this, table), selectivity(predicate.expression, table)
-        return _clamp(a + b - a * b)
+        return _kept(predicate.this, table)
+    if isinstance(predicate, (exp.And, exp.Or)):
+        a, b = _kept(predicate.this, table), _kept(predicate.expression, table)
+        if a is None and b is None:
+            return None
+        a, b = UNKNOWN if a is None else a, UNKNOWN if b is None else b
+        return a * b if isinstance(predicate, exp.And) else _clamp(a + b - a * b)
     if isinstance(predicate, exp.Not):
-        return _clamp(1 - selectivity(predicate.this, table))
+        inner = _kept(predicate.this, table)
+        return None if inner is None else _clamp(1 - inner)
     if isinstance(predicate, exp.Is) and isinstance(predicate.expression, exp.Null):
         stats = _stats(predicate.this, table)
         nulls = stats.null_frac if stats is not None else None
         if nulls is None:
-            return UNKNOWN
+            return None
         return 1 - nulls if predicate.args.get("negate") else nulls  # IS NOT NULL: negate
     if isinstance(predicate, exp.In):
         return _in(predicate, table)
@@ -54,45 +66,42 @@ def selectivity(predicate: exp.Expression, table: TableInfo) -> float:
         stats = _stats(predicate.this, table)
         low, high = _literal(predicate.args["low"]), _literal(predicate.args["high"])
         if stats is None or low is None or high is None or predicate.args.get("symmetric"):
-            return UNKNOWN
-        found = _range(stats, low, True, high, True)
-        return UNKNOWN if found is None else found
+            return None
+        return _range(stats, low, True, high, True)
     if isinstance(predicate, (exp.EQ, exp.NEQ, *_RANGES)):
         return _comparison(predicate, table)
-    return UNKNOWN
+    return None
 
 
-def _comparison(predicate: exp.Expression, table: TableInfo) -> float:
+def _comparison(predicate: exp.Expression, table: TableInfo) -> float | None:
     kind, column, value = type(predicate), predicate.this, _literal(predicate.expression)
     if value is None:  # literal on the left: `5 < x` is `x > 5`
         kind, column, value = _FLIPPED.get(kind, kind), predicate.expression, _literal(predicate.this)
     stats = _stats(column, table)
     if stats is None or value is None:
-        return UNKNOWN
+        return None
     if kind in (exp.EQ, exp.NEQ):
         equal = _equal(stats, value)
         if equal is None:
-            return UNKNOWN
+            return None
         return equal if kind is exp.EQ else _clamp(_not_null(stats) - equal)
     if kind in (exp.LT, exp.LTE):
-        found = _range(stats, None, False, value, kind is exp.LTE)
-    else:
-        found = _range(stats, value, kind is exp.GTE, None, False)
-    return UNKNOWN if found is None else found
+        return _range(stats, None, False, value, kind is exp.LTE)
+    return _range(stats, value, kind is exp.GTE, None, False)
 
 
-def _in(predicate: exp.In, table: TableInfo) -> float:
+def _in(predicate: exp.In, table: TableInfo) -> float | None:
     """`x IN (a, b, ...)`: the sum of each distinct value's equality."""
     if any(predicate.args.get(k) for k in ("query", "unnest", "field")):
-        return UNKNOWN
+        return None
     stats = _stats(predicate.this, table)
     values = [_literal(v) for v in predicate.expressions]
     if stats is None or not values or any(v is None for v in values):
-        return UNKNOWN
+        return None
     found = [_equal(stats, v) for v in dict.fromkeys(values)]
     if any(f is None for f in found):
-        return UNKNOWN
-    return _clamp(sum(found))
+        return None
+    return _clamp(sum(f for f in found if f is not None))
 
 
 def _stats(column: exp.Expression, table: TableInfo) -> ColumnStats | None:

@@ -128,3 +128,16 @@ def test_estimated_rows_uses_the_statistics() -> None:
     assert estimate_rows([scan]) == 2500
     bare = Scan(TableInfo(TABLE.ref, TABLE.schema, row_estimate=9000), "t", filters=scan.filters)
     assert estimated_rows(bare) == 1000
+
+
+@pytest.mark.parametrize("condition", [
+    "NOT other = 1", "other = 1 OR other = 2", "NOT (other < 1 AND other > 5)",
+    "lower(status) = 'f' OR other IS NULL", "other NOT IN (1, 2)",
+])
+def test_an_and_or_not_of_unknown_parts_keeps_a_third(condition: str) -> None:
+    assert sel(condition) == pytest.approx(UNKNOWN)
+
+
+def test_a_known_part_with_an_unknown_one() -> None:
+    assert sel("status = 'F' OR other = 1") == pytest.approx(0.5 + UNKNOWN - 0.5 * UNKNOWN)
+    assert sel("(status = 'F' AND other = 1)") == pytest.approx(0.5 * UNKNOWN)
