@@ -91,15 +91,42 @@ COLLATION_KEY = "collation"
 
 
 @dataclass(frozen=True)
+class ColumnStats:
+    """What a source's statistics say of one column (PostgreSQL's pg_stats, MySQL's index
+    cardinality, SQLite's sqlite_stat1, Parquet's row-group min/max); None: not known.
+
+    Values are the source's text spellings (pg_stats' anyarray read as text), compared with
+    a literal as numbers when both parse as numbers, else as text. `n_distinct` is a count
+    of distinct values (PostgreSQL's negative fraction already multiplied out).
+    """
+
+    null_frac: float | None = None
+    n_distinct: float | None = None
+    most_common: tuple[tuple[str, float], ...] = ()  # (value, frequency)
+    histogram: tuple[str, ...] = ()  # equi-depth bucket bounds, ascending
+    low: str | None = None  # min and max, when no histogram is kept
+    high: str | None = None
+
+
+@dataclass(frozen=True)
 class TableInfo:
     ref: TableRef
     schema: pa.Schema
     row_estimate: int | None = None
+    # Per column name, the source's statistics; read with the catalog and refreshed with it.
+    column_stats: tuple[tuple[str, ColumnStats], ...] = ()
     primary_key: tuple[str, ...] = ()
     # The source's own OIDs of the relation's row type and of its array (a PostgreSQL
     # source's table whose every column the gateway describes with the source's type):
     # a relayed description naming them names the gateway catalog's row type instead.
     row_type: tuple[int, int] | None = None
+
+    def stats(self, column: str) -> ColumnStats | None:
+        """The statistics of `column`, None when the source keeps none."""
+        for name, stats in self.column_stats:
+            if name == column:
+                return stats
+        return None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from sqlglot import exp
 
 from planner.conjuncts import split_conjuncts
 from planner.logical import Column, Filter, Join, Node, Scan
+from planner.selectivity import selectivity
 
 # Key types whose values become exact SQL literals on every source.
 KEY_TYPES = ("int", "uint", "string", "large_string", "string_view", "date32")
@@ -51,13 +52,17 @@ class DynamicFilter:
 
 
 def estimated_rows(node: Node) -> int | None:
-    """The rows `node`'s scans send, each filter keeping a third (None: a source gives no
-    estimate)."""
+    """The rows `node`'s scans send, each filter keeping what the source's column statistics
+    say it keeps (planner.selectivity; a third when they say nothing). None: a source gives no
+    estimate."""
     total = 0
     for scan in all_scans(node):
         if scan.table.row_estimate is None:
             return None
-        total += scan.table.row_estimate // (3 ** len(scan.filters))
+        kept = 1.0
+        for f in scan.filters:
+            kept *= selectivity(f, scan.table)
+        total += int(scan.table.row_estimate * kept + 1e-6)  # 27 x (1/3)^3 is 1 row, not 0.99
     return total
 
 
@@ -211,8 +216,8 @@ def unknown_order(unknown: list[Node], found: list[DynamicFilter],
                   fragment_names: dict[int, str]) -> list[Node]:
     """The fragments of a region whose size no source estimates, once every fragment of
     known size that drops rows has narrowed them: the one narrowed by the most builds
-    first (each build is taken to keep a part of its rows, as each filter keeps a third
-    in `estimated_rows`), ties by name. Each may then narrow the later ones, on keys of
+    first (each build is taken to keep a part of its rows, as a filter does in
+    `estimated_rows`), ties by name. Each may then narrow the later ones, on keys of
     other classes than those that narrowed it; none narrows one of known size.
 
         catalog_sales (no estimate)   narrowed by d1, hd, cd     read first, then its

@@ -17,10 +17,12 @@ The estimate is the textbook one (containment of value sets): an equi-join of L 
 on a class of equated columns sends |L| x |R| / ndv rows, where ndv is bounded by the
 rows of every table holding a column of that class in the whole query (item's 18,000
 rows bound cs.item = inv.item = i.item: an input cannot have more distinct values than
-the table it refers to has rows), and by |L| and |R|; the pairs of a join on several
+the table it refers to has rows), by the distinct count a source's statistics keep for
+any of those columns (planner.selectivity's n_distinct), and by |L| and |R|; the pairs of a join on several
 columns are taken as independent (their ndvs multiply, up to the bigger input). A join that covers one side's
 whole primary key sends at most the other side's rows. Each other condition keeps a
-third (planner.dynamic_filters.estimated_rows' rule for filters).
+third (the textbook guess, planner.selectivity.UNKNOWN: no source's statistics speak of a
+join's condition).
 
 Without a row estimate for every table (a PostgreSQL table never analyzed, whose
 `reltuples` is -1: created with its primary key and loaded by COPY, queried before
@@ -84,7 +86,8 @@ def _pairs(condition: exp.Expression | None) -> list[tuple[Column, Column]]:
 
 def column_bounds(plan: Node) -> dict[Column, int]:
     """Per column of an inner join's `a = b` condition anywhere in `plan`: the fewest rows
-    of a table holding a column equated with it (a bound on its distinct values)."""
+    of a table holding a column equated with it, or distinct values of such a column (a
+    bound on its distinct values)."""
     scans = {scan.alias: scan for scan in all_scans(plan)}
     pairs: list[tuple[Column, Column]] = []
     stack = [plan]
@@ -102,6 +105,10 @@ def column_bounds(plan: Node) -> dict[Column, int]:
     for members in classes:
         rows = [scans[c[0]].table.row_estimate for c in members
                 if c[0] in scans and scans[c[0]].table.row_estimate is not None]
+        # A member's own distinct count, where its source's statistics keep one, bounds the
+        # class the same way (PostgreSQL's n_distinct, an index's cardinality).
+        rows += [max(1, round(stats.n_distinct)) for c in members if c[0] in scans
+                 and (stats := scans[c[0]].table.stats(c[1])) is not None and stats.n_distinct]
         if rows:
             bounds.update({c: min(rows) for c in members})
     return bounds

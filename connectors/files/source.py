@@ -33,6 +33,7 @@ from connectors.base import BatchStream, Pushdown, ScanRequest, Storage, TableIn
 from connectors.dialects import files as files_dialect
 from connectors.duckdb.runner import DuckDBRunner
 from connectors.files.filters import to_arrow_filter
+from connectors.files.parquet_stats import parquet_estimates
 from connectors.files.pruning import partition_lines
 from connectors.files.parquet_views import (UNDEFINED_FILE, NativeTable, check, create_views,
                                             native_candidates)
@@ -138,9 +139,12 @@ class FilesSource:
         self._native = {n: t for n, t in self._native.items() if paths.get(n) == self._paths.get(n)}
         self._paths, self.datasets = paths, datasets
         self._registered = {n: d for n, d in datasets.items() if n not in self._native}
-        return [TableInfo(TableRef(self.name, name, remote_name=name), dataset.schema,
-                          row_estimate=await asyncio.to_thread(_estimate, dataset))
-                for name, dataset in self.datasets.items()]
+        found = []
+        for name, dataset in self.datasets.items():
+            rows, stats = await asyncio.to_thread(parquet_estimates, dataset)
+            found.append(TableInfo(TableRef(self.name, name, remote_name=name), dataset.schema,
+                                   row_estimate=rows, column_stats=stats))
+        return found
 
     async def storage(self) -> dict[str, Storage]:
         """Each table's bytes on disk now (its file, or the files of its folder), as
@@ -234,12 +238,6 @@ class FilesSource:
 
     async def close(self) -> None:
         self._runner.close()
-
-
-def _estimate(dataset: ds.Dataset) -> int | None:
-    if isinstance(dataset, ds.FileSystemDataset) and dataset.format.default_extname == "parquet":
-        return sum(f.metadata.num_rows for f in dataset.get_fragments())
-    return None
 
 
 def _next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:

@@ -30,6 +30,7 @@ from sqlglot import exp, tokens
 
 from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
 from connectors.dialects import mysql as mysql_dialect
+from connectors.mysql.column_stats import distinct_counts
 from connectors.mysql.types import catalog_field, result_field, to_array
 from connectors.scan_sql import scan_schema, scan_tree
 from pgwire.errors import (CONNECTION_EXCEPTION, CONNECTION_FAILURE, FEATURE_NOT_SUPPORTED,
@@ -168,6 +169,7 @@ class MySQLSource:
                 "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
                 "ORDER BY TABLE_NAME, ORDINAL_POSITION", (self.database,))
             columns = await cur.fetchall()
+            stats = await distinct_counts(cur, self.database)
             json_columns: set[tuple[str, str]] = set()
             if self._mariadb:
                 await cur.execute(
@@ -188,7 +190,8 @@ class MySQLSource:
         self._textual = {(table, f.name): f.type for table, fs in fields.items() for f in fs
                          if isinstance(f.type, (pa.UuidType, pa.JsonType))}
         return [TableInfo(TableRef(self.name, name, remote_name=name), pa.schema(fields[name]),
-                          row_estimate=rows, primary_key=tuple(keys.get(name, ())))
+                          row_estimate=rows, column_stats=stats.get(name, ()),
+                          primary_key=tuple(keys.get(name, ())))
                 for name, rows in tables]
 
     def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:

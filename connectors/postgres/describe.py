@@ -2,7 +2,8 @@
 
 Discovery reads pg_catalog once: relations of the schema (tables, views, materialized
 views, partitioned and foreign tables), columns with `format_type`, primary keys and
-`pg_class.reltuples` as the row estimate (-1, never analyzed, becomes unknown).
+`pg_class.reltuples` as the row estimate (-1, never analyzed, becomes unknown), and the
+columns' statistics from `pg_stats` (connectors.postgres.column_stats).
 
 Describing a query needs each column's typmod (numeric(p, s) becomes decimal128(p, s)),
 which asyncpg does not expose. When a result has numeric columns, the query is wrapped
@@ -24,6 +25,7 @@ from sqlglot.errors import ParseError
 from connectors.base import Storage, TableInfo, TableRef
 from connectors.postgres.anonymous_records import (anonymous_record_column, is_anonymous_record,
                                                    without_records)
+from connectors.postgres.column_stats import column_stats
 from connectors.postgres.records import row_column, rows_array_column
 from connectors.postgres.types import ColumnType, column_type
 from pgwire.types.pg_type import FIRST_NORMAL_OID
@@ -88,6 +90,7 @@ async def discover_tables(conn: asyncpg.Connection, source: str, schema: str) ->
     oids = [r["oid"] for r in relations]
     columns = await conn.fetch(_COLUMNS, oids)
     keys = await conn.fetch(_PRIMARY_KEYS, oids)
+    stats = await column_stats(conn, schema)
     fields: dict[int, list] = {oid: [] for oid in oids}
     alike = set(oids)  # relations whose columns the gateway describes with their own types
     for c in columns:
@@ -104,6 +107,7 @@ async def discover_tables(conn: asyncpg.Connection, source: str, schema: str) ->
         estimate = r["reltuples"] if r["reltuples"] >= 0 else None
         row_type = (r["reltype"], r["typarray"]) if r["oid"] in alike and r["reltype"] else None
         infos.append(TableInfo(ref, pa_schema(fields[r["oid"]]), row_estimate=estimate,
+                               column_stats=stats.get(r["oid"], ()),
                                primary_key=tuple(primary.get(r["oid"], ())), row_type=row_type))
     return infos
 

@@ -25,6 +25,7 @@ from sqlglot import exp
 from connectors.base import BatchStream, Pushdown, ScanRequest, TableInfo, TableRef
 from connectors.dialects import sqlite as sqlite_dialect
 from connectors.scan_sql import scan_schema, scan_tree
+from connectors.sqlite.column_stats import distinct_counts
 from connectors.sqlite.types import ResultTypes, arrow_type_for_decl, to_array, value_type
 from connectors.statement_log import StatementLog
 from pgwire.errors import (DIVISION_BY_ZERO, INTERNAL_ERROR, QUERY_CANCELED, SYNTAX_ERROR,
@@ -109,6 +110,7 @@ class SQLiteSource:
                 "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') "
                 "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
             infos = []
+            stats = distinct_counts(con)
             for name in names:
                 quoted = exp.to_identifier(name, quoted=True).sql("sqlite")
                 cols = con.execute(f"PRAGMA table_info({quoted})").fetchall()
@@ -117,7 +119,7 @@ class SQLiteSource:
                 key = tuple(c[1] for c in sorted((c for c in cols if c[5]), key=lambda c: c[5]))
                 ref = TableRef(self.name, name, remote_name=name)
                 infos.append(TableInfo(ref, pa.schema(fields), row_estimate=_estimate(con, name),
-                                       primary_key=key))
+                                       column_stats=stats.get(name, ()), primary_key=key))
             self._types = ResultTypes({info.ref.name: info.schema for info in infos})
             return infos
         finally:

@@ -184,13 +184,18 @@ class ServerContext:
                 entries[name] = self.catalog.sources.get(name) or SourceEntry(name, dialect, {})
             else:
                 entries[name] = SourceEntry(name, dialect, {t.ref.name: t for t in tables})
-        if self._shapes(entries) == self._shapes(self.catalog.sources):
+        reshaped = self._shapes(entries) != self._shapes(self.catalog.sources)
+        # New estimates alone (ANALYZE ran, rows came and went) make a new version too: the
+        # cached plans were decided on the old ones (planner.selectivity). Statements the
+        # links prepared on the sources stay valid: their tables kept their shapes.
+        if not reshaped and self._estimates(entries) == self._estimates(self.catalog.sources):
             return False
         snapshot = replace(self.catalog, version=self.catalog.version + 1, sources=entries)
         if self.remount is not None:
             snapshot = await self.remount(snapshot)
         self.catalog = snapshot
-        self.schema_epoch += 1
+        if reshaped:
+            self.schema_epoch += 1
         log.info("catalog refreshed: version %d", snapshot.version)
         return True
 
@@ -226,6 +231,11 @@ class ServerContext:
     def _shapes(self, sources: Mapping[str, SourceEntry]) -> dict:
         """Each user source's tables and their schemas: what a refresh compares."""
         return {name: {table: info.schema for table, info in entry.tables.items()}
+                for name, entry in sources.items() if name not in self.system_schemas}
+
+    def _estimates(self, sources: Mapping[str, SourceEntry]) -> dict:
+        """Each user source's row estimates and column statistics, per table."""
+        return {name: {table: (info.row_estimate, info.column_stats) for table, info in entry.tables.items()}
                 for name, entry in sources.items() if name not in self.system_schemas}
 
     def as_worker(self, index: int, count: int,

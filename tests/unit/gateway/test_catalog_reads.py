@@ -24,11 +24,12 @@ class SlowSource:
         self.name = "lite"
         self.names: set[str] = set()
         self.reads = 0
+        self.rows: int | None = None  # every table's row estimate
 
     async def tables(self) -> list[TableInfo]:
         self.reads += 1
         await asyncio.sleep(0.05)
-        return [TableInfo(TableRef("lite", n), pa.schema([("a", pa.int64())]))
+        return [TableInfo(TableRef("lite", n), pa.schema([("a", pa.int64())]), row_estimate=self.rows)
                 for n in sorted(self.names)]
 
 
@@ -68,3 +69,18 @@ async def test_a_stale_catalog_is_read_before_planning_even_while_a_read_runs() 
     await running
     assert "after_ddl" in ctx.catalog.sources["lite"].tables
     assert not ctx.catalog_stale
+
+
+async def test_new_estimates_alone_are_a_new_version_of_the_same_shapes() -> None:
+    """ANALYZE ran: cached plans are retired (a new version), statements prepared on the
+    sources are not (their tables kept their shapes: no new schema epoch)."""
+    source = SlowSource()
+    ctx = _context(source)
+    source.names.add("t")
+    assert await ctx.refresh_catalog(min_interval_s=0.0)
+    version, epoch = ctx.catalog.version, ctx.schema_epoch
+    assert not await ctx.refresh_catalog(min_interval_s=0.0)  # nothing changed
+    source.rows = 1000
+    assert await ctx.refresh_catalog(min_interval_s=0.0)
+    assert ctx.catalog.version == version + 1 and ctx.schema_epoch == epoch
+    assert ctx.catalog.sources["lite"].tables["t"].row_estimate == 1000
