@@ -34,6 +34,11 @@ def plan_document(plan: QueryPlan, engine: str = "duckdb", why: str = "",
         fragments.append(node)
     if plan.is_passthrough:
         root = fragments[0]
+        if plan.inlined:  # other sources' tables sent with it (planner.inline_sides)
+            root["Plans"] = [{"Node Type": "Inlined Table", "Alias": side.alias, "Source": side.source,
+                              "Remote SQL": side.sql, "Parameters": [
+                                  f"${side.first_param + i}" for i in range(len(side.columns))]}
+                             for side in plan.inlined]
     else:
         root = {"Node Type": "Engine", "Engine": engine, "Residual SQL": plan.residual_for(engine)}
         if why:

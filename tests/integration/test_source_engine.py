@@ -16,6 +16,7 @@ whole-row reference. A session that names an engine keeps the engine.
 from __future__ import annotations
 
 import asyncio
+import json
 import datetime as dt
 from decimal import Decimal
 from pathlib import Path
@@ -259,3 +260,19 @@ async def test_a_dollar_number_inside_a_string_of_an_engine_fragment(world) -> N
         finally:
             await conn.close()
     assert answers[0] == answers[1] == [("m7", "4$1")]
+
+
+async def test_explain_json_names_the_inlined_table(world) -> None:
+    _, gateway, _ = world
+    conn = await asyncpg.connect(gateway)
+    try:
+        for statement in ON_FILES:
+            await conn.execute(statement)
+        document = json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + INLINED[0]))
+    finally:
+        await conn.close()
+    plan = document[0]["Plan"]
+    assert plan["Node Type"] == "Remote Fragment" and plan["Source"] == "pg"
+    assert plan["Plans"] == [{"Node Type": "Inlined Table", "Alias": "s", "Source": "files",
+                              "Remote SQL": plan["Plans"][0]["Remote SQL"], "Parameters": [
+                                  f"${i}" for i in range(1, 13)]}]
