@@ -63,6 +63,9 @@ class SessionCore(SessionState):
     async def run_statements(self, statements: list[str]) -> bool:
         raise NotImplementedError  # gateway.session.session.Session
 
+    async def run_prepared_sql(self, portal: Portal, describe: bool) -> None:
+        raise NotImplementedError  # gateway.session.prepared_sql.PreparedSqlMixin (PREPARE, EXECUTE)
+
     async def run_move(self, route: Route, sql: str) -> None:
         raise NotImplementedError  # gateway.session.moves.MoveMixin
 

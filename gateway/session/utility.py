@@ -41,6 +41,9 @@ class UtilityMixin(CursorMixin):
         if utility.kind in _TRANSACTION_KINDS:
             await self._transaction(portal, utility)
             return
+        if utility.kind in ("prepare", "execute"):
+            await self.run_prepared_sql(portal, describe)
+            return
         if utility.kind in _CURSOR_KINDS:
             await self._cursor_statement(portal, utility, describe)
             return
