@@ -16,11 +16,13 @@ import random
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import psycopg
 import pytest
 
-from tests.support.gateway_proc import GatewayProcess, new_database, start_pg_and_small_files_gateway
+from tests.support.gateway_proc import (GatewayProcess, new_database, pg_source_config, start_gateway,
+                                        start_pg_and_small_files_gateway)
 from tests.support.postgres import PostgresServer, pg_bindir
 
 ACCT = ("CREATE TABLE acct (aid int PRIMARY KEY, bid int, abalance int, note text);"
@@ -29,20 +31,26 @@ ACCT = ("CREATE TABLE acct (aid int PRIMARY KEY, bid int, abalance int, note tex
 SMALL = "CREATE TABLE small (id int, name text); INSERT INTO small SELECT g, 'n' || g FROM generate_series(1, 10) g"
 
 
+class World(NamedTuple):
+    gateway: GatewayProcess
+    reference: str  # the reference database's DSN
+    source: str  # the gateway's source database's DSN
+
+
 @pytest.fixture(scope="module")
 def world(postgres_server: PostgresServer,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, str]]:
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root: Path = tmp_path_factory.mktemp("sql-prepare")
     source = new_database(postgres_server.dsn, ACCT)
     reference = new_database(postgres_server.dsn, ACCT + ";" + SMALL)
     gateway = start_pg_and_small_files_gateway(source, root)
     try:
-        yield gateway, reference
+        yield World(gateway, reference, source)
     finally:
         gateway.stop()
 
 
-def dsns(world: tuple[GatewayProcess, str]) -> dict[str, str]:
+def dsns(world: World) -> dict[str, str]:
     return {"gateway": world[0].dsn, "postgres": world[1]}
 
 
@@ -69,13 +77,13 @@ def run_script(dsn: str, script: list[str], mode: str, *, autocommit: bool = Tru
         return [answer(conn, sql, mode) for sql in script]
 
 
-def assert_same_rows(world: tuple[GatewayProcess, str]) -> None:
+def assert_same_rows(world: World) -> None:
     """The source's table and the reference's are the same after a test's writes."""
     tables = [run_script(dsn, ["SELECT * FROM acct ORDER BY aid"], "simple") for dsn in dsns(world).values()]
     assert tables[0] == tables[1]
 
 
-def both(world: tuple[GatewayProcess, str], script: list[str], mode: str) -> tuple[list, list]:
+def both(world: World, script: list[str], mode: str) -> tuple[list, list]:
     got = run_script(world[0].dsn, script, mode)
     want = run_script(world[1], script, mode)
     return got, want
@@ -147,14 +155,14 @@ SCRIPT = [
 
 
 @pytest.mark.parametrize("mode", ["simple", "extended", "prepared"])
-def test_prepare_execute_deallocate_answer_as_postgresql(world: tuple[GatewayProcess, str], mode: str) -> None:
+def test_prepare_execute_deallocate_answer_as_postgresql(world: World, mode: str) -> None:
     got, want = both(world, SCRIPT, mode)
     for sql, g, w in zip(SCRIPT, got, want):
         assert g == w, sql
     assert_same_rows(world)
 
 
-def test_the_errors_are_the_ones_expected(world: tuple[GatewayProcess, str]) -> None:
+def test_the_errors_are_the_ones_expected(world: World) -> None:
     """The comparison above would pass if both refused everything: pin what PostgreSQL says."""
     answers, _ = both(world, SCRIPT, "simple")  # on both: the tables stay the same
     got = dict(zip(SCRIPT, answers))
@@ -168,7 +176,7 @@ def test_the_errors_are_the_ones_expected(world: tuple[GatewayProcess, str]) -> 
                                        [(1, "n1"), (2, "n2"), (3, "n3")])
 
 
-def test_positions_of_errors(world: tuple[GatewayProcess, str]) -> None:
+def test_positions_of_errors(world: World) -> None:
     for sql in ("PREPARE bad(nosuchtype) AS SELECT $1", "PREPARE p3 AS PREPARE z AS SELECT 1"):
         positions = []
         for dsn in dsns(world).values():
@@ -179,7 +187,7 @@ def test_positions_of_errors(world: tuple[GatewayProcess, str]) -> None:
         assert positions[0] == positions[1], sql
 
 
-def test_constants_only(world: tuple[GatewayProcess, str]) -> None:
+def test_constants_only(world: World) -> None:
     with psycopg.connect(world[0].dsn, autocommit=True) as conn:
         conn.execute("PREPARE one(int) AS SELECT aid FROM acct WHERE aid = $1")
         with pytest.raises(psycopg.errors.FeatureNotSupported, match="constants"):
@@ -187,7 +195,7 @@ def test_constants_only(world: tuple[GatewayProcess, str]) -> None:
         assert conn.execute("EXECUTE one((3))").fetchall() == [(3,)]
 
 
-def test_in_a_transaction_block(world: tuple[GatewayProcess, str]) -> None:
+def test_in_a_transaction_block(world: World) -> None:
     """EXECUTE runs inside the block (its writes roll back with it); a PREPARE made in a
     block that rolls back stays; in a failed block PREPARE, EXECUTE and DEALLOCATE are
     refused with 25P02 until ROLLBACK."""
@@ -220,7 +228,7 @@ def test_in_a_transaction_block(world: tuple[GatewayProcess, str]) -> None:
         assert_same_rows(world)
 
 
-def test_several_in_one_query_and_the_parse_namespace(world: tuple[GatewayProcess, str]) -> None:
+def test_several_in_one_query_and_the_parse_namespace(world: World) -> None:
     """PREPARE and EXECUTE in one simple Query; a statement prepared by PREPARE is the
     one a protocol-level Bind of its name finds, and its name taken for Parse too."""
     for dsn in dsns(world).values():
@@ -249,7 +257,7 @@ def psql(dsn: str, script: str) -> str:
                      and not line.lstrip().startswith("^")).replace("psql:<stdin>", "")
 
 
-def test_psql(world: tuple[GatewayProcess, str]) -> None:
+def test_psql(world: World) -> None:
     script = "\n".join([
         "\\set VERBOSITY verbose",
         "PREPARE q(int) AS SELECT aid, note FROM acct WHERE aid < $1 ORDER BY aid;",
@@ -275,7 +283,7 @@ def test_psql(world: tuple[GatewayProcess, str]) -> None:
 
 
 @pytest.mark.parametrize("mode", ["simple", "extended", "prepared"])
-def test_repeated_execute_like_pgbench(world: tuple[GatewayProcess, str], mode: str) -> None:
+def test_repeated_execute_like_pgbench(world: World, mode: str) -> None:
     """pgbench's TPC-B-like transaction, written with EXECUTE, many times over: each
     answer as PostgreSQL's, and the table the same after."""
     rng = random.Random(20261203)
@@ -296,3 +304,24 @@ def test_repeated_execute_like_pgbench(world: tuple[GatewayProcess, str], mode: 
                 conn.execute(f"UPDATE acct SET abalance = abalance - {delta} WHERE aid = {aid}")
         answers[target] = out
     assert answers["gateway"] == answers["postgres"]
+
+
+def test_clients_sharing_one_pooled_connection(world: World,
+                                               tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Over a pool of one connection in transaction mode, two clients' same-named
+    PREPAREd statements stay each client's own, whichever connection runs them."""
+    config = pg_source_config(world.source) + 'pool_size = 1\npool_mode = "transaction"\n'
+    pooled = start_gateway(config, tmp_path_factory.mktemp("sql-prepare-pooled"))
+    try:
+        with psycopg.connect(pooled.dsn, autocommit=True) as a, psycopg.connect(pooled.dsn, autocommit=True) as b:
+            a.execute("PREPARE s(int) AS SELECT note FROM acct WHERE aid = $1")
+            b.execute("PREPARE s(int) AS SELECT abalance FROM acct WHERE aid = $1 + 1")
+            for i in range(1, 20):
+                assert a.execute(f"EXECUTE s({i})").fetchall() == [(f"n{i}",)]
+                assert b.execute(f"EXECUTE s({i})").fetchone()[0] is not None
+                with b.transaction():  # the block holds the one connection until it ends
+                    want = b.execute(f"SELECT abalance FROM acct WHERE aid = {i + 1}").fetchall()
+                    assert b.execute(f"EXECUTE s({i})", binary=True).fetchall() == want
+                assert a.execute(f"EXECUTE s({i})", binary=True).fetchall() == [(f"n{i}",)]
+    finally:
+        pooled.stop()
