@@ -9,6 +9,8 @@ Sync, error recovery and the simple Query live in `gateway.session.session`.
 
 from __future__ import annotations
 
+import time
+
 from gateway import pg_catalog
 from pgwire.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT, PROTOCOL_VIOLATION,
                             SYNTAX_ERROR, PgError, from_exception)
@@ -47,6 +49,8 @@ class ExtendedMixin(PreparedSqlMixin):
             if len(self.relayed) >= 256:
                 self.relayed.clear()
             self.relayed[key] = prepared
+        if message.name:
+            prepared.prepared_at = time.time()  # for pg_prepared_statements
         self.statements[message.name] = prepared
         self.write(encoder.parse_complete())
 

@@ -23,15 +23,13 @@ from sqlglot.errors import ParseError, TokenError
 
 from pgwire.errors import (DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, SYNTAX_ERROR,
                            UNDEFINED_OBJECT, PgError)
-from pgwire.types.table import pg_type_by_name, pg_type_by_oid, sql_name
+from pgwire.types.table import format_type as type_name
+from pgwire.types.table import pg_type_by_name
 
 _INTEGERS = frozenset({20, 21, 23})  # int8, int2, int4
 _NUMBERS = _INTEGERS | {700, 701, 1700}  # float4, float8, numeric
 _STRINGS = frozenset({25, 1043, 1042, 19, 705})  # text, varchar, bpchar, name, unknown
 _BOOL, _INT4, _INT8, _NUMERIC = 16, 23, 20, 1700
-# format_type()'s names where sql_name (the input functions' names) differs.
-_FORMAT_NAMES = {1043: "character varying", 1042: "character", 1114: "timestamp without time zone",
-                 1083: "time without time zone", 114: "json"}
 
 
 def split_top_level(text: str) -> list[tuple[str, int]]:
@@ -67,17 +65,6 @@ def declared_types(args: str | None, args_at: int) -> tuple[int, ...]:
             raise PgError(UNDEFINED_OBJECT, f'type "{shown}" does not exist', position=args_at + at + 1)
         oids.append(found.oid)
     return tuple(oids)
-
-
-def type_name(oid: int) -> str:
-    """A type as PostgreSQL's messages name it (format_type)."""
-    known = _FORMAT_NAMES.get(oid)
-    if known is not None:
-        return known
-    found = pg_type_by_oid(oid)
-    if found is not None and found.name.startswith("_"):
-        return f"{type_name(found.elem) if found.elem else found.name[1:]}[]"
-    return sql_name(oid)
 
 
 def parse_arguments(args: str | None) -> list[exp.Expression | tuple[str | None, int | None]]:

@@ -15,6 +15,8 @@ of EXECUTE says what the prepared statement returns (`describe_execute`).
 
 from __future__ import annotations
 
+import time
+
 from gateway.relay.relayed import relayed_description
 from gateway.relay.routing import verb_of
 from gateway.session.prepared_args import argument_texts, declared_types, parse_arguments
@@ -66,6 +68,7 @@ class PreparedSqlMixin(RelayMixin):
         # does not prepare reports its own error first.
         if utility.name in self.statements:
             raise PgError(DUPLICATE_PREPARED_STATEMENT, f'prepared statement "{utility.name}" already exists')
+        prepared.prepared_at, prepared.from_sql = time.time(), sql
         self.statements[utility.name] = prepared
 
     async def _execute_named(self, utility: Utility, formats: tuple[int, ...], describe: bool) -> None:

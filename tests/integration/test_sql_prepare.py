@@ -325,3 +325,21 @@ def test_clients_sharing_one_pooled_connection(world: World,
                 assert a.execute(f"EXECUTE s({i})", binary=True).fetchall() == [(f"n{i}",)]
     finally:
         pooled.stop()
+
+
+def test_pg_prepared_statements_lists_both_kinds(world: World) -> None:
+    """PREPARE's statements (from_sql) and the protocol's named ones, as PostgreSQL lists them."""
+    query = ("SELECT name, statement, parameter_types::text[], from_sql, prepare_time <= now(), "
+             "generic_plans + custom_plans >= 0 FROM pg_prepared_statements ORDER BY name")
+    answers = []
+    for dsn in dsns(world).values():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("PREPARE listed(int, varchar, numeric[]) AS SELECT aid FROM acct WHERE aid = $1")
+            conn.execute("PREPARE files_listed AS SELECT count(*) FROM small")
+            conn.pgconn.prepare(b"by_parse", b"SELECT note FROM acct WHERE aid = $1", [23])
+            answers.append(conn.execute(query).fetchall())
+            conn.execute("DEALLOCATE listed")
+            answers.append(conn.execute(query).fetchall())
+    assert answers[0] == answers[2] and answers[1] == answers[3]
+    assert [row[0] for row in answers[0]] == ["by_parse", "files_listed", "listed"]
+    assert answers[0][2][2:4] == (["integer", "character varying", "numeric[]"], True)
