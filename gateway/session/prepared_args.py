@@ -21,8 +21,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from pgwire.errors import (DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, SYNTAX_ERROR,
-                           UNDEFINED_OBJECT, PgError)
+from pgwire.errors import (DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, NUMERIC_VALUE_OUT_OF_RANGE,
+                           SYNTAX_ERROR, UNDEFINED_OBJECT, PgError)
 from pgwire.types.table import format_type as type_name
 from pgwire.types.table import pg_type_by_name
 
@@ -167,19 +167,34 @@ def _cast_type(to: exp.DataType) -> int:
     return found.oid
 
 
+_RANGES = {21: (-2**15, 2**15 - 1, "smallint"), 23: (-2**31, 2**31 - 1, "integer"),
+           20: (-2**63, 2**63 - 1, "bigint")}
+
+
 def _into(text: str, typed: int, target: int) -> str:
     """A number converted to another number type: into an integer, rounded half away from
-    zero as numeric-to-integer casts do; otherwise its text serves."""
-    if target not in _INTEGERS or typed in _INTEGERS:
+    zero as numeric-to-integer casts do, and refused out of its range as the cast refuses
+    it (22003 "integer out of range", not the input function's message); otherwise its
+    text serves."""
+    if target not in _INTEGERS or typed == target:
         return text
     try:
-        return str(Decimal(text).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+        value = int(Decimal(text).quantize(Decimal(1), rounding=ROUND_HALF_UP))
     except InvalidOperation:
         return text  # not a finite number: the parameter's input function says so
+    low, high, name = _RANGES[target]
+    if not low <= value <= high:
+        raise PgError(NUMERIC_VALUE_OUT_OF_RANGE, f"{name} out of range")
+    return str(value)
+
+
+# Assignment casts between date/time types whose input reads the typed constant's text
+# as the cast would (timestamptz to timestamp would drop the offset instead: not here).
+_SAME_TEXT = frozenset({(1082, 1114), (1082, 1184), (1114, 1184)})  # date, timestamp, timestamptz
 
 
 def _coerced(text: str, typed: int | None, oid: int, number: int) -> str:
-    if typed is None or typed == oid or oid in _STRINGS or oid == 0:
+    if typed is None or typed == oid or oid in _STRINGS or oid == 0 or (typed, oid) in _SAME_TEXT:
         return text
     if typed in _NUMBERS and oid in _NUMBERS:
         return _into(text, typed, oid)

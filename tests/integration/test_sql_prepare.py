@@ -123,6 +123,18 @@ SCRIPT = [
     "EXECUTE joined(6)",
     "PREPARE counted AS SELECT count(*) AS n FROM small",
     "EXECUTE counted",
+    # Constants of other types than the parameter's, as PostgreSQL's assignment casts take them.
+    "PREPARE typed(smallint, bigint, text, date, timestamptz, float8) AS "
+    "SELECT $1 AS s, $2 AS b, $3 AS t, $4 + 1 AS d, $5 AS ts, $6 AS f",
+    "EXECUTE typed(2.5, 9000000000, 5, '2024-02-28', '2024-01-01 10:00+02', 12)",
+    "EXECUTE typed(-32768, 1e3, 2.50, DATE '2024-02-28', TIMESTAMP '2024-01-01 10:00', -0.5)",
+    "EXECUTE typed(40000, 1, 'x', NULL, NULL, NULL)",
+    "EXECUTE typed(1, 99999999999999999999, 'x', NULL, NULL, NULL)",
+    "EXECUTE typed('40000', 1, 'x', NULL, NULL, NULL)",
+    "EXECUTE typed(1, 1, TRUE, 20240228, NULL, NULL)",
+    "EXECUTE typed(1, 1, 'x', NULL, DATE '2024-01-01', '1.5'::numeric)",
+    "EXECUTE names(99999999999)",
+    "EXECUTE names('x')",
     # PostgreSQL's errors.
     "PREPARE sel(int) AS SELECT 1",
     "PREPARE names AS SELECT 2",
@@ -172,6 +184,9 @@ def test_the_errors_are_the_ones_expected(world: World) -> None:
     assert got["EXECUTE sel(1, 2)"] == ("error", "42601", 'wrong number of parameters for prepared statement "sel"',
                                         "Expected 1 parameters but got 2.", None)
     assert got["EXECUTE upd(5, 100)"][:2] == ("ok", "UPDATE 1")
+    typed = [answer for sql, answer in got.items() if sql.startswith("EXECUTE typed(")]
+    assert [answer[0] for answer in typed[:2]] == ["ok", "ok"]
+    assert typed[2][1:3] == ("22003", "smallint out of range")
     assert got["EXECUTE names(3)"] == ("ok", "SELECT 3", [("id", 23), ("name", 25)],
                                        [(1, "n1"), (2, "n2"), (3, "n3")])
 

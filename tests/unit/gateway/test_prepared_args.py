@@ -39,6 +39,7 @@ def test_declared_types() -> None:
     ("'5'::int, CAST(1.5 AS int), DATE '2024-01-02', ('x')", (INT4, INT4, DATE, TEXT), [b"5", b"2", b"2024-01-02", b"x"]),
     ("12::bigint", (INT4,), [b"12"]),
     ("7", (TEXT,), [b"7"]),  # a number into a string type: its text
+    ("DATE '2024-01-02', TIMESTAMP '2024-01-02 10:00'", (1184, 1184), [b"2024-01-02", b"2024-01-02 10:00"]),
 ])
 def test_argument_texts(args: str, oids: tuple[int, ...], expected: list[bytes | None]) -> None:
     assert texts(args, oids) == expected
@@ -52,6 +53,8 @@ def test_argument_texts(args: str, oids: tuple[int, ...], expected: list[bytes |
     ("1 + 1", (INT4,), "0A000", "EXECUTE arguments other than constants"),
     ("$1", (INT4,), "0A000", "EXECUTE arguments other than constants"),
     ("TRUE::int", (INT4,), "0A000", "cast a boolean to integer"),
+    ("3000000000", (INT4,), "22003", "integer out of range"),
+    ("40000.4", (21,), "22003", "smallint out of range"),
     ("'x'::nosuch", (INT4,), "42704", 'type "nosuch" does not exist'),
 ])
 def test_refused_arguments(args: str, oids: tuple[int, ...], sqlstate: str, message: str) -> None:
