@@ -208,6 +208,9 @@ def parse_utility(sql: str) -> Utility | None:
         if kind == "discard":
             return Utility("discard", m.group(1).upper())
         if kind == "explain":
+            if _UTILITY_WORDS.match(m.group(3)) and m.group(3).split(None, 1)[0].upper() == "EXECUTE":
+                raise PgError(FEATURE_NOT_SUPPORTED, "EXPLAIN EXECUTE is not supported by fedgate yet "
+                              "(EXPLAIN the prepared statement's own text)")
             options = " ".join(g for g in m.groups()[:-1] if g).upper()
             return Utility("explain", value=m.group(3), analyze="ANALYZE" in options,
                            options=_explain_format(options))
