@@ -7,17 +7,22 @@ every statement for comparison: the same script runs on both, over the simple pr
 (psql, and psycopg's parameterless statements), over the extended protocol (psycopg with
 binary results: an unnamed Parse/Bind/Describe/Execute of each statement) and with
 psycopg preparing each statement by name, and every answer must be the same: columns,
-rows, command tags, and errors (SQLSTATE, message, detail, hint).
+rows, command tags, and errors (SQLSTATE, message, detail, hint). asyncpg (which prepares
+EXECUTE and describes it by a Describe of the statement), transaction blocks, repeated
+pgbench-like transactions, pg_prepared_statements, a name prepared again over the
+express lane's memory, and two clients over one pooled connection are checked too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+import asyncpg
 import psycopg
 import pytest
 
@@ -358,3 +363,50 @@ def test_pg_prepared_statements_lists_both_kinds(world: World) -> None:
     assert answers[0] == answers[2] and answers[1] == answers[3]
     assert [row[0] for row in answers[0]] == ["by_parse", "files_listed", "listed"]
     assert answers[0][2][2:4] == (["integer", "character varying", "numeric[]"], True)
+
+
+def test_a_name_prepared_again_by_sql_runs_the_new_statement(world: World) -> None:
+    """A protocol-level statement run often enough for the express lane to remember it,
+    then DEALLOCATEd and PREPAREd again under its name with another statement: a Bind of
+    the name runs the new one, as in PostgreSQL."""
+    answers = []
+    for dsn in dsns(world).values():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            pg = conn.pgconn
+            pg.prepare(b"again", b"SELECT note FROM acct WHERE aid = $1", [23])
+            out = [pg.exec_prepared(b"again", [str(i).encode()]).get_value(0, 0) for i in range(1, 8)]
+            conn.execute("DEALLOCATE again")
+            conn.execute("PREPARE again(int) AS SELECT abalance * 0 + aid AS v FROM acct WHERE aid = $1")
+            out += [pg.exec_prepared(b"again", [str(i).encode()]).get_value(0, 0) for i in range(1, 8)]
+            conn.execute("DEALLOCATE again")
+            conn.execute("PREPARE again(int) AS SELECT name FROM small WHERE id = $1")
+            out += [pg.exec_prepared(b"again", [str(i).encode()]).get_value(0, 0) for i in range(1, 8)]
+            answers.append(out)
+    assert answers[0] == answers[1]
+    assert answers[0][7:9] == [b"1", b"2"]
+
+
+async def asyncpg_answers(dsn: str) -> list:
+    conn = await asyncpg.connect(dsn, timeout=10)
+    try:
+        await conn.execute("PREPARE a_sel(int) AS SELECT aid, abalance, note FROM acct WHERE aid <= $1 ORDER BY aid")
+        await conn.execute("PREPARE a_small(int) AS SELECT id, name FROM small WHERE id <= $1 ORDER BY id")
+        out: list = []
+        for i in (1, 3, 5, 3, 3, 3):  # asyncpg prepares each text, described by a Describe of the statement
+            out.append([tuple(r) for r in await conn.fetch(f"EXECUTE a_sel({i})")])
+            out.append([tuple(r) for r in await conn.fetch(f"EXECUTE a_small({i})")])
+            out.append(await conn.fetchval(f"EXECUTE a_small({i})", column=1))
+        out.append(await conn.execute("EXECUTE a_sel(2)"))
+        try:
+            await conn.fetch("EXECUTE a_sel(1, 2)")
+        except asyncpg.PostgresError as err:
+            out.append((err.sqlstate, str(err), err.detail))
+        return out
+    finally:
+        await conn.close()
+
+
+def test_asyncpg(world: World) -> None:
+    answers = [asyncio.run(asyncio.wait_for(asyncpg_answers(dsn), 60)) for dsn in dsns(world).values()]
+    assert answers[0] == answers[1]
+    assert answers[0][-1][0] == "42601"
