@@ -95,10 +95,13 @@ class PreparedSqlMixin(RelayMixin):
 
     async def describe_execute(self, prepared: Prepared, formats: tuple[int, ...]) -> bytes:
         """The RowDescription (or NoData) a Describe of EXECUTE answers: that of the
-        statement it runs."""
+        statement it runs. Of a name not prepared, NoData, as PostgreSQL describes it; the
+        Execute then says it does not exist."""
         utility = prepared.utility
         assert utility is not None and utility.name is not None
-        named = self.statement(utility.name)
+        named = self.statements.get(utility.name)
+        if named is None:
+            return encoder.no_data()
         if named.route is not None:
             return relayed_description(named, formats)
         schema = await self.describe(named)

@@ -410,3 +410,26 @@ def test_asyncpg(world: World) -> None:
     answers = [asyncio.run(asyncio.wait_for(asyncpg_answers(dsn), 60)) for dsn in dsns(world).values()]
     assert answers[0] == answers[1]
     assert answers[0][-1][0] == "42601"
+
+
+def test_describe_of_execute(world: World) -> None:
+    """A Describe of EXECUTE, of the statement and of its portal, as PostgreSQL answers it:
+    the prepared statement's columns, and NoData for a name not prepared."""
+    answers = []
+    for dsn in dsns(world).values():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            pg = conn.pgconn
+            conn.execute("PREPARE d_sel(int) AS SELECT aid, note FROM acct WHERE aid = $1")
+            conn.execute("PREPARE d_small AS SELECT name FROM small ORDER BY id LIMIT 2")
+            out = []
+            for text in (b"EXECUTE d_sel(3)", b"EXECUTE d_small", b"EXECUTE d_nope"):
+                pg.prepare(b"d_" + text[8:12], text)
+                described = pg.describe_prepared(b"d_" + text[8:12])
+                out.append((described.nparams, [described.fname(i) for i in range(described.nfields)],
+                            [described.ftype(i) for i in range(described.nfields)]))
+                result = pg.exec_prepared(b"d_" + text[8:12], [])
+                out.append((result.status, result.error_field(psycopg.pq.DiagnosticField.SQLSTATE),
+                            [result.get_value(r, 0) for r in range(result.ntuples)]))
+            answers.append(out)
+    assert answers[0] == answers[1]
+    assert answers[0][0] == (0, [b"aid", b"note"], [23, 25])
