@@ -22,7 +22,7 @@ from gateway.relay.routing import verb_of
 from gateway.session.prepared_args import argument_texts, declared_types, parse_arguments
 from gateway.session.relay import RelayMixin
 from gateway.state.portals import Portal, Prepared
-from gateway.state.statements import Utility
+from gateway.state.statements import Utility, parse_utility
 from pgwire.errors import DUPLICATE_PREPARED_STATEMENT, SYNTAX_ERROR, PgError
 from pgwire.protocol import encoder
 from pgwire.types.rows import row_description
@@ -71,14 +71,31 @@ class PreparedSqlMixin(RelayMixin):
         prepared.prepared_at, prepared.from_sql = time.time(), sql
         self.statements[utility.name] = prepared
 
-    async def _execute_named(self, utility: Utility, formats: tuple[int, ...], describe: bool) -> None:
+    def _bound(self, utility: Utility) -> tuple[Prepared, list[bytes | None]]:
+        """EXECUTE's statement, and its arguments as the statement's text parameters."""
         assert utility.name is not None
         prepared = self.statement(utility.name)
         arguments = parse_arguments(utility.args)
         if len(arguments) != len(prepared.param_oids):
             raise PgError(SYNTAX_ERROR, f'wrong number of parameters for prepared statement "{utility.name}"',
                           detail=f"Expected {len(prepared.param_oids)} parameters but got {len(arguments)}.")
-        texts = argument_texts(arguments, prepared.param_oids)
+        return prepared, argument_texts(arguments, prepared.param_oids)
+
+    def _decoded(self, prepared: Prepared, texts: list[bytes | None]) -> list:
+        zone = self.settings.timezone
+        return [decode_param(oid, 0, data, index=i + 1, timezone=zone)
+                for i, (oid, data) in enumerate(zip(prepared.param_oids, texts))]
+
+    async def explained_execute(self, sql: str) -> tuple[str, list, tuple[str | None, ...]]:
+        """What EXPLAIN EXECUTE explains: the prepared statement's text, the arguments'
+        values, and the parameters' types (by name, as the planner takes them)."""
+        utility = parse_utility(sql)
+        assert utility is not None and utility.kind == "execute"
+        prepared, texts = self._bound(utility)
+        return prepared.sql, self._decoded(prepared, texts), tuple(self.type_name(o) for o in prepared.param_oids)
+
+    async def _execute_named(self, utility: Utility, formats: tuple[int, ...], describe: bool) -> None:
+        prepared, texts = self._bound(utility)
         if prepared.route is not None:
             run = Portal(prepared, [], formats, raw_params=texts, param_formats=())
             if describe and prepared.remote is not None:
@@ -87,10 +104,7 @@ class PreparedSqlMixin(RelayMixin):
                     self.write(found)
             await self.relay(run, 0)
             return
-        zone = self.settings.timezone
-        params = [decode_param(oid, 0, data, index=i + 1, timezone=zone)
-                  for i, (oid, data) in enumerate(zip(prepared.param_oids, texts))]
-        run = Portal(prepared, params, formats)
+        run = Portal(prepared, self._decoded(prepared, texts), formats)
         await self.execute(run, 0, describe=describe)
 
     async def describe_execute(self, prepared: Prepared, formats: tuple[int, ...]) -> bytes:

@@ -208,9 +208,6 @@ def parse_utility(sql: str) -> Utility | None:
         if kind == "discard":
             return Utility("discard", m.group(1).upper())
         if kind == "explain":
-            if _UTILITY_WORDS.match(m.group(3)) and m.group(3).split(None, 1)[0].upper() == "EXECUTE":
-                raise PgError(FEATURE_NOT_SUPPORTED, "EXPLAIN EXECUTE is not supported by fedgate yet "
-                              "(EXPLAIN the prepared statement's own text)")
             options = " ".join(g for g in m.groups()[:-1] if g).upper()
             return Utility("explain", value=m.group(3), analyze="ANALYZE" in options,
                            options=_explain_format(options))
@@ -236,6 +233,14 @@ def parse_utility(sql: str) -> Utility | None:
         raise PgError(SYNTAX_ERROR, f"syntax error in {word}: expected {word} name "
                       + ("[(type, ...)] AS statement" if word == "PREPARE" else "[(argument, ...)]"))
     return None
+
+
+_EXECUTE = re.compile(r"\s*EXECUTE\b", re.IGNORECASE)
+
+
+def is_execute(sql: str) -> bool:
+    """Whether `sql` is an EXECUTE (EXPLAIN EXECUTE explains the prepared statement)."""
+    return _EXECUTE.match(sql) is not None
 
 
 def _is_local(scope: str | None) -> bool:

@@ -433,3 +433,25 @@ def test_describe_of_execute(world: World) -> None:
             answers.append(out)
     assert answers[0] == answers[1]
     assert answers[0][0] == (0, [b"aid", b"note"], [23, 25])
+
+
+def test_explain_execute(world: World) -> None:
+    """EXPLAIN EXECUTE explains the prepared statement: the relay for a PostgreSQL
+    source's, the plan for the Parquet source's (run with the arguments under ANALYZE);
+    EXECUTE's own errors stay PostgreSQL's."""
+    with psycopg.connect(world.gateway.dsn, autocommit=True) as conn:
+        conn.execute("PREPARE x_sel(int) AS SELECT note FROM acct WHERE aid = $1")
+        conn.execute("PREPARE x_small(int) AS SELECT name FROM small WHERE id <= $1")
+        relayed = [row[0] for row in conn.execute("EXPLAIN EXECUTE x_sel(1)")]
+        assert relayed[0].startswith('Relay: the whole statement goes to source "pg"'), relayed
+        planned = "\n".join(row[0] for row in conn.execute("EXPLAIN EXECUTE x_small(3)"))
+        assert "small" in planned and "Relay" not in planned, planned
+        analyzed = "\n".join(row[0] for row in conn.execute("EXPLAIN ANALYZE EXECUTE x_small(3)"))
+        assert "3 rows" in analyzed, analyzed
+        assert conn.execute("EXPLAIN (FORMAT JSON) EXECUTE x_small(3)").fetchone()[0]
+        for sql, sqlstate in (("EXPLAIN EXECUTE nope", "26000"), ("EXPLAIN EXECUTE x_sel", "42601")):
+            with pytest.raises(psycopg.Error) as caught:
+                conn.execute(sql)
+            assert caught.value.sqlstate == sqlstate, sql
+        extended = conn.execute("EXPLAIN EXECUTE x_small(1)", binary=True)  # the extended protocol too
+        assert "small" in "\n".join(row[0] for row in extended)
