@@ -22,7 +22,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from pgwire.errors import (DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, NUMERIC_VALUE_OUT_OF_RANGE,
-                           SYNTAX_ERROR, UNDEFINED_OBJECT, PgError)
+                           SYNTAX_ERROR, UNDEFINED_OBJECT, UNDEFINED_PARAMETER, PgError)
 from pgwire.types.table import format_type as type_name
 from pgwire.types.table import pg_type_by_name
 
@@ -146,6 +146,11 @@ def _constant(node: exp.Expression) -> tuple[str | None, int | None]:
                       "string literal)")
     if node.find(exp.Subquery, exp.Select):
         raise PgError(FEATURE_NOT_SUPPORTED, "cannot use subquery in EXECUTE parameter")
+    parameter = node.find(exp.Parameter, exp.Placeholder)
+    if parameter is not None:
+        # EXECUTE's arguments are not parameters of the statement holding them: PostgreSQL
+        # says so too (a driver's `EXECUTE p(%s)`).
+        raise PgError(UNDEFINED_PARAMETER, f"there is no parameter ${parameter.name or parameter.this}")
     raise PgError(FEATURE_NOT_SUPPORTED, "EXECUTE arguments other than constants (a literal, or a "
                   f"cast of one) are not supported by fedgate: {node.sql(dialect='postgres')}")
 

@@ -207,6 +207,21 @@ def test_positions_of_errors(world: World) -> None:
         assert positions[0] == positions[1], sql
 
 
+def test_driver_parameters_in_execute(world: World) -> None:
+    """`EXECUTE p(%s)` with a driver's parameter: PostgreSQL's own refusal (42P02)."""
+    answers = []
+    for dsn in dsns(world).values():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("PREPARE drv(int) AS SELECT aid FROM acct WHERE aid = $1")
+            for query, args in (("EXECUTE drv(%s)", (1,)), ("EXECUTE drv(%s::int)", (2,))):
+                try:
+                    answers.append(conn.execute(query, args).fetchall())
+                except psycopg.Error as err:
+                    answers.append((err.sqlstate, err.diag.message_primary))
+    assert answers[:2] == answers[2:]
+    assert answers[0] == ("42P02", "there is no parameter $1")
+
+
 def test_constants_only(world: World) -> None:
     with psycopg.connect(world[0].dsn, autocommit=True) as conn:
         conn.execute("PREPARE one(int) AS SELECT aid FROM acct WHERE aid = $1")
