@@ -5,9 +5,9 @@ session binds itself to a context variable when it is created (`bind_session`); 
 copies the context into every task the connection starts, so the catalog source sees
 the session whose statement it is answering. `session_tables` turns that session into
 the small Arrow tables the macros and views read (`fg_session`, `fg_settings`,
-`fg_activity`, `fg_prepared`); building them costs microseconds, so they are made per query and the
-plan cache can share catalog plans between sessions. What pg_stat_activity shows of a
-session is noted by the session and the express lane (`gateway.state.activity`).
+`fg_activity`, `fg_prepared`); building them costs microseconds, so they are made per
+query and the plan cache can share catalog plans between sessions. What pg_stat_activity
+shows of a session is noted by the session and the express lane (`gateway.state.activity`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """pg_catalog views whose rows depend on the session: pg_roles, pg_user, pg_authid,
-pg_settings, pg_stat_activity and pg_prepared_statements, defined over the per-query tables of
-`gateway.pg_catalog.session_state`.
+pg_settings, pg_stat_activity and pg_prepared_statements, defined over the per-query
+tables of `gateway.pg_catalog.session_state`.
 
 Each view lists an expression per column of PostgreSQL's definition (tables.PG_CATALOG_VIEWS)
 and casts it to that column's type, so the view's shape cannot drift from the spec.

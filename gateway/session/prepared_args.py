@@ -127,7 +127,8 @@ def _constant(node: exp.Expression) -> tuple[str | None, int | None]:
         return None, None
     if isinstance(node, exp.Boolean):
         return ("true" if node.this else "false"), _BOOL
-    if isinstance(node, (exp.RawString, exp.ByteString)) or (isinstance(node, exp.Literal) and node.is_string):
+    if isinstance(node, (exp.RawString, exp.ByteString)) or (
+            isinstance(node, exp.Literal) and node.is_string):
         return str(node.this), None
     if isinstance(node, exp.Literal):
         return _number(str(node.this))

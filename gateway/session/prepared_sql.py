@@ -92,7 +92,8 @@ class PreparedSqlMixin(RelayMixin):
         utility = parse_utility(sql)
         assert utility is not None and utility.kind == "execute"
         prepared, texts = self._bound(utility)
-        return prepared.sql, self._decoded(prepared, texts), tuple(self.type_name(o) for o in prepared.param_oids)
+        declared = tuple(self.type_name(oid) for oid in prepared.param_oids)
+        return prepared.sql, self._decoded(prepared, texts), declared
 
     async def _execute_named(self, utility: Utility, formats: tuple[int, ...], describe: bool) -> None:
         prepared, texts = self._bound(utility)
