@@ -228,6 +228,9 @@ def test_constants_only(world: World) -> None:
         with pytest.raises(psycopg.errors.FeatureNotSupported, match="constants"):
             conn.execute("EXECUTE one(1 + 1)")
         assert conn.execute("EXECUTE one((3))").fetchall() == [(3,)]
+        # Not relayed: the source would look for a prepared statement of its own.
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match="AS EXECUTE"):
+            conn.execute("CREATE TABLE made AS EXECUTE one(1)")
 
 
 def test_in_a_transaction_block(world: World) -> None:
