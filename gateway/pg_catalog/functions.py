@@ -26,6 +26,8 @@ SESSION_TABLES = {
                     "client_addr VARCHAR, client_port INTEGER, backend_start TIMESTAMPTZ, "
                     "xact_start TIMESTAMPTZ, query_start TIMESTAMPTZ, state VARCHAR, "
                     "query VARCHAR"),
+    "fg_prepared": ("name VARCHAR, statement VARCHAR, prepare_time TIMESTAMPTZ, "
+                    "parameter_types VARCHAR[], from_sql BOOLEAN"),
     storage.TABLE: storage.COLUMNS,
 }
 

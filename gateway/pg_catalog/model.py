@@ -154,5 +154,5 @@ WELL_KNOWN_RELATIONS = {
 }
 # pg_catalog relations that are views in PostgreSQL.
 SYSTEM_VIEWS = frozenset({"pg_roles", "pg_user", "pg_settings", "pg_stat_activity",
-                          "pg_tables", "pg_views", "pg_indexes", "pg_matviews",
-                          "pg_stat_user_tables"})
+                          "pg_prepared_statements", "pg_tables", "pg_views", "pg_indexes",
+                          "pg_matviews", "pg_stat_user_tables"})

@@ -5,9 +5,9 @@ session binds itself to a context variable when it is created (`bind_session`); 
 copies the context into every task the connection starts, so the catalog source sees
 the session whose statement it is answering. `session_tables` turns that session into
 the small Arrow tables the macros and views read (`fg_session`, `fg_settings`,
-`fg_activity`); building them costs microseconds, so they are made per query and the
-plan cache can share catalog plans between sessions. What pg_stat_activity shows of a
-session is noted by the session and the express lane (`gateway.state.activity`).
+`fg_activity`, `fg_prepared`); building them costs microseconds, so they are made per
+query and the plan cache can share catalog plans between sessions. What pg_stat_activity
+shows of a session is noted by the session and the express lane (`gateway.state.activity`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from gateway.state.activity import activity_of, note_idle, note_query
+from pgwire.types.table import format_type
 
 __all__ = ["activity_of", "bind_session", "current_session", "note_idle", "note_query",
            "session_tables"]
@@ -95,4 +96,19 @@ def session_tables(session: Any, schemas: Iterable[str],
         "query_start": pa.array(cols[7], ts), "state": pa.array(cols[8], pa.string()),
         "query": pa.array(cols[9], pa.string()),
     })
-    return {"fg_session": fg_session, "fg_settings": fg_settings, "fg_activity": fg_activity}
+    return {"fg_session": fg_session, "fg_settings": fg_settings, "fg_activity": fg_activity,
+            "fg_prepared": _prepared_table(session)}
+
+
+def _prepared_table(session: Any) -> pa.Table:
+    """The session's named statements (pg_prepared_statements), SQL PREPARE's and Parse's."""
+    named = [(name, p) for name, p in session.statements.items() if name]
+    return pa.table({
+        "name": pa.array([name for name, _ in named], pa.string()),
+        "statement": pa.array([p.from_sql or p.sql for _, p in named], pa.string()),
+        "prepare_time": pa.array([None if p.prepared_at is None else int(p.prepared_at * 1_000_000)
+                                  for _, p in named], pa.timestamp("us", tz="UTC")),
+        "parameter_types": pa.array([[format_type(oid) for oid in p.param_oids] for _, p in named],
+                                    pa.list_(pa.string())),
+        "from_sql": pa.array([p.from_sql is not None for _, p in named], pa.bool_()),
+    })

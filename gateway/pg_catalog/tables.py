@@ -180,6 +180,11 @@ PG_CATALOG_VIEWS: dict[str, str] = {
         "backend_start timestamptz, xact_start timestamptz, query_start timestamptz, "
         "state_change timestamptz, wait_event_type text, wait_event text, state text, "
         "backend_xid xid, backend_xmin xid, query_id int8, query text, backend_type text"),
+    # parameter_types is regtype[] in PostgreSQL: here text[] of the same names, so its
+    # text form ({integer,text}) is PostgreSQL's.
+    "pg_prepared_statements": (
+        "name text, statement text, prepare_time timestamptz, parameter_types text[], "
+        "from_sql bool, generic_plans int8, custom_plans int8"),
 }
 
 

@@ -1,6 +1,6 @@
 """pg_catalog views whose rows depend on the session: pg_roles, pg_user, pg_authid,
-pg_settings and pg_stat_activity, defined over the per-query tables of
-`gateway.pg_catalog.session_state`.
+pg_settings, pg_stat_activity and pg_prepared_statements, defined over the per-query
+tables of `gateway.pg_catalog.session_state`.
 
 Each view lists an expression per column of PostgreSQL's definition (tables.PG_CATALOG_VIEWS)
 and casts it to that column's type, so the view's shape cannot drift from the spec.
@@ -41,6 +41,11 @@ _EXPRESSIONS: dict[str, tuple[dict[str, str], str]] = {
         "wait_event_type": "NULL", "wait_event": "NULL", "state": "state",
         "backend_xid": "NULL", "backend_xmin": "NULL", "query_id": "NULL", "query": "query",
         "backend_type": "'client backend'"}, "fg_activity"),
+    # The session's named statements; how often each was planned is not counted here.
+    "pg_prepared_statements": ({
+        "name": "name", "statement": "statement", "prepare_time": "prepare_time",
+        "parameter_types": "parameter_types", "from_sql": "from_sql", "generic_plans": "0",
+        "custom_plans": "0"}, "fg_prepared"),
 }
 
 

@@ -76,6 +76,9 @@ _OPAQUE_TABLES = {
 # session advisory locks are matched too, though the planner takes them today; LISTEN,
 # DECLARE ... WITH HOLD, PREPARE [TRANSACTION] and SET SESSION AUTHORIZATION are never
 # relayed (the gateway answers or refuses them itself).
+# CREATE TABLE ... AS EXECUTE name [(args)] [WITH [NO] DATA]: its statement is the session's.
+_CREATE_AS_EXECUTE = re.compile(r"\bAS\s+EXECUTE\s+[^\s(]+\s*(?:\(.*\))?\s*(?:WITH\s+(?:NO\s+)?DATA\s*)?;?\s*$",
+                                re.I | re.S)
 _PINNING = re.compile(r"\bTEMP(?:ORARY)?\s+(?:TABLE|VIEW|SEQUENCE)\b|\bCREATE\s+(?:OR\s+REPLACE\s+)?"
                       r"(?:GLOBAL\s+|LOCAL\s+)?TEMP(?:ORARY)?\b|\bINTO\s+(?:TEMP|TEMPORARY)\b"
                       r"|\bpg_(?:try_)?advisory_lock(?:_shared)?\s*\(", re.I)
@@ -102,6 +105,10 @@ class Router:
         verb = verb_of(sql)
         if verb not in WRITE_VERBS and verb not in READ_VERBS:
             return None
+        if verb == "create" and _CREATE_AS_EXECUTE.search(sql):
+            # Relayed, the source would look for a prepared statement of its own.
+            raise PgError(FEATURE_NOT_SUPPORTED, "CREATE TABLE ... AS EXECUTE is not supported by "
+                          "fedgate (write the prepared statement's query instead)")
         key = (shape_of(sql), search_path, self.ctx.catalog.version, hidden)
         try:
             return self._cache[key]

@@ -29,7 +29,7 @@ from gateway.state.context import PlanExecutor, ServerContext
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
 from gateway.state.session import FLUSH_BYTES, SessionState
-from gateway.state.statements import parse_utility
+from gateway.state.statements import is_execute, parse_utility
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, SUCCESSFUL_COMPLETION, UNDEFINED_COLUMN,
                            UNDEFINED_TABLE, PgError)
 from pgwire.protocol import encoder
@@ -62,6 +62,12 @@ class SessionCore(SessionState):
 
     async def run_statements(self, statements: list[str]) -> bool:
         raise NotImplementedError  # gateway.session.session.Session
+
+    async def run_prepared_sql(self, portal: Portal, describe: bool) -> None:
+        raise NotImplementedError  # gateway.session.prepared_sql.PreparedSqlMixin (PREPARE, EXECUTE)
+
+    async def explained_execute(self, sql: str) -> tuple[str, list, tuple[str | None, ...]]:
+        raise NotImplementedError  # gateway.session.prepared_sql.PreparedSqlMixin (EXPLAIN EXECUTE)
 
     async def run_move(self, route: Route, sql: str) -> None:
         raise NotImplementedError  # gateway.session.moves.MoveMixin
@@ -103,7 +109,8 @@ class SessionCore(SessionState):
         declared = tuple(self.type_name(oid) for oid in declared_oids)
         if utility is not None:
             if utility.value and (utility.kind == "declare" or (
-                    utility.kind == "explain" and self.links.route(utility.value) is None)):
+                    utility.kind == "explain" and not is_execute(utility.value)
+                    and self.links.route(utility.value) is None)):
                 # Planning errors show at Parse time; EXPLAIN and DECLARE take the query's
                 # parameters.
                 inner = await self.plan_query(utility.value, declared)

@@ -1,12 +1,15 @@
 """The extended query protocol's messages for a session: Parse, Bind, Describe, Execute, Close.
 
-A statement is relayed (`gateway.session.relay.RelayMixin`, which this builds on),
+A statement is relayed (`gateway.session.relay.RelayMixin`, under the SQL-level prepared
+statements' `gateway.session.prepared_sql.PreparedSqlMixin`, which this builds on),
 answered by the session itself (utility), or planned (`gateway.session.core`); these
 handlers keep the session's named statements and portals and hand each kind to its road.
 Sync, error recovery and the simple Query live in `gateway.session.session`.
 """
 
 from __future__ import annotations
+
+import time
 
 from gateway import pg_catalog
 from pgwire.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT, PROTOCOL_VIOLATION,
@@ -19,11 +22,11 @@ from pgwire.protocol import messages as m
 from pgwire.types.rows import resolve_formats, row_description
 from gateway.relay.relayed import relayed_description
 from gateway.session import observe
-from gateway.session.relay import RelayMixin
+from gateway.session.prepared_sql import PreparedSqlMixin
 from gateway.state.statements import split_statements
 
 
-class ExtendedMixin(RelayMixin):
+class ExtendedMixin(PreparedSqlMixin):
     async def on_parse(self, message: m.Parse) -> None:
         if message.name and message.name in self.statements:
             raise PgError(DUPLICATE_PREPARED_STATEMENT,
@@ -40,15 +43,14 @@ class ExtendedMixin(RelayMixin):
         if len(statements) > 1:
             raise PgError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
         sql = statements[0] if statements else ""
-        route = await self.route_fresh(sql) if sql else None
-        prepared = await self.prepare_relay(route, sql, message.param_types) if route else None
-        if prepared is None:
-            prepared = await self.prepare(sql, message.param_types)
-        elif prepared.route is not None and prepared.route.kind == "postgres" and (
+        prepared = await self.prepare_text(sql, message.param_types)
+        if prepared.route is not None and prepared.route.kind == "postgres" and (
                 prepared.route.sql is None or prepared.route.respelled):  # (a text's own respelling)
             if len(self.relayed) >= 256:
                 self.relayed.clear()
             self.relayed[key] = prepared
+        if message.name:
+            prepared.prepared_at = time.time()  # for pg_prepared_statements
         self.statements[message.name] = prepared
         self.write(encoder.parse_complete())
 
@@ -83,6 +85,9 @@ class ExtendedMixin(RelayMixin):
         if message.kind == "S":
             prepared = self.statement(message.name)
             self.write(encoder.parameter_description(prepared.param_oids))
+            if prepared.utility is not None and prepared.utility.kind == "execute":
+                self.write(await self.describe_execute(prepared, ()))
+                return
             if prepared.route is not None:
                 self.write(relayed_description(prepared, ()))
                 return
@@ -93,6 +98,9 @@ class ExtendedMixin(RelayMixin):
         prepared = portal.statement
         if prepared.route is not None:
             self.write(relayed_description(prepared, portal.formats))
+            return
+        if prepared.utility is not None and prepared.utility.kind == "execute":
+            self.write(await self.describe_execute(prepared, portal.formats))
             return
         if prepared.utility is not None or prepared.empty:
             schema = await self.describe(prepared)

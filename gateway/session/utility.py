@@ -21,7 +21,7 @@ from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from gateway.state.activity import note_figures, note_plan
-from gateway.state.statements import Utility
+from gateway.state.statements import Utility, is_execute
 from planner.explain_json import plan_document, relay_document
 from planner.query_plan import QueryPlan
 
@@ -41,6 +41,9 @@ class UtilityMixin(CursorMixin):
         if utility.kind in _TRANSACTION_KINDS:
             await self._transaction(portal, utility)
             return
+        if utility.kind in ("prepare", "execute"):
+            await self.run_prepared_sql(portal, describe)
+            return
         if utility.kind in _CURSOR_KINDS:
             await self._cursor_statement(portal, utility, describe)
             return
@@ -50,10 +53,14 @@ class UtilityMixin(CursorMixin):
             rows = signals.signal(self, utility.name, pid)
             self._utility_done(portal, util.UtilityResult("SELECT 1", rows), describe)
             return
-        route = self.links.route(utility.value) if utility.kind == "explain" and utility.value else None
+        # EXPLAIN EXECUTE explains the prepared statement's text, run with the arguments.
+        target, params, declared = utility.value, [], ()
+        if utility.kind == "explain" and target and is_execute(target):
+            target, params, declared = await self.explained_execute(target)
+        route = self.links.route(target) if utility.kind == "explain" and target else None
         if route is not None:
-            assert utility.value is not None
-            route = self.links.spelled_out(route, utility.value)  # EXPLAIN shows the respelled text
+            assert target is not None
+            route = self.links.spelled_out(route, target)  # EXPLAIN shows the respelled text
         as_json = "JSON" in utility.options
         if route is not None and route.move:
             if as_json:
@@ -69,13 +76,13 @@ class UtilityMixin(CursorMixin):
                      f"  Remote SQL: {route.sql or 'the statement as written'}"]
             result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
         elif utility.kind == "explain":
-            assert utility.value is not None
-            plan = await self.plan_query(utility.value, ())
+            assert target is not None
+            plan = await self.plan_query(target, declared)
             engine, why = self.engine_for(plan)
             note_plan(self, plan)  # the status page draws it while it runs
             if utility.analyze:
                 await self.announce_engine_start(self.ctx.executor, plan, engine)
-            measured = await measure(self.ctx.executor, plan, [], engine, self.dynamic_filtering,
+            measured = await measure(self.ctx.executor, plan, params, engine, self.dynamic_filtering,
                                      self.statement_memory()) if utility.analyze else None
             numbers = figures(measured) if measured is not None else None
             if numbers is not None:

@@ -35,6 +35,10 @@ class Prepared:
     # A named plan kept across executions: the ServerContext.schema_epoch it was planned
     # at (None: planned for one execution). Executed after a change, it is planned again.
     schema_epoch: int | None = None
+    # A named statement, as pg_prepared_statements lists it: when it was prepared (a Unix
+    # time), and the PREPARE statement that made it (None: the protocol's Parse).
+    prepared_at: float | None = None
+    from_sql: str | None = None
 
     @property
     def empty(self) -> bool:

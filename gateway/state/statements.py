@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, PgError
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
 # Text the character scanner would split exactly as `strip().rstrip(";")` does.
@@ -91,13 +91,16 @@ class Utility:
 
     kind: str  # set, reset, show, begin, commit, rollback, savepoint, release,
     #            rollback_to, discard, deallocate, explain, copy, declare, fetch, move, close,
-    #            signal (pg_cancel_backend / pg_terminate_backend: name cancel or terminate)
+    #            signal (pg_cancel_backend / pg_terminate_backend: name cancel or terminate),
+    #            prepare, execute (SQL-level prepared statements: gateway.session.prepared_sql)
     name: str | None = None  # GUC, savepoint, statement or cursor name
     value: str | None = None  # SET's value as written (quotes removed), EXPLAIN's and
     #                           DECLARE's query, FETCH's and MOVE's direction
     local: bool = False  # SET LOCAL
     analyze: bool = False  # EXPLAIN ANALYZE
     options: frozenset[str] = frozenset()  # DECLARE's: BINARY, SCROLL, HOLD; EXPLAIN's JSON
+    args: str | None = None  # between PREPARE's or EXECUTE's parentheses, as written
+    args_at: int = 0  # where `args` starts in the statement (0-based), for error positions
 
 
 _WS = r"\s+"
@@ -130,6 +133,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("release", rf"RELEASE(?:\s+SAVEPOINT)?\s+({_IDENT})"),
         ("discard", r"DISCARD\s+(ALL|PLANS|SEQUENCES|TEMP|TEMPORARY)"),
         ("deallocate", rf"DEALLOCATE(?:\s+PREPARE)?\s+({_IDENT})"),
+        # The first `) AS ` ends the types: a type's own parentheses (numeric(10,2)) never
+        # are followed by AS. PREPARE TRANSACTION has no AS and goes on to be refused.
+        ("prepare", rf"PREPARE\s+({_IDENT})(?:\s*\((.*?)\))?\s*(?<=\s|\))AS\s+(.+)"),
+        ("execute", rf"EXECUTE\s+({_IDENT})(?:\s*\((.*)\))?"),
         ("explain", r"EXPLAIN(?:\s+\((.*?)\)|\s+(ANALYZE|VERBOSE))*\s+(.+)"),
         ("copy", r"COPY\s+.+"),  # parsed in full by gateway.session.copy_out
         ("declare", rf"DECLARE\s+({_IDENT})((?:\s+(?:BINARY|ASENSITIVE|INSENSITIVE|NO\s+SCROLL|SCROLL))*)"
@@ -139,7 +146,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     ))
 _UTILITY_WORDS = re.compile(
     r"\s*(SET|RESET|SHOW|BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|DISCARD|"
-    r"DEALLOCATE|EXPLAIN|COPY|DECLARE|FETCH|MOVE|CLOSE)\b", re.IGNORECASE)
+    r"DEALLOCATE|PREPARE|EXECUTE|EXPLAIN|COPY|DECLARE|FETCH|MOVE|CLOSE)\b", re.IGNORECASE)
 
 
 def _unquote_ident(text: str) -> str:
@@ -194,6 +201,10 @@ def parse_utility(sql: str) -> Utility | None:
             return Utility("reset", _unquote_ident(m.group(1)))
         if kind in ("rollback_to", "savepoint", "release", "deallocate"):
             return Utility(kind, _unquote_ident(m.group(1)))
+        if kind in ("prepare", "execute"):
+            at = m.start(2) + (len(sql) - len(sql.lstrip())) if m.group(2) is not None else 0
+            return Utility(kind, _unquote_ident(m.group(1)), m.group(3) if kind == "prepare" else None,
+                           args=m.group(2), args_at=at)
         if kind == "discard":
             return Utility("discard", m.group(1).upper())
         if kind == "explain":
@@ -214,7 +225,22 @@ def parse_utility(sql: str) -> Utility | None:
         if kind == "close":
             return Utility("close", None if m.group(1).upper() == "ALL" else _unquote_ident(m.group(1)))
         return Utility(kind)
+    word = text.split(None, 1)[0].upper()
+    if word in ("PREPARE", "EXECUTE"):  # not their grammar: the planner would call them unsupported
+        rest = text.split(None, 2)
+        if word == "PREPARE" and len(rest) > 1 and rest[1].upper() == "TRANSACTION":
+            raise PgError(FEATURE_NOT_SUPPORTED, "PREPARE TRANSACTION is not supported by fedgate")
+        raise PgError(SYNTAX_ERROR, f"syntax error in {word}: expected {word} name "
+                      + ("[(type, ...)] AS statement" if word == "PREPARE" else "[(argument, ...)]"))
     return None
+
+
+_EXECUTE = re.compile(r"\s*EXECUTE\b", re.IGNORECASE)
+
+
+def is_execute(sql: str) -> bool:
+    """Whether `sql` is an EXECUTE (EXPLAIN EXECUTE explains the prepared statement)."""
+    return _EXECUTE.match(sql) is not None
 
 
 def _is_local(scope: str | None) -> bool:

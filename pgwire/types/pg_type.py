@@ -387,6 +387,30 @@ def sql_name(oid: int) -> str:
     return found.name if found is not None else "unknown"
 
 
+# format_type()'s names (regtype's output, and the name in coercion errors).
+_FORMAT_NAMES: dict[int, str] = {
+    BOOL.oid: "boolean", INT2.oid: "smallint", INT4.oid: "integer", INT8.oid: "bigint",
+    FLOAT4.oid: "real", FLOAT8.oid: "double precision", VARCHAR.oid: "character varying",
+    BPCHAR.oid: "character", TIME.oid: "time without time zone", TIMETZ.oid: "time with time zone",
+    TIMESTAMP.oid: "timestamp without time zone", TIMESTAMPTZ.oid: "timestamp with time zone",
+    VARBIT.oid: "bit varying",
+}
+
+
+def format_type(oid: int) -> str:
+    """A type as PostgreSQL's format_type() names it: `integer`, `character varying[]`."""
+    known = _FORMAT_NAMES.get(oid)
+    if known is not None:
+        return known
+    found = _BY_OID.get(oid)
+    if found is None:
+        return "???"  # format_type's own answer for an OID it does not know
+    element = ELEMENT_OF.get(oid)
+    if element is not None or found.elem:
+        return f"{format_type(element.oid if element is not None else found.elem)}[]"
+    return found.name
+
+
 def input_syntax_error(oid: int, text: str) -> PgError:
     """The 22P02 error an input function raises for text it cannot parse."""
     return PgError(

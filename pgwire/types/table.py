@@ -58,6 +58,7 @@ from pgwire.types.pg_type import (
     VARCHAR_ARRAY,
     PgType,
     input_syntax_error,
+    format_type,
     numeric_typmod,
     pg_type_by_name,
     pg_type_by_oid,
@@ -72,6 +73,6 @@ __all__ = [
     "NUMERIC", "NUMERIC_ARRAY", "OID", "OID_ARRAY", "SCALAR_TYPES", "TEXT", "TEXT_ARRAY",
     "TIME", "TIME_ARRAY", "TIMESTAMP", "TIMESTAMP_ARRAY", "TIMESTAMPTZ",
     "TIMESTAMPTZ_ARRAY", "UNKNOWN", "UUID", "UUID_ARRAY", "VARCHAR", "VARCHAR_ARRAY",
-    "PgType", "decode_param", "input_syntax_error", "numeric_typmod", "pg_type_by_name",
+    "PgType", "decode_param", "format_type", "input_syntax_error", "numeric_typmod", "pg_type_by_name",
     "pg_type_by_oid", "pg_type_for_arrow", "pg_type_for_field", "sql_name",
 ]  # fmt: skip

@@ -92,3 +92,25 @@ def test_moves_that_are_refused(direction: str, sqlstate: str) -> None:
     with pytest.raises(PgError) as caught:
         forward_count(direction)
     assert caught.value.sqlstate == sqlstate
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("PREPARE p AS SELECT 1", Utility("prepare", "p", "SELECT 1")),
+    ("prepare p(int, numeric(10,2)) as select (1) as x where a = $1",
+     Utility("prepare", "p", "select (1) as x where a = $1", args="int, numeric(10,2)", args_at=10)),
+    ('PREPARE "Big P" (text) AS UPDATE t SET a = $1;',
+     Utility("prepare", "Big P", "UPDATE t SET a = $1", args="text", args_at=17)),
+    ("EXECUTE p", Utility("execute", "p")),
+    ("execute P (1, 'a, b')", Utility("execute", "p", args="1, 'a, b'", args_at=11)),
+])
+def test_parse_prepare_and_execute(sql: str, expected: Utility) -> None:
+    assert parse_utility(sql) == expected
+
+
+@pytest.mark.parametrize(("sql", "sqlstate"), [
+    ("PREPARE TRANSACTION 'x'", "0A000"), ("PREPARE pAS SELECT 1", "42601"), ("EXECUTE", "42601"),
+])
+def test_prepare_and_execute_outside_their_grammar(sql: str, sqlstate: str) -> None:
+    with pytest.raises(PgError) as caught:
+        parse_utility(sql)
+    assert caught.value.sqlstate == sqlstate
