@@ -34,8 +34,26 @@ def parameter_count(tree: exp.Expression) -> int:
     return max((int(p.this.this) for p in parameters(tree)), default=0)
 
 
+def _array_of_compared(param: exp.Parameter) -> exp.DataType | None:
+    """`x = ANY($1)`, `x <> ALL($1)`: an array of x's type, as PostgreSQL infers it."""
+    node = param.parent
+    if isinstance(node, exp.Paren):
+        node = node.parent
+    quantified = isinstance(node, exp.Any) or (
+        isinstance(node, exp.Anonymous) and node.name.upper() == "ALL" and len(node.expressions) == 1)
+    compared = node.parent if quantified else None
+    if isinstance(compared, exp.Binary) and not isinstance(compared, exp.Connector) \
+            and compared.expression is node and is_known(compared.this.type):
+        return exp.DataType(this=exp.DataType.Type.ARRAY, nested=True,
+                            expressions=[compared.this.type.copy()])
+    return None
+
+
 def _context_type(param: exp.Parameter) -> exp.DataType | None:
     parent = param.parent
+    array = _array_of_compared(param)
+    if array is not None:
+        return array
     if isinstance(parent, exp.Cast):
         return parent.to
     if isinstance(parent, (exp.Limit, exp.Offset, exp.Fetch)):

@@ -382,6 +382,17 @@ async def test_prepared_statement_types(conn):
     assert all(r["l_orderkey"] == 2 for r in rows2)
 
 
+async def test_prepared_statement_param_types_from_any_and_all(conn):
+    """`x = ANY($1)` and `x <> ALL($2)` take arrays of x's type, as PostgreSQL infers them."""
+    stmt = await conn.prepare(
+        "select l_linenumber from lineitem where l_orderkey = ANY($1) "
+        "and l_linenumber <> ALL ($2) order by l_orderkey, l_linenumber"
+    )
+    assert [t.name for t in stmt.get_parameters()] == ["int8[]", "int4[]"]  # as asyncpg names them
+    rows = await stmt.fetch([1, 2], [1, 3])
+    assert rows and all(r["l_linenumber"] not in (1, 3) for r in rows)
+
+
 async def test_prepared_statement_param_types_from_casts(conn):
     stmt = await conn.prepare(
         "select $1::int4 + 1 as a, $2::text || 'x' as b, $3::date as c"
