@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 import datetime as dt
 from decimal import Decimal
 from pathlib import Path
@@ -124,14 +126,21 @@ def write_changing(files: Path, name: str) -> None:
                    files / "changing.parquet")
 
 
-async def explain(dsn: str, sql: str, *setup: str) -> list[str]:
+@asynccontextmanager
+async def connected(dsn: str, setup: tuple[str, ...]) -> AsyncIterator[asyncpg.Connection]:
+    """A connection to `dsn` that has run `setup`."""
     conn = await asyncpg.connect(dsn)
     try:
-        for statement in (*ON_FILES, *setup):
+        for statement in setup:
             await conn.execute(statement)
-        return [r[0] for r in await conn.fetch("EXPLAIN " + sql)]
+        yield conn
     finally:
         await conn.close()
+
+
+async def explain(dsn: str, sql: str, *setup: str) -> list[str]:
+    async with connected(dsn, (*ON_FILES, *setup)) as conn:
+        return [r[0] for r in await conn.fetch("EXPLAIN " + sql)]
 
 
 @pytest.mark.parametrize("sql", INLINED)
@@ -164,31 +173,23 @@ async def test_parameters_and_describe(world) -> None:
     sql = "SELECT s.s, s.amount, a.abalance + $1 FROM small s JOIN accounts a ON a.aid = s.i32 WHERE s.i32 < $2 ORDER BY 1"
     answers = []
     for dsn, setup in ((truth, ()), (gateway, ON_FILES)):
-        conn = await asyncpg.connect(dsn)
-        try:
-            for statement in setup:
-                await conn.execute(statement)
+        async with connected(dsn, setup) as conn:
             prepared = await conn.prepare(sql)
             types = [a.type.name for a in prepared.get_attributes()]
             answers.append((types, [tuple(r) for r in await prepared.fetch(5, 3)],
                             [tuple(r) for r in await prepared.fetch(1, 10)]))
-        finally:
-            await conn.close()
     assert answers[0] == answers[1]
 
 
 async def test_a_changed_file_is_read_anew(world) -> None:
     _, gateway, files = world
     sql = "SELECT c.name, a.abalance FROM changing c JOIN accounts a ON a.aid = c.k ORDER BY a.aid"
-    conn = await asyncpg.connect(gateway)
     try:
-        for statement in ON_FILES:
-            await conn.execute(statement)
-        assert [r[0] for r in await conn.fetch(sql)] == ["before", "before"]
-        write_changing(files, "after")
-        assert [r[0] for r in await conn.fetch(sql)] == ["after", "after"]
+        async with connected(gateway, ON_FILES) as conn:
+            assert [r[0] for r in await conn.fetch(sql)] == ["before", "before"]
+            write_changing(files, "after")
+            assert [r[0] for r in await conn.fetch(sql)] == ["after", "after"]
     finally:
-        await conn.close()
         write_changing(files, "before")
 
 
@@ -211,13 +212,8 @@ async def test_what_source_cannot_run_is_refused_when_asked(world) -> None:
     err = await error_of(gateway, "SELECT s FROM small s JOIN accounts a ON a.aid = s.i32", *force)
     assert err.sqlstate == "0A000" and "as a row" in err.message
     # Without the setting, the engine answers the big side.
-    conn = await asyncpg.connect(gateway)
-    try:
-        for statement in ON_FILES:
-            await conn.execute(statement)
+    async with connected(gateway, ON_FILES) as conn:
         assert await conn.fetchval("SELECT count(*) FROM big b JOIN accounts a ON a.aid = b.k") == 1000
-    finally:
-        await conn.close()
 
 
 async def test_a_session_that_names_an_engine_keeps_it(world) -> None:
@@ -252,25 +248,15 @@ async def test_a_dollar_number_inside_a_string_of_an_engine_fragment(world) -> N
     assert any(line.startswith("Engine") for line in lines), lines
     answers = []
     for dsn, setup in ((truth, ()), (gateway, ON_FILES)):
-        conn = await asyncpg.connect(dsn)
-        try:
-            for statement in setup:
-                await conn.execute(statement)
+        async with connected(dsn, setup) as conn:
             answers.append([tuple(r) for r in await conn.fetch(sql, 7)])
-        finally:
-            await conn.close()
     assert answers[0] == answers[1] == [("m7", "4$1")]
 
 
 async def test_explain_json_names_the_inlined_table(world) -> None:
     _, gateway, _ = world
-    conn = await asyncpg.connect(gateway)
-    try:
-        for statement in ON_FILES:
-            await conn.execute(statement)
+    async with connected(gateway, ON_FILES) as conn:
         document = json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + INLINED[0]))
-    finally:
-        await conn.close()
     plan = document[0]["Plan"]
     assert plan["Node Type"] == "Remote Fragment" and plan["Source"] == "pg"
     assert plan["Plans"] == [{"Node Type": "Inlined Table", "Alias": "s", "Source": "files",
