@@ -16,6 +16,7 @@ the feeds' queues.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,8 +77,22 @@ def _withliterals(sql: str, params: Sequence[Any]) -> str:
     for node in list(tree.find_all(exp.Parameter, exp.Placeholder)):
         number = param_number(node)
         if number is not None and 1 <= number <= len(params):
-            node.replace(literal(params[number - 1]))
+            node.replace(_pg_literal(params[number - 1]))
     return tree.sql(dialect="postgres")
+
+
+def _pg_literal(value: Any) -> exp.Expression:
+    """A parameter's value as a PostgreSQL literal: a list (another source's column sent
+    along, planner.inline_sides) as an ARRAY of its values, which the statement casts to
+    the column's array type; a float that is no number (Infinity, NaN) and bytes as the
+    text PostgreSQL's input reads."""
+    if isinstance(value, list):
+        return exp.Array(expressions=[_pg_literal(v) for v in value])
+    if isinstance(value, float) and not math.isfinite(value):
+        return exp.Literal.string("NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return exp.Literal.string("\\x" + bytes(value).hex())
+    return literal(value)
 
 
 def _parse(data: bytes, columns: list[ColumnType]) -> pa.Table:

@@ -262,3 +262,21 @@ async def test_explain_json_names_the_inlined_table(world) -> None:
     assert plan["Plans"] == [{"Node Type": "Inlined Table", "Alias": "s", "Source": "files",
                               "Remote SQL": plan["Plans"][0]["Remote SQL"], "Parameters": [
                                   f"${i}" for i in range(1, 13)]}]
+
+
+@pytest.mark.parametrize("sql", INLINED[:3])
+async def test_inside_a_block_that_wrote_to_postgres(world, sql: str) -> None:
+    """In a block that wrote to the PostgreSQL source, the statement runs on the block's
+    link (and sees its writes), the small table's columns written in as ARRAY literals."""
+    truth, gateway, _ = world
+    answers = []
+    for dsn, setup in ((truth, ()), (gateway, ON_FILES)):
+        async with connected(dsn, setup) as conn:
+            async with conn.transaction():
+                await conn.execute("UPDATE accounts SET abalance = abalance + 1000000000")
+                prepared = await conn.prepare(sql)
+                answers.append(([a.type.name for a in prepared.get_attributes()],
+                                [tuple(r) for r in await prepared.fetch()]))
+                await conn.execute("UPDATE accounts SET abalance = abalance - 1000000000")
+    assert answers[0] == answers[1]
+    assert any(isinstance(v, int) and v >= 1_000_000_000 for row in answers[1][1] for v in row)
