@@ -1,4 +1,4 @@
-"""A PostgreSQL source as the engine: the other sources' small tables go in as VALUES.
+"""A PostgreSQL source as the engine: the other sources' small tables sent along as parameters.
 
 `home_for` — pick the one PostgreSQL source that can run a federated statement whole,
 once the few rows of its other tables are sent along with it.
@@ -18,9 +18,8 @@ statement's own: no value is ever written into the SQL, the statement's text is 
 at every run (the source's described statements stay cached), and each value keeps its
 type. It applies when every table outside the one PostgreSQL source is small by its
 source's estimate (`[engine] inline_rows`, 100 unless set; INLINE_MAX_ROWS with
-`SET fedgate.engine = source`)
-and of a type an array parameter carries exactly. Larger sides would go in through a
-temporary table (not built yet): they keep the engine.
+`SET fedgate.engine = source`) and of a type an array parameter carries exactly. Larger
+sides would go in through a temporary table (not built yet): they keep the engine.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ INLINE_MAX_ROWS = 10_000
 
 @dataclass(frozen=True)
 class InlinedSide:
-    """One table of another source whose rows the home statement reads as VALUES."""
+    """One table of another source whose rows the home statement reads from parameters."""
 
     alias: str  # what the statement calls the table
     source: str
@@ -61,7 +60,7 @@ def _readable(f: pa.Field) -> bool:
     return (pa.types.is_boolean(t) or pa.types.is_signed_integer(t) or pa.types.is_floating(t)
             or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_date32(t)
             or pa.types.is_decimal128(t) or pa.types.is_binary(t)
-            or (pa.types.is_timestamp(t) and t.unit == "us"))
+            or (pa.types.is_timestamp(t) and t.unit in ("s", "ms", "us")))  # ns: finer than PostgreSQL
 
 
 def home_for(tree: exp.Expression, tables: Sequence[tuple[exp.Table, TableInfo]],
@@ -92,7 +91,7 @@ def home_for(tree: exp.Expression, tables: Sequence[tuple[exp.Table, TableInfo]]
 
 
 def _home(tables: Sequence[tuple[exp.Table, TableInfo]], catalog: CatalogSnapshot,
-                limit: int) -> tuple[SourceEntry | None, str]:
+          limit: int) -> tuple[SourceEntry | None, str]:
     """The PostgreSQL source that runs the statement whole with the other tables inlined,
     each estimated at no more than `limit` rows, or None and why not (for the refusal when
     the session forced it)."""
@@ -117,7 +116,7 @@ def _home(tables: Sequence[tuple[exp.Table, TableInfo]], catalog: CatalogSnapsho
 
 def _names_whole_rows(tree: exp.Expression, alias: str) -> bool:
     """Whether `tree` names the table `alias` as a value (`SELECT f FROM ... f`) or a
-    column through its schema (`files.small.id`): neither reads a VALUES list alike."""
+    column through its schema (`files.small.id`): neither reads an UNNEST alike."""
     for column in tree.find_all(exp.Column):
         if column.args.get("db") is not None:
             return True
@@ -131,6 +130,8 @@ def inline_at(table: exp.Table, info: TableInfo, first_param: int,
     """Make `table` read its rows from array parameters numbered from `first_param`, one
     per column, under its own alias, and say where the rows come from."""
     alias = table.alias_or_name
+    # Spelled as the statement spells it: an unquoted `S` is PostgreSQL's s.
+    name_of = (table.args["alias"].this if table.alias else table.this).copy()
     columns = tuple(info.schema.names)
     schema, name = info.ref.remote
     query = exp.select(*(exp.column(c, quoted=True) for c in columns)).from_(
@@ -140,7 +141,7 @@ def inline_at(table: exp.Table, info: TableInfo, first_param: int,
                            exp.DataType.build(sqlglot_type_of(f.type), dialect="duckdb")]))
               for i, f in enumerate(info.schema)]
     table.replace(exp.Unnest(expressions=arrays, alias=exp.TableAlias(
-        this=exp.to_identifier(alias, quoted=True),
+        this=name_of,
         columns=[exp.to_identifier(c, quoted=True) for c in columns])))
     return InlinedSide(alias, info.ref.source,
                        catalog.sources[info.ref.source].dialect.to_sql(query), columns, first_param)

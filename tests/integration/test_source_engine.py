@@ -86,6 +86,9 @@ INLINED = [
     "SELECT s.i32, (SELECT max(a.abalance) FROM accounts a WHERE a.bid = s.i32) FROM small s "
     "WHERE s.i32 > 1 ORDER BY 1",
     "SELECT s.i32, e.id FROM small s LEFT JOIN events e ON e.i32 = s.i32 AND e.id > 3 ORDER BY 1, 2",
+    # aliases as PostgreSQL folds them, and the table's own name as its alias
+    'SELECT S.i32, "T".aid FROM small S JOIN accounts "T" ON "T".aid = s.i32 ORDER BY 1',
+    "SELECT small.s, accounts.abalance FROM small JOIN accounts ON accounts.aid = small.i32 ORDER BY 1",
 ]
 
 
@@ -147,7 +150,7 @@ async def explain(dsn: str, sql: str, *setup: str) -> list[str]:
 async def test_runs_on_postgres_with_postgres_answer(world, sql: str) -> None:
     truth, gateway, _ = world
     lines = await explain(gateway, sql)
-    assert any(line.startswith("  Inlined s: Remote on files:") for line in lines), lines
+    assert any(line.startswith("  Inlined ") and ": Remote on files:" in line for line in lines), lines
     assert not any(line.startswith("Engine") for line in lines), lines
     await assert_described_alike(truth, gateway, sql, *ON_FILES)
 
