@@ -196,10 +196,12 @@ class SessionState:
     def inline_sides(self) -> str:
         """Whether a PostgreSQL source runs statements whole with other sources' small
         tables inlined (planner.plan.PlanSettings): forced by `fedgate.engine = source`,
-        off when the session named an engine, else where the tables are small."""
+        off when the session named an engine or the configuration Spark, else where the
+        tables are small."""
         if self.settings.values["fedgate.engine"] == "source":
             return "force"
-        return "off" if self.engine_chosen else "auto"
+        # An engine named by the session, or Spark by `[engine] default`, keeps the engine.
+        return "off" if self.engine_chosen or self.ctx.config.engine.default == "spark" else "auto"
 
     def engine_for(self, plan: QueryPlan) -> tuple[str, str]:
         """The residual engine for `plan`, and why (for EXPLAIN): the session's choice
