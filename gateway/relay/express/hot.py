@@ -17,21 +17,21 @@ Only texts without quotes, escapes, dollar signs, question marks, comments, inne
 semicolons or non-ASCII characters are read this way: for them, splitting on numbers
 gives exactly the shape and numbers `gateway.relay.shapes` finds, and `split_statements` the
 statement itself (stripped, one trailing semicolon dropped). The split reads the Query's
-bytes in one pass (`gateway.relay.statement_bytes`: compiled when built).
+bytes in one pass (`gateway.relay.express.statement_bytes`: compiled when built).
 
 Extended-protocol runs `[Parse] Bind [Describe] Execute Sync` are kept by their bytes
 without the Bind's length and parameter values (`run_key_of`): two runs with one key differ
 in their values only, so every check `ExpressLane._extended` made of the first holds for
 the second, and the messages the session answers before the source does are the same.
 
-What is kept of each (`HotQuery`, `HotRun`) is `gateway.relay.remembered`.
+What is kept of each (`HotQuery`, `HotRun`) is `gateway.relay.express.remembered`.
 
 A repeat's steps (the lane's `_send_query`/`_send_run`, `_start`, and the finish of the
 statement) are written out in `_hot_query`, `_hot_extended` and their `..._done`: each is
 a few function calls fewer per statement; a repeat that meets an error, or a run with a
 row limit, takes the general steps.
 
-The repeats (gateway.relay.repeats, `Repeats`: compiled by Cython when built) go further: the
+The repeats (gateway.relay.express.repeats, `Repeats`: compiled by Cython when built) go further: the
 client's port offers them each chunk first, and a repeat is started, answered, counted
 and finished in one call each way, with this module's checks and bookkeeping. They
 act only while the lane is armed (`_arm`): after a statement of the lane ended with the
@@ -56,19 +56,19 @@ from pgwire.compiled import build_of
 from pgwire.protocol import client as w
 from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, answer_pass
 from connectors.postgres.link import MIRRORED, Outcome, PgLink
-from gateway.relay.exchange import FLUSH_BYTES, Exchange
+from gateway.relay.express.exchange import FLUSH_BYTES, Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
-from gateway.relay import repeats as repeats_build
-from gateway.relay.quick import quick_split
-from gateway.relay.remembered import BOUND_TAIL, HotQuery, HotRun, parameter_types
-from gateway.relay.repeats import Repeats
-from gateway.relay.statement_bytes import quick_bind, quick_split_bytes, run_key_of
+from gateway.relay.express import repeats as repeats_build
+from gateway.relay.express.quick import quick_split
+from gateway.relay.express.remembered import BOUND_TAIL, HotQuery, HotRun, parameter_types
+from gateway.relay.express.repeats import Repeats
+from gateway.relay.express.statement_bytes import quick_bind, quick_split_bytes, run_key_of
 from gateway.state.activity import began, ended
 from gateway.state.metrics import LATENCY_BUCKETS
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
-from gateway.relay.lane import ClientSide, Lane
+from gateway.relay.express.lane import ClientSide, Lane
 from gateway.relay.links import SessionLinks
 from gateway.state.route import Route
 from gateway.state.session import SessionState
@@ -80,13 +80,13 @@ _Q, _P, _B = (ord(c) for c in "QPB")
 LIMIT = 256  # shapes, and runs, kept per session
 
 
-# Which build of the repeats (gateway/relay/repeats.py) runs, for the start-up log:
+# Which build of the repeats (gateway/relay/express/repeats.py) runs, for the start-up log:
 # compiled by Cython, or its source interpreted.
 REPEATS = build_of(repeats_build)
 
 
 class HotLane(Lane):
-    """The lane's side of this memory (`gateway.relay.express.ExpressLane` builds on it): `_hot`
+    """The lane's side of this memory (`gateway.relay.express.taking.ExpressLane` builds on it): `_hot`
     tries a chunk against it before the lane cuts the chunk into messages; `_query` and
     `_extended` call `_remember` and `_remember_run` once they started a statement."""
 
@@ -147,7 +147,7 @@ class HotLane(Lane):
 
     def _hot(self, data: bytes) -> bool:
         """A chunk that is exactly one simple Query, or one run, of a kind the lane
-        remembers (`gateway.relay.hot`): started without cutting it into messages."""
+        remembers (`gateway.relay.express.hot`): started without cutting it into messages."""
         tag, n = data[0], len(data)
         if n < 5:
             return False
