@@ -19,7 +19,7 @@ WHY = ("Where the gateway's CPU goes: the kernel's share (system time: two socke
        "statement is the event loop's two socket callbacks that hand the chunks over, as "
        "for the bare relay; the rest of the gap to PgBouncer is those callbacks and the "
        "compiled code's attribute reads and writes on the session's Python objects. The "
-       "lane's Python road (gateway/relay/express/hot.py) takes a shape's first runs, the statement "
+       "lane's Python road (gateway/relay/express/memory.py) takes a shape's first runs, the statement "
        "after the session's task acted, and whatever the repeats decline; with "
        "FEDGATE_HOT_SPLIT=python the repeats run interpreted.")
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gateway.relay.express.quick import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import HOT_SPLIT_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support import rawpg
 from tests.support.gateway_proc import PgSourceGateway, gateway_on_new_database

@@ -26,14 +26,14 @@ task's road only.
 The lane's modules, from the top (each builds on those below it):
 - `taking`: `ExpressLane`, which the connection builds with the session's state, links
   and client port; it decides what a chunk of client bytes starts, if anything;
-- `hot`: `HotLane`, the lane's memory of what it relayed, so that a repeat costs one
+- `memory`: `HotLane`, the lane's memory of what it relayed, so that a repeat costs one
   lookup (the repeats' Python road);
 - `lane`: `Lane`, the machinery: the entry points the client's socket calls, the link a
   route may use now, finishing a statement as the session's task does;
 - `place_in_line`: the lane's place in a pool's line for a link (transaction pooling);
 - `exchange`: one exchange with a link, driven by the link's socket callback;
-- `remembered`: what the memory keeps of a statement (`HotQuery`, `HotRun`);
-- `quick`: the split of a simple Query's text into statement, shape and numbers;
+- `kept`: what the memory keeps of a statement (`HotQuery`, `HotRun`);
+- `text_split`: the split of a simple Query's text into statement, shape and numbers;
 - `repeats`, `repeats_flight`: the repeats, a remembered statement in and out in one
   call each way (compiled when built);
 - `statement_bytes`: the walks over a statement's bytes (compiled when built).

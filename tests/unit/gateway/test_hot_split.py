@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.relay.express.quick import HOT_SPLIT_ENV, quick_split
+from gateway.relay.express.text_split import HOT_SPLIT_ENV, quick_split
 from tests.support.builds import compiled, interpreted
 
 COMPILED = compiled("gateway.relay.express.statement_bytes")
@@ -79,7 +79,7 @@ def test_the_builds_agree(data: bytes) -> None:
 
 
 def split_in_fresh_process(env: dict[str, str]) -> str:
-    code = ("from gateway.relay.express.quick import HOT_SPLIT\n"
+    code = ("from gateway.relay.express.text_split import HOT_SPLIT\n"
             "from gateway.relay.express.statement_bytes import quick_split_bytes\n"
             "print(HOT_SPLIT, type(quick_split_bytes).__name__)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
