@@ -23,7 +23,7 @@ task's road only.
     client ──Q──▶ ClientPort.data_received ─▶ lane.offer ─▶ link transport.write
     client ◀─rows── session.write ◀─ Exchange.pump ◀─ LinkPort.data_received ◀── source
 
-The lane's modules, from the top (each builds on those below it):
+The lane's modules, from the top (each imports only modules listed below it):
 - `taking`: `ExpressLane`, which the connection builds with the session's state, links
   and client port; it decides what a chunk of client bytes starts, if anything;
 - `memory`: `HotLane`, the lane's memory of what it relayed, so that a repeat costs one
