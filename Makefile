@@ -15,15 +15,15 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # 600 MB (PySpark is most of it). The compiled modules' sources are listed so that a changed
 # one is built again (the editable install compiles them in place: Cython for each .py/.pxd
 # pair).
-COMPILED := pgwire/protocol/answer_walks.py gateway/relay/statement_bytes.py \
-	gateway/relay/repeats_flight.py gateway/relay/repeats.py
+COMPILED := pgwire/protocol/answer_walks.py gateway/relay/express/statement_bytes.py \
+	gateway/relay/express/repeats_flight.py gateway/relay/express/repeats.py
 C_SOURCES := $(COMPILED) $(COMPILED:.py=.pxd)
 $(STAMP): requirements.lock pyproject.toml $(C_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check --progress-bar on -r requirements.lock
 	PIP_CONSTRAINT=requirements.lock $(PY) -m pip install --disable-pip-version-check --no-deps -e .
-	@for module in pgwire.protocol.answer_walks gateway.relay.statement_bytes \
-	  gateway.relay.repeats_flight gateway.relay.repeats; do \
+	@for module in pgwire.protocol.answer_walks gateway.relay.express.statement_bytes \
+	  gateway.relay.express.repeats_flight gateway.relay.express.repeats; do \
 	  $(PY) -c "import sys, $$module as m; from pgwire.compiled import build_of; \
 	  sys.exit(build_of(m) != 'compiled')" || echo "NOTE: $$module is not compiled (no C \
 	  compiler or Python's headers?): it runs interpreted, at more CPU per statement and \

@@ -43,7 +43,7 @@ class LinkPort(asyncio.Protocol):
         # Called after every chunk while an express exchange owns the link.
         self.consumer: Callable[[], None] | None = None
         # Given every chunk instead, while the express lane's repeats own the link
-        # (gateway.relay.hot): they feed the reader themselves (`consumer` is set too).
+        # (gateway.relay.express.memory): they feed the reader themselves (`consumer` is set too).
         self.taker: Callable[[bytes], None] | None = None
         # The client's side while a relayed result streams: DataRows go straight to it.
         self.pipe: asyncio.WriteTransport | None = None

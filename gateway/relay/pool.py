@@ -69,7 +69,7 @@ class Holder(Protocol):
 
     links: dict[str, PgLink]
     # A place in a pool's line the express lane took and handed to the session's task
-    # (`gateway.relay.place_in_line.PlaceInLine.to_task`), which `borrow` waits on instead
+    # (`gateway.relay.express.place_in_line.PlaceInLine.to_task`), which `borrow` waits on instead
     # of queueing again.
     adopted: dict[str, tuple[Waiter, LinkPool]]
 

@@ -7,7 +7,7 @@ the callback, without waking the task. Every other chunk is fed to the decoder, 
 order. The stream protocol this replaces stays behind it for the writing side, so
 `StreamWriter.drain()` and `wait_closed()` keep working. The connection
 (`gateway.server.connection`) gives the port its lane; the lane sees the port only as
-`gateway.relay.lane.ClientSide`.
+`gateway.relay.express.lane.ClientSide`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from gateway.server.limits import MessageBudget
 from pgwire.protocol.decoder import FrontendDecoder, asks_for_work
 
 if TYPE_CHECKING:
-    from gateway.relay.express import ExpressLane
+    from gateway.relay.express.taking import ExpressLane
 
 log = logging.getLogger("fedgate.connection")
 

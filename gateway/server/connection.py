@@ -24,7 +24,7 @@ import logging
 import secrets
 import time
 
-from gateway.relay.express import ExpressLane
+from gateway.relay.express.taking import ExpressLane
 from gateway.server.auth import AuthRequest, auth_failed, make_authenticator
 from gateway.server.client_port import ClientPort
 from gateway.server.client_tls import (accept_tls, cleartext_password_allowed,

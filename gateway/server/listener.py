@@ -47,8 +47,8 @@ from gateway.state.metrics import Metrics
 from pgwire.errors import PgError
 from pgwire.protocol import encoder
 from pgwire.protocol.client import ROW_WALK
-from gateway.relay.quick import HOT_SPLIT
-from gateway.relay.hot import REPEATS
+from gateway.relay.express.text_split import HOT_SPLIT
+from gateway.relay.express.memory import REPEATS
 from planner import CatalogSnapshot, SourceEntry
 
 log = logging.getLogger("fedgate")

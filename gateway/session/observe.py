@@ -1,7 +1,7 @@
 """What the session tells /metrics and the status page about each statement it runs.
 
 `Road` follows one statement: the road it takes (relay, federated, utility; the express
-lane counts its own in `gateway.relay.lane`), its kind, its plan. `ended` counts it
+lane counts its own in `gateway.relay.express.lane`), its kind, its plan. `ended` counts it
 (`gateway.state.metrics`) and keeps it for the status page when it failed or was slow.
 The work per statement is a few attribute stores and dict increments.
 """

@@ -44,7 +44,7 @@ class ClientGone(ConnectionResetError):
 
 
 class LaneHandle(Protocol):
-    """The express lane as the session sees it (gateway.relay.express.ExpressLane): it
+    """The express lane as the session sees it (gateway.relay.express.taking.ExpressLane): it
     cancels the statements it runs, and counts them (SHOW fedgate.express_statements, and
     of those the ones its repeats ran, fedgate.express_repeats)."""
 

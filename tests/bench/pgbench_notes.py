@@ -11,7 +11,7 @@ WHY = ("Where the gateway's CPU goes: the kernel's share (system time: two socke
        "written per statement, and the processes at both ends woken) is about the same for "
        "the three proxies; the difference is user space. A relayed repeat (each of "
        "pgbench's statements after its first two runs, and BEGIN/COMMIT) is started and "
-       "answered by the express lane's repeats (gateway/relay/repeats.py, compiled by "
+       "answered by the express lane's repeats (gateway/relay/express/repeats.py, compiled by "
        "Cython): the client's chunk in and the source's answer out, one call each way, with "
        "the lane's checks (the session idle, search_path, catalog version, transaction "
        "block, the link's state and mirrored settings) and its bookkeeping "
@@ -19,7 +19,7 @@ WHY = ("Where the gateway's CPU goes: the kernel's share (system time: two socke
        "statement is the event loop's two socket callbacks that hand the chunks over, as "
        "for the bare relay; the rest of the gap to PgBouncer is those callbacks and the "
        "compiled code's attribute reads and writes on the session's Python objects. The "
-       "lane's Python road (gateway/relay/hot.py) takes a shape's first runs, the statement "
+       "lane's Python road (gateway/relay/express/memory.py) takes a shape's first runs, the statement "
        "after the session's task acted, and whatever the repeats decline; with "
        "FEDGATE_HOT_SPLIT=python the repeats run interpreted.")
 

@@ -100,7 +100,7 @@ def test_the_wheel_holds_every_module_and_the_command(installed):
                for p in (REPO / package).rglob("*.py") if "__pycache__" not in p.parts}
     assert modules and modules <= names, sorted(modules - names)[:10]
     # The compiled modules, built by the build stage.
-    for module in ("pgwire/protocol/answer_walks.", "gateway/relay/statement_bytes."):
+    for module in ("pgwire/protocol/answer_walks.", "gateway/relay/express/statement_bytes."):
         assert any(n.startswith(module) and n.endswith(".so") for n in names), module
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     text = zipfile.ZipFile(installed.wheel).read(entry_points).decode()

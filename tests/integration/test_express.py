@@ -1,4 +1,4 @@
-"""The express lane (gateway/relay/express.py) answers exactly as the session's task does.
+"""The express lane (gateway/relay/express/) answers exactly as the session's task does.
 
 Relayed statements of one PostgreSQL source are run from the sockets' callbacks when the
 session is idle; everything else takes the task's road. These tests send the same
@@ -26,7 +26,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gateway.relay.quick import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import HOT_SPLIT_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support import rawpg
 from tests.support.gateway_proc import PgSourceGateway, gateway_on_new_database
@@ -39,7 +39,7 @@ Setup = PgSourceGateway
 
 
 # Each test runs against a gateway with the lane's Query split and answer walk compiled and
-# one with their sources interpreted (gateway/relay/statement_bytes.py, HOT_SPLIT;
+# one with their sources interpreted (gateway/relay/express/statement_bytes.py, HOT_SPLIT;
 # pgwire/protocol/answer_walks.py, ROW_WALK): both must answer alike.
 @pytest.fixture(scope="module", params=["C", "python"])
 def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory,

@@ -1,7 +1,7 @@
 """Drivers that repeat statements get PostgreSQL's answers from the express lane's memory.
 
 The lane remembers a relayed statement's shape or extended-protocol run the second time
-it sees it (gateway/relay/hot.py) and answers later repeats from that memory. Drivers
+it sees it (gateway/relay/express/memory.py) and answers later repeats from that memory. Drivers
 repeat statements in every way the memory keys on: asyncpg prepares named statements and
 binds binary parameters (fetch, fetchrow with its row limit, executemany); psycopg sends
 unnamed Parse/Bind runs with text or binary parameters, prepares after a threshold, and

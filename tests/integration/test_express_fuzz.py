@@ -25,7 +25,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from gateway.relay.quick import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import HOT_SPLIT_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support import rawpg
 from tests.support.fuzz import fuzz_examples, time_limit

@@ -1,8 +1,8 @@
-"""The express lane's repeats (gateway/relay/repeats.py) answer as the Python road does.
+"""The express lane's repeats (gateway/relay/express/repeats.py) answer as the Python road does.
 
 A statement the lane relayed before, repeated while the session is idle, is started and
 answered by one call of the repeats each way, with the checks, the bookkeeping and the
-transaction state of the Python road (gateway/relay/hot.py), which takes over whenever the
+transaction state of the Python road (gateway/relay/express/memory.py), which takes over whenever the
 repeats meet something they do not read. These tests drive repeats through what can happen
 to them: new numbers and parameter values, source errors in the middle of a repeat's
 answer, transaction blocks (BEGIN sent ahead of a block's first repeat), a failed
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 
-from gateway.relay.quick import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import HOT_SPLIT_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.integration.test_express import cancel_on_the_source, connect, exchange, q
 from tests.support import rawpg

@@ -2,7 +2,7 @@
 repeats, as the bare name is, and answer as PostgreSQL does.
 
 ORMs and BI tools qualify names and quote identifiers (`"pg"."acct"`): the lane's split
-of a Query's bytes (gateway/relay/statement_bytes.py) keeps a quoted identifier whole, so
+of a Query's bytes (gateway/relay/express/statement_bytes.py) keeps a quoted identifier whole, so
 the shape of such a text is keyed like any other, and the repeats bind its numbers to the
 statement respelled for the source once per shape. Both builds, as
 tests/integration/test_express_repeats.py; `SHOW fedgate.express_repeats` tells them apart.
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from gateway.relay.quick import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import HOT_SPLIT_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.integration.test_express import exchange, q
 from tests.integration.test_express_repeats import Setup, show

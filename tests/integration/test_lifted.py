@@ -5,7 +5,7 @@ Each simple Query below runs directly on PostgreSQL, through the gateway with
 session's link and the numbers are bound) and with it off (the text is sent as written).
 Every statement runs three times, so the first execution (which prepares the shape), the
 second (the express lane binding the prepared statement) and the later ones (the lane
-recalling the shape it lifted, gateway/relay/hot.py) are all compared. Answers
+recalling the shape it lifted, gateway/relay/express/memory.py) are all compared. Answers
 must agree message by message: column names and types, rows, command tags, and errors
 with their SQLSTATE, message, detail and position in the client's text. A table that
 changes shape between two runs of one statement still answers (a Query has no cached

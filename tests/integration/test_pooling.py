@@ -29,7 +29,7 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.relay.quick import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import HOT_SPLIT_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.http_gateway import http_get

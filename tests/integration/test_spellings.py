@@ -142,7 +142,7 @@ def test_repeats_of_a_qualified_spelling_take_the_express_lane(setup: Setup, tab
             assert [m[0] for m in answer] == ["T", "D", "C", "Z"], answer
             assert rawpg.parse_data_row(answer[1][1]) == [str((n % 3 + 1) * 100).encode()]
         assert show(conn, "fedgate.express_statements") - taken >= 20
-        if '"' not in table:  # the repeats read unquoted texts only (gateway/relay/quick.py)
+        if '"' not in table:  # the repeats read unquoted texts only (gateway/relay/express/text_split.py)
             assert show(conn, "fedgate.express_repeats") - repeated >= 19
 
 

@@ -1,5 +1,5 @@
 """The express lane's Query split (`quick_split_bytes`), Bind (`quick_bind`) and the key
-of an extended-protocol run (`run_key_of`): one source (gateway/relay/statement_bytes.py),
+of an extended-protocol run (`run_key_of`): one source (gateway/relay/express/statement_bytes.py),
 compiled by Cython and run as it is; the two builds give the same answer for any bytes,
 the split agrees with the split of the text (`quick_split`), and which build the gateway
 uses is chosen as documented (FEDGATE_HOT_SPLIT=python runs the source interpreted).
@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.relay.quick import HOT_SPLIT_ENV, quick_split
+from gateway.relay.express.text_split import HOT_SPLIT_ENV, quick_split
 from tests.support.builds import compiled, interpreted
 
-COMPILED = compiled("gateway.relay.statement_bytes")
-INTERPRETED = interpreted("gateway.relay.statement_bytes")
+COMPILED = compiled("gateway.relay.express.statement_bytes")
+INTERPRETED = interpreted("gateway.relay.express.statement_bytes")
 split_c, split_py = COMPILED.quick_split_bytes, INTERPRETED.quick_split_bytes
 bind_c, bind_py = COMPILED.quick_bind, INTERPRETED.quick_bind
 run_key_c, run_key_py = COMPILED.run_key_of, INTERPRETED.run_key_of
@@ -79,8 +79,8 @@ def test_the_builds_agree(data: bytes) -> None:
 
 
 def split_in_fresh_process(env: dict[str, str]) -> str:
-    code = ("from gateway.relay.quick import HOT_SPLIT\n"
-            "from gateway.relay.statement_bytes import quick_split_bytes\n"
+    code = ("from gateway.relay.express.text_split import HOT_SPLIT\n"
+            "from gateway.relay.express.statement_bytes import quick_split_bytes\n"
             "print(HOT_SPLIT, type(quick_split_bytes).__name__)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=False, timeout=60)

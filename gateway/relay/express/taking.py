@@ -1,32 +1,10 @@
-"""The express lane: relayed statements answered from the sockets' callbacks.
-
-A statement of one PostgreSQL source (`gateway.relay.routing`) costs little on the source, and
-on the session's task it costs two task wake-ups and a dozen awaits per statement: more
-than the source's own work for pgbench's point queries. The lane does the same work in
-the transports' callbacks instead. The client's bytes arrive (`ClientPort`), the route
-comes from the router's cache, the bytes go to the session's link, and the link's
-callback (`LinkPort`) passes the source's answer to the client as it arrives.
-
-What the lane takes, all on a link the session already has, idle:
-- a simple Query of one statement that the session would relay (not COPY, not DDL);
-- an extended-protocol run `[Parse] Bind [Describe] Execute Sync` of a relayed statement
-  (unnamed portal, no row limit), where the Parse repeats one the session relayed.
-Everything else (the first statement on a link, planner queries, SET, COPY, a
-statement_timeout to enforce, errors of our own, half-received messages) goes to the
-session's task exactly as before, and in order: the lane acts only while the task waits
-for input with nothing buffered, and holds what arrives while its exchange is in flight.
-Each step mirrors the session's own (`Session.run_statements`, `on_parse`, `on_bind`,
-`on_execute`, `on_sync`; `SessionLinks.simple`/`execute`), so answers, transaction
-states and errors are the same on both roads; `SET fedgate.express = off` takes the
-task's road only.
-
-The lane's machinery (entry points, exchanges, finishing a statement) is
-`gateway.relay.lane.Lane`; what it remembers for repeats is `gateway.relay.hot.HotLane`;
-`ExpressLane` below decides what to take. The connection builds it with the session's
-state, links and client port.
-
-    client ──Q──▶ ClientPort.data_received ─▶ lane.offer ─▶ link transport.write
-    client ◀─rows── session.write ◀─ Exchange.pump ◀─ LinkPort.data_received ◀── source
+"""What the express lane (`gateway.relay.express`, which says what the lane is for) takes:
+`ExpressLane` decides what a chunk of client bytes starts, if anything: a repeat its
+memory knows, else a simple Query or an extended-protocol run of a relayed statement, or
+the bare forms of BEGIN, COMMIT and ROLLBACK. The lane's machinery
+(entry points, exchanges, finishing a statement) is `gateway.relay.express.lane.Lane`;
+what it remembers for repeats is `gateway.relay.express.memory.HotLane`. The connection
+builds it with the session's state, links and client port.
 """
 
 from __future__ import annotations
@@ -34,8 +12,8 @@ from __future__ import annotations
 from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome
 from pgwire.errors import PgError
-from gateway.relay.exchange import cut
-from gateway.relay.hot import HotLane
+from gateway.relay.express.exchange import cut
+from gateway.relay.express.memory import HotLane
 from gateway.relay.relayed import lifted_execute, relayed_description
 from gateway.state.activity import note_query
 from gateway.state.portals import Prepared

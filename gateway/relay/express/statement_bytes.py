@@ -7,7 +7,7 @@ For a text the lane reads this way (ASCII; no quotes, backslashes, dollar signs,
 marks, comments or inner semicolons), `quick_split_bytes` returns (statement, shape, numbers): the
 text stripped of white space and of its trailing semicolons, that statement with each
 number replaced by `?`, and the numbers; None for any other text, or one without
-numbers. A number is what `gateway.relay.quick.quick_split` finds in a text:
+numbers. A number is what `gateway.relay.express.text_split.quick_split` finds in a text:
 (?<![\\w$.])(\\d+(?:\\.\\d*)?(?:[eE][+-]?\\d+)?). One pass over the bytes.
 
 One source for both builds: Cython compiles this module when fedgate is installed (the C

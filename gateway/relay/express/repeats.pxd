@@ -2,7 +2,7 @@
 # state is Flight's typed fields (repeats_flight.pxd).
 cimport cython
 
-from gateway.relay.repeats_flight cimport Flight
+from gateway.relay.express.repeats_flight cimport Flight
 
 cdef int CONTROL_NONE, CONTROL_BEGIN, CONTROL_COMMIT, CONTROL_ROLLBACK
 cdef dict _CONTROL_WORDS

@@ -1,11 +1,12 @@
 """The express lane's machinery: the session's state as the lane sees it, and exchanges.
 
-`gateway.relay.express` says what the lane is for and decides which statements it takes;
-`gateway.relay.hot` remembers what it took. This module is what both build on: the entry
-points the client's socket calls (`offer`, `client_lost`, `client_paused`, `cancel`),
-when the session is idle enough for the lane, the link a route may use now, starting an
-exchange on it (`gateway.relay.exchange`), and finishing a simple Query or an extended
-run the way the session's task does (`Session.on_query`, `on_sync`).
+`gateway.relay.express` says what the lane is for; `taking` beside this module decides
+which statements it takes, `memory` remembers what it took. This module is what both
+build on: the entry points the client's socket calls (`offer`, `client_lost`,
+`client_paused`, `cancel`), when the session is idle enough for the lane, the link a
+route may use now, starting an exchange on it (`gateway.relay.express.exchange`), and
+finishing a simple Query or an extended run the way the session's task does
+(`Session.on_query`, `on_sync`).
 
 The lane is handed the session's state (`gateway.state.session.SessionState`), its links
 (`gateway.relay.links.SessionLinks`) and the client's socket (`ClientSide`, which
@@ -21,11 +22,11 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from connectors.postgres.link import Outcome, PgLink, RemoteStatement
-from gateway.relay.exchange import Exchange
+from gateway.relay.express.exchange import Exchange
 from gateway.relay.links import SessionLinks
 from gateway.relay.relayed import stale_plan, unlifted
 from gateway.relay.literals import Lifted
-from gateway.relay.place_in_line import PlaceInLine
+from gateway.relay.express.place_in_line import PlaceInLine
 from gateway.state.activity import activity_of, began, ended, idled
 from gateway.state.background import in_background
 from gateway.state.portals import Portal, Prepared
@@ -57,7 +58,7 @@ class ClientSide(Protocol):
 
 
 class Lane:
-    """The lane's machinery; `gateway.relay.express.ExpressLane` decides what it takes."""
+    """The lane's machinery; `gateway.relay.express.taking.ExpressLane` decides what it takes."""
 
     def __init__(self, state: SessionState, links: SessionLinks, port: ClientSide) -> None:
         self.state = state
@@ -71,8 +72,8 @@ class Lane:
         # In a pool's line for a link (transaction pooling), what came meanwhile held.
         self.place = PlaceInLine(self, self._continue)
         self.activity = activity_of(state)  # the session's, for pg_stat_activity
-        # The repeats (gateway.relay.repeats, made by gateway.relay.hot): armed while the
-        # session is idle.
+        # The repeats (gateway.relay.express.repeats, made by gateway.relay.express.memory):
+        # armed while the session is idle.
         self.repeats: Any = None
         self._decoder = FrontendDecoder(state.ctx.config.server.max_message_bytes)
         self._decoder.startup_done()
@@ -115,7 +116,7 @@ class Lane:
 
     def disarm(self) -> None:
         """The session, its port or the lane act: the repeats take nothing until the
-        lane arms them again (gateway.relay.hot)."""
+        lane arms them again (gateway.relay.express.memory)."""
         if self.repeats is not None:
             self.repeats.disarm()
 
@@ -403,7 +404,7 @@ class Lane:
         self._settle()
 
     def _arm(self) -> None:
-        """Arm the repeats (gateway.relay.hot.HotLane)."""
+        """Arm the repeats (gateway.relay.express.memory.HotLane)."""
 
     def _done(self) -> None:
         ended(self.activity, self.state)  # the statement log (gateway.state.activity)

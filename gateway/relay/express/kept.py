@@ -1,11 +1,12 @@
 """What the express lane keeps of a statement it relayed, for its repeats.
 
-`gateway.relay.hot` keeps, per session, a simple Query's lifted shape (`HotQuery`, by the
-shape) and an extended-protocol run (`HotRun`, by `run_key_of`: the run's bytes without the
-Bind's length and values), with what its route was decided on and the head of the Bind
-it sends the source; the repeats (gateway.relay.repeats) read the same objects.
-The Bind of a repeat's values is built here (`bound_request`) or, from its bytes, by
-`gateway.relay.statement_bytes` (`quick_bind`), which also gives a run's key (`run_key_of`).
+`gateway.relay.express.memory` keeps, per session, a simple Query's lifted shape
+(`HotQuery`, by the shape) and an extended-protocol run (`HotRun`, by `run_key_of`: the
+run's bytes without the Bind's length and values), with what its route was decided on
+and the head of the Bind it sends the source; the repeats (gateway.relay.express.repeats)
+read the same objects. The Bind of a repeat's values is built here (`bound_request`) or,
+from its bytes, by `gateway.relay.express.statement_bytes` (`quick_bind`), which also
+gives a run's key (`run_key_of`).
 """
 
 from __future__ import annotations

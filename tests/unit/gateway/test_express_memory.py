@@ -1,4 +1,5 @@
-"""The express lane's memory (gateway/relay/hot.py, gateway/relay/remembered.py) reads texts as the slow path does.
+"""The express lane's memory (gateway/relay/express/memory.py and kept.py) reads texts as
+the slow path does.
 
 A remembered shape is found again by splitting a Query's text on its numbers; for every
 text that split accepts, the statement, shape and numbers must be exactly those of
@@ -12,9 +13,9 @@ from __future__ import annotations
 import pytest
 
 from connectors.postgres.link import RemoteStatement
-from gateway.relay.quick import quick_split
-from gateway.relay.remembered import BOUND_TAIL, HotQuery, bound_request, parameter_types
-from gateway.relay.statement_bytes import quick_bind, quick_split_bytes, run_key_of
+from gateway.relay.express.text_split import quick_split
+from gateway.relay.express.kept import BOUND_TAIL, HotQuery, bound_request, parameter_types
+from gateway.relay.express.statement_bytes import quick_bind, quick_split_bytes, run_key_of
 from gateway.relay.links import lifted_execute
 from gateway.relay.literals import lift
 from gateway.relay.shapes import scan

@@ -42,7 +42,7 @@ def cut(data: bytes) -> tuple[list[tuple[int, int, int]], int]:
 
 
 class Answering(Protocol):
-    """Where an exchange writes the source's answer (the lane, gateway.relay.lane.Lane)."""
+    """Where an exchange writes the source's answer (the lane, gateway.relay.express.lane.Lane)."""
 
     state: SessionState
 

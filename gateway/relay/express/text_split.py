@@ -1,17 +1,17 @@
 """The express lane's split of a simple Query's text: (statement, shape, numbers).
 
-`gateway.relay.hot` finds a Query it relayed before by its shape, the text with each
-number replaced by `?`. Only texts without string quotes, escapes, dollar signs, question
-marks, comments, inner semicolons or non-ASCII characters are read this way: for them,
-splitting on numbers gives exactly the shape and numbers `gateway.relay.shapes` finds, and
-`split_statements` the statement itself (stripped, one trailing semicolon dropped). Quoted
-identifiers (`"pg"."t1"`, as ORMs write them) are read, kept whole: a digit inside one is
-no number, as in `gateway.relay.shapes`; with an unclosed one the text is not read.
+`gateway.relay.express.memory` finds a Query it relayed before by its shape, the text with
+each number replaced by `?`. Only texts without string quotes, escapes, dollar signs,
+question marks, comments, inner semicolons or non-ASCII characters are read this way: for
+them, splitting on numbers gives exactly the shape and numbers `gateway.relay.shapes` finds,
+and `split_statements` the statement itself (stripped, one trailing semicolon dropped).
+Quoted identifiers (`"pg"."t1"`, as ORMs write them) are read, kept whole: a digit inside
+one is no number, as in `gateway.relay.shapes`; with an unclosed one the text is not read.
 
-`quick_split` reads a text (`_remember` keys a shape with it); `quick_split_bytes` reads
-a Query's bytes as they arrived, on every statement of the lane, in one pass; it is
-`gateway.relay.statement_bytes` (compiled by Cython when built; FEDGATE_HOT_SPLIT says
-which build runs, as FEDGATE_ROW_WALK does for the row walk), as is `quick_bind`, the
+`quick_split` reads a text (`_remember` keys a shape with it); `quick_split_bytes` reads a
+Query's bytes as they arrived, on every statement of the lane, in one pass; it is
+`gateway.relay.express.statement_bytes` (compiled by Cython when built; FEDGATE_HOT_SPLIT
+says which build runs, as FEDGATE_ROW_WALK does for the row walk), as is `quick_bind`, the
 Bind of the numbers to the source's statement.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from pgwire.compiled import build_of
-from gateway.relay import HOT_SPLIT_ENV, statement_bytes  # HOT_SPLIT_ENV: for the tests
+from gateway.relay.express import HOT_SPLIT_ENV, statement_bytes  # HOT_SPLIT_ENV: for the tests
 
 # As gateway.relay.shapes' quoted identifier and number alternatives (`""` inside a quoted
 # identifier reads as two quoted identifiers in a row: kept whole all the same).

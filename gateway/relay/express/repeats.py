@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, annotation_typing=False
 """The express lane's repeats: a statement the lane ran before, in and out in one call
-each way. `gateway.relay.hot` says when, and is the Python road this shortens: it stays
+each way. `gateway.relay.express.memory` says when, and is the Python road this shortens: it stays
 the one taken whenever this code declines, so the two must answer alike, byte for byte.
 
 `Repeats(...)` is made by the lane, which hands it what it works with at construction:
@@ -23,7 +23,7 @@ session's task and the lane disarm whenever they act). What only they change (se
 the transaction's state, prepared statements, the client's socket) is as the arming saw
 it, kept in this object's own fields, or as this code changed it (BEGIN, COMMIT); what
 may change meanwhile (the catalog, the links, a shutdown) is read again here for every
-statement, as `gateway.relay.hot` does.
+statement, as `gateway.relay.express.memory` does.
 
 One source for both builds: Cython compiles this module when fedgate is installed (the C
 types of its fields and names are in repeats.pxd beside it: a `cdef class` whose state
@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from pgwire.protocol import encoder
 from pgwire.protocol import client as w
-from gateway.relay.repeats_flight import (DONE_COMMIT, DONE_ROLLBACK, KIND_END, KIND_QUERY, KIND_RUN,
-                                          Z_BLOCK, Z_IDLE, Flight)
+from gateway.relay.express.repeats_flight import (DONE_COMMIT, DONE_ROLLBACK, KIND_END, KIND_QUERY,
+                                                  KIND_RUN, Z_BLOCK, Z_IDLE, Flight)
 
 CONTROL_NONE = 0
 CONTROL_BEGIN = 1

@@ -1,12 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, annotation_typing=False
-"""The express lane's repeats, their statement in flight (`gateway.relay.repeats` says what
-they are and takes the client's chunks): the arming's snapshot, the start of a statement
-on its link, the source's answer (`take`, `pump`), its end (counted, the session idle, the
-client's answer written) and the handing over of a statement to the lane's Python
+"""The express lane's repeats, their statement in flight (`gateway.relay.express.repeats`
+says what they are and takes the client's chunks): the arming's snapshot, the start of a
+statement on its link, the source's answer (`take`, `pump`), its end (counted, the session
+idle, the client's answer written) and the handing over of a statement to the lane's Python
 exchange (`adopt`).
 
-`Flight` holds the repeats' state in its own fields, handed over at construction or set
-by `arm`; `gateway.relay.repeats.Repeats` builds on it. One source for both builds, as
+`Flight` holds the repeats' state in its own fields, handed over at construction or set by
+`arm`; `gateway.relay.express.repeats.Repeats` builds on it. One source for both builds, as
 that module: the C types of the fields are in repeats_flight.pxd beside it.
 """
 

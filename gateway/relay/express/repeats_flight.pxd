@@ -1,5 +1,5 @@
 # The C types of repeats_flight.py's names when Cython compiles it (see its docstring): the
-# repeats' state is the typed fields of `Flight`, which gateway.relay.repeats builds on.
+# repeats' state is the typed fields of `Flight`, which gateway.relay.express.repeats builds on.
 cimport cython
 
 cdef int _QUERY, _RUN, _END

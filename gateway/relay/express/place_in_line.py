@@ -26,7 +26,7 @@ from gateway.state.session import SessionState
 
 
 class Port(Protocol):
-    """The client's socket as the place uses it (`gateway.relay.lane.ClientSide`)."""
+    """The client's socket as the place uses it (`gateway.relay.express.lane.ClientSide`)."""
 
     def feed(self, data: bytes) -> None: ...
 
@@ -34,7 +34,7 @@ class Port(Protocol):
 
 
 class InLine(Protocol):
-    """What the place asks of the lane (`gateway.relay.lane.Lane`)."""
+    """What the place asks of the lane (`gateway.relay.express.lane.Lane`)."""
 
     state: SessionState
     links: SessionLinks

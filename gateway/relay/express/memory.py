@@ -17,33 +17,33 @@ Only texts without quotes, escapes, dollar signs, question marks, comments, inne
 semicolons or non-ASCII characters are read this way: for them, splitting on numbers
 gives exactly the shape and numbers `gateway.relay.shapes` finds, and `split_statements` the
 statement itself (stripped, one trailing semicolon dropped). The split reads the Query's
-bytes in one pass (`gateway.relay.statement_bytes`: compiled when built).
+bytes in one pass (`gateway.relay.express.statement_bytes`: compiled when built).
 
 Extended-protocol runs `[Parse] Bind [Describe] Execute Sync` are kept by their bytes
 without the Bind's length and parameter values (`run_key_of`): two runs with one key differ
 in their values only, so every check `ExpressLane._extended` made of the first holds for
 the second, and the messages the session answers before the source does are the same.
 
-What is kept of each (`HotQuery`, `HotRun`) is `gateway.relay.remembered`.
+What is kept of each (`HotQuery`, `HotRun`) is `gateway.relay.express.kept`.
 
 A repeat's steps (the lane's `_send_query`/`_send_run`, `_start`, and the finish of the
 statement) are written out in `_hot_query`, `_hot_extended` and their `..._done`: each is
 a few function calls fewer per statement; a repeat that meets an error, or a run with a
 row limit, takes the general steps.
 
-The repeats (gateway.relay.repeats, `Repeats`: compiled by Cython when built) go further: the
-client's port offers them each chunk first, and a repeat is started, answered, counted
-and finished in one call each way, with this module's checks and bookkeeping. They
+The repeats (gateway.relay.express.repeats, `Repeats`: compiled by Cython when built) go
+further: the client's port offers them each chunk first, and a repeat is started, answered,
+counted and finished in one call each way, with this module's checks and bookkeeping. They
 act only while the lane is armed (`_arm`): after a statement of the lane ended with the
 session idle, and until the session's task, its port or the lane's Python act again
-(`Lane.disarm`), so what only those change (settings, the transaction, prepared
-statements, the client's socket) is as `_arm` saw it; what may change in between (the
-catalog, the links, a shutdown) they read again each time, as `_hot_query` does. They
-also run a block's BEGIN, and its COMMIT or ROLLBACK on the one source it reached. What
-their answer's walk does not read (an error, a new row description, the source gone) or
-a cancel hands the statement to this module's exchange, where it goes on (`_adopt`);
-anything else they decline goes to the lane's `offer`. Without the build, or with
-FEDGATE_HOT_SPLIT=python, the same repeats run interpreted.
+(`Lane.disarm`), so what only those change (settings, the transaction, prepared statements,
+the client's socket) is as `_arm` saw it; what may change in between (the catalog, the
+links, a shutdown) they read again each time, as `_hot_query` does. They also run a block's
+BEGIN, and its COMMIT or ROLLBACK on the one source it reached. What their answer's walk
+does not read (an error, a new row description, the source gone) or a cancel hands the
+statement to this module's exchange, where it goes on (`_adopt`); anything else they decline
+goes to the lane's `offer`. Without the build, or with FEDGATE_HOT_SPLIT=python, the same
+repeats run interpreted.
 """
 
 from __future__ import annotations
@@ -56,19 +56,19 @@ from pgwire.compiled import build_of
 from pgwire.protocol import client as w
 from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, answer_pass
 from connectors.postgres.link import MIRRORED, Outcome, PgLink
-from gateway.relay.exchange import FLUSH_BYTES, Exchange
+from gateway.relay.express.exchange import FLUSH_BYTES, Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
-from gateway.relay import repeats as repeats_build
-from gateway.relay.quick import quick_split
-from gateway.relay.remembered import BOUND_TAIL, HotQuery, HotRun, parameter_types
-from gateway.relay.repeats import Repeats
-from gateway.relay.statement_bytes import quick_bind, quick_split_bytes, run_key_of
+from gateway.relay.express import repeats as repeats_build
+from gateway.relay.express.text_split import quick_split
+from gateway.relay.express.kept import BOUND_TAIL, HotQuery, HotRun, parameter_types
+from gateway.relay.express.repeats import Repeats
+from gateway.relay.express.statement_bytes import quick_bind, quick_split_bytes, run_key_of
 from gateway.state.activity import began, ended
 from gateway.state.metrics import LATENCY_BUCKETS
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
-from gateway.relay.lane import ClientSide, Lane
+from gateway.relay.express.lane import ClientSide, Lane
 from gateway.relay.links import SessionLinks
 from gateway.state.route import Route
 from gateway.state.session import SessionState
@@ -80,14 +80,14 @@ _Q, _P, _B = (ord(c) for c in "QPB")
 LIMIT = 256  # shapes, and runs, kept per session
 
 
-# Which build of the repeats (gateway/relay/repeats.py) runs, for the start-up log:
+# Which build of the repeats (gateway/relay/express/repeats.py) runs, for the start-up log:
 # compiled by Cython, or its source interpreted.
 REPEATS = build_of(repeats_build)
 
 
 class HotLane(Lane):
-    """The lane's side of this memory (`gateway.relay.express.ExpressLane` builds on it): `_hot`
-    tries a chunk against it before the lane cuts the chunk into messages; `_query` and
+    """The lane's side of this memory (`gateway.relay.express.taking.ExpressLane` builds on
+    it): `_hot` tries a chunk against it before the lane cuts the chunk into messages; `_query` and
     `_extended` call `_remember` and `_remember_run` once they started a statement."""
 
     def __init__(self, state: SessionState, links: SessionLinks, port: ClientSide) -> None:
@@ -147,7 +147,7 @@ class HotLane(Lane):
 
     def _hot(self, data: bytes) -> bool:
         """A chunk that is exactly one simple Query, or one run, of a kind the lane
-        remembers (`gateway.relay.hot`): started without cutting it into messages."""
+        remembers (`gateway.relay.express.memory`): started without cutting it into messages."""
         tag, n = data[0], len(data)
         if n < 5:
             return False
