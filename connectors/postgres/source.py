@@ -49,8 +49,7 @@ SESSION = {"TimeZone": "UTC", "DateStyle": "ISO, MDY", "IntervalStyle": "postgre
            "standard_conforming_strings": "on"}
 SEGMENT_BYTES = 4 << 20  # parse unit: big enough for pyarrow's speed, small for memory
 QUEUE_SEGMENTS = 2
-# A segment this small is parsed on the event loop: a worker thread's hand-over costs
-# more CPU (about 0.13 ms) than parsing a few rows does.
+# A segment this small is parsed on the event loop: a thread's hand-over costs more.
 LOOP_PARSE_BYTES = 32 << 10
 BATCH_ROWS = 65_536
 # A server that does not answer a connection attempt (a host gone, a firewall dropping
@@ -159,27 +158,22 @@ class PostgresSource:
         return [self.dialect.classify(f, None).pushdown for f in filters]
 
     async def _columns(self, conn: asyncpg.Connection, sql: str) -> list[ColumnType]:
-        found = self._described.get(sql)
-        if found is None:
-            changes = self._shape_changes
-            found = await describe_columns(conn, sql, self.schema)
-            self._keep(self._described, sql, found, changes)
-        return found
+        return await self._kept(self._described, sql, lambda: describe_columns(conn, sql, self.schema))
 
     async def _template(self, conn: asyncpg.Connection, sql: str) -> Template:
-        found = self._templates.get(sql)
+        return await self._kept(self._templates, sql, lambda: template_of(conn, sql))
+
+    async def _kept(self, cache: dict, sql: str, find: Any) -> Any:
+        """What `find()` says of `sql`, kept by text unless a shape changed meanwhile."""
+        found = cache.get(sql)
         if found is None:
             changes = self._shape_changes
-            found = await template_of(conn, sql)
-            self._keep(self._templates, sql, found, changes)
+            found = await find()
+            if len(cache) > 1000:
+                cache.clear()
+            if changes == self._shape_changes:
+                cache[sql] = found
         return found
-
-    def _keep(self, cache: dict, sql: str, found: Any, changes: int) -> None:
-        """Keep what was found of `sql` unless a shape changed while it was found."""
-        if len(cache) > 1000:
-            cache.clear()
-        if changes == self._shape_changes:
-            cache[sql] = found
 
     async def describe(self, sql: str, params: Sequence[Any] = ()) -> pa.Schema:
         conn = await self.acquire()
@@ -235,6 +229,8 @@ class PostgresStream:
         self._putting = False  # the COPY task waits in our queue, not in asyncpg
         self._read = pacsv.ReadOptions(column_names=[f"c{i}" for i in range(len(columns))],
                                        block_size=SEGMENT_BYTES * 2)
+        self._read_here = pacsv.ReadOptions(column_names=self._read.column_names,
+                                            block_size=LOOP_PARSE_BYTES * 2, use_threads=False)
         # A one-column NULL is an empty line: a record, not a blank to skip.
         self._parse_options = pacsv.ParseOptions(ignore_empty_lines=False)
         self._convert = pacsv.ConvertOptions(
@@ -320,7 +316,9 @@ class PostgresStream:
         if not self._columns:  # rows of no columns: one empty line each, only a count
             rows = pa.array([{}] * segment.count(b"\n"), type=pa.struct([]))
             return [pa.RecordBatch.from_struct_array(rows)]
-        table = read_csv(pa.py_buffer(segment), self._read, self._parse_options, self._convert,
+        # A small one on this thread: the event loop would wait on pyarrow's pool.
+        read = self._read if len(segment) > LOOP_PARSE_BYTES else self._read_here
+        table = read_csv(pa.py_buffer(segment), read, self._parse_options, self._convert,
                          self.schema.names)
         arrays = []
         for column, ctype in zip(table.columns, self._columns):
