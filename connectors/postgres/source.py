@@ -49,7 +49,8 @@ SESSION = {"TimeZone": "UTC", "DateStyle": "ISO, MDY", "IntervalStyle": "postgre
            "standard_conforming_strings": "on"}
 SEGMENT_BYTES = 4 << 20  # parse unit: big enough for pyarrow's speed, small for memory
 QUEUE_SEGMENTS = 2
-# A segment this small is parsed on the event loop: a thread's hand-over costs more.
+# A segment this small is parsed on the event loop: a thread's hand-over costs more. (Its
+# reader keeps use_threads: without, the loop waits on pyarrow's I/O pool, 2-3x longer.)
 LOOP_PARSE_BYTES = 32 << 10
 BATCH_ROWS = 65_536
 # A server that does not answer a connection attempt (a host gone, a firewall dropping
@@ -229,8 +230,6 @@ class PostgresStream:
         self._putting = False  # the COPY task waits in our queue, not in asyncpg
         self._read = pacsv.ReadOptions(column_names=[f"c{i}" for i in range(len(columns))],
                                        block_size=SEGMENT_BYTES * 2)
-        self._read_here = pacsv.ReadOptions(column_names=self._read.column_names,
-                                            block_size=LOOP_PARSE_BYTES * 2, use_threads=False)
         # A one-column NULL is an empty line: a record, not a blank to skip.
         self._parse_options = pacsv.ParseOptions(ignore_empty_lines=False)
         self._convert = pacsv.ConvertOptions(
@@ -316,9 +315,7 @@ class PostgresStream:
         if not self._columns:  # rows of no columns: one empty line each, only a count
             rows = pa.array([{}] * segment.count(b"\n"), type=pa.struct([]))
             return [pa.RecordBatch.from_struct_array(rows)]
-        # A small one on this thread: the event loop would wait on pyarrow's pool.
-        read = self._read if len(segment) > LOOP_PARSE_BYTES else self._read_here
-        table = read_csv(pa.py_buffer(segment), read, self._parse_options, self._convert,
+        table = read_csv(pa.py_buffer(segment), self._read, self._parse_options, self._convert,
                          self.schema.names)
         arrays = []
         for column, ctype in zip(table.columns, self._columns):
