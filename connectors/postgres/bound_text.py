@@ -70,7 +70,8 @@ async def template_of(conn: asyncpg.Connection, sql: str) -> Template:
         numbers.append(number)
         last = end
     pieces.append(sql[last:])
-    quoting = "SELECT " + ", ".join(f"quote_literal(${i}::{t}::text)" for i, t in enumerate(types, start=1))
+    quoting = "SELECT " + ", ".join(f"quote_literal(${i}::{t}::text)"
+                                    for i, t in enumerate(types, start=1))
     return Template(tuple(pieces), tuple(numbers), quoting)
 
 

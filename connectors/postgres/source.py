@@ -159,7 +159,8 @@ class PostgresSource:
         return [self.dialect.classify(f, None).pushdown for f in filters]
 
     async def _columns(self, conn: asyncpg.Connection, sql: str) -> list[ColumnType]:
-        return await self._kept(self._described, sql, lambda: describe_columns(conn, sql, self.schema))
+        return await self._kept(self._described, sql,
+                                lambda: describe_columns(conn, sql, self.schema))
 
     async def _template(self, conn: asyncpg.Connection, sql: str) -> Template:
         return await self._kept(self._templates, sql, lambda: template_of(conn, sql))

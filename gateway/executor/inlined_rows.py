@@ -38,6 +38,8 @@ class InlinedRows:
         # (source, the side's SQL) -> (version, one list per column). The lists are sent
         # as they are and never changed.
         self._kept: dict[tuple[str, str], tuple[Hashable, list[list]]] = {}
+        # Whether each source versions its tables (a protocol check costs tens of µs).
+        self._versioned: dict[str, bool] = {}
 
     async def params(self, plan: QueryPlan) -> list[list]:
         """The rows of each table `plan` inlines, one parameter per column, in order."""
@@ -48,8 +50,11 @@ class InlinedRows:
 
     async def _side(self, plan: QueryPlan, side: InlinedSide) -> list[list]:
         source = self.sources[side.source]
+        versioned = self._versioned.get(side.source)
+        if versioned is None:
+            versioned = self._versioned[side.source] = isinstance(source, VersionedTables)
         version = source.table_version(side.table) \
-            if side.table and isinstance(source, VersionedTables) else None
+            if side.table and versioned else None  # type: ignore[attr-defined]
         key = (side.source, side.sql)
         if version is not None:
             kept = self._kept.get(key)
