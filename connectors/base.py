@@ -7,7 +7,7 @@ batches so memory stays bounded whatever the result size.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
@@ -164,6 +164,17 @@ class FragmentExplainer(Protocol):
 
     def explain_fragment(self, sql: str) -> list[str]:
         """Lines for EXPLAIN about the fragment `sql`, in the source's dialect."""
+
+
+@runtime_checkable
+class VersionedTables(Protocol):
+    """A source that can say cheaply (a stat per file, no read) which version of a table's
+    rows it would read now, so that rows read before may be kept while it is unchanged
+    (gateway.executor.inlined_rows)."""
+
+    def table_version(self, name: str) -> Hashable | None:
+        """A value equal to an earlier answer only while table `name` (as `tables()` names
+        it) holds the rows it held then; None when the source cannot tell: read it."""
 
 
 @runtime_checkable

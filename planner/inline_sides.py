@@ -49,6 +49,7 @@ class InlinedSide:
     sql: str  # its rows, in its source's dialect
     columns: tuple[str, ...]
     first_param: int  # the parameter number of its first column's array
+    table: str = ""  # its name in its source, as the source's tables() names it
 
 
 def _readable(f: pa.Field) -> bool:
@@ -144,7 +145,8 @@ def inline_at(table: exp.Table, info: TableInfo, first_param: int,
         this=name_of,
         columns=[exp.to_identifier(c, quoted=True) for c in columns])))
     return InlinedSide(alias, info.ref.source,
-                       catalog.sources[info.ref.source].dialect.to_sql(query), columns, first_param)
+                       catalog.sources[info.ref.source].dialect.to_sql(query), columns, first_param,
+                       info.ref.name)
 
 
 def side_params(rows: pa.Table) -> list[list]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,12 @@ BATCH_ROWS = 65_536
 # empty string, and "NaN" is a float (pyarrow's default null markers include NaN, NA, null).
 CSV_FORMAT = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(
     null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=False))
+# A file changed this recently may change again within one tick of its file system's
+# clock (a second on some, two on FAT) keeping its size and times: it has no version yet.
+SETTLED_NS = 2_000_000_000
+# A table of more files than this has no version: a stat of each would cost what a read of
+# a small table does.
+VERSIONED_FILES = 64
 
 
 class FilesSource:
@@ -158,6 +165,28 @@ class FilesSource:
                 found[name] = Storage(size, 0, 0, 0, size, 0, size)
             return found
         return await asyncio.to_thread(sizes)
+
+    def table_version(self, name: str) -> tuple | None:
+        """Table `name`'s version (connectors.base.VersionedTables): each of its files'
+        path, inode, size, mtime and ctime, read now. None for an unknown table, one on an
+        object store (a stat is a request there), one of many files, one with a file
+        missing (a read reports it) or changed within SETTLED_NS (its times may not show
+        the next change). The ctime counts because a writer cannot set it back."""
+        dataset = self.datasets.get(name)
+        files = getattr(dataset, "files", None)
+        if self._filesystem is not None or files is None or len(files) > VERSIONED_FILES:
+            return None
+        now = time.time_ns()
+        version: list = [name, str(self._paths.get(name))]
+        for path in files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+            if now - max(st.st_mtime_ns, st.st_ctime_ns) < SETTLED_NS:
+                return None
+            version.append((path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        return tuple(version)
 
     def classify(self, table: TableRef, filters: Sequence[exp.Expression]) -> list[Pushdown]:
         return [self.dialect.classify(f, None).pushdown for f in filters]

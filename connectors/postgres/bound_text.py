@@ -12,6 +12,7 @@ value cast to the parameter's type, as asyncpg does), so no value is spelled by 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -37,22 +38,55 @@ def markers(sql: str) -> list[tuple[int, int, int]]:
     return found
 
 
-async def bound_text(conn: asyncpg.Connection, sql: str, params: Sequence[Any]) -> str:
-    """`sql` with every parameter marker replaced by its value as PostgreSQL quotes it."""
-    if not params:
-        return sql
-    statement = await conn.prepare(sql)
+@dataclass(frozen=True)
+class Template:
+    """What binding a statement's parameters needs of its text, found once per text:
+    the text around its markers and the query that has PostgreSQL quote their values."""
+
+    pieces: tuple[str, ...]  # the text before each marker, then the rest
+    numbers: tuple[int, ...]  # each marker's parameter number
+    quoting: str  # SELECT quote_literal($1::type::text), ... for the parameters' types
+
+
+async def template_of(conn: asyncpg.Connection, sql: str) -> Template:
+    """`sql`'s Template; its parameter types are PostgreSQL's (a prepare). The types hold
+    for as long as the shapes of the tables `sql` reads: a caller keeping templates by
+    text forgets them when a shape changes, as it forgets descriptions. The prepare runs
+    in a transaction rolled back: it leaves the protocol's implicit transaction open, which
+    a later `BEGIN ISOLATION LEVEL ...` rejects (as connectors.postgres.describe says)."""
+    transaction = conn.transaction()
+    await transaction.start()
+    try:
+        statement = await conn.prepare(sql)
+    finally:
+        await transaction.rollback()
     types = []
     for t in statement.get_parameters():
         name = "_" + t.name[:-2] if t.name.endswith("[]") else t.name
         types.append(f"{_quoted_name(t.schema)}.{_quoted_name(name)}")
-    quoted = await conn.fetchrow("SELECT " + ", ".join(
-        f"quote_literal(${i}::{t}::text)" for i, t in enumerate(types, start=1)), *params)
-    pieces, last = [], 0
+    pieces, numbers, last = [], [], 0
     for start, end, number in markers(sql):
         pieces.append(sql[last:start])
-        value = quoted[number - 1]
-        pieces.append("NULL" if value is None else value)
+        numbers.append(number)
         last = end
     pieces.append(sql[last:])
-    return "".join(pieces)
+    quoting = "SELECT " + ", ".join(f"quote_literal(${i}::{t}::text)"
+                                    for i, t in enumerate(types, start=1))
+    return Template(tuple(pieces), tuple(numbers), quoting)
+
+
+async def bound_text(conn: asyncpg.Connection, sql: str, params: Sequence[Any],
+                     template: Template | None = None) -> str:
+    """`sql` with every parameter marker replaced by its value as PostgreSQL quotes it:
+    one round trip with `sql`'s `template` (one more without)."""
+    if not params:
+        return sql
+    if template is None:
+        template = await template_of(conn, sql)
+    quoted = await conn.fetchrow(template.quoting, *params)
+    out = [template.pieces[0]]
+    for number, piece in zip(template.numbers, template.pieces[1:]):
+        value = quoted[number - 1]
+        out.append("NULL" if value is None else value)
+        out.append(piece)
+    return "".join(out)

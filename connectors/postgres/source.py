@@ -33,7 +33,7 @@ from connectors.postgres.roles import SOURCE_ROLES, set_role_sql
 from connectors.base import BatchStream, Pushdown, ScanRequest, Storage, TableInfo, TableRef
 from connectors.dialects import postgres as pg_dialect
 from connectors.postgres.describe import describe_columns, discover_tables, relation_storage
-from connectors.postgres.bound_text import bound_text
+from connectors.postgres.bound_text import Template, bound_text, template_of
 from connectors.postgres.csv_text import read_csv
 from connectors.postgres.types import ColumnType
 from connectors.scan_sql import scan_tree
@@ -49,6 +49,9 @@ SESSION = {"TimeZone": "UTC", "DateStyle": "ISO, MDY", "IntervalStyle": "postgre
            "standard_conforming_strings": "on"}
 SEGMENT_BYTES = 4 << 20  # parse unit: big enough for pyarrow's speed, small for memory
 QUEUE_SEGMENTS = 2
+# A segment this small is parsed on the event loop: a thread's hand-over costs more. (Its
+# reader keeps use_threads: without, the loop waits on pyarrow's I/O pool, 2-3x longer.)
+LOOP_PARSE_BYTES = 32 << 10
 BATCH_ROWS = 65_536
 # A server that does not answer a connection attempt (a host gone, a firewall dropping
 # packets) is down after this long, not asyncpg's 60 s: a catalog refresh waits for it.
@@ -100,6 +103,9 @@ class PostgresSource:
         # found them: a change of any shape (DDL, through the gateway or not) clears them,
         # so a table re-created with other columns is never read with its old description.
         self._described: dict[str, list[ColumnType]] = {}
+        # How COPY binds a statement's parameters (its parameter types), by SQL text, kept
+        # and forgotten as the descriptions are: a repeat then costs one round trip.
+        self._templates: dict[str, Template] = {}
         self._shapes: dict[str, pa.Schema] | None = None
         self._shape_changes = 0  # a description begun before a change is not kept
 
@@ -136,6 +142,7 @@ class PostgresSource:
         shapes = {info.ref.name: info.schema for info in found}
         if shapes != self._shapes:
             self._described.clear()
+            self._templates.clear()
             self._shapes = shapes
             self._shape_changes += 1
         return found
@@ -152,14 +159,22 @@ class PostgresSource:
         return [self.dialect.classify(f, None).pushdown for f in filters]
 
     async def _columns(self, conn: asyncpg.Connection, sql: str) -> list[ColumnType]:
-        found = self._described.get(sql)
+        return await self._kept(self._described, sql,
+                                lambda: describe_columns(conn, sql, self.schema))
+
+    async def _template(self, conn: asyncpg.Connection, sql: str) -> Template:
+        return await self._kept(self._templates, sql, lambda: template_of(conn, sql))
+
+    async def _kept(self, cache: dict, sql: str, find: Any) -> Any:
+        """What `find()` says of `sql`, kept by text unless a shape changed meanwhile."""
+        found = cache.get(sql)
         if found is None:
             changes = self._shape_changes
-            found = await describe_columns(conn, sql, self.schema)
-            if len(self._described) > 1000:
-                self._described.clear()
+            found = await find()
+            if len(cache) > 1000:
+                cache.clear()
             if changes == self._shape_changes:
-                self._described[sql] = found
+                cache[sql] = found
         return found
 
     async def describe(self, sql: str, params: Sequence[Any] = ()) -> pa.Schema:
@@ -177,12 +192,13 @@ class PostgresSource:
         conn = await self.acquire()
         try:
             columns = await self._columns(conn, sql)
+            template = await self._template(conn, sql) if params else None
         except BaseException as exc:
             await pool.release(conn)
             if isinstance(exc, Exception):
                 raise pg_error(exc) from exc
             raise
-        stream = PostgresStream(pool, conn, columns)
+        stream = PostgresStream(pool, conn, columns, template)
         await stream.start(sql, list(params), pg_snapshot.share_for(self.name),
                            SOURCE_ROLES.get().get(self.name))
         return stream
@@ -200,8 +216,9 @@ class PostgresStream:
     """Batches of one COPY; `aclose()` cancels it on the server and frees the connection."""
 
     def __init__(self, pool: asyncpg.Pool, conn: asyncpg.Connection,
-                 columns: list[ColumnType]) -> None:
+                 columns: list[ColumnType], template: Template | None = None) -> None:
         self._pool = pool
+        self._template = template  # how the COPY's parameters are bound (bound_text)
         self._conn: asyncpg.Connection | None = conn
         self._columns = columns
         self.schema = pa.schema([c.field for c in columns])
@@ -257,7 +274,7 @@ class PostgresStream:
 
         try:
             # Rows of no columns (`SELECT FROM t`) are empty lines, one a row.
-            text = await bound_text(self._conn, sql, params)
+            text = await bound_text(self._conn, sql, params, self._template)
             await self._conn.copy_from_query(text, output=sink, format="csv")
             if buffer:
                 await self._put(bytes(buffer))
@@ -290,7 +307,9 @@ class PostgresStream:
             if isinstance(item, BaseException):
                 await self.aclose()
                 raise item
-            self._pending = list(reversed(await asyncio.to_thread(self._parse, item)))
+            parsed = self._parse(item) if len(item) <= LOOP_PARSE_BYTES else \
+                await asyncio.to_thread(self._parse, item)
+            self._pending = list(reversed(parsed))
         return self._pending.pop()
 
     def _parse(self, segment: bytes) -> list[pa.RecordBatch]:

@@ -22,15 +22,15 @@ from connectors.base import BatchStream, Engine, Source, count_rows
 from connectors.query_scope import query_scope
 from gateway.executor.feeds import EngineStream, Feed, open_remote, start_engine
 from gateway.executor.fragment_reads import FragmentReads
+from gateway.executor.inlined_rows import InlinedRows
 from gateway.executor.metered import Metered
 from gateway.executor.presented import Presented, presented_schema
 from gateway.executor.whole_reads import WholeStream, read_whole
 from gateway.executor.row_types import RowTyped, has_rows, named_rows, row_typed
 from gateway.state.memory import HEAVY_ROWS, EngineMemory, StatementMemory
 from gateway.state.metrics import Metrics
-from pgwire.errors import FEATURE_NOT_SUPPORTED, PROGRAM_LIMIT_EXCEEDED, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.dynamic_filters import DynamicFilter
-from planner.inline_sides import INLINE_MAX_ROWS, side_params
 from planner.key_sets import shape_for
 from planner.query_plan import QueryPlan, RemoteFragment
 
@@ -51,6 +51,7 @@ class Executor:
         self.engines = engines
         self.default = default
         self.reads = FragmentReads(sources)  # copies read once, big PostgreSQL scans split
+        self.inlined = InlinedRows(sources, self.metrics)  # small tables sent as parameters
 
     @property
     def engine(self) -> Engine:
@@ -64,7 +65,7 @@ class Executor:
             fragment = plan.fragments[0]
             bound = _bound(fragment, params)
             if plan.inlined:  # other sources' small tables, as array parameters
-                bound = [*bound, *await self._inlined_params(plan)]
+                bound = [*bound, *await self.inlined.params(plan)]
             stream = Metered(await open_remote(self.sources[fragment.source], fragment.sql, bound),
                              self.metrics, fragment.source)
             if has_rows(stream.schema) or plan.row_outputs:
@@ -91,29 +92,6 @@ class Executor:
             return Presented(stream, plan.column_names, plan.result_types,
                              self._double_numerics(plan, engine), plan.kept_texts)
         return stream
-
-    async def _inlined_params(self, plan: QueryPlan) -> list[list]:
-        """The rows of each table a plan inlines (planner.inline_sides), read whole, as
-        one parameter per column; a table grown past what a statement may inline since
-        the catalog was read is refused."""
-        params: list[list] = []
-        for side in plan.inlined:
-            stream = Metered(await open_remote(self.sources[side.source], side.sql, ()),
-                             self.metrics, side.source)
-            batches, count = [], 0
-            try:
-                async for batch in stream:
-                    count += batch.num_rows
-                    if count > INLINE_MAX_ROWS:
-                        raise PgError(PROGRAM_LIMIT_EXCEEDED, f"{side.source}.{side.alias} holds more "
-                                      f"than {INLINE_MAX_ROWS} rows, the most a statement sends into "
-                                      f"{plan.fragments[0].source} with it",
-                                      hint="SET fedgate.engine = duckdb runs it in the engine.")
-                    batches.append(batch)
-            finally:
-                await stream.aclose()
-            params.extend(side_params(pa.Table.from_batches(batches, stream.schema)))
-        return params
 
     async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema:
         # A plan one source answers whole names no engine (or "source": planner.inline_sides).
