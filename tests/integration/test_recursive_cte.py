@@ -92,7 +92,9 @@ def world(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
     pq.write_table(pa.table({"id": pa.array([t[0] for t in TEAMS], pa.int32()),
                              "name": [t[1] for t in TEAMS]}), files / "teams.parquet")
     gateway = start_gateway(
-        '[catalog]\nsearch_path = ["pg", "files"]\n'
+        # Across sources the recursion is the engine's: the small Parquet tables are not
+        # sent into PostgreSQL (planner.inline_sides).
+        '[engine]\ninline_rows = 0\n[catalog]\nsearch_path = ["pg", "files"]\n'
         f'[sources.pg]\nkind = "postgres"\ndsn = "{truth}"\n'
         f'[sources.files]\nkind = "parquet"\npath = "{files}"\n', root / "gw")
     try:

@@ -29,6 +29,8 @@ from tests.support.postgres import PostgresServer, fresh_database
 from tests.support.spark_cluster import SparkCluster
 from tests.support.system import free_port
 
+UI_ANSWER_S = 15.0
+
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 MODES = ("local", "standalone", "connect")
@@ -128,12 +130,21 @@ async def _until(check, timeout_s: float, what: str):
 
 
 def _jobs(ui_port: int) -> list[dict]:
-    """Every job of the one application behind the Spark UI on `ui_port`."""
+    """Every job of the one application behind the Spark UI on `ui_port`. Under load the
+    UI has answered a request with an empty body once (a CI run, Spark Connect's UI), so a
+    body that is not JSON is asked for again, for at most UI_ANSWER_S."""
     base = f"http://127.0.0.1:{ui_port}/api/v1/applications"
-    with urllib.request.urlopen(base, timeout=30) as response:
-        app = json.load(response)[0]["id"]
-    with urllib.request.urlopen(f"{base}/{app}/jobs", timeout=30) as response:
-        return json.load(response)
+    deadline = time.monotonic() + UI_ANSWER_S
+    while True:
+        try:
+            with urllib.request.urlopen(base, timeout=30) as response:
+                app = json.load(response)[0]["id"]
+            with urllib.request.urlopen(f"{base}/{app}/jobs", timeout=30) as response:
+                return json.load(response)
+        except json.JSONDecodeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 async def _warm(setup: Setup, mode: str) -> None:
