@@ -15,9 +15,9 @@ from typing import Any
 import asyncmy
 
 from connectors.base import ColumnStats
+from connectors.refused_stats import RefusedStats
 
-log = logging.getLogger("fedgate.mysql")
-_warned: set[str] = set()  # databases whose statistics could not be read, said once each
+_refused = RefusedStats(logging.getLogger("fedgate.mysql"), "index statistics")
 
 _CARDINALITY = (
     "SELECT TABLE_NAME, COLUMN_NAME, MAX(CARDINALITY) FROM information_schema.STATISTICS "
@@ -31,12 +31,8 @@ async def distinct_counts(cur: Any, database: str) -> dict[str, tuple[tuple[str,
         await cur.execute(_CARDINALITY, (database,))
         rows = await cur.fetchall()
     except asyncmy.errors.Error as exc:
-        # Without them the tables are still served; each filter on them keeps the
-        # planner's textbook third (planner.selectivity.UNKNOWN). Said, not hidden.
-        if database not in _warned:
-            _warned.add(database)
-            log.warning("cannot read the index statistics of database %s (%s); filters on its "
-                        "tables are estimated to keep a third of the rows", database, exc)
+        # Without them the tables are still served (connectors.refused_stats).
+        _refused.say(f"database {database}", exc)
         return {}
     found: dict[str, list[tuple[str, ColumnStats]]] = {}
     for table, column, cardinality in rows:

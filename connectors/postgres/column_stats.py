@@ -19,9 +19,9 @@ import logging
 import asyncpg
 
 from connectors.base import ColumnStats
+from connectors.refused_stats import RefusedStats
 
-log = logging.getLogger("fedgate.postgres")
-_warned: set[str] = set()  # schemas whose statistics could not be read, said once each
+_refused = RefusedStats(logging.getLogger("fedgate.postgres"), "column statistics")
 
 # A partitioned table's statistics are those of its whole hierarchy (inherited); any other
 # relation's, its own rows'. pg_stats shows only columns the login may read.
@@ -43,12 +43,8 @@ async def column_stats(conn: asyncpg.Connection, schema: str) -> dict[int, tuple
         rows = await conn.fetch(_STATS, schema)
     except asyncpg.PostgresError as exc:
         # A server without pg_stats as PostgreSQL has it (a look-alike) or without the
-        # right to read it: the tables are still served, and each filter on them keeps
-        # the planner's textbook third (planner.selectivity.UNKNOWN). Said, not hidden.
-        if schema not in _warned:
-            _warned.add(schema)
-            log.warning("cannot read the column statistics of schema %s (%s); filters on its "
-                        "tables are estimated to keep a third of the rows", schema, exc)
+        # right to read it: the tables are still served (connectors.refused_stats).
+        _refused.say(f"schema {schema}", exc)
         return {}
     found: dict[int, list[tuple[str, ColumnStats]]] = {}
     for r in rows:

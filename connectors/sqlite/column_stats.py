@@ -18,11 +18,12 @@ import sqlite3
 from sqlglot import exp
 
 from connectors.base import ColumnStats
+from connectors.refused_stats import RefusedStats
 
-log = logging.getLogger("fedgate.sqlite")
+_refused = RefusedStats(logging.getLogger("fedgate.sqlite"), "sqlite_stat1")
 
 
-def distinct_counts(con: sqlite3.Connection) -> dict[str, tuple[tuple[str, ColumnStats], ...]]:
+def distinct_counts(con: sqlite3.Connection, source: str) -> dict[str, tuple[tuple[str, ColumnStats], ...]]:
     """Per table, the distinct count of each first column of an analyzed index; nothing
     when the database was never analyzed (no sqlite_stat1: every filter on its tables then
     keeps the planner's textbook third)."""
@@ -41,8 +42,7 @@ def distinct_counts(con: sqlite3.Connection) -> dict[str, tuple[tuple[str, Colum
             if first is not None:
                 found.setdefault(table, {})[first] = ColumnStats(n_distinct=int(numbers[0]) / int(numbers[1]))
     except sqlite3.Error as exc:
-        # The tables are still served; filters on them keep the textbook third. Said.
-        log.warning("cannot read sqlite_stat1 (%s); filters are estimated to keep a third of "
-                    "the rows", exc)
+        # The tables are still served (connectors.refused_stats).
+        _refused.say(f"source {source}", exc)
         return {}
     return {table: tuple(columns.items()) for table, columns in found.items()}

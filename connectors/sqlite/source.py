@@ -110,7 +110,7 @@ class SQLiteSource:
                 "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') "
                 "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
             infos = []
-            stats = distinct_counts(con)
+            stats = distinct_counts(con, self.name)
             for name in names:
                 quoted = exp.to_identifier(name, quoted=True).sql("sqlite")
                 cols = con.execute(f"PRAGMA table_info({quoted})").fetchall()
