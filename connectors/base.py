@@ -178,6 +178,16 @@ class VersionedTables(Protocol):
 
 
 @runtime_checkable
+class Pinged(Protocol):
+    """A source that can say it serves statements now more cheaply than by reading its
+    catalog: the health probe (every PROBE_EVERY_S, and for /readyz) asks it, where a
+    `tables()` would read every table's columns and statistics only to throw them away."""
+
+    async def ping(self) -> None:
+        """One round trip to the source; raises as a statement would when it cannot."""
+
+
+@runtime_checkable
 class OnDemandTables(Protocol):
     """A source with tables it lists only once a statement has named them (a Delta
     table's older version, `sales@v3`): the catalog cannot list them all beforehand."""

@@ -156,6 +156,11 @@ class MySQLSource:
                                                        init_command=init, **self._connect)
             return self._pool
 
+    async def ping(self) -> None:
+        pool = await self.pool()
+        async with pool.acquire() as conn, conn.cursor() as cur:
+            await cur.execute("SELECT 1")
+
     async def tables(self) -> list[TableInfo]:
         pool = await self.pool()
         async with pool.acquire() as conn, conn.cursor() as cur:

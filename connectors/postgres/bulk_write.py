@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from connectors.bulk import TargetColumn
 from connectors.postgres.roles import SOURCE_ROLES, set_role_sql
-from connectors.postgres.source import pg_error
+from connectors.postgres.failures import pg_error
 from pgwire.errors import PgError
 from pgwire.types.copy_binary import HEADER, TRAILER, copy_tuples
 from pgwire.types.from_arrow import pg_type_for_field

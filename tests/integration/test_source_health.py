@@ -20,9 +20,14 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import psycopg
 import pytest
+
+from connectors.postgres.source import PostgresSource
+from gateway.server.http.health import Health
+from gateway.state.health import HealthBoard
 
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer, start_postgres
@@ -129,6 +134,29 @@ def assert_transitions_logged_once(log: str) -> None:
     assert "Traceback" not in log, log
     assert log.count('source "pg" is unavailable') == 1, log
     assert log.count('source "pg" is up again') == 1, log
+
+
+async def test_the_probe_of_a_postgres_source_is_one_round_trip_not_a_catalog_read(
+        pg: PostgresServer) -> None:
+    # The probe runs every PROBE_EVERY_S and for /readyz: a catalog read (every table's
+    # columns, keys and pg_stats) would be thrown away each time.
+    source = PostgresSource("pg", pg.dsn)
+    catalog_reads = []
+    real_tables = source.tables
+
+    async def counted_tables():
+        catalog_reads.append(1)
+        return await real_tables()
+
+    source.tables = counted_tables  # type: ignore[method-assign]
+    ctx = SimpleNamespace(sources={"pg": source}, health=HealthBoard())
+    try:
+        health = Health(ctx)  # type: ignore[arg-type]
+        await health.check(["pg"])
+        assert health.sources["pg"].up and catalog_reads == []
+        assert not ctx.health["pg"].down
+    finally:
+        await source.close()
 
 
 async def test_a_stopped_source_fails_only_the_statements_that_need_it(

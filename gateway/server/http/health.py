@@ -1,7 +1,8 @@
 """Whether each source answers: /readyz, the fedgate_source_up gauge, the status page.
 
-A source answers when it lists its tables (the first thing the gateway asks of every
-source) within `PROBE_TIMEOUT_S`. Probes run every `PROBE_EVERY_S` in the background, and
+A source answers when it runs one round trip (`Pinged.ping()`: PostgreSQL and MySQL, whose
+catalog read with its statistics is too much to repeat and throw away every few seconds)
+or, for any other source, lists its tables, within `PROBE_TIMEOUT_S`. Probes run every `PROBE_EVERY_S` in the background, and
 /readyz probes the `required = true` sources again when the last answer is older than
 `FRESH_S`, so a burst of /readyz requests does not become a burst of catalog reads.
 """
@@ -13,6 +14,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from connectors.base import Pinged
 from gateway.state.context import ServerContext
 
 PROBE_TIMEOUT_S = 5.0
@@ -61,7 +63,9 @@ class Health:
     async def _probe(self, name: str) -> None:
         error: str | None = None
         try:
-            await asyncio.wait_for(self.ctx.sources[name].tables(), PROBE_TIMEOUT_S)
+            source = self.ctx.sources[name]
+            answer = source.ping() if isinstance(source, Pinged) else source.tables()
+            await asyncio.wait_for(answer, PROBE_TIMEOUT_S)
         except TimeoutError:
             error = f"no answer within {PROBE_TIMEOUT_S:g} s"
         except Exception as exc:  # any failure means "down"; the reason is shown, not lost
