@@ -41,6 +41,21 @@ INLINE_MAX_ROWS = 10_000
 
 
 @dataclass(frozen=True)
+class Inlining:
+    """How far a statement's small tables are inlined: each estimated at no more than `rows`
+    rows (0: none, the engine runs the statement); `forced` (`SET fedgate.engine = source`):
+    up to INLINE_MAX_ROWS, and a statement that reads a PostgreSQL source and cannot run
+    whole on it is refused, saying why."""
+
+    rows: int
+    forced: bool = False
+
+
+NO_INLINING = Inlining(0)
+FORCED_INLINING = Inlining(INLINE_MAX_ROWS, forced=True)
+
+
+@dataclass(frozen=True)
 class InlinedSide:
     """One table of another source whose rows the home statement reads from parameters."""
 
@@ -65,16 +80,13 @@ def _readable(f: pa.Field) -> bool:
 
 
 def home_for(tree: exp.Expression, tables: Sequence[tuple[exp.Table, TableInfo]],
-             catalog: CatalogSnapshot, mode: str, rows: int, zoned: bool) -> SourceEntry | None:
+             catalog: CatalogSnapshot, inlining: Inlining, zoned: bool) -> SourceEntry | None:
     """The PostgreSQL source that runs a federated statement whole, the other sources'
-    tables inlined, or None: the engine runs it. `mode` "auto" inlines tables estimated at
-    no more than `rows` rows (0: none), "off" none; "force" (`SET fedgate.engine = source`)
-    up to INLINE_MAX_ROWS, and a statement that reads a PostgreSQL source and cannot is
-    then refused, saying why."""
-    forced = mode == "force"
-    if mode == "off" or (not forced and rows == 0):
+    tables inlined as far as `inlining` goes, or None: the engine runs it."""
+    forced = inlining.forced
+    if inlining.rows == 0:
         return None
-    home, why = _home(tables, catalog, INLINE_MAX_ROWS if forced else rows)
+    home, why = _home(tables, catalog, inlining.rows)
     if home is not None:
         if zoned:
             home, why = None, "the session's TimeZone is not UTC, the sources' zone"

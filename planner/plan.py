@@ -57,7 +57,7 @@ from planner.source_values import refuse_outside_duckdb
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
-from planner.inline_sides import InlinedSide, home_for, inline_at
+from planner.inline_sides import Inlining, InlinedSide, home_for, inline_at
 from planner.result_types import result_names, result_types
 from planner.regclass_arguments import regclass_arguments
 from planner.unknown_literals import unknown_literals
@@ -83,11 +83,8 @@ class PlanSettings:
     # Sources the session's user may not see: naming one is 42501 (planner.access).
     hidden_schemas: frozenset[str] = frozenset()
     # A statement of a PostgreSQL source and other sources' small tables runs whole on
-    # it, those tables inlined (planner.inline_sides): "auto" where each is estimated at
-    # no more than `inline_rows` rows, "force" (`SET fedgate.engine = source`) or
-    # refused, "off" (an engine named by the session: the engine runs it).
-    inline_sides: str = "auto"
-    inline_rows: int = 100
+    # it, those tables inlined (planner.inline_sides) as far as this goes.
+    inlining: Inlining = Inlining(100)
 
 
 def _name_outputs(tree: exp.Expression, sql: str) -> tuple[str, ...] | None:
@@ -297,7 +294,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         single = _home_postgres(catalog, settings)
     inlined = False  # the other sources' small tables are sent to `single` with it
     if single is None and len(sources) > 1:
-        single = home_for(tree, tables, catalog, settings.inline_sides, settings.inline_rows, zoned)
+        single = home_for(tree, tables, catalog, settings.inlining, zoned)
         inlined = single is not None
     row_outputs: tuple[tuple[int, TableInfo], ...] = ()  # a DuckDB source's whole rows
     if single is None or single.dialect.sqlglot != "postgres":

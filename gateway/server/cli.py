@@ -20,6 +20,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
     from gateway.server.listener import build_context
+    from gateway.state.session import configured_inlining
     from planner import PlanSettings, plan
 
     async def explain() -> list[str]:
@@ -28,7 +29,7 @@ def _explain(args: argparse.Namespace) -> int:
         try:
             return plan(args.sql, ctx.catalog, PlanSettings(
                 config.search_path, functions=CALLABLE_FUNCTIONS,
-                inline_rows=config.engine.inline_rows)).explain()
+                inlining=configured_inlining(config.engine))).explain()
         finally:
             await ctx.close()
 

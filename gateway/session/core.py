@@ -97,8 +97,7 @@ class SessionCore(SessionState):
                             database=self.database, version=self.ctx.version_string,
                             declared_param_types=declared, timezone=self.settings.timezone,
                             pre_aggregate=self.settings.values["fedgate.pre_aggregate"] == "on",
-                            inline_sides=self.inline_sides,
-                            inline_rows=self.ctx.config.engine.inline_rows,
+                            inlining=self.inlining,
                             functions=CALLABLE_FUNCTIONS,
                             hidden_schemas=self.hidden)
 

@@ -31,6 +31,7 @@ from pgwire.errors import (IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
                            INVALID_SQL_STATEMENT_NAME, QUERY_CANCELED, PgError)
 from pgwire.protocol import encoder
 from planner import QueryPlan
+from planner.inline_sides import FORCED_INLINING, NO_INLINING, Inlining
 
 FLUSH_BYTES = 256 * 1024
 # Statements still allowed in a failed transaction block (PostgreSQL's IsTransactionExitStmt).
@@ -193,15 +194,13 @@ class SessionState:
         return StatementMemory(share, f"pid {self.pid} statement {activity_of(self).statements}")
 
     @property
-    def inline_sides(self) -> str:
-        """Whether a PostgreSQL source runs statements whole with other sources' small
+    def inlining(self) -> Inlining:
+        """How far a PostgreSQL source runs statements whole with other sources' small
         tables inlined (planner.plan.PlanSettings): forced by `fedgate.engine = source`,
-        off when the session named an engine or the configuration Spark, else where the
-        tables are small."""
+        not at all when the session named an engine, else as configured."""
         if self.settings.values["fedgate.engine"] == "source":
-            return "force"
-        # An engine named by the session, or Spark by `[engine] default`, keeps the engine.
-        return "off" if self.engine_chosen or self.ctx.config.engine.default == "spark" else "auto"
+            return FORCED_INLINING
+        return NO_INLINING if self.engine_chosen else configured_inlining(self.ctx.config.engine)
 
     def engine_for(self, plan: QueryPlan) -> tuple[str, str]:
         """The residual engine for `plan`, and why (for EXPLAIN): the session's choice
@@ -410,3 +409,9 @@ def engine_by_size(engine: EngineConfig, estimated_rows: int | None) -> tuple[st
     if estimated_rows > threshold:
         return "spark", f"about {estimated_rows} rows to combine, over {limit}"
     return "duckdb", f"about {estimated_rows} rows to combine, within {limit}"
+
+
+def configured_inlining(engine: EngineConfig) -> Inlining:
+    """The inlining of a session that named no engine: up to `[engine] inline_rows` rows
+    per table, none when `[engine] default` is Spark (its users asked for the engine)."""
+    return NO_INLINING if engine.default == "spark" else Inlining(engine.inline_rows)

@@ -27,6 +27,7 @@ from connectors.files.source import FilesSource
 from connectors.postgres.source import PostgresSource
 from gateway.executor.execute import Executor, analyze
 from planner import CatalogSnapshot, SourceEntry, plan
+from planner.inline_sides import NO_INLINING
 from planner.plan import PlanSettings
 from tests.support.postgres import PostgresServer, new_database
 from tests.support.planning import ENGINE_DIALECTS
@@ -71,7 +72,7 @@ async def test_split_scan_and_shared_copy(world, postgres_server: PostgresServer
                    for name, s in sources.items()}
         catalog = CatalogSnapshot(1, entries, engine_dialects=ENGINE_DIALECTS)
         # The engine's: the small Parquet side is not inlined into PostgreSQL.
-        query_plan = plan(QUERY, catalog, PlanSettings(("pg", "files"), inline_rows=0))
+        query_plan = plan(QUERY, catalog, PlanSettings(("pg", "files"), inlining=NO_INLINING))
         pg_sql = [f.sql for f in query_plan.fragments if f.source == "pg"]
         assert len(pg_sql) == 2 and pg_sql[0] != pg_sql[1]  # two aliases of one scan
 
