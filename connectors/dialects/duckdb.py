@@ -49,6 +49,7 @@ from connectors.dialects import duckdb_formats as formats
 from connectors.dialects import duckdb_strings as strings
 from connectors.dialects import duckdb_quotient as quotient
 from connectors.dialects import duckdb_constant_numerics as constant_numerics
+from connectors.dialects import duckdb_constant_checks as constant_checks
 from connectors.dialects import duckdb_numeric_calls as numeric_calls
 from connectors.dialects import duckdb_percentiles as percentiles
 from connectors.dialects import duckdb_regexp_match as regexp_match
@@ -373,6 +374,8 @@ def to_duckdb(tree: exp.Expression) -> str:
             client.replace(wrapped)
     if EXACT_AVERAGE.lower() in calls:  # last: the written-out averages make a large tree to walk
         tree = tree.transform(_average)
+    if constant_checks.needs_rewrite(tree):  # after every rewrite that adds a guard
+        tree = tree.transform(constant_checks.constant_checks)
     return tree.sql("duckdb")
 
 
