@@ -301,6 +301,10 @@ class SparkEngine:
         tables: dict[str, pa.Table | DirectRead] = dict(zip(names, read))
         log.debug("%s: inputs read whole in %.3f s", job.tag, time.perf_counter() - waited)
         root = await self._sessions.get(self.job_timeout_s)
+        stranded = await self._watch.stranded(root)
+        if stranded is not None:
+            self._discard(root, stranded)
+            root = await self._sessions.get(self.job_timeout_s)
         self._sessions.begin()
         self._jobs[job.tag] = job
         running = in_thread(self._run, root, job, sql, tables, params)
@@ -313,8 +317,13 @@ class SparkEngine:
             raise
         except TimeoutError:
             self._interrupt(job, tables)
-            raise PgError(QUERY_CANCELED, "canceling statement: its Spark job ran longer than "
-                                          f"spark_job_timeout_s ({self.job_timeout_s:g} s)") from None
+            message = ("canceling statement: its Spark job ran longer than "
+                       f"spark_job_timeout_s ({self.job_timeout_s:g} s)")
+            lost = self._watch.looked_lost(root)
+            if lost is not None:  # the stall timeout had not run out yet: the same ending
+                self._discard(root, lost)
+                message += f"; its Spark application looked lost ({lost}) and was dropped"
+            raise PgError(QUERY_CANCELED, message) from None
         except ClusterLost as lost:
             self._interrupt(job, tables)
             self._discard(root, str(lost))

@@ -16,8 +16,15 @@ When either stays wrong for `stall_timeout_s` (a look that does not answer withi
 fails it with 08006 naming the cluster, and drops the session, so the next statement
 builds a new one. A statement therefore ends within `stall_timeout_s + 2 * (POLL_S +
 LOOK_S)` of its cluster's loss (the first wrong look, then the look that sees it has
-lasted), which the README rounds up to `spark_stall_timeout_s + 10`. An application that never got an executor (a cold start still
-waiting for one) is not judged on that count: only on its master's port.
+lasted), which the README rounds up to `spark_stall_timeout_s + 10`. An application that
+never got an executor (a cold start still waiting for one) is not judged on that count:
+only on its master's port.
+
+The finding outlives the statement, because `spark_job_timeout_s` may end it first: a
+statement that times out while the last look found its application lost drops the session
+too, and before each statement an application that had executors and has none left while
+its master answers (`stranded`) is dropped and a new one started, so the next statement is answered once the
+cluster is back.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from connectors.engines.spark_session import endpoints, in_thread, probe
 T = TypeVar("T")
 POLL_S = 1.0
 LOOK_S = 3.0  # one look (a TCP probe, a JVM call) answers within this, or counts as lost
+LOST_EXECUTORS = "the application lost all of its executors"
 
 
 class ClusterLost(Exception):
@@ -44,12 +52,41 @@ class ClusterWatch:
         self.pairs = endpoints(master, remote)
         self.stall_timeout_s = stall_timeout_s
         self._had_executors: set[int] = set()  # id() of root sessions that had executors
+        # id() of root sessions whose last look found them lost -> why (kept between
+        # statements: a statement that timed out on a lost application says so).
+        self._looked_lost: dict[int, str] = {}
 
     def forget(self, root: Any) -> None:
         self._had_executors.discard(id(root))
+        self._looked_lost.pop(id(root), None)
+
+    def looked_lost(self, root: Any) -> str | None:
+        """Why the last look at `root` found its cluster lost, or None."""
+        return self._looked_lost.get(id(root))
+
+    async def stranded(self, root: Any) -> str | None:
+        """Before a statement: why a classic application that had executors cannot run it
+        although its master answers (it has none left: a master that restarted without it
+        had them killed), or None. A master that does not answer is left to the
+        statement's watch, which fails it with 08006 as before. One look, within LOOK_S."""
+        if not self.classic or not self.pairs or id(root) not in self._had_executors:
+            return None
+        try:
+            reason = await asyncio.wait_for(asyncio.shield(in_thread(self._look, root)), LOOK_S)
+        except Exception:  # noqa: BLE001 - a driver that fails or does not answer a look
+            return None    # is judged by the statement's watch (08006 after the stall)
+        return reason if reason == LOST_EXECUTORS else None
 
     def _look(self, root: Any) -> str | None:
-        """Why the cluster looks lost now, or None."""
+        """Why the cluster looks lost now, or None (remembered: `looked_lost`)."""
+        reason = self._looked(root)
+        if reason is None:
+            self._looked_lost.pop(id(root), None)
+        else:
+            self._looked_lost[id(root)] = reason
+        return reason
+
+    def _looked(self, root: Any) -> str | None:
         reason = probe(self.pairs, LOOK_S - 1.0) if self.pairs else None
         if reason is not None:
             return f"its master is unreachable ({reason})"
@@ -59,7 +96,7 @@ class ClusterWatch:
             if executors > 0:
                 self._had_executors.add(id(root))
             elif id(root) in self._had_executors:
-                return "the application lost all of its executors"
+                return LOST_EXECUTORS
         return None
 
     async def lost(self, root: Any) -> str:

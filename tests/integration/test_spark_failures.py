@@ -185,6 +185,44 @@ async def test_a_lost_worker_fails_the_statement_and_the_next_one_works(world: W
     assert await asyncio.gather(*(_answer(g) for g in gateways.values())) == [(1000,)] * len(MODES)
 
 
+async def test_a_master_restarted_under_a_live_application(world: World) -> None:
+    """The master killed under a running statement and started again on its port. A master
+    without recovery state does not know the application when it is back, and has the
+    worker's executors of it killed: the statement ends within spark_job_timeout_s, DuckDB
+    answers meanwhile, and the next Spark statement is answered (the gateway starts its
+    application again), without restarting the gateway."""
+    cluster = world.cluster
+    gateway = world.gateway("master_restart", cluster.gateway_engine_config(
+        "standalone", spark_reads_sources="always", spark_job_timeout_s=JOB_TIMEOUT_S,
+        spark_connect_timeout_s=CONNECT_TIMEOUT_S))
+    assert await _answer(gateway) == (1000,)
+    conn = await _connect(gateway)
+    try:
+        started = time.monotonic()
+        running = asyncio.ensure_future(conn.execute(SLOW))
+        await _until(lambda: any("slow" in q for q in spark_reads(world.source_dsn)), 60,
+                     "Spark's JDBC read running")
+        assert cluster.master is not None
+        cluster.master.kill(signal.SIGKILL)
+        await _duckdb_answers_within(gateway, 3.0)
+        cluster.start_master()
+        with pytest.raises(psycopg.Error):
+            await asyncio.wait_for(running, JOB_TIMEOUT_S + 30)
+        assert time.monotonic() - started < JOB_TIMEOUT_S + 3
+    finally:
+        await conn.close()
+    cluster.wait_worker()  # registered again with the master that came back
+    # ... which has the executors of the applications it does not know killed.
+    await _until(lambda: all(w.get("coresused") == 0 for w in cluster.master_state()["workers"]),
+                 60, "the old applications' executors killed")
+    assert await _answer(gateway, timeout_s=JOB_TIMEOUT_S + 30) == (1000,)
+    assert _stop_timed(gateway) < 15
+    # The Connect server's application was left without executors the same way; the
+    # tests after this one get a Connect server of their own.
+    assert cluster.connect is not None
+    cluster.connect.stop()
+
+
 async def test_an_unreachable_master_fails_at_once_and_a_returning_one_is_used(world: World) -> None:
     port = free_port()
     url = f"spark://127.0.0.1:{port}"
