@@ -68,6 +68,8 @@ class Lane:
         self.held: list[bytes] = []  # arrived while an exchange was in flight
         self.closed = False
         self.ran = 0  # statements the lane's Python started (the repeats count theirs)
+        # `_link` found no link of the route's source in the session (it borrows one first)
+        self.unlinked = False
         self._cancelling: Exchange | None = None  # the exchange they are for
         # In a pool's line for a link (transaction pooling), what came meanwhile held.
         self.place = PlaceInLine(self, self._continue)
@@ -242,6 +244,7 @@ class Lane:
             return None  # the task reports 0A000
         link = links.links.get(route.source)
         if link is None or not link.idle:
+            self.unlinked = link is None
             return None
         if link.row_types_for != (s.ctx.catalog.version, s.hidden):
             return None  # the task gives it this catalog's row types first (SessionLinks.link)

@@ -76,14 +76,35 @@ class PlaceInLine:
         self._taken = (waiter, pool, source)
         lane.held.append(data)
         waiter.future.add_done_callback(self._handed)
-        self._timer = asyncio.get_running_loop().call_later(
-            min(NOTICE_AFTER_S, pool.timeout_s), self.to_task)
+        if self._timer is None:  # (kept armed across places: see `_late`)
+            self._timer = asyncio.get_running_loop().call_later(
+                min(NOTICE_AFTER_S, pool.timeout_s), self._late)
         lane.port.consumed()
         return True
+
+    def _late(self) -> None:
+        """The timer is due: the place taken now goes to the task once it has waited long
+        enough for the NOTICE. The timer is not cancelled when a place ends (a timer per
+        statement cost as much as the rest of taking a place); it runs again for the
+        place taken meanwhile, at most once per NOTICE_AFTER_S while the session waits."""
+        self._timer = None
+        taken = self._taken
+        if taken is None:
+            return
+        waiter, pool, _source = taken
+        loop = asyncio.get_running_loop()
+        left = waiter.since + min(NOTICE_AFTER_S, pool.timeout_s) - loop.time()
+        if left > 0:
+            self._timer = loop.call_later(left, self._late)
+        else:
+            self.to_task()
 
     def leave(self) -> None:
         """The client is gone: out of the line; what was handed goes on to the next."""
         taken = self._untake()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if taken is not None:
             taken[1].leave(taken[0])
 
@@ -102,9 +123,6 @@ class PlaceInLine:
 
     def _untake(self) -> tuple[Waiter, LinkPool, str] | None:
         taken, self._taken = self._taken, None
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         return taken
 
     def _handed(self, future: asyncio.Future[PgLink | None]) -> None:

@@ -34,9 +34,12 @@ class ExpressLane(HotLane):
     anything (`_run`)."""
 
     def _run(self, data: bytes) -> bool:
+        self.unlinked = False
         if self._hot(data):
             self.ran += 1
             return True
+        if self.unlinked:  # a remembered statement that needs a link the session lacks:
+            return False   # the general road would route it again to find the same
         messages, complete = cut(data)
         if not messages:
             return False
