@@ -6,8 +6,8 @@
 The query is planned and run as any federated read (the session's engine, DuckDB or
 Spark); its rows go into the target through its bulk path (`gateway.executor.moves`),
 in one transaction of the target's. Inside an explicit block a SQLite or MySQL target's
-move joins the block's connection there; a PostgreSQL target's relayed block lives on a
-link of the raw protocol, which has no binary COPY of ours yet: refused there (0A000).
+move joins the block's connection there, and a PostgreSQL target's move runs on the
+block's relayed link, by binary COPY through the relay (`connectors.postgres.link_bulk_write`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import logging
 from sqlglot import exp
 
 from connectors.ddl_types import create_table
+from connectors.postgres.link_bulk_write import LinkBulkWriter
 from gateway.executor.moves import BULK_PATHS, FILE_KINDS, open_target, pour, written_columns
 from gateway.relay.routing import move_target
 from gateway.session.core import SessionCore
@@ -79,14 +80,27 @@ class MoveMixin(SessionCore):
                  if isinstance(tree.this, exp.Schema) else None)
         query = move_query(tree)
         prepared = await self.prepare(query.sql(dialect="postgres"), ())
-        held = await self.links.block_writer(route)  # (checks the write first; None for PostgreSQL)
-        portal = Portal(prepared, [], ())
         source = self.ctx.sources[route.source]
+        on_link = self.in_block and route.kind == "postgres"
+        if on_link:
+            assert prepared.plan is not None
+            if any(f.source == route.source for f in prepared.plan.fragments):
+                # The block's link would carry the query's read and the COPY at once.
+                raise PgError(FEATURE_NOT_SUPPORTED, f'a move into source "{route.source}" '
+                              "inside a transaction block cannot also read that source",
+                              hint="Run it outside the block; it is one transaction of its own.")
+            link, prefix = await self.links.block_link(route)
+        else:
+            held = await self.links.block_writer(route)  # (checks the write first)
+        portal = Portal(prepared, [], ())
         writer = None
         try:
             await self.start(portal)
             assert portal.stream is not None
-            writer = await open_target(source, route.kind, route.source, table, held, creates)
+            if on_link:
+                writer = LinkBulkWriter(link, prefix, table, getattr(source, "schema", "public"))
+            else:
+                writer = await open_target(source, route.kind, route.source, table, held, creates)
             if creates:
                 await writer.create(self.create_ddl(route, table, portal.stream.schema),
                                     portal.stream.schema)
@@ -171,10 +185,8 @@ class MoveMixin(SessionCore):
         if route.kind not in ("postgres", "mysql", "sqlite", *FILE_KINDS):
             from connectors.writes import check_writable
             check_writable(route.kind, route.source)
-        if self.in_block and (route.kind == "postgres" or (creates and route.kind == "mysql")):
-            why = ("a block's statements reach a PostgreSQL source over its relayed link, "
-                   "which takes no binary COPY from the gateway yet") if route.kind == "postgres" \
-                else "MySQL commits a block's transaction at CREATE TABLE"
+        if self.in_block and creates and route.kind == "mysql":
+            why = "MySQL commits a block's transaction at CREATE TABLE"
             raise PgError(FEATURE_NOT_SUPPORTED,
                           f'{verb} into source "{route.source}" from other sources cannot run '
                           f"inside a transaction block: {why}",

@@ -280,13 +280,74 @@ async def test_inside_a_block_a_move_joins_the_blocks_transaction(
     await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
 
 
-async def test_inside_a_block_a_move_into_postgresql_is_refused(gwc: asyncpg.Connection,
-                                                               pgc: asyncpg.Connection) -> None:
-    await fresh(gwc, "pg.move_block_pg", "(id int, s text)")
+async def test_inside_a_block_a_move_into_postgresql_joins_the_blocks_transaction(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_block_pg", "(id int PRIMARY KEY, s varchar(10))")
     await gwc.execute("BEGIN")
-    assert await sqlstate_of(gwc, "INSERT INTO pg.move_block_pg SELECT id, s FROM pq.trap") == "0A000"
+    await gwc.execute("INSERT INTO pg.move_block_pg VALUES (100, 'in block')")
+    assert await gwc.execute("INSERT INTO pg.move_block_pg SELECT id, s FROM pq.trap") == "INSERT 0 7"
+    # The block's later statements see the rows; nobody else does before COMMIT.
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_block_pg") == 8
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_block_pg m JOIN pq.trap t "
+                              "ON t.id = m.id") == 7
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_pg") == 0
     await gwc.execute("ROLLBACK")
     assert await pgc.fetchval("SELECT count(*) FROM move_block_pg") == 0
+    await gwc.execute("BEGIN")
+    assert await gwc.execute("INSERT INTO pg.move_block_pg SELECT id, s FROM pq.trap") == "INSERT 0 7"
+    await gwc.execute("INSERT INTO pg.move_block_pg VALUES (100, 'after')")
+    await gwc.execute("COMMIT")
+    rows = await pgc.fetch("SELECT id, s FROM move_block_pg ORDER BY id")
+    assert [tuple(r) for r in rows] == [*TRAP_IDS_TEXTS, (100, "after")]
+    await gwc.execute("DROP TABLE pg.move_block_pg")
+
+
+async def block_failure(conn: asyncpg.Connection, table: str, source: str) -> list[str]:
+    """The SQLSTATEs of a block whose move hits a duplicate key, then of the statement
+    after it; the block is rolled back."""
+    await conn.execute("BEGIN")
+    await conn.execute(f"INSERT INTO {table} VALUES (3, 'dup')")
+    states = [await sqlstate_of(conn, f"INSERT INTO {table} SELECT id, s FROM {source}"),
+              await sqlstate_of(conn, f"SELECT count(*) FROM {table}")]
+    await conn.execute("ROLLBACK")
+    return states
+
+
+async def test_a_failing_move_inside_a_block_fails_the_block_as_postgresql(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_block_fail", "(id int PRIMARY KEY, s varchar(10))")
+    ours = await block_failure(gwc, "pg.move_block_fail", "pq.trap")
+    theirs = await block_failure(pgc, "move_block_fail", "trap")  # PostgreSQL, all local
+    assert ours == theirs == ["23505", "25P02"]
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_fail") == 0
+    # The session goes on after the ROLLBACK, on the same link.
+    assert await gwc.execute("INSERT INTO pg.move_block_fail SELECT id, s FROM pq.trap") == "INSERT 0 7"
+    await gwc.execute("DROP TABLE pg.move_block_fail")
+
+
+async def test_create_table_as_inside_a_block_into_postgresql_goes_with_the_block(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await gwc.execute("DROP TABLE IF EXISTS pg.move_block_ctas")
+    await gwc.execute("BEGIN")
+    assert await gwc.execute("CREATE TABLE pg.move_block_ctas AS SELECT id, s FROM pq.trap") == "SELECT 7"
+    assert await pgc.fetchval("SELECT to_regclass('move_block_ctas') IS NULL")  # not committed
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT to_regclass('move_block_ctas') IS NULL")
+    await gwc.execute("BEGIN")
+    await gwc.execute("CREATE TABLE pg.move_block_ctas AS SELECT id, s FROM pq.trap")
+    await gwc.execute("COMMIT")
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_ctas") == 7
+    await gwc.execute("DROP TABLE pg.move_block_ctas")
+
+
+async def test_inside_a_block_a_move_reading_its_own_target_source_is_refused(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_block_self", "(id int, s text)")
+    await gwc.execute("BEGIN")
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_block_self SELECT p.id, p.s FROM pg.trap p "
+                             "JOIN pq.trap q ON q.id = p.id") == "0A000"
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_self") == 0
 
 
 async def test_returning_and_parameters_are_refused(gwc: asyncpg.Connection) -> None:
