@@ -325,6 +325,23 @@ async def test_a_failing_move_inside_a_block_fails_the_block_as_postgresql(
     await gwc.execute("DROP TABLE pg.move_block_fail")
 
 
+async def test_a_large_or_timed_out_move_inside_a_block_keeps_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_block_big", "(id bigint PRIMARY KEY, s text)")
+    big = ("INSERT INTO pg.move_block_big SELECT g.i, t.s FROM generate_series(1, {n}) AS g(i) "
+           "CROSS JOIN pq.trap t WHERE t.id = 1")
+    await gwc.execute("BEGIN")
+    assert await gwc.execute(big.format(n=300000)) == "INSERT 0 300000"  # several COPY chunks
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_block_big") == 300000
+    await gwc.execute("SET LOCAL statement_timeout = '1500ms'")
+    assert await sqlstate_of(gwc, big.format(n=50000000).replace("g.i,", "g.i + 300000,")) == "57014"
+    assert await sqlstate_of(gwc, "SELECT 1") == "25P02"
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_big") == 0
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_block_big") == 0
+    await gwc.execute("DROP TABLE pg.move_block_big")
+
+
 async def test_create_table_as_inside_a_block_into_postgresql_goes_with_the_block(
         gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
     await gwc.execute("DROP TABLE IF EXISTS pg.move_block_ctas")
