@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Callable
 
 import pyarrow as pa
 from sqlglot import exp
@@ -60,10 +61,26 @@ def _data_row(data: bytes, at: int) -> list[str | None]:
     return values
 
 
+STAGE = "fedgate_move_stage"
+
+
 class LinkBulkWriter:
-    def __init__(self, link: PgLink, prefix: tuple[bytes, int], table: str, schema: str) -> None:
+    """`final`: a move with RETURNING or ON CONFLICT. Its rows are copied into a temporary
+    staging table of the target's columns, then `final(stage)` (the client's INSERT,
+    reading the stage) runs on the link with its answer relayed to `client`: PostgreSQL's
+    own RowDescription, rows and `INSERT 0 n`. `own`: no block holds the link, so the
+    writer runs its own transaction there."""
+
+    def __init__(self, link: PgLink, prefix: tuple[bytes, int], table: str, schema: str,
+                 final: Callable[[exp.Table, list[str]], str] | None = None, client: object = None,
+                 own: bool = False) -> None:
         self.link, self.prefix = link, prefix  # prefix: the block's BEGIN, when not sent yet
         self.table, self.schema = table, schema
+        self.final, self.client, self.own = final, client, own
+        if own:
+            self.prefix = (prefix[0] + w.query("BEGIN"), prefix[1] + 1)
+        self.staged = False
+        self.written: list[str] = []  # the columns the move writes, told by the session
         self._targets: dict[str, str] = {}
         self._columns: list[str] | None = None  # set once the COPY has started
         self._pending: list[memoryview | bytes] = []
@@ -109,7 +126,8 @@ class LinkBulkWriter:
         types = self._wire_types(batch.schema)
         if self._columns is None:
             self._columns = batch.schema.names
-            copy = exp.Copy(this=exp.Schema(this=self.qualified, expressions=[
+            await self._stage()
+            copy = exp.Copy(this=exp.Schema(this=self._into(), expressions=[
                 exp.to_identifier(n, quoted=True) for n in self._columns]), kind=True,
                 files=[exp.Var(this="STDIN")],
                 params=[exp.CopyParameter(this=exp.var("FORMAT"), expression=exp.var("binary"))])
@@ -122,6 +140,33 @@ class LinkBulkWriter:
         if self._pending_bytes >= COPY_BYTES:
             await self._send()
         return batch.num_rows
+
+    def _into(self) -> exp.Table:
+        return exp.table_(STAGE, quoted=True) if self.final is not None else self.qualified
+
+    async def _stage(self) -> None:
+        """The staging table of a move with RETURNING/ON CONFLICT: the written columns'
+        types, copied from the target by an empty CREATE TABLE AS."""
+        if self.final is None or self.staged:
+            return
+        assert self._columns is not None
+        columns = [exp.column(n, quoted=True) for n in self._columns]
+        create = exp.Create(this=exp.table_(STAGE, quoted=True), kind="TABLE",
+                            properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+                            expression=exp.select(*columns).from_(self.qualified).limit(0))
+        await self._run(create.sql(dialect="postgres"), DiscardSink())
+        self.staged = True
+
+    async def _end(self, commit: bool) -> None:
+        """The stage dropped, and the writer's own transaction ended."""
+        if commit and self.staged:
+            await self._run(exp.Drop(kind="TABLE", tables=[exp.table_(STAGE, quoted=True)])
+                            .sql(dialect="postgres"), DiscardSink())
+        if self.own:
+            outcome = await self.link.relay(w.query("COMMIT" if commit else "ROLLBACK"),
+                                            DiscardSink())
+            if outcome.error is not None:
+                raise outcome.error
 
     def _wire_types(self, schema: pa.Schema) -> list[PgType]:
         """As PostgresBulkWriter's, with no codec to fall back on: a column the link's
@@ -145,21 +190,38 @@ class LinkBulkWriter:
     async def finish(self, commit: bool) -> None:
         """End the COPY: CopyDone when the move succeeded, CopyFail when not (the block's
         transaction there is then aborted, as the client's failed statement aborts it)."""
-        if self._columns is None:
-            return
-        if commit:
+        try:
+            if commit:
+                await self._commit()
+                return
+            self._pending = []
+            if self._columns is not None:
+                await asyncio.wait_for(self.link.relay(
+                    w.copy_fail("the move into this table failed"), DiscardSink()), FAIL_WITHIN_S)
+            if self.own and self.link.status != "I":
+                await asyncio.wait_for(self._end(False), FAIL_WITHIN_S)
+        except PgError:
+            if commit and self.own and self.link.status != "I":
+                await self._end(False)
+            raise
+        except BaseException:  # (a cancel or timeout too)
+            self.link.broken = True  # mid-COPY, or not known to be settled: the link goes
+            self.link.close()
+            raise
+
+    async def _commit(self) -> None:
+        if self._columns is not None:
             self._pending.append(TRAILER)
             await self._send()
             outcome = await self.link.relay(w.COPY_DONE, DiscardSink())
-        else:
-            self._pending = []
-            try:
-                outcome = await asyncio.wait_for(self.link.relay(
-                    w.copy_fail("the move into this table failed"), DiscardSink()), FAIL_WITHIN_S)
-            except BaseException:  # (a cancel or timeout too)
-                self.link.broken = True  # the block cannot go on there: its ROLLBACK drops it
-                self.link.close()
-                raise
-            return
-        if outcome.error is not None:
-            raise outcome.error
+            if outcome.error is not None:
+                raise outcome.error
+        if self.final is not None:
+            if self._columns is None:  # no rows: the stage is still made, for the INSERT to read
+                self._columns = list(self.written)
+                await self._stage()
+            outcome = await self.link.relay(w.query(self.final(exp.table_(STAGE, quoted=True), self.written)),
+                                            self.client)  # type: ignore[arg-type]
+            if outcome.error is not None:
+                raise outcome.error
+        await self._end(True)

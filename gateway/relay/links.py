@@ -377,11 +377,12 @@ class SessionLinks:
         return writer
 
     async def block_link(self, route: Route) -> tuple[PgLink, tuple[bytes, int]]:
-        """A move into a PostgreSQL source inside a block (after `_check`): the block's
-        link there and what goes ahead of its first command. It writes there from now."""
+        """A move into a PostgreSQL source over the session's link (after `_check`): the
+        link and what goes ahead of its first command; a block writes there from now."""
         self._check(route, None)
         link = await self.link(route.source)
-        self.writer = route.source
+        if self.state.in_block:
+            self.writer = route.source
         return link, self.prefix(link)
 
     def executor_for(self, plan: QueryPlan) -> Executor | None:

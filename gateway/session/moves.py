@@ -8,11 +8,15 @@ Spark); its rows go into the target through its bulk path (`gateway.executor.mov
 in one transaction of the target's. Inside an explicit block a SQLite or MySQL target's
 move joins the block's connection there, and a PostgreSQL target's move runs on the
 block's relayed link, by binary COPY through the relay (`connectors.postgres.link_bulk_write`).
+RETURNING and ON CONFLICT into PostgreSQL take that link too (its own transaction
+outside a block): the rows go into a staging table, and the client's INSERT, aimed at
+it, answers as PostgreSQL does.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from sqlglot import exp
 
@@ -67,6 +71,29 @@ def folded(identifier: exp.Expression | None) -> str:
     return identifier.this if identifier.quoted else identifier.this.lower()
 
 
+def staged_insert(tree: exp.Expression, table: str, schema: str
+                  ) -> Callable[[exp.Table, list[str]], str] | None:
+    """For an INSERT with RETURNING or ON CONFLICT into PostgreSQL: the INSERT that moves
+    the staged rows into the target with the client's clauses, given the stage; None
+    for a plain INSERT, which copies straight into the target."""
+    if tree.args.get("returning") is None and tree.args.get("conflict") is None:
+        return None
+    target = move_target(tree)
+    assert target is not None
+    into = exp.table_(table, db=schema, quoted=True)
+    if target.alias:
+        into.set("alias", target.args["alias"].copy())
+
+    def final(stage: exp.Table, written: list[str]) -> str:
+        insert = tree.copy()
+        insert.set("with_", None)
+        names = [exp.to_identifier(n, quoted=True) for n in written]
+        insert.set("this", exp.Schema(this=into.copy(), expressions=names))
+        insert.set("expression", exp.select(*(exp.column(n.copy()) for n in names)).from_(stage))
+        return insert.sql(dialect="postgres")
+    return final
+
+
 class MoveMixin(SessionCore):
     async def run_move(self, route: Route, sql: str) -> None:
         tree = route.tree
@@ -81,14 +108,18 @@ class MoveMixin(SessionCore):
         query = move_query(tree)
         prepared = await self.prepare(query.sql(dialect="postgres"), ())
         source = self.ctx.sources[route.source]
-        on_link = self.in_block and route.kind == "postgres"
-        if on_link:
+        # RETURNING and ON CONFLICT: through a staging table on the session's link.
+        final = staged_insert(tree, table, getattr(source, "schema", "public")) \
+            if route.kind == "postgres" and not creates else None
+        on_link = route.kind == "postgres" and (self.in_block or final is not None)
+        if on_link and self.in_block:
             assert prepared.plan is not None
             if any(f.source == route.source for f in prepared.plan.fragments):
                 # The block's link would carry the query's read and the COPY at once.
                 raise PgError(FEATURE_NOT_SUPPORTED, f'a move into source "{route.source}" '
                               "inside a transaction block cannot also read that source",
                               hint="Run it outside the block; it is one transaction of its own.")
+        if on_link:
             link, prefix = await self.links.block_link(route)
         else:
             held = await self.links.block_writer(route)  # (checks the write first)
@@ -98,7 +129,8 @@ class MoveMixin(SessionCore):
             await self.start(portal)
             assert portal.stream is not None
             if on_link:
-                writer = LinkBulkWriter(link, prefix, table, getattr(source, "schema", "public"))
+                writer = LinkBulkWriter(link, prefix, table, getattr(source, "schema", "public"),
+                                        final, self.links.state, own=not self.in_block)
             else:
                 writer = await open_target(source, route.kind, route.source, table, held, creates)
             if creates:
@@ -106,6 +138,8 @@ class MoveMixin(SessionCore):
                                     portal.stream.schema)
             columns = written_columns(table, await writer.columns(), named,
                                       len(portal.stream.schema))
+            if isinstance(writer, LinkBulkWriter):
+                writer.written = [c.name for c in columns]
             count = 0
             if not self._no_data(tree):
                 count = await pour(portal.stream, writer, table, columns,
@@ -125,6 +159,8 @@ class MoveMixin(SessionCore):
             if not self.in_block:
                 self.links.ddl = False
                 await self.ctx.catalog_changed()
+        if final is not None:
+            return  # PostgreSQL's own answer to the staged INSERT went to the client
         # PostgreSQL's tags: CREATE TABLE AS counts its rows as a SELECT does.
         self.write(encoder.command_complete(f"SELECT {count}" if creates else f"INSERT 0 {count}"))
 
@@ -176,12 +212,11 @@ class MoveMixin(SessionCore):
 
     def _refuse_unsupported(self, route: Route, tree: exp.Expression, creates: bool) -> None:
         verb = "CREATE TABLE AS" if creates else "INSERT ... SELECT"
-        if tree.args.get("returning") is not None:
-            raise PgError(FEATURE_NOT_SUPPORTED, f"RETURNING is not supported in an INSERT whose "
-                          f'query reads other sources than its target ("{route.source}")')
-        if tree.args.get("conflict") is not None:
-            raise PgError(FEATURE_NOT_SUPPORTED, "ON CONFLICT is not supported in an INSERT whose "
-                          f'query reads other sources than its target ("{route.source}")')
+        for clause, spelled in (("returning", "RETURNING"), ("conflict", "ON CONFLICT")):
+            if tree.args.get(clause) is not None and route.kind != "postgres":
+                raise PgError(FEATURE_NOT_SUPPORTED, f"{spelled} is not supported in an INSERT "
+                              f'into a {route.kind} source ("{route.source}") whose query reads '
+                              "other sources (only into PostgreSQL)")
         if route.kind not in ("postgres", "mysql", "sqlite", *FILE_KINDS):
             from connectors.writes import check_writable
             check_writable(route.kind, route.source)

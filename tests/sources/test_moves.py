@@ -367,12 +367,117 @@ async def test_inside_a_block_a_move_reading_its_own_target_source_is_refused(
     assert await pgc.fetchval("SELECT count(*) FROM move_block_self") == 0
 
 
-async def test_returning_and_parameters_are_refused(gwc: asyncpg.Connection) -> None:
-    await fresh(gwc, "pg.move_refused", "(id int, s text)")
-    assert await sqlstate_of(gwc, "INSERT INTO pg.move_refused SELECT id, s FROM pq.trap "
-                             "RETURNING id") == "0A000"
+async def psql(dsn: str, sql: str) -> str:
+    """What psql prints for `sql`, sent as a simple Query: the rows, their header and the
+    tag (RETURNING's rows come in the simple protocol only)."""
+    run = await asyncio.create_subprocess_exec(
+        "psql", "-X", "-A", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", sql,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={"PGTZ": "UTC", "PATH": "/usr/bin:/bin"})
+    out, _ = await asyncio.wait_for(run.communicate(), TIMEOUT)
+    return out.decode()
+
+
+async def both_answers(federation: Federation, gwc: asyncpg.Connection, pgc: asyncpg.Connection,
+                       table: str, ddl: str, before: str, statement: str) -> list[tuple]:
+    """`statement` (with {t} for the table, {src} for the rows' table) run through the
+    gateway reading pq.trap and by PostgreSQL itself reading its local trap, each on a
+    fresh `table` after `before`: what psql shows of each, and the table after it."""
+    answers = []
+    for conn, dsn, prefix, src in ((gwc, federation.gateway.dsn, "pg.", "pq.trap"),
+                                   (pgc, federation.pg.dsn, "", "trap")):
+        await fresh(conn, prefix + table, ddl)
+        if before:
+            await conn.execute(before.format(t=prefix + table))
+        shown = await psql(dsn, statement.format(t=prefix + table, src=src))
+        kept = await pgc.fetch(f"SELECT * FROM {table} ORDER BY 1")
+        answers.append((shown, [tuple(r) for r in kept]))
+    await gwc.execute(f"DROP TABLE pg.{table}")
+    return answers
+
+
+async def test_returning_answers_as_postgresql(federation: Federation, gwc: asyncpg.Connection,
+                                               pgc: asyncpg.Connection) -> None:
+    ours, theirs = await both_answers(
+        federation, gwc, pgc, "move_returning", "(id int PRIMARY KEY, s varchar(10), n int DEFAULT 42)",
+        "", "INSERT INTO {t} (id, s) SELECT id * 2, s FROM {src} WHERE id < 5 "
+        "RETURNING id, upper(s) AS big, n")
+    assert ours == theirs
+    assert ours[0].splitlines()[0] == "id|big|n" and "INSERT 0 4" in ours[0]
+    # A driver's prepared RETURNING is refused, before anything is written.
     with pytest.raises(asyncpg.FeatureNotSupportedError):
-        await gwc.fetch("INSERT INTO pg.move_refused SELECT id, s FROM pq.trap WHERE id = $1", 1)
+        await gwc.fetch("INSERT INTO pg.trap SELECT * FROM pq.trap RETURNING id")
+
+
+async def test_returning_tag_and_empty_move(gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_ret_tag", "(id int PRIMARY KEY, s text)")
+    assert await gwc.execute("INSERT INTO pg.move_ret_tag SELECT id, s FROM pq.trap RETURNING id") \
+        == "INSERT 0 7"
+    assert await gwc.execute("INSERT INTO pg.move_ret_tag SELECT id, s FROM pq.trap WHERE id > 99 "
+                             "RETURNING *") == "INSERT 0 0"
+    assert await pgc.fetchval("SELECT count(*) FROM move_ret_tag") == 7
+    # The staging table is gone, and the link takes statements again.
+    assert await pgc.fetchval("SELECT count(*) FROM pg_class WHERE relname = 'fedgate_move_stage'") == 0
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_ret_tag") == 7
+    await gwc.execute("DROP TABLE pg.move_ret_tag")
+
+
+async def test_on_conflict_answers_as_postgresql(federation: Federation, gwc: asyncpg.Connection,
+                                                 pgc: asyncpg.Connection) -> None:
+    ddl = "(id int PRIMARY KEY, s varchar(10))"
+    before = "INSERT INTO {t} VALUES (1, 'old'), (3, 'old'), (50, 'old')"
+    for clause in ("ON CONFLICT DO NOTHING", "ON CONFLICT (id) DO NOTHING RETURNING id",
+                   "ON CONFLICT (id) DO UPDATE SET s = excluded.s || '!' RETURNING *",
+                   "ON CONFLICT (id) DO UPDATE SET s = 'new' WHERE excluded.id > 2 RETURNING id, s"):
+        ours, theirs = await both_answers(federation, gwc, pgc, "move_conflict", ddl, before,
+                                          "INSERT INTO {t} SELECT id, s FROM {src} " + clause)
+        assert ours == theirs, clause
+    for conn, t, src in ((gwc, "pg.move_conflict", "pq.trap"), (pgc, "move_conflict", "trap")):
+        await fresh(conn, t, ddl)
+        await conn.execute(f"INSERT INTO {t} VALUES (1, 'old'), (3, 'old')")
+        # The tag counts the rows inserted or updated, as PostgreSQL's does.
+        assert await conn.execute(f"INSERT INTO {t} SELECT id, s FROM {src} ON CONFLICT DO NOTHING") \
+            == "INSERT 0 5"
+        assert await conn.execute(f"INSERT INTO {t} SELECT id, s FROM {src} WHERE id < 3 "
+                                  "ON CONFLICT (id) DO UPDATE SET s = 'u'") == "INSERT 0 2"
+    await gwc.execute("DROP TABLE pg.move_conflict")
+
+
+async def test_a_timed_out_move_with_on_conflict_leaves_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_conflict_slow", "(id bigint PRIMARY KEY, s text)")
+    await gwc.execute("SET statement_timeout = '1500ms'")
+    move = ("INSERT INTO pg.move_conflict_slow SELECT g.i, t.s FROM generate_series(1, 50000000) "
+            "AS g(i) CROSS JOIN pq.trap t WHERE t.id = 1 ON CONFLICT DO NOTHING RETURNING id")
+    assert await sqlstate_of(gwc, move) == "57014"
+    await gwc.execute("RESET statement_timeout")
+    assert await pgc.fetchval("SELECT count(*) FROM move_conflict_slow") == 0
+    assert await gwc.execute("INSERT INTO pg.move_conflict_slow SELECT id, s FROM pq.trap "
+                             "ON CONFLICT DO NOTHING") == "INSERT 0 7"
+    await gwc.execute("DROP TABLE pg.move_conflict_slow")
+
+
+async def test_a_conflict_not_handled_fails_as_postgresql_and_keeps_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_conflict_fail", "(id int PRIMARY KEY, s text UNIQUE)")
+    await gwc.execute("INSERT INTO pg.move_conflict_fail VALUES (100, 'abc')")
+    # The conflict on s is not the one handled: 23505, and the stage and rows are gone.
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_conflict_fail SELECT id, s FROM pq.trap "
+                             "ON CONFLICT (id) DO NOTHING") == "23505"
+    assert await pgc.fetchval("SELECT count(*) FROM move_conflict_fail") == 1
+    await gwc.execute("BEGIN")
+    assert await gwc.execute("INSERT INTO pg.move_conflict_fail SELECT id, s FROM pq.trap "
+                             "ON CONFLICT DO NOTHING") == "INSERT 0 6"
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_conflict_fail") == 7
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT count(*) FROM move_conflict_fail") == 1
+    await fresh(gwc, "my.move_conflict_my", "(id int)")
+    assert await sqlstate_of(gwc, "INSERT INTO my.move_conflict_my SELECT id FROM pq.trap "
+                             "RETURNING id") == "0A000"
+    await gwc.execute("DROP TABLE my.move_conflict_my")
+    with pytest.raises(asyncpg.FeatureNotSupportedError):
+        await gwc.fetch("INSERT INTO pg.move_conflict_fail SELECT id, s FROM pq.trap WHERE id = $1", 1)
+    await gwc.execute("DROP TABLE pg.move_conflict_fail")
 
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
