@@ -178,8 +178,8 @@ class LinkBulkWriter:
             if wanted is None or pgtype.name != BINARY_ALIKE.get(wanted, wanted):
                 raise PgError(FEATURE_NOT_SUPPORTED, f'a move into column "{field.name}" of type '
                               f"{wanted} from a value of type {pgtype.name} cannot run inside a "
-                              "transaction block", hint="Cast the value to the column's type in "
-                              "the query, or run the move outside the block.")
+                              "transaction block or with RETURNING/ON CONFLICT",
+                              hint="Cast the value to the column's type in the query.")
             types.append(pgtype)
         return types
 

@@ -416,9 +416,20 @@ async def test_returning_tag_and_empty_move(gwc: asyncpg.Connection, pgc: asyncp
     assert await gwc.execute("INSERT INTO pg.move_ret_tag SELECT id, s FROM pq.trap WHERE id > 99 "
                              "RETURNING *") == "INSERT 0 0"
     assert await pgc.fetchval("SELECT count(*) FROM move_ret_tag") == 7
+    # Reading the target's own source too (on a connection of the pool, not the link).
+    assert await gwc.execute("INSERT INTO pg.move_ret_tag SELECT p.id + 100, p.s FROM pg.trap p "
+                             "JOIN pq.trap q ON q.id = p.id RETURNING id") == "INSERT 0 7"
+    # ON CONFLICT without RETURNING in the extended protocol: described as NoData.
+    assert await gwc.fetch("INSERT INTO pg.move_ret_tag SELECT id, s FROM pq.trap "
+                           "ON CONFLICT DO NOTHING") == []
+    assert await pgc.fetchval("SELECT count(*) FROM move_ret_tag") == 14
+    await fresh(gwc, "pg.move_ret_uuid", "(id int, u uuid)")
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_ret_uuid SELECT id, s FROM pq.trap "
+                             "RETURNING id") == "0A000"
+    await gwc.execute("DROP TABLE pg.move_ret_uuid")
     # The staging table is gone, and the link takes statements again.
     assert await pgc.fetchval("SELECT count(*) FROM pg_class WHERE relname = 'fedgate_move_stage'") == 0
-    assert await gwc.fetchval("SELECT count(*) FROM pg.move_ret_tag") == 7
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_ret_tag") == 14
     await gwc.execute("DROP TABLE pg.move_ret_tag")
 
 
