@@ -342,6 +342,32 @@ async def test_a_large_or_timed_out_move_inside_a_block_keeps_nothing(
     await gwc.execute("DROP TABLE pg.move_block_big")
 
 
+@pytest.mark.parametrize("clause", ["", " ON CONFLICT DO NOTHING"])
+async def test_a_cancel_mid_move_inside_a_block_fails_the_block_and_leaves_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection, clause: str) -> None:
+    await fresh(gwc, "pg.move_block_cancel", "(id bigint PRIMARY KEY, s text)")
+    await gwc.execute("BEGIN")
+    await gwc.execute("INSERT INTO pg.move_block_cancel VALUES (0, 'first')")
+    move = ("INSERT INTO pg.move_block_cancel SELECT g.i, t.s FROM generate_series(1, 50000000) "
+            "AS g(i) CROSS JOIN pq.trap t WHERE t.id = 1" + clause)
+    running = asyncio.ensure_future(gwc.execute(move))
+    for _ in range(200):
+        if await pgc.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY%'"
+                              " AND state = 'active'"):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the move's COPY never started")
+    running.cancel()  # asyncpg sends a CancelRequest
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert await sqlstate_of(gwc, "SELECT 1") == "25P02"
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_cancel") == 0
+    assert await gwc.execute("INSERT INTO pg.move_block_cancel SELECT id, s FROM pq.trap") == "INSERT 0 7"
+    await gwc.execute("DROP TABLE pg.move_block_cancel")
+
+
 async def test_create_table_as_inside_a_block_into_postgresql_goes_with_the_block(
         gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
     await gwc.execute("DROP TABLE IF EXISTS pg.move_block_ctas")
