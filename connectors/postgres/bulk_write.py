@@ -27,8 +27,8 @@ from pgwire.types.pg_type import PgType
 ROLLBACK_WITHIN_S = 5.0
 COPY_BYTES = 16 << 20  # tuples gathered into one COPY: few round trips, bounded memory
 # Target types whose binary input takes another type's bytes: text's.
-_BINARY_ALIKE = {"varchar": "text", "bpchar": "text", "name": "text"}
-_COLUMNS = """SELECT a.attname, t.typname, a.atttypmod, a.attnotnull
+BINARY_ALIKE = {"varchar": "text", "bpchar": "text", "name": "text"}
+COLUMNS_SQL = """SELECT a.attname, t.typname, a.atttypmod, a.attnotnull
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
   AND a.attgenerated = '' ORDER BY a.attnum"""
@@ -83,7 +83,7 @@ class PostgresBulkWriter:
 
     async def columns(self) -> list[TargetColumn]:
         try:
-            rows = await self.conn.fetch(_COLUMNS, self.qualified)
+            rows = await self.conn.fetch(COLUMNS_SQL, self.qualified)
         except asyncpg.UndefinedTableError as exc:
             raise PgError("42P01", f'relation "{self.table}" does not exist') from exc
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
@@ -128,7 +128,7 @@ class PostgresBulkWriter:
         for field in schema:
             pgtype = pg_type_for_field(field)
             wanted = self._targets.get(field.name)
-            if wanted is None or pgtype.name != _BINARY_ALIKE.get(wanted, wanted):
+            if wanted is None or pgtype.name != BINARY_ALIKE.get(wanted, wanted):
                 return None
             types.append(pgtype)
         return types

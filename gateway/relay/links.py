@@ -376,6 +376,15 @@ class SessionLinks:
         self.writer = route.source
         return writer
 
+    async def block_link(self, route: Route) -> tuple[PgLink, tuple[bytes, int]]:
+        """A move into a PostgreSQL source over the session's link (after `_check`): the
+        link and what goes ahead of its first command; a block writes there from now."""
+        self._check(route, None)
+        link = await self.link(route.source)
+        if self.state.in_block:
+            self.writer = route.source
+        return link, self.prefix(link)
+
     def executor_for(self, plan: QueryPlan) -> Executor | None:
         """An executor whose fragments on sources this block has reached run on the
         block's links (so they see its writes); None when the shared one will do."""

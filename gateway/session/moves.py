@@ -6,17 +6,22 @@
 The query is planned and run as any federated read (the session's engine, DuckDB or
 Spark); its rows go into the target through its bulk path (`gateway.executor.moves`),
 in one transaction of the target's. Inside an explicit block a SQLite or MySQL target's
-move joins the block's connection there; a PostgreSQL target's relayed block lives on a
-link of the raw protocol, which has no binary COPY of ours yet: refused there (0A000).
+move joins the block's connection there, and a PostgreSQL target's move runs on the
+block's relayed link, by binary COPY through the relay (`connectors.postgres.link_bulk_write`).
+RETURNING and ON CONFLICT into PostgreSQL take that link too (its own transaction
+outside a block): the rows go into a staging table, and the client's INSERT, aimed at
+it, answers as PostgreSQL does.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from sqlglot import exp
 
 from connectors.ddl_types import create_table
+from connectors.postgres.link_bulk_write import LinkBulkWriter
 from gateway.executor.moves import BULK_PATHS, FILE_KINDS, open_target, pour, written_columns
 from gateway.relay.routing import move_target
 from gateway.session.core import SessionCore
@@ -66,6 +71,29 @@ def folded(identifier: exp.Expression | None) -> str:
     return identifier.this if identifier.quoted else identifier.this.lower()
 
 
+def staged_insert(tree: exp.Expression, table: str, schema: str
+                  ) -> Callable[[exp.Table, list[str]], str] | None:
+    """For an INSERT with RETURNING or ON CONFLICT into PostgreSQL: the INSERT that moves
+    the staged rows into the target with the client's clauses, given the stage; None
+    for a plain INSERT, which copies straight into the target."""
+    if tree.args.get("returning") is None and tree.args.get("conflict") is None:
+        return None
+    target = move_target(tree)
+    assert target is not None
+    into = exp.table_(table, db=schema, quoted=True)
+    if target.alias:
+        into.set("alias", target.args["alias"].copy())
+
+    def final(stage: exp.Table, written: list[str]) -> str:
+        insert = tree.copy()
+        insert.set("with_", None)
+        names = [exp.to_identifier(n, quoted=True) for n in written]
+        insert.set("this", exp.Schema(this=into.copy(), expressions=names))
+        insert.set("expression", exp.select(*(exp.column(n.copy()) for n in names)).from_(stage))
+        return insert.sql(dialect="postgres")
+    return final
+
+
 class MoveMixin(SessionCore):
     async def run_move(self, route: Route, sql: str) -> None:
         tree = route.tree
@@ -79,19 +107,39 @@ class MoveMixin(SessionCore):
                  if isinstance(tree.this, exp.Schema) else None)
         query = move_query(tree)
         prepared = await self.prepare(query.sql(dialect="postgres"), ())
-        held = await self.links.block_writer(route)  # (checks the write first; None for PostgreSQL)
-        portal = Portal(prepared, [], ())
         source = self.ctx.sources[route.source]
+        # RETURNING and ON CONFLICT: through a staging table on the session's link.
+        final = staged_insert(tree, table, getattr(source, "schema", "public")) \
+            if route.kind == "postgres" and not creates else None
+        on_link = route.kind == "postgres" and (self.in_block or final is not None)
+        if on_link and self.in_block:
+            assert prepared.plan is not None
+            if any(f.source == route.source for f in prepared.plan.fragments):
+                # The block's link would carry the query's read and the COPY at once.
+                raise PgError(FEATURE_NOT_SUPPORTED, f'a move into source "{route.source}" '
+                              "inside a transaction block cannot also read that source",
+                              hint="Run it outside the block; it is one transaction of its own.")
+        if on_link:
+            link, prefix = await self.links.block_link(route)
+        else:
+            held = await self.links.block_writer(route)  # (checks the write first)
+        portal = Portal(prepared, [], ())
         writer = None
         try:
             await self.start(portal)
             assert portal.stream is not None
-            writer = await open_target(source, route.kind, route.source, table, held, creates)
+            if on_link:
+                writer = LinkBulkWriter(link, prefix, table, getattr(source, "schema", "public"),
+                                        final, self.links.state, own=not self.in_block)
+            else:
+                writer = await open_target(source, route.kind, route.source, table, held, creates)
             if creates:
                 await writer.create(self.create_ddl(route, table, portal.stream.schema),
                                     portal.stream.schema)
             columns = written_columns(table, await writer.columns(), named,
                                       len(portal.stream.schema))
+            if isinstance(writer, LinkBulkWriter):
+                writer.written = [c.name for c in columns]
             count = 0
             if not self._no_data(tree):
                 count = await pour(portal.stream, writer, table, columns,
@@ -111,6 +159,8 @@ class MoveMixin(SessionCore):
             if not self.in_block:
                 self.links.ddl = False
                 await self.ctx.catalog_changed()
+        if final is not None:
+            return  # PostgreSQL's own answer to the staged INSERT went to the client
         # PostgreSQL's tags: CREATE TABLE AS counts its rows as a SELECT does.
         self.write(encoder.command_complete(f"SELECT {count}" if creates else f"INSERT 0 {count}"))
 
@@ -162,19 +212,16 @@ class MoveMixin(SessionCore):
 
     def _refuse_unsupported(self, route: Route, tree: exp.Expression, creates: bool) -> None:
         verb = "CREATE TABLE AS" if creates else "INSERT ... SELECT"
-        if tree.args.get("returning") is not None:
-            raise PgError(FEATURE_NOT_SUPPORTED, f"RETURNING is not supported in an INSERT whose "
-                          f'query reads other sources than its target ("{route.source}")')
-        if tree.args.get("conflict") is not None:
-            raise PgError(FEATURE_NOT_SUPPORTED, "ON CONFLICT is not supported in an INSERT whose "
-                          f'query reads other sources than its target ("{route.source}")')
+        for clause, spelled in (("returning", "RETURNING"), ("conflict", "ON CONFLICT")):
+            if tree.args.get(clause) is not None and route.kind != "postgres":
+                raise PgError(FEATURE_NOT_SUPPORTED, f"{spelled} is not supported in an INSERT "
+                              f'into a {route.kind} source ("{route.source}") whose query reads '
+                              "other sources (only into PostgreSQL)")
         if route.kind not in ("postgres", "mysql", "sqlite", *FILE_KINDS):
             from connectors.writes import check_writable
             check_writable(route.kind, route.source)
-        if self.in_block and (route.kind == "postgres" or (creates and route.kind == "mysql")):
-            why = ("a block's statements reach a PostgreSQL source over its relayed link, "
-                   "which takes no binary COPY from the gateway yet") if route.kind == "postgres" \
-                else "MySQL commits a block's transaction at CREATE TABLE"
+        if self.in_block and creates and route.kind == "mysql":
+            why = "MySQL commits a block's transaction at CREATE TABLE"
             raise PgError(FEATURE_NOT_SUPPORTED,
                           f'{verb} into source "{route.source}" from other sources cannot run '
                           f"inside a transaction block: {why}",

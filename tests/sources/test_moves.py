@@ -280,21 +280,241 @@ async def test_inside_a_block_a_move_joins_the_blocks_transaction(
     await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
 
 
-async def test_inside_a_block_a_move_into_postgresql_is_refused(gwc: asyncpg.Connection,
-                                                               pgc: asyncpg.Connection) -> None:
-    await fresh(gwc, "pg.move_block_pg", "(id int, s text)")
+async def test_inside_a_block_a_move_into_postgresql_joins_the_blocks_transaction(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_block_pg", "(id int PRIMARY KEY, s varchar(10))")
     await gwc.execute("BEGIN")
-    assert await sqlstate_of(gwc, "INSERT INTO pg.move_block_pg SELECT id, s FROM pq.trap") == "0A000"
+    await gwc.execute("INSERT INTO pg.move_block_pg VALUES (100, 'in block')")
+    assert await gwc.execute("INSERT INTO pg.move_block_pg SELECT id, s FROM pq.trap") == "INSERT 0 7"
+    # The block's later statements see the rows; nobody else does before COMMIT.
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_block_pg") == 8
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_block_pg m JOIN pq.trap t "
+                              "ON t.id = m.id") == 7
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_pg") == 0
     await gwc.execute("ROLLBACK")
     assert await pgc.fetchval("SELECT count(*) FROM move_block_pg") == 0
+    await gwc.execute("BEGIN")
+    assert await gwc.execute("INSERT INTO pg.move_block_pg SELECT id, s FROM pq.trap") == "INSERT 0 7"
+    await gwc.execute("INSERT INTO pg.move_block_pg VALUES (100, 'after')")
+    await gwc.execute("COMMIT")
+    rows = await pgc.fetch("SELECT id, s FROM move_block_pg ORDER BY id")
+    assert [tuple(r) for r in rows] == [*TRAP_IDS_TEXTS, (100, "after")]
+    await gwc.execute("DROP TABLE pg.move_block_pg")
 
 
-async def test_returning_and_parameters_are_refused(gwc: asyncpg.Connection) -> None:
-    await fresh(gwc, "pg.move_refused", "(id int, s text)")
-    assert await sqlstate_of(gwc, "INSERT INTO pg.move_refused SELECT id, s FROM pq.trap "
-                             "RETURNING id") == "0A000"
+async def block_failure(conn: asyncpg.Connection, table: str, source: str) -> list[str]:
+    """The SQLSTATEs of a block whose move hits a duplicate key, then of the statement
+    after it; the block is rolled back."""
+    await conn.execute("BEGIN")
+    await conn.execute(f"INSERT INTO {table} VALUES (3, 'dup')")
+    states = [await sqlstate_of(conn, f"INSERT INTO {table} SELECT id, s FROM {source}"),
+              await sqlstate_of(conn, f"SELECT count(*) FROM {table}")]
+    await conn.execute("ROLLBACK")
+    return states
+
+
+async def test_a_failing_move_inside_a_block_fails_the_block_as_postgresql(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_block_fail", "(id int PRIMARY KEY, s varchar(10))")
+    ours = await block_failure(gwc, "pg.move_block_fail", "pq.trap")
+    theirs = await block_failure(pgc, "move_block_fail", "trap")  # PostgreSQL, all local
+    assert ours == theirs == ["23505", "25P02"]
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_fail") == 0
+    # The session goes on after the ROLLBACK, on the same link.
+    assert await gwc.execute("INSERT INTO pg.move_block_fail SELECT id, s FROM pq.trap") == "INSERT 0 7"
+    await gwc.execute("DROP TABLE pg.move_block_fail")
+
+
+async def test_a_large_or_timed_out_move_inside_a_block_keeps_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_block_big", "(id bigint PRIMARY KEY, s text)")
+    big = ("INSERT INTO pg.move_block_big SELECT g.i, t.s FROM generate_series(1, {n}) AS g(i) "
+           "CROSS JOIN pq.trap t WHERE t.id = 1")
+    await gwc.execute("BEGIN")
+    assert await gwc.execute(big.format(n=300000)) == "INSERT 0 300000"  # several COPY chunks
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_block_big") == 300000
+    await gwc.execute("SET LOCAL statement_timeout = '1500ms'")
+    assert await sqlstate_of(gwc, big.format(n=50000000).replace("g.i,", "g.i + 300000,")) == "57014"
+    assert await sqlstate_of(gwc, "SELECT 1") == "25P02"
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_big") == 0
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_block_big") == 0
+    await gwc.execute("DROP TABLE pg.move_block_big")
+
+
+@pytest.mark.parametrize("clause", ["", " ON CONFLICT DO NOTHING"])
+async def test_a_cancel_mid_move_inside_a_block_fails_the_block_and_leaves_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection, clause: str) -> None:
+    await fresh(gwc, "pg.move_block_cancel", "(id bigint PRIMARY KEY, s text)")
+    await gwc.execute("BEGIN")
+    await gwc.execute("INSERT INTO pg.move_block_cancel VALUES (0, 'first')")
+    move = ("INSERT INTO pg.move_block_cancel SELECT g.i, t.s FROM generate_series(1, 50000000) "
+            "AS g(i) CROSS JOIN pq.trap t WHERE t.id = 1" + clause)
+    running = asyncio.ensure_future(gwc.execute(move))
+    for _ in range(200):
+        if await pgc.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY%'"
+                              " AND state = 'active'"):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the move's COPY never started")
+    running.cancel()  # asyncpg sends a CancelRequest
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert await sqlstate_of(gwc, "SELECT 1") == "25P02"
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_cancel") == 0
+    assert await gwc.execute("INSERT INTO pg.move_block_cancel SELECT id, s FROM pq.trap") == "INSERT 0 7"
+    await gwc.execute("DROP TABLE pg.move_block_cancel")
+
+
+async def test_create_table_as_inside_a_block_into_postgresql_goes_with_the_block(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await gwc.execute("DROP TABLE IF EXISTS pg.move_block_ctas")
+    await gwc.execute("BEGIN")
+    assert await gwc.execute("CREATE TABLE pg.move_block_ctas AS SELECT id, s FROM pq.trap") == "SELECT 7"
+    assert await pgc.fetchval("SELECT to_regclass('move_block_ctas') IS NULL")  # not committed
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT to_regclass('move_block_ctas') IS NULL")
+    await gwc.execute("BEGIN")
+    await gwc.execute("CREATE TABLE pg.move_block_ctas AS SELECT id, s FROM pq.trap")
+    await gwc.execute("COMMIT")
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_ctas") == 7
+    await gwc.execute("DROP TABLE pg.move_block_ctas")
+
+
+async def test_inside_a_block_a_move_reading_its_own_target_source_is_refused(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_block_self", "(id int, s text)")
+    await gwc.execute("BEGIN")
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_block_self SELECT p.id, p.s FROM pg.trap p "
+                             "JOIN pq.trap q ON q.id = p.id") == "0A000"
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT count(*) FROM move_block_self") == 0
+
+
+async def psql(dsn: str, sql: str) -> str:
+    """What psql prints for `sql`, sent as a simple Query: the rows, their header and the
+    tag (RETURNING's rows come in the simple protocol only)."""
+    run = await asyncio.create_subprocess_exec(
+        "psql", "-X", "-A", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", sql,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={"PGTZ": "UTC", "PATH": "/usr/bin:/bin"})
+    out, _ = await asyncio.wait_for(run.communicate(), TIMEOUT)
+    return out.decode()
+
+
+async def both_answers(federation: Federation, gwc: asyncpg.Connection, pgc: asyncpg.Connection,
+                       table: str, ddl: str, before: str, statement: str) -> list[tuple]:
+    """`statement` (with {t} for the table, {src} for the rows' table) run through the
+    gateway reading pq.trap and by PostgreSQL itself reading its local trap, each on a
+    fresh `table` after `before`: what psql shows of each, and the table after it."""
+    answers = []
+    for conn, dsn, prefix, src in ((gwc, federation.gateway.dsn, "pg.", "pq.trap"),
+                                   (pgc, federation.pg.dsn, "", "trap")):
+        await fresh(conn, prefix + table, ddl)
+        if before:
+            await conn.execute(before.format(t=prefix + table))
+        shown = await psql(dsn, statement.format(t=prefix + table, src=src))
+        kept = await pgc.fetch(f"SELECT * FROM {table} ORDER BY 1")
+        answers.append((shown, [tuple(r) for r in kept]))
+    await gwc.execute(f"DROP TABLE pg.{table}")
+    return answers
+
+
+async def test_returning_answers_as_postgresql(federation: Federation, gwc: asyncpg.Connection,
+                                               pgc: asyncpg.Connection) -> None:
+    ours, theirs = await both_answers(
+        federation, gwc, pgc, "move_returning", "(id int PRIMARY KEY, s varchar(10), n int DEFAULT 42)",
+        "", "INSERT INTO {t} (id, s) SELECT id * 2, s FROM {src} WHERE id < 5 "
+        "RETURNING id, upper(s) AS big, n")
+    assert ours == theirs
+    assert ours[0].splitlines()[0] == "id|big|n" and "INSERT 0 4" in ours[0]
+    # A driver's prepared RETURNING is refused, before anything is written.
     with pytest.raises(asyncpg.FeatureNotSupportedError):
-        await gwc.fetch("INSERT INTO pg.move_refused SELECT id, s FROM pq.trap WHERE id = $1", 1)
+        await gwc.fetch("INSERT INTO pg.trap SELECT * FROM pq.trap RETURNING id")
+
+
+async def test_returning_tag_and_empty_move(gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_ret_tag", "(id int PRIMARY KEY, s text)")
+    assert await gwc.execute("INSERT INTO pg.move_ret_tag SELECT id, s FROM pq.trap RETURNING id") \
+        == "INSERT 0 7"
+    assert await gwc.execute("INSERT INTO pg.move_ret_tag SELECT id, s FROM pq.trap WHERE id > 99 "
+                             "RETURNING *") == "INSERT 0 0"
+    assert await pgc.fetchval("SELECT count(*) FROM move_ret_tag") == 7
+    # Reading the target's own source too (on a connection of the pool, not the link).
+    assert await gwc.execute("INSERT INTO pg.move_ret_tag SELECT p.id + 100, p.s FROM pg.trap p "
+                             "JOIN pq.trap q ON q.id = p.id RETURNING id") == "INSERT 0 7"
+    # ON CONFLICT without RETURNING in the extended protocol: described as NoData.
+    assert await gwc.fetch("INSERT INTO pg.move_ret_tag SELECT id, s FROM pq.trap "
+                           "ON CONFLICT DO NOTHING") == []
+    assert await pgc.fetchval("SELECT count(*) FROM move_ret_tag") == 14
+    await fresh(gwc, "pg.move_ret_uuid", "(id int, u uuid)")
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_ret_uuid SELECT id, s FROM pq.trap "
+                             "RETURNING id") == "0A000"
+    await gwc.execute("DROP TABLE pg.move_ret_uuid")
+    # The staging table is gone, and the link takes statements again.
+    assert await pgc.fetchval("SELECT count(*) FROM pg_class WHERE relname = 'fedgate_move_stage'") == 0
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_ret_tag") == 14
+    await gwc.execute("DROP TABLE pg.move_ret_tag")
+
+
+async def test_on_conflict_answers_as_postgresql(federation: Federation, gwc: asyncpg.Connection,
+                                                 pgc: asyncpg.Connection) -> None:
+    ddl = "(id int PRIMARY KEY, s varchar(10))"
+    before = "INSERT INTO {t} VALUES (1, 'old'), (3, 'old'), (50, 'old')"
+    for clause in ("ON CONFLICT DO NOTHING", "ON CONFLICT (id) DO NOTHING RETURNING id",
+                   "ON CONFLICT (id) DO UPDATE SET s = excluded.s || '!' RETURNING *",
+                   "ON CONFLICT (id) DO UPDATE SET s = 'new' WHERE excluded.id > 2 RETURNING id, s"):
+        ours, theirs = await both_answers(federation, gwc, pgc, "move_conflict", ddl, before,
+                                          "INSERT INTO {t} SELECT id, s FROM {src} " + clause)
+        assert ours == theirs, clause
+    for conn, t, src in ((gwc, "pg.move_conflict", "pq.trap"), (pgc, "move_conflict", "trap")):
+        await fresh(conn, t, ddl)
+        await conn.execute(f"INSERT INTO {t} VALUES (1, 'old'), (3, 'old')")
+        # The tag counts the rows inserted or updated, as PostgreSQL's does.
+        assert await conn.execute(f"INSERT INTO {t} SELECT id, s FROM {src} ON CONFLICT DO NOTHING") \
+            == "INSERT 0 5"
+        assert await conn.execute(f"INSERT INTO {t} SELECT id, s FROM {src} WHERE id < 3 "
+                                  "ON CONFLICT (id) DO UPDATE SET s = 'u'") == "INSERT 0 2"
+    await gwc.execute("DROP TABLE pg.move_conflict")
+
+
+async def test_a_timed_out_move_with_on_conflict_leaves_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_conflict_slow", "(id bigint PRIMARY KEY, s text)")
+    await gwc.execute("SET statement_timeout = '1500ms'")
+    move = ("INSERT INTO pg.move_conflict_slow SELECT g.i, t.s FROM generate_series(1, 50000000) "
+            "AS g(i) CROSS JOIN pq.trap t WHERE t.id = 1 ON CONFLICT DO NOTHING RETURNING id")
+    assert await sqlstate_of(gwc, move) == "57014"
+    await gwc.execute("RESET statement_timeout")
+    assert await pgc.fetchval("SELECT count(*) FROM move_conflict_slow") == 0
+    assert await gwc.execute("INSERT INTO pg.move_conflict_slow SELECT id, s FROM pq.trap "
+                             "ON CONFLICT DO NOTHING") == "INSERT 0 7"
+    await gwc.execute("DROP TABLE pg.move_conflict_slow")
+
+
+async def test_a_conflict_not_handled_fails_as_postgresql_and_keeps_nothing(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_conflict_fail", "(id int PRIMARY KEY, s text UNIQUE)")
+    await gwc.execute("INSERT INTO pg.move_conflict_fail VALUES (100, 'abc')")
+    # The conflict on s is not the one handled: 23505, and the stage and rows are gone.
+    assert await sqlstate_of(gwc, "INSERT INTO pg.move_conflict_fail SELECT id, s FROM pq.trap "
+                             "ON CONFLICT (id) DO NOTHING") == "23505"
+    assert await pgc.fetchval("SELECT count(*) FROM move_conflict_fail") == 1
+    await gwc.execute("BEGIN")
+    assert await gwc.execute("INSERT INTO pg.move_conflict_fail SELECT id, s FROM pq.trap "
+                             "ON CONFLICT DO NOTHING") == "INSERT 0 6"
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_conflict_fail") == 7
+    await gwc.execute("ROLLBACK")
+    assert await pgc.fetchval("SELECT count(*) FROM move_conflict_fail") == 1
+    await fresh(gwc, "my.move_conflict_my", "(id int)")
+    assert await sqlstate_of(gwc, "INSERT INTO my.move_conflict_my SELECT id FROM pq.trap "
+                             "RETURNING id") == "0A000"
+    await gwc.execute("DROP TABLE my.move_conflict_my")
+    with pytest.raises(asyncpg.FeatureNotSupportedError):
+        await gwc.fetch("INSERT INTO pg.move_conflict_fail SELECT id, s FROM pq.trap WHERE id = $1", 1)
+    await gwc.execute("DROP TABLE pg.move_conflict_fail")
 
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
