@@ -270,7 +270,7 @@ VARIADIC_CALL = "fedgate_variadic"
 # The `meta` key the planner sets on the SELECT whose rows go to the client as they are
 # (a residual, a statement shipped whole): a dialect may compute those outputs in a form
 # only the gateway reads back, such as PostgreSQL's text of a numeric of per-value scale
-# (connectors.dialects.duckdb_quotient), which no query around them could compare.
+# (connectors.dialects.duckdb.quotient), which no query around them could compare.
 CLIENT_OUTPUTS = "client_outputs"
 # Beside it, the positions of the outputs the planner presents as a numeric
 # (planner.result_types): only those may come back as numeric text, since the

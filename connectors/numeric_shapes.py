@@ -1,8 +1,8 @@
 """Which numeric values an engine computes with PostgreSQL's digits and display scale.
 
 The planner's rewrites of mixed-scale outputs (planner.set_scales, planner.case_scales)
-and the DuckDB dialect's exact forms (duckdb_quotient, duckdb_deviations,
-duckdb_numeric_calls) ask the same two questions of a client's statement: is this value
+and the DuckDB dialect's exact forms (duckdb.quotient, duckdb.deviations,
+duckdb.numeric_calls) ask the same two questions of a client's statement: is this value
 computed exactly (`exact_number`), and does the statement compare this output as a value
 (`compared_output`), where its text would sort as text.
 """

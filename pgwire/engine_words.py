@@ -44,7 +44,7 @@ from pgwire.sqlstate import (
     PgError,
 )
 
-# width_bucket()'s errors, raised in PostgreSQL's words (connectors.dialects.duckdb_buckets).
+# width_bucket()'s errors, raised in PostgreSQL's words (connectors.dialects.duckdb.buckets).
 _WIDTH_BUCKET = (r"^(?:count must be greater than zero|operand, lower bound, and upper bound cannot "
                  r"be NaN|lower and upper bounds must be finite|lower bound cannot equal upper bound)$")
 
@@ -52,24 +52,24 @@ _WIDTH_BUCKET = (r"^(?:count must be greater than zero|operand, lower bound, and
 # The table below maps (exception class name, message pattern) to a SQLSTATE; the first
 # match wins. Patterns are matched against the message with that prefix removed.
 # PostgreSQL's words that the DuckDB dialect's error() calls raise
-# (connectors.dialects.duckdb_floats), wherever DuckDB reports them from.
+# (connectors.dialects.duckdb.floats), wherever DuckDB reports them from.
 _RAISED_WORDS = ((r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),
                  (r"^value out of range: (?:overflow|underflow)$", NUMERIC_VALUE_OUT_OF_RANGE),
                  (r"^zero raised to a negative power is undefined$", INVALID_ARGUMENT_FOR_POWER),
                  (r"^a negative number raised to a non-integer power yields a complex result$",
                   INVALID_ARGUMENT_FOR_POWER),
-                 # to_timestamp(float8) of NaN (connectors.dialects.duckdb_datetimes)
+                 # to_timestamp(float8) of NaN (connectors.dialects.duckdb.datetimes)
                  (r"^timestamp cannot be NaN$", DATETIME_FIELD_OVERFLOW),
-                 # json_array_length() of an object or a scalar (connectors.dialects.duckdb_json)
+                 # json_array_length() of an object or a scalar (connectors.dialects.duckdb.json)
                  (r"^cannot get array length of a (?:non-array|scalar)$", INVALID_PARAMETER_VALUE),
-                 # get_byte() past the end (connectors.dialects.duckdb_bytes)
+                 # get_byte() past the end (connectors.dialects.duckdb.bytes)
                  (r"^index -?\d+ out of valid range, 0\.\.-?\d+$", ARRAY_SUBSCRIPT_ERROR),
-                 # text cast to an integer (connectors.dialects.duckdb_integers)
+                 # text cast to an integer (connectors.dialects.duckdb.integers)
                  (r'^invalid input syntax for type (?:smallint|integer|bigint): ', INVALID_TEXT_REPRESENTATION))
 _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     *((kind, pattern, code) for kind in ("InvalidInputException", "OSError", "ArrowInvalid")
       for pattern, code in _RAISED_WORDS),
-    # A refusal the DuckDB dialect raises when a row is computed (connectors.dialects.duckdb_json).
+    # A refusal the DuckDB dialect raises when a row is computed (connectors.dialects.duckdb.json).
     ("InvalidInputException", r"is not supported by fedgate outside PostgreSQL sources$",
      FEATURE_NOT_SUPPORTED),
     ("CatalogException", r"^Table with name .* does not exist", UNDEFINED_TABLE),
@@ -90,7 +90,7 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("ParserException", r"", SYNTAX_ERROR),
     ("InvalidInputException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
     # The DuckDB dialect's error() calls raise PostgreSQL's words for these
-    # (connectors.dialects.duckdb_functions).
+    # (connectors.dialects.duckdb.functions).
     ("InvalidInputException", r"^cannot take logarithm of", INVALID_ARGUMENT_FOR_LOGARITHM),
     ("InvalidInputException", _WIDTH_BUCKET, INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION),
     ("InvalidInputException", r"^null values cannot be formatted as an SQL identifier$", NULL_VALUE_NOT_ALLOWED),
@@ -184,7 +184,7 @@ _REWORDINGS: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
                              "a cast from {0} to {1} in the engine is not supported by fedgate "
                              "outside PostgreSQL sources"),
                             # a function the DuckDB runner registers refused a value
-                            # (connectors.dialects.duckdb_numeric_calls)
+                            # (connectors.dialects.duckdb.numeric_calls)
                             (re.compile(r"^Python exception occurred while executing the UDF: \w+: (.+)$"),
                              "{0}")),
     CARDINALITY_VIOLATION: ((re.compile(r"^More than one row returned by a subquery used as an expression"),

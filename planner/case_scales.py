@@ -13,7 +13,7 @@ Where only its number counts it is answered:
     SELECT count(*) FROM t WHERE CASE WHEN b THEN n ELSE 0 END > 1  -- answered
 
 A value under a comparison, count(), avg() (planner.pg_aggregates), a division
-(connectors.dialects.duckdb_quotient) or a cast to a type of one scale is shielded.
+(connectors.dialects.duckdb.quotient) or a cast to a type of one scale is shielded.
 Integers alone, numerics of one scale, floats: as before.
 
 An output of the statement that is itself such a CASE or COALESCE is answered where each

@@ -64,7 +64,7 @@ def arithmetic(node: exp.Expression, left: str | None, right: str | None) -> str
         return None  # no float % in PostgreSQL: an error either way
     if wider == "float4" and (a, b) != ("float4", "float4"):
         # float4 with an integer or numeric is float8's operator in PostgreSQL (float48pl),
-        # and the engine computes it so (connectors.dialects.duckdb_float4).
+        # and the engine computes it so (connectors.dialects.duckdb.float4).
         return "float8"
     if wider != "numeric":
         return wider

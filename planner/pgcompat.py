@@ -47,7 +47,7 @@ CATALOG_SCHEMAS = ("pg_catalog", "information_schema")
 _REG_TYPES = {"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole"}
 # The emulated catalog's collations (gateway.pg_catalog's pg_collation), all C order in
 # PostgreSQL 15 (ucs_basic too); any other stays for the source or the engine to judge
-# (connectors.dialects.duckdb_collations).
+# (connectors.dialects.duckdb.collations).
 _COLLATIONS = {f"{schema}{quote}{name}{quote}" for schema in ("", "pg_catalog.") for quote in ("", '"')
                for name in ("default", "c", "posix", "ucs_basic")}
 

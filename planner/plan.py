@@ -335,7 +335,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         and tree.find(exp.Sum, exp.Avg) is not None
     param_types: list[exp.DataType] = []
     # A float4 column: the engine computes float4 with an integer in float8, as PostgreSQL
-    # (connectors.dialects.duckdb_float4), which reads operand types.
+    # (connectors.dialects.duckdb.float4), which reads operand types.
     typed = bool(annotated or parameters(tree) or declared
                  or catalog.residual_dialect.needs_types(tree)) \
         or any(catalog.sources[source].dialect.wants_types for source in sources) \

@@ -7,7 +7,7 @@ the column, in place, into a value of the engine whose answers are PostgreSQL's:
 
 - jsonb: cast to JSONB, where an operator or function of json reads it (`->`, `->>`,
   `#>`, `#>>`, `@>`, `?`, jsonb_typeof(), ...): the engine's json rewrites
-  (connectors.dialects.duckdb_json*) answer those as PostgreSQL does. The jsonb itself is
+  (connectors.dialects.duckdb.json*) answer those as PostgreSQL does. The jsonb itself is
   not compared, grouped or sorted: PostgreSQL's jsonb equality and order are numeric on
   numbers (`1.0` equals `1.00`), its text's are not. Nor is what `->` or `#>` makes of it
   ordered (ORDER BY, <, >, min(), max(), directly, by its output's name or position, or
@@ -18,7 +18,7 @@ the column, in place, into a value of the engine whose answers are PostgreSQL's:
   unnest() (in the select list or in FROM, WITH ORDINALITY too), ANY/ALL,
   array_position(), `||`, array_append() or array_cat() reads it, and array_to_string()
   of integers or text (a boolean element prints `t` in PostgreSQL, `true` in the engine)
-  (connectors.dialects.duckdb_arrays answers those as PostgreSQL does). A value of more than one dimension, or with explicit bounds
+  (connectors.dialects.duckdb.arrays answers those as PostgreSQL does). A value of more than one dimension, or with explicit bounds
   (`[0:1]={1,2}`), is refused (0A000) when the row is computed: the list has no such
   shape. The array itself is not compared, grouped or sorted.
 - an enum: its labels are distinct, so grouping it, count(DISTINCT), PARTITION BY, its

@@ -14,8 +14,8 @@ at most 1000, and the value rounded half away from zero at that scale:
 
 DuckDB answers in double precision, a float8 with other digits, so the DuckDB dialect
 computes these here: when the statement is planned for constants
-(connectors.dialects.duckdb_constant_numerics), and for a column's values in a function
-the DuckDB runner registers (connectors.dialects.duckdb_numeric_calls).
+(connectors.dialects.duckdb.constant_numerics), and for a column's values in a function
+the DuckDB runner registers (connectors.dialects.duckdb.numeric_calls).
 A value is (unscaled digits, display scale): 2.50 is (250, 2). The root, and a power to
 an integer exponent, are exact (integer arithmetic); exp, ln, log and other powers are
 computed by Python's decimal, correctly rounded at thirty digits more than the result
@@ -106,7 +106,7 @@ def numeric_sqrt(value: Value) -> Value | None:
     sweight = (weight + 1) * _NBASE_DIGITS // 2 - 1  # (weight + 1) * 4 is even: exact
     rscale = _clamped(MIN_SIG_DIGITS - sweight, scale)
     # The root truncated one place further, then rounded half up (as in
-    # connectors.dialects.duckdb_deviations): exact for any argument.
+    # connectors.dialects.duckdb.deviations): exact for any argument.
     root = isqrt(unscaled * 10 ** (2 * (rscale + 1) - scale))
     return (root + 5) // 10, rscale
 

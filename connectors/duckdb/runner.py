@@ -32,9 +32,9 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from connectors.dialects.duckdb_deviations import DEVIATION_FUNCTION, deviation
-from connectors.dialects.duckdb_jsonb_contains import JSONB_CONTAINS_FUNCTION, jsonb_contains
-from connectors.dialects.duckdb_numeric_calls import NUMERIC_CALL_FUNCTION, numeric_call
+from connectors.dialects.duckdb.deviations import DEVIATION_FUNCTION, deviation
+from connectors.dialects.duckdb.jsonb_contains import JSONB_CONTAINS_FUNCTION, jsonb_contains
+from connectors.dialects.duckdb.numeric_calls import NUMERIC_CALL_FUNCTION, numeric_call
 from pgwire.errors import NUMERIC_VALUE_OUT_OF_RANGE, PgError, from_exception
 
 T = TypeVar("T")

@@ -95,11 +95,11 @@ def _conversion(field: pa.Field, target: str | None, double_numerics: bool) -> p
                       "by fedgate outside PostgreSQL sources")
     if base == "numeric" and have.name == "text" and pa.types.is_string(t):
         # PostgreSQL's text of a numeric, as the DuckDB dialect writes a division or an
-        # average out (connectors.dialects.duckdb_quotient), or a constant beyond its
-        # decimals (connectors.dialects.duckdb_constant_numerics)
+        # average out (connectors.dialects.duckdb.quotient), or a constant beyond its
+        # decimals (connectors.dialects.duckdb.constant_numerics)
         return field.with_metadata({**(field.metadata or {}), b"pg_type": b"numeric"})
     if target == "json" and have.name == "text" and pa.types.is_string(t):
-        # json written as text by the DuckDB dialect (connectors.dialects.duckdb_json_agg)
+        # json written as text by the DuckDB dialect (connectors.dialects.duckdb.json_agg)
         return field.with_metadata({**(field.metadata or {}), b"pg_type": b"json"})
     if (base in ("varchar", "bpchar") or base.startswith("reg")) and have.name == "text" \
             and not pa.types.is_dictionary(t):

@@ -86,7 +86,7 @@ def _format(args: list[exp.Expression]) -> exp.Expression | None:
             if piece == "%I":
                 value = exp.Dot(this=exp.to_identifier(MACRO_SCHEMA),
                                 expression=exp.Anonymous(this="quote_ident", expressions=[value]))
-            elif piece == "%L":  # NULL is written NULL (connectors.dialects.duckdb_quoting)
+            elif piece == "%L":  # NULL is written NULL (connectors.dialects.duckdb.quoting)
                 value = exp.Anonymous(this="quote_nullable", expressions=[value])
             parts.append(value)
         elif piece:

@@ -5,7 +5,7 @@ the last of repeated keys, numbers as numerics (`1e2` is 100, `1.0e-3` 0.0010), 
 it with a space after each comma and colon. The engine keeps the text it was given, so
 what it answers as jsonb is laid out again here (gateway.executor.presented), and a
 constant jsonb is read here when the DuckDB dialect folds a path over it
-(connectors.dialects.duckdb_json_paths).
+(connectors.dialects.duckdb.json_paths).
 """
 
 from __future__ import annotations

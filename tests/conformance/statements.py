@@ -447,7 +447,7 @@ def generated_findings() -> list[Statement]:
         # PostgreSQL's (1.12500000000000000000 where PostgreSQL says 1.12505000000000000000)
         "SELECT AVG(t.n * t.n) FROM t",
         # a window partitioned by a constant call: DuckDB took its guard for volatile
-        # (fixed: connectors.dialects.duckdb_constant_checks)
+        # (fixed: connectors.dialects.duckdb.constant_checks)
         "SELECT MAX(t.f) OVER (PARTITION BY SUBSTRING('apple' FROM 1 FOR 0) ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t",
         # lead() of an unknown literal: PostgreSQL cannot resolve its anyelement (fixed)
         "SELECT t.id, LEAD('a%b_c') OVER (PARTITION BY LENGTH(t.s) ORDER BY t.id) AS w0 FROM t",

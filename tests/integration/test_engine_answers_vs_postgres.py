@@ -45,7 +45,7 @@ ROUTES = {
 
 # Statements over no table: one route (the engine) is enough.
 CONSTANTS = {
-    # a set of text[], written out with regexp_extract_all (connectors.dialects.duckdb_regexp_match)
+    # a set of text[], written out with regexp_extract_all (connectors.dialects.duckdb.regexp_match)
     "regexp_matches_of_a_pattern": "SELECT regexp_matches('abcb', 'b+', 'g')",
     # numeric arithmetic of constants, computed exactly when planned
     "division_of_a_numeric_literal": "SELECT 12345678901234567890/123",
@@ -55,7 +55,7 @@ CONSTANTS = {
     "except_of_union": "(SELECT 1 UNION SELECT 2) EXCEPT (SELECT 2 UNION ALL SELECT 3) ORDER BY 1",
     "union_all_of_intersect": "SELECT 1 UNION ALL (SELECT 1 INTERSECT SELECT 1) ORDER BY 1",
     "sha256": "SELECT sha256('abc'::bytea), md5('abc')",
-    # DuckDB lacks them: of constants, answered when planned (connectors.dialects.duckdb_folding)
+    # DuckDB lacks them: of constants, answered when planned (connectors.dialects.duckdb.folding)
     "sha_digests": "SELECT sha224('abc'::bytea), sha384('abc'::bytea), sha512('abc'), sha512('\\x00ff'::bytea)",
     "regexp_matches": "SELECT regexp_matches('abc', 'b')",
     "regexp_matches_global": "SELECT regexp_matches('a-b-ab', '(a)-(b)', 'g'), 1",
@@ -123,7 +123,7 @@ CONSTANTS = {
 
 # Statements over the tables, run on every route.
 TABLE_STATEMENTS = {
-    # numeric at numeric.c's scale (connectors.dialects.duckdb_numeric_calls), NULL and
+    # numeric at numeric.c's scale (connectors.dialects.duckdb.numeric_calls), NULL and
     # zero rows included; log(b, x) is numeric only, of an integer column too
     "numeric_functions_of_columns": "SELECT col, log(2, col), sqrt(col::numeric(6, 1)), exp((ten * 1.5)::numeric(4, 1)), "
                                     "ln(col::numeric(6, 2)), log10(col::numeric(5, 1)), power(col::numeric(4, 1), 3), "
@@ -322,7 +322,7 @@ ERRORS = {
 
 # Constructs the engine cannot answer as PostgreSQL does: refused, 0A000.
 REFUSED = {
-    # with 'g', more than one group (connectors.dialects.duckdb_regexp_match)
+    # with 'g', more than one group (connectors.dialects.duckdb.regexp_match)
     "regexp_matches_of_two_groups": "SELECT regexp_matches(name, '(n)([0-9])', 'g') FROM t",
     "sha512_of_a_column": "SELECT sha512(name::bytea) FROM t",
     # PostgreSQL's quotient needs 43 digits here, beyond the engine's 128-bit integers

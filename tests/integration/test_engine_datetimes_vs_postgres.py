@@ -5,7 +5,7 @@ with `fedgate.relay` off, over a Parquet copy of its table (whose timestamp colu
 types TIMESTAMPNTZ, not TIMESTAMP). Infinite values come from literals and VALUES rows,
 which the engine computes. Rows and result types must be PostgreSQL's, errors its SQLSTATE and words; what the
 engine cannot answer so (extract()'s numeric Infinity, age() of an infinity) is refused
-with 0A000 naming the construct (connectors.dialects.duckdb_datetimes).
+with 0A000 naming the construct (connectors.dialects.duckdb.datetimes).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ SAME = [
     "'{\"x\": {\"bb\": 1, \"a\": [true, null, \"q\\\"\"], \"ab\": {}}}'::jsonb -> 'x', n",
 ]
 AGGREGATES = ["every(n > 1), every(n > 2), bool_and(n > 1)",
-              # numerics at PostgreSQL's own scale (connectors.dialects.duckdb_deviations)
+              # numerics at PostgreSQL's own scale (connectors.dialects.duckdb.deviations)
               "variance(n), stddev_pop(n), stddev_samp(n::int8)"]
 REFUSED = [
     ("format('%I', t)", "22004"),  # PostgreSQL's own error for the NULL row

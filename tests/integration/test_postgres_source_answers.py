@@ -36,7 +36,7 @@ ANSWERED = {
     "regexp_split_and_flags": "SELECT regexp_split_to_table('a,b', ','), regexp_replace('Abc', 'a', 'x', 'gi')",
     "ordered_set_aggregates": "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f), "
                               "mode() WITHIN GROUP (ORDER BY g) FROM t",
-    # float8 in PostgreSQL whatever the key's numeric type (connectors.dialects.duckdb_percentiles)
+    # float8 in PostgreSQL whatever the key's numeric type (connectors.dialects.duckdb.percentiles)
     "percentiles_of_numerics": "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY n), "
                                "percentile_cont(ARRAY[0.25, 0.75]) WITHIN GROUP (ORDER BY n DESC), "
                                "percentile_cont(0.3) WITHIN GROUP (ORDER BY id), "

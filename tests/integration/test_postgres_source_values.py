@@ -102,7 +102,7 @@ ANSWERED = {
                                      f"e.nums[0:1], e.tags[-2:2], e.nums[NULL::int] {JOIN} ORDER BY e.id",
     "array_all_and_null_any": f"SELECT e.id, 0 < ALL(e.nums), 'z' = ANY(e.tags), NULL::int = ANY(e.nums) {JOIN} "
                               "ORDER BY e.id",
-    # a list the engine computes itself: PostgreSQL's subscripts too (connectors.dialects.duckdb_arrays)
+    # a list the engine computes itself: PostgreSQL's subscripts too (connectors.dialects.duckdb.arrays)
     "array_literal_subscripts": f"SELECT e.id, (ARRAY[10, 20, 30])[e.id], (ARRAY[10, 20, 30])[-1], "
                                 f"(ARRAY[10, 20, 30])[e.id - 3:2], (ARRAY['a', 'b'])[0] {JOIN} ORDER BY e.id",
     "array_passed_through": f"SELECT e.id, e.tags, e.nums {JOIN} ORDER BY e.id",
@@ -166,7 +166,7 @@ async def test_the_engine_answers_as_postgres(world, name: str) -> None:
 
 
 REFUSED = {
-    # a number with a fraction: the engine reads it as a double (connectors.dialects.duckdb_json)
+    # a number with a fraction: the engine reads it as a double (connectors.dialects.duckdb.json)
     "jsonb_fraction": f"SELECT e.id, (e.payload || '{{\"f\": 1.50}}')->>'f' {JOIN}",
     # jsonb equality and order are numeric on numbers (1.0 = 1.00): the text's are not
     "jsonb_grouped_whole": f"SELECT e.payload, count(*) {JOIN} GROUP BY e.payload",

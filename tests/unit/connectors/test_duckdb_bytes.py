@@ -1,5 +1,5 @@
 """octet_length() of text, length() of a bytea and encode() to hex and base64, written
-for DuckDB (connectors.dialects.duckdb_bytes) and run there, against what PostgreSQL
+for DuckDB (connectors.dialects.duckdb.bytes) and run there, against what PostgreSQL
 answers. The differential suite (tests/conformance) compares a few calls with
 PostgreSQL itself; here every input length from 0 to 200 bytes meets base64's line
 breaks, against PostgreSQL's own algorithm (pg_base64_encode in encode.c) written out
@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot.optimizer.annotate_types import annotate_types
 
 from connectors.dialects.duckdb import to_duckdb
-from connectors.dialects.duckdb_bytes import MIME_LINE, needs_rewrite, postgres_bytes
+from connectors.dialects.duckdb.bytes import MIME_LINE, needs_rewrite, postgres_bytes
 
 
 def pg_base64(data: bytes) -> str:

@@ -1,5 +1,5 @@
 """A guard of constants that cannot fail is left out of the DuckDB SQL; any other stays, and
-PostgreSQL's error is still raised (connectors.dialects.duckdb_constant_checks)."""
+PostgreSQL's error is still raised (connectors.dialects.duckdb.constant_checks)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Numeric arithmetic of constants computed when the statement is planned
-(connectors/dialects/duckdb_constant_numerics.py): PostgreSQL's values and display scales
+(connectors/dialects/duckdb/constant_numerics.py): PostgreSQL's values and display scales
 (tests/conformance compares the engine's answers with PostgreSQL's)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 
 from connectors.base import CLIENT_OUTPUTS, NUMERIC_OUTPUTS
 from connectors.dialects.duckdb import to_duckdb
-from connectors.dialects.duckdb_constant_numerics import numeric_text, value_of
+from connectors.dialects.duckdb.constant_numerics import numeric_text, value_of
 from planner.parse import parse_query
 
 

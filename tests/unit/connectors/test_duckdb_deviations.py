@@ -1,5 +1,5 @@
 """stddev/variance of integers and numerics as numeric.c computes them
-(connectors/dialects/duckdb_deviations.py). The expected texts are PostgreSQL 15's; a
+(connectors/dialects/duckdb/deviations.py). The expected texts are PostgreSQL 15's; a
 run of 1,500 random sets (scales 0-9, up to 30 values of up to 15 digits) against a real
 PostgreSQL matched in all four functions when this was written, and the conformance suite
 compares the engine's answers with PostgreSQL's."""
@@ -12,7 +12,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 
 from connectors.base import CLIENT_OUTPUTS, NUMERIC_OUTPUTS
 from connectors.dialects.duckdb import to_duckdb
-from connectors.dialects.duckdb_deviations import DEVIATION_FUNCTION, deviation
+from connectors.dialects.duckdb.deviations import DEVIATION_FUNCTION, deviation
 from connectors.duckdb.runner import DuckDBRunner
 from pgwire.errors import PgError
 

@@ -1,5 +1,5 @@
 """format() as PostgreSQL's text_format answers it, written for DuckDB
-(connectors.dialects.duckdb_quoting) and run there: argument positions, the `-` flag
+(connectors.dialects.duckdb.quoting) and run there: argument positions, the `-` flag
 and widths. The differential suite (tests/conformance) compares with PostgreSQL."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import sqlglot
 from sqlglot.optimizer.annotate_types import annotate_types
 
-from connectors.dialects.duckdb_quoting import postgres_quoting
+from connectors.dialects.duckdb.quoting import postgres_quoting
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 
 ANSWERS = [

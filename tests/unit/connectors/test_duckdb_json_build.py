@@ -1,5 +1,5 @@
 """json_build_array()/json_build_object() and the jsonb forms written as PostgreSQL's text
-(connectors/dialects/duckdb_json_build.py); tests/conformance compares the engine's
+(connectors/dialects/duckdb/json_build.py); tests/conformance compares the engine's
 answers with a running PostgreSQL."""
 
 from __future__ import annotations

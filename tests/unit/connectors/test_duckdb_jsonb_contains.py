@@ -1,4 +1,4 @@
-"""jsonb @> and <@ as PostgreSQL's containment (connectors/dialects/duckdb_jsonb_contains.py);
+"""jsonb @> and <@ as PostgreSQL's containment (connectors/dialects/duckdb/jsonb_contains.py);
 tests/conformance compares the engine's answers with a running PostgreSQL."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from sqlglot import parse_one
 from sqlglot.optimizer.annotate_types import annotate_types
 
 from connectors.dialects.duckdb import to_duckdb
-from connectors.dialects.duckdb_jsonb_contains import JSONB_CONTAINS_FUNCTION, jsonb_contains
+from connectors.dialects.duckdb.jsonb_contains import JSONB_CONTAINS_FUNCTION, jsonb_contains
 from connectors.duckdb.runner import DuckDBRunner
 
 

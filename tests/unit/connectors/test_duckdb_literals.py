@@ -37,7 +37,7 @@ def test_rendered(sql: str, piece: str) -> None:
 
 
 @pytest.mark.parametrize(("sql", "words"), [
-    # computed when planned (connectors.dialects.duckdb_constant_numerics): too wide for
+    # computed when planned (connectors.dialects.duckdb.constant_numerics): too wide for
     # the engine where no client output may carry it as text
     ("SELECT 1e308 / -1", "the numeric constant 1" + "0" * 308 + " "),  # -(that)
     ("SELECT 1e308::numeric + 1", "the numeric constant 1" + "0" * 307 + "1 "),

@@ -1,5 +1,5 @@
 """A VALUES column of numbers of several scales: refused where a value's scale would show,
-answered where only the numbers matter (connectors.dialects.duckdb_scales).
+answered where only the numbers matter (connectors.dialects.duckdb.scales).
 
 PostgreSQL shows each numeric at its own scale; a DuckDB DECIMAL column has one scale
 for all its rows. What reads the column only by value (counts it, compares it, sorts,
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from connectors.dialects.duckdb_scales import refuse_mixed_scales
+from connectors.dialects.duckdb.scales import refuse_mixed_scales
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 
 MIXED = "(VALUES (1.5), (NULL), (-2.25), (4)) AS v(x)"

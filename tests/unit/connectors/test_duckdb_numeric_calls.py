@@ -1,5 +1,5 @@
 """sqrt/exp/ln/log of a numeric column as PostgreSQL computes them
-(connectors/dialects/duckdb_numeric_calls.py); tests/conformance compares the engine's
+(connectors/dialects/duckdb/numeric_calls.py); tests/conformance compares the engine's
 answers with a running PostgreSQL."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 
 from connectors.base import CLIENT_OUTPUTS, NUMERIC_OUTPUTS
 from connectors.dialects.duckdb import to_duckdb
-from connectors.dialects.duckdb_numeric_calls import NUMERIC_CALL_FUNCTION, numeric_call
+from connectors.dialects.duckdb.numeric_calls import NUMERIC_CALL_FUNCTION, numeric_call
 from pgwire.errors import PgError
 from planner.parse import parse_query
 

@@ -21,7 +21,7 @@ from tests.support.planning import engine_answer
     ("select log(0, 8)", ("2201E", "cannot take logarithm of zero")),  # the base first
     ("select log(2, -1)", ("2201E", "cannot take logarithm of a negative number")),
     ("select sqrt(-1)", ("2201F", "cannot take square root of a negative number")),
-    # of numeric constants, computed when planned (connectors.dialects.duckdb_constant_numerics)
+    # of numeric constants, computed when planned (connectors.dialects.duckdb.constant_numerics)
     ("select sqrt(-2.5)", ("2201F", "cannot take square root of a negative number")),
     ("select log(1, 2.5)", ("22012", "division by zero")),
     ("select log(-2, 0)", ("2201E", "cannot take logarithm of a negative number")),

@@ -1,5 +1,5 @@
 """regexp_match() and regexp_matches() written out for DuckDB
-(connectors/dialects/duckdb_regexp_match.py); tests/conformance compares the engine's
+(connectors/dialects/duckdb/regexp_match.py); tests/conformance compares the engine's
 answers with a running PostgreSQL."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from sqlglot import parse_one
 from sqlglot.optimizer.annotate_types import annotate_types
 
 from connectors.dialects.duckdb import to_duckdb
-from connectors.dialects.duckdb_regexp_match import capturing_groups
+from connectors.dialects.duckdb.regexp_match import capturing_groups
 from pgwire.errors import PgError
 from tests.support.planning import engine_answer
 

@@ -1,5 +1,5 @@
 """VALUES columns of string constants and integers typed as PostgreSQL types them
-(connectors.dialects.duckdb_values); the differential suite compares the answers with
+(connectors.dialects.duckdb.values); the differential suite compares the answers with
 PostgreSQL."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from connectors.dialects.duckdb_values import needs_rewrite, typed_values
+from connectors.dialects.duckdb.values import needs_rewrite, typed_values
 from pgwire.errors import INVALID_TEXT_REPRESENTATION, PgError
 
 

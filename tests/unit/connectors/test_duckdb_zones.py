@@ -1,4 +1,4 @@
-"""Hour-offset time zones written as tzdata's Etc zones (connectors.dialects.duckdb_zones),
+"""Hour-offset time zones written as tzdata's Etc zones (connectors.dialects.duckdb.zones),
 POSIX's sign kept: PostgreSQL's '+05' is five hours west, as Etc/GMT+5 is."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from connectors.dialects.duckdb_zones import needs_rewrite, postgres_zone
+from connectors.dialects.duckdb.zones import needs_rewrite, postgres_zone
 
 
 @pytest.mark.parametrize("zone, etc", [("+05", "Etc/GMT+5"), ("-3", "Etc/GMT-3"), ("5", "Etc/GMT+5"),

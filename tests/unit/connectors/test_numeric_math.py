@@ -10,7 +10,7 @@ import pytest
 
 from connectors.dialects.numeric_math import (base_digits, estimate_ln_dweight, numeric_exp,
                                               numeric_ln, numeric_log, numeric_power, numeric_sqrt)
-from connectors.dialects.duckdb_constant_numerics import numeric_text
+from connectors.dialects.duckdb.constant_numerics import numeric_text
 
 
 def v(text: str) -> tuple[int, int]:

@@ -5,7 +5,7 @@ catalog of the end-to-end fixtures (tests/unit/planner/test_plan_e2e.py: `main` 
 items, `side` holds customers), so every case has a residual. A case is a `-- name:` line,
 the SQL, `----`, then one line per engine, `duckdb: <SQL>` and `spark: <SQL>`: what each
 engine is asked to run, with the rewrites that give PostgreSQL's answers there
-(connectors/dialects/duckdb.py, connectors/dialects/spark.py).
+(connectors/dialects/duckdb/__init__.py, connectors/dialects/spark.py).
 FEDGATE_UPDATE_FIXTURES=1 rewrites the expected lines from what the planner renders now.
 """
 

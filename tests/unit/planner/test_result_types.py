@@ -44,7 +44,7 @@ CASES = [
     ("SELECT n / NULLIF(n, 0), NULLIF(k, 1), NULLIF(1, 2.2), NULLIF(1, 'x'::text) FROM s.t",
      ("numeric", "int2", "numeric(1000,0)", None)),
     ("SELECT a FROM (SELECT k AS a FROM s.t) AS q", ("int2",)),
-    # float4 with an integer is float8's operator (the engine computes it so: duckdb_float4)
+    # float4 with an integer is float8's operator (the engine computes it so: duckdb.float4)
     ("SELECT my_function(1), 1.5::float4 + 1, 2.5 * 1.5::float4", (None, "float8", "float8")),
     # unqualified columns of a join: the one table that holds each
     ("SELECT avg(q), sum(k), count(*) FROM s.t, s.u WHERE id = uid", ("numeric", "int8", "int8")),

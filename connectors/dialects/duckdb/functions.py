@@ -14,7 +14,7 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
 - `length`, `strpos`, `grouping()`, `generate_series(int, int)`: int4 in PostgreSQL,
   BIGINT in DuckDB; `generate_series(date, date, interval)`: timestamptz in PostgreSQL,
   TIMESTAMP in DuckDB; `extract()`, `date_part()`, `age()` and `to_timestamp(float8)`: see
-  connectors.dialects.duckdb_datetimes; `date_trunc('month', d)` of a date truncates the date's
+  connectors.dialects.duckdb.datetimes; `date_trunc('month', d)` of a date truncates the date's
   midnight in the session's zone to a timestamptz in PostgreSQL, a timestamp in DuckDB, so
   DuckDB's timestamp is read in the session's zone (the engine's TimeZone), which is the
   same instant (outside UTC the call stays in the engine: planner.zone_dependent);
@@ -26,16 +26,16 @@ PostgreSQL's answer, and a call DuckDB cannot answer as PostgreSQL does is refus
 - `ln`, `log`, `sqrt`, `exp`, `power` of a numeric: numeric in PostgreSQL, computed to a
   scale of its own, a double in DuckDB: refused (unless an argument raises anyway); of
   constants, and as an output of a column, they were computed before these rules
-  (connectors.dialects.duckdb_constant_numerics, duckdb_numeric_calls);
+  (connectors.dialects.duckdb.constant_numerics, duckdb.numeric_calls);
 - stddev, variance, stddev_pop/samp, var_pop/samp of an integer or numeric: numeric in
   PostgreSQL (to a scale of its own), a double in DuckDB. An output of the statement that
   is such a call on a column, constant or cast is computed exactly
-  (connectors.dialects.duckdb_deviations, before this module's rules); elsewhere refused
+  (connectors.dialects.duckdb.deviations, before this module's rules); elsewhere refused
   unless the argument is known to be a float4 or float8 (PostgreSQL answers float8 then,
   as DuckDB does; under VALUES, whose `1.5` sqlglot types a double, always refused);
 - sha224/sha384/sha512 (DuckDB has only sha256: sqlglot's rendering of sha512 *was*
   sha256): refused (regexp_matches, a boolean in DuckDB, a set of text[] in PostgreSQL,
-  is written out or refused before these rules: connectors.dialects.duckdb_regexp_match);
+  is written out or refused before these rules: connectors.dialects.duckdb.regexp_match);
 - the types bit, bit varying, time with time zone and money, bit string literals and
   current_time (a timetz): refused (DuckDB has none of them as PostgreSQL has them).
 Operand types decide some of these, so they run over the type-annotated tree.
@@ -48,8 +48,8 @@ from decimal import Decimal, InvalidOperation
 from sqlglot import exp
 
 from connectors.base import DEVIATIONS, volatile_reason
-from connectors.dialects import duckdb_datetimes as datetimes
-from connectors.dialects import duckdb_series as series
+from connectors.dialects.duckdb import datetimes as datetimes
+from connectors.dialects.duckdb import series as series
 from connectors.dialects.rules import raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.pg_type import BYTEA
@@ -316,7 +316,7 @@ def exact_digits(operand: exp.Expression) -> tuple[exp.Expression, int] | None:
     """`operand` as (a HUGEINT of its digits, its scale): a number literal or an integer
     or fixed-scale decimal operand; None for anything else (a float: PostgreSQL's numeric
     division and div() are numeric only, and a double has no exact digits). Used here for
-    div() and by connectors.dialects.duckdb_quotient for `/` and avg()."""
+    div() and by connectors.dialects.duckdb.quotient for `/` and avg()."""
     literal = operand.this if isinstance(operand, exp.Neg) else operand
     if isinstance(literal, exp.Literal) and not literal.is_string:
         try:

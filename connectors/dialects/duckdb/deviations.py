@@ -23,7 +23,7 @@ The argument is a column, a constant or a cast (whose scale is declared), and th
 statement does not compare the output (DISTINCT, or ORDER BY/GROUP BY naming it). A value of 20
 digits or more (whose square a HUGEINT cannot hold) raises 0A000 when met. A call inside
 an expression, of another argument, or of a float, is left to
-connectors.dialects.duckdb_functions (a float: DuckDB's double, as PostgreSQL's;
+connectors.dialects.duckdb.functions (a float: DuckDB's double, as PostgreSQL's;
 otherwise refused).
 """
 
@@ -35,8 +35,8 @@ from sqlglot import exp
 
 from connectors.base import DEVIATIONS, NUMERIC_OUTPUTS, aggregate_call, in_same_context
 from connectors.numeric_shapes import compared_output
-from connectors.dialects.duckdb_constant_numerics import NUMERIC, numeric_divide, numeric_text
-from connectors.dialects.duckdb_functions import exact_digits
+from connectors.dialects.duckdb.constant_numerics import NUMERIC, numeric_divide, numeric_text
+from connectors.dialects.duckdb.functions import exact_digits
 from connectors.dialects.rules import raised
 
 DEVIATION_FUNCTION = "fedgate_numeric_deviation"

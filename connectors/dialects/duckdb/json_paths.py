@@ -8,7 +8,7 @@ anything else gives NULL. A path known when the statement is planned becomes tha
                         WHEN json_type(j -> 'a') = 'ARRAY' THEN j -> 'a' -> 0 END
     j #>> '{a}'    ->  j ->> 'a'
 
-Each step is the `->` (the last of `#>>` the `->>`) that connectors.dialects.duckdb_json
+Each step is the `->` (the last of `#>>` the `->>`) that connectors.dialects.duckdb.json
 rewrites and guards, so a number DuckDB would write otherwise, json's escapes and a
 jsonb container as text are refused there as for `->`. (A scalar has no element: unlike
 `'5'::jsonb -> 0`, `'5'::jsonb #> '{0}'` is NULL.) Over a constant
@@ -23,7 +23,7 @@ import re
 
 from sqlglot import exp
 
-from connectors.dialects.duckdb_json import JSON_KIND, json_type
+from connectors.dialects.duckdb.json import JSON_KIND, json_type
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.jsonb import jsonb_layout, jsonb_value, path_piece, scalar_text
 

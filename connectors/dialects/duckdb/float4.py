@@ -22,7 +22,7 @@ import struct
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
-from connectors.dialects.duckdb_literals import MAX_DIGITS, pg_text
+from connectors.dialects.duckdb.literals import MAX_DIGITS, pg_text
 
 T = exp.DataType.Type
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div)

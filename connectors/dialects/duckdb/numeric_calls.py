@@ -2,7 +2,7 @@
 
 PostgreSQL answers these in numeric, at a display scale it picks for each value
 (connectors.dialects.numeric_math has the rules); DuckDB answers a DOUBLE. Of constants
-they are computed when the statement is planned (connectors.dialects.duckdb_constant_numerics).
+they are computed when the statement is planned (connectors.dialects.duckdb.constant_numerics).
 Of a column or a cast of known scale, an output of the statement that is such a call
 becomes the value's digits handed to a function the DuckDB runner registers on its
 connections (`numeric_call` below), which returns PostgreSQL's text of the numeric; the
@@ -18,9 +18,9 @@ log(b, x) is taken with a constant base (positive, not 1); power(x, y) with each
 and y a column, a cast or a constant, one of them numeric. A value this cannot compute
 as PostgreSQL does (exp() beyond ±1000, a power too large, or one exactly between two
 values at its scale: connectors.dialects.numeric_math) raises 0A000 when met. As for
-connectors.dialects.duckdb_deviations, the output is not one the statement compares
+connectors.dialects.duckdb.deviations, the output is not one the statement compares
 (DISTINCT, or ORDER BY/GROUP BY naming it: its text would compare as text); such an
-output, and a call inside an expression, is left to connectors.dialects.duckdb_functions,
+output, and a call inside an expression, is left to connectors.dialects.duckdb.functions,
 which refuses it.
 """
 
@@ -29,10 +29,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import NUMERIC_OUTPUTS, volatile_reason
-from connectors.dialects.duckdb_constant_numerics import NUMERIC, math_call, numeric_text, value_of
+from connectors.dialects.duckdb.constant_numerics import NUMERIC, math_call, numeric_text, value_of
 from connectors.numeric_shapes import compared_output
-from connectors.dialects.duckdb_floats import COMPLEX_RESULT, ZERO_TO_NEGATIVE
-from connectors.dialects.duckdb_functions import (LOG_OF_NEGATIVE, LOG_OF_ZERO, SQUARE_ROOT_OF_NEGATIVE,
+from connectors.dialects.duckdb.floats import COMPLEX_RESULT, ZERO_TO_NEGATIVE
+from connectors.dialects.duckdb.functions import (LOG_OF_NEGATIVE, LOG_OF_ZERO, SQUARE_ROOT_OF_NEGATIVE,
                                                   exact_digits)
 from connectors.dialects.numeric_math import FUNCTIONS
 from connectors.dialects.rules import raised

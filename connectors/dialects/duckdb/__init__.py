@@ -12,12 +12,12 @@ rewrites here close the gaps we know of (docs/design.md §4):
   DuckDB's decimals stop at 38 digits).
 These need operand types, so they expect a type-annotated tree, and run children before
 parents: a cast inside a division is made exact too (sqlglot's `transform` does not descend
-into a node it replaced); so do the function rewrites of `duckdb_functions`. Two more need
+into a node it replaced); so do the function rewrites of `duckdb.functions`. Two more need
 none:
 - a literal in exponent notation (`1e3`, `2.5e-2`) is a numeric in PostgreSQL and a DOUBLE
   in DuckDB: it becomes the DECIMAL of its digits, and one of more than DuckDB's 38
   digits stays a DOUBLE only where PostgreSQL makes a float8 of it too, else it is
-  refused with 0A000 (`duckdb_literals`; that one does read types);
+  refused with 0A000 (`duckdb.literals`; that one does read types);
 - `LIKE` has no default escape in DuckDB while PostgreSQL's is `\`, so every LIKE/ILIKE
   without an ESCAPE clause gets `ESCAPE '\'` spelled out.
 """
@@ -29,39 +29,39 @@ from decimal import Decimal
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
-from connectors.dialects import duckdb_buckets as buckets
-from connectors.dialects import duckdb_bytes as bytes_
-from connectors.dialects import duckdb_arrays as arrays
-from connectors.dialects import duckdb_dates as dates
-from connectors.dialects import duckdb_degrees as degrees
-from connectors.dialects import duckdb_folding as folding
-from connectors.dialects import duckdb_integers as integers
-from connectors.dialects import duckdb_functions as functions
+from connectors.dialects.duckdb import buckets as buckets
+from connectors.dialects.duckdb import bytes as bytes_
+from connectors.dialects.duckdb import arrays as arrays
+from connectors.dialects.duckdb import dates as dates
+from connectors.dialects.duckdb import degrees as degrees
+from connectors.dialects.duckdb import folding as folding
+from connectors.dialects.duckdb import integers as integers
+from connectors.dialects.duckdb import functions as functions
 from connectors.dialects import grouping_sets
-from connectors.dialects import duckdb_float4 as float4
-from connectors.dialects import duckdb_json as json_pieces
-from connectors.dialects import duckdb_json_agg as json_agg
-from connectors.dialects import duckdb_json_paths as json_paths
-from connectors.dialects import duckdb_literals as literals
-from connectors.dialects import duckdb_number_text as number_text
-from connectors.dialects import duckdb_floats as floats
-from connectors.dialects import duckdb_formats as formats
-from connectors.dialects import duckdb_strings as strings
-from connectors.dialects import duckdb_quotient as quotient
-from connectors.dialects import duckdb_constant_numerics as constant_numerics
-from connectors.dialects import duckdb_constant_checks as constant_checks
-from connectors.dialects import duckdb_numeric_calls as numeric_calls
-from connectors.dialects import duckdb_percentiles as percentiles
-from connectors.dialects import duckdb_regexp_match as regexp_match
-from connectors.dialects import duckdb_jsonb_contains as jsonb_contains
-from connectors.dialects import duckdb_json_build as json_build
-from connectors.dialects import duckdb_deviations as deviations
-from connectors.dialects import duckdb_quoting as quoting
-from connectors.dialects import duckdb_regression as regression
-from connectors.dialects import duckdb_values as value_types
-from connectors.dialects import duckdb_zones as zones
-from connectors.dialects.duckdb_scales import needs_scale, postgres_extremes, postgres_scale, refuse_mixed_scales
-from connectors.dialects.duckdb_collations import check_collations
+from connectors.dialects.duckdb import float4 as float4
+from connectors.dialects.duckdb import json as json_pieces
+from connectors.dialects.duckdb import json_agg as json_agg
+from connectors.dialects.duckdb import json_paths as json_paths
+from connectors.dialects.duckdb import literals as literals
+from connectors.dialects.duckdb import number_text as number_text
+from connectors.dialects.duckdb import floats as floats
+from connectors.dialects.duckdb import formats as formats
+from connectors.dialects.duckdb import strings as strings
+from connectors.dialects.duckdb import quotient as quotient
+from connectors.dialects.duckdb import constant_numerics as constant_numerics
+from connectors.dialects.duckdb import constant_checks as constant_checks
+from connectors.dialects.duckdb import numeric_calls as numeric_calls
+from connectors.dialects.duckdb import percentiles as percentiles
+from connectors.dialects.duckdb import regexp_match as regexp_match
+from connectors.dialects.duckdb import jsonb_contains as jsonb_contains
+from connectors.dialects.duckdb import json_build as json_build
+from connectors.dialects.duckdb import deviations as deviations
+from connectors.dialects.duckdb import quoting as quoting
+from connectors.dialects.duckdb import regression as regression
+from connectors.dialects.duckdb import values as value_types
+from connectors.dialects.duckdb import zones as zones
+from connectors.dialects.duckdb.scales import needs_scale, postgres_extremes, postgres_scale, refuse_mixed_scales
+from connectors.dialects.duckdb.collations import check_collations
 from connectors.dialects.rules import rewrite_bottom_up
 from connectors.base import (CLIENT_OUTPUTS, EXACT, EXACT_AVERAGE, Classification, Dialect, Pushdown, TableInfo,
                              volatile_reason)

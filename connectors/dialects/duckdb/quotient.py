@@ -28,7 +28,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import EXACT_AVERAGE, NUMERIC_OUTPUTS
-from connectors.dialects.duckdb_functions import exact_digits
+from connectors.dialects.duckdb.functions import exact_digits
 from connectors.numeric_shapes import exact_number
 
 QUOTIENT = "FEDGATE_QUOTIENT"  # marker: (dividend digits, divisor digits, scale1, scale2)
@@ -85,7 +85,7 @@ def _checked_digits(operand: exp.Expression) -> tuple[exp.Expression, exp.Expres
     kind = exp.Anonymous(this="typeof", expressions=[operand.copy()])
     decimal = exp.Like(this=kind.copy(), expression=exp.Literal.string("DECIMAL(%"))
     integer = exp.In(this=kind.copy(), expressions=[exp.Literal.string(n) for n in _INTEGER_NAMES])
-    # concat, not a cast to text: the float rewrites (connectors.dialects.duckdb_floats)
+    # concat, not a cast to text: the float rewrites (connectors.dialects.duckdb.floats)
     # would write a cast of what sqlglot types a DOUBLE as PostgreSQL's float8 text
     # (of NULL it is '', NULL again by NULLIF)
     text = exp.Nullif(this=exp.Anonymous(this="concat", expressions=[

@@ -12,7 +12,7 @@ constant the engine can be handed:
 - to_number(text, template) of a text that has the template's very shape (a digit for
   each 9 or 0, the template's group and decimal separators where it has them): its
   digits, at as many decimal places as the template has digits after its point.
-Anything else stays as it was: refused (0A000) by connectors.dialects.duckdb_functions.
+Anything else stays as it was: refused (0A000) by connectors.dialects.duckdb.functions.
 """
 
 from __future__ import annotations

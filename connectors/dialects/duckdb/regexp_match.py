@@ -14,7 +14,7 @@ takes part, '' can only mean "took no part", and the call is written out:
 
 Any other pattern (a group that may match nothing, `(c*)`, `(a|)`, or a construct this
 does not read: `(?...)`, a back reference), a pattern that is not a literal, flags other
-than 'i' (which keeps connectors.dialects.duckdb_strings' rule: an ASCII pattern only)
+than 'i' (which keeps connectors.dialects.duckdb.strings' rule: an ASCII pattern only)
 and a volatile string are refused (0A000); flag 'g' is PostgreSQL's own error.
 """
 

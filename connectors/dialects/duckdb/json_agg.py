@@ -11,9 +11,9 @@ json_group_array writes `[1,2,3]`. So the aggregate is written as text:
 integer's text; `true`/`false`; a string escaped by DuckDB's to_json(), which writes the
 control characters U+000B, U+000E, U+000F and U+001A..U+001F in upper-case hex where
 PostgreSQL writes lower case (such a value raises the refusal when met); a numeric whose
-DECIMAL has PostgreSQL's display scale (connectors.dialects.duckdb_json) as its text.
+DECIMAL has PostgreSQL's display scale (connectors.dialects.duckdb.json) as its text.
 Any other argument type, and json_agg(DISTINCT ...), is refused (0A000).
-connectors.dialects.duckdb_json_build writes json_build_array/object's values by the same
+connectors.dialects.duckdb.json_build writes json_build_array/object's values by the same
 rules (`as_json`).
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import AGGREGATE_WRAPPERS, aggregate_call, in_same_context
-from connectors.dialects.duckdb_json import at_display_scale
+from connectors.dialects.duckdb.json import at_display_scale
 from connectors.dialects.rules import raised
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 

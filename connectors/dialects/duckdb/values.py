@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from connectors.dialects.duckdb_integers import check_text
+from connectors.dialects.duckdb.integers import check_text
 
 _NAMES = {"INT": "integer", "BIGINT": "bigint"}
 INT4_MAX = 2**31 - 1

@@ -3,7 +3,7 @@
 PostgreSQL writes json_build_array(1, 'a', NULL) as `[1, "a", null]` and
 json_build_object('a', 1, 'b', NULL) as `{"a" : 1, "b" : null}` (a space each side of
 the colon), each value as to_json() writes it; DuckDB has neither function. They are
-written as text, each value by connectors.dialects.duckdb_json_agg's rules (integers,
+written as text, each value by connectors.dialects.duckdb.json_agg's rules (integers,
 booleans, text, numerics at their display scale; anything else refused):
 
     json_build_object('a', n, 'b', NULL)
@@ -23,7 +23,7 @@ import json
 
 from sqlglot import exp
 
-from connectors.dialects.duckdb_json_agg import as_json
+from connectors.dialects.duckdb.json_agg import as_json
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PgError
 
 ARRAYS = ("json_build_array", "jsonb_build_array")

@@ -12,7 +12,7 @@ here, with numeric.c's rules, into the one constant it is:
     →  SELECT CAST('100371365056030633.25203252' AS DECIMAL(26, 8)), CAST('4.375' AS DECIMAL(4, 3)) + n FROM t
 
 - `+`, `-`: exact, at the larger display scale; `*`: exact, at the sum of the scales;
-- `/`: rounded half away from zero at select_div_scale's scale (`duckdb_quotient` has the
+- `/`: rounded half away from zero at select_div_scale's scale (`duckdb.quotient` has the
   rule); div(): truncated, scale 0; `%` and mod(): the dividend less the truncated
   quotient's multiple, at the larger scale, with the dividend's sign;
 - integers keep PostgreSQL's integer arithmetic (int4, or int8 past int4's range): a
@@ -29,7 +29,7 @@ A result of up to 38 digits (and scale) is handed to DuckDB as a DECIMAL of exac
 digits and scale. A wider one is PostgreSQL's numeric text when it is an output of the
 statement the planner types numeric (`connectors.base.NUMERIC_OUTPUTS`; the gateway reads
 it back as a numeric); anywhere else it is a plain literal, which
-`duckdb_literals.postgres_literals` then refuses (0A000) unless PostgreSQL itself turns it
+`duckdb.literals.postgres_literals` then refuses (0A000) unless PostgreSQL itself turns it
 into a float8 or text.
 """
 
@@ -38,9 +38,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from connectors.base import NUMERIC_OUTPUTS
-from connectors.dialects.duckdb_floats import COMPLEX_RESULT, ZERO_TO_NEGATIVE
-from connectors.dialects.duckdb_functions import LOG_OF_NEGATIVE, LOG_OF_ZERO, SQUARE_ROOT_OF_NEGATIVE
-from connectors.dialects.duckdb_literals import MAX_DIGITS, pg_text
+from connectors.dialects.duckdb.floats import COMPLEX_RESULT, ZERO_TO_NEGATIVE
+from connectors.dialects.duckdb.functions import LOG_OF_NEGATIVE, LOG_OF_ZERO, SQUARE_ROOT_OF_NEGATIVE
+from connectors.dialects.duckdb.literals import MAX_DIGITS, pg_text
 from connectors.dialects.rules import raised
 from connectors.dialects.numeric_math import FUNCTIONS
 
