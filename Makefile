@@ -80,7 +80,7 @@ test-fast: $(STAMP)
 FUZZ_EXAMPLES ?= 100000
 FUZZ_TESTS := tests/unit/pgwire/test_decoder_fuzz.py tests/integration/test_protocol_fuzz.py \
               tests/integration/test_express_fuzz.py tests/unit/pgwire/test_row_walk.py \
-              tests/unit/gateway/test_hot_split.py \
+              tests/unit/gateway/test_express_builds.py \
               tests/sources/test_pushdown_fuzz.py
 fuzz: $(STAMP) system-deps
 	FEDGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest $(FUZZ_TESTS) $(PYTEST_ARGS)

@@ -47,7 +47,7 @@ from gateway.state.metrics import Metrics
 from pgwire.errors import PgError
 from pgwire.protocol import encoder
 from pgwire.protocol.client import ROW_WALK
-from gateway.relay.express.text_split import HOT_SPLIT
+from gateway.relay.express.text_split import SPLIT_BUILD
 from gateway.relay.express.memory import REPEATS
 from planner import CatalogSnapshot, SourceEntry
 
@@ -232,7 +232,7 @@ async def serve(config: Config, worker: WorkerSpec | None = None,
         # results and the express lane answer the same, at more CPU per row and statement.
         for what, build in (("relayed results: the row walk is", ROW_WALK),
                             ("express lane: the answer walk is", ROW_WALK),
-                            ("express lane: the Query split is", HOT_SPLIT),
+                            ("express lane: the Query split is", SPLIT_BUILD),
                             ("express lane: the repeats are", REPEATS)):
             if build == "compiled":
                 log.info("%s %s", what, build)

@@ -21,7 +21,7 @@ WHY = ("Where the gateway's CPU goes: the kernel's share (system time: two socke
        "compiled code's attribute reads and writes on the session's Python objects. The "
        "lane's Python road (gateway/relay/express/memory.py) takes a shape's first runs, the statement "
        "after the session's task acted, and whatever the repeats decline; with "
-       "FEDGATE_HOT_SPLIT=python the repeats run interpreted.")
+       "FEDGATE_EXPRESS=python the repeats run interpreted.")
 
 
 def workers_note(facts: dict, row: dict[str, Any], workload: str, gateways: list[str]) -> list[str]:

@@ -26,7 +26,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gateway.relay.express.text_split import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import EXPRESS_BUILD_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support import rawpg
 from tests.support.gateway_proc import PgSourceGateway, gateway_on_new_database
@@ -39,14 +39,14 @@ Setup = PgSourceGateway
 
 
 # Each test runs against a gateway with the lane's Query split and answer walk compiled and
-# one with their sources interpreted (gateway/relay/express/statement_bytes.py, HOT_SPLIT;
+# one with their sources interpreted (gateway/relay/express/statement_bytes.py, SPLIT_BUILD;
 # pgwire/protocol/answer_walks.py, ROW_WALK): both must answer alike.
 @pytest.fixture(scope="module", params=["C", "python"])
 def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory,
           request: pytest.FixtureRequest) -> Iterator[Setup]:
     with gateway_on_new_database(postgres_server.dsn, tmp_path_factory.mktemp("express-gateway"),
                                  "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, note text)",
-                                 env={HOT_SPLIT_ENV: request.param,
+                                 env={EXPRESS_BUILD_ENV: request.param,
                                       ROW_WALK_ENV: request.param}) as found:
         log = found.gateway.log_path.read_text()
         assert ("the Query split is interpreted" in log) == (request.param == "python"), log

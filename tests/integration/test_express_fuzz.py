@@ -1,7 +1,7 @@
 """Differential fuzz of the express lane: its compiled build against its interpreted one.
 
 Two gateways serve one PostgreSQL database: one with the lane's compiled modules (the
-repeats, the Query split, the row and answer walks: FEDGATE_HOT_SPLIT=c,
+repeats, the Query split, the row and answer walks: FEDGATE_EXPRESS=c,
 FEDGATE_ROW_WALK=c), one with the same sources interpreted (=python). Each generated case (tests/support/lane_fuzz.py) is
 played on both from the same table contents: a warm-up that arms the lane on a few shapes,
 then a hostile stream of statements the lane takes, mixed with errors and malformed
@@ -25,7 +25,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from gateway.relay.express.text_split import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import EXPRESS_BUILD_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support import rawpg
 from tests.support.fuzz import fuzz_examples, time_limit
@@ -74,7 +74,7 @@ def lanes(postgres_server: PostgresServer,
     found = Lanes(truth, psycopg.connect(truth, autocommit=True))
     try:
         for build in BUILDS:
-            env = {HOT_SPLIT_ENV: build.lower(), ROW_WALK_ENV: build.lower()}
+            env = {EXPRESS_BUILD_ENV: build.lower(), ROW_WALK_ENV: build.lower()}
             found.builds[build] = Lane(start_gateway(pg_source_config(truth), root / build,
                                                      env=env))
             log = found.builds[build].gateway.log()

@@ -9,7 +9,7 @@ answer, transaction blocks (BEGIN sent ahead of a block's first repeat), a faile
 block, a setting mirrored to the source changed between repeats (extra_float_digits), pipelined statements
 arriving while a repeat runs, a CancelRequest, a source backend gone between repeats;
 and what other sessions see (pg_stat_activity). Each runs against a gateway with the
-compiled build and one with the same source interpreted (FEDGATE_HOT_SPLIT=python), and
+compiled build and one with the same source interpreted (FEDGATE_EXPRESS=python), and
 compares the bytes with `fedgate.express = off` (the session's task). `SHOW
 fedgate.express_repeats` proves the repeats ran on both.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 
-from gateway.relay.express.text_split import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import EXPRESS_BUILD_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.integration.test_express import cancel_on_the_source, connect, exchange, q
 from tests.support import rawpg
@@ -49,7 +49,7 @@ def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
             postgres_server.dsn, tmp_path_factory.mktemp("repeats-gateway"),
             "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, note text, opened date); "
             "CREATE TABLE big AS SELECT g FROM generate_series(1, 20000) AS g",
-            env={HOT_SPLIT_ENV: request.param, ROW_WALK_ENV: request.param}) as found:
+            env={EXPRESS_BUILD_ENV: request.param, ROW_WALK_ENV: request.param}) as found:
         log = found.gateway.log_path.read_text()
         assert ("the repeats are interpreted" in log) == (request.param == "python"), log
         yield Setup(found.gateway, found.truth, request.param == "C")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from gateway.relay.express.text_split import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import EXPRESS_BUILD_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.integration.test_express import exchange, q
 from tests.integration.test_express_repeats import Setup, show
@@ -42,7 +42,7 @@ def setup(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFact
             "INSERT INTO acct SELECT g, g * 10, 'n' || g FROM generate_series(1, 30) AS g; "
             "CREATE TABLE hist (id int, at timestamptz DEFAULT now()); "
             "INSERT INTO hist SELECT g FROM generate_series(1, 5) AS g",
-            env={HOT_SPLIT_ENV: request.param, ROW_WALK_ENV: request.param}) as found:
+            env={EXPRESS_BUILD_ENV: request.param, ROW_WALK_ENV: request.param}) as found:
         yield Setup(found.gateway, found.truth, request.param == "C")
 
 

@@ -29,7 +29,7 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.relay.express.text_split import HOT_SPLIT_ENV
+from gateway.relay.express.text_split import EXPRESS_BUILD_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.http_gateway import http_get
@@ -106,7 +106,7 @@ def config(source: Source, *, size: int = POOL_SIZE, mode: str = "transaction",
 def gateway(source: Source, tmp_path_factory: pytest.TempPathFactory,
             request: pytest.FixtureRequest) -> Iterator[GatewayProcess]:
     proc = start_gateway(config(source), tmp_path_factory.mktemp("pool-gateway"),
-                         env={HOT_SPLIT_ENV: request.param, ROW_WALK_ENV: request.param})
+                         env={EXPRESS_BUILD_ENV: request.param, ROW_WALK_ENV: request.param})
     try:
         yield proc
     finally:

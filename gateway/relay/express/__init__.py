@@ -26,13 +26,13 @@ task's road only.
 The lane's modules, from the top (each imports only modules listed below it):
 - `taking`: `ExpressLane`, which the connection builds with the session's state, links
   and client port; it decides what a chunk of client bytes starts, if anything;
-- `memory`: `HotLane`, the lane's memory of what it relayed, so that a repeat costs one
+- `memory`: `RememberingLane`, the lane's memory of what it relayed, so that a repeat costs one
   lookup (the repeats' Python road);
 - `lane`: `Lane`, the machinery: the entry points the client's socket calls, the link a
   route may use now, finishing a statement as the session's task does;
 - `place_in_line`: the lane's place in a pool's line for a link (transaction pooling);
 - `exchange`: one exchange with a link, driven by the link's socket callback;
-- `kept`: what the memory keeps of a statement (`HotQuery`, `HotRun`);
+- `kept`: what the memory keeps of a statement (`KeptQuery`, `KeptRun`);
 - `text_split`: the split of a simple Query's text into statement, shape and numbers;
 - `repeats`, `repeats_flight`: the repeats, a remembered statement in and out in one
   call each way (compiled when built);
@@ -44,11 +44,11 @@ The compiled modules' build is chosen here, before any of them is imported (see
 
 from pgwire.compiled import compiled_module
 
-# FEDGATE_HOT_SPLIT=python runs the lane's compiled modules interpreted even when they are
+# FEDGATE_EXPRESS=python runs the lane's compiled modules interpreted even when they are
 # built, the lane's repeats included (the tests run the lane both ways); =c
 # insists on the compiled builds (an ImportError when one is not built); unset: compiled
 # when built.
-HOT_SPLIT_ENV = "FEDGATE_HOT_SPLIT"
-compiled_module("gateway.relay.express.statement_bytes", HOT_SPLIT_ENV)
-compiled_module("gateway.relay.express.repeats_flight", HOT_SPLIT_ENV)
-compiled_module("gateway.relay.express.repeats", HOT_SPLIT_ENV)
+EXPRESS_BUILD_ENV = "FEDGATE_EXPRESS"
+compiled_module("gateway.relay.express.statement_bytes", EXPRESS_BUILD_ENV)
+compiled_module("gateway.relay.express.repeats_flight", EXPRESS_BUILD_ENV)
+compiled_module("gateway.relay.express.repeats", EXPRESS_BUILD_ENV)

@@ -1,7 +1,7 @@
 """What the express lane keeps of a statement it relayed, for its repeats.
 
 `gateway.relay.express.memory` keeps, per session, a simple Query's lifted shape
-(`HotQuery`, by the shape) and an extended-protocol run (`HotRun`, by `run_key_of`: the
+(`KeptQuery`, by the shape) and an extended-protocol run (`KeptRun`, by `run_key_of`: the
 run's bytes without the Bind's length and values), with what its route was decided on
 and the head of the Bind it sends the source; the repeats (gateway.relay.express.repeats)
 read the same objects. The Bind of a repeat's values is built here (`bound_request`) or,
@@ -26,7 +26,7 @@ BOUND_TAIL = w.describe("P", "") + w.execute("", 0) + w.SYNC
 _UNLIMITED = w.execute("", 0) + w.SYNC
 
 
-class HotQuery:
+class KeptQuery:
     """A lifted shape as the lane first relayed it, with what its route depended on; and
     the head of the Bind for the source's statement it was last sent to (`bind_head`)."""
 
@@ -77,7 +77,7 @@ def bound_request(statement: RemoteStatement, numbers: list[str]) -> bytes:
 
 # --- extended-protocol runs --------------------------------------------------------------
 
-class HotRun:
+class KeptRun:
     """A `[Parse] Bind [Describe] Execute Sync` run the lane relayed, kept by its bytes
     without the Bind's values (`run_key_of`): what the session answers before the source
     does, and how to find again the statement it ran."""

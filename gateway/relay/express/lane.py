@@ -407,7 +407,7 @@ class Lane:
         self._settle()
 
     def _arm(self) -> None:
-        """Arm the repeats (gateway.relay.express.memory.HotLane)."""
+        """Arm the repeats (gateway.relay.express.memory.RememberingLane)."""
 
     def _done(self) -> None:
         ended(self.activity, self.state)  # the statement log (gateway.state.activity)

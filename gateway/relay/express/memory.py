@@ -24,7 +24,7 @@ without the Bind's length and parameter values (`run_key_of`): two runs with one
 in their values only, so every check `ExpressLane._extended` made of the first holds for
 the second, and the messages the session answers before the source does are the same.
 
-What is kept of each (`HotQuery`, `HotRun`) is `gateway.relay.express.kept`.
+What is kept of each (`KeptQuery`, `KeptRun`) is `gateway.relay.express.kept`.
 
 A repeat's steps (the lane's `_send_query`/`_send_run`, `_start`, and the finish of the
 statement) are written out in `_hot_query`, `_hot_extended` and their `..._done`: each is
@@ -42,7 +42,7 @@ links, a shutdown) they read again each time, as `_hot_query` does. They also ru
 BEGIN, and its COMMIT or ROLLBACK on the one source it reached. What their answer's walk
 does not read (an error, a new row description, the source gone) or a cancel hands the
 statement to this module's exchange, where it goes on (`_adopt`); anything else they decline
-goes to the lane's `offer`. Without the build, or with FEDGATE_HOT_SPLIT=python, the same
+goes to the lane's `offer`. Without the build, or with FEDGATE_EXPRESS=python, the same
 repeats run interpreted.
 """
 
@@ -60,7 +60,7 @@ from gateway.relay.express.exchange import FLUSH_BYTES, Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
 from gateway.relay.express import repeats as repeats_build
 from gateway.relay.express.text_split import quick_split
-from gateway.relay.express.kept import BOUND_TAIL, HotQuery, HotRun, parameter_types
+from gateway.relay.express.kept import BOUND_TAIL, KeptQuery, KeptRun, parameter_types
 from gateway.relay.express.repeats import Repeats
 from gateway.relay.express.statement_bytes import quick_bind, quick_split_bytes, run_key_of
 from gateway.state.activity import began, ended
@@ -85,15 +85,15 @@ LIMIT = 256  # shapes, and runs, kept per session
 REPEATS = build_of(repeats_build)
 
 
-class HotLane(Lane):
+class RememberingLane(Lane):
     """The lane's side of this memory (`gateway.relay.express.taking.ExpressLane` builds on
     it): `_hot` tries a chunk against it before the lane cuts the chunk into messages; `_query` and
     `_extended` call `_remember` and `_remember_run` once they started a statement."""
 
     def __init__(self, state: SessionState, links: SessionLinks, port: ClientSide) -> None:
         super().__init__(state, links, port)
-        self._shapes: dict[bytes, HotQuery] = {}  # lifted shapes, by shape (ASCII)
-        self._runs: dict[bytes, HotRun] = {}  # extended runs, by bytes without values
+        self._shapes: dict[bytes, KeptQuery] = {}  # lifted shapes, by shape (ASCII)
+        self._runs: dict[bytes, KeptRun] = {}  # extended runs, by bytes without values
         # The client's port calls `offer`: the repeats first, which hand what they do not
         # take to this class's `offer`. They are handed everything they work with here.
         repeats = self.repeats = Repeats(
@@ -122,7 +122,7 @@ class HotLane(Lane):
                     w.query(begin_sql) if begin_sql else None)
 
     def _adopt(self, kind: int, link: PgLink, ready: int, quiet: int, seen: int,
-               hot: HotQuery | HotRun | str, text: str, raw: bytes, passed: bytes) -> Exchange:
+               hot: KeptQuery | KeptRun | str, text: str, raw: bytes, passed: bytes) -> Exchange:
         """The repeats meet what their answer's walk does not read (an error, a new
         description, the source gone) or a cancel: the statement goes on as the Python
         road's exchange, from where they were. `passed` is what the client was to get.
@@ -131,10 +131,10 @@ class HotLane(Lane):
         if passed:
             self.state.write(passed)
         if kind == 0:
-            assert isinstance(hot, HotQuery)
+            assert isinstance(hot, KeptQuery)
             done = partial(self._hot_done, hot.route, text, raw)
         elif kind == 1:
-            assert isinstance(hot, HotRun)
+            assert isinstance(hot, KeptRun)
             done = partial(self._hot_run_done, hot, None)
         else:
             assert isinstance(hot, str)
@@ -215,7 +215,7 @@ class HotLane(Lane):
         s = self.state
         if len(self._shapes) >= LIMIT:
             self._shapes.clear()
-        self._shapes[quick[1].encode()] = HotQuery(route, lifted.sql, s.settings.values["search_path"],
+        self._shapes[quick[1].encode()] = KeptQuery(route, lifted.sql, s.settings.values["search_path"],
                                        s.ctx.catalog.version, s.in_block and self.links.active,
                                        len(quick[2]))
 
@@ -296,7 +296,7 @@ class HotLane(Lane):
             port.pause("client")
         return True
 
-    def _hot_run_done(self, hot: HotRun, portal: Portal | None, outcome: Outcome) -> None:
+    def _hot_run_done(self, hot: KeptRun, portal: Portal | None, outcome: Outcome) -> None:
         """As `_extended_done` without an error: `counted`, Sync and `_done`, written out
         (`portal`: the block's unnamed portal; None outside a block)."""
         route = hot.prepared.route
@@ -350,7 +350,7 @@ class HotLane(Lane):
         parsed = (parse.query, parse.param_types) if parse is not None else None
         if len(self._runs) >= LIMIT:
             self._runs.clear()
-        self._runs[key] = HotRun(
+        self._runs[key] = KeptRun(
             prepared, parse.name if parse is not None else self._bind_name(data, bind, params_at),
             parsed, formats, answered, tail)
 

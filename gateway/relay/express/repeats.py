@@ -182,7 +182,7 @@ class Repeats(Flight):
 
     def _take_query(self, data: bytes, n: int) -> bool:
         """A simple Query of a remembered shape: started, or not taken. As
-        HotLane._hot_query."""
+        RememberingLane._hot_query."""
         d = data
         if d[n - 1] != 0 or not self.shapes:
             return False
@@ -241,7 +241,7 @@ class Repeats(Flight):
 
     def _take_run(self, data: bytes, n: int) -> bool:
         """An extended run remembered by its bytes, outside a transaction block: started, or
-        not taken. As HotLane._hot_extended."""
+        not taken. As RememberingLane._hot_extended."""
         if self.in_block or not self.runs:
             return False
         d = data

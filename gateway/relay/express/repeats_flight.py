@@ -271,7 +271,7 @@ class Flight:
         histogram.count += 1
 
     def _finish(self) -> None:
-        """The last ReadyForQuery came: as HotLane._hot_done / _hot_run_done and
+        """The last ReadyForQuery came: as RememberingLane._hot_done / _hot_run_done and
         _finished."""
         seconds = time() - self.started
         port = self.link.port

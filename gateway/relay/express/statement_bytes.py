@@ -13,7 +13,7 @@ numbers. A number is what `gateway.relay.express.text_split.quick_split` finds i
 One source for both builds: Cython compiles this module when fedgate is installed (the C
 types of its names are in statement_bytes.pxd beside it: the data is then a pointer to
 the bytes, positions and lengths C integers), and the same file runs as it is when the
-extension is not built or FEDGATE_HOT_SPLIT=python (`pgwire.compiled`). So the code is
+extension is not built or FEDGATE_EXPRESS=python (`pgwire.compiled`). So the code is
 written for both: the length of the bytes is taken first and no index reaches past it,
 and every slice is made `bytes` as the compiled slice of a pointer is (`_piece`). What
 they build is written into a bytearray through a name that is, compiled, a pointer to

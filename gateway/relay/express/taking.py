@@ -3,7 +3,7 @@
 memory knows, else a simple Query or an extended-protocol run of a relayed statement, or
 the bare forms of BEGIN, COMMIT and ROLLBACK. The lane's machinery
 (entry points, exchanges, finishing a statement) is `gateway.relay.express.lane.Lane`;
-what it remembers for repeats is `gateway.relay.express.memory.HotLane`. The connection
+what it remembers for repeats is `gateway.relay.express.memory.RememberingLane`. The connection
 builds it with the session's state, links and client port.
 """
 
@@ -13,7 +13,7 @@ from pgwire.protocol import client as w
 from connectors.postgres.link import Outcome
 from pgwire.errors import PgError
 from gateway.relay.express.exchange import cut
-from gateway.relay.express.memory import HotLane
+from gateway.relay.express.memory import RememberingLane
 from gateway.relay.relayed import lifted_execute, relayed_description
 from gateway.state.activity import note_query
 from gateway.state.portals import Prepared
@@ -29,7 +29,7 @@ _CONTROL = {"BEGIN": "begin", "START TRANSACTION": "begin", "COMMIT": "commit", 
             "ROLLBACK": "rollback"}
 
 
-class ExpressLane(HotLane):
+class ExpressLane(RememberingLane):
     """The lane as the connection uses it: what a chunk of client bytes starts, if
     anything (`_run`)."""
 

@@ -10,7 +10,7 @@ one is no number, as in `gateway.relay.shapes`; with an unclosed one the text is
 
 `quick_split` reads a text (`_remember` keys a shape with it); `quick_split_bytes` reads a
 Query's bytes as they arrived, on every statement of the lane, in one pass; it is
-`gateway.relay.express.statement_bytes` (compiled by Cython when built; FEDGATE_HOT_SPLIT
+`gateway.relay.express.statement_bytes` (compiled by Cython when built; FEDGATE_EXPRESS
 says which build runs, as FEDGATE_ROW_WALK does for the row walk), as is `quick_bind`, the
 Bind of the numbers to the source's statement.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from pgwire.compiled import build_of
-from gateway.relay.express import HOT_SPLIT_ENV, statement_bytes  # HOT_SPLIT_ENV: for the tests
+from gateway.relay.express import EXPRESS_BUILD_ENV, statement_bytes  # EXPRESS_BUILD_ENV: for the tests
 
 # As gateway.relay.shapes' quoted identifier and number alternatives (`""` inside a quoted
 # identifier reads as two quoted identifiers in a row: kept whole all the same).
@@ -49,4 +49,4 @@ def quick_split(text: str) -> tuple[str, str, list[str]] | None:
 
 
 # Which build of the split on a Query's bytes runs, for the start-up log.
-HOT_SPLIT = build_of(statement_bytes)
+SPLIT_BUILD = build_of(statement_bytes)

@@ -14,7 +14,7 @@ import pytest
 
 from connectors.postgres.link import RemoteStatement
 from gateway.relay.express.text_split import quick_split
-from gateway.relay.express.kept import BOUND_TAIL, HotQuery, bound_request, parameter_types
+from gateway.relay.express.kept import BOUND_TAIL, KeptQuery, bound_request, parameter_types
 from gateway.relay.express.statement_bytes import quick_bind, quick_split_bytes, run_key_of
 from gateway.relay.links import lifted_execute
 from gateway.relay.literals import lift
@@ -71,7 +71,7 @@ def test_the_split_of_bytes_is_the_split_of_text(text: str) -> None:
     assert quick_split_bytes(text.encode()) == (sql.encode(), shape.encode(),
                                                 [n.encode() for n in numbers])
     statement = RemoteStatement("fg_7", parameter_types(numbers), None)
-    hot = HotQuery(None, "", "", 0, False, len(numbers))  # type: ignore[arg-type]
+    hot = KeptQuery(None, "", "", 0, False, len(numbers))  # type: ignore[arg-type]
     head = hot.bind_head(statement, len(numbers))
     assert quick_bind(head, [n.encode() for n in numbers], BOUND_TAIL) == bound_request(
         statement, numbers)

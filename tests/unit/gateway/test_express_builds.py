@@ -2,7 +2,7 @@
 of an extended-protocol run (`run_key_of`): one source (gateway/relay/express/statement_bytes.py),
 compiled by Cython and run as it is; the two builds give the same answer for any bytes,
 the split agrees with the split of the text (`quick_split`), and which build the gateway
-uses is chosen as documented (FEDGATE_HOT_SPLIT=python runs the source interpreted).
+uses is chosen as documented (FEDGATE_EXPRESS=python runs the source interpreted).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.relay.express.text_split import HOT_SPLIT_ENV, quick_split
+from gateway.relay.express.text_split import EXPRESS_BUILD_ENV, quick_split
 from tests.support.builds import compiled, interpreted
 
 COMPILED = compiled("gateway.relay.express.statement_bytes")
@@ -79,23 +79,23 @@ def test_the_builds_agree(data: bytes) -> None:
 
 
 def split_in_fresh_process(env: dict[str, str]) -> str:
-    code = ("from gateway.relay.express.text_split import HOT_SPLIT\n"
+    code = ("from gateway.relay.express.text_split import SPLIT_BUILD\n"
             "from gateway.relay.express.statement_bytes import quick_split_bytes\n"
-            "print(HOT_SPLIT, type(quick_split_bytes).__name__)")
+            "print(SPLIT_BUILD, type(quick_split_bytes).__name__)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=False, timeout=60)
     return res.stdout.strip() if res.returncode == 0 else res.stderr.strip().splitlines()[-1]
 
 
 def test_choice_of_split() -> None:
-    base = {k: v for k, v in os.environ.items() if k != HOT_SPLIT_ENV}
+    base = {k: v for k, v in os.environ.items() if k != EXPRESS_BUILD_ENV}
     assert split_in_fresh_process(base) == "compiled cython_function_or_method"
-    assert split_in_fresh_process({**base, HOT_SPLIT_ENV: "C"}) == (
+    assert split_in_fresh_process({**base, EXPRESS_BUILD_ENV: "C"}) == (
         "compiled cython_function_or_method")
-    assert split_in_fresh_process({**base, HOT_SPLIT_ENV: "python"}) == (
-        f"interpreted ({HOT_SPLIT_ENV}=python) function")
-    assert split_in_fresh_process({**base, HOT_SPLIT_ENV: "fast"}) == (
-        f"ValueError: {HOT_SPLIT_ENV}='fast': expected 'c' or 'python'")
+    assert split_in_fresh_process({**base, EXPRESS_BUILD_ENV: "python"}) == (
+        f"interpreted ({EXPRESS_BUILD_ENV}=python) function")
+    assert split_in_fresh_process({**base, EXPRESS_BUILD_ENV: "fast"}) == (
+        f"ValueError: {EXPRESS_BUILD_ENV}='fast': expected 'c' or 'python'")
 
 
 @given(st.binary(max_size=20), st.lists(st.binary(max_size=12), max_size=6),
