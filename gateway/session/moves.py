@@ -149,8 +149,12 @@ class MoveMixin(SessionCore):
             if writer is not None:
                 try:
                     await writer.finish(commit=False)
-                except PgError as err:  # the move's own error is the one the client hears
-                    log.warning("rolling back a move into %s failed: %s", route.source, err.message)
+                except Exception as err:  # noqa: BLE001 - the move's own error is the one
+                    # the client hears. A CopyFail queued behind megabytes of rows already
+                    # sent may not be answered within FAIL_WITHIN_S (TimeoutError): the
+                    # writer has closed its link then, and the client still hears 57014.
+                    log.warning("rolling back a move into %s failed: %s", route.source,
+                                err.message if isinstance(err, PgError) else f"{type(err).__name__}: {err}")
             raise
         await portal.close()
         await writer.finish(commit=True)
