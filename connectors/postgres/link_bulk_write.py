@@ -15,6 +15,7 @@ import struct
 from collections.abc import Callable
 
 import pyarrow as pa
+import sqlglot
 from sqlglot import exp
 
 from connectors.bulk import TargetColumn
@@ -106,8 +107,11 @@ class LinkBulkWriter:
         await self._run(ddl, DiscardSink())
 
     async def columns(self) -> list[TargetColumn]:
+        # The one parameter bound as a literal node (the link runs simple Queries).
         name = exp.Literal.string(self.qualified.sql(dialect="postgres"))
-        sql = COLUMNS_SQL.replace("$1", name.sql(dialect="postgres"))
+        sql = sqlglot.parse_one(COLUMNS_SQL, read="postgres").transform(
+            lambda node: name.copy() if isinstance(node, exp.Placeholder | exp.Parameter) else node
+        ).sql(dialect="postgres")
         sink = RowsSink()
         try:
             await self._run(sql, sink)
