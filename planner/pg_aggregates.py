@@ -103,6 +103,10 @@ def _argument_type(call: exp.AggFunc,
     if isinstance(arg, exp.Column):  # the scope's type wins: a derived column may be retyped
         return column_type(arg) or _known(arg.type)
     known = _known(arg.type)
+    if known is not None and known.this == T.DECIMAL and _arithmetic(arg):
+        # sqlglot types n * n of a numeric(10, 2) as DECIMAL(10, 2), where the engines
+        # (and PostgreSQL) compute it at scale 4: the sum's digits would be cut.
+        return _rescaled(known, arg, column_type, known)
     if known is not None:
         return known
     probe = arg.copy()
@@ -112,12 +116,62 @@ def _argument_type(call: exp.AggFunc,
             column.replace(exp.Cast(this=exp.Null(), to=found.copy()))
     annotate_postgres(probe, dialect="postgres")
     known = _known(probe.type)
-    # A decimal computed by arithmetic is not trusted: sqlglot types n * n of a
-    # numeric(10, 2) as DECIMAL(10, 2), where the engines compute it at scale 4.
-    if known is not None and known.this == T.DECIMAL and \
-            probe.find(exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod) is not None:
-        return None
+    # A decimal computed by arithmetic is typed anew, as above.
+    if known is not None and known.this == T.DECIMAL and _arithmetic(probe):
+        return _rescaled(known, arg, column_type, None)
     return known
+
+
+def _arithmetic(e: exp.Expression) -> bool:
+    return e.find(exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod) is not None
+
+
+def _rescaled(known: exp.DataType, e: exp.Expression,
+              column_type: Callable[[exp.Column], exp.DataType | None],
+              unknown: exp.DataType | None) -> exp.DataType | None:
+    """`known` (sqlglot's DECIMAL(p, s) of the arithmetic `e`) at the scale the engine
+    computes `e` in, by DuckDB's rules, which are PostgreSQL's for these: a product adds its
+    operands' scales, a sum or difference keeps the larger. The integer digits stay as
+    annotated (they size the average's headroom: a sum past it overflows, an error, not a
+    wrong digit). `unknown` when the scale cannot be told (a division, a call)."""
+    found = _precision_and_scale(e, column_type)
+    if found is None or len(known.expressions) != 2:
+        return unknown
+    precision, scale = (int(x.name) for x in known.expressions)
+    if found[1] == scale:
+        return known
+    return _datatype(f"DECIMAL({min(precision - scale + found[1], DECIMAL_DIGITS)}, {found[1]})")
+
+
+def _precision_and_scale(e: exp.Expression, column_type: Callable[[exp.Column], exp.DataType | None]
+                         ) -> tuple[int, int] | None:
+    """DuckDB's (precision, scale) of the exact arithmetic `e`, or None when not told."""
+    if isinstance(e, (exp.Paren, exp.Neg)):
+        return _precision_and_scale(e.this, column_type)
+    if isinstance(e, (exp.Mul, exp.Add, exp.Sub)):
+        left = _precision_and_scale(e.this, column_type)
+        right = _precision_and_scale(e.expression, column_type)
+        if left is None or right is None:
+            return None
+        if isinstance(e, exp.Mul):
+            return left[0] + right[0], left[1] + right[1]
+        scale = max(left[1], right[1])
+        return max(left[0] - left[1], right[0] - right[1]) + scale + 1, scale
+    if isinstance(e, exp.Literal) and not e.is_string and e.this.replace(".", "", 1).isdigit():
+        digits, _, decimals = e.this.partition(".")
+        return max(len(digits.lstrip("0")) + len(decimals), 1), len(decimals)
+    datatype = (column_type(e) or _known(e.type)) if isinstance(e, exp.Column) else \
+        e.to if isinstance(e, exp.Cast) else None
+    if datatype is None:
+        return None
+    if datatype.this == T.DECIMAL and len(datatype.expressions) == 2:
+        precision, scale = (int(x.name) for x in datatype.expressions)
+        return precision, scale
+    if datatype.this in _SMALL_INTEGERS:
+        return 10, 0
+    if datatype.this in _WIDE_INTEGERS:
+        return 19, 0
+    return None
 
 
 def _retyped(call: exp.AggFunc, arg_type: exp.DataType | None) -> bool:

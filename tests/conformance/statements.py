@@ -443,8 +443,9 @@ def generated_findings() -> list[Statement]:
         "WITH c AS (SELECT AVG(u.g) FROM t RIGHT JOIN u ON t.g = u.g GROUP BY t.d) SELECT * FROM c",
         "SELECT * FROM (SELECT AVG(t.g) FROM t GROUP BY t.d) AS s",
         "WITH c AS (SELECT AVG(t.k) FROM t) SELECT * FROM c",
-        # avg() of a product of numerics: the digits of the engine's average are not
-        # PostgreSQL's (1.12500000000000000000 where PostgreSQL says 1.12505000000000000000)
+        # avg() of a product of numerics: the digits of the engine's average were not
+        # PostgreSQL's (1.12500000000000000000 where PostgreSQL says 1.12505000000000000000;
+        # fixed: planner.pg_aggregates takes the product's scale, not sqlglot's annotation)
         "SELECT AVG(t.n * t.n) FROM t",
         # a window partitioned by a constant call: DuckDB took its guard for volatile
         # (fixed: connectors.dialects.duckdb.constant_checks)

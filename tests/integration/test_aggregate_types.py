@@ -73,6 +73,10 @@ QUERIES = {
     "no_rows": "select sum(t.i4) s, avg(t.n) a, avg(t.i8) b, count(*) c " + JOIN + " where t.k > 100",
     "derived": "select x.name, x.total from (select d.name, sum(t.i4) total, avg(t.n) mean " + JOIN +
                " group by d.name) x where x.mean > 0 order by 1",
+    # The argument's scale is the product's (n * n: 4), not n's, which sqlglot annotates
+    # (a generated finding: the average's digits were cut to n's scale).
+    "products": "select avg(t.n * t.n) sq, avg(t.n * 1.5) m, avg(0.25 * t.n) q, "
+                "avg(t.n * t.i4) ni, sum(t.n * t.n) ss, avg(t.n - t.n * 2) d " + JOIN,
 }
 SPARK_QUERIES = ("sums", "averages", "filter", "window")
 # Gateway forms: a table from each source, both ways round, so the engine aggregates.
