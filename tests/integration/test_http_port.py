@@ -18,7 +18,7 @@ from gateway.server.scram import scram_secret
 from tests.support.gateway_proc import start_gateway
 from tests.support.http_gateway import HttpGateway, demo_file, http_gateway, http_get
 from tests.support.postgres import PostgresServer
-from tests.support.system import free_port
+from tests.support.system import free_port, free_port_run
 
 DDL = ("CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL);"
        "INSERT INTO acct SELECT g, g * 10 FROM generate_series(1, 50) g;"
@@ -200,7 +200,7 @@ def test_with_users_the_port_needs_basic_auth_of_a_configured_user(tmp_path: Pat
 
 
 def test_each_worker_serves_its_own_http_port(tmp_path: Path) -> None:
-    http_port = free_port()
+    http_port = free_port_run(2)  # worker i serves http_port + i
     config = (f"[server]\nhttp_port = {http_port}\n"
               f'[sources.demo]\nkind = "duckdb"\npath = {json.dumps(str(demo_file()))}\n')
     gateway = start_gateway(config, tmp_path, workers=2)

@@ -34,7 +34,7 @@ from pgwire.protocol.client import ROW_WALK_ENV
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.http_gateway import http_get
 from tests.support.postgres import PostgresServer, start_postgres
-from tests.support.system import free_port
+from tests.support.system import free_port_run
 
 PASSWORD = "pool-secret"
 MAX_CONNECTIONS = 40
@@ -274,7 +274,7 @@ def test_a_block_keeps_its_role_and_settings(users_gateway: GatewayProcess) -> N
 
 # --- pinning and waiting -----------------------------------------------------------------
 
-SMALL_HTTP_PORT = free_port()
+SMALL_HTTP_PORT = free_port_run(1)  # picked at collection, bound much later: outside the ephemeral range
 
 
 @pytest.fixture(scope="module")

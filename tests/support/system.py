@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import random
 import socket
 import subprocess
 import tempfile
@@ -30,6 +31,26 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_port_run(count: int) -> int:
+    """The first of `count` consecutive TCP ports on 127.0.0.1 that were free a moment ago.
+
+    Drawn below the kernel's ephemeral range (ip_local_port_range starts at 32768 on
+    Linux): ports in that range are handed to every outgoing connection the other tests
+    open, so one of a run picked there can be taken before the server binds it.
+    """
+    rng = random.Random()
+    for _ in range(200):
+        first = rng.randrange(20000, 32768 - count)
+        try:
+            for port in range(first, first + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return first
+    raise RuntimeError(f"no {count} consecutive free ports on 127.0.0.1 below 32768")
 
 
 def wait_listening(proc: subprocess.Popen, port: int, timeout: float,
