@@ -55,6 +55,7 @@ from planner.params import cast_parameters, infer_param_types, parameters
 from planner.kept_texts import kept_texts
 from planner.source_values import refuse_outside_duckdb
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
+from planner.pass_through import pass_through
 from planner.parse import parse_query
 from planner.query_plan import QueryPlan, RemoteFragment
 from planner.inline_sides import Inlining, InlinedSide, home_for, inline_at
@@ -331,6 +332,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     # Shipped whole to DuckDB (a DuckDB file, Parquet/CSV), sums and averages are retyped
     # as PostgreSQL types them, as the engine's are (planner.pg_aggregates): that needs
     # qualified columns, whose types it reads from the catalog (not a whole annotation).
+    if shippable and single is not None and single.dialect.sqlglot == "duckdb":
+        pass_through(tree)  # averages and quotients top-level again: PostgreSQL's display scale
     pg_aggregates = shippable and single is not None and single.dialect.sqlglot == "duckdb" \
         and tree.find(exp.Sum, exp.Avg) is not None
     param_types: list[exp.DataType] = []
