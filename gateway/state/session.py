@@ -26,7 +26,7 @@ from gateway.state.context import ServerContext
 from gateway.state.memory import StatementMemory
 from gateway.config.memory import share_bytes
 from gateway.state.portals import CopyIn, Portal, Prepared
-from gateway.state.settings import REPORTED, SessionSettings
+from gateway.state.settings import REPORTED, SessionSettings, shown_timeout
 from pgwire.errors import (IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
                            INVALID_SQL_STATEMENT_NAME, QUERY_CANCELED, PgError)
 from pgwire.protocol import encoder
@@ -81,7 +81,8 @@ class SessionState:
         if "fedgate.statement_memory" not in startup:
             self.settings.values["fedgate.statement_memory"] = ctx.config.engine.statement_memory
         if ctx.config.server.statement_timeout_ms and "statement_timeout" not in startup:
-            self.settings.values["statement_timeout"] = str(ctx.config.server.statement_timeout_ms)
+            self.settings.values["statement_timeout"] = shown_timeout(
+                ctx.config.server.statement_timeout_ms)
         self.initial = dict(self.settings.values)
         self.statements: dict[str, Prepared] = {}
         self.portals: dict[str, Portal] = {}

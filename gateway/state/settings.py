@@ -158,14 +158,36 @@ def validate(name: str, value: str) -> str:
     return value
 
 
-def _parse_timeout(value: str) -> str:
-    """statement_timeout accepts '5s', '100ms', '1min' or a bare number of milliseconds."""
-    units = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
+_TIME_UNITS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+@functools.lru_cache(maxsize=64)  # read on every statement the session runs
+def timeout_ms(value: str) -> int:
+    """statement_timeout's milliseconds: '5s', '100ms', '1min', '2h', '1d' or a bare number
+    of milliseconds."""
     text = value.strip().lower().replace(" ", "")
-    for unit in sorted(units, key=len, reverse=True):
+    for unit in sorted(_TIME_UNITS, key=len, reverse=True):
         if text.endswith(unit) and text[: -len(unit)].isdigit():
-            return str(int(text[: -len(unit)]) * units[unit])
-    return _check_int("statement_timeout", text, 0, 2**31 - 1)
+            return int(text[: -len(unit)]) * _TIME_UNITS[unit]
+    return int(_check_int("statement_timeout", text, 0, 2**31 - 1))
+
+
+def shown_timeout(ms: int) -> str:
+    """A timeout as PostgreSQL shows a setting in milliseconds (guc.c's
+    convert_int_from_base_unit): in the largest unit that divides it, 0 bare."""
+    if ms == 0:
+        return "0"
+    unit = max((u for u, size in _TIME_UNITS.items() if ms % size == 0), key=_TIME_UNITS.get)
+    return f"{ms // _TIME_UNITS[unit]}{unit}"
+
+
+def _parse_timeout(value: str) -> str:
+    ms = timeout_ms(value)
+    if ms > 2**31 - 1:
+        raise PgError(INVALID_PARAMETER_VALUE,
+                      f'{ms} ms is outside the valid range for parameter "statement_timeout" '
+                      f"(0 .. {2**31 - 1})")
+    return shown_timeout(ms)
 
 
 def parse_options(options: str) -> dict[str, str]:
@@ -264,7 +286,7 @@ class SessionSettings:
 
     @property
     def statement_timeout_ms(self) -> int:
-        return int(self.values["statement_timeout"])
+        return timeout_ms(self.values["statement_timeout"])
 
 
 @functools.lru_cache(maxsize=64)

@@ -23,8 +23,16 @@ def test_startup_parameters_and_defaults() -> None:
     ("TimeZone", "Europe/Paris", "Europe/Paris"),
     ("timezone", "utc", "UTC"),
     ("extra_float_digits", "3", "3"),
-    ("statement_timeout", "5s", "5000"),
-    ("statement_timeout", "250", "250"),
+    # shown as PostgreSQL shows a setting in milliseconds: in the largest unit that divides it
+    ("statement_timeout", "5s", "5s"),
+    ("statement_timeout", "250", "250ms"),
+    ("statement_timeout", "5000", "5s"),
+    ("statement_timeout", "10001ms", "10001ms"),
+    ("statement_timeout", "90000", "90s"),
+    ("statement_timeout", "60000ms", "1min"),
+    ("statement_timeout", "2h", "2h"),
+    ("statement_timeout", "1440min", "1d"),
+    ("statement_timeout", "0", "0"),
     ("some.custom_guc", "anything", "anything"),
     ("fedgate.engine", "SPARK", "spark"),
 ])
@@ -32,6 +40,9 @@ def test_set_accepts(name: str, value: str, stored: str) -> None:
     s = SessionSettings.initial({"user": "u"}, ("demo",))
     s.set(name, value)
     assert s.get(name) == stored
+    if name == "statement_timeout":
+        assert s.statement_timeout_ms == int(value.rstrip("dhmins")) * {
+            "5s": 1000, "2h": 3_600_000, "1440min": 60_000}.get(value, 1)
 
 
 @pytest.mark.parametrize(("name", "value", "sqlstate"), [
@@ -40,6 +51,8 @@ def test_set_accepts(name: str, value: str, stored: str) -> None:
     ("server_version", "16", "55P02"),
     ("client_encoding", "LATIN1", "0A000"),
     ("fedgate.engine", "oracle", "22023"),
+    ("statement_timeout", "25d", "22023"),  # beyond 2^31 - 1 ms, PostgreSQL's range
+    ("statement_timeout", "soon", "22023"),
     # The gateway and every source connection read literals with standard strings.
     ("standard_conforming_strings", "off", "0A000"),
 ])
