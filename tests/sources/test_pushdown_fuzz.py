@@ -423,8 +423,9 @@ class SourceLog:
                     out.append(found.group(2))
         return out
 
-    def wait_for(self, needle: str, timeout: float = 5.0) -> list[str]:
-        """Logs can lag a little behind the answer: the server writes them, not us."""
+    def wait_for(self, needle: str, timeout: float = 20.0) -> list[str]:
+        """Logs can lag behind the answer: the server writes them, not us (seconds behind
+        on a loaded machine; the wait ends as soon as the statement is there)."""
         deadline = time.monotonic() + timeout
         while True:
             found = self.statements()
