@@ -142,6 +142,10 @@ SCRIPT: list[tuple[bytes, ...]] = [
     named(b"2"), named(b"x"), named(b"1"), (q("ROLLBACK"),),
     (q("BEGIN"),), named(b"1"), *[(rawpg.bind("", "u", [v]), rawpg.execute(), rawpg.sync())
                                   for v in (b"5", b"6", b"7")], (q("COMMIT"),),
+    # Runs pipelined in one chunk in a block, a write among them, and BEGIN with them.
+    (q("BEGIN"),), named(b"1"), (*named(b"2"), *named(b"3")),
+    (rawpg.bind("", "u", [b"8"]), rawpg.execute(), rawpg.sync(), *named(b"2")),
+    (q("COMMIT"), q("BEGIN"), *named(b"1")), named(b"2"), (*named(b"3"), q("ROLLBACK")),
     # Row limits (asyncpg's fetchrow): one row or none ends with CommandComplete, more
     # than the limit with PortalSuspended; outside a block Sync closes the portal, so
     # its next Execute finds none.
@@ -157,10 +161,15 @@ SCRIPT: list[tuple[bytes, ...]] = [
 ]
 
 
+def readies(chunks: tuple[bytes, ...]) -> int:
+    """The ReadyForQuerys a chunk's messages are answered with: one per Query and Sync."""
+    return sum(1 for message in chunks if message[:1] in (b"Q", b"S"))
+
+
 def run_script(setup: Setup, express: str) -> tuple[list, int, list]:
     reset(setup)
     with connect(setup, express) as conn:
-        answers = [exchange(conn, *chunks) for chunks in SCRIPT]
+        answers = [exchange(conn, *chunks, readies=readies(chunks)) for chunks in SCRIPT]
         repeats = show(conn, "fedgate.express_repeats")
     with psycopg.connect(setup.truth) as conn:
         final = conn.execute("SELECT * FROM acct ORDER BY id").fetchall()
