@@ -523,3 +523,39 @@ def test_driver_defaults_are_repeated(setup: Setup) -> None:
     # remembers a run the first time, prepares it on the link, then repeats it)
     assert psycopg_repeats >= 50, psycopg_repeats
     assert asyncpg_repeats >= 70, asyncpg_repeats
+
+
+def test_cancel_stops_a_repeated_run_in_a_block(setup: Setup) -> None:
+    """psycopg's default: prepared runs inside a block. A CancelRequest for one the repeats
+    run stops it on the source; the block is failed ('E') until ROLLBACK, and the runs
+    are repeated again after it."""
+    reset(setup)
+    counting = COUNTING.format("$1")
+
+    def run(value: bytes) -> list[tuple[str, bytes]]:
+        return exchange(conn, rawpg.bind("", "c", [value]), rawpg.execute(), rawpg.sync())
+
+    with connect(setup, "on") as conn:
+        exchange(conn, rawpg.parse(counting, "c", [23]), rawpg.sync())
+        exchange(conn, q("BEGIN"))
+        for _ in range(3):  # prepared on the link, remembered, then repeated
+            assert run(b"20000")[-1] == ("Z", b"T")
+        before = show(conn, "fedgate.express_repeats")
+        assert run(b"20000")[-1] == ("Z", b"T")  # arms the lane again after SHOW (SHOW disarms)
+        cancel_on_the_source(setup, conn, rawpg.bind("", "c", [b"1"]) + rawpg.execute()
+                             + rawpg.sync(), "repeat_marker")
+        failed = run(b"20000")
+        assert [rawpg.parse_fields(p).get("C") for t, p in failed if t == "E"] == ["25P02"]
+        assert failed[-1] == ("Z", b"E")
+        assert exchange(conn, q("ROLLBACK")) == [("C", b"ROLLBACK\0"), ("Z", b"I")]
+        # the cancelled run was the repeats' (the one before it armed them after SHOW)
+        assert show(conn, "fedgate.express_repeats") - before == 1
+        exchange(conn, q("BEGIN"))
+        before = show(conn, "fedgate.express_repeats")
+        for _ in range(3):
+            answer = run(b"19999")
+            assert [rawpg.parse_data_row(p) for t, p in answer if t == "D"] == [[b"40000"]]
+            assert answer[-1] == ("Z", b"T")
+        assert exchange(conn, q("COMMIT")) == [("C", b"COMMIT\0"), ("Z", b"I")]
+        # the second and third runs and COMMIT (the first arms the lane again after SHOW)
+        assert show(conn, "fedgate.express_repeats") - before == 3
