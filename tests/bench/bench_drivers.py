@@ -17,8 +17,10 @@ library's defaults, one client at a time, `--ops` operations per run:
 
 The targets take turns in an order that rotates every round. The table shows the median
 time per operation (client included), its ratio to direct PostgreSQL, the proxy's CPU
-per operation (its process tree's user + system time over the run) and the gateway's
-ratio to PgBouncer's (session pooling, the peer a user would pick). The section between
+per operation (its process tree's user + system time over the run), the gateway's
+ratio to PgBouncer's (session pooling, the peer a user would pick), and the statements
+the gateway's express repeats took per operation (`SHOW fedgate.express_repeats` on the
+run's connection: BEGIN, COMMIT and ROLLBACK count too). The section between
 this script's markers in BENCHMARKS.md is replaced unless `--no-write`.
 """
 
@@ -76,7 +78,11 @@ class Item(Base):
 class Cell:
     per_op_us: list[float] = field(default_factory=list)  # wall time per operation
     cpu_us: list[float] = field(default_factory=list)  # the proxy's CPU per operation
+    repeats: list[float] = field(default_factory=list)  # the gateway's repeats per operation
     error: str = ""
+
+
+REPEATS = "SHOW fedgate.express_repeats"  # the session's statements the lane's repeats took
 
 
 def keys(ops: int, seed: int) -> list[int]:
@@ -84,31 +90,33 @@ def keys(ops: int, seed: int) -> list[int]:
     return [rng.randint(1, ROWS) for _ in range(ops)]
 
 
-def run_asyncpg(ep: Endpoint, ops: int, seed: int) -> None:
-    async def go() -> None:
+def run_asyncpg(ep: Endpoint, ops: int, seed: int, gateway: bool) -> int | None:
+    async def go() -> int | None:
         conn = await asyncpg.connect(host=ep.host, port=ep.port, user=ep.user,
                                      database=ep.database)
         try:
             for k in keys(ops, seed):
                 row = await conn.fetchrow(POINT.format("$1"), k)
                 assert row is not None and row["id"] == k
+            return int(await conn.fetchval(REPEATS)) if gateway else None
         finally:
             await conn.close()
-    asyncio.run(go())
+    return asyncio.run(go())
 
 
-def run_psycopg(ep: Endpoint, ops: int, seed: int) -> None:
+def run_psycopg(ep: Endpoint, ops: int, seed: int, gateway: bool) -> int | None:
     with psycopg.connect(host=ep.host, port=ep.port, user=ep.user, dbname=ep.database) as conn:
         for k in keys(ops, seed):
             row = conn.execute(POINT.format("%s"), (k,)).fetchone()
             assert row is not None and row[0] == k
+        return int(conn.execute(REPEATS).fetchone()[0]) if gateway else None
 
 
 def orm_engine(ep: Endpoint):  # noqa: ANN201 - sqlalchemy's Engine
     return create_engine(f"postgresql+psycopg://{ep.user}@{ep.host}:{ep.port}/{ep.database}")
 
 
-def run_orm_get(ep: Endpoint, ops: int, seed: int) -> None:
+def run_orm_get(ep: Endpoint, ops: int, seed: int, gateway: bool) -> int | None:
     engine = orm_engine(ep)
     try:
         with engine.connect() as conn:
@@ -116,11 +124,12 @@ def run_orm_get(ep: Endpoint, ops: int, seed: int) -> None:
                 with Session(bind=conn) as session:
                     item = session.get(Item, k)
                     assert item is not None and item.id == k
+            return int(conn.exec_driver_sql(REPEATS).scalar()) if gateway else None
     finally:
         engine.dispose()
 
 
-def run_orm_filtered(ep: Endpoint, ops: int, seed: int) -> None:
+def run_orm_filtered(ep: Endpoint, ops: int, seed: int, gateway: bool) -> int | None:
     engine = orm_engine(ep)
     try:
         with engine.connect() as conn, Session(bind=conn) as session:
@@ -129,11 +138,12 @@ def run_orm_filtered(ep: Endpoint, ops: int, seed: int) -> None:
                 found = session.scalars(select(Item).where(Item.price >= price)
                                         .order_by(Item.id).limit(10)).all()
                 assert len(found) == 10 and all(i.price >= price for i in found)
+            return int(conn.exec_driver_sql(REPEATS).scalar()) if gateway else None
     finally:
         engine.dispose()
 
 
-WORKLOADS: list[tuple[str, Callable[[Endpoint, int, int], None]]] = [
+WORKLOADS: list[tuple[str, Callable[[Endpoint, int, int, bool], int | None]]] = [
     ("asyncpg fetchrow, point query", run_asyncpg),
     ("psycopg execute, point query", run_psycopg),
     ("SQLAlchemy ORM session.get", run_orm_get),
@@ -156,7 +166,7 @@ def measure(endpoints: dict[str, Endpoint], pids: dict[str, int], ops: int,
                 before = sum(cpu_seconds(pid)) if pid else 0.0
                 start = time.perf_counter()
                 try:
-                    workload(endpoints[target], ops, round_no)
+                    repeats = workload(endpoints[target], ops, round_no, target == "gateway")
                 except Exception as exc:  # a failing cell is reported, the others still run
                     cell.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
                     say(f"{name} on {target}: {cell.error}")
@@ -165,6 +175,8 @@ def measure(endpoints: dict[str, Endpoint], pids: dict[str, int], ops: int,
                 cell.per_op_us.append(elapsed / ops * 1e6)
                 if pid:
                     cell.cpu_us.append((sum(cpu_seconds(pid)) - before) / ops * 1e6)
+                if repeats is not None:
+                    cell.repeats.append(repeats / ops)
                 say(f"{name} on {target}: {elapsed / ops * 1e6:.0f} µs/op")
     return cells
 
@@ -187,8 +199,9 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
         "operation includes the client's own work; CPU is the proxy's alone.",
         "",
         "| workload | direct µs/op | gateway µs/op (× direct) | PgBouncer µs/op (× direct) "
-        "| gateway CPU µs/op | PgBouncer CPU µs/op | gateway CPU × PgBouncer |",
-        "|---|---|---|---|---|---|---|",
+        "| gateway CPU µs/op | PgBouncer CPU µs/op | gateway CPU × PgBouncer "
+        "| gateway repeats per op |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, row in cells.items():
         direct = med(row["direct"].per_op_us)
@@ -205,8 +218,10 @@ def render(facts: dict, cells: dict[str, dict[str, Cell]]) -> str:
         gw_cpu, pb_cpu = med(row["gateway"].cpu_us), med(row["pgbouncer"].cpu_us)
         # CPU is counted in clock ticks (10 ms): a short run may count none.
         cpu_ratio = f"{gw_cpu / pb_cpu:.2f}×" if gw_cpu is not None and pb_cpu else "-"
+        repeats = med(row["gateway"].repeats)
         lines.append(f"| {name} | {number(direct)} | {timed('gateway')} | "
-                     f"{timed('pgbouncer')} | {number(gw_cpu)} | {number(pb_cpu)} | {cpu_ratio} |")
+                     f"{timed('pgbouncer')} | {number(gw_cpu)} | {number(pb_cpu)} | {cpu_ratio} "
+                     f"| {'-' if repeats is None else f'{repeats:.2f}'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -16,14 +16,17 @@ fedgate.express_repeats` proves the repeats ran on both.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import asyncpg
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 from gateway.relay.express.text_split import EXPRESS_BUILD_ENV
 from pgwire.protocol.client import ROW_WALK_ENV
@@ -79,6 +82,11 @@ def named(value: bytes) -> tuple[bytes, ...]:
     return rawpg.bind("", "p", [value]), rawpg.execute(), rawpg.sync()
 
 
+def limited(value: bytes, rows: int) -> tuple[bytes, ...]:
+    """asyncpg's fetchrow (rows 1) of the statement `l`: Bind, Execute with a row limit, Sync."""
+    return rawpg.bind("", "l", [value]), rawpg.execute("", rows), rawpg.sync()
+
+
 def repeated(sql: str, *values: int) -> list[tuple[bytes, ...]]:
     return [(q(sql.format(v)),) for v in values]
 
@@ -120,15 +128,48 @@ SCRIPT: list[tuple[bytes, ...]] = [
     point(b"1"), point(b"2"), point(b"3"), point(b"9"), point(b"x"), point(b"2"),
     (rawpg.parse("SELECT bal, note FROM acct WHERE id = $1", "p", [23]), rawpg.sync()),
     named(b"1"), named(b"2"), named(b"3"), named(b"x"), named(b"1"),
-    # The extended runs inside a block take the Python road (portals live on there).
-    (q("BEGIN"),), named(b"2"), named(b"1"), (q("COMMIT"),), named(b"3"),
+    # Extended runs inside blocks (psycopg's default, autocommit off): BEGIN goes to the
+    # source ahead of the block's first run; the block's unnamed portal lives on, done.
+    (q("BEGIN"),), named(b"2"), named(b"1"), named(b"3"), (q("COMMIT"),), named(b"3"),
+    (q("BEGIN"),), point(b"1"), point(b"2"), point(b"3"), point(b"1"),
+    (rawpg.execute(), rawpg.sync()),  # the done portal run again: SELECT 0
+    (q("ROLLBACK"),),
+    # A block's writes as runs, a source error in a block's run, runs refused after it.
+    (rawpg.parse("UPDATE acct SET bal = bal + $1 WHERE id = 2 RETURNING bal", "u", [23]),
+     rawpg.sync()),
+    (q("BEGIN"),), *[(rawpg.bind("", "u", [v]), rawpg.execute(), rawpg.sync())
+                     for v in (b"1", b"2", b"3", b"4")],
+    named(b"2"), named(b"x"), named(b"1"), (q("ROLLBACK"),),
+    (q("BEGIN"),), named(b"1"), *[(rawpg.bind("", "u", [v]), rawpg.execute(), rawpg.sync())
+                                  for v in (b"5", b"6", b"7")], (q("COMMIT"),),
+    # Runs pipelined in one chunk in a block, a write among them, and BEGIN with them.
+    (q("BEGIN"),), named(b"1"), (*named(b"2"), *named(b"3")),
+    (rawpg.bind("", "u", [b"8"]), rawpg.execute(), rawpg.sync(), *named(b"2")),
+    (q("COMMIT"), q("BEGIN"), *named(b"1")), named(b"2"), (*named(b"3"), q("ROLLBACK")),
+    # Row limits (asyncpg's fetchrow): one row or none ends with CommandComplete, more
+    # than the limit with PortalSuspended; outside a block Sync closes the portal, so
+    # its next Execute finds none.
+    (rawpg.parse("SELECT id, note FROM acct WHERE id >= $1 ORDER BY id", "l", [23]),
+     rawpg.sync()),
+    *[limited(v, 1) for v in (b"3", b"9", b"1", b"2", b"3", b"1", b"9")],
+    (rawpg.execute("", 1), rawpg.sync()),
+    *[limited(v, 2) for v in (b"1", b"2", b"3", b"1")],
+    # In a block a limited run's portal outlives Sync: the general road, which resumes it.
+    (q("BEGIN"),), limited(b"1", 1), limited(b"1", 1), (rawpg.execute("", 1), rawpg.sync()),
+    (rawpg.execute("", 5), rawpg.sync()), limited(b"3", 1), (q("COMMIT"),),
+    limited(b"2", 1),
 ]
+
+
+def readies(chunks: tuple[bytes, ...]) -> int:
+    """The ReadyForQuerys a chunk's messages are answered with: one per Query and Sync."""
+    return sum(1 for message in chunks if message[:1] in (b"Q", b"S"))
 
 
 def run_script(setup: Setup, express: str) -> tuple[list, int, list]:
     reset(setup)
     with connect(setup, express) as conn:
-        answers = [exchange(conn, *chunks) for chunks in SCRIPT]
+        answers = [exchange(conn, *chunks, readies=readies(chunks)) for chunks in SCRIPT]
         repeats = show(conn, "fedgate.express_repeats")
     with psycopg.connect(setup.truth) as conn:
         final = conn.execute("SELECT * FROM acct ORDER BY id").fetchall()
@@ -144,7 +185,8 @@ def test_repeats_answer_as_the_task_does(setup: Setup) -> None:
     assert task_repeats == 0
     # Every repeat after the first two of its shape (the first is prepared on the link,
     # the second arms the lane), less the ones that had to wait for Python: both builds.
-    assert lane_repeats >= 25, lane_repeats
+    # (38 when the repeats took no extended runs in blocks and none with a row limit.)
+    assert lane_repeats >= 55, lane_repeats
     codes = [rawpg.parse_fields(p).get("C") for answer in lane_answers for t, p in answer
              if t == "E"]
     assert {"22012", "25P02", "22P02"} <= set(codes), codes
@@ -346,3 +388,174 @@ def test_a_slow_reader_pipelining_gets_every_answer_in_order(setup: Setup) -> No
             ("D", second[1].payload), ("C", b"SELECT 1\0"), ("Z", b"I")]
         assert rawpg.parse_data_row(second[1].payload) == [b"300"]
         assert show(conn, "fedgate.express_repeats") - taken >= 1
+
+
+def direct(setup: Setup) -> rawpg.RawPG:
+    """A connection straight to the source's database, for PostgreSQL's own answers."""
+    info = conninfo_to_dict(setup.truth)
+    return rawpg.RawPG.connect(str(info.get("host", "127.0.0.1")), int(info.get("port", 5432)),
+                               user=str(info["user"]), database=str(info["dbname"]))
+
+
+def said(answer: list[tuple[str, bytes]]) -> list[tuple]:
+    """An answer as a client reads it: errors by their SQLSTATE and message (PostgreSQL's
+    own also name its source file and line)."""
+    out: list[tuple] = []
+    for t, p in answer:
+        if t == "E":
+            fields = rawpg.parse_fields(p)
+            out.append((t, fields.get("C"), fields.get("M")))
+        elif t != "N":
+            out.append((t, p))
+    return out
+
+
+SUSPENDING = "SELECT g FROM big WHERE g >= $1 ORDER BY g"
+
+
+def fetchrow(value: bytes, rows: int = 1) -> tuple[bytes, ...]:
+    return rawpg.bind("", "s", [value]), rawpg.execute("", rows), rawpg.sync()
+
+
+LIMITED: list[tuple[bytes, ...]] = [
+    (rawpg.parse(SUSPENDING, "s", [23]), rawpg.sync()),
+    # more rows than the limit: DataRow, PortalSuspended; one: CommandComplete; none
+    *[fetchrow(v) for v in (b"1", b"5", b"19999", b"20000", b"20001", b"7", b"8")],
+    *[fetchrow(v, 3) for v in (b"1", b"19998", b"19999", b"2")],
+    (rawpg.execute("", 1), rawpg.sync()),  # Sync closed the portal: 34000
+    (rawpg.execute("s", 1), rawpg.sync()),
+    # in a block the portal stays suspended on the source, and resumes
+    (q("BEGIN"),), fetchrow(b"3", 2), (rawpg.execute("", 2), rawpg.sync()),
+    (rawpg.execute("", 3), rawpg.flush(), rawpg.execute("", 0), rawpg.sync()),
+    fetchrow(b"19999", 1),
+    (rawpg.execute("", 1), rawpg.sync()), (q("COMMIT"),),
+    fetchrow(b"9"), fetchrow(b"10"),
+]
+
+
+def test_limited_runs_answer_as_postgresql(setup: Setup) -> None:
+    """asyncpg's fetchrow sends Execute with a row limit of 1: the repeats take it outside a
+    block, and the client gets PostgreSQL's own answer, PortalSuspended when the statement
+    has more rows than the limit, CommandComplete when it has no more."""
+    with connect(setup, "on") as conn:
+        before = show(conn, "fedgate.express_repeats")
+        through = [said(exchange(conn, *chunks)) for chunks in LIMITED]
+        repeats = show(conn, "fedgate.express_repeats") - before
+    with direct(setup) as conn:
+        truth = [said(exchange(conn, *chunks)) for chunks in LIMITED]
+    for chunks, got, want in zip(LIMITED, through, truth):
+        assert got == want, f"answers differ for {chunks!r}"
+    # PostgreSQL says PortalSuspended whenever the limit was reached, even at the last
+    # row (20000); CommandComplete only below it (none, or two rows of three)
+    assert [t for t, *_ in truth[1]] == ["2", "D", "s", "Z"]
+    assert [t for t, *_ in truth[4]] == ["2", "D", "s", "Z"]
+    assert truth[5] == [("2", b""), ("C", b"SELECT 0\0"), ("Z", b"I")]
+    assert [t for t, *_ in truth[9]] == ["2", "D", "D", "D", "s", "Z"]
+    assert [t for t, *_ in truth[10]] == ["2", "D", "D", "C", "Z"]
+    # after the first two runs of the key, each one outside the block
+    assert repeats >= 10, repeats
+
+
+POINT_SQL = "SELECT id, bal, note, opened FROM acct WHERE id = {}"
+KEYS = [1, 2, 3, 4, 2, 1, 3, 3, 2, 1] * 4
+
+
+def psycopg_defaults(dsn: str, gateway: bool) -> tuple[list, int]:
+    """psycopg 3 as applications use it: autocommit off, so every statement runs in the
+    transaction block psycopg opens with BEGIN, prepared after five runs. A source error
+    fails the block (rolled back), writes are committed."""
+    out: list = []
+    with psycopg.connect(dsn, connect_timeout=10) as conn:
+        before = int(conn.execute("SHOW fedgate.express_repeats").fetchone()[0]) if gateway else 0
+        conn.commit()
+        for k in KEYS:
+            out.append(conn.execute(POINT_SQL.format("%s"), (k,)).fetchone())
+        try:
+            conn.execute("SELECT bal / (id - 2) FROM acct WHERE id = %s", (2,))
+        except psycopg.errors.DivisionByZero as exc:
+            out.append(exc.sqlstate)
+        out.append(conn.info.transaction_status.name)
+        conn.rollback()
+        for k in KEYS[:12]:
+            conn.execute("UPDATE acct SET bal = bal + 1 WHERE id = %s", (k,))
+            out.append(conn.execute(POINT_SQL.format("%s"), (k,)).fetchone())
+        conn.commit()
+        out.append(conn.execute("SELECT id, bal FROM acct ORDER BY id").fetchall())
+        repeats = (int(conn.execute("SHOW fedgate.express_repeats").fetchone()[0]) - before
+                   if gateway else 0)
+    return out, repeats
+
+
+async def asyncpg_defaults(dsn: str, gateway: bool) -> tuple[list, int]:
+    """asyncpg as applications use it: fetchrow (Execute with a row limit of 1) of
+    statements it prepared once, outside a transaction block; one of them returns more
+    rows than the limit (PortalSuspended)."""
+    conn = await asyncpg.connect(dsn, timeout=10)
+    try:
+        before = int(await conn.fetchval("SHOW fedgate.express_repeats")) if gateway else 0
+        out: list = []
+        for k in KEYS:
+            row = await conn.fetchrow(POINT_SQL.format("$1"), k)
+            out.append(tuple(row) if row is not None else None)
+            out.append(await conn.fetchval(SUSPENDING, k * 997))
+        repeats = int(await conn.fetchval("SHOW fedgate.express_repeats")) - before if gateway else 0
+        return out, repeats
+    finally:
+        await conn.close()
+
+
+def test_driver_defaults_are_repeated(setup: Setup) -> None:
+    """psycopg's point queries in its default transaction block and asyncpg's fetchrow are
+    taken by the repeats (`SHOW fedgate.express_repeats`, what the driver bench reads) and
+    answer as PostgreSQL does."""
+    reset(setup)
+    psycopg_direct, _ = psycopg_defaults(setup.truth, False)
+    reset(setup)
+    psycopg_gateway, psycopg_repeats = psycopg_defaults(setup.gateway.dsn, True)
+    assert psycopg_gateway == psycopg_direct
+    assert "22012" in psycopg_gateway and "INERROR" in psycopg_gateway
+    reset(setup)
+    asyncpg_direct, _ = asyncio.run(asyncio.wait_for(asyncpg_defaults(setup.truth, False), 60))
+    asyncpg_gateway, asyncpg_repeats = asyncio.run(
+        asyncio.wait_for(asyncpg_defaults(setup.gateway.dsn, True), 60))
+    assert asyncpg_gateway == asyncpg_direct
+    # 40 + 12 * 2 statements in blocks, 80 fetchrows: all but their first runs (the lane
+    # remembers a run the first time, prepares it on the link, then repeats it)
+    assert psycopg_repeats >= 50, psycopg_repeats
+    assert asyncpg_repeats >= 70, asyncpg_repeats
+
+
+def test_cancel_stops_a_repeated_run_in_a_block(setup: Setup) -> None:
+    """psycopg's default: prepared runs inside a block. A CancelRequest for one the repeats
+    run stops it on the source; the block is failed ('E') until ROLLBACK, and the runs
+    are repeated again after it."""
+    reset(setup)
+    counting = COUNTING.format("$1")
+
+    def run(value: bytes) -> list[tuple[str, bytes]]:
+        return exchange(conn, rawpg.bind("", "c", [value]), rawpg.execute(), rawpg.sync())
+
+    with connect(setup, "on") as conn:
+        exchange(conn, rawpg.parse(counting, "c", [23]), rawpg.sync())
+        exchange(conn, q("BEGIN"))
+        for _ in range(3):  # prepared on the link, remembered, then repeated
+            assert run(b"20000")[-1] == ("Z", b"T")
+        before = show(conn, "fedgate.express_repeats")
+        assert run(b"20000")[-1] == ("Z", b"T")  # arms the lane again after SHOW (SHOW disarms)
+        cancel_on_the_source(setup, conn, rawpg.bind("", "c", [b"1"]) + rawpg.execute()
+                             + rawpg.sync(), "repeat_marker")
+        failed = run(b"20000")
+        assert [rawpg.parse_fields(p).get("C") for t, p in failed if t == "E"] == ["25P02"]
+        assert failed[-1] == ("Z", b"E")
+        assert exchange(conn, q("ROLLBACK")) == [("C", b"ROLLBACK\0"), ("Z", b"I")]
+        # the cancelled run was the repeats' (the one before it armed them after SHOW)
+        assert show(conn, "fedgate.express_repeats") - before == 1
+        exchange(conn, q("BEGIN"))
+        before = show(conn, "fedgate.express_repeats")
+        for _ in range(3):
+            answer = run(b"19999")
+            assert [rawpg.parse_data_row(p) for t, p in answer if t == "D"] == [[b"40000"]]
+            assert answer[-1] == ("Z", b"T")
+        assert exchange(conn, q("COMMIT")) == [("C", b"COMMIT\0"), ("Z", b"I")]
+        # the second and third runs and COMMIT (the first arms the lane again after SHOW)
+        assert show(conn, "fedgate.express_repeats") - before == 3

@@ -39,7 +39,9 @@ session idle, and until the session's task, its port or the lane's Python act ag
 (`Lane.disarm`), so what only those change (settings, the transaction, prepared statements,
 the client's socket) is as `_arm` saw it; what may change in between (the catalog, the
 links, a shutdown) they read again each time, as `_hot_query` does. They also run a block's
-BEGIN, and its COMMIT or ROLLBACK on the one source it reached. What their answer's walk
+BEGIN, its statements and extended runs, and its COMMIT or ROLLBACK on the one source it
+reached; a run with a row limit (asyncpg's fetchrow) outside a block only, where Sync ends
+its portal on both sides whether the source said PortalSuspended or not. What their answer's walk
 does not read (an error, a new row description, the source gone) or a cancel hands the
 statement to this module's exchange, where it goes on (`_adopt`); anything else they decline
 goes to the lane's `offer`. Without the build, or with FEDGATE_EXPRESS=python, the same
@@ -54,7 +56,7 @@ from functools import partial
 
 from pgwire.compiled import build_of
 from pgwire.protocol import client as w
-from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, answer_pass
+from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, PASS_SUSPENDED, answer_pass
 from connectors.postgres.link import MIRRORED, Outcome, PgLink
 from gateway.relay.express.exchange import FLUSH_BYTES, Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
@@ -100,7 +102,8 @@ class RememberingLane(Lane):
             self, state, links, port, self.activity, self._shapes, self._runs, self.held,
             state.unsent(), self.offer,
             self._adopt, self._continue, quick_split_bytes, quick_bind, run_key_of, answer_pass,
-            ended, BOUND_TAIL, LATENCY_BUCKETS, PASS_QUIET, PASS_DISCARD, FLUSH_BYTES)
+            ended, BOUND_TAIL, LATENCY_BUCKETS, PASS_QUIET, PASS_DISCARD, PASS_SUSPENDED,
+            FLUSH_BYTES)
         self.offer = repeats  # type: ignore[method-assign]
 
     def _arm(self) -> None:
@@ -130,16 +133,22 @@ class RememberingLane(Lane):
         2 a block's COMMIT or ROLLBACK (`hot` which: `_control`'s kind)."""
         if passed:
             self.state.write(passed)
+        limited = False
         if kind == 0:
             assert isinstance(hot, KeptQuery)
             done = partial(self._hot_done, hot.route, text, raw)
         elif kind == 1:
             assert isinstance(hot, KeptRun)
-            done = partial(self._hot_run_done, hot, None)
+            # in a block, the unnamed portal the repeats made for the run (nothing else
+            # replaces it while the run is in flight); outside one, none (Sync closes it)
+            s = self.state
+            done = partial(self._hot_run_done, hot, s.portals.get("") if s.in_block else None)
+            limited = hot.limited
         else:
             assert isinstance(hot, str)
             done = partial(self._control_ended, hot)
-        exchange = self.exchange = Exchange(self, link, ready, quiet, done, discard=kind == 2)
+        exchange = self.exchange = Exchange(self, link, ready, quiet, done, discard=kind == 2,
+                                            suspended=limited)
         exchange.seen = seen
         link.port.taker = None
         link.port.consumer = exchange.pump

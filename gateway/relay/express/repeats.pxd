@@ -43,9 +43,10 @@ cdef class Repeats(Flight):
     cdef bint _take_query(self, bytes data, Py_ssize_t n) except -1
 
     @cython.locals(d="const unsigned char *", bind=Py_ssize_t, end=Py_ssize_t, keyed=tuple,
-                   params_at=Py_ssize_t, entry=object, version=object, prepared=object,
-                   parsed=object, state=object, found=object, link=object, remote=object,
-                   head=object, answered=object, request=bytes, text=str)
+                   params_at=Py_ssize_t, entry=object, in_block=bint, limited=bint,
+                   version=object, prepared=object, parsed=object, state=object, found=object,
+                   portals=dict, old=object, link=object, remote=object, quiet=int,
+                   head=object, answered=object, request=bytes, text=str, portal=object)
     cdef bint _take_run(self, bytes data, Py_ssize_t n) except -1
 
     @cython.locals(a=Py_ssize_t, b=Py_ssize_t, found=object)

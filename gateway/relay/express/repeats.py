@@ -7,9 +7,9 @@ the one taken whenever this code declines, so the two must answer alike, byte fo
 the session's state, links, client port and activity, the lane's memory of shapes and
 runs, and the lane's callbacks (`offer`, `adopt`, `resume`). Called with a chunk of the
 client's bytes, it answers True when it started the chunk's statement itself: a simple
-Query of a shape the lane remembers, an extended run outside a transaction block, BEGIN,
-or a block's COMMIT/ROLLBACK on the one source it reached, while the lane is armed and
-the link idle. Otherwise it disarms and hands the chunk to the lane's `offer`. While the
+Query of a shape the lane remembers, an extended run it remembers (with a row limit:
+outside a transaction block only), BEGIN, or a block's COMMIT/ROLLBACK on the one source
+it reached, while the lane is armed and the link idle. Otherwise it disarms and hands the chunk to the lane's `offer`. While the
 statement runs, `take` gets the link's chunks (the port's taker) and `pump` walks them
 (`answer_pass`): at the last ReadyForQuery the statement is counted for /metrics and the
 statement log, the session is idle again in pg_stat_activity and the client's answer
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from pgwire.protocol import encoder
 from pgwire.protocol import client as w
+from gateway.state.portals import Portal
 from gateway.relay.express.repeats_flight import (DONE_COMMIT, DONE_ROLLBACK, KIND_END, KIND_QUERY,
                                                   KIND_RUN, Z_BLOCK, Z_IDLE, Flight)
 
@@ -235,14 +236,19 @@ class Repeats(Flight):
         if quiet:
             request = self.begin_query + request
         text = sql.decode("ascii")
-        self._start(KIND_QUERY, link, entry, text, data, request, quiet, None)
+        self._start(KIND_QUERY, link, entry, text, data, request, quiet, None, 0)
         self.taken += 1
         return True
 
     def _take_run(self, data: bytes, n: int) -> bool:
-        """An extended run remembered by its bytes, outside a transaction block: started, or
-        not taken. As RememberingLane._hot_extended."""
-        if self.in_block or not self.runs:
+        """An extended run remembered by its bytes: started, or not taken. As
+        RememberingLane._hot_extended. In a block it goes to the one source link the
+        block reached, or with BEGIN ahead of it to a link the block has not reached (as
+        `_take_query`), and its unnamed portal lives on after Sync, run to its end. A run
+        with a row limit is taken outside a block only: there the source's answer, a
+        PortalSuspended included, is the client's as it comes, and Sync closes the portal
+        on both sides; in a block the portal would outlive Sync on the source."""
+        if not self.runs:
             return False
         d = data
         bind = 1 + _be32(d, 1) if d[0] == 0x50 else 0 if d[0] == 0x42 else -1
@@ -258,7 +264,9 @@ class Repeats(Flight):
         entry = self.runs.get(keyed[0])
         if entry is None:
             return False
-        if entry.limited:  # a row limit: the general road
+        in_block = self.in_block
+        limited = bool(entry.limited)
+        if limited and in_block:  # its portal may stay suspended on the source: the general road
             return False
         if not self._session_ready():
             return False
@@ -269,28 +277,50 @@ class Repeats(Flight):
         # the Parse must find the statement the run found, or the Bind must name it
         if parsed is not None:
             found = state.relayed.get((parsed[0], parsed[1], version, self.search_path,
-                                       self.relay, False, self.hidden))
+                                       self.relay, in_block and self._links_active(),
+                                       self.hidden))
         else:
             found = state.statements.get(entry.statement)
         if found is not prepared:
             return False
-        if state.portals:  # no portal left (Sync closed the last run's; a planner portal takes the task)
-            return False
+        portals = state.portals
+        if portals:
+            # Outside a block Sync closed the last run's portal (a planner portal left
+            # takes the task); in a block the last run's unnamed portal is replaced, as
+            # the Python road does, unless a planner's streams there (closing it is the task's).
+            if not in_block:
+                return False
+            old = portals.get("")
+            if old is not None and old.stream is not None:
+                return False
         link = self._idle_link(prepared.route, version)
         if link is None:
             return False
         remote = link.statements.get(entry.remote_key)
         if remote is None:
             return False
+        quiet = 0
+        if in_block and link.status == "I":  # BEGIN goes first to a source the block has not reached
+            if self.begin_query is None:
+                return False
+            quiet = 1
         head = entry.head if entry.remote is remote else entry.bind_head(remote)
         answered = entry.answered
         if type(head) is not bytes or type(answered) is not bytes:
             raise TypeError("Repeats: a run's bytes must be bytes")
         request = _message(0x42, head, data, params_at, end, entry.tail)
+        if quiet:
+            request = self.begin_query + request
         text = prepared.sql
         if parsed is not None:  # the unnamed Parse names the statement for what follows
             state.statements[""] = prepared
-        self._start(KIND_RUN, link, entry, text, data, request, 0, answered)
+        portal = None
+        if in_block:  # the block's unnamed portal, done at the run's end (`_finish`)
+            portal = Portal(prepared, [], entry.formats)
+            portals[""] = portal
+        self.portal = portal
+        self._start(KIND_RUN, link, entry, text, data, request, quiet, answered,
+                    self.suspended_flag if limited else 0)
         self.taken += 1
         return True
 
@@ -363,7 +393,7 @@ class Repeats(Flight):
             self.taken += 1
             return True
         self._start(KIND_END, link, "rollback" if self.rollback else "commit", sql, data,
-                    _ASK_ROLLBACK if self.rollback else _ASK_COMMIT, 0, None)
+                    _ASK_ROLLBACK if self.rollback else _ASK_COMMIT, 0, None, 0)
         self.taken += 1
         return True
 

@@ -15,7 +15,7 @@ cdef class Flight:
     cdef object offer, adopt, resume, split, bind, run_key, answer_pass, ended
     cdef bytes bound_tail
     cdef tuple buckets
-    cdef long quiet_flag, discard_flag
+    cdef long quiet_flag, discard_flag, suspended_flag
     cdef Py_ssize_t flush_bytes
     cdef long log_min_ms
     cdef dict statements_count
@@ -29,9 +29,10 @@ cdef class Flight:
     # the statement in flight
     cdef readonly bint flight
     cdef int kind, seen, quiet, ready_count
+    cdef long flags
     cdef bint rollback
     cdef readonly object link
-    cdef object entry, text, data
+    cdef object entry, portal, text, data
     cdef list out
     cdef Py_ssize_t out_bytes
     cdef double started
@@ -52,7 +53,7 @@ cdef class Flight:
 
     @cython.locals(port=object, written=bint)
     cdef void _start(self, int kind, object link, object entry, str text, bytes data,
-                    bytes request, int quiet, object first) except *
+                    bytes request, int quiet, object first, long flags) except *
 
     @cython.locals(passed=bytes, kind=int, link=object, ready_count=int, quiet=int, seen=int,
                    entry=object, text=object, data=object)

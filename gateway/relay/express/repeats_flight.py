@@ -39,7 +39,8 @@ class Flight:
                  offer: object, adopt: object,
                  resume: object, split: object, bind: object, run_key: object,
                  answer_pass: object, ended: object, bound_tail: bytes, buckets: tuple,
-                 quiet_flag: int, discard_flag: int, flush_bytes: int) -> None:
+                 quiet_flag: int, discard_flag: int, suspended_flag: int,
+                 flush_bytes: int) -> None:
         if type(shapes) is not dict or type(runs) is not dict:
             raise TypeError("Repeats: the lane's shapes and runs must be dicts")
         if type(held) is not list or type(unsent) is not list:
@@ -67,6 +68,7 @@ class Flight:
         self.buckets = tuple([float(bound) for bound in buckets])
         self.quiet_flag = quiet_flag
         self.discard_flag = discard_flag
+        self.suspended_flag = suspended_flag
         self.flush_bytes = flush_bytes
         # read once: the configuration is not reloaded while the gateway runs
         self.log_min_ms = self.ctx.config.server.log_min_duration_ms
@@ -89,10 +91,12 @@ class Flight:
         self.kind = 0
         self.seen = 0
         self.quiet = 0
+        self.flags = 0  # answer_pass's flags for the whole answer (PortalSuspended passed)
         self.ready_count = 0
         self.rollback = False
         self.link = None
         self.entry = None
+        self.portal = None  # a block's unnamed portal, of the run in flight
         self.text = None
         self.data = None
         self.out = None
@@ -152,6 +156,7 @@ class Flight:
         self.flight = False
         self.link = None
         self.entry = None
+        self.portal = None
         self.text = None
         self.data = None
         self.out = None
@@ -186,7 +191,7 @@ class Flight:
     # --- starting -------------------------------------------------------------------------
 
     def _start(self, kind: int, link: object, entry: object, text: str, data: bytes,
-               request: bytes, quiet: int, first: object) -> None:
+               request: bytes, quiet: int, first: object, flags: int) -> None:
         """The request is written: the statement is in flight, its answer comes to `pump`.
         On an error nothing of the flight is left behind (the link's port, the lane's
         exchange), so the Python road that takes the chunk over finds the link as it was."""
@@ -198,6 +203,7 @@ class Flight:
         self.kind = kind
         self.seen = 0
         self.quiet = quiet
+        self.flags = flags
         self.ready_count = 1 + quiet
         self.link = link
         self.entry = entry
@@ -295,6 +301,8 @@ class Flight:
             if writes and self.in_block:
                 links.writer = route.source
             if kind == _RUN:
+                if self.portal is not None:  # the block's unnamed portal ran to its end
+                    self.portal.done = True
                 state.skipping = False  # Sync, as Session.on_sync
             if not self.in_block and state.portals:
                 state.close_portals(False)
@@ -348,7 +356,7 @@ class Flight:
         pos = wire.pos
         while True:
             flags = ((self.discard_flag if self.kind == _END else 0)
-                     | (self.quiet_flag if self.seen < self.quiet else 0))
+                     | (self.quiet_flag if self.seen < self.quiet else 0) | self.flags)
             walked = self.answer_pass(buffer, pos, flags, described)
             passed = walked[0]
             pos = walked[1]
