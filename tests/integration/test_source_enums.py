@@ -152,17 +152,26 @@ async def test_the_catalog_has_the_enums(world) -> None:
     truth, gateway = world
     sql = ("SELECT t.typname, t.typtype, t.typcategory, t.typlen, e.enumlabel FROM pg_type t "
            "JOIN pg_enum e ON e.enumtypid = t.oid WHERE t.typtype = 'e' ORDER BY 1, e.enumsortorder")
-    want = [tuple(r) for r in await (await asyncpg.connect(truth)).fetch(sql)]
+    truth_conn = await asyncpg.connect(truth)
+    try:
+        want = [tuple(r) for r in await truth_conn.fetch(sql)]
+    finally:
+        await truth_conn.close()
     conn = await asyncpg.connect(gateway)
     try:
         assert [tuple(r) for r in await conn.fetch(sql)] == want
         namespace = await conn.fetchval("SELECT n.nspname FROM pg_type t JOIN pg_namespace n "
                                         "ON n.oid = t.typnamespace WHERE t.typname = 'status'")
         assert namespace == "pg"
-        typed = await conn.fetchval("SELECT a.atttypid = t.oid FROM pg_attribute a, pg_type t "
-                                    "WHERE a.attrelid = 'pg.events'::regclass AND a.attname = 'st' "
-                                    "AND t.typname = 'status'")
-        assert typed
+        column = ("SELECT t.typname, a.attlen, a.attbyval, a.attalign, a.attstorage FROM pg_attribute a "
+                  "JOIN pg_type t ON t.oid = a.atttypid WHERE a.attrelid = '{}'::regclass AND a.attnum > 0 "
+                  "ORDER BY a.attnum")
+        truth_conn = await asyncpg.connect(truth)
+        try:
+            want = [tuple(r) for r in await truth_conn.fetch(column.format("events"))]
+        finally:
+            await truth_conn.close()
+        assert [tuple(r) for r in await conn.fetch(column.format("pg.events"))] == want
     finally:
         await conn.close()
 
