@@ -114,7 +114,9 @@ def source_text(node: Node, column: Column, postgres: bool = False) -> str | Non
         if not kept or not pa.types.is_string(field.type):
             return None
         if b"enum_labels" in meta:  # ordered by its labels (planner.source_values)
-            return EnumText(kept, json.loads(meta[b"enum_labels"]))
+            oid = meta.get(b"source_type_oid")
+            return EnumText(kept, json.loads(meta[b"enum_labels"]), node.table.ref.source,
+                            int(oid) if oid is not None else None, meta.get(b"source_typname", b"").decode())
         return kept
     if isinstance(node, (Filter, Sort, Limit, Distinct)):
         return source_text(node.input, column, postgres)

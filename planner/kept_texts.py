@@ -32,7 +32,8 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import pg_type_by_name
-from planner.source_values import EnumText, JsonbValue, as_value, is_ordered, jsonb_value, position
+from planner.source_values import (ENUM_EXTREME, EnumText, JsonbValue, as_value, is_ordered, jsonb_value,
+                                   position)
 
 _TEXT_CASTS = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
 # Text to the engine as well: their order and equality are the text's.
@@ -139,10 +140,11 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
         outputs[id(select)] = marks
     if root is None or not isinstance(root.expression, exp.Select):
         return {}
-    # A type the gateway does not know (an enum) is presented as text, as the source's own
-    # rows are (connectors.postgres.types).
+    # An enum is described as the gateway's catalog numbers it (planner.source_values
+    # enum_outputs); another type the gateway does not know is presented as text.
     return {i: t for i, t in enumerate(outputs.get(id(root.expression), ()))
-            if t is not None and not isinstance(t, JsonbValue) and pg_type_by_name(t) is not None}
+            if t is not None and not isinstance(t, JsonbValue)
+            and (isinstance(t, EnumText) or pg_type_by_name(t) is not None)}
 
 
 def _kept(column: exp.Column, scope: Scope, texts: Mapping[str, Mapping[str, str]],
@@ -178,6 +180,8 @@ def _output_mark(expression: exp.Expression, scope: Scope, texts: Mapping[str, M
     inner = expression.this if isinstance(expression, exp.Alias) else expression
     if jsonb_value(inner):
         return JsonbValue("jsonb")
+    if isinstance(inner.meta.get(ENUM_EXTREME), EnumText):  # min() / max() of an enum
+        return inner.meta[ENUM_EXTREME]
     return _kept(inner, scope, texts, outputs) if isinstance(inner, exp.Column) else None
 
 

@@ -53,7 +53,7 @@ from planner.signature_check import signature_check
 from planner.pg_annotate import annotate_postgres
 from planner.params import cast_parameters, infer_param_types, parameters
 from planner.kept_texts import kept_texts
-from planner.source_values import refuse_outside_duckdb
+from planner.source_values import enum_outputs, refuse_outside_duckdb
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.pass_through import pass_through
 from planner.parse import parse_query
@@ -405,7 +405,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     if residual is None:
         return QueryPlan((pieces[0],), None, None, pg_types, names,
                          details=details, joins=joins, result_types=types)
-    kept = kept_texts(residual, texts)  # outputs that are a source's text of their type
+    kept, enums = enum_outputs(kept_texts(residual, texts))  # a source's text of their type
     if kept:
         types = tuple(kept.get(i, t) for i, t in enumerate(types)) if types is not None \
             else tuple(kept.get(i) for i in range(len(residual.selects)))
@@ -423,7 +423,8 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
                      lambda: dialect.to_sql(physical.describe_tree(residual)), pg_types, names,
                      residual_params, details=details, joins=joins,
                      estimated_rows=estimate_rows(found), dynamic_filters=dynamic,
-                     residual_render=render_for, result_types=types, kept_texts=tuple(sorted(kept)))
+                     residual_render=render_for, result_types=types, kept_texts=tuple(sorted(kept)),
+                     enum_outputs=enums)
 
 
 def _render_residual(residual: exp.Expression,

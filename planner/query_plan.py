@@ -70,6 +70,10 @@ class QueryPlan:
     # Outputs whose values are a source's PostgreSQL text of their result type (an
     # unconstrained numeric, a jsonb, an array passed through the engine: planner.kept_texts).
     kept_texts: tuple[int, ...] = ()
+    # Outputs that are a PostgreSQL source's enum: (position, source, the source's OID of
+    # it, its typname), described as the gateway's catalog numbers it
+    # (gateway.executor.enum_types).
+    enum_outputs: tuple[tuple[int, str, int, str], ...] = ()
     # Outputs that are a whole row of a DuckDB source's table (planner.whole_rows):
     # (position, source, table), described as the catalog's row type of that table.
     row_outputs: tuple[tuple[int, str, str], ...] = ()

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, UNDEFINED_FUNCTION, PgError
 
 
 class JsonbValue(str):
@@ -51,14 +51,31 @@ class JsonbValue(str):
 
 class EnumText(str):
     """The PostgreSQL type name of an enum a source hands over as text, with its labels
-    in their declared order."""
+    in their declared order; and the source, its OID of the enum and the enum's typname,
+    by which an output of it is described (gateway.executor.enum_types)."""
 
     labels: tuple[str, ...]
+    source: str
+    oid: int | None
+    typname: str
 
-    def __new__(cls, name: str, labels: Sequence[str]) -> EnumText:
+    def __new__(cls, name: str, labels: Sequence[str], source: str = "", oid: int | None = None,
+                typname: str = "") -> EnumText:
         made = super().__new__(cls, name)
         made.labels = tuple(labels)
+        made.source, made.oid, made.typname = source, oid, typname or name
         return made
+
+    def __deepcopy__(self, memo: dict) -> EnumText:
+        return self  # immutable: a copied tree's node meta (ENUM_EXTREME) keeps it as it is
+
+
+def enum_outputs(kept: dict[int, str]) -> tuple[dict[int, str], tuple[tuple[int, str, int, str], ...]]:
+    """planner.kept_texts' outputs apart: those of another type, and the enums as
+    (position, source, the source's OID of the enum, its typname) (QueryPlan.enum_outputs)."""
+    enums = tuple((i, t.source, t.oid, t.typname) for i, t in sorted(kept.items())
+                  if isinstance(t, EnumText) and t.oid is not None)
+    return {i: t for i, t in kept.items() if not isinstance(t, EnumText)}, enums
 
 
 _JSON_USES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JSONBExtractScalar,
@@ -232,6 +249,7 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
         return all(_label(branch.this, kept) is not None for branch in parent.args.get("ifs") or ())
     if isinstance(parent, _EQUALITIES + _ORDERS):
         other = parent.expression if _below(column, parent) is parent.this else parent.this
+        _refuse_other_enum(parent, other, kept, kept_of)
         if _same_enum(other, kept, kept_of):
             # `e.st < f.st`: both by their labels' positions; `=` by their texts. The other
             # column, replaced, is no longer the residual's (planner.kept_texts skips it)
@@ -251,9 +269,15 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
         return True
     if isinstance(parent, (exp.Min, exp.Max)) and parent.this is column:
         which = exp.ArgMin if isinstance(parent, exp.Min) else exp.ArgMax
-        parent.replace(which(this=column.copy(), expression=position(column.copy(), kept)))
+        extreme = which(this=column.copy(), expression=position(column.copy(), kept))
+        extreme.meta[ENUM_EXTREME] = kept  # still of the enum (planner.kept_texts marks it)
+        parent.replace(extreme)
         return True
     return False
+
+
+# Set on the ARG_MIN / ARG_MAX a min() or max() of an enum becomes: its EnumText.
+ENUM_EXTREME = "enum_extreme"
 
 
 def _string(node: exp.Expression) -> bool:
@@ -267,7 +291,25 @@ def _same_enum(node: exp.Expression, kept: EnumText, kept_of: Callable[[exp.Colu
     if not isinstance(node, exp.Column):
         return False
     other = kept_of(node)
-    return isinstance(other, EnumText) and other == kept and other.labels == kept.labels
+    return isinstance(other, EnumText) and other == kept and other.labels == kept.labels \
+        and (other.source, other.oid) == (kept.source, kept.oid)
+
+
+_OPERATORS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+
+
+def _refuse_other_enum(comparison: exp.Expression, other: exp.Expression, kept: EnumText,
+                       kept_of: Callable[[exp.Column], str | None]) -> None:
+    """An enum compared with a column of another enum: PostgreSQL has no such operator
+    (42883); compared as their texts (`a::text = b::text`) they are plain text."""
+    found = kept_of(other) if isinstance(other, exp.Column) else None
+    if not isinstance(found, EnumText) or _same_enum(other, kept, kept_of):
+        return
+    left, right = (kept, found) if comparison.this is not other else (found, kept)
+    operator = _OPERATORS.get(type(comparison), "=")
+    raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left.typname} {operator} {right.typname}",
+                  hint="No operator matches the given name and argument types. You might need "
+                  "to add explicit type casts.")
 
 
 def _label(node: exp.Expression, kept: EnumText) -> str | None:

@@ -94,7 +94,8 @@ async def discover_tables(conn: asyncpg.Connection, source: str, schema: str) ->
     fields: dict[int, list] = {oid: [] for oid in oids}
     alike = set(oids)  # relations whose columns the gateway describes with their own types
     for c in columns:
-        ctype = column_type(c["attname"], c["typname"], c["typmod"], c["formatted"], c["labels"])
+        ctype = column_type(c["attname"], c["typname"], c["typmod"], c["formatted"], c["labels"],
+                            c["atttypid"] if c["atttypid"] >= FIRST_NORMAL_OID else None)
         fields[c["attrelid"]].append(ctype.field.with_nullable(not c["attnotnull"]))
         if c["atttypid"] >= FIRST_NORMAL_OID or pg_type_for_field(ctype.field).oid != c["atttypid"]:
             alike.discard(c["attrelid"])
@@ -140,7 +141,7 @@ async def describe_columns(conn: asyncpg.Connection, sql: str, schema: str) -> l
             elif is_anonymous_record(a.type.oid):
                 rows[i] = await anonymous_record_column(conn, sql, i, a.name, a.type.oid)
         if not any(a.type.name == "numeric" for a in attributes):
-            return [rows.get(i) or column_type(a.name, a.type.name, -1)
+            return [rows.get(i) or column_type(a.name, a.type.name, -1, type_oid=_own(a))
                     for i, a in enumerate(attributes)]
         return await _with_typmods(conn, sql, statement, attributes, rows)
     finally:
@@ -160,10 +161,16 @@ async def _with_typmods(conn: asyncpg.Connection, sql: str, statement, attribute
                     "numeric columns stay unconstrained", exc)
         typed = None
     if typed is None:
-        return [rows.get(i) or column_type(a.name, a.type.name, -1)
+        return [rows.get(i) or column_type(a.name, a.type.name, -1, type_oid=_own(a))
                 for i, a in enumerate(attributes)]
-    return [rows.get(i) or column_type(a.name, typname, typmod, formatted)
+    return [rows.get(i) or column_type(a.name, typname, typmod, formatted, type_oid=_own(a))
             for i, (a, (typname, typmod, formatted)) in enumerate(zip(attributes, typed))]
+
+
+def _own(attribute) -> int | None:
+    """The source's OID of a result column's type, if it is one of the source's own (an
+    enum): the gateway's catalog renumbers those."""
+    return attribute.type.oid if attribute.type.oid >= FIRST_NORMAL_OID else None
 
 
 async def _typmods_via_view(conn: asyncpg.Connection, sql: str,

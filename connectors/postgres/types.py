@@ -46,13 +46,16 @@ def _meta(name: str, t: pa.DataType, pg_type: str) -> pa.Field:
 
 
 def column_type(name: str, typname: str, typmod: int, formatted: str | None = None,
-                labels: Sequence[str] | None = None) -> ColumnType:
+                labels: Sequence[str] | None = None, type_oid: int | None = None) -> ColumnType:
     """Map a column of PostgreSQL type `typname` (pg_type.typname) and typmod to Arrow.
 
     `formatted` is `format_type(oid, typmod)` where known (catalog discovery), used for
     the pg_type metadata of types kept as text. `labels`: an enum's labels in their
     declared order (pg_enum.enumsortorder), which the engine orders it by
-    (planner.source_values): kept in the `enum_labels` metadata, as JSON.
+    (planner.source_values): kept in the `enum_labels` metadata, as JSON. `type_oid`: the
+    source's OID of a type of its own (pg_type.oid, an enum's), kept in the
+    `source_type_oid` metadata: the gateway's catalog numbers the source's enums itself,
+    and a result column of one is described with that number (gateway.executor.enum_types).
     """
     if typname in ("record", "_record", "record[]"):  # record[] is asyncpg's name of _record
         what = "record (a row constructor)" if typname == "record" else "record[] (an array of rows)"
@@ -96,7 +99,9 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
     known = pg_type_by_name(shown)
     field = _meta(name, pa.string(), shown) if known is not None else \
         pa.field(name, pa.string(), metadata={"source_type": shown, **(
-            {"enum_labels": json.dumps(list(labels))} if labels is not None else {})})
+            {"enum_labels": json.dumps(list(labels))} if labels is not None else {}), **(
+            {"source_type_oid": str(type_oid), "source_typname": typname}
+            if type_oid is not None else {})})
     return ColumnType(field, pa.string())
 
 

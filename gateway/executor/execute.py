@@ -26,6 +26,7 @@ from gateway.executor.inlined_rows import InlinedRows
 from gateway.executor.metered import Metered
 from gateway.executor.presented import Presented, presented_schema
 from gateway.executor.whole_reads import WholeStream, read_whole
+from gateway.executor.enum_types import enum_typed, passed_enums
 from gateway.executor.row_types import RowTyped, has_rows, named_rows, row_typed
 from gateway.state.memory import HEAVY_ROWS, EngineMemory, StatementMemory
 from gateway.state.metrics import Metrics
@@ -89,17 +90,28 @@ class Executor:
                     self.memory.forget(statement)
                 raise
         if plan.column_names is not None or plan.result_types is not None:
-            return Presented(stream, plan.column_names, plan.result_types,
-                             self._double_numerics(plan, engine), plan.kept_texts)
-        return stream
+            stream = Presented(stream, plan.column_names, plan.result_types,
+                               self._double_numerics(plan, engine), plan.kept_texts)
+        typed = await self._enum_typed(plan, stream.schema)
+        return stream if typed is None else RowTyped(stream, typed)
 
     async def describe(self, plan: QueryPlan, engine: str | None = None) -> pa.Schema:
         # A plan one source answers whole names no engine (or "source": planner.inline_sides).
         schema = await self._describe(plan, None if plan.is_passthrough else self.engines[engine or self.default])
         if plan.is_passthrough and (has_rows(schema) or plan.row_outputs):
             schema = await self._row_typed(schema, plan.fragments[0].source, plan.row_outputs)
-        return presented_schema(schema, plan.column_names, plan.result_types,
-                                self._double_numerics(plan, engine), plan.kept_texts)
+        schema = presented_schema(schema, plan.column_names, plan.result_types,
+                                  self._double_numerics(plan, engine), plan.kept_texts)
+        return await self._enum_typed(plan, schema) or schema
+
+    async def _enum_typed(self, plan: QueryPlan, schema: pa.Schema) -> pa.Schema | None:
+        """`schema` with its enum outputs described as the catalog's enums; None: it has none."""
+        outputs = passed_enums(schema, plan.fragments[0].source) if plan.is_passthrough \
+            else plan.enum_outputs
+        catalog = self.sources.get("pg_catalog")
+        if not outputs or catalog is None:
+            return None
+        return await enum_typed(schema, outputs, catalog.row_type_oids)  # type: ignore[attr-defined]
 
     async def _row_typed(self, schema: pa.Schema, source: str,
                          outputs: Sequence[tuple[int, str, str]] = ()) -> pa.Schema:

@@ -142,7 +142,9 @@ def _fill(con: duckdb.DuckDBPyConnection, model: CatalogModel, database: str) ->
         "pg_description": relations.description_rows(model),
         "pg_database": relations.database_rows(database),
         "pg_stat_user_tables": relations.stat_user_table_rows(model),
-        "pg_type": types.type_rows(proc_oid) + types.row_type_rows(model, proc_oid),
+        "pg_type": types.type_rows(proc_oid) + types.row_type_rows(model, proc_oid)
+        + types.enum_type_rows(model.enums, proc_oid),
+        "pg_enum": types.enum_label_rows(model.enums),
         "pg_proc": procs.proc_rows(proc_oid),
         **relations.STATIC_ROWS,
     }
@@ -151,7 +153,7 @@ def _fill(con: duckdb.DuckDBPyConnection, model: CatalogModel, database: str) ->
     for name, rows in infoschema.rows(model, database).items():
         _insert(con, f'{IS_SCHEMA}."{name}"', rows)
     _insert(con, f"{HELPER_SCHEMA}.type_display",
-            types.display_rows() + types.row_type_display_rows(model))
+            types.display_rows() + types.row_type_display_rows(model) + types.enum_display_rows(model.enums))
     _insert(con, f"{HELPER_SCHEMA}.type_names", _type_names())
     _insert(con, f"{HELPER_SCHEMA}.definitions", relations.definition_rows(model))
     _insert(con, f"{HELPER_SCHEMA}.one_row", [(1,)])

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from connectors.base import TableInfo
+from gateway.pg_catalog.enums import TYPE_OID_META, EnumType, source_enums
 from pgwire.types.pg_type import FIRST_NORMAL_OID
 from pgwire.types.table import PgType, pg_type_for_field
 
@@ -62,6 +63,7 @@ class CatalogModel:
     version: int
     namespaces: dict[str, int] = field(default_factory=dict)  # name -> oid
     relations: list[Relation] = field(default_factory=list)
+    enums: list[EnumType] = field(default_factory=list)  # the sources' (gateway.pg_catalog.enums)
 
     @classmethod
     def build(cls, version: int, user_sources: dict[str, list[TableInfo]],
@@ -99,7 +101,34 @@ class CatalogModel:
                 model.relations[i] = replace(relation, row_type_oid=next_oid,
                                              row_array_oid=next_oid + 1)
                 next_oid += 2
+        model._number_enums(user_sources, next_oid)
         return model
+
+    def _number_enums(self, user_sources: dict[str, list[TableInfo]], next_oid: int) -> None:
+        """Each source's enums, numbered after everything else (a relation keeps its OID),
+        and the columns of one typed as it (pg_attribute.atttypid)."""
+        by_source: dict[str, dict[int, EnumType]] = {}
+        for source in sorted(user_sources):
+            found = source_enums(user_sources[source])
+            for source_oid, (name, labels) in sorted(found.items(), key=lambda kv: kv[1][0]):
+                made = EnumType(next_oid, name, self.namespaces[source], source, labels, source_oid,
+                                next_oid + 1)
+                next_oid += 1 + len(labels)
+                self.enums.append(made)
+                by_source.setdefault(source, {})[source_oid] = made
+        fields = {(source, info.ref.name): info.schema for source in user_sources
+                  for info in user_sources[source]}
+        for i, rel in enumerate(self.relations):
+            enums = by_source.get(rel.namespace)
+            schema = fields.get((rel.namespace, rel.name)) if enums else None
+            if schema is None:
+                continue
+            typed = [replace(c, pgtype=PgType(enums[int(f.metadata[TYPE_OID_META])].oid,
+                                              enums[int(f.metadata[TYPE_OID_META])].name, 4))
+                     if f.metadata and TYPE_OID_META in f.metadata
+                     and int(f.metadata[TYPE_OID_META]) in enums else c
+                     for c, f in zip(rel.columns, schema)]
+            self.relations[i] = replace(rel, columns=tuple(typed))
 
     def row_types_by_name(self) -> dict[str, dict[str, int]]:
         """Per source, the OID of each of its tables' row type in this catalog, by the
@@ -111,9 +140,12 @@ class CatalogModel:
         return found
 
     def row_type_oids(self) -> dict[str, dict[int, int]]:
-        """Per source, its own OIDs of its tables' row types (and their arrays) -> this
-        catalog's: what a description relayed from the source names (gateway.relay.links)."""
+        """Per source, its own OIDs of its tables' row types (and their arrays) and of its
+        enums -> this catalog's: what a description relayed from the source names
+        (gateway.relay.links), and what the engine's enum outputs are described as."""
         found: dict[str, dict[int, int]] = {}
+        for made in self.enums:
+            found.setdefault(made.namespace, {})[made.source_oid] = made.oid
         for rel in self.relations:
             if rel.source_row_type is not None and rel.row_type_oid:
                 row, array = rel.source_row_type

@@ -7,6 +7,7 @@ never by a hard-coded OID.
 
 from __future__ import annotations
 
+from gateway.pg_catalog.enums import ENUM_IO
 from gateway.pg_catalog.model import OWNER_OID, PG_CATALOG_OID
 from gateway.pg_catalog.types import io_functions
 
@@ -50,12 +51,12 @@ SQL_FUNCTIONS: dict[str, tuple[int, tuple[int, ...]]] = {
 
 
 def proc_oids() -> dict[str, int]:
-    names = list(io_functions()) + [n for n in SQL_FUNCTIONS if n not in io_functions()]
+    names = list(io_functions()) + [n for n in SQL_FUNCTIONS if n not in io_functions()] + list(ENUM_IO)
     return {name: FIRST_PROC_OID + i for i, name in enumerate(names)}
 
 
 def proc_rows(oids: dict[str, int]) -> list[tuple]:
-    signatures = {**io_functions(), **SQL_FUNCTIONS}
+    signatures = {**io_functions(), **SQL_FUNCTIONS, **ENUM_IO}
     rows = []
     for name, oid in oids.items():
         rettype, args = signatures[name]

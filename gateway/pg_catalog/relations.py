@@ -48,7 +48,7 @@ def attribute_rows(model: CatalogModel) -> list[tuple]:
     for rel in model.relations:
         for col in rel.columns:
             rows.append(_attribute(rel.oid, col.name, col.number, col.pgtype.oid,
-                                   col.pgtype.typmod, col.not_null))
+                                   col.pgtype.typmod, col.not_null, col.pgtype.size))
         if rel.pk_index_oid is not None:
             by_name = {c.name: c for c in rel.columns}
             for i, name in enumerate(rel.primary_key, 1):
@@ -58,12 +58,14 @@ def attribute_rows(model: CatalogModel) -> list[tuple]:
     return rows
 
 
-def _attribute(relid: int, name: str, number: int, typid: int, typmod: int, not_null: bool) -> tuple:
+def _attribute(relid: int, name: str, number: int, typid: int, typmod: int, not_null: bool,
+               size: int = -1) -> tuple:
     t = TYPE_BY_OID.get(typid)
-    length = t.length if t else -1
-    byval = t.byval if t else False
+    # a type of the catalog's own that is not varlena: a source's enum (four bytes by value)
+    length = t.length if t else size
+    byval = t.byval if t else size == 4
     align = t.align if t else "i"
-    storage = t.storage if t else "x"
+    storage = t.storage if t else "p" if size == 4 else "x"
     collation = DEFAULT_COLLATION if t and t.category == "S" else 0
     ndims = 1 if t and t.name.startswith("_") else 0
     return (relid, name, typid, -1, length, number, ndims, -1, typmod, byval, align, storage,

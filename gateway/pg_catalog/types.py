@@ -7,6 +7,9 @@ for why drivers need them).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from gateway.pg_catalog.enums import EnumType
 from gateway.pg_catalog.model import OWNER_OID, PG_CATALOG_OID, CatalogModel
 from pgwire.types.pg_type import (
     ALL_TYPES,
@@ -20,6 +23,7 @@ from pgwire.types.pg_type import (
 
 __all__ = [
     "ALL_TYPES", "ARRAY_IO", "TYPES", "TYPE_BY_OID", "TypeDef", "array_types", "display_rows",
+    "enum_display_rows", "enum_label_rows", "enum_type_rows",
     "io_functions", "row_type_display_rows", "row_type_rows", "type_rows",
 ]  # fmt: skip
 
@@ -90,3 +94,22 @@ def _info_schema_type(t: TypeDef, is_array: bool) -> str:
     if t.name == "bytea":
         return "bytea"
     return (t.sql_name or t.name) + t.tail
+
+
+def enum_type_rows(enums: Iterable[EnumType], proc_oid: dict[str, int]) -> list[tuple]:
+    """pg_type: typtype 'e', category 'E', four bytes by value, as PostgreSQL makes them."""
+    io = [proc_oid[f"enum_{d}"] for d in ("in", "out", "recv", "send")]
+    return [(e.oid, e.name, e.namespace_oid, OWNER_OID, 4, True, "e", "E", False, True, ",",
+             0, 0, 0, 0, *io, 0, 0, 0, "i", "p", False, 0, -1, 0, 0, None, None, None)
+            for e in enums]
+
+
+def enum_label_rows(enums: Iterable[EnumType]) -> list[tuple]:
+    """pg_enum: (oid, enumtypid, enumsortorder, enumlabel), the labels in declared order."""
+    return [(e.first_label_oid + i, e.oid, float(i + 1), label)
+            for e in enums for i, label in enumerate(e.labels)]
+
+
+def enum_display_rows(enums: Iterable[EnumType]) -> list[tuple]:
+    """format_type() of an enum: its name (information_schema: USER-DEFINED)."""
+    return [(e.oid, e.name, "", "", False, "USER-DEFINED") for e in enums]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+import pyarrow as pa
 from sqlglot import exp
 
 from connectors.ddl_types import create_table
@@ -30,6 +31,7 @@ from gateway.state.route import Route
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.protocol import encoder
 from pgwire.types.from_arrow import pg_type_for_field
+from pgwire.types.pg_type import FIRST_NORMAL_OID
 
 log = logging.getLogger("fedgate.moves")
 
@@ -202,7 +204,10 @@ class MoveMixin(SessionCore):
         columns = []
         for field in schema:  # type: ignore[attr-defined]
             pg = pg_type_for_field(field)
-            columns.append((field.name, pg.name, pg.typmod))
+            # a source's enum (a type of the gateway's catalog, gateway.pg_catalog.enums)
+            # exists in its own source only: the new table holds its labels as text
+            name = "text" if pg.oid >= FIRST_NORMAL_OID and pa.types.is_string(field.type) else pg.name
+            columns.append((field.name, name, pg.typmod))
         remote_schema = getattr(self.ctx.sources[route.source], "schema", None) \
             if route.kind == "postgres" else None
         return create_table(route.kind, exp.table_(table, db=remote_schema, quoted=True), columns)

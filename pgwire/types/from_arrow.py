@@ -3,7 +3,9 @@
 Every result column is described to clients by a `PgType` (RowDescription carries its OID,
 typlen and typmod); `pg_type_for_field` picks it from the Arrow field, honouring a
 `pg_type` metadata override that connectors set when Arrow alone loses the SQL type
-(jsonb vs text, varchar(n) vs text).
+(jsonb vs text, varchar(n) vs text). A text with `pg_type_oid` and `pg_type_name` is a
+value of a type the gateway's catalog numbers itself (a PostgreSQL source's enum:
+gateway.pg_catalog.enums), sent as its label's text in both formats (enum_send's bytes).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def pg_type_for_field(field: pa.Field) -> PgType:
         return row_type(field)
     if pa.types.is_list(field.type) and pa.types.is_struct(field.type.value_type):
         return rows_array_type(field)
+    if meta and b"pg_type_oid" in meta and pa.types.is_string(field.type):
+        return PgType(int(meta[b"pg_type_oid"]), meta[b"pg_type_name"].decode(), 4)
     if meta:
         override = meta.get(b"pg_type")
         if override is not None:

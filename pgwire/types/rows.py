@@ -38,7 +38,7 @@ from pgwire.types.columns import (
     validity,
 )
 from pgwire.types.from_arrow import pg_type_for_field
-from pgwire.types.pg_type import PgType
+from pgwire.types.pg_type import FIRST_NORMAL_OID, TEXT, PgType
 from pgwire.types.records import record_column
 
 TEXT_FORMAT, BINARY_FORMAT = 0, 1
@@ -224,6 +224,8 @@ def encode_column(arr: pa.Array, pgtype: PgType, fmt: int, timezone: str) -> Enc
         lists = text_as_lists(arr, pgtype, REGISTRY, timezone)  # an array read as its text
         if lists is not None:
             return list_binary(lists, pgtype, timezone, encode_column, join_pieces)
+        if pgtype.oid >= FIRST_NORMAL_OID:  # an enum's label: enum_send writes its text
+            return REGISTRY.encode_binary(arr, TEXT, timezone)
     return REGISTRY.encode_binary(arr, pgtype, timezone)
 
 

@@ -79,8 +79,8 @@ INLINED = [
     "GROUP BY s.s ORDER BY 2",
     "SELECT e.id, e.n * 2, e.j ->> 'k', e.j -> 'v' > '1'::jsonb, e.a[1] FROM events e "
     "JOIN small s ON s.i32 = e.i32 ORDER BY e.n, e.id",
-    # (an enum is described as text, as from the source alone: the gateway's catalog lacks it)
-    "SELECT e.m::text, count(*) FILTER (WHERE e.m = 'happy') FROM events e JOIN small s ON s.i32 = e.i32 "
+    # (an enum is described as the gateway's catalog has it: gateway.pg_catalog.enums)
+    "SELECT e.m, e.m::text, count(*) FILTER (WHERE e.m = 'happy') FROM events e JOIN small s ON s.i32 = e.i32 "
     "GROUP BY e.m ORDER BY e.m",
     # a lifted number, a subquery, an outer join that keeps a side's NULLs
     "SELECT s.i32, (SELECT max(a.abalance) FROM accounts a WHERE a.bid = s.i32) FROM small s "
