@@ -189,7 +189,8 @@ class ObjectStoreSource(FilesSource):
         except OSError as exc:
             raise store_error(self.name, self.location, exc, lost=True) from exc
         try:
-            stream = await self._runner.stream(sql, params, register=dict(self._registered))
+            stream = await self._runner.stream(sql, params, register=dict(self._registered),
+                                               gather=True)
         except PgError as exc:
             raise await asyncio.to_thread(self._failure, exc) from exc
         return FailureMappedStream(stream, self._failure)
