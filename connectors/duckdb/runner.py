@@ -21,6 +21,7 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -108,6 +109,9 @@ def _limited_config(limits: DuckDBLimits | None) -> tuple[dict[str, Any], str | 
 SESSION_SETUP = ("SET arrow_lossless_conversion = true", "SET TimeZone = 'UTC'")
 BATCH_ROWS = 65_536
 INTERRUPT_EVERY_S = 0.05  # a cancelled query is interrupted again this often until it stops
+# How long a stream that gathers small batches (`stream(gather=True)`) keeps reading more
+# before it hands over what it has: rows that come slowly are not held back for long.
+GATHER_WITHIN_S = 0.05
 
 _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="duckdb")
 
@@ -171,13 +175,17 @@ class DuckDBRunner:
 
     async def stream(self, sql: str, params: Sequence[Any] = (), *,
                      register: dict[str, Any] | None = None,
-                     timezone: str | None = None) -> DuckDBStream:
+                     timezone: str | None = None, gather: bool = False) -> DuckDBStream:
         """Start `sql` and return a stream whose schema is known and first batch fetched.
 
         `timezone` (the engine passes the client session's) is what zone-dependent
-        expressions are computed in; None keeps the cursor's UTC (sources)."""
+        expressions are computed in; None keeps the cursor's UTC (sources). `gather`:
+        consecutive small batches are handed over as one of up to BATCH_ROWS rows (a
+        pyarrow dataset's scan comes out one batch per row group, often a few thousand
+        rows, and every batch costs the wire encoder a fixed price); for readers of
+        files, whose batches come as fast as they are read."""
         cursor = self._acquire()
-        stream = DuckDBStream(self, cursor)
+        stream = DuckDBStream(self, cursor, gather)
         await stream.start(sql, list(params), register or {}, timezone)
         return stream
 
@@ -209,8 +217,10 @@ class DuckDBRunner:
 class DuckDBStream:
     """Batches of one running DuckDB query; iterate it, or `aclose()` to stop early."""
 
-    def __init__(self, runner: DuckDBRunner, cursor: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, runner: DuckDBRunner, cursor: duckdb.DuckDBPyConnection,
+                 gather: bool = False) -> None:
         self._runner = runner
+        self._gather = gather
         self._cursor: duckdb.DuckDBPyConnection | None = cursor
         self._reader: pa.RecordBatchReader | None = None
         self._registered: list[str] = []
@@ -280,7 +290,7 @@ class DuckDBStream:
 
     def _next(self, reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
         """The next batch, in the stream's schema (on the worker thread)."""
-        batch = _read(reader)
+        batch = _read(reader) if not self._gather else gathered_batch(reader)
         if batch is None or self.schema is reader.schema:
             return batch
         return plain_batch(batch, self.schema)
@@ -309,6 +319,23 @@ def _read(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
         return reader.read_next_batch()
     except StopIteration:
         return None
+
+
+def gathered_batch(reader: pa.RecordBatchReader, rows: int = BATCH_ROWS) -> pa.RecordBatch | None:
+    """The next batches of `reader` as one: read until `rows` rows (the last batch read
+    may take it past them), the end, or GATHER_WITHIN_S."""
+    first = _read(reader)
+    if first is None or first.num_rows >= rows:
+        return first
+    batches, gathered = [first], first.num_rows
+    until = time.monotonic() + GATHER_WITHIN_S
+    while gathered < rows and time.monotonic() < until:
+        batch = _read(reader)
+        if batch is None:
+            break
+        batches.append(batch)
+        gathered += batch.num_rows
+    return first if len(batches) == 1 else pa.concat_batches(batches)
 
 
 HUGEINT_AS = pa.decimal128(38, 0)

@@ -12,7 +12,10 @@ the folders it excludes, row-group statistics skip row groups inside files.
 Unlike a local folder, the store is a server: nothing is read when the source is made, so
 a store that cannot be reached at start-up leaves the source mounted down (as a database
 server that is down is) instead of stopping the gateway. Every catalog read lists the
-prefix again, so objects added and removed are noticed as a local folder's files are.
+prefix again, so objects added and removed are noticed as a local folder's files are; and
+every statement lists the objects of the tables it names and makes a table's dataset anew
+when any was added, removed or rewritten (`_to_current`): until then a dataset, with the
+footers pyarrow keeps in its fragments, serves statement after statement.
 """
 
 from __future__ import annotations
@@ -183,16 +186,32 @@ class ObjectStoreSource(FilesSource):
             return work(*args)
 
     async def run_remote(self, sql: str, params: Any = ()) -> BatchStream:
+        """`sql` over the tables as the store holds them now. The listing that says so
+        (`_to_current`) and DuckDB's start over the datasets as last listed run at once:
+        both wait on the store, and most statements find nothing changed. When the
+        listing changed a dataset, the stream started over the old ones is closed unread
+        (its errors, of objects read at their old sizes, are nobody's) and the statement
+        starts again over the new ones: no row of a stale dataset reaches the client."""
         self.statement_log.write(sql)
+        registered = dict(self._registered)
+        started = asyncio.ensure_future(self._start(sql, params, registered))
         try:
             await asyncio.to_thread(self._locked, self._to_current, sql)
-        except OSError as exc:
-            raise store_error(self.name, self.location, exc, lost=True) from exc
+        except BaseException as exc:
+            await _discard(started)
+            if isinstance(exc, OSError):
+                raise store_error(self.name, self.location, exc, lost=True) from exc
+            raise
+        if any(self._registered.get(name) is not dataset for name, dataset in registered.items()):
+            await _discard(started)
+            started = asyncio.ensure_future(self._start(sql, params, dict(self._registered)))
+        return FailureMappedStream(await started, self._failure)
+
+    async def _start(self, sql: str, params: Any, registered: dict[str, ds.Dataset]) -> BatchStream:
         try:
-            stream = await self._runner.stream(sql, params, register=dict(self._registered))
+            return await self._runner.stream(sql, params, register=registered, gather=True)
         except PgError as exc:
             raise await asyncio.to_thread(self._failure, exc) from exc
-        return FailureMappedStream(stream, self._failure)
 
     def _failure(self, exc: PgError) -> PgError:
         """What a failed read means: a table whose objects were all removed is 42P01 (as
@@ -238,6 +257,18 @@ class ObjectStoreSource(FilesSource):
             return await super().scan(req)
         except OSError as exc:
             raise store_error(self.name, self.location, exc, lost=True) from exc
+
+
+async def _discard(started: asyncio.Future) -> None:
+    """Close a stream started in vain, or stop its start; its failure is not the
+    statement's (the statement reports its own). A cancel of the statement itself still
+    comes through the wait."""
+    if not started.done():
+        started.cancel()
+    await asyncio.wait([started])
+    if started.cancelled() or started.exception() is not None:
+        return
+    await started.result().aclose()
 
 
 class FailureMappedStream:

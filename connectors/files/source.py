@@ -32,7 +32,7 @@ from sqlglot import exp
 
 from connectors.base import BatchStream, Pushdown, ScanRequest, Storage, TableInfo, TableRef
 from connectors.dialects import files as files_dialect
-from connectors.duckdb.runner import DuckDBRunner
+from connectors.duckdb.runner import DuckDBRunner, gathered_batch
 from connectors.files.filters import to_arrow_filter
 from connectors.files.parquet_stats import parquet_estimates
 from connectors.files.pruning import partition_lines
@@ -195,7 +195,8 @@ class FilesSource:
         self.statement_log.write(sql)
         await self._check(sql)
         try:
-            return await self._runner.stream(sql, params, register=dict(self._registered))
+            return await self._runner.stream(sql, params, register=dict(self._registered),
+                                             gather=True)
         except PgError as exc:
             missing = self._missing_file()
             if missing is None:
@@ -269,16 +270,9 @@ class FilesSource:
         self._runner.close()
 
 
-def _next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
-    # StopIteration cannot travel through an asyncio future: answer None instead.
-    try:
-        return reader.read_next_batch()
-    except StopIteration:
-        return None
-
-
 class ScannerStream:
-    """Batches of a pyarrow scanner, read on worker threads; stops at `limit` rows."""
+    """Batches of a pyarrow scanner, read on worker threads; stops at `limit` rows. The
+    scanner's batches (one per row group) are handed over gathered, as DuckDB's are."""
 
     def __init__(self, scanner: ds.Scanner, limit: int | None) -> None:
         self.schema = scanner.projected_schema
@@ -293,7 +287,9 @@ class ScannerStream:
         if reader is None or self._left == 0:
             await self.aclose()
             raise StopAsyncIteration
-        batch = await asyncio.to_thread(_next_batch, reader)
+        # No more rows are read than the limit leaves to send.
+        wanted = BATCH_ROWS if self._left is None else min(BATCH_ROWS, self._left)
+        batch = await asyncio.to_thread(gathered_batch, reader, wanted)
         if batch is None:
             await self.aclose()
             raise StopAsyncIteration

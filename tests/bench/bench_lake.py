@@ -17,8 +17,10 @@ PostgreSQL text. pyarrow's side is `dataset.to_table(columns, filter)` over the 
 endpoint with the same credentials: the rows reach Arrow memory and go no further, so it
 is the ceiling for any reader of these objects. Every round runs both in an order that
 alternates, and the table shows median wall times, rows per second and their ratio (the
-issue's goal: the gateway at 0.9x pyarrow's throughput or better). The section between
-this script's markers in BENCHMARKS.md is replaced.
+issue's goal: the gateway at 0.9x pyarrow's throughput or better). Each round also times
+`psql -c 'SELECT 1'` through the gateway: what starting psql, connecting and the shortest
+statement cost, which no scan through psql can go below; it is the table's last row. The
+section between this script's markers in BENCHMARKS.md is replaced.
 """
 
 from __future__ import annotations
@@ -137,10 +139,13 @@ def run(args: argparse.Namespace, s3, gateway, size: int) -> str:
              "| scan | rows | pyarrow.dataset | gateway (psql) | gateway rows/s ÷ pyarrow's | "
              "bytes served to the gateway |",
              "| --- | --- | --- | --- | --- | --- |"]
+    floor_times: list[float] = []
+    rows_of_table: list[tuple[str, int, float, float, float]] = []
     for label, sql, condition in SCANS:
         arrow_times, gateway_times, served = [], [], []
         rows = 0
         for round_number in range(args.rounds):
+            floor_times.append(gateway_scan(gateway.port, "SELECT 1"))
             order = ("arrow", "gateway") if round_number % 2 == 0 else ("gateway", "arrow")
             for who in order:
                 if who == "arrow":
@@ -151,8 +156,13 @@ def run(args: argparse.Namespace, s3, gateway, size: int) -> str:
                     gateway_times.append(gateway_scan(gateway.port, sql))
                     served.append(s3.object_bytes - before)
         arrow_s, gateway_s = statistics.median(arrow_times), statistics.median(gateway_times)
+        rows_of_table.append((label, rows, arrow_s, gateway_s, statistics.median(served)))
+    floor_s = statistics.median(floor_times)
+    for label, rows, arrow_s, gateway_s, served_bytes in rows_of_table:
         lines.append(f"| {label} | {rows:,} | {arrow_s * 1000:,.0f} ms | {gateway_s * 1000:,.0f} ms "
-                     f"| {arrow_s / gateway_s:.2f}× | {statistics.median(served):,.0f} |")
+                     f"| {arrow_s / gateway_s:.2f}× | {served_bytes:,.0f} |")
+    lines.append(f"| `SELECT 1`, no scan: psql's floor ({len(floor_times)} runs) | 1 | - "
+                 f"| {floor_s * 1000:,.0f} ms | - | 0 |")
     explain = subprocess.run(
         ["psql", "-h", "127.0.0.1", "-p", str(gateway.port), "-U", "fedgate", "-At", "-d",
          "fedgate", "-c", f"EXPLAIN {SCANS[1][1]}"], check=True, capture_output=True, text=True)

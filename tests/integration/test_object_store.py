@@ -202,6 +202,31 @@ def test_an_object_rewritten_between_statements_is_read_anew(lake: Lake) -> None
     path.unlink()
 
 
+def test_every_statement_sees_the_objects_of_its_tables_as_they_are_now(lake: Lake) -> None:
+    """The rule that keeps a table's dataset across statements: each statement lists the
+    prefixes of the tables it names (while DuckDB starts over the dataset as last
+    listed) and any object added, removed or rewritten (another size or time) makes the
+    dataset anew before a row is sent. No catalog read is needed: the table is known."""
+    every = len(YEARS) * len(MONTHS) * ROWS_PER_FILE
+    count = "select count(*), sum(amount) from events"
+    assert _query(lake, count) == [(every, len(YEARS) * len(MONTHS) * sum(range(0, 500, 10)))]
+    folder = lake.bucket / "events" / "year=2024" / "month=03"
+    extra = folder / "part-1.parquet"
+    pq.write_table(_events(2024, 3), extra)
+    try:
+        assert _query(lake, count)[0][0] == every + ROWS_PER_FILE
+        # Rewritten, larger: the old size would cut the object or fail its footer.
+        bigger = pa.concat_tables([_events(2024, 3)] * 3)
+        pq.write_table(bigger, extra)
+        assert _query(lake, count)[0][0] == every + 3 * ROWS_PER_FILE
+        assert _query(lake, "select count(*) from events where year = 2024 and month = 3") == [
+            (4 * ROWS_PER_FILE,)]
+    finally:
+        extra.unlink()
+    assert _query(lake, count)[0][0] == every
+    assert "Traceback" not in lake.gateway.log()
+
+
 def test_a_bucket_that_disappears_fails_its_statement_with_08006(lake: Lake) -> None:
     """The bucket is gone after the catalog listed it: the statement that finds it gone
     fails with 08006 naming the source; the other sources keep answering."""
