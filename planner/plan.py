@@ -330,12 +330,11 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if not shippable:  # e.g. a volatile call keeps a PostgreSQL source's statement here
         _refuse_unshipped(tree, tables, catalog)
     # Shipped whole to DuckDB (a DuckDB file, Parquet/CSV), sums and averages are retyped
-    # as PostgreSQL types them, as the engine's are (planner.pg_aggregates): that needs
-    # qualified columns, whose types it reads from the catalog (not a whole annotation).
-    if shippable and single is not None and single.dialect.sqlglot == "duckdb":
+    # as PostgreSQL types them (planner.pg_aggregates), from qualified columns' types.
+    to_duckdb = shippable and single is not None and single.dialect.sqlglot == "duckdb"
+    if to_duckdb:
         pass_through(tree)  # averages and quotients top-level again: PostgreSQL's display scale
-    pg_aggregates = shippable and single is not None and single.dialect.sqlglot == "duckdb" \
-        and tree.find(exp.Sum, exp.Avg) is not None
+    pg_aggregates = to_duckdb and tree.find(exp.Sum, exp.Avg) is not None
     param_types: list[exp.DataType] = []
     # A float4 column: the engine computes float4 with an integer in float8, as PostgreSQL
     # (connectors.dialects.duckdb.float4), which reads operand types.

@@ -668,3 +668,89 @@ def test_a_client_queued_by_the_lane_keeps_its_place_and_gets_the_notice(
             assert pools(first)["clients_waiting"] == "0"
     finally:
         proc.stop()
+
+
+@pytest.fixture(scope="module")
+def users_pool(source: Source, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    with psycopg.connect(source.truth, autocommit=True) as conn:
+        conn.execute("CREATE OR REPLACE VIEW settings_seen AS SELECT current_user::text AS who, "
+                     "current_setting('TimeZone') AS tz, current_setting('DateStyle') AS style, "
+                     "current_setting('extra_float_digits') AS digits, "
+                     "current_setting('bytea_output') AS bytes")
+        conn.execute("GRANT SELECT ON settings_seen TO alice_role, bob_role")
+    proc = start_gateway(config(source, users=True), tmp_path_factory.mktemp("pool-users-20"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+STATE_CLIENTS = 10
+STATE_ROUNDS = 8
+
+
+@pytest.mark.load
+def test_200_clients_over_20_connections_each_see_only_their_own_state(
+        users_pool: GatewayProcess) -> None:
+    """200 clients of two users at once over the 20 connections, each with its own role,
+    settings (SET, and SET LOCAL inside blocks), protocol-level prepared statements (psycopg
+    names them _pg3_0, _pg3_1 ... in every session) and an SQL PREPAREd statement of the
+    same name in every session but its own text: each sees only its own, on whichever
+    connection it borrows, what the source's session holds read back from the source."""
+    zones = ("UTC", "Asia/Tokyo", "America/New_York", "Europe/Paris", "Australia/Sydney")
+    styles = ("ISO, MDY", "ISO, DMY", "ISO, YMD")  # the gateway speaks ISO output only
+    start = threading.Barrier(STATE_CLIENTS, timeout=120)
+
+    def client(i: int) -> int:
+        user = ("alice", "bob")[i % 2]
+        zone, style = zones[i % len(zones)], styles[i % len(styles)]
+        timeout, app = f"{10000 + i}ms", f"client{i}"
+        digits, output = str(i % 4), ("hex", "escape")[i % 2]
+        with psycopg.connect(dsn(users_pool, user), autocommit=True, prepare_threshold=0) as conn:
+            try:
+                conn.execute(f"SET TimeZone = '{zone}'")
+                conn.execute(f"SET DateStyle = '{style}'")
+                conn.execute(f"SET statement_timeout = '{timeout}'")
+                conn.execute(f"SET application_name = '{app}'")
+                conn.execute(f"SET extra_float_digits = {digits}")
+                conn.execute(f"SET bytea_output = '{output}'")
+                conn.execute(f"PREPARE mine (int) AS SELECT v + {i} FROM items WHERE id = $1")
+            except BaseException:
+                start.abort()  # the others stop waiting: this client's error is the finding
+                raise
+            # Held by the source's session (the settings that format values), and by the
+            # gateway's (SHOW answers those it keeps itself: it enforces statement_timeout).
+            own = (f"{user}_role", zone, style, digits, output)
+            kept = [("statement_timeout", f"{10000 + i}ms" if i else "10s"), ("application_name", app)]
+            start.wait()  # every client set up: from here their statements interleave
+            for round_ in range(STATE_ROUNDS):
+                key = (i + round_) % 100 + 1
+                assert conn.execute("SELECT who, tz, style, digits, bytes FROM settings_seen"
+                                    ).fetchone() == own, (i, round_)
+                for name, value in kept:
+                    assert conn.execute(f"SHOW {name}").fetchone() == (value,), (i, round_)
+                assert conn.execute(f"EXECUTE mine({key})").fetchone() == (key * 10 + i,), (i, round_)
+                assert conn.execute(f"SELECT v * {i + 1} FROM items WHERE id = %s", (key,),
+                                    prepare=True).fetchone() == (key * 10 * (i + 1),), (i, round_)
+                if round_ % 3 == 2:
+                    with conn.transaction():
+                        conn.execute("SET LOCAL TimeZone = 'Asia/Kolkata'")
+                        assert conn.execute("SELECT who, tz FROM settings_seen").fetchone() \
+                            == (f"{user}_role", "Asia/Kolkata"), (i, round_)
+                        assert conn.execute(f"EXECUTE mine({key})").fetchone() == (key * 10 + i,)
+            conn.execute("DEALLOCATE mine")
+            with pytest.raises(psycopg.errors.InvalidSqlStatementName):
+                conn.execute("EXECUTE mine(1)")
+            assert conn.execute("SELECT who, tz, style, digits, bytes FROM settings_seen"
+                                ).fetchone() == own
+        return i
+
+    with ThreadPoolExecutor(max_workers=STATE_CLIENTS) as threads:
+        done = [threads.submit(client, i) for i in range(STATE_CLIENTS)]
+        errors = [f.exception() for f in done if f.exception() is not None]
+    findings = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
+    if findings or errors:
+        raise (findings or errors)[0]
+    with psycopg.connect(dsn(users_pool, "alice"), autocommit=True) as conn:
+        row = pools(conn)
+    assert int(row["server_total"]) <= POOL_SIZE and int(row["reclaimed"]) > 0, row
