@@ -34,6 +34,7 @@ CANCEL_DRAIN_S = 5.0
 STATEMENT_CACHE = 512
 # Client settings that change how PostgreSQL formats values: the link mirrors them.
 MIRRORED = ("TimeZone", "DateStyle", "IntervalStyle", "extra_float_digits", "bytea_output")
+_UNKNOWN = "\0unknown"  # a mirrored setting's value on the source when it cannot be known
 _T, _D, _C, _E, _Z, _N, _S, _G = (ord(c) for c in "TDCEZNSG")
 _SILENT = frozenset(ord(c) for c in "123nts")  # Parse/Bind/CloseComplete, NoData, descriptions
 
@@ -76,6 +77,7 @@ class PgLink:
         self.broken = False
         self.settings: dict[str, str] = {}
         self.mirrored: tuple[str | None, ...] | None = None  # see setting_commands
+        self.unsure: set[str] = set()  # set inside a source transaction: see setting_commands
         self.statements: dict[tuple[str, tuple[int, ...]], RemoteStatement] = {}
         # The tables' shapes the statements were described under (`expire_statements`),
         # and the ones forgotten since, closed on the source with the next Parse.
@@ -197,24 +199,37 @@ class PgLink:
 
     # --- settings and statements ---------------------------------------------------------
 
-    def setting_commands(self, settings: Mapping[str, str]) -> list[str]:
+    def setting_commands(self, settings: Mapping[str, str], opening: bool = False) -> list[str]:
         """SET commands that bring the link's formatting settings to the client's; RESET
-        for one the client no longer sets (RESET bytea_output: the source's default)."""
+        for one the client no longer sets (RESET bytea_output: the source's default).
+        `opening`: they go in one Query with the block's BEGIN, which takes them into the
+        block (PostgreSQL's implicit transaction turned explicit)."""
         # Asked before every relayed statement: the client's values as of the last call
         # (which `self.settings` then matched) answer a repeat with one comparison.
+        if self.unsure and self.status == "I":
+            # The transaction they were set in ended, committed or rolled back (which
+            # undid them): what the source holds is not known, so they are sent again.
+            for name in self.unsure:
+                self.settings[name] = _UNKNOWN
+            self.unsure = set()
         current = tuple(map(settings.get, MIRRORED))
         if current == self.mirrored:
             return []
         self.mirrored = current
-        commands = []
+        commands, changed = [], []
         for name in MIRRORED:
             value = settings.get(name)
             if value is None:
                 if self.settings.pop(name, None) is not None:
                     commands.append(f"RESET {name}")
+                    changed.append(name)
             elif self.settings.get(name) != value:
                 commands.append(f"SET {name} = '{value.replace(chr(39), chr(39) * 2)}'")
                 self.settings[name] = value
+                changed.append(name)
+        if changed and (opening or self.status != "I"):
+            self.unsure.update(changed)
+            self.mirrored = None  # asked again, the repeats included, until the end is seen
         return commands
 
     def use_row_types(self, row_types: Mapping[int, int], read_for: object) -> None:

@@ -228,8 +228,9 @@ class SessionLinks:
     def prefix(self, link: PgLink, *, begin: bool = True) -> tuple[bytes, int]:
         """Commands to send ahead of a statement, as one pipelined exchange: the client's
         formatting settings, and BEGIN when the block has not reached this source yet."""
-        commands = link.setting_commands(self.state.settings.values)
-        if begin and self.state.in_block and link.status == "I":
+        opening = begin and self.state.in_block and link.status == "I"
+        commands = link.setting_commands(self.state.settings.values, opening)
+        if opening:
             commands.append(self.begin_sql)
             commands.extend(f'SAVEPOINT "{name}"' for name in self.state.savepoints)
         return (w.query("; ".join(commands)), 1) if commands else (b"", 0)

@@ -58,6 +58,7 @@ def result_schema(utility: Utility) -> pa.Schema | None:
 
 
 _NOT_IN_BLOCK = "SET TRANSACTION can only be used in transaction blocks"
+_LOCAL_NOT_IN_BLOCK = "SET LOCAL can only be used in transaction blocks"
 
 
 def _role_refused(statement: str) -> PgError:
@@ -99,10 +100,12 @@ def run_set(session: SessionCore, utility: Utility) -> UtilityResult:
                 return UtilityResult("SET", notices=[_NOT_IN_BLOCK] if utility.name == "transaction" else [])
             session.set_setting("transaction_read_only", read_only)
             return UtilityResult("SET")
+    if utility.local and not session.in_block:  # no lasting effect, as PostgreSQL warns
+        return UtilityResult("SET", notices=[_LOCAL_NOT_IN_BLOCK])
     if value.upper() == "DEFAULT":
-        session.reset_setting(utility.name)
+        session.reset_setting(utility.name, local=utility.local)
     else:
-        session.set_setting(utility.name, value)
+        session.set_setting(utility.name, value, local=utility.local)
     return UtilityResult("SET")
 
 
@@ -140,7 +143,7 @@ def run_transaction(session: SessionCore, utility: Utility) -> UtilityResult:
         if not session.in_block:
             return UtilityResult(kind.upper(), notices=["there is no transaction in progress"])
         failed = session.failed
-        session.end_block()
+        session.end_block(committed=kind == "commit")
         return UtilityResult("ROLLBACK" if failed or kind == "rollback" else "COMMIT")
     if not session.in_block:
         raise PgError(NO_ACTIVE_SQL_TRANSACTION,

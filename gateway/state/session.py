@@ -27,6 +27,8 @@ from gateway.state.memory import StatementMemory
 from gateway.config.memory import share_bytes
 from gateway.state.portals import CopyIn, Portal, Prepared
 from gateway.state.settings import REPORTED, SessionSettings, shown_timeout
+from gateway.state.settings import canonical as canonical_name
+from gateway.state.block_settings import BlockSettings
 from pgwire.errors import (IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
                            INVALID_SQL_STATEMENT_NAME, QUERY_CANCELED, PgError)
 from pgwire.protocol import encoder
@@ -87,6 +89,7 @@ class SessionState:
         self.statements: dict[str, Prepared] = {}
         self.portals: dict[str, Portal] = {}
         self.in_block = False
+        self.block_settings = BlockSettings()  # what the block's end restores
         self.failed = False
         self.savepoints: list[str] = []
         self.skipping = False  # after an error in extended protocol, until Sync
@@ -229,8 +232,16 @@ class SessionState:
         self.write(encoder.backend_key_data(self.pid, self.key))
         self.write(encoder.ready_for_query(self.status))
 
-    def set_setting(self, name: str, value: str) -> None:
+    def _before_change(self, name: str, local: bool) -> None:
+        if self.in_block:
+            self.block_settings.before_change(self.settings.values, name, local)
+
+    def set_setting(self, name: str, value: str, local: bool = False) -> None:
+        """SET (or SET LOCAL, `local`: undone at the block's end) `name` to `value`."""
+        self._before_change(canonical_name(name), local)
         canonical = self.settings.set(name, value)
+        if not local and self.in_block:
+            self.block_settings.after_session_change(self.settings.values, canonical)
         if canonical == "fedgate.engine":
             self.engine_chosen = True
         if canonical == "default_transaction_read_only" and not self.in_block:
@@ -238,10 +249,16 @@ class SessionState:
         if canonical in REPORTED:
             self.write(encoder.parameter_status(canonical, self.settings.values[canonical]))
 
-    def reset_setting(self, name: str) -> None:
+    def reset_setting(self, name: str, local: bool = False) -> None:
         if name in ("all", "fedgate.engine"):
             self.engine_chosen = "fedgate.engine" in self.startup_keys
-        for changed in self.settings.reset(name, self.initial):
+        for each in (self.initial if name == "all" else [canonical_name(name)]):
+            self._before_change(each, local)
+        changed_names = self.settings.reset(name, self.initial)
+        if not local and self.in_block:
+            for each in (self.initial if name == "all" else [canonical_name(name)]):
+                self.block_settings.after_session_change(self.settings.values, each)
+        for changed in changed_names:
             if changed in REPORTED:
                 self.write(encoder.parameter_status(changed, self.settings.values[changed]))
         if not self.in_block:
@@ -283,11 +300,24 @@ class SessionState:
         values["transaction_read_only"] = (values["default_transaction_read_only"]
                                            if read_only is None else "on" if read_only else "off")
 
-    def end_block(self) -> None:
+    def end_block(self, committed: bool = True) -> None:
+        """The block ended: by COMMIT (`committed`; a failed block's COMMIT is a
+        ROLLBACK) or ROLLBACK, with what that does to the settings it changed."""
+        if self.block_settings.changed:
+            self._restore_settings(committed and not self.failed)
         self.in_block, self.failed, self.savepoints = False, False, []
         values = self.settings.values
         values["transaction_read_only"] = values["default_transaction_read_only"]
         self.close_portals(keep_unnamed=False)
+
+    def _restore_settings(self, committed: bool) -> None:
+        """The block's settings ended; the reported ones that changed are sent."""
+        values = self.settings.values
+        before = {name: values[name] for name in REPORTED}
+        self.block_settings.end(values, committed)
+        for name in REPORTED:
+            if values[name] != before[name]:
+                self.write(encoder.parameter_status(name, values[name]))
 
     def recover_block(self) -> None:
         self.failed = False

@@ -685,7 +685,7 @@ def users_pool(source: Source, tmp_path_factory: pytest.TempPathFactory) -> Iter
         proc.stop()
 
 
-STATE_CLIENTS = 10
+STATE_CLIENTS = 200
 STATE_ROUNDS = 8
 
 
@@ -732,7 +732,18 @@ def test_200_clients_over_20_connections_each_see_only_their_own_state(
                 assert conn.execute(f"EXECUTE mine({key})").fetchone() == (key * 10 + i,), (i, round_)
                 assert conn.execute(f"SELECT v * {i + 1} FROM items WHERE id = %s", (key,),
                                     prepare=True).fetchone() == (key * 10 * (i + 1),), (i, round_)
-                if round_ % 3 == 2:
+                if round_ % 3 == 1:  # a SET in a block that rolls back is undone
+                    with conn.transaction(force_rollback=True):
+                        conn.execute("SET TimeZone = 'Pacific/Auckland'")
+                        assert conn.execute("SELECT tz FROM settings_seen").fetchone() \
+                            == ("Pacific/Auckland",), (i, round_)
+                    # psycopg answers a ROLLBACK with DEALLOCATE ALL (its prepared names
+                    # may be stale), which takes the SQL-prepared statement too, as it
+                    # would on PostgreSQL itself.
+                    with pytest.raises(psycopg.errors.InvalidSqlStatementName):
+                        conn.execute(f"EXECUTE mine({key})")
+                    conn.execute(f"PREPARE mine (int) AS SELECT v + {i} FROM items WHERE id = $1")
+                if round_ % 3 == 2:  # a SET LOCAL lasts until the block's end
                     with conn.transaction():
                         conn.execute("SET LOCAL TimeZone = 'Asia/Kolkata'")
                         assert conn.execute("SELECT who, tz FROM settings_seen").fetchone() \

@@ -13,13 +13,10 @@ import json
 
 import asyncpg
 import psycopg
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from tests.support.answers import assert_described_alike, described, error_of, execute
-from tests.support.gateway_proc import start_gateway
-from tests.support.postgres import fresh_database
+from tests.support.pg_parquet_world import pg_parquet_world
 
 EVENTS = """
 CREATE TYPE status AS ENUM ('new', 'paid', 'shipped', 'cancelled');
@@ -54,21 +51,9 @@ def _load(dsn: str, with_customer: bool) -> None:
 
 @pytest.fixture(scope="module")
 def world(postgres_server, tmp_path_factory):
-    root = tmp_path_factory.mktemp("pg_values")
-    truth = fresh_database(postgres_server, "values_truth")
-    source = fresh_database(postgres_server, "values_source")
-    _load(truth, with_customer=True)
-    _load(source, with_customer=False)
-    (root / "files").mkdir()
-    pq.write_table(pa.table({"custkey": pa.array([c for c, _ in CUSTOMER], pa.int32()),
-                             "name": [n for _, n in CUSTOMER]}), root / "files" / "customer.parquet")
-    gateway = start_gateway(
-        f'[engine]\ninline_rows = 0  # tests of the engine: no side is inlined\n[catalog]\nsearch_path = ["pg", "files"]\n[sources.pg]\nkind = "postgres"\ndsn = "{source}"\n'
-        f'[sources.files]\nkind = "parquet"\npath = "{root / "files"}"\n', root / "gw")
-    try:
-        yield truth, gateway.dsn, source
-    finally:
-        gateway.stop()
+    with pg_parquet_world(postgres_server, tmp_path_factory.mktemp("pg_values"), "values", _load,
+                          CUSTOMER) as (truth, gw, source):
+        yield truth, gw, source
 
 
 JOIN = "FROM events e JOIN customer c ON c.custkey = e.custkey"

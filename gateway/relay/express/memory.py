@@ -116,7 +116,8 @@ class RememberingLane(Lane):
             return
         s = self.state
         values = s.settings.values
-        if s.failed or s.skipping or s.savepoints or values["fedgate.parameterize"] != "on":
+        if s.failed or s.skipping or s.savepoints or values["fedgate.parameterize"] != "on" \
+                or s.block_settings.changed:  # its end restores settings the arming reads
             return
         in_block = s.in_block
         begin_sql = self.links.begin_sql if in_block else None

@@ -143,7 +143,7 @@ class ExpressLane(RememberingLane):
         """True when a FATAL error ended the connection."""
         s = self.state
         self.links.writer = None
-        s.end_block()
+        s.end_block(kind != "rollback" and outcome.error is None)
         if outcome.error is not None:
             if self._fatal(outcome.error):
                 return True
