@@ -33,16 +33,19 @@ def _worth_it(inner: exp.Select) -> bool:
     return any(item.find(exp.Avg, exp.Div) is not None for item in inner.expressions)
 
 
+def _is_star(item: exp.Expression) -> bool:
+    """`*` or `t.*` (not the `*` of count(*)): its columns are not known here."""
+    return isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star))
+
+
 def _passes_through(outer: exp.Select, inner: exp.Select, alias: str) -> bool:
-    names = [item.alias_or_name for item in inner.expressions]
-    if not names or any(not n or isinstance(item, exp.Star) or item.find(exp.Star)
-                        for n, item in zip(names, inner.expressions)) \
-            or len(set(names)) != len(names):
+    if not inner.expressions or any(_is_star(item.unalias()) for item in inner.expressions):
         return False
     projected = outer.expressions
     if len(projected) == 1 and isinstance(projected[0], exp.Star):
-        return True
-    if len(projected) != len(names):
+        return True  # the inner outputs as they are, unnamed ones under the same names
+    names = [item.alias_or_name for item in inner.expressions]
+    if not all(names) or len(set(names)) != len(names) or len(projected) != len(names):
         return False
     for item, name in zip(projected, names):
         column = item.unalias()

@@ -19,6 +19,13 @@ MERGED = [
      'SELECT t.n / 3 AS q FROM t ORDER BY 1 DESC LIMIT 2'),
     ('WITH c AS (SELECT AVG(t.k) AS a FROM t), e AS (SELECT 1 AS x) SELECT * FROM c',
      'WITH e AS (SELECT 1 AS x) SELECT AVG(t.k) AS a FROM t'),
+    # count(*) beside the average (its `*` is no star of columns), grouping sets
+    ('WITH c AS (SELECT t.s AS c0, AVG(ABS(t.n)) AS c2, COUNT(*) AS c3 FROM t '
+     'GROUP BY GROUPING SETS ((t.s), ())) SELECT c.c0 AS c0, c.c2 AS c2, c.c3 AS c3 FROM c AS c',
+     'SELECT t.s AS c0, AVG(ABS(t.n)) AS c2, COUNT(*) AS c3 FROM t GROUP BY GROUPING SETS ((t.s), ())'),
+    # unnamed outputs under `*`: the same names either way (avg, count)
+    ('WITH c AS (SELECT AVG(t.n), COUNT(*) FROM t GROUP BY t.s) SELECT * FROM c',
+     'SELECT AVG(t.n), COUNT(*) FROM t GROUP BY t.s'),
 ]
 
 KEPT = [
@@ -35,6 +42,9 @@ KEPT = [
     'SELECT s.d, s.a FROM (SELECT AVG(t.g) AS a, t.d FROM t GROUP BY t.d) AS s',
     'SELECT s.a AS b FROM (SELECT AVG(t.g) AS a FROM t) AS s',
     'SELECT * FROM (SELECT AVG(t.g) AS a FROM t) AS s(b)',
+    # unnamed outputs read one by one; a star of the inner table's columns
+    'SELECT s.avg FROM (SELECT AVG(t.g) FROM t) AS s',
+    'SELECT * FROM (SELECT t.*, AVG(t.g) OVER () AS a FROM t) AS s',
     # a CTE read twice, or recursive; an inner set operation; nothing to gain
     'WITH c AS (SELECT AVG(t.k) AS a FROM t) SELECT * FROM c WHERE EXISTS (SELECT 1 FROM c)',
     'WITH RECURSIVE c AS (SELECT AVG(t.k) AS a FROM t) SELECT * FROM c',
