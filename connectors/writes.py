@@ -34,6 +34,17 @@ class WriteResult:
     rows: pa.Table | None = None  # RETURNING
 
 
+_SAVEPOINT_WORDS = {"savepoint": "SAVEPOINT", "release": "RELEASE SAVEPOINT",
+                    "rollback_to": "ROLLBACK TO SAVEPOINT"}
+
+
+def savepoint_sql(kind: str, name: str, dialect: str) -> str:
+    """SAVEPOINT, RELEASE or ROLLBACK TO (`kind`: savepoint, release, rollback_to) of the
+    savepoint `name` in a source's `dialect`: the name quoted there as an identifier by
+    sqlglot (a client's `"a""b"` is one name, never text spliced into the command)."""
+    return f"{_SAVEPOINT_WORDS[kind]} {exp.to_identifier(name, quoted=True).sql(dialect=dialect)}"
+
+
 def check_writable(kind: str, source: str) -> None:
     if kind in WRITABLE:
         return
@@ -101,6 +112,7 @@ def literal(value: Any) -> exp.Expression:
 class SqliteWriter:
     """A read-write connection to a SQLite file for one statement or one transaction
     block (BEGIN IMMEDIATE: the write lock is taken at once, as the block's writer)."""
+    dialect = "sqlite"
 
     def __init__(self, con: sqlite3.Connection) -> None:
         self.con = con
@@ -146,6 +158,7 @@ class SqliteWriter:
 
 class MySQLWriter:
     """A pooled MySQL/MariaDB connection held for one statement or one block."""
+    dialect = "mysql"
 
     def __init__(self, pool: Any, conn: Any) -> None:
         self.pool, self.conn = pool, conn

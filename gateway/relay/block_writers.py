@@ -27,12 +27,13 @@ class BlockWriters:
             writer = await writes.open_writer(sources[route.source], route.kind, route.source)
             self._held[route.source] = writer
             for name in savepoints:
-                await writer.command(f'SAVEPOINT "{name}"')
+                await writer.command(writes.savepoint_sql("savepoint", name, writer.dialect))
         return writer
 
-    async def savepoint(self, command: str) -> None:
+    async def savepoint(self, kind: str, name: str) -> None:
+        """SAVEPOINT, RELEASE or ROLLBACK TO (`kind`) of `name` on each connection held."""
         for writer in self._held.values():
-            await writer.command(command)
+            await writer.command(writes.savepoint_sql(kind, name, writer.dialect))
 
     async def finish(self, commit: bool) -> PgError | None:
         """COMMIT (or ROLLBACK) each; after the first failure, the rest roll back. The

@@ -232,7 +232,8 @@ class SessionLinks:
         commands = link.setting_commands(self.state.settings.values, opening)
         if opening:
             commands.append(self.begin_sql)
-            commands.extend(f'SAVEPOINT "{name}"' for name in self.state.savepoints)
+            commands.extend(writes.savepoint_sql("savepoint", name, "postgres")
+                            for name in self.state.savepoints)
         return (w.query("; ".join(commands)), 1) if commands else (b"", 0)
 
     def _check(self, route: Route, sql: str | None) -> None:
@@ -424,13 +425,12 @@ class SessionLinks:
             raise error
 
     async def savepoint(self, kind: str, name: str) -> None:
-        command = {"savepoint": "SAVEPOINT", "release": "RELEASE SAVEPOINT",
-                   "rollback_to": "ROLLBACK TO SAVEPOINT"}[kind]
+        command = writes.savepoint_sql(kind, name, "postgres")
         for link in self.in_transaction():
-            outcome = await link.simple(f'{command} "{name}"')
+            outcome = await link.simple(command)
             if outcome.error is not None:
                 raise outcome.error
-        await self.writers.savepoint(f'{command} "{name}"')
+        await self.writers.savepoint(kind, name)
 
     def reset(self) -> None:
         """DISCARD ALL: give the links back (a pinned one is closed: its temp tables go)."""

@@ -20,7 +20,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
     from gateway.server.listener import build_context
-    from gateway.state.session import configured_inlining
+    from gateway.state.engine_choice import configured_inlining
     from planner import PlanSettings, plan
 
     async def explain() -> list[str]:

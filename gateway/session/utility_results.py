@@ -149,17 +149,10 @@ def run_transaction(session: SessionCore, utility: Utility) -> UtilityResult:
         raise PgError(NO_ACTIVE_SQL_TRANSACTION,
                       f"{kind.upper().replace('_', ' ')} can only be used in transaction blocks")
     if kind == "savepoint":
-        session.savepoints.append(utility.name or "")
+        session.savepoint(utility.name or "")
         return UtilityResult("SAVEPOINT")
-    if utility.name not in session.savepoints:
-        raise PgError("3B001", f'savepoint "{utility.name}" does not exist')
-    index = len(session.savepoints) - 1 - session.savepoints[::-1].index(utility.name)
-    if kind == "release":
-        del session.savepoints[index:]
-        return UtilityResult("RELEASE")
-    del session.savepoints[index + 1:]  # ROLLBACK TO keeps the savepoint itself
-    session.recover_block()
-    return UtilityResult("ROLLBACK")
+    session.end_savepoint(utility.name or "", rolled_back=kind == "rollback_to")
+    return UtilityResult("RELEASE" if kind == "release" else "ROLLBACK")
 
 
 def run_discard(session: SessionCore, utility: Utility) -> UtilityResult:

@@ -21,7 +21,6 @@ from gateway.state.access import access_for, read_only_refused
 from connectors.query_scope import STATEMENT_LABEL
 from gateway.state.activity import activity_of, note_idle
 from gateway.state.background import in_background
-from gateway.config import EngineConfig
 from gateway.state.context import ServerContext
 from gateway.state.memory import StatementMemory
 from gateway.config.memory import share_bytes
@@ -33,6 +32,7 @@ from pgwire.errors import (IN_FAILED_SQL_TRANSACTION, INVALID_CURSOR_NAME,
                            INVALID_SQL_STATEMENT_NAME, QUERY_CANCELED, PgError)
 from pgwire.protocol import encoder
 from planner import QueryPlan
+from gateway.state.engine_choice import choose_engine, configured_inlining
 from planner.inline_sides import FORCED_INLINING, NO_INLINING, Inlining
 
 FLUSH_BYTES = 256 * 1024
@@ -207,24 +207,9 @@ class SessionState:
         return NO_INLINING if self.engine_chosen else configured_inlining(self.ctx.config.engine)
 
     def engine_for(self, plan: QueryPlan) -> tuple[str, str]:
-        """The residual engine for `plan`, and why (for EXPLAIN): the session's choice
-        (`SET fedgate.engine`), else `[engine] default = "spark"`, else by size."""
-        chosen = self.settings.values["fedgate.engine"]
-        if chosen == "source":
-            # A statement of a PostgreSQL source and others ran whole on it (or was
-            # refused: planner.inline_sides); one that reads no PostgreSQL source has no
-            # source to run it and takes the engine as without the setting.
-            if plan.is_passthrough:
-                return chosen, "SET fedgate.engine"
-            config = self.ctx.config.engine
-            name, why = ("spark", "the configured default") if config.default == "spark" \
-                else engine_by_size(config, plan.estimated_rows)
-            return name, "; ".join(filter(None, (why, "no PostgreSQL source runs it whole")))
-        if self.engine_chosen:
-            return chosen, "SET fedgate.engine"
-        if chosen == "spark":
-            return chosen, "the configured default"
-        return engine_by_size(self.ctx.config.engine, plan.estimated_rows)
+        """The residual engine for `plan`, and why (for EXPLAIN)."""
+        return choose_engine(self.settings.values["fedgate.engine"], self.engine_chosen,
+                             self.ctx.config.engine, plan)
 
     def startup_messages(self) -> None:
         for name in REPORTED:
@@ -303,18 +288,42 @@ class SessionState:
     def end_block(self, committed: bool = True) -> None:
         """The block ended: by COMMIT (`committed`; a failed block's COMMIT is a
         ROLLBACK) or ROLLBACK, with what that does to the settings it changed."""
-        if self.block_settings.changed:
-            self._restore_settings(committed and not self.failed)
+        if self.block_settings.changed or self.savepoints:
+            committed = committed and not self.failed
+            self._restore_settings(lambda values: self.block_settings.end(values, committed))
         self.in_block, self.failed, self.savepoints = False, False, []
         values = self.settings.values
         values["transaction_read_only"] = values["default_transaction_read_only"]
         self.close_portals(keep_unnamed=False)
 
-    def _restore_settings(self, committed: bool) -> None:
-        """The block's settings ended; the reported ones that changed are sent."""
+    def savepoint(self, name: str) -> None:
+        self.savepoints.append(name)
+        self.block_settings.savepoint(self.settings.values)
+
+    def end_savepoint(self, name: str, rolled_back: bool) -> None:
+        """RELEASE the newest savepoint called `name` (and those after it), or ROLLBACK TO
+        it (`rolled_back`: it stays, the settings changed since are undone, a failed
+        block recovers); 3B001 when there is none."""
+        if name not in self.savepoints:
+            raise PgError("3B001", f'savepoint "{name}" does not exist')
+        depth = len(self.savepoints) - 1 - self.savepoints[::-1].index(name)
+        if not rolled_back:
+            del self.savepoints[depth:]
+            self.block_settings.release(depth)
+            return
+        del self.savepoints[depth + 1:]
+        self._restore_settings(lambda values: self.block_settings.rollback_to(values, depth))
+        self.recover_block()
+
+    def _restore_settings(self, restore: Callable[[dict[str, str]], None]) -> None:
+        """`restore` puts back what a block or savepoint changed; the reported settings
+        that changed are sent."""
         values = self.settings.values
+        if not self.block_settings.changed:  # restore has nothing to do but forget
+            restore(values)
+            return
         before = {name: values[name] for name in REPORTED}
-        self.block_settings.end(values, committed)
+        restore(values)
         for name in REPORTED:
             if values[name] != before[name]:
                 self.write(encoder.parameter_status(name, values[name]))
@@ -424,25 +433,3 @@ class SessionState:
                 task.uncancel()
             self.running = None
             self.cancel_reason = None
-
-
-def engine_by_size(engine: EngineConfig, estimated_rows: int | None) -> tuple[str, str]:
-    """DuckDB or Spark by the rows estimated to enter the engine, and why; no reason when
-    there is no size threshold (EXPLAIN then says just "Engine")."""
-    threshold = engine.size_threshold
-    if not threshold:
-        return "duckdb", ""
-    limit = f"spark_threshold_rows {threshold}"
-    if engine.spark_threshold_rows is None:
-        limit += ", the default on a cluster"
-    if estimated_rows is None:
-        return "duckdb", f"no row estimate to compare with {limit}"
-    if estimated_rows > threshold:
-        return "spark", f"about {estimated_rows} rows to combine, over {limit}"
-    return "duckdb", f"about {estimated_rows} rows to combine, within {limit}"
-
-
-def configured_inlining(engine: EngineConfig) -> Inlining:
-    """The inlining of a session that named no engine: up to `[engine] inline_rows` rows
-    per table, none when `[engine] default` is Spark (its users asked for the engine)."""
-    return NO_INLINING if engine.default == "spark" else Inlining(engine.inline_rows)

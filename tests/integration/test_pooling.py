@@ -272,6 +272,52 @@ def test_a_block_keeps_its_role_and_settings(users_gateway: GatewayProcess) -> N
         alice.commit()
 
 
+def _savepoint_script(conn: psycopg.Connection) -> list[tuple]:
+    """Settings changed around savepoints: after each step what SHOW says, what the last
+    ParameterStatus said, and what the source's own session has (whoami)."""
+    seen = []
+
+    def look(step: str) -> None:
+        seen.append((step, conn.execute("SHOW TimeZone").fetchone()[0],
+                     conn.info.parameter_status("TimeZone"),
+                     conn.execute("SELECT tz, digits FROM whoami").fetchone()))
+
+    conn.execute("SET TimeZone = 'UTC'")
+    conn.execute("BEGIN")
+    conn.execute("SET TimeZone = 'Asia/Tokyo'")
+    conn.execute("SAVEPOINT s")
+    conn.execute("SET TimeZone = 'Europe/Paris'")
+    conn.execute("SET LOCAL extra_float_digits = 2")
+    look("after the savepoint")
+    conn.execute("ROLLBACK TO SAVEPOINT s")
+    look("rolled back to it")
+    conn.execute("SAVEPOINT t")
+    conn.execute("SET LOCAL TimeZone = 'Asia/Kolkata'")
+    conn.execute("RELEASE SAVEPOINT t")
+    look("released")
+    conn.execute("SAVEPOINT u")
+    conn.execute("SET extra_float_digits = 3")
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        conn.execute("SELECT 1 / (SELECT count(*) - count(*) FROM whoami)")
+    conn.execute("ROLLBACK TO SAVEPOINT u")  # a failed block recovers, its SET undone
+    look("recovered")
+    conn.execute("COMMIT")
+    look("committed")
+    return seen
+
+
+def test_savepoints_undo_settings_as_postgresql(users_gateway: GatewayProcess, source: Source) -> None:
+    """ROLLBACK TO SAVEPOINT undoes the settings changed since it, SET LOCAL ones too, and
+    RELEASE keeps them: the client's SHOW, its ParameterStatus and the source's session
+    agree with PostgreSQL's own at every step."""
+    with psycopg.connect(source.truth, autocommit=True) as truth, \
+            psycopg.connect(dsn(users_gateway, "alice"), autocommit=True) as alice:
+        expected = _savepoint_script(truth)
+        assert [step[1] for step in expected] == ["Europe/Paris", "Asia/Tokyo", "Asia/Kolkata",
+                                                  "Asia/Kolkata", "Asia/Tokyo"]
+        assert _savepoint_script(alice) == expected
+
+
 # --- pinning and waiting -----------------------------------------------------------------
 
 SMALL_HTTP_PORT = free_port_run(1)  # picked at collection, bound much later: outside the ephemeral range

@@ -280,6 +280,32 @@ async def test_inside_a_block_a_move_joins_the_blocks_transaction(
     await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
 
 
+# A savepoint name that closes its quotes and runs a statement if spliced into a command as
+# text (`SAVEPOINT "x"; DROP TABLE trap; --`"`); quoted as an identifier it is one name.
+HOSTILE_SAVEPOINT = 'x"; DROP TABLE trap; --`'
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_savepoints_reach_each_writer_under_any_name(gwc: asyncpg.Connection, targets: Targets,
+                                                           writer: str) -> None:
+    """The block's savepoints go to the source it writes to, in that source's quoting: the
+    one taken before the first write there too, and ROLLBACK TO undoes only what came after."""
+    table = f"savepoint_{writer}"
+    await fresh(gwc, f"{WRITERS[writer]}.{table}", "(id int PRIMARY KEY, s varchar(10))")
+    hostile = '"' + HOSTILE_SAVEPOINT.replace('"', '""') + '"'
+    await gwc.execute("BEGIN")
+    await gwc.execute(f"SAVEPOINT {hostile}")
+    await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} VALUES (1, 'kept')")
+    await gwc.execute('SAVEPOINT "b`c"')
+    await gwc.execute(f"INSERT INTO {WRITERS[writer]}.{table} VALUES (2, 'undone')")
+    await gwc.execute('ROLLBACK TO SAVEPOINT "b`c"')
+    await gwc.execute(f"RELEASE SAVEPOINT {hostile}")
+    await gwc.execute("COMMIT")
+    assert await targets.rows(writer, table) == [(1, "kept")]
+    assert len(await targets.rows(writer, "trap")) == len(TRAP_IDS_TEXTS)  # not dropped
+    await gwc.execute(f"DROP TABLE {WRITERS[writer]}.{table}")
+
+
 async def test_inside_a_block_a_move_into_postgresql_joins_the_blocks_transaction(
         gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
     await fresh(gwc, "pg.move_block_pg", "(id int PRIMARY KEY, s varchar(10))")

@@ -8,7 +8,7 @@ import pytest
 
 from gateway.config import parse_config
 from gateway.config.model import SPARK_CLUSTER_THRESHOLD_ROWS
-from gateway.state.session import engine_by_size
+from gateway.state.engine_choice import engine_by_size
 
 
 def engine_of(**keys: object):
