@@ -19,7 +19,6 @@ relayed-statement cache (`relay_key`) and find the commands a statement needs in
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pgwire.protocol import client as w
@@ -28,10 +27,11 @@ from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from gateway.relay.block_writers import BlockWriters
 from connectors.postgres.link_reader import LinkReader
 from gateway.executor.execute import Executor
-from pgwire.errors import (FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError,
+from pgwire.errors import (ACTIVE_SQL_TRANSACTION, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError,
                            source_unavailable)
 from gateway.relay.literals import Lifted, lift
-from gateway.relay.relayed import lifted_execute, result_type, stale_plan, unlifted
+from gateway.relay.relayed import (lifted_execute, result_type, spelled_out, stale_plan,
+                                   unlifted, unspelled)
 from gateway.relay.pool import LinkPool, Waiter, borrow, pool_for
 from planner.access import function_denied
 from gateway.state.portals import Portal
@@ -84,27 +84,8 @@ class SessionLinks:
         if not route.writes and state.settings.values["fedgate.relay"] != "on":
             return None
         if route.respelled and route.sql is None and self.lifted(route, sql) is None:
-            return self.spelled_out(route, sql)  # sent as a whole text: respelled as one
+            return spelled_out(self.state.ctx.router, route, sql)  # sent as a whole text: respelled as one
         return route
-
-    def spelled_out(self, route: Route, sql: str) -> Route:
-        """`route` with `sql` respelled for its source when its names need it
-        (`Route.respelled`), as the extended protocol and unlifted texts send it."""
-        if not route.respelled or route.sql is not None:
-            return route
-        respelling = self.state.ctx.router.respell(sql, route.source)
-        if respelling is None:  # a text of a shape that was respelled: it is, too
-            raise PgError(FEATURE_NOT_SUPPORTED, "schema-qualified names are not supported here; "
-                          "name the table without its source (SET search_path)")
-        return replace(route, sql=respelling.sql)
-
-    def unspelled(self, route: Route, sql: str, error: PgError | None) -> PgError | None:
-        """A source error about a respelled text (`spelled_out`), pointing into `sql`."""
-        if error is not None and error.position is not None and route.respelled:
-            respelling = self.state.ctx.router.respell(sql, route.source)
-            if respelling is not None:
-                error.position = respelling.position(error.position)
-        return error
 
     def relay_key(self, query: str, param_types: tuple[int, ...]) -> tuple:
         """What a relayed statement's Parse depends on (the key of `SessionState.relayed`)."""
@@ -295,14 +276,14 @@ class SessionLinks:
                 # has no such plan, so this one runs as written (and is prepared anew
                 # next time).
                 link.statements.pop((lifted.sql, lifted.oids), None)
-                route = self.spelled_out(route, sql)
+                route = spelled_out(self.state.ctx.router, route, sql)
                 outcome = await link.relay(w.query(route.sql or sql), self.state)
-                outcome.error = self.unspelled(route, sql, outcome.error)
+                outcome.error = unspelled(self.state.ctx.router, route, sql, outcome.error)
         else:
             prefix, quiet = self.prefix(link)
             outcome = await link.relay(prefix + w.query(route.sql or sql), self.state,
                                        ready=1 + quiet, quiet=quiet)
-            outcome.error = self.unspelled(route, sql, outcome.error)
+            outcome.error = unspelled(self.state.ctx.router, route, sql, outcome.error)
         if outcome.copy_in:
             return link
         await self._finish(route, outcome)
@@ -331,7 +312,7 @@ class SessionLinks:
         try:
             return await self.prepared_on(link, route.sql or sql, param_oids)
         except PgError as err:
-            raise self.unspelled(route, sql, err) from None
+            raise unspelled(self.state.ctx.router, route, sql, err) from None
 
     async def prepared_on(self, link: PgLink, sql: str, param_oids: tuple[int, ...]) -> RemoteStatement:
         """`link`'s statement for `sql`, prepared there with the client's settings sent
@@ -431,6 +412,13 @@ class SessionLinks:
             if outcome.error is not None:
                 raise outcome.error
         await self.writers.savepoint(kind, name)
+
+    def set_transaction(self, modes: str) -> None:
+        """SET TRANSACTION `modes` (an isolation level, DEFERRABLE: words the session
+        checked) goes to each source with the block's BEGIN: 25001 once one has it."""
+        if self.active:
+            raise PgError(ACTIVE_SQL_TRANSACTION, "SET TRANSACTION ISOLATION LEVEL must be called before any query")
+        self.begin_sql = f"{self.begin_sql}; SET TRANSACTION {modes}"
 
     def reset(self) -> None:
         """DISCARD ALL: give the links back (a pinned one is closed: its temp tables go)."""

@@ -4,8 +4,12 @@ client's text (the session, `gateway.relay.links`, and the express lane share th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from connectors.postgres.link import RemoteStatement
 from gateway.relay.literals import Lifted
+from gateway.relay.routing import Router
+from gateway.state.route import Route
 from gateway.state.portals import Prepared
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.protocol import client as w
@@ -41,4 +45,25 @@ def unlifted(error: PgError | None, lifted: Lifted) -> PgError | None:
     """A source error about the lifted text, pointing into the client's text."""
     if error is not None and error.position is not None:
         error.position = lifted.position(error.position)
+    return error
+
+
+def spelled_out(router: Router, route: Route, sql: str) -> Route:
+    """`route` with `sql` respelled for its source when its names need it
+    (`Route.respelled`), as the extended protocol and unlifted texts send it."""
+    if not route.respelled or route.sql is not None:
+        return route
+    respelling = router.respell(sql, route.source)
+    if respelling is None:  # a text of a shape that was respelled: it is, too
+        raise PgError(FEATURE_NOT_SUPPORTED, "schema-qualified names are not supported here; "
+                      "name the table without its source (SET search_path)")
+    return replace(route, sql=respelling.sql)
+
+
+def unspelled(router: Router, route: Route, sql: str, error: PgError | None) -> PgError | None:
+    """A source error about a respelled text (`spelled_out`), pointing into `sql`."""
+    if error is not None and error.position is not None and route.respelled:
+        respelling = router.respell(sql, route.source)
+        if respelling is not None:
+            error.position = respelling.position(error.position)
     return error

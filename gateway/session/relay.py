@@ -17,6 +17,7 @@ from sqlglot import exp
 from connectors import writes
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import decode_param, pg_type_by_oid
+from gateway.relay.relayed import spelled_out
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
@@ -64,7 +65,7 @@ class RelayMixin(SessionCore):
                          if n is not None), default=0)
             oids = tuple(declared[i] if i < len(declared) and declared[i] else 25 for i in range(count))
             return Prepared(sql, None, None, oids, route=route, declared_oids=tuple(declared))
-        route = self.links.spelled_out(route, sql)  # a prepared text is sent whole
+        route = spelled_out(self.ctx.router, route, sql)  # a prepared text is sent whole
         remote = await self.links.prepare(route, sql, tuple(declared))
         if not route.writes and remote.fields and any(pg_type_by_oid(f.type_oid) is None
                                                       for f in remote.fields):

@@ -17,6 +17,7 @@ from gateway.session import utility_results as util
 from gateway.session.cursors import CursorMixin
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from gateway.executor.execute import analysis_lines, figures, measure
+from gateway.relay.relayed import spelled_out
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
@@ -60,7 +61,7 @@ class UtilityMixin(CursorMixin):
         route = self.links.route(target) if utility.kind == "explain" and target else None
         if route is not None:
             assert target is not None
-            route = self.links.spelled_out(route, target)  # EXPLAIN shows the respelled text
+            route = spelled_out(self.ctx.router, route, target)  # EXPLAIN shows the respelled text
         as_json = "JSON" in utility.options
         if route is not None and route.move:
             if as_json:

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, INVALID_SQL_STATEMENT_NAME,
-                            NO_ACTIVE_SQL_TRANSACTION, UNDEFINED_OBJECT, PgError)
+                            NO_ACTIVE_SQL_TRANSACTION, SYNTAX_ERROR, UNDEFINED_OBJECT, PgError)
 from gateway.relay.pool import POOL_COLUMNS, pool_rows
+from gateway.state.pg_settings import shown_default
 from gateway.state.settings import DEFAULTS, canonical
 from gateway.state.statements import Utility
 
@@ -77,6 +78,37 @@ def _read_only_words(value: str) -> str | None:
     return None
 
 
+_ISOLATION_LEVELS = ("serializable", "repeatable read", "read committed", "read uncommitted")
+
+
+def _transaction_modes(value: str) -> tuple[str | None, str | None, str | None]:
+    """SET TRANSACTION's modes: (isolation level, "on"/"off" for READ ONLY/WRITE,
+    "DEFERRABLE"/"NOT DEFERRABLE"), each None when not given; 42601 for other words, as
+    PostgreSQL's grammar has it (SNAPSHOT: 0A000)."""
+    written = value.replace(",", " ").split()
+    words = [word.lower() for word in written]
+    level = read_only = deferrable = None
+    at = 0
+    while at < len(words):
+        pair = " ".join(words[at:at + 2])
+        if pair == "isolation level" and " ".join(words[at + 2:at + 4]) in _ISOLATION_LEVELS:
+            level, at = " ".join(words[at + 2:at + 4]), at + 4
+        elif pair == "isolation level" and at + 2 < len(words) and words[at + 2] == "serializable":
+            level, at = "serializable", at + 3
+        elif pair in ("read only", "read write"):
+            read_only, at = "on" if pair == "read only" else "off", at + 2
+        elif words[at] == "deferrable" or pair == "not deferrable":
+            deferrable = "DEFERRABLE" if words[at] == "deferrable" else "NOT DEFERRABLE"
+            at += 1 if words[at] == "deferrable" else 2
+        elif words[at] == "snapshot":
+            raise PgError(FEATURE_NOT_SUPPORTED, "SET TRANSACTION SNAPSHOT is not supported by fedgate")
+        else:
+            wrong = at + 2 if pair == "isolation level" else at  # the word after LEVEL
+            raise PgError(SYNTAX_ERROR, f'syntax error at or near "{written[wrong]}"'
+                          if wrong < len(written) else "syntax error at end of input")
+    return level, read_only, deferrable
+
+
 def run_set(session: SessionCore, utility: Utility) -> UtilityResult:
     assert utility.name is not None and utility.value is not None
     value = utility.value
@@ -93,13 +125,23 @@ def run_set(session: SessionCore, utility: Utility) -> UtilityResult:
         if read_only is not None:
             session.set_setting("default_transaction_read_only", read_only)
         return UtilityResult("SET")
-    if utility.name in ("transaction", "transaction_read_only"):
-        read_only = _read_only_words(value) if utility.name == "transaction" else value
+    if utility.name == "transaction":  # SET TRANSACTION modes
+        level, read_only, deferrable = _transaction_modes(value)
+        if not session.in_block:  # no lasting effect; PostgreSQL warns
+            return UtilityResult("SET", notices=[_NOT_IN_BLOCK])
+        if level is not None or deferrable is not None:  # with the block's BEGIN to its sources
+            session.links.set_transaction(" ".join(filter(None, (
+                level and f"ISOLATION LEVEL {level.upper()}", deferrable))))
+            if level is not None:
+                session.set_setting("transaction_isolation", level, local=True)
         if read_only is not None:
-            if not session.in_block:  # no lasting effect; PostgreSQL warns for the statement form
-                return UtilityResult("SET", notices=[_NOT_IN_BLOCK] if utility.name == "transaction" else [])
             session.set_setting("transaction_read_only", read_only)
+        return UtilityResult("SET")
+    if utility.name == "transaction_read_only":
+        if not session.in_block:  # no lasting effect
             return UtilityResult("SET")
+        session.set_setting("transaction_read_only", value)
+        return UtilityResult("SET")
     if utility.local and not session.in_block:  # no lasting effect, as PostgreSQL warns
         return UtilityResult("SET", notices=[_LOCAL_NOT_IN_BLOCK])
     if value.upper() == "DEFAULT":
@@ -125,6 +167,8 @@ def run_show(session: SessionCore, utility: Utility) -> UtilityResult:
     elif utility.name.lower() == "fedgate.plan_cache":  # read-only: this worker's plan cache
         plans = session.ctx.plans
         value = f"hits={plans.hits} misses={plans.misses} shape_hits={plans.shape_hits}"
+    if value is None:
+        value = shown_default(utility.name)  # one of PostgreSQL's the session never set
     if value is None:
         raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{utility.name}"')
     return UtilityResult("SHOW", text_rows([utility.name], [(value,)]))

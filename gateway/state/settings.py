@@ -1,7 +1,9 @@
 """Session parameters (GUCs): defaults, validation, and which ones clients must be told about.
 
-The gateway keeps its own settings per session; none are forwarded to sources (a source's
-session is always UTC, ISO DateStyle, extra_float_digits 3, whatever the client asked).
+The gateway keeps its own settings per session. PostgreSQL's other settings are checked as
+PostgreSQL checks them (gateway.state.pg_settings) and kept; the formatting ones reach a
+PostgreSQL source's connection (connectors.postgres.link.MIRRORED), the others do not yet.
+A `fedgate.` name the gateway does not have is refused like an unknown PostgreSQL one.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from gateway.config.memory import is_size_or_share
+from gateway.state.pg_settings import NAMES as PG_NAMES, check_known, checked_value
 from pgwire.errors import (CANT_CHANGE_RUNTIME_PARAM, FEATURE_NOT_SUPPORTED,
-                            INVALID_PARAMETER_VALUE, PgError)
+                            INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, PgError)
 
 SERVER_VERSION = "15.0"
 SERVER_VERSION_NUM = "150000"
@@ -75,7 +78,7 @@ READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer
              "session_authorization"}
 # Settings clients send in the startup packet that are not GUCs.
 STARTUP_ONLY = {"user", "database", "replication", "options"}
-_CANONICAL = {name.lower(): name for name in (*DEFAULTS, *REPORTED)}
+_CANONICAL = {name.lower(): name for name in (*PG_NAMES, *DEFAULTS, *REPORTED)}
 
 
 def canonical(name: str) -> str:
@@ -113,8 +116,9 @@ def _check_int(name: str, value: str, low: int, high: int) -> str:
     return str(number)
 
 
-def validate(name: str, value: str) -> str:
-    """The value to store for `name`, or a PgError saying why it cannot be set."""
+def validate(name: str, value: str, at_startup: bool = False) -> str:
+    """The value to store for `name`, or a PgError saying why it cannot be set
+    (`at_startup`: sent in the startup packet, where a connection's own settings are set)."""
     if name in READ_ONLY:
         raise PgError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
     if name == "role" and value.lower() != "none":  # e.g. options=-c role=x at startup
@@ -155,7 +159,12 @@ def validate(name: str, value: str) -> str:
     if name in ("default_transaction_read_only", "transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
                 "fedgate.express", "fedgate.parameterize", "fedgate.pre_aggregate"):
         return _check_on_off(name, value)
-    return value
+    if name.startswith("fedgate."):
+        if name not in DEFAULTS:
+            raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
+        return value
+    spec = check_known(name, at_startup)
+    return value if spec is None else checked_value(spec, value)
 
 
 _TIME_UNITS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -248,7 +257,7 @@ class SessionSettings:
             if key not in STARTUP_ONLY:
                 name = canonical(key)
                 if name not in READ_ONLY:
-                    settings.values[name] = validate(name, value)
+                    settings.values[name] = validate(name, value, at_startup=True)
         # The first transaction's read-only flag comes from the default, whatever was sent.
         settings.values["transaction_read_only"] = settings.values["default_transaction_read_only"]
         return settings

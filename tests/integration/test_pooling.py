@@ -72,7 +72,10 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
                          "current_setting('TimeZone') AS tz, "
                          "current_setting('extra_float_digits') AS digits, "
                          "current_setting('bytea_output') AS bytes")
+            conn.execute("CREATE VIEW txinfo AS SELECT current_setting('transaction_isolation') "
+                         "AS iso, current_setting('transaction_deferrable') AS deferred")
             conn.execute("GRANT USAGE ON SCHEMA public TO alice_role, bob_role")
+            conn.execute("GRANT SELECT ON txinfo TO alice_role, bob_role")
             conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON items, whoami "
                          "TO alice_role, bob_role")
         res = pgbench(server.host, server.port, "postgres", "pooled", "-i", "-s", "1", "-q")
@@ -316,6 +319,33 @@ def test_savepoints_undo_settings_as_postgresql(users_gateway: GatewayProcess, s
         assert [step[1] for step in expected] == ["Europe/Paris", "Asia/Tokyo", "Asia/Kolkata",
                                                   "Asia/Kolkata", "Asia/Tokyo"]
         assert _savepoint_script(alice) == expected
+
+
+def test_set_transaction_reaches_the_source_with_the_blocks_begin(users_gateway: GatewayProcess,
+                                                                   source: Source) -> None:
+    """SET TRANSACTION's isolation level and DEFERRABLE go with the block's BEGIN to the
+    source (the block reaches it with its first statement there), SHOW says so, and
+    after a statement has run there PostgreSQL's 25001 answers, as does its refusal of
+    other words; the next block is read committed again."""
+    with psycopg.connect(source.truth, autocommit=True) as truth, \
+            psycopg.connect(dsn(users_gateway, "alice"), autocommit=True) as conn:
+        for each in (truth, conn):
+            each.execute("BEGIN")
+            each.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY, DEFERRABLE")
+            assert each.execute("SHOW transaction_isolation").fetchone() == ("serializable",)
+            assert each.execute("SELECT iso, deferred FROM txinfo").fetchone() == ("serializable", "on")
+            with pytest.raises(psycopg.errors.ActiveSqlTransaction) as late:
+                each.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            assert late.value.diag.message_primary == \
+                "SET TRANSACTION ISOLATION LEVEL must be called before any query"
+            each.execute("ROLLBACK")
+            each.execute("BEGIN")
+            with pytest.raises(psycopg.errors.SyntaxError) as wrong:
+                each.execute("SET TRANSACTION ISOLATION LEVEL SOMETIMES")
+            assert wrong.value.diag.message_primary == 'syntax error at or near "SOMETIMES"'
+            each.execute("ROLLBACK")
+            assert each.execute("SELECT iso FROM txinfo").fetchone() == ("read committed",)
+            assert each.execute("SHOW transaction_isolation").fetchone() == ("read committed",)
 
 
 # --- pinning and waiting -----------------------------------------------------------------
