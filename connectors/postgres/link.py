@@ -9,7 +9,8 @@ that source: BEGIN is sent (pipelined with the first statement) when a transacti
 block first touches the source, and COMMIT/ROLLBACK go here.
 
 The link's session settings follow the client's (TimeZone, DateStyle, extra_float_digits
-...), since the source formats the values the client receives.
+..., since the source formats the values the client receives, and those the source acts
+on: `connectors.postgres.source_settings`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pgwire.protocol import client as w
 from connectors.postgres.port import CLIENT_HIGH_WATER, SLOW_CLIENT, LinkPort
 from connectors.postgres.sinks import CopyDataSink, DiscardSink, Sink
+from connectors.postgres.source_settings import MIRRORED, Forwarded, SourceSettings
 from connectors.postgres.target import Target
 from connectors.postgres.tls import TlsFailure
 from pgwire.errors import PgError, source_unavailable
@@ -32,9 +34,6 @@ log = logging.getLogger("fedgate.pg_link")
 READ_BYTES = 256 * 1024
 CANCEL_DRAIN_S = 5.0
 STATEMENT_CACHE = 512
-# Client settings that change how PostgreSQL formats values: the link mirrors them.
-MIRRORED = ("TimeZone", "DateStyle", "IntervalStyle", "extra_float_digits", "bytea_output")
-_UNKNOWN = "\0unknown"  # a mirrored setting's value on the source when it cannot be known
 _T, _D, _C, _E, _Z, _N, _S, _G = (ord(c) for c in "TDCEZNSG")
 _SILENT = frozenset(ord(c) for c in "123nts")  # Parse/Bind/CloseComplete, NoData, descriptions
 
@@ -75,9 +74,7 @@ class PgLink:
         self.pid = self.key = 0
         self.status = "I"
         self.broken = False
-        self.settings: dict[str, str] = {}
-        self.mirrored: tuple[str | None, ...] | None = None  # see setting_commands
-        self.unsure: set[str] = set()  # set inside a source transaction: see setting_commands
+        self.settings = SourceSettings({})  # what the source has of its clients' settings
         self.statements: dict[tuple[str, tuple[int, ...]], RemoteStatement] = {}
         # The tables' shapes the statements were described under (`expire_statements`),
         # and the ones forgotten since, closed on the source with the next Parse.
@@ -130,7 +127,7 @@ class PgLink:
         params.update({k: settings[k] for k in MIRRORED if k in settings})
         if read_only:
             params["default_transaction_read_only"] = "on"  # the source itself refuses writes
-        link.settings = {k: settings[k] for k in MIRRORED if k in settings}
+        link.settings = SourceSettings(settings)
         try:
             await link._startup(params)
         except BaseException:
@@ -199,38 +196,19 @@ class PgLink:
 
     # --- settings and statements ---------------------------------------------------------
 
-    def setting_commands(self, settings: Mapping[str, str], opening: bool = False) -> list[str]:
-        """SET commands that bring the link's formatting settings to the client's; RESET
-        for one the client no longer sets (RESET bytea_output: the source's default).
-        `opening`: they go in one Query with the block's BEGIN, which takes them into the
-        block (PostgreSQL's implicit transaction turned explicit)."""
-        # Asked before every relayed statement: the client's values as of the last call
-        # (which `self.settings` then matched) answer a repeat with one comparison.
-        if self.unsure and self.status == "I":
-            # The transaction they were set in ended, committed or rolled back (which
-            # undid them): what the source holds is not known, so they are sent again.
-            for name in self.unsure:
-                self.settings[name] = _UNKNOWN
-            self.unsure = set()
-        current = tuple(map(settings.get, MIRRORED))
-        if current == self.mirrored:
-            return []
-        self.mirrored = current
-        commands, changed = [], []
-        for name in MIRRORED:
-            value = settings.get(name)
-            if value is None:
-                if self.settings.pop(name, None) is not None:
-                    commands.append(f"RESET {name}")
-                    changed.append(name)
-            elif self.settings.get(name) != value:
-                commands.append(f"SET {name} = '{value.replace(chr(39), chr(39) * 2)}'")
-                self.settings[name] = value
-                changed.append(name)
-        if changed and (opening or self.status != "I"):
-            self.unsure.update(changed)
-            self.mirrored = None  # asked again, the repeats included, until the end is seen
-        return commands
+    @property
+    def mirrored(self) -> tuple | None:
+        """The mirror_key of the client settings the source has (None: not known)."""
+        return self.settings.key
+
+    def setting_commands(self, settings: Mapping[str, str], forwarded: Forwarded = (),
+                         opening: bool = False) -> list[str]:
+        """SET/RESET commands that bring the source to the client's `settings` (the
+        formatting ones) and `forwarded` ones (`SourceSettings.commands`). `opening`: they
+        go in one Query with the block's BEGIN, which takes them into the block
+        (PostgreSQL's implicit transaction turned explicit)."""
+        return self.settings.commands(settings, forwarded, opening or self.status != "I",
+                                      self.status == "I")
 
     def use_row_types(self, row_types: Mapping[int, int], read_for: object) -> None:
         """Describe the source's row types (`SELECT t FROM t` relayed) with the gateway

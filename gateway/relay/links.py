@@ -207,15 +207,19 @@ class SessionLinks:
             link.use_row_types(row_types, read_for)
 
     def prefix(self, link: PgLink, *, begin: bool = True) -> tuple[bytes, int]:
-        """Commands to send ahead of a statement, as one pipelined exchange: the client's
-        formatting settings, and BEGIN when the block has not reached this source yet."""
-        opening = begin and self.state.in_block and link.status == "I"
-        commands = link.setting_commands(self.state.settings.values, opening)
-        if opening:
-            commands.append(self.begin_sql)
-            commands.extend(writes.savepoint_sql("savepoint", name, "postgres")
-                            for name in self.state.savepoints)
-        return (w.query("; ".join(commands)), 1) if commands else (b"", 0)
+        """Commands to send ahead of a statement, pipelined, and how many exchanges they
+        are: the client's settings the source lacks, then BEGIN (with the block's
+        savepoints) when the block has not reached this source yet. The settings go in
+        a Query of their own, before the source's transaction starts: its isolation comes
+        from default_transaction_isolation as it is then."""
+        settings = self.state.settings
+        commands = link.setting_commands(settings.values, settings.forwarded)
+        sent = (w.query("; ".join(commands)), 1) if commands else (b"", 0)
+        if not (begin and self.state.in_block and link.status == "I"):
+            return sent
+        opening = [self.begin_sql, *(writes.savepoint_sql("savepoint", name, "postgres")
+                                     for name in self.state.savepoints)]
+        return sent[0] + w.query("; ".join(opening)), sent[1] + 1
 
     def _check(self, route: Route, sql: str | None) -> None:
         state = self.state

@@ -121,7 +121,16 @@ def run_set(session: SessionCore, utility: Utility) -> UtilityResult:
             raise _role_refused("SET SESSION AUTHORIZATION")
         return UtilityResult("SET")
     if utility.name == "characteristics":  # SET SESSION CHARACTERISTICS AS TRANSACTION ...
-        read_only = _read_only_words(value)
+        words = value.replace(",", " ").split(None, 2)  # the value came as a list: "AS, TRANSACTION, ..."
+        if [w.upper() for w in words[:2]] != ["AS", "TRANSACTION"]:
+            raise PgError(SYNTAX_ERROR, f'syntax error at or near "{words[0] if words else value}"')
+        level, read_only, deferrable = _transaction_modes(words[2] if len(words) > 2 else "")
+        # The defaults of the session's next transactions: a source's BEGIN takes the
+        # isolation and DEFERRABLE from them (gateway.state.settings.is_forwarded).
+        if level is not None:
+            session.set_setting("default_transaction_isolation", level)
+        if deferrable is not None:
+            session.set_setting("default_transaction_deferrable", "on" if deferrable == "DEFERRABLE" else "off")
         if read_only is not None:
             session.set_setting("default_transaction_read_only", read_only)
         return UtilityResult("SET")

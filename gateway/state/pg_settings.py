@@ -19,6 +19,8 @@ from pathlib import Path
 from pgwire.errors import (CANT_CHANGE_RUNTIME_PARAM, INSUFFICIENT_PRIVILEGE,
                            INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, PgError)
 
+INVALID_NAME = "42602"
+
 SPECS_FILE = Path(__file__).with_name("pg_settings.tsv")
 
 _MEMORY_UNITS = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
@@ -27,6 +29,9 @@ _BASE_UNITS = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 1024**2, "ms": 1, "s": 100
 _HINTS = {"memory": 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".',
           "time": 'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".'}
 _NUMBER = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
+# a part of a custom name (guc.c's valid_custom_variable_name): a letter, _ or a byte
+# past ASCII first, then those, digits and $
+_SIMPLE_NAME = re.compile(r"[A-Za-z_\x80-\U0010ffff][A-Za-z_0-9$\x80-\U0010ffff]*")
 _BOOLEAN_WORDS = {"true": "on", "false": "off", "yes": "on", "no": "off", "on": "on", "off": "off"}
 
 
@@ -77,9 +82,13 @@ def check_known(name: str, at_startup: bool = False) -> SettingSpec | None:
     at a connection's start), 42501 for a superuser's."""
     spec = spec_of(name)
     if spec is None:
-        if "." in name:
-            return None
-        raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
+        if "." not in name:
+            raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
+        if not all(_SIMPLE_NAME.fullmatch(part) for part in name.split(".")):
+            raise PgError(INVALID_NAME, f'invalid configuration parameter name "{name}"',
+                          detail="Custom parameter names must be two or more simple identifiers "
+                                 "separated by dots.")
+        return None
     refusal = {
         "internal": f'parameter "{spec.name}" cannot be changed',
         "postmaster": f'parameter "{spec.name}" cannot be changed without restarting the server',

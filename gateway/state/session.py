@@ -324,6 +324,7 @@ class SessionState:
             return
         before = {name: values[name] for name in REPORTED}
         restore(values)
+        self.settings.refresh()
         for name in REPORTED:
             if values[name] != before[name]:
                 self.write(encoder.parameter_status(name, values[name]))

@@ -1,9 +1,10 @@
 """Session parameters (GUCs): defaults, validation, and which ones clients must be told about.
 
 The gateway keeps its own settings per session. PostgreSQL's other settings are checked as
-PostgreSQL checks them (gateway.state.pg_settings) and kept; the formatting ones reach a
-PostgreSQL source's connection (connectors.postgres.link.MIRRORED), the others do not yet.
-A `fedgate.` name the gateway does not have is refused like an unknown PostgreSQL one.
+PostgreSQL checks them (gateway.state.pg_settings) and kept; the formatting ones and those
+a source acts on (`is_forwarded`) reach a PostgreSQL source's connection before each
+relayed statement (connectors.postgres.source_settings). A `fedgate.` name the gateway
+does not have is refused like an unknown PostgreSQL one.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from gateway.config.memory import is_size_or_share
-from gateway.state.pg_settings import NAMES as PG_NAMES, check_known, checked_value
+from gateway.state.pg_settings import NAMES as PG_NAMES, SPECS as PG_SPECS, check_known, checked_value
 from pgwire.errors import (CANT_CHANGE_RUNTIME_PARAM, FEATURE_NOT_SUPPORTED,
                             INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, PgError)
 
@@ -81,6 +82,25 @@ STARTUP_ONLY = {"user", "database", "replication", "options"}
 _CANONICAL = {name.lower(): name for name in (*PG_NAMES, *DEFAULTS, *REPORTED)}
 
 
+# PostgreSQL's settings a session may change that the gateway answers for itself, or that
+# a pooled connection must not carry: never forwarded to a source. (The formatting ones
+# reach it as connectors.postgres.source_settings.MIRRORED.)
+_NOT_FORWARDED = frozenset({
+    "TimeZone", "DateStyle", "IntervalStyle", "extra_float_digits", "bytea_output",
+    "search_path", "statement_timeout", "client_encoding", "application_name",
+    "standard_conforming_strings", "default_transaction_read_only", "transaction_read_only",
+    "transaction_isolation", "transaction_deferrable", "idle_in_transaction_session_timeout",
+    "idle_session_timeout", "role", "session_authorization"})
+_FORWARDED = frozenset(spec.name for spec in PG_SPECS.values()
+                       if spec.context == "user" and spec.name not in _NOT_FORWARDED)
+
+
+def is_forwarded(name: str) -> bool:
+    """A setting a PostgreSQL source acts on (work_mem, enable_*, lock_timeout ...) or a
+    custom one (`app.tenant`, which its functions and policies may read)."""
+    return name in _FORWARDED or ("." in name and not name.startswith("fedgate."))
+
+
 def canonical(name: str) -> str:
     return _CANONICAL.get(name.lower(), name.lower())
 
@@ -116,9 +136,10 @@ def _check_int(name: str, value: str, low: int, high: int) -> str:
     return str(number)
 
 
-def validate(name: str, value: str, at_startup: bool = False) -> str:
+def validate(name: str, value: str, at_startup: bool = False, written: str | None = None) -> str:
     """The value to store for `name`, or a PgError saying why it cannot be set
-    (`at_startup`: sent in the startup packet, where a connection's own settings are set)."""
+    (`at_startup`: sent in the startup packet, where a connection's own settings are set;
+    `written`: the name as the client wrote it, for the messages)."""
     if name in READ_ONLY:
         raise PgError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
     if name == "role" and value.lower() != "none":  # e.g. options=-c role=x at startup
@@ -161,9 +182,9 @@ def validate(name: str, value: str, at_startup: bool = False) -> str:
         return _check_on_off(name, value)
     if name.startswith("fedgate."):
         if name not in DEFAULTS:
-            raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
+            raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{written or name}"')
         return value
-    spec = check_known(name, at_startup)
+    spec = check_known(written or name, at_startup)
     return value if spec is None else checked_value(spec, value)
 
 
@@ -245,6 +266,10 @@ def parse_options(options: str) -> dict[str, str]:
 @dataclass
 class SessionSettings:
     values: dict[str, str]
+    # the settings a PostgreSQL source acts on that the session set (`is_forwarded`; one
+    # of DEFAULTS at its default is the source's default), as sorted (name, value) pairs:
+    # kept in step with `values` by `refresh`
+    forwarded: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def initial(cls, startup: dict[str, str], search_path: tuple[str, ...]) -> SessionSettings:
@@ -260,14 +285,21 @@ class SessionSettings:
                     settings.values[name] = validate(name, value, at_startup=True)
         # The first transaction's read-only flag comes from the default, whatever was sent.
         settings.values["transaction_read_only"] = settings.values["default_transaction_read_only"]
+        settings.refresh()
         return settings
+
+    def refresh(self) -> None:
+        """`values` changed (here, or restored at a block's end): `forwarded` follows."""
+        self.forwarded = tuple(sorted((k, v) for k, v in self.values.items()
+                                      if is_forwarded(k) and DEFAULTS.get(k) != v))
 
     def get(self, name: str) -> str | None:
         return self.values.get(canonical(name))
 
     def set(self, name: str, value: str) -> str:
         canonical_name = canonical(name)
-        self.values[canonical_name] = validate(canonical_name, value)
+        self.values[canonical_name] = validate(canonical_name, value, written=name)
+        self.refresh()
         return canonical_name
 
     def reset(self, name: str, initial: dict[str, str]) -> list[str]:
@@ -283,6 +315,7 @@ class SessionSettings:
                 self.values.pop(key, None)
             else:
                 self.values[key] = default
+        self.refresh()
         return changed
 
     @property

@@ -119,12 +119,15 @@ _COUNT = r"(?:[+-]?\d+|ALL)"
 _DIRECTION = (rf"NEXT|PRIOR|FIRST|LAST|(?:ABSOLUTE|RELATIVE)\s+[+-]?\d+|(?:FORWARD|BACKWARD)(?:\s+{_COUNT})?"
               rf"|{_COUNT}")
 _IDENT = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z_0-9$.]*)'
+# a setting's name: dotted parts, each quoted or not (`"MyApp".x`)
+_PART = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z_0-9$]*)'
+_SETTING = rf"{_PART}(?:\.{_PART})*"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE | re.DOTALL)) for kind, pattern in (
         ("set_tz", r"SET(?:\s+(SESSION|LOCAL))?\s+TIME\s+ZONE\s+(.+)"),
-        ("set", rf"SET(?:\s+(SESSION|LOCAL))?\s+({_IDENT})\s*(?:=|\s+TO\s+|\s)\s*(.+)"),
-        ("reset", rf"RESET\s+({_IDENT})"),
-        ("show", rf"SHOW\s+({_IDENT}|TIME\s+ZONE|TRANSACTION\s+ISOLATION\s+LEVEL)"),
+        ("set", rf"SET(?:\s+(SESSION|LOCAL))?\s+({_SETTING})\s*(?:=|\s+TO\s+|\s)\s*(.+)"),
+        ("reset", rf"RESET\s+({_SETTING})"),
+        ("show", rf"SHOW\s+({_SETTING}|TIME\s+ZONE|TRANSACTION\s+ISOLATION\s+LEVEL)"),
         ("begin", r"(?:BEGIN|START\s+TRANSACTION)(?:\s+(?:WORK|TRANSACTION))?(?:\s+.*)?"),
         ("commit", r"(?:COMMIT|END)(?:\s+(?:WORK|TRANSACTION))?(?:\s+AND\s+NO\s+CHAIN)?"),
         ("rollback_to", rf"ROLLBACK(?:\s+(?:WORK|TRANSACTION))?\s+TO(?:\s+SAVEPOINT)?\s+({_IDENT})"),
@@ -147,6 +150,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _UTILITY_WORDS = re.compile(
     r"\s*(SET|RESET|SHOW|BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|DISCARD|"
     r"DEALLOCATE|PREPARE|EXECUTE|EXPLAIN|COPY|DECLARE|FETCH|MOVE|CLOSE)\b", re.IGNORECASE)
+
+
+def _unquote_setting(text: str) -> str:
+    """A setting's name: each dotted part unquoted, or folded to lower case."""
+    return ".".join(_unquote_ident(part) for part in re.findall(r'"(?:[^"]|"")+"|[^".]+', text))
 
 
 def _unquote_ident(text: str) -> str:
@@ -191,14 +199,14 @@ def parse_utility(sql: str) -> Utility | None:
         if kind == "set_tz":
             return Utility("set", "timezone", _unquote_value(m.group(2)), local=_is_local(m.group(1)))
         if kind == "set":
-            return Utility("set", _unquote_ident(m.group(2)), _unquote_value(m.group(3)),
+            return Utility("set", _unquote_setting(m.group(2)), _unquote_value(m.group(3)),
                            local=_is_local(m.group(1)))
         if kind == "show":
             name = re.sub(r"\s+", " ", m.group(1)).lower()
             name = {"time zone": "timezone", "transaction isolation level": "transaction_isolation"}.get(name, name)
-            return Utility("show", _unquote_ident(name) if name.startswith('"') else name)
+            return Utility("show", _unquote_setting(m.group(1)) if '"' in name else name)
         if kind == "reset":
-            return Utility("reset", _unquote_ident(m.group(1)))
+            return Utility("reset", _unquote_setting(m.group(1)))
         if kind in ("rollback_to", "savepoint", "release", "deallocate"):
             return Utility(kind, _unquote_ident(m.group(1)))
         if kind in ("prepare", "execute"):

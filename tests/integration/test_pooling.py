@@ -75,7 +75,10 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
             conn.execute("CREATE VIEW txinfo AS SELECT current_setting('transaction_isolation') "
                          "AS iso, current_setting('transaction_deferrable') AS deferred")
             conn.execute("GRANT USAGE ON SCHEMA public TO alice_role, bob_role")
-            conn.execute("GRANT SELECT ON txinfo TO alice_role, bob_role")
+            conn.execute("CREATE VIEW knobs AS SELECT current_setting('work_mem') AS work_mem, "
+                         "current_setting('enable_seqscan') AS seqscan, "
+                         "current_setting('app.tenant', true) AS tenant")
+            conn.execute("GRANT SELECT ON txinfo, knobs TO alice_role, bob_role")
             conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON items, whoami "
                          "TO alice_role, bob_role")
         res = pgbench(server.host, server.port, "postgres", "pooled", "-i", "-s", "1", "-q")
@@ -346,6 +349,42 @@ def test_set_transaction_reaches_the_source_with_the_blocks_begin(users_gateway:
             each.execute("ROLLBACK")
             assert each.execute("SELECT iso FROM txinfo").fetchone() == ("read committed",)
             assert each.execute("SHOW transaction_isolation").fetchone() == ("read committed",)
+
+
+def test_settings_a_source_acts_on_reach_it_and_stay_with_their_client(
+        users_gateway: GatewayProcess) -> None:
+    """work_mem, enable_seqscan and a custom `app.tenant` (what a row-level security policy
+    reads) reach the source before the client's next relayed statement, in SET and RESET
+    of the differences; another client on the same connections never sees them; SET
+    LOCAL ends with its block; a custom name that closes its quotes is refused; SESSION
+    CHARACTERISTICS' isolation is the source's next block's."""
+    hostile = '"x.y""; DROP TABLE items; --"'
+    with psycopg.connect(dsn(users_gateway, "alice"), autocommit=True) as alice, \
+            psycopg.connect(dsn(users_gateway, "bob"), autocommit=True) as bob:
+        defaults = bob.execute("SELECT work_mem, seqscan FROM knobs").fetchone()
+        assert defaults == ("4MB", "on")
+        alice.execute("SET work_mem = 65536")
+        alice.execute("SET enable_seqscan = off")
+        alice.execute("SET app.tenant = 'acme'")
+        with pytest.raises(psycopg.errors.InvalidName):  # as PostgreSQL refuses it
+            alice.execute(f"SET {hostile} = 'x'")
+        for _ in range(6):  # interleaved over the pool's three connections
+            assert alice.execute("SELECT work_mem, seqscan, tenant FROM knobs").fetchone() \
+                == ("64MB", "off", "acme")
+            assert bob.execute("SELECT work_mem, seqscan, coalesce(tenant, '') FROM knobs").fetchone() \
+                == ("4MB", "on", "")  # '' once a connection has had the custom name
+        alice.execute("RESET enable_seqscan")
+        alice.execute("BEGIN")
+        alice.execute("SET LOCAL work_mem = '8MB'")
+        assert alice.execute("SELECT work_mem, seqscan FROM knobs").fetchone() == ("8MB", "on")
+        alice.execute("COMMIT")
+        assert alice.execute("SELECT work_mem, seqscan FROM knobs").fetchone() == ("64MB", "on")
+        assert alice.execute("SELECT count(*) FROM items").fetchone() == (100,)
+        bob.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        bob.execute("BEGIN")
+        assert bob.execute("SELECT iso FROM txinfo").fetchone() == ("repeatable read",)
+        bob.execute("COMMIT")
+        assert alice.execute("SELECT iso FROM txinfo").fetchone() == ("read committed",)
 
 
 # --- pinning and waiting -----------------------------------------------------------------

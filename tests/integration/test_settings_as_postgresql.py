@@ -20,12 +20,13 @@ CASES = [
     ("plan_cache_mode", "FORCE_GENERIC_PLAN"), ("lock_timeout", "1500"),
     ("lock_timeout", "'2min'"), ("lock_timeout", "'90s'"), ("idle_in_transaction_session_timeout", "0"),
     ("vacuum_cost_delay", "2"), ("default_transaction_isolation", "'serializable'"),
-    ("myapp.tenant", "'42'"),
+    ("myapp.tenant", "'42'"), ('"MyApp".x$1', "'1'"),
     # refused
     ("work_mem", "10"), ("work_mem", "'abc'"), ("work_mem", "'5 parsecs'"),
     ("enable_seqscan", "'o'"), ("plan_cache_mode", "x"), ("nonsense", "1"), ("port", "1"),
     ("shared_buffers", "'1GB'"), ("lc_messages", "'C'"), ("temp_file_limit", "-1"),
     ("max_identifier_length", "1"), ("random_page_cost", "-1"), ("wal_level", "minimal"),
+    ('"x.y""; DROP TABLE t; --"', "1"), ('"a..b"', "1"), ('"1a.b"', "1"),
 ]
 UNSET = ["work_mem", "enable_seqscan", "random_page_cost", "effective_cache_size", "plan_cache_mode"]
 

@@ -57,7 +57,8 @@ from functools import partial
 from pgwire.compiled import build_of
 from pgwire.protocol import client as w
 from pgwire.protocol.client import PASS_DISCARD, PASS_QUIET, PASS_SUSPENDED, answer_pass
-from connectors.postgres.link import MIRRORED, Outcome, PgLink
+from connectors.postgres.link import Outcome, PgLink
+from connectors.postgres.source_settings import mirror_key
 from gateway.relay.express.exchange import FLUSH_BYTES, Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
 from gateway.relay.express import repeats as repeats_build
@@ -122,7 +123,7 @@ class RememberingLane(Lane):
         in_block = s.in_block
         begin_sql = self.links.begin_sql if in_block else None
         repeats.arm(in_block, s.writes_refused, values["search_path"], values["fedgate.relay"],
-                    s.hidden, tuple(map(values.get, MIRRORED)), _READY[s.status],
+                    s.hidden, mirror_key(values, s.settings.forwarded), _READY[s.status],
                     w.query(begin_sql) if begin_sql else None)
 
     def _adopt(self, kind: int, link: PgLink, ready: int, quiet: int, seen: int,
