@@ -32,6 +32,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import pg_type_by_name
+from planner.enum_values import enum_casts_as_text
 from planner.source_values import (ENUM_EXTREME, EnumText, JsonbValue, as_value, is_ordered, jsonb_value,
                                    position)
 
@@ -94,6 +95,7 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
     """{output position: PostgreSQL type} of the residual's outputs that pass a source's
     text through; raise 0A000 where the residual computes on such a text.
     `texts`: fragment name -> column -> PostgreSQL type (planner.fragment_types)."""
+    enum_casts_as_text(residual)
     if not any(texts.values()):
         return {}
     outputs: dict[int, list[str | None]] = {}  # per scope expression: each output's type

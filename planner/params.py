@@ -14,7 +14,7 @@ when the statement is described (with NULLs) and when it runs (with values).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
@@ -49,7 +49,23 @@ def _array_of_compared(param: exp.Parameter) -> exp.DataType | None:
     return None
 
 
-def _context_type(param: exp.Parameter) -> exp.DataType | None:
+# The enum a column of a PostgreSQL source holds, as its type (planner.enum_values)
+EnumOf = Callable[[exp.Expression], exp.DataType | None]
+
+
+def _no_enum(node: exp.Expression) -> None:
+    return None
+
+
+def _known_type(other: exp.Expression, enum_of: EnumOf) -> exp.DataType | None:
+    """`other`'s type where it is known: an enum column's is the enum (sqlglot's is text)."""
+    found = enum_of(other)
+    if found is not None:
+        return found
+    return other.type if is_known(other.type) else None
+
+
+def _context_type(param: exp.Parameter, enum_of: EnumOf = _no_enum) -> exp.DataType | None:
     parent = param.parent
     array = _array_of_compared(param)
     if array is not None:
@@ -64,8 +80,9 @@ def _context_type(param: exp.Parameter) -> exp.DataType | None:
         others = [parent.this] if isinstance(parent, (exp.Between, exp.In)) else []
         others += [v for v in parent.args.values() if isinstance(v, exp.Expression)]
         for other in others:
-            if other is not param and is_known(other.type):
-                return other.type
+            known = _known_type(other, enum_of) if other is not param else None
+            if known is not None:
+                return known
     if isinstance(parent, (exp.And, exp.Or, exp.Not, exp.Where, exp.Having)):
         return BOOLEAN
     if isinstance(parent, (exp.Coalesce, exp.Nullif, exp.If, exp.Case, exp.Greatest, exp.Least)):
@@ -79,8 +96,9 @@ def _context_type(param: exp.Parameter) -> exp.DataType | None:
                 branches.append(case.args.get("default"))
             siblings = [v for v in branches if v is not None and v is not param]
         for sibling in siblings:
-            if is_known(sibling.type):
-                return sibling.type
+            known = _known_type(sibling, enum_of)
+            if known is not None:
+                return known
         if isinstance(parent, (exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least)) or \
                 isinstance(parent.parent, (exp.Case, exp.Coalesce)):
             return _context_type_of(parent)
@@ -97,9 +115,10 @@ def _context_type_of(node: exp.Expression) -> exp.DataType | None:
     return None
 
 
-def infer_param_types(tree: exp.Expression,
-                      declared: Sequence[exp.DataType | None]) -> list[exp.DataType]:
-    """Types of $1..$n; `tree` should be type-annotated when it references columns."""
+def infer_param_types(tree: exp.Expression, declared: Sequence[exp.DataType | None],
+                      enum_of: EnumOf = _no_enum) -> list[exp.DataType]:
+    """Types of $1..$n; `tree` should be type-annotated when it references columns.
+    `enum_of`: the enum type of a column that holds one."""
     count = max(parameter_count(tree), len(declared))
     types: list[exp.DataType | None] = [declared[i] if i < len(declared) else None
                                         for i in range(count)]
@@ -108,7 +127,7 @@ def infer_param_types(tree: exp.Expression,
         if index < 0:
             raise PgError(UNDEFINED_PARAMETER, f"there is no parameter ${index + 1}")
         if types[index] is None:
-            types[index] = _context_type(param)
+            types[index] = _context_type(param, enum_of)
     return [t if t is not None else TEXT for t in types]
 
 

@@ -243,7 +243,7 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
                                                  is parent.this else parent.this):
         return True  # `st || 'x'` is the label's text and the string's (textanycat)
     if isinstance(parent, exp.In) and parent.this is column and not parent.args.get("query"):
-        return all(_label(e, kept) is not None for e in parent.expressions)
+        return all(_value_of(e, kept) or _label(e, kept) is not None for e in parent.expressions)
     if isinstance(parent, exp.Case) and parent.this is _below(column, parent):
         # `CASE st WHEN 'paid' THEN ...`: its equality with each label
         return all(_label(branch.this, kept) is not None for branch in parent.args.get("ifs") or ())
@@ -253,6 +253,11 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
         if _same_enum(other, kept, kept_of):
             # `e.st < f.st`: both by their labels' positions; `=` by their texts. The other
             # column, replaced, is no longer the residual's (planner.kept_texts skips it)
+            if isinstance(parent, _ORDERS):
+                other.replace(position(other.copy(), kept))
+                column.replace(position(column.copy(), kept))
+            return True
+        if _value_of(other, kept):  # a parameter: by its label's position too
             if isinstance(parent, _ORDERS):
                 other.replace(position(other.copy(), kept))
                 column.replace(position(column.copy(), kept))
@@ -278,6 +283,17 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
 
 # Set on the ARG_MIN / ARG_MAX a min() or max() of an enum becomes: its EnumText.
 ENUM_EXTREME = "enum_extreme"
+# Set on the type of a value of an enum that is no column (a parameter compared with one),
+# and on its cast to text in the residual: its EnumText (planner.enum_values).
+ENUM_VALUE = "enum_value"
+
+
+def _value_of(node: exp.Expression, kept: EnumText) -> bool:
+    """Whether `node` is a value of the enum `kept` that is no column (a parameter)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    found = node.meta.get(ENUM_VALUE)
+    return isinstance(found, EnumText) and found == kept and found.labels == kept.labels
 
 
 def _string(node: exp.Expression) -> bool:

@@ -280,7 +280,9 @@ class PgLink:
                     ready += 1
                     self.status = chr(body[0])
                 elif tag == ord("t"):
-                    oids = w.parameter_oids(body)
+                    # an enum the source infers for a parameter (`st = $1`) is described
+                    # with the gateway catalog's OID, as its columns are
+                    oids = w.renamed_oids(w.parameter_oids(body), self.row_types)
                 elif tag == _T:
                     fields = w.renamed_types(w.row_description_fields(body), self.row_types)
                 elif tag == _E and error is None:
