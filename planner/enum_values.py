@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
+from pgwire.errors import INVALID_TEXT_REPRESENTATION, PgError
 from planner.params import cast_parameters, infer_param_types
 from planner.source_values import ENUM_VALUE, EnumText
 from planner.type_names import pg_type_name
@@ -77,14 +78,72 @@ def parameter_enums(types: list[exp.DataType]) -> tuple[tuple[int, EnumText], ..
     return tuple((i, kept) for i, t in enumerate(types) if (kept := enum_of_type(t)) is not None)
 
 
-def enum_casts_as_text(residual: exp.Expression) -> None:
-    """In the residual, a cast to an enum is its label's text (the value was checked when
-    bound), marked as a value of the enum."""
+def enum_casts_as_text(residual: exp.Expression) -> bool:
+    """In the residual, a cast to an enum is its label's text, marked as a value of the
+    enum; whether there is one. A parameter's value was checked when bound, a literal's
+    when planned (resolve_enum_casts); another's is checked as the row is computed."""
+    found = False
     for cast in list(residual.find_all(exp.Cast)):
         kept = enum_of_type(cast.to)
-        if kept is not None:
-            cast.set("to", exp.DataType.build("TEXT"))
-            cast.meta[ENUM_VALUE] = kept
+        if kept is None:
+            continue
+        found = True
+        text: exp.Expression = exp.Cast(this=cast.this.copy(), to=exp.DataType.build("TEXT"))
+        if not isinstance(cast.this, (exp.Parameter, exp.Literal, exp.Null)):
+            text = _checked_label(text, kept)
+        text.meta[ENUM_VALUE] = kept
+        cast.replace(text)
+    return found
+
+
+def _checked_label(text: exp.Expression, kept: EnumText) -> exp.Expression:
+    """`text`, or PostgreSQL's 22P02 where it is no label (pgwire.engine_words)."""
+    labels = [exp.Literal.string(label) for label in kept.labels]
+    no_label = exp.and_(exp.Not(this=exp.Is(this=text.copy(), expression=exp.Null())),
+                        exp.Not(this=exp.In(this=text.copy(), expressions=labels)))
+    message = exp.DPipe(this=exp.DPipe(this=exp.Literal.string(f'invalid input value for enum {kept}: "'),
+                                       expression=text.copy()), expression=exp.Literal.string('"'))
+    return exp.Case(ifs=[exp.If(this=no_label, true=exp.Anonymous(this="error", expressions=[message]))],
+                    default=text)
+
+
+def resolve_enum_casts(tree: exp.Expression, catalog: object, search_path: Sequence[str]) -> None:
+    """A cast to a source's enum (`x::status`, `CAST(x AS pg.status)`) typed as the enum
+    (enum_type), found as PostgreSQL finds a type: in the schema named, else on the path;
+    a literal that is no label is PostgreSQL's 22P02, when planned as there."""
+    casts = [c for c in tree.find_all(exp.Cast)
+             if c.to.this == exp.DataType.Type.USERDEFINED and enum_of_type(c.to) is None]
+    if not casts:
+        return
+    enums = _catalog_enums(catalog)
+    for cast in casts:
+        kind = cast.to.args.get("kind")
+        parts = [p.name for p in kind.flatten()] if isinstance(kind, exp.Dot) else \
+            [kind.name if isinstance(kind, exp.Expression) else str(kind)]
+        if len(parts) > 2:
+            continue
+        sources = parts[:1] if len(parts) == 2 else list(search_path)
+        name = parts[-1] if isinstance(kind, exp.Dot) and kind.expression.quoted or \
+            isinstance(kind, exp.Identifier) and kind.quoted else parts[-1].lower()
+        kept = next((enums[(s, name)] for s in sources if (s, name) in enums), None)
+        if kept is None:
+            continue
+        value = cast.this
+        if isinstance(value, exp.Literal) and value.is_string and value.name not in kept.labels:
+            raise PgError(INVALID_TEXT_REPRESENTATION, f'invalid input value for enum {kept}: "{value.name}"')
+        cast.set("to", enum_type(kept))
+
+
+def _catalog_enums(catalog: object) -> dict[tuple[str, str], EnumText]:
+    """(source, typname) -> the enum, of every enum a catalog table's column holds."""
+    found = {}
+    for source, entry in catalog.sources.items():  # type: ignore[attr-defined]
+        for info in entry.tables.values():
+            for field in getattr(info, "schema", None) or ():
+                kept = field_enum(field.metadata, source)
+                if kept is not None and kept.typname:
+                    found.setdefault((source, kept.typname), kept)
+    return found
 
 
 def column_enum_types(tree: exp.Expression, tables: Callable[[str, str], object | None]
@@ -109,9 +168,11 @@ def catalog_tables(catalog: object) -> Callable[[str, str], object | None]:
 
 
 def typed_parameters(tree: exp.Expression, declared: Sequence[exp.DataType | None],
-                     catalog: object) -> list[exp.DataType]:
+                     catalog: object, search_path: Sequence[str]) -> list[exp.DataType]:
     """The types of $1..$n (planner.params), an enum's where one is compared with a column
-    of it; each $n of `tree` is cast to its type."""
+    of it or cast to it; each $n of `tree` is cast to its type (the casts to an enum
+    resolved first, resolve_enum_casts)."""
+    resolve_enum_casts(tree, catalog, search_path)
     types = infer_param_types(tree, declared, column_enum_types(tree, catalog_tables(catalog)))
     cast_parameters(tree, types)
     return types

@@ -353,7 +353,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         if not annotated:
             tree, qualified = _annotated(tree, catalog, typed, shippable and not pg_aggregates
                                          and not (parameters(tree) or declared))
-        param_types = typed_parameters(tree, declared, catalog)  # each $n cast to its type
+        param_types = typed_parameters(tree, declared, catalog, settings.search_path)
     pg_types = param_type_names(param_types)
 
     if shippable:

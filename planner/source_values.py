@@ -272,6 +272,8 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
     if isinstance(parent, exp.Ordered):
         column.replace(position(column.copy(), kept))
         return True
+    if isinstance(parent, exp.Coalesce):
+        return _coalesced(parent, kept, kept_of)
     if isinstance(parent, (exp.Min, exp.Max)) and parent.this is column:
         which = exp.ArgMin if isinstance(parent, exp.Min) else exp.ArgMax
         extreme = which(this=column.copy(), expression=position(column.copy(), kept))
@@ -294,6 +296,50 @@ def _value_of(node: exp.Expression, kept: EnumText) -> bool:
         node = node.this
     found = node.meta.get(ENUM_VALUE)
     return isinstance(found, EnumText) and found == kept and found.labels == kept.labels
+
+
+def _coalesced(coalesce: exp.Coalesce, kept: EnumText, kept_of: Callable[[exp.Column], str | None]) -> bool:
+    """coalesce() of the enum's columns, values and labels (`coalesce(st, 'new')`): a value
+    of the enum (ENUM_VALUE), if the engine answers its use (check_enum_value)."""
+    if coalesce.meta.get(ENUM_VALUE) is not None:
+        return True  # its other column: checked with the first
+    for argument in coalesce.iter_expressions():
+        if not (_same_enum(argument, kept, kept_of) or _value_of(argument, kept) or isinstance(argument, exp.Null)
+                or _label(argument, kept) is not None):
+            return False
+    coalesce.meta[ENUM_VALUE] = kept
+    return check_enum_value(coalesce, kept, kept_of)
+
+
+def check_enum_value(node: exp.Expression, kept: EnumText, kept_of: Callable[[exp.Column], str | None]) -> bool:
+    """Whether the engine answers the use of `node`, a value of the enum that is no column
+    (a cast to it, planner.enum_values, or a coalesce() of its columns) as PostgreSQL does:
+    passed through, tested for NULL, coalesced, grouped or ordered by, compared with a column of the
+    enum (whose own rewrite orders both) or with a label (ordered by the labels' positions)."""
+    parent = _above_parens(node)
+    if isinstance(parent, exp.Alias):
+        return isinstance(parent.parent, exp.Select) and parent.arg_key == "expressions"
+    if isinstance(parent, exp.Select):
+        return _below(node, parent).arg_key == "expressions"
+    if isinstance(parent, (exp.Is, exp.Coalesce, exp.Group)):  # its distinct labels group as texts
+        return True
+    if isinstance(parent, exp.Ordered):
+        node.replace(position(node.copy(), kept))
+        return True
+    if isinstance(parent, exp.In) and parent.this is _below(node, parent) and not parent.args.get("query"):
+        return all(_label(e, kept) is not None for e in parent.expressions)
+    if isinstance(parent, _EQUALITIES + _ORDERS):
+        other = parent.expression if _below(node, parent) is parent.this else parent.this
+        if _same_enum(other, kept, kept_of):
+            return True
+        label = _label(other, kept)
+        if label is None:
+            return False
+        if isinstance(parent, _ORDERS):
+            other.replace(exp.Literal.number(kept.labels.index(label) + 1))
+            node.replace(position(node.copy(), kept))
+        return True
+    return False
 
 
 def _string(node: exp.Expression) -> bool:

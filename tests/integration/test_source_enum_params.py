@@ -32,6 +32,8 @@ ANSWERED = {
     "two_enums": (f"SELECT e.id {LEFT} WHERE e.st > $1 AND e.pr = $2 OR c.name IS NULL ORDER BY e.id",
                   ["new", "low"]),
     "a_null": (f"SELECT e.id {LEFT} WHERE e.st = $1 OR c.name = 'Dee' ORDER BY e.id", [None]),
+    "cast_to_the_enum": (f"SELECT e.id, c.name, $1::status {LEFT} ORDER BY e.id", ["new"]),
+    "coalesced": (f"SELECT e.id, coalesce(e.st, $1) {LEFT} ORDER BY 2, 1", ["paid"]),
 }
 
 
