@@ -250,6 +250,7 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
     if isinstance(parent, _EQUALITIES + _ORDERS):
         other = parent.expression if _below(column, parent) is parent.this else parent.this
         _refuse_other_enum(parent, other, kept, kept_of)
+        _refuse_typed_parameter(parent, other, kept)
         if _same_enum(other, kept, kept_of):
             # `e.st < f.st`: both by their labels' positions; `=` by their texts. The other
             # column, replaced, is no longer the residual's (planner.kept_texts skips it)
@@ -371,6 +372,25 @@ def _refuse_other_enum(comparison: exp.Expression, other: exp.Expression, kept: 
     operator = _OPERATORS.get(type(comparison), "=")
     raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left.typname} {operator} {right.typname}",
                   hint="No operator matches the given name and argument types. You might need "
+                  "to add explicit type casts.")
+
+
+# PostgreSQL's names of the types a client may declare a string parameter as
+_STRING_TYPES = {exp.DataType.Type.TEXT: "text", exp.DataType.Type.VARCHAR: "character varying"}
+
+
+def _refuse_typed_parameter(comparison: exp.Expression, other: exp.Expression, kept: EnumText) -> None:
+    """An enum compared with a parameter the client declared as text or varchar (pgJDBC's
+    setString): PostgreSQL has no such operator (42883), as where the source compares them."""
+    while isinstance(other, exp.Paren):
+        other = other.this
+    if not (isinstance(other, exp.Cast) and isinstance(other.this, exp.Parameter) and ENUM_VALUE not in other.meta
+            and other.to.this in _STRING_TYPES and not other.to.expressions):
+        return
+    names = (str(kept), _STRING_TYPES[other.to.this])
+    left, right = names if comparison.this is not other else names[::-1]
+    raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left} {_OPERATORS.get(type(comparison), '=')} "
+                  f"{right}", hint="No operator matches the given name and argument types. You might need "
                   "to add explicit type casts.")
 
 
