@@ -85,6 +85,9 @@ def _context_type(param: exp.Parameter, enum_of: EnumOf = _no_enum) -> exp.DataT
                 return known
     if isinstance(parent, (exp.And, exp.Or, exp.Not, exp.Where, exp.Having)):
         return BOOLEAN
+    if isinstance(parent, exp.If) and parent.this is param and isinstance(parent.parent, exp.Case) \
+            and parent.parent.this is not None:  # `CASE x WHEN $1`: compared with x
+        return _known_type(parent.parent.this, enum_of)
     if isinstance(parent, (exp.Coalesce, exp.Nullif, exp.If, exp.Case, exp.Greatest, exp.Least)):
         # Every branch shares one type: take a sibling's, as PostgreSQL's resolution does.
         siblings = [v for v in parent.iter_expressions() if v is not param]

@@ -246,7 +246,8 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
         return all(_value_of(e, kept) or _label(e, kept) is not None for e in parent.expressions)
     if isinstance(parent, exp.Case) and parent.this is _below(column, parent):
         # `CASE st WHEN 'paid' THEN ...`: its equality with each label
-        return all(_label(branch.this, kept) is not None for branch in parent.args.get("ifs") or ())
+        return all(_value_of(branch.this, kept) or _label(branch.this, kept) is not None
+                   for branch in parent.args.get("ifs") or ())
     if isinstance(parent, _EQUALITIES + _ORDERS):
         other = parent.expression if _below(column, parent) is parent.this else parent.this
         _refuse_other_enum(parent, other, kept, kept_of)
@@ -327,6 +328,8 @@ def check_enum_value(node: exp.Expression, kept: EnumText, kept_of: Callable[[ex
     if isinstance(parent, exp.Ordered):
         node.replace(position(node.copy(), kept))
         return True
+    if isinstance(parent, exp.If) and parent.this is _below(node, parent) and isinstance(parent.parent, exp.Case):
+        return _same_enum(parent.parent.this, kept, kept_of)  # `CASE st WHEN $1`: equal as texts
     if isinstance(parent, exp.In) and parent.this is _below(node, parent) and not parent.args.get("query"):
         return all(_label(e, kept) is not None for e in parent.expressions)
     if isinstance(parent, _EQUALITIES + _ORDERS):

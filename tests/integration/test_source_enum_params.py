@@ -32,6 +32,12 @@ ANSWERED = {
     "two_enums": (f"SELECT e.id {LEFT} WHERE e.st > $1 AND e.pr = $2 OR c.name IS NULL ORDER BY e.id",
                   ["new", "low"]),
     "a_null": (f"SELECT e.id {LEFT} WHERE e.st = $1 OR c.name = 'Dee' ORDER BY e.id", [None]),
+    "between": (f"SELECT e.id {JOIN} WHERE e.st BETWEEN $1 AND $2 ORDER BY e.id", ["new", "packed"]),
+    "on_the_left": (f"SELECT e.id {JOIN} WHERE $1 = e.st ORDER BY e.id", ["new"]),
+    "distinct_from": (f"SELECT e.id {JOIN} WHERE e.st IS DISTINCT FROM $1 ORDER BY e.id", ["new"]),
+    "case_when_shipped": ("SELECT id, CASE st WHEN $1 THEN 1 ELSE 0 END FROM events ORDER BY id", ["paid"]),
+    "case_when_in_the_engine": (f"SELECT e.id, CASE e.st WHEN $1 THEN 1 ELSE 0 END {LEFT} ORDER BY e.id",
+                                ["paid"]),
     "cast_to_the_enum": (f"SELECT e.id, c.name, $1::status {LEFT} ORDER BY e.id", ["new"]),
     "coalesced": (f"SELECT e.id, coalesce(e.st, $1) {LEFT} ORDER BY 2, 1", ["paid"]),
 }
@@ -100,3 +106,38 @@ def test_psycopg_server_side_parameters(world, sql: str, binary: bool) -> None:
                 rows = cursor.fetchall()
             answers.append(rows)
     assert answers[1] == answers[0]
+
+
+@pytest.mark.parametrize(("sql", "args"), [
+    ("INSERT INTO events (id, st) VALUES ($1, $2) RETURNING id, st", [10, "paid"]),
+    ("UPDATE events SET st = $1 WHERE id = 1 RETURNING id, st", ["new"]),
+    ("INSERT INTO events (id, st) VALUES ($1, $2) RETURNING id, st", [10, "lost"]),
+])
+async def test_a_write_binds_the_enum(world, sql: str, args: list) -> None:
+    """A write relayed to the source (in a transaction rolled back): the parameter
+    described as the enum, a label written, one that is no label refused."""
+    truth, gateway = world
+    answers = []
+    for dsn in (truth, gateway):
+        conn = await asyncpg.connect(dsn)
+        try:
+            async with conn.transaction():
+                try:
+                    answers.append(await _answer_on(conn, sql, args))
+                except asyncpg.PostgresError as exc:
+                    answers.append((exc.sqlstate, str(exc)))
+                raise _RolledBack
+        except _RolledBack:
+            pass
+        finally:
+            await conn.close()
+    assert answers[1] == answers[0]
+
+
+class _RolledBack(Exception):
+    """Leaves the transaction, which rolls it back."""
+
+
+async def _answer_on(conn: asyncpg.Connection, sql: str, args: list) -> tuple[list[str], list[tuple]]:
+    statement = await conn.prepare(sql)
+    return [t.name for t in statement.get_parameters()], [tuple(r) for r in await statement.fetch(*args)]
