@@ -24,8 +24,8 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
 from pgwire.errors import INVALID_TEXT_REPRESENTATION, PgError
-from planner.params import cast_parameters, infer_param_types
-from planner.source_values import ENUM_VALUE, EnumText
+from planner.params import cast_parameters, infer_param_types, parameters
+from planner.source_values import ENUM_VALUE, OPERATORS, EnumText, refuse_string_parameter
 from planner.type_names import pg_type_name
 
 LABELS_META = b"enum_labels"
@@ -173,9 +173,31 @@ def typed_parameters(tree: exp.Expression, declared: Sequence[exp.DataType | Non
     of it or cast to it; each $n of `tree` is cast to its type (the casts to an enum
     resolved first, resolve_enum_casts)."""
     resolve_enum_casts(tree, catalog, search_path)
-    types = infer_param_types(tree, declared, column_enum_types(tree, catalog_tables(catalog)))
+    enum_of = column_enum_types(tree, catalog_tables(catalog))
+    types = infer_param_types(tree, declared, enum_of)
     cast_parameters(tree, types)
+    if any(declared):
+        _refuse_string_parameters(tree, enum_of)
     return types
+
+
+def _refuse_string_parameters(tree: exp.Expression, enum_of: Callable[[exp.Expression], exp.DataType | None]) -> None:
+    """A parameter declared text or varchar compared with an enum column: PostgreSQL's
+    42883 when the statement is prepared, wherever the comparison would run."""
+    for param in parameters(tree):
+        cast = param.parent
+        parent = cast.parent if isinstance(cast, exp.Cast) else None
+        while isinstance(parent, exp.Paren):
+            parent = parent.parent
+        if isinstance(parent, exp.In) and cast in parent.expressions:
+            kept = enum_of_type(enum_of(parent.this))
+            if kept is not None:
+                refuse_string_parameter("=", cast, kept, False)
+        elif type(parent) in OPERATORS:
+            on_the_left = parent.this is cast
+            kept = enum_of_type(enum_of(parent.expression if on_the_left else parent.this))
+            if kept is not None:
+                refuse_string_parameter(OPERATORS[type(parent)], cast, kept, on_the_left)
 
 
 def param_type_names(types: Sequence[exp.DataType]) -> tuple[str, ...]:

@@ -243,6 +243,8 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
                                                  is parent.this else parent.this):
         return True  # `st || 'x'` is the label's text and the string's (textanycat)
     if isinstance(parent, exp.In) and parent.this is column and not parent.args.get("query"):
+        for value in parent.expressions:
+            refuse_string_parameter("=", value, kept, False)
         return all(_value_of(e, kept) or _label(e, kept) is not None for e in parent.expressions)
     if isinstance(parent, exp.Case) and parent.this is _below(column, parent):
         # `CASE st WHEN 'paid' THEN ...`: its equality with each label
@@ -251,7 +253,7 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
     if isinstance(parent, _EQUALITIES + _ORDERS):
         other = parent.expression if _below(column, parent) is parent.this else parent.this
         _refuse_other_enum(parent, other, kept, kept_of)
-        _refuse_typed_parameter(parent, other, kept)
+        refuse_string_parameter(OPERATORS.get(type(parent), "="), other, kept, parent.this is other)
         if _same_enum(other, kept, kept_of):
             # `e.st < f.st`: both by their labels' positions; `=` by their texts. The other
             # column, replaced, is no longer the residual's (planner.kept_texts skips it)
@@ -361,7 +363,7 @@ def _same_enum(node: exp.Expression, kept: EnumText, kept_of: Callable[[exp.Colu
         and (other.source, other.oid) == (kept.source, kept.oid)
 
 
-_OPERATORS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+OPERATORS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
 def _refuse_other_enum(comparison: exp.Expression, other: exp.Expression, kept: EnumText,
@@ -372,7 +374,7 @@ def _refuse_other_enum(comparison: exp.Expression, other: exp.Expression, kept: 
     if not isinstance(found, EnumText) or _same_enum(other, kept, kept_of):
         return
     left, right = (kept, found) if comparison.this is not other else (found, kept)
-    operator = _OPERATORS.get(type(comparison), "=")
+    operator = OPERATORS.get(type(comparison), "=")
     raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left.typname} {operator} {right.typname}",
                   hint="No operator matches the given name and argument types. You might need "
                   "to add explicit type casts.")
@@ -382,7 +384,7 @@ def _refuse_other_enum(comparison: exp.Expression, other: exp.Expression, kept: 
 _STRING_TYPES = {exp.DataType.Type.TEXT: "text", exp.DataType.Type.VARCHAR: "character varying"}
 
 
-def _refuse_typed_parameter(comparison: exp.Expression, other: exp.Expression, kept: EnumText) -> None:
+def refuse_string_parameter(operator: str, other: exp.Expression, kept: EnumText, on_the_left: bool) -> None:
     """An enum compared with a parameter the client declared as text or varchar (pgJDBC's
     setString): PostgreSQL has no such operator (42883), as where the source compares them."""
     while isinstance(other, exp.Paren):
@@ -391,9 +393,9 @@ def _refuse_typed_parameter(comparison: exp.Expression, other: exp.Expression, k
             and other.to.this in _STRING_TYPES and not other.to.expressions):
         return
     names = (str(kept), _STRING_TYPES[other.to.this])
-    left, right = names if comparison.this is not other else names[::-1]
-    raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left} {_OPERATORS.get(type(comparison), '=')} "
-                  f"{right}", hint="No operator matches the given name and argument types. You might need "
+    left, right = names[::-1] if on_the_left else names
+    raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left} {operator} {right}",
+                  hint="No operator matches the given name and argument types. You might need "
                   "to add explicit type casts.")
 
 

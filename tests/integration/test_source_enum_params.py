@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from tests.integration.test_source_enums import JOIN, LEFT, world  # noqa: F401  (fixture)
+from tests.support.answers import error_of
 
 ANSWERED = {
     "relayed": ("SELECT id FROM events WHERE st = $1 ORDER BY id", ["paid"]),
@@ -86,6 +87,21 @@ async def test_a_value_that_is_no_label_is_postgres_error(world, sql: str) -> No
             await _answer(dsn, sql, ["lost"])
         errors.append((caught.value.sqlstate, str(caught.value)))
     assert errors[1] == errors[0] == ("22P02", 'invalid input value for enum status: "lost"')
+
+
+@pytest.mark.parametrize("sql", [
+    "PREPARE q(text) AS SELECT id FROM events WHERE st = $1",
+    f"PREPARE q(varchar) AS SELECT e.id {JOIN} WHERE e.st = $1",
+    f"PREPARE q(text) AS SELECT e.id {LEFT} WHERE e.st <= $1 OR c.name = 'Dee'",
+    f"PREPARE q(varchar) AS SELECT e.id {LEFT} WHERE $1 > e.st OR c.name = 'Dee'",
+    f"PREPARE q(text) AS SELECT e.id {LEFT} WHERE e.st IN ('paid', $1) OR c.name = 'Dee'",
+])
+async def test_a_parameter_declared_text_is_postgres_error(world, sql: str) -> None:
+    """Declared text or varchar (pgJDBC's setString), no operator compares it with the enum."""
+    truth, gateway = world
+    want, got = await error_of(truth, sql), await error_of(gateway, sql)
+    assert (got.sqlstate, str(got)) == (want.sqlstate, str(want))
+    assert want.sqlstate == "42883"
 
 
 @pytest.mark.parametrize("sql", ["SELECT id FROM events WHERE st = %s ORDER BY id",
