@@ -18,12 +18,20 @@ from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
-from pgwire.errors import UNDEFINED_PARAMETER, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, UNDEFINED_PARAMETER, PgError
 from planner.type_names import is_known
 
 TEXT = exp.DataType.build("TEXT")
 BIGINT = exp.DataType.build("BIGINT")
 BOOLEAN = exp.DataType.build("BOOLEAN")
+
+
+# The enum a column of a PostgreSQL source holds, as its type (planner.enum_values)
+EnumOf = Callable[[exp.Expression], exp.DataType | None]
+
+
+def _no_enum(node: exp.Expression) -> None:
+    return None
 
 
 def parameters(tree: exp.Expression) -> list[exp.Parameter]:
@@ -34,7 +42,7 @@ def parameter_count(tree: exp.Expression) -> int:
     return max((int(p.this.this) for p in parameters(tree)), default=0)
 
 
-def _array_of_compared(param: exp.Parameter) -> exp.DataType | None:
+def _array_of_compared(param: exp.Parameter, enum_of: EnumOf) -> exp.DataType | None:
     """`x = ANY($1)`, `x <> ALL($1)`: an array of x's type, as PostgreSQL infers it."""
     node = param.parent
     if isinstance(node, exp.Paren):
@@ -42,18 +50,14 @@ def _array_of_compared(param: exp.Parameter) -> exp.DataType | None:
     quantified = isinstance(node, exp.Any) or (
         isinstance(node, exp.Anonymous) and node.name.upper() == "ALL" and len(node.expressions) == 1)
     compared = node.parent if quantified else None
+    if isinstance(compared, exp.Binary) and enum_of(compared.this) is not None:
+        raise PgError(FEATURE_NOT_SUPPORTED, "a parameter of an array of a PostgreSQL source's enum "
+                      f"(`{compared.sql('postgres')}`) is not supported by fedgate, whose catalog has no "
+                      "array type of the enum", hint="Compare the enum's text: st::text = ANY($1).")
     if isinstance(compared, exp.Binary) and not isinstance(compared, exp.Connector) \
             and compared.expression is node and is_known(compared.this.type):
         return exp.DataType(this=exp.DataType.Type.ARRAY, nested=True,
                             expressions=[compared.this.type.copy()])
-    return None
-
-
-# The enum a column of a PostgreSQL source holds, as its type (planner.enum_values)
-EnumOf = Callable[[exp.Expression], exp.DataType | None]
-
-
-def _no_enum(node: exp.Expression) -> None:
     return None
 
 
@@ -67,7 +71,7 @@ def _known_type(other: exp.Expression, enum_of: EnumOf) -> exp.DataType | None:
 
 def _context_type(param: exp.Parameter, enum_of: EnumOf = _no_enum) -> exp.DataType | None:
     parent = param.parent
-    array = _array_of_compared(param)
+    array = _array_of_compared(param, enum_of)
     if array is not None:
         return array
     if isinstance(parent, exp.Cast):
