@@ -1,14 +1,16 @@
 """A value of a PostgreSQL source's enum that is no column: a bind parameter compared with
-one (`st = $1`, `st IN ($1, $2)`), as PostgreSQL's parser types it.
+one (`st = $1`, `st IN ($1, $2)`, `CASE st WHEN $1`), or a cast to one (`x::status`).
 
 PostgreSQL infers such a parameter's type as the enum (its ParameterDescription names the
 enum), reads an untyped value into it, and refuses a value that is no label with 22P02.
 The planner does the same: the parameter is typed as the enum (planner.params, from the
 catalog's column: `enum_labels` in its metadata, connectors.postgres.types), cast to the
 enum's PostgreSQL name where a PostgreSQL source runs the comparison, and its value is
-checked against the labels when it is bound (QueryPlan.param_enums). In the residual the
-engine holds an enum as its label's text, so there the cast is to text, marked as a value
-of the enum (planner.source_values orders it by its label's position, as a column).
+checked against the labels when it is bound (QueryPlan.param_types holds the EnumText:
+gateway.session.enum_params). A cast names the enum as PostgreSQL resolves a type name.
+In the residual the engine holds an enum as its label's text, so there such a cast is to
+text, marked as a value of the enum, which planner.source_values orders by its label's
+position as it does a column, and planner.kept_texts describes as the enum.
 
     WHERE e.st = $1     ->  frag_0 on PostgreSQL: WHERE e.st = CAST($1 AS status)
     WHERE e.st < $1 OR c.name = 'Dee'
@@ -71,11 +73,6 @@ def enum_type(kept: EnumText) -> exp.DataType:
 def enum_of_type(datatype: exp.DataType | None) -> EnumText | None:
     found = datatype.meta.get(ENUM_VALUE) if datatype is not None else None
     return found if isinstance(found, EnumText) else None
-
-
-def parameter_enums(types: list[exp.DataType]) -> tuple[tuple[int, EnumText], ...]:
-    """(0-based index, enum) of the parameters typed as an enum."""
-    return tuple((i, kept) for i, t in enumerate(types) if (kept := enum_of_type(t)) is not None)
 
 
 def enum_casts_as_text(residual: exp.Expression) -> bool:
@@ -181,7 +178,8 @@ def typed_parameters(tree: exp.Expression, declared: Sequence[exp.DataType | Non
     return types
 
 
-def _refuse_string_parameters(tree: exp.Expression, enum_of: Callable[[exp.Expression], exp.DataType | None]) -> None:
+def _refuse_string_parameters(tree: exp.Expression,
+                              enum_of: Callable[[exp.Expression], exp.DataType | None]) -> None:
     """A parameter declared text or varchar compared with an enum column: PostgreSQL's
     42883 when the statement is prepared, wherever the comparison would run."""
     for param in parameters(tree):
@@ -189,7 +187,7 @@ def _refuse_string_parameters(tree: exp.Expression, enum_of: Callable[[exp.Expre
         parent = cast.parent if isinstance(cast, exp.Cast) else None
         while isinstance(parent, exp.Paren):
             parent = parent.parent
-        if isinstance(parent, exp.In) and cast in parent.expressions:
+        if isinstance(parent, exp.In) and any(value is cast for value in parent.expressions):
             kept = enum_of_type(enum_of(parent.this))
             if kept is not None:
                 refuse_string_parameter("=", cast, kept, False)

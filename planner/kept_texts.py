@@ -183,12 +183,14 @@ def _check_enum_values(select: exp.Select, kept_of: Callable[[exp.Column], str |
     """0A000 for a cast to an enum of `select` (planner.enum_values) used where the engine
     would answer it as text (planner.source_values.check_enum_value)."""
     # (a cast of a value checked as the row is computed is the CASE that checks it)
-    for cast in [c for c in select.find_all(exp.Cast, exp.Case) if isinstance(c.meta.get(ENUM_VALUE), EnumText)]:
-        if cast.find_ancestor(exp.Select) is select and not check_enum_value(cast, cast.meta[ENUM_VALUE], kept_of):
-            parent = cast.parent
+    values = [v for v in select.find_all(exp.Cast, exp.Case)
+              if isinstance(v.meta.get(ENUM_VALUE), EnumText) and v.find_ancestor(exp.Select) is select]
+    for value in values:
+        if not check_enum_value(value, value.meta[ENUM_VALUE], kept_of):
+            parent = value.parent
             while isinstance(parent, exp.Paren) and parent.parent is not None:
                 parent = parent.parent
-            raise _error(cast.meta[ENUM_VALUE], f"`{parent.sql('postgres')[:80]}`")
+            raise _error(value.meta[ENUM_VALUE], f"`{parent.sql('postgres')[:80]}`")
 
 
 def _output_mark(expression: exp.Expression, scope: Scope, texts: Mapping[str, Mapping[str, str]],

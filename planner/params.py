@@ -50,10 +50,11 @@ def _array_of_compared(param: exp.Parameter, enum_of: EnumOf) -> exp.DataType | 
     quantified = isinstance(node, exp.Any) or (
         isinstance(node, exp.Anonymous) and node.name.upper() == "ALL" and len(node.expressions) == 1)
     compared = node.parent if quantified else None
-    if isinstance(compared, exp.Binary) and enum_of(compared.this) is not None:
+    if isinstance(compared, exp.Binary) and compared.expression is node and enum_of(compared.this) is not None:
         raise PgError(FEATURE_NOT_SUPPORTED, "a parameter of an array of a PostgreSQL source's enum "
                       f"(`{compared.sql('postgres')}`) is not supported by fedgate, whose catalog has no "
-                      "array type of the enum", hint="Compare the enum's text: st::text = ANY($1).")
+                      "array type of the enum", hint="Compare the enum's text: "
+                      f"{compared.this.sql('postgres')}::text = ANY({param.sql('postgres')}).")
     if isinstance(compared, exp.Binary) and not isinstance(compared, exp.Connector) \
             and compared.expression is node and is_known(compared.this.type):
         return exp.DataType(this=exp.DataType.Type.ARRAY, nested=True,

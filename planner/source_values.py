@@ -27,7 +27,9 @@ the column, in place, into a value of the engine whose answers are PostgreSQL's:
   a string are its text's; it is ordered (ORDER BY, <, >, min(), max(), against a label
   or a column of the same enum) by the position of its label in the declared order
   (pg_enum.enumsortorder, which catalog discovery reads). A literal that is no label is
-  PostgreSQL's 22P02.
+  PostgreSQL's 22P02. A value of the enum that is no column (a parameter or a cast typed
+  as the enum, planner.enum_values; a coalesce() of its columns with labels) is compared
+  and ordered as a label is (check_enum_value); one of another use is refused.
 
     frag_0.payload ->> 'k'      ->  CAST(frag_0.payload AS JSONB) ->> 'k'
     frag_0.tags[1]              ->  <list of frag_0.tags' elements>[1]
