@@ -65,7 +65,9 @@ _RAISED_WORDS = ((r"^input is out of range$", NUMERIC_VALUE_OUT_OF_RANGE),
                  # get_byte() past the end (connectors.dialects.duckdb.bytes)
                  (r"^index -?\d+ out of valid range, 0\.\.-?\d+$", ARRAY_SUBSCRIPT_ERROR),
                  # text cast to an integer (connectors.dialects.duckdb.integers)
-                 (r'^invalid input syntax for type (?:smallint|integer|bigint): ', INVALID_TEXT_REPRESENTATION))
+                 (r'^invalid input syntax for type (?:smallint|integer|bigint): ', INVALID_TEXT_REPRESENTATION),
+                 # text cast to a source's enum in the engine (planner.enum_values)
+                 (r'^invalid input value for enum ', INVALID_TEXT_REPRESENTATION))
 _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     *((kind, pattern, code) for kind in ("InvalidInputException", "OSError", "ArrowInvalid")
       for pattern, code in _RAISED_WORDS),

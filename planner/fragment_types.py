@@ -15,7 +15,6 @@ renderers leave expressions over it as they are.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 import pyarrow as pa
@@ -25,7 +24,7 @@ from planner.logical import (Aggregate, Column, Distinct, Filter, Join, Limit, N
                              SetOp, Sort, SubqueryAlias)
 from planner.numeric_results import numeric
 from planner.result_types import pg_type
-from planner.source_values import EnumText
+from planner.enum_values import field_enum
 from planner.type_names import pg_type_name, sqlglot_type_of
 
 
@@ -113,11 +112,8 @@ def source_text(node: Node, column: Column, postgres: bool = False) -> str | Non
         kept = meta.get(b"pg_type", meta.get(b"source_type", b"")).decode()
         if not kept or not pa.types.is_string(field.type):
             return None
-        if b"enum_labels" in meta:  # ordered by its labels (planner.source_values)
-            oid = meta.get(b"source_type_oid")
-            return EnumText(kept, json.loads(meta[b"enum_labels"]), node.table.ref.source,
-                            int(oid) if oid is not None else None, meta.get(b"source_typname", b"").decode())
-        return kept
+        # an enum: ordered by its labels (planner.source_values)
+        return field_enum(meta, node.table.ref.source) or kept
     if isinstance(node, (Filter, Sort, Limit, Distinct)):
         return source_text(node.input, column, postgres)
     if isinstance(node, SubqueryAlias):

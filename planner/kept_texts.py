@@ -24,7 +24,7 @@ statement shipped whole) is PostgreSQL's answer and never reaches this check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 
 from sqlglot import exp
@@ -32,8 +32,9 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import pg_type_by_name
-from planner.source_values import (ENUM_EXTREME, EnumText, JsonbValue, as_value, is_ordered, jsonb_value,
-                                   position)
+from planner.enum_values import enum_casts_as_text
+from planner.source_values import (ENUM_EXTREME, ENUM_VALUE, EnumText, JsonbValue, as_value,
+                                   check_enum_value, is_ordered, jsonb_value, position)
 
 _TEXT_CASTS = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
 # Text to the engine as well: their order and equality are the text's.
@@ -94,7 +95,8 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
     """{output position: PostgreSQL type} of the residual's outputs that pass a source's
     text through; raise 0A000 where the residual computes on such a text.
     `texts`: fragment name -> column -> PostgreSQL type (planner.fragment_types)."""
-    if not any(texts.values()):
+    enum_values = enum_casts_as_text(residual)
+    if not any(texts.values()) and not enum_values:
         return {}
     outputs: dict[int, list[str | None]] = {}  # per scope expression: each output's type
     root: Scope | None = None
@@ -106,6 +108,8 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
         # a lateral unnest()'s argument is among its select's columns twice, an outer
         # reference among its subquery's too: one rewritten already is no longer in the
         # residual (nor is the other enum of a comparison of two, planner.source_values)
+        if enum_values:
+            _check_enum_values(select, partial(_kept, scope=scope, texts=texts, outputs=outputs))
         for column in {id(c): c for c in scope.columns}.values():
             if column.root() is not residual:
                 continue
@@ -175,6 +179,20 @@ def _output_names(scope: Scope) -> list[str]:
     return [e.alias_or_name for e in scope.expression.expressions]
 
 
+def _check_enum_values(select: exp.Select, kept_of: Callable[[exp.Column], str | None]) -> None:
+    """0A000 for a cast to an enum of `select` (planner.enum_values) used where the engine
+    would answer it as text (planner.source_values.check_enum_value)."""
+    # (a cast of a value checked as the row is computed is the CASE that checks it)
+    values = [v for v in select.find_all(exp.Cast, exp.Case)
+              if isinstance(v.meta.get(ENUM_VALUE), EnumText) and v.find_ancestor(exp.Select) is select]
+    for value in values:
+        if not check_enum_value(value, value.meta[ENUM_VALUE], kept_of):
+            parent = value.parent
+            while isinstance(parent, exp.Paren) and parent.parent is not None:
+                parent = parent.parent
+            raise _error(value.meta[ENUM_VALUE], f"`{parent.sql('postgres')[:80]}`")
+
+
 def _output_mark(expression: exp.Expression, scope: Scope, texts: Mapping[str, Mapping[str, str]],
                  outputs: Mapping[int, list[str | None]]) -> str | None:
     inner = expression.this if isinstance(expression, exp.Alias) else expression
@@ -182,6 +200,8 @@ def _output_mark(expression: exp.Expression, scope: Scope, texts: Mapping[str, M
         return JsonbValue("jsonb")
     if isinstance(inner.meta.get(ENUM_EXTREME), EnumText):  # min() / max() of an enum
         return inner.meta[ENUM_EXTREME]
+    if isinstance(inner.meta.get(ENUM_VALUE), EnumText):  # a cast to it, a coalesce() of it
+        return inner.meta[ENUM_VALUE]
     return _kept(inner, scope, texts, outputs) if isinstance(inner, exp.Column) else None
 
 

@@ -14,16 +14,24 @@ when the statement is described (with NULLs) and when it runs (with values).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
-from pgwire.errors import UNDEFINED_PARAMETER, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, UNDEFINED_PARAMETER, PgError
 from planner.type_names import is_known
 
 TEXT = exp.DataType.build("TEXT")
 BIGINT = exp.DataType.build("BIGINT")
 BOOLEAN = exp.DataType.build("BOOLEAN")
+
+
+# The enum a column of a PostgreSQL source holds, as its type (planner.enum_values)
+EnumOf = Callable[[exp.Expression], exp.DataType | None]
+
+
+def _no_enum(node: exp.Expression) -> None:
+    return None
 
 
 def parameters(tree: exp.Expression) -> list[exp.Parameter]:
@@ -34,7 +42,7 @@ def parameter_count(tree: exp.Expression) -> int:
     return max((int(p.this.this) for p in parameters(tree)), default=0)
 
 
-def _array_of_compared(param: exp.Parameter) -> exp.DataType | None:
+def _array_of_compared(param: exp.Parameter, enum_of: EnumOf) -> exp.DataType | None:
     """`x = ANY($1)`, `x <> ALL($1)`: an array of x's type, as PostgreSQL infers it."""
     node = param.parent
     if isinstance(node, exp.Paren):
@@ -42,6 +50,11 @@ def _array_of_compared(param: exp.Parameter) -> exp.DataType | None:
     quantified = isinstance(node, exp.Any) or (
         isinstance(node, exp.Anonymous) and node.name.upper() == "ALL" and len(node.expressions) == 1)
     compared = node.parent if quantified else None
+    if isinstance(compared, exp.Binary) and compared.expression is node and enum_of(compared.this) is not None:
+        raise PgError(FEATURE_NOT_SUPPORTED, "a parameter of an array of a PostgreSQL source's enum "
+                      f"(`{compared.sql('postgres')}`) is not supported by fedgate, whose catalog has no "
+                      "array type of the enum", hint="Compare the enum's text: "
+                      f"{compared.this.sql('postgres')}::text = ANY({param.sql('postgres')}).")
     if isinstance(compared, exp.Binary) and not isinstance(compared, exp.Connector) \
             and compared.expression is node and is_known(compared.this.type):
         return exp.DataType(this=exp.DataType.Type.ARRAY, nested=True,
@@ -49,9 +62,17 @@ def _array_of_compared(param: exp.Parameter) -> exp.DataType | None:
     return None
 
 
-def _context_type(param: exp.Parameter) -> exp.DataType | None:
+def _known_type(other: exp.Expression, enum_of: EnumOf) -> exp.DataType | None:
+    """`other`'s type where it is known: an enum column's is the enum (sqlglot's is text)."""
+    found = enum_of(other)
+    if found is not None:
+        return found
+    return other.type if is_known(other.type) else None
+
+
+def _context_type(param: exp.Parameter, enum_of: EnumOf = _no_enum) -> exp.DataType | None:
     parent = param.parent
-    array = _array_of_compared(param)
+    array = _array_of_compared(param, enum_of)
     if array is not None:
         return array
     if isinstance(parent, exp.Cast):
@@ -64,10 +85,14 @@ def _context_type(param: exp.Parameter) -> exp.DataType | None:
         others = [parent.this] if isinstance(parent, (exp.Between, exp.In)) else []
         others += [v for v in parent.args.values() if isinstance(v, exp.Expression)]
         for other in others:
-            if other is not param and is_known(other.type):
-                return other.type
+            known = _known_type(other, enum_of) if other is not param else None
+            if known is not None:
+                return known
     if isinstance(parent, (exp.And, exp.Or, exp.Not, exp.Where, exp.Having)):
         return BOOLEAN
+    if isinstance(parent, exp.If) and parent.this is param and isinstance(parent.parent, exp.Case) \
+            and parent.parent.this is not None:  # `CASE x WHEN $1`: compared with x
+        return _known_type(parent.parent.this, enum_of)
     if isinstance(parent, (exp.Coalesce, exp.Nullif, exp.If, exp.Case, exp.Greatest, exp.Least)):
         # Every branch shares one type: take a sibling's, as PostgreSQL's resolution does.
         siblings = [v for v in parent.iter_expressions() if v is not param]
@@ -79,8 +104,9 @@ def _context_type(param: exp.Parameter) -> exp.DataType | None:
                 branches.append(case.args.get("default"))
             siblings = [v for v in branches if v is not None and v is not param]
         for sibling in siblings:
-            if is_known(sibling.type):
-                return sibling.type
+            known = _known_type(sibling, enum_of)
+            if known is not None:
+                return known
         if isinstance(parent, (exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least)) or \
                 isinstance(parent.parent, (exp.Case, exp.Coalesce)):
             return _context_type_of(parent)
@@ -97,9 +123,10 @@ def _context_type_of(node: exp.Expression) -> exp.DataType | None:
     return None
 
 
-def infer_param_types(tree: exp.Expression,
-                      declared: Sequence[exp.DataType | None]) -> list[exp.DataType]:
-    """Types of $1..$n; `tree` should be type-annotated when it references columns."""
+def infer_param_types(tree: exp.Expression, declared: Sequence[exp.DataType | None],
+                      enum_of: EnumOf = _no_enum) -> list[exp.DataType]:
+    """Types of $1..$n; `tree` should be type-annotated when it references columns.
+    `enum_of`: the enum type of a column that holds one."""
     count = max(parameter_count(tree), len(declared))
     types: list[exp.DataType | None] = [declared[i] if i < len(declared) else None
                                         for i in range(count)]
@@ -108,7 +135,7 @@ def infer_param_types(tree: exp.Expression,
         if index < 0:
             raise PgError(UNDEFINED_PARAMETER, f"there is no parameter ${index + 1}")
         if types[index] is None:
-            types[index] = _context_type(param)
+            types[index] = _context_type(param, enum_of)
     return [t if t is not None else TEXT for t in types]
 
 

@@ -51,7 +51,8 @@ from planner.variadic_arrays import variadic_arrays
 from planner.function_check import check_functions
 from planner.signature_check import signature_check
 from planner.pg_annotate import annotate_postgres
-from planner.params import cast_parameters, infer_param_types, parameters
+from planner.enum_values import param_type_names, typed_parameters
+from planner.params import parameters
 from planner.kept_texts import kept_texts
 from planner.source_values import enum_outputs, refuse_outside_duckdb
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
@@ -64,7 +65,7 @@ from planner.regclass_arguments import regclass_arguments
 from planner.unknown_literals import unknown_literals
 from planner.case_scales import case_scales
 from planner.set_scales import set_scales
-from planner.type_names import datatype_from_pg, pg_type_name
+from planner.type_names import datatype_from_pg
 
 
 @dataclass(frozen=True)
@@ -352,9 +353,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         if not annotated:
             tree, qualified = _annotated(tree, catalog, typed, shippable and not pg_aggregates
                                          and not (parameters(tree) or declared))
-        param_types = infer_param_types(tree, declared)
-        cast_parameters(tree, param_types)
-    pg_types = tuple(pg_type_name(t) or "text" for t in param_types)
+        param_types = typed_parameters(tree, declared, catalog, settings.search_path)
+    pg_types = param_type_names(param_types)
 
     if shippable:
         # The whole statement runs where its tables are: no engine, the fast path.

@@ -27,7 +27,9 @@ the column, in place, into a value of the engine whose answers are PostgreSQL's:
   a string are its text's; it is ordered (ORDER BY, <, >, min(), max(), against a label
   or a column of the same enum) by the position of its label in the declared order
   (pg_enum.enumsortorder, which catalog discovery reads). A literal that is no label is
-  PostgreSQL's 22P02.
+  PostgreSQL's 22P02. A value of the enum that is no column (a parameter or a cast typed
+  as the enum, planner.enum_values; a coalesce() of its columns with labels) is compared
+  and ordered as a label is (check_enum_value); one of another use is refused.
 
     frag_0.payload ->> 'k'      ->  CAST(frag_0.payload AS JSONB) ->> 'k'
     frag_0.tags[1]              ->  <list of frag_0.tags' elements>[1]
@@ -243,16 +245,25 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
                                                  is parent.this else parent.this):
         return True  # `st || 'x'` is the label's text and the string's (textanycat)
     if isinstance(parent, exp.In) and parent.this is column and not parent.args.get("query"):
-        return all(_label(e, kept) is not None for e in parent.expressions)
+        for value in parent.expressions:
+            refuse_string_parameter("=", value, kept, False)
+        return all(_value_of(e, kept) or _label(e, kept) is not None for e in parent.expressions)
     if isinstance(parent, exp.Case) and parent.this is _below(column, parent):
         # `CASE st WHEN 'paid' THEN ...`: its equality with each label
-        return all(_label(branch.this, kept) is not None for branch in parent.args.get("ifs") or ())
+        return all(_value_of(branch.this, kept) or _label(branch.this, kept) is not None
+                   for branch in parent.args.get("ifs") or ())
     if isinstance(parent, _EQUALITIES + _ORDERS):
         other = parent.expression if _below(column, parent) is parent.this else parent.this
         _refuse_other_enum(parent, other, kept, kept_of)
+        refuse_string_parameter(OPERATORS.get(type(parent), "="), other, kept, parent.this is other)
         if _same_enum(other, kept, kept_of):
             # `e.st < f.st`: both by their labels' positions; `=` by their texts. The other
             # column, replaced, is no longer the residual's (planner.kept_texts skips it)
+            if isinstance(parent, _ORDERS):
+                other.replace(position(other.copy(), kept))
+                column.replace(position(column.copy(), kept))
+            return True
+        if _value_of(other, kept):  # a parameter: by its label's position too
             if isinstance(parent, _ORDERS):
                 other.replace(position(other.copy(), kept))
                 column.replace(position(column.copy(), kept))
@@ -267,6 +278,8 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
     if isinstance(parent, exp.Ordered):
         column.replace(position(column.copy(), kept))
         return True
+    if isinstance(parent, exp.Coalesce):
+        return _coalesced(parent, kept, kept_of)
     if isinstance(parent, (exp.Min, exp.Max)) and parent.this is column:
         which = exp.ArgMin if isinstance(parent, exp.Min) else exp.ArgMax
         extreme = which(this=column.copy(), expression=position(column.copy(), kept))
@@ -278,6 +291,63 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
 
 # Set on the ARG_MIN / ARG_MAX a min() or max() of an enum becomes: its EnumText.
 ENUM_EXTREME = "enum_extreme"
+# Set on the type of a value of an enum that is no column (a parameter compared with one),
+# and on its cast to text in the residual: its EnumText (planner.enum_values).
+ENUM_VALUE = "enum_value"
+
+
+def _value_of(node: exp.Expression, kept: EnumText) -> bool:
+    """Whether `node` is a value of the enum `kept` that is no column (a parameter)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    found = node.meta.get(ENUM_VALUE)
+    return isinstance(found, EnumText) and found == kept and found.labels == kept.labels
+
+
+def _coalesced(coalesce: exp.Coalesce, kept: EnumText, kept_of: Callable[[exp.Column], str | None]) -> bool:
+    """coalesce() of the enum's columns, values and labels (`coalesce(st, 'new')`): a value
+    of the enum (ENUM_VALUE), if the engine answers its use (check_enum_value)."""
+    if coalesce.meta.get(ENUM_VALUE) is not None:
+        return True  # its other column: checked with the first
+    for argument in coalesce.iter_expressions():
+        if not (_same_enum(argument, kept, kept_of) or _value_of(argument, kept) or isinstance(argument, exp.Null)
+                or _label(argument, kept) is not None):
+            return False
+    coalesce.meta[ENUM_VALUE] = kept
+    return check_enum_value(coalesce, kept, kept_of)
+
+
+def check_enum_value(node: exp.Expression, kept: EnumText, kept_of: Callable[[exp.Column], str | None]) -> bool:
+    """Whether the engine answers the use of `node`, a value of the enum that is no column
+    (a cast to it, planner.enum_values, or a coalesce() of its columns) as PostgreSQL does:
+    passed through, tested for NULL, coalesced, grouped or ordered by, compared with a column of the
+    enum (whose own rewrite orders both) or with a label (ordered by the labels' positions)."""
+    parent = _above_parens(node)
+    if isinstance(parent, exp.Alias):
+        return isinstance(parent.parent, exp.Select) and parent.arg_key == "expressions"
+    if isinstance(parent, exp.Select):
+        return _below(node, parent).arg_key == "expressions"
+    if isinstance(parent, (exp.Is, exp.Coalesce, exp.Group)):  # its distinct labels group as texts
+        return True
+    if isinstance(parent, exp.Ordered):
+        node.replace(position(node.copy(), kept))
+        return True
+    if isinstance(parent, exp.If) and parent.this is _below(node, parent) and isinstance(parent.parent, exp.Case):
+        return _same_enum(parent.parent.this, kept, kept_of)  # `CASE st WHEN $1`: equal as texts
+    if isinstance(parent, exp.In) and parent.this is _below(node, parent) and not parent.args.get("query"):
+        return all(_label(e, kept) is not None for e in parent.expressions)
+    if isinstance(parent, _EQUALITIES + _ORDERS):
+        other = parent.expression if _below(node, parent) is parent.this else parent.this
+        if _same_enum(other, kept, kept_of):
+            return True
+        label = _label(other, kept)
+        if label is None:
+            return False
+        if isinstance(parent, _ORDERS):
+            other.replace(exp.Literal.number(kept.labels.index(label) + 1))
+            node.replace(position(node.copy(), kept))
+        return True
+    return False
 
 
 def _string(node: exp.Expression) -> bool:
@@ -295,7 +365,7 @@ def _same_enum(node: exp.Expression, kept: EnumText, kept_of: Callable[[exp.Colu
         and (other.source, other.oid) == (kept.source, kept.oid)
 
 
-_OPERATORS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+OPERATORS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
 def _refuse_other_enum(comparison: exp.Expression, other: exp.Expression, kept: EnumText,
@@ -306,8 +376,27 @@ def _refuse_other_enum(comparison: exp.Expression, other: exp.Expression, kept: 
     if not isinstance(found, EnumText) or _same_enum(other, kept, kept_of):
         return
     left, right = (kept, found) if comparison.this is not other else (found, kept)
-    operator = _OPERATORS.get(type(comparison), "=")
+    operator = OPERATORS.get(type(comparison), "=")
     raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left.typname} {operator} {right.typname}",
+                  hint="No operator matches the given name and argument types. You might need "
+                  "to add explicit type casts.")
+
+
+# PostgreSQL's names of the types a client may declare a string parameter as
+_STRING_TYPES = {exp.DataType.Type.TEXT: "text", exp.DataType.Type.VARCHAR: "character varying"}
+
+
+def refuse_string_parameter(operator: str, other: exp.Expression, kept: EnumText, on_the_left: bool) -> None:
+    """An enum compared with a parameter the client declared as text or varchar (pgJDBC's
+    setString): PostgreSQL has no such operator (42883), as where the source compares them."""
+    while isinstance(other, exp.Paren):
+        other = other.this
+    if not (isinstance(other, exp.Cast) and isinstance(other.this, exp.Parameter) and ENUM_VALUE not in other.meta
+            and other.to.this in _STRING_TYPES and not other.to.expressions):
+        return
+    names = (str(kept), _STRING_TYPES[other.to.this])
+    left, right = names[::-1] if on_the_left else names
+    raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left} {operator} {right}",
                   hint="No operator matches the given name and argument types. You might need "
                   "to add explicit type casts.")
 

@@ -85,6 +85,7 @@ class PgLink:
         self.described: dict[bytes, bytes] = {}
         self._names = itertools.count(1)
         self.row_types: Mapping[int, int] = {}  # see use_row_types
+        self.source_oids: Mapping[int, int] = {}  # the other way: the gateway's OIDs -> the source's
         self.row_types_for: object = None
 
     # --- connecting ----------------------------------------------------------------------
@@ -217,6 +218,7 @@ class PgLink:
         self.row_types_for = read_for
         if row_types != self.row_types:
             self.row_types = row_types
+            self.source_oids = {gateway: own for own, gateway in row_types.items()}
             self.described.clear()
             self._closing.extend(s.name for s in self.statements.values())
             self.statements.clear()
@@ -246,7 +248,8 @@ class PgLink:
             prefix_ready += 1
             self.statements.clear()
         name = f"fg_{next(self._names)}"
-        self.writer.write(prefix + w.parse(name, sql, param_oids) + w.describe("S", name) + w.SYNC)
+        declared = w.renamed_oids(param_oids, self.source_oids)  # as described: an enum by our OID
+        self.writer.write(prefix + w.parse(name, sql, declared) + w.describe("S", name) + w.SYNC)
         oids: tuple[int, ...] = ()
         fields: list[w.Field] | None = None
         error: PgError | None = None
@@ -258,7 +261,9 @@ class PgLink:
                     ready += 1
                     self.status = chr(body[0])
                 elif tag == ord("t"):
-                    oids = w.parameter_oids(body)
+                    # an enum the source infers for a parameter (`st = $1`) is described
+                    # with the gateway catalog's OID, as its columns are
+                    oids = w.renamed_oids(w.parameter_oids(body), self.row_types)
                 elif tag == _T:
                     fields = w.renamed_types(w.row_description_fields(body), self.row_types)
                 elif tag == _E and error is None:

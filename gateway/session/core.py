@@ -22,6 +22,7 @@ from gateway import pg_catalog
 from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
 from gateway.relay.links import SessionLinks
 from gateway.relay.literals import lift
+from gateway.session.enum_params import TEXT_OID, enum_oid
 from gateway.state import logs
 from gateway.state.activity import activity_of
 from gateway.state.activity import note_stream
@@ -37,6 +38,7 @@ from pgwire.types.params import decode_param
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from pgwire.types.table import pg_type_by_name, pg_type_by_oid
 from planner import PlanSettings, QueryPlan
+from planner.source_values import EnumText
 
 # Result batches above this many rows are encoded on a worker thread (pyarrow releases
 # the GIL), so one large result does not stall every other session on the event loop.
@@ -113,14 +115,14 @@ class SessionCore(SessionState):
                 # Planning errors show at Parse time; EXPLAIN and DECLARE take the query's
                 # parameters.
                 inner = await self.plan_query(utility.value, declared)
-                return Prepared(sql, utility, None, self.param_oids(inner, declared_oids))
+                return Prepared(sql, utility, None, await self.param_oids(inner, declared_oids))
             if utility.kind == "signal" and utility.value == "$1":  # its pid: int4 unless declared
                 return Prepared(sql, utility, None, (declared_oids[0] if declared_oids and declared_oids[0] else 23,))
             return Prepared(sql, utility, None, tuple(declared_oids))
         self.check_not_failed(Prepared(sql, None, None, ()))
         epoch = self.ctx.schema_epoch  # read first: a change during planning re-plans once
         plan = await self.plan_query(sql, declared)
-        return Prepared(sql, None, plan, self.param_oids(plan, declared_oids), schema_epoch=epoch)
+        return Prepared(sql, None, plan, await self.param_oids(plan, declared_oids), schema_epoch=epoch)
 
     async def prepare_by_shape(self, sql: str) -> tuple[Prepared, list] | None:
         """A simple Query's SELECT planned by its shape: its numbers lifted into parameters
@@ -149,9 +151,20 @@ class SessionCore(SessionState):
                   for i, (oid, value) in enumerate(zip(lifted.oids, lifted.values))]
         return Prepared(lifted.sql, None, plan, lifted.oids, schema_epoch=epoch), params
 
-    def param_oids(self, plan: QueryPlan, declared_oids: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(declared_oids[i] if i < len(declared_oids) and declared_oids[i]
-                     else self.type_oid(name) for i, name in enumerate(plan.param_types))
+    async def param_oids(self, plan: QueryPlan, declared_oids: tuple[int, ...]) -> tuple[int, ...]:
+        """The OIDs a ParameterDescription gives: the declared ones, else the plan's types'
+        (an enum's in the gateway's catalog, gateway.session.enum_params)."""
+        found = []
+        for i, name in enumerate(plan.param_types):
+            if i < len(declared_oids) and declared_oids[i]:
+                found.append(declared_oids[i])
+            elif isinstance(name, EnumText):
+                catalog = self.ctx.sources.get("pg_catalog")  # (None: no catalog, no enums)
+                found.append(TEXT_OID if catalog is None else await enum_oid(
+                    name, lambda source: catalog.row_type_oids(source, self.hidden)))  # type: ignore[attr-defined]
+            else:
+                found.append(self.type_oid(name))
+        return tuple(found)
 
     async def plan_query(self, sql: str, declared: tuple[str | None, ...] = ()) -> QueryPlan:
         await self.ctx.refresh_if_stale()

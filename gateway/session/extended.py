@@ -14,14 +14,14 @@ import time
 from gateway import pg_catalog
 from pgwire.errors import (DUPLICATE_CURSOR, DUPLICATE_PREPARED_STATEMENT, PROTOCOL_VIOLATION,
                             SYNTAX_ERROR, PgError, from_exception)
-from pgwire.types.table import decode_param
 from gateway.state.activity import note_done
-from gateway.state.portals import Portal
+from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
 from pgwire.types.rows import resolve_formats, row_description
 from gateway.relay.relayed import relayed_description
 from gateway.session import observe
+from gateway.session.enum_params import decode_params
 from gateway.session.prepared_sql import PreparedSqlMixin
 from gateway.state.statements import split_statements
 
@@ -73,8 +73,8 @@ class ExtendedMixin(PreparedSqlMixin):
             self.write(encoder.bind_complete())
             return
         formats = resolve_formats(message.param_formats, len(message.params))
-        params = [decode_param(oid, fmt, data, index=i + 1, timezone=self.settings.timezone)
-                  for i, (oid, fmt, data) in enumerate(zip(prepared.param_oids, formats, message.params))]
+        params = decode_params(_param_types(prepared), prepared.param_oids, formats, message.params,
+                               self.settings.timezone)
         old = self.portals.pop(message.portal, None)
         if old is not None:
             await old.close()
@@ -135,3 +135,8 @@ class ExtendedMixin(PreparedSqlMixin):
             if portal is not None:
                 await portal.close()
         self.write(encoder.close_complete())
+
+
+def _param_types(prepared: Prepared) -> tuple[str, ...]:
+    """The plan's types of the parameters (an enum's labels among them); none without one."""
+    return prepared.plan.param_types if prepared.plan is not None else ()

@@ -20,13 +20,13 @@ import time
 from gateway.relay.relayed import relayed_description
 from gateway.relay.routing import verb_of
 from gateway.session.prepared_args import argument_texts, declared_types, parse_arguments
+from gateway.session.enum_params import decode_params
 from gateway.session.relay import RelayMixin
 from gateway.state.portals import Portal, Prepared
 from gateway.state.statements import Utility, parse_utility
 from pgwire.errors import DUPLICATE_PREPARED_STATEMENT, SYNTAX_ERROR, PgError
 from pgwire.protocol import encoder
 from pgwire.types.rows import row_description
-from pgwire.types.table import decode_param
 
 # PostgreSQL's PreparableStmt: what PREPARE may name (a parenthesized SELECT starts "(").
 _PREPARABLE = frozenset({"select", "with", "values", "table", "insert", "update", "delete", "merge"})
@@ -83,8 +83,8 @@ class PreparedSqlMixin(RelayMixin):
 
     def _decoded(self, prepared: Prepared, texts: list[bytes | None]) -> list:
         zone = self.settings.timezone
-        return [decode_param(oid, 0, data, index=i + 1, timezone=zone)
-                for i, (oid, data) in enumerate(zip(prepared.param_oids, texts))]
+        types = prepared.plan.param_types if prepared.plan is not None else ()
+        return decode_params(types, prepared.param_oids, [0] * len(texts), texts, zone)
 
     async def explained_execute(self, sql: str) -> tuple[str, list, tuple[str | None, ...]]:
         """What EXPLAIN EXECUTE explains: the prepared statement's text, the arguments'

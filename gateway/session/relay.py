@@ -16,12 +16,13 @@ from sqlglot import exp
 
 from connectors import writes
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
-from pgwire.types.table import decode_param, pg_type_by_oid
+from pgwire.types.table import pg_type_by_oid
 from gateway.relay.relayed import spelled_out
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from gateway.session.core import SessionCore
+from gateway.session.enum_params import decode_params
 from gateway.state.route import Route
 
 
@@ -99,14 +100,15 @@ class RelayMixin(SessionCore):
         prepared = portal.statement
         declared = tuple(self.type_name(oid) for oid in prepared.param_oids)
         plan = await self.plan_query(prepared.sql, declared)
-        portal.params = self.decoded(portal)
         portal.statement = Prepared(prepared.sql, None, plan, prepared.param_oids)
+        portal.params = self.decoded(portal)  # by the plan's types (an enum's labels)
 
     def decoded(self, portal: Portal) -> list[Any]:
         oids = portal.statement.param_oids
         formats = resolve_formats(portal.param_formats, len(portal.raw_params))
-        return [decode_param(oid, fmt, data, index=i + 1, timezone=self.settings.timezone)
-                for i, (oid, fmt, data) in enumerate(zip(oids, formats, portal.raw_params))]
+        plan = portal.statement.plan
+        return decode_params(plan.param_types if plan is not None else (), oids, formats,
+                             portal.raw_params, self.settings.timezone)
 
     async def write_elsewhere(self, route: Route, params: list[Any], *, describe: bool) -> None:
         """A write to a SQLite or MySQL source, rendered in its dialect (gateway.relay.links)."""

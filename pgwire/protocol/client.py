@@ -224,6 +224,12 @@ def renamed_types(fields: list[Field], oids: Mapping[int, int]) -> list[Field]:
     return [replace(f, type_oid=oids.get(f.type_oid, f.type_oid)) for f in fields]
 
 
+def renamed_oids(oids: tuple[int, ...], renamed: Mapping[int, int]) -> tuple[int, ...]:
+    """`oids` (a ParameterDescription's) with a source's own types replaced as
+    `renamed_types` replaces them in a RowDescription."""
+    return tuple(renamed.get(o, o) if o >= FIRST_NORMAL_OID else o for o in oids)
+
+
 def row_description(fields: list[Field], formats: tuple[int, ...]) -> bytes:
     """RowDescription for `fields` with the client's result formats. Table OIDs and
     column numbers are zeroed: they name the source's catalog, not the one we emulate."""

@@ -79,6 +79,19 @@ ANSWERED = {
     "two_enums_as_text_equal": f"SELECT e.id, f.id AS other {JOIN} JOIN events f ON f.st::text = e.st::text "
                                "ORDER BY 1, 2",
     "same_enum_compared": f"SELECT e.id, f.id AS other {JOIN} JOIN events f ON f.st < e.st ORDER BY 1, 2",
+    # casts to the enum (planner.enum_values) and coalesce() with a label: values of the enum
+    "cast_to_the_enum": f"SELECT e.id, 'paid'::status, CAST(e.st::text AS status), e.pr::text::prio "
+                        f"{LEFT} ORDER BY e.id",
+    "cast_compared": f"SELECT e.id, e.st = 'paid'::status, 'paid'::status < e.st, e.st::text::status >= 'packed' "
+                     f"{LEFT} ORDER BY e.id",
+    "cast_filtered_in_the_engine": f"SELECT e.id {LEFT} WHERE e.st::text::status < 'paid' OR c.name = 'Dee' "
+                                   "ORDER BY e.id",
+    "coalesced": f"SELECT e.id, coalesce(e.st, 'new'), coalesce(e.pr, NULL, 'mid') {LEFT} ORDER BY e.id",
+    "coalesced_ordered_by_name": f"SELECT e.id, coalesce(e.st, 'new') AS s {LEFT} ORDER BY s DESC, e.id",
+    "coalesced_ordered": f"SELECT e.id {LEFT} ORDER BY coalesce(e.st, 'paid'), 1",
+    "coalesced_grouped": f"SELECT coalesce(e.st, 'new'), count(*) {LEFT} GROUP BY 1 ORDER BY 1",
+    "coalesced_compared": f"SELECT e.id, coalesce(e.st, 'new') < 'paid', coalesce(e.st, 'new') = 'new' "
+                          f"{LEFT} ORDER BY e.id",
 }
 
 
@@ -94,6 +107,10 @@ async def test_the_engine_answers_as_postgres(world, name: str) -> None:
     f"SELECT e.id {JOIN} WHERE e.st IN ('paid', 'lost')",
     f"SELECT e.id {JOIN} WHERE e.st < 'lost' OR c.name = 'Dee'",
     f"SELECT count(*) FILTER (WHERE e.pr = 'urgent') {JOIN}",
+    f"SELECT e.id, 'lost'::status {JOIN}",
+    f"SELECT e.id, c.name::status {JOIN}",  # checked as the row is computed
+    f"SELECT e.id {JOIN} WHERE e.st = c.name::status",
+    f"SELECT e.id, coalesce(e.st, 'lost') {LEFT}",
     # two enum types: no operator compares them
     f"SELECT e.id {JOIN} WHERE e.st = e.pr",
     f"SELECT e.id {JOIN} WHERE e.pr < e.st OR c.name = 'Dee'",
