@@ -312,12 +312,11 @@ class Repeats(Flight):
         if quiet:
             request = self.begin_query + request
         text = prepared.sql
-        if parsed is not None:  # the unnamed Parse names the statement for what follows
-            state.statements[""] = prepared
         portal = None
         if in_block:  # the block's unnamed portal, done at the run's end (`_finish`)
             portal = Portal(prepared, [], entry.formats)
-            portals[""] = portal
+        if parsed is not None or portal is not None:  # the unnamed Parse names the statement
+            state.run_bound(prepared, "" if parsed is not None else None, portal)
         self.portal = portal
         self._start(KIND_RUN, link, entry, text, data, request, quiet, answered,
                     self.suspended_flag if limited else 0)
@@ -370,24 +369,22 @@ class Repeats(Flight):
         sql = said.decode("ascii")
         if kind == CONTROL_BEGIN:
             begin_query = _message(0x51, said, b"\0", 0, 1, b"")  # BEGIN as the client said
-            state.skipping = False
+            self._sync()
             self._began(sql)
-            links.begin_sql = sql
+            links.block_began(sql)
             state.begin_block()
-            activity.state = "idle"
-            activity.stream = None
+            activity.went_idle()
             self._rearm(True, begin_query)
             self._send(_DONE_BEGIN + Z_BLOCK)
             self.taken += 1
             return True
         self.rollback = kind == CONTROL_ROLLBACK
         if count == 0:  # the block reached no source: nothing to end there
-            state.skipping = False
+            self._sync()
             self._began(sql)
-            links.writer = None
+            links.block_ended()
             state.end_block()
-            activity.state = "idle"
-            activity.stream = None
+            activity.went_idle()
             self._rearm(False, None)
             self._send((DONE_ROLLBACK if self.rollback else DONE_COMMIT) + Z_IDLE)
             self.taken += 1
