@@ -189,6 +189,10 @@ class PgLink:
             raise source_unavailable(self.source, "the connection was lost", lost=True)
         await self.port.wait()
 
+    def set_status(self, status: str) -> None:
+        """The source's ReadyForQuery said `status` ("I", "T" or "E")."""
+        self.status = status
+
     @property
     def idle(self) -> bool:
         """Ready for an express exchange: nothing unread, nobody else reading."""

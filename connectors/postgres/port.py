@@ -53,6 +53,17 @@ class LinkPort(asyncio.Protocol):
         self.paused_by: set[str] = set()
         transport.set_protocol(self)
 
+    def attach(self, consumer: Callable[[], None], taker: Callable[[bytes], None] | None = None) -> None:
+        """An express exchange owns the link now: `consumer` after every chunk, or
+        `taker` given every chunk instead (the lane's repeats)."""
+        self.consumer = consumer
+        self.taker = taker
+
+    def detach(self) -> None:
+        """The express exchange is over: chunks go to the buffer and the coroutine."""
+        self.consumer = None
+        self.taker = None
+
     # --- callbacks -----------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:

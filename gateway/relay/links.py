@@ -19,14 +19,12 @@ relayed-statement cache (`relay_key`) and find the commands a statement needs in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgwire.protocol import client as w
 from connectors import writes
 from connectors.postgres.link import Outcome, PgLink, RemoteStatement
 from gateway.relay.block_writers import BlockWriters
-from connectors.postgres.link_reader import LinkReader
-from gateway.executor.execute import Executor
 from pgwire.errors import (ACTIVE_SQL_TRANSACTION, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, PgError,
                            source_unavailable)
 from gateway.relay.literals import Lifted, lift
@@ -37,9 +35,6 @@ from planner.access import function_denied
 from gateway.state.portals import Portal
 from gateway.state.route import Route
 from gateway.state.session import SessionState
-
-if TYPE_CHECKING:
-    from planner import QueryPlan
 
 
 LIFTED_VERBS = frozenset({"select", "insert", "update", "delete"})
@@ -240,8 +235,7 @@ class SessionLinks:
     async def _finish(self, route: Route, outcome: Outcome) -> None:
         if outcome.error is not None:
             raise outcome.error
-        if route.writes and self.state.in_block:
-            self.writer = route.source
+        self.wrote(route)
         if route.ddl:
             self.ddl = True
             if not self.state.in_block:
@@ -372,24 +366,20 @@ class SessionLinks:
             self.writer = route.source
         return link, self.prefix(link)
 
-    def executor_for(self, plan: QueryPlan) -> Executor | None:
-        """An executor whose fragments on sources this block has reached run on the
-        block's links (so they see its writes); None when the shared one will do."""
-        if not (self.state.in_block and self.active):
-            return None
-        needed = {f.source for f in plan.fragments}
-        touched = {name: link for name, link in self.links.items()
-                   if name in needed and link.status != "I" and not link.broken}
-        if not touched:
-            return None
-        base = self.state.ctx.executor
-        sources = dict(base.sources)
-        for name, link in touched.items():
-            sources[name] = LinkReader(base.sources[name], link, self.prefix(link))  # type: ignore[assignment]
-        return Executor(sources, base.engines, base.default, self.state.ctx.metrics,
-                        self.state.ctx.memory)
-
     # --- transaction control -------------------------------------------------------------
+
+    def block_began(self, sql: str) -> None:
+        """BEGIN, as the client said it: sent ahead on each source the block reaches."""
+        self.begin_sql = sql
+
+    def wrote(self, route: Route) -> None:
+        """`route`'s statement succeeded: in a block, the block writes to its source."""
+        if route.writes and self.state.in_block:
+            self.writer = route.source
+
+    def block_ended(self) -> None:
+        """The block's COMMIT or ROLLBACK is done: it writes nowhere now."""
+        self.writer = None
 
     def in_transaction(self) -> list[PgLink]:
         touched = [link for link in self.links.values() if link.status != "I" and not link.broken]
@@ -403,7 +393,7 @@ class SessionLinks:
         for link in self.in_transaction():
             outcome = await link.simple(command if error is None else "ROLLBACK")
             error = error or outcome.error
-        self.writer = None
+        self.block_ended()
         if self.ddl:
             await self._stale()
         if error is not None:

@@ -20,6 +20,7 @@ from connectors.postgres.roles import SOURCE_ROLES
 from connectors.time_zone import TIMEZONE
 from gateway import pg_catalog
 from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
+from gateway.relay.block_executor import executor_for
 from gateway.relay.links import SessionLinks
 from gateway.relay.literals import lift
 from gateway.session.enum_params import TEXT_OID, enum_oid
@@ -216,7 +217,7 @@ class SessionCore(SessionState):
             return None
         if prepared.row_schema is None:
             TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
-            executor = self.links.executor_for(prepared.plan) or self.ctx.executor
+            executor = executor_for(self.links, prepared.plan) or self.ctx.executor
             engine = self.engine_for(prepared.plan)[0]
             await self.announce_engine_start(executor, prepared.plan, engine)
             prepared.row_schema = await executor.describe(prepared.plan, engine)
@@ -248,7 +249,7 @@ class SessionCore(SessionState):
             await self.replan_if_reshaped(portal)
             plan = portal.statement.plan
             TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
-            executor = self.links.executor_for(plan) or self.ctx.executor
+            executor = executor_for(self.links, plan) or self.ctx.executor
             engine = self.engine_for(plan)[0]
             await self.announce_engine_start(executor, plan, engine)
             portal.stream = await executor.run(plan, portal.params, engine, self.dynamic_filtering,

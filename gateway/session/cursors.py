@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from pgwire.errors import (DUPLICATE_CURSOR, FEATURE_NOT_SUPPORTED, INVALID_CURSOR_NAME,
                             NO_ACTIVE_SQL_TRANSACTION, PgError)
+from gateway.relay.block_executor import executor_for
 from gateway.session.core import SessionCore
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
@@ -61,13 +62,13 @@ class CursorMixin(SessionCore):
         inner = await self.prepare(query, portal.statement.param_oids)
         if inner.plan is None:
             raise PgError(FEATURE_NOT_SUPPORTED, "DECLARE CURSOR must be given a query")
-        if hold and self.links.executor_for(inner.plan) is not None:
+        if hold and executor_for(self.links, inner.plan) is not None:
             raise PgError(FEATURE_NOT_SUPPORTED, "a WITH HOLD cursor over a source this "
                           "transaction block has used is not supported by fedgate")
         binary = "BINARY" in utility.options
         self.portals[name] = Portal(inner, portal.params, (1,) if binary else (0,), holdable=hold)
         self.write(encoder.command_complete("DECLARE CURSOR"))
-        portal.done = True
+        portal.ran_to_end()
 
     async def fetch(self, portal: Portal, utility: Utility, describe: bool) -> None:
         """FETCH or MOVE: the next rows of the cursor, sent (FETCH) or skipped (MOVE)."""
@@ -83,7 +84,7 @@ class CursorMixin(SessionCore):
         if not cursor.done:
             sent, _ = await self.write_rows(cursor, count, formats, discard=move)
         self.write(encoder.command_complete(f"{'MOVE' if move else 'FETCH'} {sent}"))
-        portal.done = True
+        portal.ran_to_end()
 
     def close_cursor(self, portal: Portal, utility: Utility) -> None:
         if utility.name is not None:
@@ -94,7 +95,7 @@ class CursorMixin(SessionCore):
         for name in names:
             self.close_later(self.portals.pop(name))
         self.write(encoder.command_complete("CLOSE CURSOR"))
-        portal.done = True
+        portal.ran_to_end()
 
     def _cursor(self, name: str) -> Portal:
         cursor = self.portals.get(name)

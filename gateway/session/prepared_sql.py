@@ -51,7 +51,7 @@ class PreparedSqlMixin(RelayMixin):
             self.write(encoder.command_complete("PREPARE"))
         else:
             await self._execute_named(utility, portal.formats, describe)
-        portal.done = True
+        portal.ran_to_end()
 
     async def _prepare_named(self, sql: str, utility: Utility) -> None:
         assert utility.name is not None and utility.value is not None

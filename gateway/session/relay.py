@@ -81,11 +81,11 @@ class RelayMixin(SessionCore):
             return
         if prepared.route is not None and prepared.route.move:
             await self.run_move(prepared.route, prepared.sql)
-            portal.done = True
+            portal.ran_to_end()
             return
         if prepared.route is not None and prepared.route.kind != "postgres":
             await self.write_elsewhere(prepared.route, self.decoded(portal), describe=False)
-            portal.done = True
+            portal.ran_to_end()
             return
         if max_rows and prepared.remote_fields and not (prepared.route and prepared.route.writes):
             # A read fetched in pieces: the relay sends whole answers, the planner's
@@ -94,7 +94,7 @@ class RelayMixin(SessionCore):
             await self.execute(portal, max_rows, describe=False)
             return
         await self.links.execute(portal)
-        portal.done = True
+        portal.ran_to_end()
 
     async def plan_instead(self, portal: Portal) -> None:
         prepared = portal.statement

@@ -37,7 +37,7 @@ class UtilityMixin(CursorMixin):
         if utility.kind == "copy":  # COPY ... TO STDOUT streams its own messages
             assert utility.value is not None
             await copy_out.run(self, utility.value)
-            portal.done = True
+            portal.ran_to_end()
             return
         if utility.kind in _TRANSACTION_KINDS:
             await self._transaction(portal, utility)
@@ -137,7 +137,7 @@ class UtilityMixin(CursorMixin):
             except PgError as err:
                 error = err
         if kind == "begin" and not self.in_block:
-            self.links.begin_sql = portal.statement.sql
+            self.links.block_began(portal.statement.sql)
         result = util.HANDLERS[kind](self, utility)
         if kind in ("savepoint", "release", "rollback_to"):
             await self.links.savepoint(kind, utility.name or "")
@@ -156,4 +156,4 @@ class UtilityMixin(CursorMixin):
             if result.tag in ("SHOW", "EXPLAIN"):
                 result.tag = f"SELECT {result.rows.num_rows}" if result.tag == "EXPLAIN" else result.tag
         self.write(encoder.command_complete(result.tag))
-        portal.done = True
+        portal.ran_to_end()

@@ -45,23 +45,31 @@ class Activity:
     def query_start(self) -> datetime | None:
         return None if self.started is None else datetime.fromtimestamp(self.started, timezone.utc)
 
+    def began(self, sql: str) -> float:
+        """The session started `sql`: active since now (its time.time(), returned)."""
+        self.query = sql
+        started = self.started = time.time()
+        self.state = "active"
+        self.statements += 1
+        self.timed = time.perf_counter()
+        self.plan = None
+        self.sources = ()
+        self.figures = None
+        self.stream = None
+        return started
+
+    def went_idle(self, logged: bool = True) -> None:
+        """The statement ended: the session is idle, its result stream dropped. Not
+        `logged` (log_min_duration_ms < 0): its clock is dropped too, as `ended` would."""
+        self.state = "idle"
+        self.stream = None
+        if not logged:
+            self.timed = None
+
 
 def note_query(session: Any, sql: str) -> None:
     """Record the statement a session is running, for pg_stat_activity."""
-    began(activity_of(session), sql)
-
-
-def began(activity: Activity, sql: str) -> None:
-    """`note_query` on the session's activity (the express lane keeps it at hand)."""
-    activity.query = sql
-    activity.started = time.time()
-    activity.state = "active"
-    activity.statements += 1
-    activity.timed = time.perf_counter()
-    activity.plan = None
-    activity.sources = ()
-    activity.figures = None
-    activity.stream = None
+    activity_of(session).began(sql)
 
 
 def note_done(session: Any) -> None:
@@ -106,12 +114,7 @@ def note_sources(session: Any, sources: tuple[str, ...]) -> None:
 
 
 def note_idle(session: Any) -> None:
-    idled(activity_of(session))
-
-
-def idled(activity: Activity) -> None:
-    activity.state = "idle"
-    activity.stream = None
+    activity_of(session).went_idle()
 
 
 def activity_of(session: Any) -> Activity:

@@ -65,6 +65,10 @@ class Portal:
     param_formats: tuple[int, ...] = ()
     holdable: bool = False  # a cursor declared WITH HOLD: outlives its transaction
 
+    def ran_to_end(self) -> None:
+        """Its statement ran to the end: nothing more to fetch."""
+        self.done = True
+
     async def close(self) -> None:
         self.done = True
         if self.stream is not None:

@@ -345,6 +345,18 @@ class SessionState:
             raise PgError(INVALID_SQL_STATEMENT_NAME, f'prepared statement "{name}" does not exist')
         return prepared
 
+    def run_bound(self, prepared: Prepared, parsed: str | None, portal: Portal | None) -> None:
+        """An extended run's Parse named `parsed` (None: it had none) and its Bind of the
+        unnamed `portal` (None: not kept, as Sync outside a block closes it with the run)."""
+        if parsed is not None:
+            self.statements[parsed] = prepared
+        if portal is not None:
+            self.portals[""] = portal
+
+    def stop_skipping(self) -> None:
+        """A Query or Sync came: the extended protocol's error is behind it."""
+        self.skipping = False
+
     def portal(self, name: str) -> Portal:
         portal = self.portals.get(name)
         if portal is None:

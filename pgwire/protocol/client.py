@@ -145,6 +145,10 @@ class BackendReader:
             self.pos = 0
         self.buffer += data
 
+    def consumed_to(self, pos: int) -> None:
+        """What is before `pos` was read (by a walk over `buffer` of the reader's own)."""
+        self.pos = pos
+
     def next(self) -> tuple[int, int, int] | None:
         buffer, pos = self.buffer, self.pos
         if len(buffer) - pos < 5:

@@ -86,7 +86,7 @@ class Exchange:
                 tag, pos = buffer[begin], begin + 1 + _U32.unpack_from(buffer, begin + 1)[0]
                 if tag == _COPY_IN or pos < begin + 5:
                     # COPY asked for (not a statement the lane takes), or a length below 4
-                    wire.pos = len(buffer)
+                    wire.consumed_to(len(buffer))
                     link.broken = True
                     said = ("asked for COPY data where none was expected" if tag == _COPY_IN
                             else "sent a message shorter than its header")
@@ -95,9 +95,10 @@ class Exchange:
                     return
                 if tag == _Z:
                     self.seen += 1
-                    outcome.status = link.status = chr(buffer[begin + 5])
+                    status = outcome.status = chr(buffer[begin + 5])
+                    link.set_status(status)
                     if self.seen >= self.ready:
-                        wire.pos = pos
+                        wire.consumed_to(pos)
                         self._finish()
                         return
                 elif tag == _ERR:
@@ -106,7 +107,7 @@ class Exchange:
                             w.error_fields(bytes(buffer[begin + 5:pos])))
                 else:  # a RowDescription seen for the first time: described from now on
                     state.write(link.client_description(bytes(buffer[begin + 5:pos])))
-            wire.pos = pos
+            wire.consumed_to(pos)
             if link.port.eof:
                 link.broken = True
                 outcome.error = source_unavailable(link.source, "the connection was lost",
@@ -127,6 +128,6 @@ class Exchange:
         self._finish()
 
     def _finish(self) -> None:
-        self.link.port.consumer = None
+        self.link.port.detach()
         self.link.port.resume("client")
         self.done(self.outcome)

@@ -27,7 +27,7 @@ from gateway.relay.links import SessionLinks
 from gateway.relay.relayed import stale_plan, unlifted
 from gateway.relay.literals import Lifted
 from gateway.relay.express.place_in_line import PlaceInLine
-from gateway.state.activity import activity_of, began, ended, idled
+from gateway.state.activity import activity_of, ended
 from gateway.state.background import in_background
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
@@ -259,9 +259,8 @@ class Lane:
     def _send_query(self, link: PgLink, request: bytes, sql: str, done: Callable[[Outcome], None]) -> None:
         """Start a simple Query's statement, as Session.on_query → run_statements →
         SessionLinks.simple do."""
-        s = self.state
-        s.skipping = False
-        began(self.activity, sql)
+        self.state.stop_skipping()
+        self.activity.began(sql)
         prefix, quiet = self.links.prefix(link)
         self._start(link, prefix + request, quiet, done)
 
@@ -283,8 +282,8 @@ class Lane:
             if self._fatal(outcome.error):
                 return
             s.report(outcome.error)
-        elif route.writes and s.in_block:
-            self.links.writer = route.source
+        else:
+            self.links.wrote(route)
         self._query_ready()
         self._done()
 
@@ -294,7 +293,7 @@ class Lane:
         s = self.state
         if not s.in_block and s.portals:
             s.close_portals(keep_unnamed=False)
-        idled(self.activity)
+        self.activity.went_idle()
         s.write(encoder.ready_for_query(s.status))
 
     def counted(self, route: Route, error: PgError | None) -> None:
@@ -329,12 +328,10 @@ class Lane:
         a row limit (`limited`: asyncpg's fetchrow/fetchval) the source stops there and says
         PortalSuspended; Sync follows at once, so the portal ends as it does here."""
         s = self.state
-        if parsed is not None:
-            s.statements[parsed] = prepared
         portal = Portal(prepared, [], formats)
-        s.portals[""] = portal
+        s.run_bound(prepared, parsed, portal)
         s.write(answered)
-        began(self.activity, prepared.sql)
+        self.activity.began(prepared.sql)
         prefix, quiet = self.links.prefix(link)
         route = prepared.route
         self._start(link, prefix + w.rebind(remote.name, params) + tail, quiet,
@@ -349,12 +346,11 @@ class Lane:
                 return
             s.report(outcome.error)
         else:
-            if route.writes and s.in_block:
-                self.links.writer = route.source
-            portal.done = True
+            self.links.wrote(route)
+            portal.ran_to_end()
         # Sync, as Session.on_sync.
-        s.skipping = False
-        idled(self.activity)
+        s.stop_skipping()
+        self.activity.went_idle()
         if not s.in_block:
             s.close_portals(keep_unnamed=False)
         s.write(encoder.ready_for_query(s.status))
@@ -365,10 +361,15 @@ class Lane:
     def _start(self, link: PgLink, payload: bytes, quiet: int, done: Callable[[Outcome], None],
                **options: bool) -> None:
         exchange = self.exchange = Exchange(self, link, 1 + quiet, quiet, done, **options)
-        link.port.consumer = exchange.pump
+        link.port.attach(exchange.pump)
         link.writer.write(payload)
         if self.port.writing_paused:
             link.port.pause("client")
+
+    def in_flight(self, exchange: Exchange | None) -> None:
+        """The repeats' statement is in flight on a link of the session (`exchange`: the
+        repeats), or ended (None): the lane holds what the client sends meanwhile."""
+        self.exchange = exchange
 
     def _fatal(self, err: PgError) -> bool:
         """A FATAL from the source ends the client's connection too, as on the task."""

@@ -66,8 +66,7 @@ from gateway.relay.express.text_split import quick_split
 from gateway.relay.express.kept import BOUND_TAIL, KeptQuery, KeptRun, parameter_types
 from gateway.relay.express.repeats import Repeats
 from gateway.relay.express.statement_bytes import quick_bind, quick_split_bytes, run_key_of
-from gateway.state.activity import began, ended
-from gateway.state.metrics import LATENCY_BUCKETS
+from gateway.state.activity import ended
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.protocol import messages as m
@@ -103,7 +102,7 @@ class RememberingLane(Lane):
             self, state, links, port, self.activity, self._shapes, self._runs, self.held,
             state.unsent(), self.offer,
             self._adopt, self._continue, quick_split_bytes, quick_bind, run_key_of, answer_pass,
-            ended, BOUND_TAIL, LATENCY_BUCKETS, PASS_QUIET, PASS_DISCARD, PASS_SUSPENDED,
+            ended, BOUND_TAIL, PASS_QUIET, PASS_DISCARD, PASS_SUSPENDED,
             FLUSH_BYTES)
         self.offer = repeats  # type: ignore[method-assign]
 
@@ -152,8 +151,7 @@ class RememberingLane(Lane):
         exchange = self.exchange = Exchange(self, link, ready, quiet, done, discard=kind == 2,
                                             suspended=limited)
         exchange.seen = seen
-        link.port.taker = None
-        link.port.consumer = exchange.pump
+        link.port.attach(exchange.pump)
         return exchange
 
     def _hot(self, data: bytes) -> bool:
@@ -205,14 +203,14 @@ class RememberingLane(Lane):
             return False
         text = sql.decode()
         # `_send_query` and `_start`, written out.
-        s.skipping = False
-        began(self.activity, text)
+        s.stop_skipping()
+        self.activity.began(text)
         prefix, quiet = self.links.prefix(link)
         request = quick_bind(hot.bind_head(remote, len(numbers)), numbers, BOUND_TAIL)
         exchange = self.exchange = Exchange(
             self, link, 1 + quiet, quiet, partial(self._hot_done, route, text, data))
         port = link.port
-        port.consumer = exchange.pump
+        port.attach(exchange.pump)
         port.transport.write(prefix + request if prefix else request)
         if self.port.writing_paused:
             port.pause("client")
@@ -242,13 +240,10 @@ class RememberingLane(Lane):
         assert started is not None  # `began` set it when the statement was sent
         s.ctx.metrics.statement_done("write" if route.writes else "select", None, "express",
                                      time.time() - started)
-        in_block = s.in_block
-        if route.writes and in_block:
-            self.links.writer = route.source
-        if not in_block and s.portals:
+        self.links.wrote(route)
+        if not s.in_block and s.portals:
             s.close_portals(keep_unnamed=False)
-        activity.state = "idle"  # `idled`
-        activity.stream = None
+        activity.went_idle()
         s.write(_READY[s.status])
         self._finished()
 
@@ -283,17 +278,14 @@ class RememberingLane(Lane):
                            hot.formats, hot.answered, data[params_at:end], hot.tail, True)
             return True
         # `_send_run` and `_start`, written out (this runs for every such statement).
-        if hot.parsed is not None:
-            s.statements[""] = prepared
         # Outside a block Sync closes the unnamed portal with the run, and nothing reads
         # it in between (what the client sends meanwhile is held): only a block keeps one.
         # (`_run_target` found no streaming portal there, so dropping the old one at the
         # end, as `_hot_run_done` does, is what replacing it here would do.)
-        portal: Portal | None = None
-        if s.in_block:
-            portal = s.portals[""] = Portal(prepared, [], hot.formats)
+        portal = Portal(prepared, [], hot.formats) if s.in_block else None
+        s.run_bound(prepared, "" if hot.parsed is not None else None, portal)
         s.write(hot.answered)
-        began(self.activity, prepared.sql)
+        self.activity.began(prepared.sql)
         prefix, quiet = self.links.prefix(link)
         bind = hot.bind_head(remote)
         request = b"".join((prefix, b"B", _I32.pack(len(bind) + end - params_at + 4), bind,
@@ -301,7 +293,7 @@ class RememberingLane(Lane):
         exchange = self.exchange = Exchange(
             self, link, 1 + quiet, quiet, partial(self._hot_run_done, hot, portal))
         port = link.port
-        port.consumer = exchange.pump
+        port.attach(exchange.pump)
         port.transport.write(request)
         if self.port.writing_paused:
             port.pause("client")
@@ -321,15 +313,12 @@ class RememberingLane(Lane):
         assert started is not None  # `began` set it when the statement was sent
         s.ctx.metrics.statement_done("write" if route.writes else "select", None, "express",
                                      time.time() - started)
-        in_block = s.in_block
-        if route.writes and in_block:
-            self.links.writer = route.source
+        self.links.wrote(route)
         if portal is not None:
-            portal.done = True
-        s.skipping = False  # Sync, as Session.on_sync
-        activity.state = "idle"  # `idled`
-        activity.stream = None
-        if not in_block and s.portals:
+            portal.ran_to_end()
+        s.stop_skipping()  # Sync, as Session.on_sync
+        activity.went_idle()
+        if not s.in_block and s.portals:
             s.close_portals(keep_unnamed=False)
         s.write(_READY[s.status])
         self._finished()

@@ -24,17 +24,12 @@ cdef class Repeats(Flight):
     @cython.locals(state=object)
     cdef bint _session_ready(self) except -1
 
-    @cython.locals(port=object, wire=object)
-    cdef bint _link_idle(self, object link) except -1
-
     @cython.locals(writes=bint, source=object, links=object, writer=object, link=object,
                    read_for=object)
     cdef object _idle_link(self, object route, object version)
 
     @cython.locals(count=int, link=object)
-    cdef int _links_in_block(self, bint skip_broken, int enough) except -1
-
-    cdef bint _links_active(self) except -1
+    cdef int _links_in_block(self, int enough) except -1
 
     @cython.locals(d="const unsigned char *", split=tuple, sql=bytes, numbers=list, entry=object,
                    count=Py_ssize_t, number=bytes, c="unsigned char", version=object,

@@ -119,16 +119,6 @@ class Repeats(Flight):
         return not (self.closed or self.unsent or state.closed or self.port.draining
                     or self.ctx.catalog_stale)
 
-    def _link_idle(self, link: object) -> bool:
-        """`link` is idle (PgLink.idle: not broken, nobody reading, nothing unread)."""
-        if link.broken:
-            return False
-        port = link.port
-        if port.consumer is not None or port.eof:
-            return False
-        wire = link.wire
-        return wire.pos == len(wire.buffer)
-
     def _idle_link(self, route: object, version: object) -> object:
         """The session's idle link to `route`'s source for this statement, or None: as
         Lane._link, with what arming covers left out."""
@@ -142,7 +132,7 @@ class Repeats(Flight):
             if writer is not None and writer is not source and writer != source:
                 return None
         link = links.links.get(source)
-        if link is None or not self._link_idle(link):
+        if link is None or not link.idle:  # not broken, nobody reading, nothing unread
             return None
         # the row types this catalog gives (SessionLinks.link sets them on the task)
         read_for = link.row_types_for
@@ -158,28 +148,21 @@ class Repeats(Flight):
             return None
         return link
 
-    def _links_in_block(self, skip_broken: bool, enough: int) -> int:
+    def _links_in_block(self, enough: int) -> int:
         """How many links the block reached (status not 'I'), leaving out the broken ones
-        when `skip_broken` (SessionLinks.in_transaction), the last of them in `found`; the
-        walk stops at `enough`."""
+        (SessionLinks.in_transaction), the last of them in `found`; the walk stops at
+        `enough`."""
         count = 0
         self.found = None
         for link in self.links.links.values():
             if count >= enough:
                 break
             if link.status != "I":
-                if skip_broken and link.broken:
+                if link.broken:
                     continue
                 count += 1
                 self.found = link
         return count
-
-    def _links_active(self) -> bool:
-        """SessionLinks.active: the block reached a source (a writer held, or a link not
-        idle)."""
-        if self.links.writers:
-            return True
-        return self._links_in_block(False, 1) > 0
 
     def _take_query(self, data: bytes, n: int) -> bool:
         """A simple Query of a remembered shape: started, or not taken. As
@@ -210,7 +193,7 @@ class Repeats(Flight):
         version = self.ctx.catalog.version
         if entry.version != version:
             return False
-        in_tx = self.in_block and self._links_active()
+        in_tx = self.in_block and self.links.active
         if entry.in_transaction != in_tx:
             return False
         route = entry.route
@@ -277,7 +260,7 @@ class Repeats(Flight):
         # the Parse must find the statement the run found, or the Bind must name it
         if parsed is not None:
             found = state.relayed.get((parsed[0], parsed[1], version, self.search_path,
-                                       self.relay, in_block and self._links_active(),
+                                       self.relay, in_block and self.links.active,
                                        self.hidden))
         else:
             found = state.statements.get(entry.statement)
@@ -312,12 +295,11 @@ class Repeats(Flight):
         if quiet:
             request = self.begin_query + request
         text = prepared.sql
-        if parsed is not None:  # the unnamed Parse names the statement for what follows
-            state.statements[""] = prepared
         portal = None
         if in_block:  # the block's unnamed portal, done at the run's end (`_finish`)
             portal = Portal(prepared, [], entry.formats)
-            portals[""] = portal
+        if parsed is not None or portal is not None:  # the unnamed Parse names the statement
+            state.run_bound(prepared, "" if parsed is not None else None, portal)
         self.portal = portal
         self._start(KIND_RUN, link, entry, text, data, request, quiet, answered,
                     self.suspended_flag if limited else 0)
@@ -359,35 +341,33 @@ class Repeats(Flight):
         if kind != CONTROL_BEGIN:
             if links.writers or links.ddl:
                 return False
-            count = self._links_in_block(True, 2)
+            count = self._links_in_block(2)
             link = self.found
             self.found = None
             if count > 1:
                 return False
-            if count == 1 and not self._link_idle(link):
+            if count == 1 and not link.idle:
                 return False
         said = data[at:stop]
         sql = said.decode("ascii")
         if kind == CONTROL_BEGIN:
             begin_query = _message(0x51, said, b"\0", 0, 1, b"")  # BEGIN as the client said
-            state.skipping = False
+            self._sync()
             self._began(sql)
-            links.begin_sql = sql
+            links.block_began(sql)
             state.begin_block()
-            activity.state = "idle"
-            activity.stream = None
+            activity.went_idle()
             self._rearm(True, begin_query)
             self._send(_DONE_BEGIN + Z_BLOCK)
             self.taken += 1
             return True
         self.rollback = kind == CONTROL_ROLLBACK
         if count == 0:  # the block reached no source: nothing to end there
-            state.skipping = False
+            self._sync()
             self._began(sql)
-            links.writer = None
+            links.block_ended()
             state.end_block()
-            activity.state = "idle"
-            activity.stream = None
+            activity.went_idle()
             self._rearm(False, None)
             self._send((DONE_ROLLBACK if self.rollback else DONE_COMMIT) + Z_IDLE)
             self.taken += 1

@@ -3,7 +3,6 @@
 cimport cython
 
 cdef int _QUERY, _RUN, _END
-cdef tuple _K_SELECT, _K_WRITE
 
 
 cdef class Flight:
@@ -14,12 +13,10 @@ cdef class Flight:
     cdef bint closed
     cdef object offer, adopt, resume, split, bind, run_key, answer_pass, ended
     cdef bytes bound_tail
-    cdef tuple buckets
     cdef long quiet_flag, discard_flag, suspended_flag
     cdef Py_ssize_t flush_bytes
     cdef long log_min_ms
-    cdef dict statements_count
-    cdef object histogram
+    cdef object metrics
     cdef object pump_m, take_m
     cdef readonly long long taken  # statements started here
     # the arming's snapshot
@@ -45,8 +42,10 @@ cdef class Flight:
 
     cdef void _clear_flight(self) noexcept
 
-    @cython.locals(activity=object, started=object)
     cdef void _began(self, str text) except *
+
+    @cython.locals(state=object)
+    cdef void _sync(self) except *
 
     @cython.locals(transport=object)
     cdef void _send(self, bytes data) except *
@@ -65,17 +64,13 @@ cdef class Flight:
     @cython.locals(out=list, joined=bytes)
     cdef void _write_out(self) except *
 
-    @cython.locals(key=tuple, counts=dict, i=Py_ssize_t, bound=double, histogram=object)
-    cdef void _counted(self, bint writes, double seconds) except *
-
     @cython.locals(seconds=double, port=object, state=object, links=object, activity=object,
-                   kind=int, route=object, writes=bint, ready=object, lane=object, joined=bytes)
+                   kind=int, route=object, writes=bint, logged=bint, ready=object, joined=bytes)
     cdef void _finish(self) except *
 
     @cython.locals(link=object, wire=object, raw=object, buffer=bytearray, described=object,
                    pos=Py_ssize_t, flags=long, walked=tuple, passed=object, size=Py_ssize_t)
     cdef void _pump(self) except *
 
-    @cython.locals(link=object, wire=object, raw=object, buffer=bytearray, pos=Py_ssize_t,
-                   size=Py_ssize_t)
+    @cython.locals(link=object, wire=object, raw=object, pos=Py_ssize_t)
     cpdef take(self, object data)

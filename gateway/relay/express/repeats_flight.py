@@ -12,7 +12,7 @@ that module: the C types of the fields are in repeats_flight.pxd beside it.
 
 from __future__ import annotations
 
-from time import perf_counter, time
+from time import time
 
 from pgwire.protocol import encoder
 from pgwire.protocol import client as w
@@ -27,8 +27,6 @@ Z_IDLE = encoder.ready_for_query(b"I")
 Z_BLOCK = encoder.ready_for_query(b"T")
 DONE_COMMIT = encoder.command_complete("COMMIT")
 DONE_ROLLBACK = encoder.command_complete("ROLLBACK")
-_K_SELECT = ("select", "00")
-_K_WRITE = ("write", "00")
 
 
 class Flight:
@@ -38,8 +36,7 @@ class Flight:
                  activity: object, shapes: dict, runs: dict, held: list, unsent: list,
                  offer: object, adopt: object,
                  resume: object, split: object, bind: object, run_key: object,
-                 answer_pass: object, ended: object, bound_tail: bytes, buckets: tuple,
-                 quiet_flag: int, discard_flag: int, suspended_flag: int,
+                 answer_pass: object, ended: object, bound_tail: bytes, quiet_flag: int, discard_flag: int, suspended_flag: int,
                  flush_bytes: int) -> None:
         if type(shapes) is not dict or type(runs) is not dict:
             raise TypeError("Repeats: the lane's shapes and runs must be dicts")
@@ -65,16 +62,13 @@ class Flight:
         self.answer_pass = answer_pass
         self.ended = ended
         self.bound_tail = bound_tail
-        self.buckets = tuple([float(bound) for bound in buckets])
         self.quiet_flag = quiet_flag
         self.discard_flag = discard_flag
         self.suspended_flag = suspended_flag
         self.flush_bytes = flush_bytes
         # read once: the configuration is not reloaded while the gateway runs
         self.log_min_ms = self.ctx.config.server.log_min_duration_ms
-        metrics = self.ctx.metrics
-        self.statements_count = metrics.statements
-        self.histogram = metrics.latency["express"]
+        self.metrics = self.ctx.metrics
         self.pump_m = self.pump
         self.take_m = self.take
         self.taken = 0
@@ -165,19 +159,15 @@ class Flight:
     # --- the client's chunk -----------------------------------------------------------------
 
     def _began(self, text: str) -> None:
-        """gateway.state.activity.began, written out."""
-        activity = self.activity
-        activity.query = text
-        started = time()
-        self.started = started
-        activity.started = started
-        activity.state = "active"
-        activity.statements += 1
-        activity.timed = perf_counter()
-        activity.plan = None
-        activity.sources = ()
-        activity.figures = None
-        activity.stream = None
+        """The session's activity says `text` runs since now (kept for its count)."""
+        self.started = self.activity.began(text)
+
+    def _sync(self) -> None:
+        """A Query or Sync came (what the repeats start is both): the session skips no
+        more (only its task starts skipping, and it disarms the repeats first)."""
+        state = self.state
+        if state.skipping:
+            state.stop_skipping()
 
     def _send(self, data: bytes) -> None:
         """`data` to the client's socket, unless the client is gone or its socket closing."""
@@ -196,7 +186,7 @@ class Flight:
         On an error nothing of the flight is left behind (the link's port, the lane's
         exchange), so the Python road that takes the chunk over finds the link as it was."""
         self._began(text)
-        self.state.skipping = False
+        self._sync()
         self.out = []
         self.out_bytes = 0
         self.flight = True
@@ -215,16 +205,14 @@ class Flight:
         port = link.port
         written = False
         try:
-            self.lane.exchange = self
-            port.consumer = self.pump_m
-            port.taker = self.take_m
+            self.lane.in_flight(self)
+            port.attach(self.pump_m, self.take_m)
             port.transport.write(request)
             written = True
         finally:
             if not written:  # the first error is the one raised
-                port.consumer = None
-                port.taker = None
-                self.lane.exchange = None
+                port.detach()
+                self.lane.in_flight(None)
                 self._clear_flight()
 
     def handoff(self) -> object:
@@ -261,28 +249,12 @@ class Flight:
         self.out_bytes = 0
         self._send(joined)
 
-    def _counted(self, writes: bool, seconds: float) -> None:
-        """/metrics: one statement of the lane ended, as Metrics.statement_done."""
-        key = _K_WRITE if writes else _K_SELECT
-        counts = self.statements_count
-        counts[key] = counts.get(key, 0) + 1
-        i = 0
-        for bound in self.buckets:  # bisect_left: the first bound >= seconds, else +Inf
-            if bound >= seconds:
-                break
-            i += 1
-        histogram = self.histogram
-        histogram.counts[i] += 1
-        histogram.total += seconds
-        histogram.count += 1
-
     def _finish(self) -> None:
         """The last ReadyForQuery came: as RememberingLane._hot_done / _hot_run_done and
         _finished."""
         seconds = time() - self.started
         port = self.link.port
-        port.consumer = None
-        port.taker = None
+        port.detach()
         if port.paused_by:
             port.resume("client")
         state = self.state
@@ -290,34 +262,31 @@ class Flight:
         activity = self.activity
         kind = self.kind
         if kind == _END:  # as ExpressLane._control_done
-            links.writer = None
+            links.block_ended()
             state.end_block()
             self._rearm(False, None)
             self.out.append(DONE_ROLLBACK if self.rollback else DONE_COMMIT)
         else:
             route = self.entry.route if kind == _QUERY else self.entry.prepared.route
             writes = bool(route.writes)
-            self._counted(writes, seconds)
-            if writes and self.in_block:
-                links.writer = route.source
+            self.metrics.statement_done("write" if writes else "select", None, "express", seconds)
+            if writes and self.in_block:  # (`wrote` asks too: one call less for a read)
+                links.wrote(route)
             if kind == _RUN:
                 if self.portal is not None:  # the block's unnamed portal ran to its end
-                    self.portal.done = True
-                state.skipping = False  # Sync, as Session.on_sync
+                    self.portal.ran_to_end()
+                self._sync()  # Sync, as Session.on_sync
             if not self.in_block and state.portals:
                 state.close_portals(False)
-        activity.state = "idle"
-        activity.stream = None
         # the statement log (gateway.state.activity.ended), when it logs anything
-        if self.log_min_ms < 0:
-            activity.timed = None
-        else:
+        logged = self.log_min_ms >= 0
+        activity.went_idle(logged)
+        if logged:
             self.ended(activity, state)
         ready = self.ready
         if ready is None:  # never so: _disarm keeps it while in flight
             raise RuntimeError("Repeats: a statement ended with no ReadyForQuery")
-        lane = self.lane
-        lane.exchange = None
+        self.lane.in_flight(None)
         self.out.append(ready)
         if self.held or self.closed:
             # what the client sent meanwhile: the lane's Python takes it from here
@@ -368,17 +337,17 @@ class Flight:
             size = len(buffer)
             if (pos + 6 > size or buffer[pos] != 0x5A or buffer[pos + 1] != 0
                     or buffer[pos + 2] != 0 or buffer[pos + 3] != 0 or buffer[pos + 4] != 5):
-                wire.pos = pos  # an error, a new description, COPY: Python reads it
+                wire.consumed_to(pos)  # an error, a new description, COPY: Python reads it
                 self._handoff_and_pump()
                 return
-            link.status = chr(buffer[pos + 5])
+            link.set_status(chr(buffer[pos + 5]))
             pos += 6
             self.seen += 1
             if self.seen >= self.ready_count:
-                wire.pos = pos
+                wire.consumed_to(pos)
                 self._finish()
                 return
-        wire.pos = pos
+        wire.consumed_to(pos)
         if link.port.eof:
             self._handoff_and_pump()  # the source is gone: the Python exchange says so
             return
@@ -395,13 +364,8 @@ class Flight:
         raw = wire.buffer
         if type(raw) is not bytearray:
             raise TypeError("Repeats: the link's buffer must be a bytearray")
-        buffer = raw
         pos = wire.pos
-        size = len(buffer)
-        if pos < 0 or pos > size:
+        if pos < 0 or pos > len(raw):
             raise RuntimeError("Repeats: the link's read position is outside its buffer")
-        if pos > 0:
-            del buffer[:pos]
-            wire.pos = 0
-        buffer += data
+        wire.feed(data)
         self.pump()

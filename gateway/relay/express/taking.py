@@ -112,9 +112,9 @@ class ExpressLane(RememberingLane):
         if kind == "begin":
             if s.in_block:
                 return False  # the warning is the task's
-            s.skipping = False
+            s.stop_skipping()
             note_query(s, sql)
-            self.links.begin_sql = sql
+            self.links.block_began(sql)
             s.begin_block()
             s.write(encoder.command_complete("BEGIN"))
             s.query_done()
@@ -125,7 +125,7 @@ class ExpressLane(RememberingLane):
         touched = links.in_transaction()
         if len(touched) > 1 or (touched and not touched[0].idle):
             return False
-        s.skipping = False
+        s.stop_skipping()
         note_query(s, sql)
         if not touched:  # the block reached no source: nothing to end there
             self._control_done(kind, Outcome())
@@ -142,7 +142,7 @@ class ExpressLane(RememberingLane):
     def _control_done(self, kind: str, outcome: Outcome) -> bool:
         """True when a FATAL error ended the connection."""
         s = self.state
-        self.links.writer = None
+        self.links.block_ended()
         s.end_block(kind != "rollback" and outcome.error is None)
         if outcome.error is not None:
             if self._fatal(outcome.error):
