@@ -13,11 +13,17 @@ scale, so `SELECT * FROM (SELECT avg(g) ...) s` showed 1.0000000000000000 where
 PostgreSQL shows 1.00000000000000000000. Merging the wrapper makes those outputs top-level
 again, with the same rows in the same order.
 
-The merge is exact only for a pure pass-through, so it applies when the outer SELECT has
-nothing but its FROM and a projection of the inner outputs, all of them, in their order,
-under their own names (a `*` or the columns one by one): no join, filter, grouping, order,
-limit, DISTINCT or window of its own, no column aliases on the derived table, and a CTE
-that is not recursive and is read only there. The outer SELECT keeps its identity (its
+The merge is exact only for a pass-through, so it applies when the outer SELECT has
+nothing but its FROM, a projection of the inner outputs, all of them, in their order,
+under their own names (a `*` or the columns one by one), and at most a filter and an
+order by those outputs: no join, grouping, limit, DISTINCT or window of its own, no column
+aliases on the derived table, and a CTE that is not recursive and is read only there.
+The filter moves into the inner SELECT over its expressions, as a HAVING when it groups:
+
+    SELECT * FROM (SELECT t.d AS d, avg(t.k) AS a FROM t GROUP BY t.d) AS s WHERE s.d > 1
+    ->  SELECT t.d AS d, avg(t.k) AS a FROM t GROUP BY t.d HAVING (t.d) > 1
+
+An outer ORDER BY of output names replaces the inner one (there is no LIMIT to keep). The outer SELECT keeps its identity (its
 arguments are replaced by the inner one's), so references to the tree stay valid.
 """
 
@@ -25,7 +31,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-_OUTER_ONLY = ("from_", "expressions", "with_")  # a pure pass-through has nothing else
+_OUTER_ONLY = ("from_", "expressions", "with_", "where", "order")  # a pass-through has nothing else
 
 
 def _worth_it(inner: exp.Select) -> bool:
@@ -53,6 +59,53 @@ def _passes_through(outer: exp.Select, inner: exp.Select, alias: str) -> bool:
                 or column.table not in ("", alias) or item.alias_or_name != name:
             return False
     return True
+
+
+def _groups(inner: exp.Select) -> bool:
+    """`inner` forms groups: a GROUP BY, a HAVING, or an aggregate in its outputs."""
+    return bool(inner.args.get("group") or inner.args.get("having")) or any(
+        item.find(exp.AggFunc) is not None for item in inner.expressions)
+
+
+def _condition_inside(condition: exp.Expression, inner: exp.Select, alias: str) -> exp.Expression | None:
+    """The outer WHERE `condition` over `inner`'s outputs, written over `inner`'s own
+    expressions, to filter its rows before they leave it (its WHERE, or its HAVING when it
+    groups: the same rows either way); None when it cannot move: it reads no output or
+    something else (a subquery), or `inner` has a window function, LIMIT or OFFSET
+    (filtered before them, other rows would be counted or kept)."""
+    if condition.find(exp.Subquery, exp.Select, exp.Star) is not None \
+            or any(inner.args.get(key) for key in ("limit", "offset", "fetch", "distinct")) \
+            or any(item.find(exp.Window) is not None for item in inner.expressions):
+        return None
+    outputs = {item.alias_or_name: item.unalias() for item in inner.expressions}
+    if "" in outputs or len(outputs) != len(inner.expressions):
+        return None
+    moved = condition.copy()
+    for column in list(moved.find_all(exp.Column)):
+        if column.table not in ("", alias) or column.name not in outputs:
+            return None
+        column.replace(exp.paren(outputs[column.name].copy(), copy=False))
+    return moved
+
+
+def _order_outside(order: exp.Order, inner: exp.Select, alias: str) -> exp.Order | None:
+    """The outer ORDER BY over `inner`'s outputs, by their names (a top-level ORDER BY
+    reads output names) or positions, to replace `inner`'s own; None when it reads anything else or
+    `inner` limits its rows (ordered after the limit, they are other rows)."""
+    if any(inner.args.get(key) for key in ("limit", "offset", "fetch")) \
+            or order.find(exp.Subquery, exp.Select) is not None:
+        return None
+    names = {item.alias_or_name for item in inner.expressions}
+    moved = order.copy()
+    for key in moved.expressions:
+        if isinstance(key.this, exp.Literal) and key.this.is_int \
+                and 1 <= int(key.this.this) <= len(inner.expressions):
+            continue  # a position: the same outputs in the same order
+        if not isinstance(key.this, exp.Column) or key.this.table not in ("", alias) \
+                or key.this.name not in names:
+            return None
+        key.this.replace(exp.column(key.this.name, quoted=key.this.this.quoted))
+    return moved
 
 
 def _cte_read_once(outer: exp.Select, name: str) -> exp.CTE | None:
@@ -91,6 +144,14 @@ def pass_through(tree: exp.Expression) -> exp.Expression:
     if not isinstance(inner, exp.Select) or not _worth_it(inner) \
             or not _passes_through(tree, inner, alias_name):
         return tree
+    where = tree.args.get("where")
+    condition = None if where is None else _condition_inside(where.this, inner, alias_name)
+    if where is not None and condition is None:
+        return tree
+    order = tree.args.get("order")
+    order = None if order is None else _order_outside(order, inner, alias_name)
+    if tree.args.get("order") is not None and order is None:
+        return tree
     others = [c for c in tree.args["with_"].expressions if c is not cte] if cte is not None else []
     if others and inner.args.get("with_") is not None:
         return tree  # two WITH lists to merge: names could clash
@@ -99,6 +160,14 @@ def pass_through(tree: exp.Expression) -> exp.Expression:
         tree.set(key, None)
     for key, value in args.items():
         tree.set(key, value)
+    if order is not None:  # the outer order, of the same rows
+        tree.set("order", order)
+    if condition is not None:  # the outer filter, on the inner rows: HAVING of a grouping
+        place = "having" if _groups(inner) else "where"
+        found = tree.args.get(place)
+        tree.set(place, exp.Having(this=condition) if place == "having" else exp.Where(this=condition))
+        if found is not None:
+            tree.args[place].set("this", exp.and_(found.this, condition))
     if others:
         tree.set("with_", exp.With(expressions=others))
     return tree

@@ -23,6 +23,20 @@ MERGED = [
     ('WITH c AS (SELECT t.s AS c0, AVG(ABS(t.n)) AS c2, COUNT(*) AS c3 FROM t '
      'GROUP BY GROUPING SETS ((t.s), ())) SELECT c.c0 AS c0, c.c2 AS c2, c.c3 AS c3 FROM c AS c',
      'SELECT t.s AS c0, AVG(ABS(t.n)) AS c2, COUNT(*) AS c3 FROM t GROUP BY GROUPING SETS ((t.s), ())'),
+    # a filter on the outputs: into HAVING of a grouping, WHERE of anything else
+    ('SELECT * FROM (SELECT AVG(t.g) AS a FROM t GROUP BY t.d) AS s WHERE s.a > 1',
+     'SELECT AVG(t.g) AS a FROM t GROUP BY t.d HAVING (AVG(t.g)) > 1'),
+    ('WITH c AS (SELECT 2 AS c0, AVG(t.k) AS c1 FROM t HAVING COUNT(*) > 0) '
+     'SELECT * FROM c WHERE NOT c.c0 IS NULL',
+     'SELECT 2 AS c0, AVG(t.k) AS c1 FROM t HAVING COUNT(*) > 0 AND NOT (2) IS NULL'),
+    ('SELECT * FROM (SELECT t.d + 1 AS d, t.n / 3 AS q FROM t WHERE t.k > 0) AS s WHERE s.d > 2',
+     'SELECT t.d + 1 AS d, t.n / 3 AS q FROM t WHERE t.k > 0 AND (t.d + 1) > 2'),
+    # an order by the outputs' names replaces the inner one
+    ('SELECT * FROM (SELECT t.d AS d, AVG(t.g) AS a FROM t GROUP BY t.d ORDER BY 1) AS s '
+     'WHERE s.d > 1 ORDER BY s.a DESC',
+     'SELECT t.d AS d, AVG(t.g) AS a FROM t GROUP BY t.d HAVING (t.d) > 1 ORDER BY a DESC'),
+    ('WITH c AS (SELECT AVG(t.k) AS a, t.d FROM t GROUP BY t.d) SELECT * FROM c ORDER BY 2, c.a',
+     'SELECT AVG(t.k) AS a, t.d FROM t GROUP BY t.d ORDER BY 2, a'),
     # unnamed outputs under `*`: the same names either way (avg, count)
     ('WITH c AS (SELECT AVG(t.n), COUNT(*) FROM t GROUP BY t.s) SELECT * FROM c',
      'SELECT AVG(t.n), COUNT(*) FROM t GROUP BY t.s'),
@@ -30,8 +44,15 @@ MERGED = [
 
 KEPT = [
     # the outer SELECT does work of its own
-    'SELECT * FROM (SELECT AVG(t.g) AS a FROM t GROUP BY t.d) AS s WHERE s.a > 1',
-    'SELECT * FROM (SELECT AVG(t.g) AS a FROM t GROUP BY t.d) AS s ORDER BY s.a',
+    # a filter that cannot move into the inner SELECT
+    'SELECT * FROM (SELECT AVG(t.g) AS a FROM t GROUP BY t.d LIMIT 2) AS s WHERE s.a > 1',
+    'SELECT * FROM (SELECT t.n / 2 AS q, rank() OVER (ORDER BY t.n) AS r FROM t) AS s WHERE s.r = 1',
+    'SELECT * FROM (SELECT AVG(t.g) AS a FROM t) AS s WHERE s.a IN (SELECT 1)',
+    'SELECT * FROM (SELECT AVG(t.g) AS a FROM t) AS s WHERE s.b > 1',
+    'SELECT * FROM (SELECT DISTINCT t.n / 2 AS q FROM t) AS s WHERE s.q > 1',
+    'SELECT * FROM (SELECT AVG(t.g) AS a FROM t GROUP BY t.d LIMIT 3) AS s ORDER BY s.a',
+    'SELECT * FROM (SELECT AVG(t.g) AS a FROM t GROUP BY t.d) AS s ORDER BY s.a + 1',
+    'SELECT * FROM (SELECT AVG(t.g) AS a FROM t GROUP BY t.d) AS s ORDER BY 2',
     'SELECT * FROM (SELECT AVG(t.g) AS a FROM t GROUP BY t.d) AS s LIMIT 1',
     'SELECT DISTINCT * FROM (SELECT AVG(t.g) AS a FROM t GROUP BY t.d) AS s',
     'SELECT count(*) FROM (SELECT AVG(t.g) AS a FROM t GROUP BY t.d) AS s',
