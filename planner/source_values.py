@@ -256,25 +256,15 @@ def _enum(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], st
         other = parent.expression if _below(column, parent) is parent.this else parent.this
         _refuse_other_enum(parent, other, kept, kept_of)
         refuse_string_parameter(OPERATORS.get(type(parent), "="), other, kept, parent.this is other)
-        if _same_enum(other, kept, kept_of):
-            # `e.st < f.st`: both by their labels' positions; `=` by their texts. The other
-            # column, replaced, is no longer the residual's (planner.kept_texts skips it)
+        # `e.st < f.st`: both by their labels' positions; `=` by their texts. The other
+        # column, replaced, is no longer the residual's (planner.kept_texts skips it); a
+        # parameter by its label's position too
+        if _same_enum(other, kept, kept_of) or _value_of(other, kept):
             if isinstance(parent, _ORDERS):
                 other.replace(position(other.copy(), kept))
                 column.replace(position(column.copy(), kept))
             return True
-        if _value_of(other, kept):  # a parameter: by its label's position too
-            if isinstance(parent, _ORDERS):
-                other.replace(position(other.copy(), kept))
-                column.replace(position(column.copy(), kept))
-            return True
-        label = _label(other, kept)
-        if label is None:
-            return False
-        if isinstance(parent, _ORDERS):
-            other.replace(exp.Literal.number(kept.labels.index(label) + 1))
-            column.replace(position(column.copy(), kept))
-        return True
+        return _compared_with_label(parent, other, column, kept)
     if isinstance(parent, exp.Ordered):
         column.replace(position(column.copy(), kept))
         return True
@@ -338,16 +328,21 @@ def check_enum_value(node: exp.Expression, kept: EnumText, kept_of: Callable[[ex
         return all(_label(e, kept) is not None for e in parent.expressions)
     if isinstance(parent, _EQUALITIES + _ORDERS):
         other = parent.expression if _below(node, parent) is parent.this else parent.this
-        if _same_enum(other, kept, kept_of):
-            return True
-        label = _label(other, kept)
-        if label is None:
-            return False
-        if isinstance(parent, _ORDERS):
-            other.replace(exp.Literal.number(kept.labels.index(label) + 1))
-            node.replace(position(node.copy(), kept))
-        return True
+        return _same_enum(other, kept, kept_of) or _compared_with_label(parent, other, node, kept)
     return False
+
+
+def _compared_with_label(parent: exp.Expression, other: exp.Expression, value: exp.Expression,
+                         kept: EnumText) -> bool:
+    """`value`, of the enum `kept`, compared with `other`: True when `other` is one of its
+    labels, both then replaced by the labels' positions when `parent` orders them."""
+    label = _label(other, kept)
+    if label is None:
+        return False
+    if isinstance(parent, _ORDERS):
+        other.replace(exp.Literal.number(kept.labels.index(label) + 1))
+        value.replace(position(value.copy(), kept))
+    return True
 
 
 def _string(node: exp.Expression) -> bool:

@@ -10,26 +10,17 @@ Run from the repository root, once per PostgreSQL major version:
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
-import psycopg
-
-from tests.support.postgres import start_postgres
+from tests.support.postgres import read_fresh_server
 
 TARGET = Path(__file__).resolve().parents[2] / "pgwire" / "pg_functions.txt"
 QUERY = "SELECT DISTINCT proname::text FROM pg_catalog.pg_proc ORDER BY 1"
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as workdir:
-        server = start_postgres(Path(workdir))
-        try:
-            with psycopg.connect(server.dsn) as conn:
-                version = conn.execute("SHOW server_version").fetchone()[0]
-                names = [row[0] for row in conn.execute(QUERY)]
-        finally:
-            server.stop()
+    version, rows = read_fresh_server(QUERY)
+    names = [row[0] for row in rows]
     header = (f"# Every function name in pg_proc of PostgreSQL {version}, one a line.\n"
               "# Written by tests/support/pg_function_names.py; do not edit by hand.\n")
     TARGET.write_text(header + "".join(f"{name}\n" for name in names))

@@ -10,12 +10,9 @@ repository root, once per PostgreSQL major version:
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
-import psycopg
-
-from tests.support.postgres import start_postgres
+from tests.support.postgres import read_fresh_server
 
 TARGET = Path(__file__).resolve().parents[2] / "gateway" / "state" / "pg_settings.tsv"
 QUERY = ("SELECT name, vartype, context, coalesce(unit, ''), coalesce(min_val, ''), "
@@ -24,14 +21,7 @@ QUERY = ("SELECT name, vartype, context, coalesce(unit, ''), coalesce(min_val, '
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as workdir:
-        server = start_postgres(Path(workdir))
-        try:
-            with psycopg.connect(server.dsn) as conn:
-                version = conn.execute("SHOW server_version").fetchone()[0]
-                rows = conn.execute(QUERY).fetchall()
-        finally:
-            server.stop()
+    version, rows = read_fresh_server(QUERY)
     lines = ["\t".join(row) for row in rows]
     TARGET.write_text(f"# The settings of PostgreSQL {version} (pg_settings): name, type, context, "
                       "unit, min, max, allowed values, built-in default.\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -238,3 +239,18 @@ async def new_database(server: PostgresServer, name: str, *settings: str) -> str
     finally:
         await admin.close()
     return server.dsn.rsplit("/", 1)[0] + f"/{name}"
+
+
+def read_fresh_server(query: str) -> tuple[str, list[tuple]]:
+    """PostgreSQL's version and `query`'s rows on a throwaway cluster of its own: what the
+    files written from PostgreSQL's own catalogs (its function names, its settings) read."""
+    import psycopg  # as above
+
+    with tempfile.TemporaryDirectory() as workdir:
+        server = start_postgres(Path(workdir))
+        try:
+            with psycopg.connect(server.dsn) as conn:
+                version = conn.execute("SHOW server_version").fetchone()[0]
+                return version, conn.execute(query).fetchall()
+        finally:
+            server.stop()
