@@ -30,13 +30,13 @@ def mirror_key(settings: Mapping[str, str], forwarded: Forwarded) -> tuple:
     return (*map(settings.get, MIRRORED), forwarded)
 
 
-def _name(name: str) -> str:
+def setting_name_sql(name: str) -> str:
     """A setting's name as SET writes it: each dotted part a quoted identifier (sqlglot),
     so a custom name is never text spliced into the command."""
     return ".".join(exp.to_identifier(part, quoted=True).sql("postgres") for part in name.split("."))
 
 
-def _literal(value: str) -> str:
+def setting_value_sql(value: str) -> str:
     return exp.Literal.string(value).sql("postgres")
 
 
@@ -74,10 +74,10 @@ class SourceSettings:
         for name, value in wanted.items():
             if value is None:
                 if self.values.pop(name, None) is not None:
-                    commands.append(f"RESET {_name(name)}")
+                    commands.append(f"RESET {setting_name_sql(name)}")
                     changed.append(name)
             elif self.values.get(name) != value:
-                commands.append(f"SET {_name(name)} = {_literal(value)}")
+                commands.append(f"SET {setting_name_sql(name)} = {setting_value_sql(value)}")
                 self.values[name] = value
                 changed.append(name)
         if changed and in_transaction:

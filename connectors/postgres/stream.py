@@ -71,9 +71,11 @@ class PostgresStream:
             strings_can_be_null=True, quoted_strings_can_be_null=False)
 
     async def start(self, sql: str, params: list[Any],
-                    share: pg_snapshot.SharedSnapshot | None = None, role: str | None = None) -> None:
+                    share: pg_snapshot.SharedSnapshot | None = None, role: str | None = None,
+                    settings: str | None = None) -> None:
         """Open the read-only transaction (on the query's shared snapshot, if any), under
-        `role` for this transaction only (connectors.postgres.roles), and start the COPY."""
+        `role` and with `settings` (SET LOCAL commands) for this transaction only
+        (connectors.postgres.roles), and start the COPY."""
         assert self._conn is not None
         self._transaction = self._conn.transaction(isolation="repeatable_read", readonly=True)
         self._share = share
@@ -81,6 +83,8 @@ class PostgresStream:
             self._exporter = await pg_snapshot.begin(self._conn, self._transaction, share)
             if role is not None:
                 await self._conn.execute(set_role_sql(role, local=True))
+            if settings is not None:
+                await self._conn.execute(settings)
         except BaseException as exc:
             # A cancel too: else the connection, mid-transaction, never goes back to the
             # pool, and a few such cancels leave every later statement waiting for one.

@@ -16,7 +16,7 @@ import functools
 
 import pyarrow as pa
 
-from connectors.postgres.roles import SOURCE_ROLES
+from connectors.postgres.roles import SOURCE_ROLES, SOURCE_SETTINGS
 from connectors.time_zone import TIMEZONE
 from gateway import pg_catalog
 from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
@@ -86,6 +86,13 @@ class SessionCore(SessionState):
 
     # --- planning and running -----------------------------------------------------------
 
+    def reads_as_now(self) -> None:
+        """The engine computes in the client's zone, and the planner's reads of PostgreSQL
+        sources run with the session's settings they act on (connectors.postgres.roles),
+        as the session has them now."""
+        TIMEZONE.set(self.settings.timezone)
+        SOURCE_SETTINGS.set(self.settings.forwarded)
+
     def plan_settings(self, declared: tuple[str | None, ...] = ()) -> PlanSettings:
         # PostgreSQL searches pg_catalog implicitly. It goes last here rather than first:
         # the planner takes current_schema() from the path's head.
@@ -95,7 +102,7 @@ class SessionCore(SessionState):
         # The zone is part of the plan (zone-dependent expressions stay off the sources)
         # and of what the engine computes in; setting it here too covers paths that run a
         # plan without start (COPY ... TO, EXPLAIN ANALYZE) on this session's task.
-        TIMEZONE.set(self.settings.timezone)
+        self.reads_as_now()
         return PlanSettings(search_path=path, user=self.user,
                             database=self.database, version=self.ctx.version_string,
                             declared_param_types=declared, timezone=self.settings.timezone,
@@ -216,7 +223,7 @@ class SessionCore(SessionState):
         if prepared.plan is None:
             return None
         if prepared.row_schema is None:
-            TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
+            self.reads_as_now()
             executor = executor_for(self.links, prepared.plan) or self.ctx.executor
             engine = self.engine_for(prepared.plan)[0]
             await self.announce_engine_start(executor, prepared.plan, engine)
@@ -248,7 +255,7 @@ class SessionCore(SessionState):
         if portal.stream is None and not portal.done and portal.statement.plan is not None:
             await self.replan_if_reshaped(portal)
             plan = portal.statement.plan
-            TIMEZONE.set(self.settings.timezone)  # the engine computes in the client's zone
+            self.reads_as_now()
             executor = executor_for(self.links, plan) or self.ctx.executor
             engine = self.engine_for(plan)[0]
             await self.announce_engine_start(executor, plan, engine)
