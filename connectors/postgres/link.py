@@ -206,14 +206,11 @@ class PgLink:
         """The mirror_key of the client settings the source has (None: not known)."""
         return self.settings.key
 
-    def setting_commands(self, settings: Mapping[str, str], forwarded: Forwarded = (),
-                         opening: bool = False) -> list[str]:
+    def setting_commands(self, settings: Mapping[str, str], forwarded: Forwarded = ()) -> list[str]:
         """SET/RESET commands that bring the source to the client's `settings` (the
-        formatting ones) and `forwarded` ones (`SourceSettings.commands`). `opening`: they
-        go in one Query with the block's BEGIN, which takes them into the block
-        (PostgreSQL's implicit transaction turned explicit)."""
-        return self.settings.commands(settings, forwarded, opening or self.status != "I",
-                                      self.status == "I")
+        formatting ones) and `forwarded` ones (`SourceSettings.commands`), inside the
+        source's transaction when it is in one."""
+        return self.settings.commands(settings, forwarded, self.status != "I")
 
     def use_row_types(self, row_types: Mapping[int, int], read_for: object) -> None:
         """Describe the source's row types (`SELECT t FROM t` relayed) with the gateway

@@ -49,14 +49,13 @@ class SourceSettings:
         self.unsure: set[str] = set()  # set inside a source transaction (see commands)
 
     def commands(self, settings: Mapping[str, str], forwarded: Forwarded,
-                 in_transaction: bool, idle: bool) -> list[str]:
+                 in_transaction: bool) -> list[str]:
         """SET and RESET commands that bring the source to the client's `settings` and
-        `forwarded`. `in_transaction`: they run inside a source transaction (the block's,
-        or in one Query with its BEGIN), whose rollback would undo them, so they are sent
-        again after it; `idle`: the link's source is outside any transaction now."""
+        `forwarded`. `in_transaction`: they run inside a source transaction (the block's),
+        whose rollback would undo them, so they are sent again after it."""
         # Asked before every relayed statement: the client's values as of the last call
         # (which `self.values` then matched) answer a repeat with one comparison.
-        if self.unsure and idle:
+        if self.unsure and not in_transaction:
             # The transaction they were set in ended, committed or rolled back (which
             # undid them): what the source holds is not known, so they are sent again.
             for name in self.unsure:
