@@ -183,9 +183,10 @@ async def test_every_duckdb_scalar_that_reaches_out_is_refused(conn, name: str) 
 
 
 async def test_set_cannot_turn_external_access_back_on(conn, config_file) -> None:
-    # The gateway keeps every SET as its own session value and forwards none to an engine
-    # or source (gateway.session.settings): DuckDB never sees this one.
-    await conn.execute("SET enable_external_access = true")
+    # The gateway checks a SET against PostgreSQL's settings (gateway.state.pg_settings)
+    # and forwards none to an engine: PostgreSQL has no such setting, DuckDB never sees it.
+    with pytest.raises(asyncpg.UndefinedObjectError):
+        await conn.execute("SET enable_external_access = true")
     error = await _refused(conn, f"SELECT * FROM read_text('{config_file}')")
     assert error.sqlstate == "42883"
     # Below the gateway: a connection the runner opened refuses it too, for good.
