@@ -18,7 +18,8 @@ nothing but its FROM, a projection of the inner outputs, all of them, in their o
 under their own names (a `*` or the columns one by one), and at most a filter and an
 order by those outputs: no join, grouping, limit, DISTINCT or window of its own, no column
 aliases on the derived table, and a CTE that is not recursive and is read only there.
-The filter moves into the inner SELECT over its expressions, as a HAVING when it groups:
+The filter moves into the inner SELECT over its expressions, as a HAVING when it groups
+(not past the inner SELECT's LIMIT, OFFSET, DISTINCT or window):
 
     SELECT * FROM (SELECT t.d AS d, avg(t.k) AS a FROM t GROUP BY t.d) AS s WHERE s.d > 1
     ->  SELECT t.d AS d, avg(t.k) AS a FROM t GROUP BY t.d HAVING (t.d) > 1
@@ -72,7 +73,8 @@ def _condition_inside(condition: exp.Expression, inner: exp.Select, alias: str) 
     expressions, to filter its rows before they leave it (its WHERE, or its HAVING when it
     groups: the same rows either way); None when it cannot move: it reads no output or
     something else (a subquery), or `inner` has a window function, LIMIT or OFFSET
-    (filtered before them, other rows would be counted or kept)."""
+    (filtered before them, other rows would be counted or kept), or is DISTINCT (left
+    as it is: not shown to be the same)."""
     if condition.find(exp.Subquery, exp.Select, exp.Star) is not None \
             or any(inner.args.get(key) for key in ("limit", "offset", "fetch", "distinct")) \
             or any(item.find(exp.Window) is not None for item in inner.expressions):
