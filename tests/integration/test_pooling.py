@@ -601,7 +601,18 @@ def test_a_cancelled_waiter_leaves_the_queue(small_gateway: GatewayProcess) -> N
         second.close()
 
 
-def test_waiters_cancelled_under_load_lose_no_link(small_gateway: GatewayProcess) -> None:
+@pytest.fixture
+def roomy_gateway(source: Source, tmp_path: Path) -> Iterator[GatewayProcess]:
+    """Two links as small_gateway, with a pool timeout no loaded machine reaches: seven
+    clients share one link here, and a busy client timing out is not what is tested."""
+    proc = start_gateway(config(source, size=2, timeout_s=20), tmp_path)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_waiters_cancelled_under_load_lose_no_link(roomy_gateway: GatewayProcess) -> None:
     """Six busy clients keep a pool of 2 contended while others are cancelled as they wait
     or as they are handed a link: every link handed to a client that left goes on, so the
     busy ones never stall, and the pool ends with its 2 links and nobody waiting."""
@@ -610,7 +621,7 @@ def test_waiters_cancelled_under_load_lose_no_link(small_gateway: GatewayProcess
     served = [0] * 6
 
     def busy(i: int) -> None:
-        with psycopg.connect(dsn(small_gateway), autocommit=True) as conn:
+        with psycopg.connect(dsn(roomy_gateway), autocommit=True) as conn:
             while not stop.is_set():
                 try:
                     assert conn.execute(f"SELECT v FROM items WHERE id = {i + 1}").fetchone() \
@@ -623,8 +634,8 @@ def test_waiters_cancelled_under_load_lose_no_link(small_gateway: GatewayProcess
     cancelled = 0
     with ThreadPoolExecutor(max_workers=6) as threads:
         runs = [threads.submit(busy, i) for i in range(6)]
-        with psycopg.connect(dsn(small_gateway), autocommit=True) as victim, \
-                psycopg.connect(dsn(small_gateway)) as holder:
+        with psycopg.connect(dsn(roomy_gateway), autocommit=True) as victim, \
+                psycopg.connect(dsn(roomy_gateway)) as holder:
             # A block holds one link meanwhile: the seven others share the one left.
             holder.execute("SELECT v FROM items WHERE id = 9")
             # Until 8 cancels landed while it waited or ran, for at most 15 s: on a loaded
@@ -648,7 +659,7 @@ def test_waiters_cancelled_under_load_lose_no_link(small_gateway: GatewayProcess
             run.result()
     assert not errors, errors
     assert cancelled > 0 and all(n > 0 for n in before), (cancelled, before)
-    with psycopg.connect(dsn(small_gateway), autocommit=True) as conn:
+    with psycopg.connect(dsn(roomy_gateway), autocommit=True) as conn:
         row = pools(conn)
         assert conn.execute("SELECT v FROM items WHERE id = 8").fetchone() == (80,)
     assert row["clients_waiting"] == "0" and int(row["server_total"]) <= 2, row
