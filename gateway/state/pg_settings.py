@@ -24,7 +24,7 @@ INVALID_NAME = "42602"
 SPECS_FILE = Path(__file__).with_name("pg_settings.tsv")
 
 _MEMORY_UNITS = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
-_TIME_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+TIME_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 _BASE_UNITS = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 1024**2, "ms": 1, "s": 1000, "min": 60_000}
 _HINTS = {"memory": 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".',
           "time": 'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".'}
@@ -129,14 +129,19 @@ def checked_value(spec: SettingSpec, value: str) -> str:
 
 
 def _boolean(spec: SettingSpec, value: str) -> str:
-    """PostgreSQL's parse_bool: a unique prefix of true/false/yes/no, on/off, 1/0."""
+    return parse_bool(spec.name, value)
+
+
+def parse_bool(name: str, value: str) -> str:
+    """`on` or `off` as PostgreSQL's parse_bool reads `value` (a unique prefix of
+    true/false/yes/no, on/off, 1/0), or the 22023 SET gives for setting `name`."""
     word = value.strip().lower()
     if word in ("1", "0"):
         return "on" if word == "1" else "off"
     found = {meaning for full, meaning in _BOOLEAN_WORDS.items()
              if word and full.startswith(word) and (len(word) >= 2 or full[0] not in "o")}
     if len(found) != 1:
-        raise PgError(INVALID_PARAMETER_VALUE, f'parameter "{spec.name}" requires a Boolean value')
+        raise PgError(INVALID_PARAMETER_VALUE, f'parameter "{name}" requires a Boolean value')
     return found.pop()
 
 
@@ -149,7 +154,7 @@ def _number(spec: SettingSpec, value: str) -> str:
         raise PgError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "{spec.name}": "{value}"')
     number, unit = float(matched.group(1)), matched.group(2)
     if unit:
-        units = _MEMORY_UNITS if kind == "memory" else _TIME_UNITS if kind == "time" else {}
+        units = _MEMORY_UNITS if kind == "memory" else TIME_UNITS if kind == "time" else {}
         if unit not in units:
             raise invalid
         number = number * units[unit] / _BASE_UNITS[spec.unit]
@@ -175,7 +180,7 @@ def _shown_integer(spec: SettingSpec, whole: int) -> str:
     kind = spec.unit_kind
     if kind is None or whole <= 0:
         return str(whole)
-    units = _MEMORY_UNITS if kind == "memory" else _TIME_UNITS
+    units = _MEMORY_UNITS if kind == "memory" else TIME_UNITS
     base = whole * _BASE_UNITS[spec.unit]
     floor = _BASE_UNITS[spec.unit] if kind == "time" else min(_BASE_UNITS[spec.unit], 1024)
     for unit, size in sorted(units.items(), key=lambda item: -item[1]):

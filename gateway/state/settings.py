@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from gateway.config.memory import is_size_or_share
-from gateway.state.pg_settings import NAMES as PG_NAMES, SPECS as PG_SPECS, check_known, checked_value
+from gateway.state.pg_settings import (NAMES as PG_NAMES, SPECS as PG_SPECS, TIME_UNITS, check_known,
+                                       checked_value, parse_bool, spec_of)
 from pgwire.errors import (CANT_CHANGE_RUNTIME_PARAM, FEATURE_NOT_SUPPORTED,
                             INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, PgError)
 
@@ -116,26 +117,6 @@ def _check_timezone(value: str) -> str:
     return value
 
 
-def _check_on_off(name: str, value: str) -> str:
-    lowered = value.lower()
-    if lowered in ("on", "true", "yes", "1"):
-        return "on"
-    if lowered in ("off", "false", "no", "0"):
-        return "off"
-    raise PgError(INVALID_PARAMETER_VALUE, f'parameter "{name}" requires a Boolean value')
-
-
-def _check_int(name: str, value: str, low: int, high: int) -> str:
-    try:
-        number = int(value)
-    except ValueError as exc:
-        raise PgError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "{name}": "{value}"') from exc
-    if not low <= number <= high:
-        raise PgError(INVALID_PARAMETER_VALUE,
-                      f'{number} is outside the valid range for parameter "{name}" ({low} .. {high})')
-    return str(number)
-
-
 def validate(name: str, value: str, at_startup: bool = False, written: str | None = None) -> str:
     """The value to store for `name`, or a PgError saying why it cannot be set
     (`at_startup`: sent in the startup packet, where a connection's own settings are set;
@@ -160,13 +141,9 @@ def validate(name: str, value: str, at_startup: bool = False, written: str | Non
     if name == "IntervalStyle" and value.lower() != "postgres":
         raise PgError(FEATURE_NOT_SUPPORTED, "fedgate supports IntervalStyle postgres only")
     if name == "standard_conforming_strings":
-        if _check_on_off(name, value) != "on":
+        if parse_bool(name, value) != "on":
             raise PgError(FEATURE_NOT_SUPPORTED, "fedgate requires standard_conforming_strings = on")
         return "on"
-    if name == "extra_float_digits":
-        return _check_int(name, value, -15, 3)
-    if name == "statement_timeout":
-        return _parse_timeout(value)
     if name == "fedgate.engine":
         if value.lower() not in ("duckdb", "spark", "source"):
             raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb", "spark" or "source"')
@@ -179,7 +156,7 @@ def validate(name: str, value: str, at_startup: bool = False, written: str | Non
         return value.strip()
     if name in ("default_transaction_read_only", "transaction_read_only", "fedgate.dynamic_filtering", "fedgate.relay",
                 "fedgate.express", "fedgate.parameterize", "fedgate.pre_aggregate"):
-        return _check_on_off(name, value)
+        return parse_bool(name, value)
     if name.startswith("fedgate."):
         if name not in DEFAULTS:
             raise PgError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{written or name}"')
@@ -188,36 +165,20 @@ def validate(name: str, value: str, at_startup: bool = False, written: str | Non
     return value if spec is None else checked_value(spec, value)
 
 
-_TIME_UNITS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_STATEMENT_TIMEOUT = spec_of("statement_timeout")
 
 
 @functools.lru_cache(maxsize=64)  # read on every statement the session runs
 def timeout_ms(value: str) -> int:
-    """statement_timeout's milliseconds: '5s', '100ms', '1min', '2h', '1d' or a bare number
-    of milliseconds."""
-    text = value.strip().lower().replace(" ", "")
-    for unit in sorted(_TIME_UNITS, key=len, reverse=True):
-        if text.endswith(unit) and text[: -len(unit)].isdigit():
-            return int(text[: -len(unit)]) * _TIME_UNITS[unit]
-    return int(_check_int("statement_timeout", text, 0, 2**31 - 1))
+    """statement_timeout's milliseconds from its value as stored: SHOW's form, which
+    checked_value wrote ('5s', '1500ms', '1d', '0' bare)."""
+    number = value.rstrip("abcdefghijklmnopqrstuvwxyz")
+    return round(float(number) * TIME_UNITS[value[len(number):] or "ms"])
 
 
 def shown_timeout(ms: int) -> str:
-    """A timeout as PostgreSQL shows a setting in milliseconds (guc.c's
-    convert_int_from_base_unit): in the largest unit that divides it, 0 bare."""
-    if ms == 0:
-        return "0"
-    unit = max((u for u, size in _TIME_UNITS.items() if ms % size == 0), key=_TIME_UNITS.get)
-    return f"{ms // _TIME_UNITS[unit]}{unit}"
-
-
-def _parse_timeout(value: str) -> str:
-    ms = timeout_ms(value)
-    if ms > 2**31 - 1:
-        raise PgError(INVALID_PARAMETER_VALUE,
-                      f'{ms} ms is outside the valid range for parameter "statement_timeout" '
-                      f"(0 .. {2**31 - 1})")
-    return shown_timeout(ms)
+    """A timeout of `ms` milliseconds as PostgreSQL shows statement_timeout ('90s')."""
+    return checked_value(_STATEMENT_TIMEOUT, str(ms))
 
 
 def parse_options(options: str) -> dict[str, str]:

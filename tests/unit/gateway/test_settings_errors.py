@@ -33,6 +33,10 @@ def test_startup_parameters_and_defaults() -> None:
     ("statement_timeout", "2h", "2h"),
     ("statement_timeout", "1440min", "1d"),
     ("statement_timeout", "0", "0"),
+    ("statement_timeout", "1.5s", "1500ms"),
+    # parse_bool's prefixes, for PostgreSQL's booleans and the gateway's own alike
+    ("standard_conforming_strings", "tr", "on"),
+    ("fedgate.relay", "of", "off"),
     ("some.custom_guc", "anything", "anything"),
     ("fedgate.engine", "SPARK", "spark"),
 ])
@@ -41,8 +45,8 @@ def test_set_accepts(name: str, value: str, stored: str) -> None:
     s.set(name, value)
     assert s.get(name) == stored
     if name == "statement_timeout":
-        assert s.statement_timeout_ms == int(value.rstrip("dhmins")) * {
-            "5s": 1000, "2h": 3_600_000, "1440min": 60_000}.get(value, 1)
+        ms = {"5s": 5000, "2h": 7_200_000, "1440min": 86_400_000, "1.5s": 1500}
+        assert s.statement_timeout_ms == (ms.get(value) or int(value.rstrip("ms")))
 
 
 @pytest.mark.parametrize(("name", "value", "sqlstate"), [
