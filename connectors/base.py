@@ -158,6 +158,15 @@ class StorageReporter(Protocol):
 
 
 @runtime_checkable
+class SettingChecker(Protocol):
+    """A source that checks a value of one of its own settings as its SET would (a
+    PostgreSQL server: a text search configuration or a tablespace must exist there)."""
+
+    async def check_setting(self, name: str, value: str) -> None:
+        """Raise the source's refusal of `value` for `name`; keep nothing set."""
+
+
+@runtime_checkable
 class FragmentExplainer(Protocol):
     """A source that can say more in EXPLAIN about how it reads one of its fragments (a
     file source: the partition folders it reads and prunes), without reading data."""

@@ -107,6 +107,24 @@ class PostgresSource:
         finally:
             await (await self.pool()).release(conn)
 
+    async def check_setting(self, name: str, value: str) -> None:
+        """PostgreSQL's own check of `value` for the setting `name`, for the string ones
+        whose check reads the server (a text search configuration, a tablespace, a
+        locale): set_config in a transaction rolled back, so nothing stays on the pooled
+        connection; PostgreSQL's refusal is raised as it gives it (22023, 42704 ...)."""
+        conn = await self.acquire()
+        try:
+            checking = conn.transaction()
+            await checking.start()
+            try:
+                await conn.execute("SELECT set_config($1, $2, true)", name, value)
+            except asyncpg.PostgresError as exc:
+                raise pg_error(exc) from exc
+            finally:
+                await checking.rollback()
+        finally:
+            await (await self.pool()).release(conn)
+
     async def storage(self) -> dict[str, Storage]:
         """Sizes and view definitions, as PostgreSQL reports them now (StorageReporter)."""
         conn = await self.acquire()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from connectors.base import FragmentExplainer
+from connectors.base import FragmentExplainer, SettingChecker
 from gateway.session import copy_out, signals
 from gateway.session import utility_results as util
 from gateway.session.cursors import CursorMixin
@@ -22,6 +22,7 @@ from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from gateway.state.activity import note_figures, note_plan
+from gateway.state.settings import is_checked_by_source
 from gateway.state.statements import Utility, is_execute
 from planner.explain_json import plan_document, relay_document
 from planner.query_plan import QueryPlan
@@ -97,8 +98,24 @@ class UtilityMixin(CursorMixin):
             lines = [*lines, *self.fragment_lines(plan)]
             result = util.UtilityResult("EXPLAIN", util.text_rows(["QUERY PLAN"], [(line,) for line in lines]))
         else:
+            if utility.kind == "set" and utility.name and utility.value \
+                    and is_checked_by_source(utility.name, utility.value):
+                await self._check_at_sources(utility.name, utility.value)
             result = util.HANDLERS[utility.kind](self, utility)
         self._utility_done(portal, result, describe)
+
+    async def _check_at_sources(self, name: str, value: str) -> None:
+        """A string setting the gateway forwards is checked by its PostgreSQL sources at
+        SET, as PostgreSQL checks it then, not at the next statement that reaches one. A
+        source that cannot be reached now is not asked: the value is checked by it when
+        it is sent there, before a statement."""
+        for source_name, source in self.ctx.sources.items():
+            if isinstance(source, SettingChecker) and source_name not in self.ctx.system_schemas:
+                try:
+                    await source.check_setting(name, value)
+                except PgError as exc:
+                    if not exc.sqlstate.startswith("08"):
+                        raise
 
     def fragment_lines(self, plan: QueryPlan) -> list[str]:
         """What the sources say of how they read their fragments (a file source: the

@@ -102,6 +102,14 @@ def is_forwarded(name: str) -> bool:
     return name in _FORWARDED or ("." in name and not name.startswith("fedgate."))
 
 
+def is_checked_by_source(name: str, value: str) -> bool:
+    """A value only a PostgreSQL source can check: a string setting it acts on, whose
+    check hook reads the server (default_text_search_config, temp_tablespaces, lc_*)."""
+    spec = spec_of(name)
+    return spec is not None and spec.vartype == "string" and spec.name in _FORWARDED \
+        and value.upper() != "DEFAULT"
+
+
 def canonical(name: str) -> str:
     return _CANONICAL.get(name.lower(), name.lower())
 

@@ -5,10 +5,13 @@ these settings for its session (gateway.state.pg_settings); the truth is a real 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+
 import psycopg
 import pytest
 
-from tests.support.gateway_proc import GatewayProcess
+from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.postgres import PostgresServer
 
 # (setting, value written in SET): accepted ones, then refusals of each kind
@@ -28,6 +31,14 @@ CASES = [
     ("max_identifier_length", "1"), ("random_page_cost", "-1"), ("wal_level", "minimal"),
     ('"x.y""; DROP TABLE t; --"', "1"), ('"a..b"', "1"), ('"1a.b"', "1"),
 ]
+# Strings whose check reads the server (a catalog, its locales): only a PostgreSQL source
+# can check them, and does at SET.
+CHECKED_BY_SOURCE = [
+    ("default_text_search_config", "'pg_catalog.simple'"), ("default_text_search_config", "'nope'"),
+    ("lc_monetary", "'C'"), ("lc_monetary", "'xx_YY'"), ("default_table_access_method", "'heap'"),
+    ("default_table_access_method", "'nope'"), ("temp_tablespaces", "'nope'"),
+    ("default_tablespace", "'nope'"), ("default_tablespace", "''"),
+]
 UNSET = ["work_mem", "enable_seqscan", "random_page_cost", "effective_cache_size", "plan_cache_mode"]
 
 
@@ -46,6 +57,27 @@ def non_superuser(postgres_server: PostgresServer) -> str:
         conn.execute("DROP ROLE IF EXISTS settings_user")
         conn.execute("CREATE ROLE settings_user LOGIN")
     return postgres_server.dsn.replace("postgres@", "settings_user@", 1)
+
+
+@pytest.fixture(scope="module")
+def pg_gateway(non_superuser: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """A gateway over the same server as a PostgreSQL source, logged in as that role."""
+    proc = start_gateway(f'[sources.pg]\nkind = "postgres"\ndsn = {json.dumps(non_superuser)}\n',
+                         tmp_path_factory.mktemp("settings-pg"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.mark.parametrize(("setting", "value"), CHECKED_BY_SOURCE,
+                         ids=[f"{s}={v}" for s, v in CHECKED_BY_SOURCE])
+def test_a_string_setting_is_checked_by_the_source_at_set(pg_gateway: GatewayProcess, non_superuser: str,
+                                                          setting: str, value: str) -> None:
+    with psycopg.connect(non_superuser, autocommit=True) as truth, \
+            psycopg.connect(pg_gateway.dsn, autocommit=True) as conn:
+        assert _outcome(conn, setting, value) == _outcome(truth, setting, value)
+        assert conn.execute("SELECT 1").fetchone() == (1,)  # the session goes on
 
 
 @pytest.mark.parametrize(("setting", "value"), CASES, ids=[f"{s}={v}" for s, v in CASES])
