@@ -247,6 +247,7 @@ class Federation:
     root: Path
     proxies: dict[str, TcpProxy]  # the "gone_*" sources reach their server through these
     gone_files: dict[str, Path]  # files the "gone_*" file sources read
+    config: str  # the gateway's configuration: another gateway over the same sources
 
 
 @pytest.fixture(scope="session")
@@ -313,7 +314,7 @@ path = "{gone_files}"
     gateway = start_gateway(config, root / "gateway")
     try:
         yield Federation(gateway, pg_source, logs, root, proxies,
-                         {"sqlite": gone_lite, "parquet": gone_files / "t.parquet"})
+                         {"sqlite": gone_lite, "parquet": gone_files / "t.parquet"}, config)
     finally:
         gateway.stop()
         for proxy in proxies.values():

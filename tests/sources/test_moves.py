@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -20,7 +20,9 @@ import psycopg
 import pytest
 
 from tests.sources.conftest import TRAP_ROWS, Federation
+from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.mariadb import MariaDBServer
+from tests.support.spark_cluster import SparkCluster
 
 TIMEOUT = 120
 TRAP_IDS_TEXTS = sorted((r[0], r[1]) for r in TRAP_ROWS)  # what every source's trap holds
@@ -726,14 +728,36 @@ async def test_a_source_failing_mid_read_leaves_nothing(
     await gwc.execute("DROP TABLE pg.move_src_big")
 
 
+@pytest.fixture(scope="module")
+def cluster_gateway(federation: Federation, tmp_path_factory: pytest.TempPathFactory
+                    ) -> Iterator[GatewayProcess]:
+    """A gateway over the federation's sources whose Spark is the tests' standalone
+    cluster (a master and a worker on loopback)."""
+    root = tmp_path_factory.mktemp("moves_cluster")
+    cluster = SparkCluster(root / "cluster").start(connect=False)
+    try:
+        gateway = start_gateway(cluster.gateway_engine_config("standalone") + federation.config,
+                                root / "gateway")
+        try:
+            yield gateway
+        finally:
+            gateway.stop()
+    finally:
+        cluster.stop()
+
+
 @pytest.mark.spark
+@pytest.mark.parametrize("spark", ["local", pytest.param("standalone", marks=pytest.mark.cluster)])
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 async def test_a_move_runs_on_spark_when_the_session_chose_it(
-        federation: Federation, targets: Targets, writer: str) -> None:
-    conn = await asyncpg.connect(federation.gateway.dsn, command_timeout=300)
+        federation: Federation, targets: Targets, writer: str, spark: str,
+        request: pytest.FixtureRequest) -> None:
+    # the cluster starts only for the tests that ask for it
+    gateway = federation.gateway if spark == "local" else request.getfixturevalue("cluster_gateway")
+    conn = await asyncpg.connect(gateway.dsn, command_timeout=300)
     try:
         await conn.execute("SET fedgate.engine = 'spark'")
-        table = f"move_spark_{writer}"
+        table = f"move_spark_{spark}_{writer}"
         await fresh(conn, f"{WRITERS[writer]}.{table}", "(id int PRIMARY KEY, s varchar(10))")
         move = (f"INSERT INTO {WRITERS[writer]}.{table} SELECT t.id, p.s FROM pq.trap t "
                 "JOIN pg.trap p ON p.id = t.id")
