@@ -71,3 +71,11 @@ def test_bench_lake_smoke() -> None:  # about 10 s: the S3 test server, 6,000 ro
 def test_bench_moves_smoke() -> None:  # about 15 s: a PostgreSQL cluster and a gateway
     done = smoke("tests/bench/bench_moves.py")
     assert "| `INSERT INTO pg.dst SELECT * FROM files.src` (gateway) |" in done.stdout, done.stdout
+
+
+@pytest.mark.spark
+@pytest.mark.cluster  # about a minute: a standalone Spark cluster and a second gateway
+def test_bench_moves_spark_smoke() -> None:
+    done = smoke("tests/bench/bench_moves.py", "--spark")
+    assert "Engine spark (SET fedgate.engine)" in done.stdout, done.stdout
+    assert "| the same join, Spark on a standalone cluster (gateway) |" in done.stdout, done.stdout
