@@ -45,7 +45,7 @@ from tests.support.spark_cluster import SparkCluster  # noqa: E402
 
 DDL = ("CREATE TABLE dst (id bigint, grp int, x float8, label text);"
        "CREATE TABLE grps (grp int PRIMARY KEY, name text);"
-       "INSERT INTO grps SELECT g, 'group ' || g FROM generate_series(0, 999) g")
+       "INSERT INTO grps SELECT g, 'group ' || g FROM generate_series(0, 999) g; ANALYZE grps")
 SOURCE = ("SELECT range AS id, (range % 1000)::INTEGER AS grp, range * 1.5 AS x, "
           "'row ' || range AS label FROM range(1, {rows} + 1)")
 MOVE = "INSERT INTO pg.dst SELECT * FROM files.src"
@@ -123,9 +123,11 @@ def main() -> None:
                     for proc, settings in ((gateway, ()), (on_spark, (SPARK,))):  # the path each takes
                         print(subprocess.run(through(proc, *settings, f"EXPLAIN {JOINED}"), check=True,
                                              capture_output=True, text=True).stdout)
-                    # The first Spark statement starts the session and its executors: not timed.
-                    subprocess.run(through(on_spark, SPARK, "SELECT count(*) FROM files.src s "
-                                           "JOIN pg.grps g ON g.grp = s.grp"), check=True)
+                    # The first Spark statement starts the session and its executors (not
+                    # timed), and says how Spark took each fragment.
+                    print(subprocess.run(through(on_spark, SPARK, "EXPLAIN ANALYZE SELECT count(*) FROM "
+                                                 "files.src s JOIN pg.grps g ON g.grp = s.grp"),
+                                         check=True, capture_output=True, text=True).stdout)
                 for round_ in range(args.rounds):
                     for name in list(loads) if round_ % 2 == 0 else list(reversed(loads)):
                         psql(server, "TRUNCATE dst")
