@@ -41,7 +41,7 @@ from connectors.base import BatchStream, Source, TableStream
 from connectors.dialects.spark import DIALECT
 from connectors.query_scope import STATEMENT_LABEL
 from connectors.engines.spark_errors import lost_cluster, lost_during, scrub, spark_error
-from connectors.engines.spark_handover import Handover
+from connectors.engines.spark_handover import PLAN_SHARE_OF_DRIVER, Handover, jvm_memory_bytes
 from connectors.engines.spark_jdbc import (DRIVERS, JARS, DirectRead, ReadSettings, SourceCatalog,
                                            cancel_postgres_reads, plan_read)
 from connectors.engines.spark_session import (SessionKeeper, bound_retries, in_thread, reach_warnings,
@@ -139,6 +139,10 @@ class SparkEngine:
             defaults["spark.driver.host"] = defaults["spark.driver.bindAddress"] = "127.0.0.1"
         self.conf = {**defaults, **given}
         self.job_timeout_s = job_timeout_s
+        # The LocalRelations of handed-over fragments live in the driver's heap (a Connect
+        # server's driver is its own: its default is the guess the gateway has).
+        self._plan_bytes = jvm_memory_bytes(self.conf.get("spark.driver.memory", "1g")) \
+            // PLAN_SHARE_OF_DRIVER
         self.reads = reads or ReadSettings(cluster=cluster)
         self._dsns = dict(dsns or {})  # source name -> DSN, for JDBC reads
         # Passwords are scrubbed from any error text that reaches a client.
@@ -223,7 +227,7 @@ class SparkEngine:
             frame = next((f for seen, f in made if _same_input(seen, table)), None)
             if frame is None:
                 frame = table.dataframe(session, label) if isinstance(table, DirectRead) else \
-                    handover.dataframe(session, _sparkable(table))
+                    handover.dataframe(session, _sparkable(table), name)
                 made.append((table, frame))
             frame.createOrReplaceTempView(name)
 
@@ -243,7 +247,8 @@ class SparkEngine:
             # Cancelling the job also interrupts its tasks' threads (a JDBC read among them).
             context.setInterruptOnCancel(True)
             context.setJobDescription(job.description)
-        handover = Handover(local=not self.reads.cluster, parts=_local_cores(self.master))
+        handover = Handover(local=not self.reads.cluster, parts=_local_cores(self.master),
+                            plan_bytes=self._plan_bytes)
         try:
             started = time.perf_counter()
             self._views(session, tables, handover, job.tag)

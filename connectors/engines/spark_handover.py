@@ -14,7 +14,11 @@ directory and read back with `spark.read` under an explicit schema (no inference
 then scans it with its vectorized reader on every core, and the plan holds only a path. The directory
 is removed when the query ends, so nothing outlives the query or could go stale. On a
 cluster the gateway's disk is not the executors' disk, so there every table goes through
-`createDataFrame`, as do tables with types this path does not map faithfully.
+`createDataFrame`, as do tables with types this path does not map faithfully. Such a
+LocalRelation lives in the driver's heap, copied by the optimizer's rules: one of more
+than an eighth of `spark.driver.memory` in Arrow bytes is refused with 53200 before Spark
+sees it (10M rows of four columns, about 300 MB, ran a 1 GB driver out of memory, and the
+statement then waited on the dead Arrow server thread, never answering).
 
 The types are the ones `createDataFrame` would give: timestamps become Spark's
 `TIMESTAMP` (instants; naive values are read as UTC, the session time zone, exactly as
@@ -33,13 +37,27 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pgwire.errors import OUT_OF_MEMORY, PgError
+
 # Below this many rows a LocalRelation is cheaper than writing and listing a file, and
 # gives the optimizer exact sizes (a small side is broadcast).
 FILE_ROWS = 20_000
 # Row groups of this many rows let Spark split one file across its cores.
 ROW_GROUP_ROWS = 100_000
 
+# A LocalRelation may take this share of the driver's memory (in the Arrow bytes handed).
+PLAN_SHARE_OF_DRIVER = 8
+_MEMORY_UNITS = {"k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
 log = logging.getLogger("fedgate.spark")
+
+
+def jvm_memory_bytes(text: str) -> int:
+    """A Spark memory setting's bytes ("1g", "512m", "4096k"; bare: MiB, as the driver's)."""
+    value = text.strip().lower().removesuffix("b")
+    if value[-1:] in _MEMORY_UNITS:
+        return int(float(value[:-1]) * _MEMORY_UNITS[value[-1]])
+    return int(float(value) * 1024**2)
 
 _FILE_TYPES = (pa.types.is_boolean, pa.types.is_integer, pa.types.is_floating,
                pa.types.is_decimal, pa.types.is_string, pa.types.is_binary, pa.types.is_date32,
@@ -71,15 +89,18 @@ def _for_file(table: pa.Table) -> pa.Table:
 class Handover:
     """The scratch directory of one query's handed-over tables; `close()` removes it."""
 
-    def __init__(self, local: bool, parts: int = 2, file_rows: int = FILE_ROWS) -> None:
+    def __init__(self, local: bool, parts: int = 2, file_rows: int = FILE_ROWS,
+                 plan_bytes: int | None = None) -> None:
         self.local = local
         self.parts = max(1, parts)
         self.file_rows = file_rows
+        self.plan_bytes = plan_bytes  # the most a LocalRelation may take; None: no bound
         self._dir: Path | None = None
         self._count = 0
 
-    def dataframe(self, session: Any, table: pa.Table) -> Any:
-        """`table` as a DataFrame of `session`: a Parquet scan or a LocalRelation."""
+    def dataframe(self, session: Any, table: pa.Table, name: str = "the input") -> Any:
+        """`table` (fragment `name`) as a DataFrame of `session`: a Parquet scan or a
+        LocalRelation."""
         from pyspark.sql.pandas.types import from_arrow_schema  # a heavy import
 
         if table.num_rows == 0:
@@ -88,6 +109,15 @@ class Handover:
             return session.createDataFrame([], schema=from_arrow_schema(table.schema,
                                                                         prefer_timestamp_ntz=False))
         if not (self.local and table.num_rows >= self.file_rows and file_friendly(table)):
+            if self.plan_bytes is not None and table.nbytes > self.plan_bytes:
+                raise PgError(
+                    OUT_OF_MEMORY,
+                    f"fragment {name} ({table.num_rows:,} rows, {table.nbytes / 1024**2:,.0f} MB) is too "
+                    f"large to hand to Spark: its rows would sit in the driver's plan, which takes "
+                    f"at most {self.plan_bytes / 1024**2:,.0f} MB (1/{PLAN_SHARE_OF_DRIVER} of "
+                    "spark.driver.memory)",
+                    hint="Let Spark read the source itself ([engine] spark_reads_sources), narrow "
+                         "the fragment, or run the statement on DuckDB (SET fedgate.engine = 'duckdb').")
             return session.createDataFrame(table)
 
         table = _for_file(table)

@@ -400,3 +400,29 @@ async def test_a_connect_cluster_lost_under_a_live_application_fails_and_comes_b
         await _lost_and_back(world, world.connect_server(), "connect")
     finally:
         _restore(world.cluster)
+
+
+async def test_a_fragment_too_big_for_the_driver_is_refused_not_left_waiting(world: World) -> None:
+    """A fragment the gateway must hand to a cluster's Spark becomes a LocalRelation in the
+    driver's heap: past an eighth of spark.driver.memory (1 GB here) it is refused with
+    53200 at once. Before, 10M rows ran the driver out of memory and the statement waited
+    on its dead Arrow thread for as long as spark_job_timeout_s."""
+    with psycopg.connect(world.source_dsn, autocommit=True) as conn:
+        # about 170 MB in Arrow: 1.5M rows of an int4 and 100 characters
+        conn.execute("CREATE OR REPLACE VIEW wide AS SELECT g AS id, repeat('x', 100) AS pad "
+                     "FROM generate_series(1, 1500000) g")
+    gateway = world.gateway("big_handover", world.cluster.gateway_engine_config(
+        "standalone", spark_reads_sources="never"))
+    conn = await _connect(gateway)
+    try:
+        started = time.monotonic()
+        # not an equi-join: no dynamic filter narrows the view to the file's one key
+        with pytest.raises(psycopg.errors.OutOfMemory) as refused:
+            await asyncio.wait_for(conn.execute(
+                "SELECT max(length(w.pad)) FROM pg.wide w JOIN files.one o ON o.k <= w.id"), 180)
+        assert "is too large to hand to Spark" in str(refused.value), refused.value
+        assert time.monotonic() - started < 120
+        cursor = await conn.execute(QUICK)  # the session and its Spark go on
+        assert await cursor.fetchone() == (1000,)
+    finally:
+        await conn.close()
