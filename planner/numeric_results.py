@@ -1,6 +1,5 @@
 """PostgreSQL's type of a numeric result: literals, arithmetic, and the functions of the
-numeric category (sum, round and trunc, sign, ceil and floor, sqrt to power, gcd and lcm,
-NULLIF's promotion).
+numeric category (sum, round and trunc, sign, ceil and floor, sqrt to power, gcd and lcm).
 
 `planner.result_types` walks an expression and asks these rules once it knows the types of
 its arguments, as type names (`int4`, `numeric(1000,2)`, None for "not known here"); they
@@ -87,23 +86,6 @@ def math_result(node: exp.Expression, of: Callable[[exp.Expression | None], str 
     if "numeric" in bases:
         return "numeric"
     return "float8" if bases <= {"int2", "int4", "int8", "float4", "float8"} else None
-
-
-def nullif_result(first: str | None, second: str | None) -> str | None:
-    """NULLIF(a, b) returns a, promoted to b's type where the `=` it implies promotes it
-    (PostgreSQL: NULLIF(1, 2.2) is numeric): a's type when b's is no wider."""
-    a, b = base_of(first), base_of(second)
-    if a == "name" and b in ("name", "unknown"):  # a catalog name (planner.catalog.PgSchema)
-        return first
-    integers = ("int2", "int4", "int8")
-    if a in integers and b == "numeric":
-        return numeric(0)
-    if a in integers and b in integers:
-        return first  # int2 = int4 and the like are operators of their own: no promotion
-    if a is None or a != b and (a not in NUMERIC_ORDER or b not in NUMERIC_ORDER
-                                or NUMERIC_ORDER.index(b) > NUMERIC_ORDER.index(a)):
-        return None
-    return first
 
 
 def sum_result(arg: str | None) -> str | None:

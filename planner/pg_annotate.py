@@ -2,7 +2,8 @@
 
 PostgreSQL divides two integers in the wider operand's type (int4 / int4 is int4, and
 truncates); sqlglot annotates the quotient as BIGINT. length(), strpos() and grouping()
-are int4 in PostgreSQL, BIGINT to sqlglot; extract() of a whole-number field is numeric. Types decide what the planner writes for the
+are int4 in PostgreSQL, BIGINT to sqlglot; extract() of a whole-number field is numeric;
+NULLIF(int4, int8) is int4 (planner.nullif_type). Types decide what the planner writes for the
 engine: `sum(a / b)` over int4 columns was summed as numeric where PostgreSQL answers
 int8, and `a / 2 / b` divided the truncated quotient as a double.
 """
@@ -31,14 +32,19 @@ def annotate_postgres(tree: exp.Expression, **options: Any) -> exp.Expression:
                   if call.type is None or call.type.this != T.INT]
     whole_extracts = [call for call in tree.find_all(exp.Extract)
                       if call.this.name.upper() in WHOLE_FIELDS]
+    # NULLIF of an integer and an integer, or of a float4 and a number, is its first
+    # argument's type (planner.nullif_type); sqlglot's is the wider one's.
+    nullifs = [call for call in tree.find_all(exp.Nullif) if _keeps_first(call)]
     for call in int4_calls:
         call.type = exp.DataType.build("INT")
     for call in whole_extracts:
         call.type = exp.DataType.build("DECIMAL(38, 0)")
-    for call in int4_calls + whole_extracts:
+    for call in nullifs:
+        call.type = call.this.type.copy()
+    for call in int4_calls + whole_extracts + nullifs:
         for ancestor in _ancestors(call, tree):
             ancestor.type = None
-    if int4_calls or whole_extracts:
+    if int4_calls or whole_extracts or nullifs:
         tree = annotate_types(tree, **{**options, "overwrite_types": False})
     for _ in range(len(list(tree.find_all(exp.Div)))):  # a nested division retypes its parents
         retyped = False
@@ -57,6 +63,15 @@ def annotate_postgres(tree: exp.Expression, **options: Any) -> exp.Expression:
             break
         tree = annotate_types(tree, **{**options, "overwrite_types": False})
     return tree
+
+
+def _keeps_first(call: exp.Nullif) -> bool:
+    first, second = call.this.type, call.expression.type
+    if first is None or second is None or call.type is None or call.type.this == first.this:
+        return False
+    if first.this in _INTEGER_WIDTH:
+        return second.this in _INTEGER_WIDTH
+    return first.this == T.FLOAT and second.this in (*_INTEGER_WIDTH, T.DECIMAL, T.DOUBLE)
 
 
 def _ancestors(node: exp.Expression, root: exp.Expression) -> list[exp.Expression]:

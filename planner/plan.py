@@ -43,6 +43,7 @@ from planner.ambiguous_columns import ambiguous_columns
 from planner.star_names import star_names
 from planner.ungrouped_columns import ungrouped_columns
 from planner.constant_keys import constant_keys
+from planner.window_aggregates import window_aggregates
 from planner.order_names import order_names
 from planner.using_star import using_star
 from planner.whole_rows import whole_rows
@@ -64,6 +65,7 @@ from planner.result_types import result_names, result_types
 from planner.regclass_arguments import regclass_arguments
 from planner.unknown_literals import unknown_literals
 from planner.case_scales import case_scales
+from planner.nullif_casts import nullif_casts
 from planner.set_scales import set_scales
 from planner.type_names import datatype_from_pg
 
@@ -272,6 +274,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         parsed = parse_query(text)  # the check typed the tree in place, for its message
     signature_check(parsed, text, catalog, settings.search_path)
     constant_keys(parsed)  # before a rewrite reads a position (GROUP BY 0)
+    window_aggregates(parsed)
     tree = pgcompat.rewrite(parsed, catalog.catalog_functions)
     using_star(tree, catalog, settings.search_path)
     derived_names(tree, text)  # before qualify names them _col_0
@@ -298,27 +301,24 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
     if single is None and len(sources) > 1:
         single = home_for(tree, tables, catalog, settings.inlining, zoned)
         inlined = single is not None
+    on_postgres = single is not None and single.dialect.sqlglot == "postgres"  # all of it
     row_outputs: tuple[tuple[int, TableInfo], ...] = ()  # a DuckDB source's whole rows
-    if single is None or single.dialect.sqlglot != "postgres":
+    if not on_postgres:
         row_outputs = _refuse_unshipped(tree, tables, catalog, single is not None and single.dialect.sqlglot == "duckdb")
-    if unknown_function is not None and (single is None or single.dialect.sqlglot != "postgres"):
+    if unknown_function is not None and not on_postgres:
         raise unknown_function  # no PostgreSQL source answers the whole statement
     unknown_literals(tree, catalog.sqlglot_schema)
     # PostgreSQL's types of the outputs, for rows not computed by PostgreSQL itself.
-    types = None if single is not None and single.dialect.sqlglot == "postgres" \
-        else result_types(tree, catalog.sqlglot_schema)
-    if types is not None:  # PostgreSQL resolves its own names
+    types = None if on_postgres else result_types(tree, catalog.sqlglot_schema)
+    if types is not None:  # PostgreSQL resolves its own names, and names its own rows
         order_names(tree, catalog.sqlglot_schema)
-    if names is None and types is not None:
-        # a `*`'s columns as PostgreSQL names them (planner.star_outputs); PostgreSQL
-        # names its own rows
-        names = result_names(tree, catalog.sqlglot_schema)
-    if tree.find(exp.SetOperation) is not None and \
-            not (single is not None and single.dialect.sqlglot == "postgres"):
+        names = result_names(tree, catalog.sqlglot_schema) if names is None else names  # a `*`'s
+    if not on_postgres and tree.find(exp.SetOperation) is not None:
         set_scales(tree, catalog.sqlglot_schema)
-    if tree.find(exp.Case, exp.Coalesce) is not None and \
-            not (single is not None and single.dialect.sqlglot == "postgres"):
+    if not on_postgres and tree.find(exp.Case, exp.Coalesce) is not None:
         case_scales(tree, catalog.sqlglot_schema)
+    if not on_postgres and tree.find(exp.Nullif) is not None:
+        nullif_casts(tree, catalog.sqlglot_schema)  # the engines' NULLIF keeps a's type
     # Outside UTC the capability check reads operand types (planner.zone_dependent).
     annotated = zoned and bool(sources) and \
         session_zone.needs_check(tree, (info for _, info in tables))

@@ -39,7 +39,8 @@ from planner.catalog import PgSchema
 from planner.colnames import CAST_NAME
 from planner.numeric_results import (NUMERIC_ORDER, arithmetic, base_of, float_or_numeric,
                                       integers_result, literal_type, math_result, numeric,
-                                      nullif_result, rounded, sum_result)
+                                      rounded, sum_result)
+from planner.nullif_type import nullif_result
 from planner.star_outputs import Column, is_star, renamed, star_columns
 from planner.type_names import pg_type_name
 
@@ -234,6 +235,8 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
 
     if isinstance(node, exp.Paren):
         return of(node.this)
+    if isinstance(node, exp.Distinct) and len(node.expressions) == 1:
+        return of(node.expressions[0])  # an aggregate's DISTINCT argument: sum(DISTINCT x) as sum(x)
     if isinstance(node, (exp.Column, exp.Subquery)):
         return column(node)
     if isinstance(node, exp.Literal):
@@ -301,10 +304,7 @@ def pg_type(node: exp.Expression, column: Callable[[exp.Expression], str | None]
     if isinstance(node, exp.Sum):
         return sum_result(of(node.this))
     if isinstance(node, (exp.Avg, *DEVIATIONS)):
-        arg = node.this
-        if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1:
-            arg = arg.expressions[0]  # avg(DISTINCT x) is typed as avg(x)
-        base = base_of(of(arg))
+        base = base_of(of(node.this))
         return "numeric" if base in ("int2", "int4", "int8", "numeric") else \
             "float8" if base in ("float4", "float8") else None
     if isinstance(node, _SAME_AS_ARG):

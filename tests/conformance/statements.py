@@ -432,35 +432,9 @@ def catalog_names() -> list[Statement]:
         [Statement("catalog names", sql) for sql in unordered]
 
 
-def generated_findings() -> list[Statement]:
-    """Minimal statements the query generator (tests/conformance/generate) reduced its
-    findings to: each stays here once fixed."""
-    return [Statement("generated findings", sql) for sql in [
-        # avg() below the top-level SELECT keeps the engine's fixed scale 16 (the per-value
-        # scale is computed for the statement's own outputs only): 1.0000000000000000
-        # where PostgreSQL shows 1.00000000000000000000
-        "WITH c AS (SELECT AVG(t.n) FROM t GROUP BY t.s) SELECT * FROM c",
-        "WITH c AS (SELECT AVG(u.g) FROM t RIGHT JOIN u ON t.g = u.g GROUP BY t.d) SELECT * FROM c",
-        "SELECT * FROM (SELECT AVG(t.g) FROM t GROUP BY t.d) AS s",
-        "WITH c AS (SELECT AVG(t.k) FROM t) SELECT * FROM c",
-        # avg() of a product of numerics: the digits of the engine's average were not
-        # PostgreSQL's (1.12500000000000000000 where PostgreSQL says 1.12505000000000000000;
-        # fixed: planner.pg_aggregates takes the product's scale, not sqlglot's annotation)
-        "SELECT AVG(t.n * t.n) FROM t",
-        # a window partitioned by a constant call: DuckDB took its guard for volatile
-        # (fixed: connectors.dialects.duckdb.constant_checks)
-        "SELECT MAX(t.f) OVER (PARTITION BY SUBSTRING('apple' FROM 1 FOR 0) ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t",
-        # lead() of an unknown literal: PostgreSQL cannot resolve its anyelement (fixed)
-        "SELECT t.id, LEAD('a%b_c') OVER (PARTITION BY LENGTH(t.s) ORDER BY t.id) AS w0 FROM t",
-        # a constant as a whole GROUP BY item (fixed: planner.constant_keys)
-        "SELECT TRUE AS c0, t.b AS c1, COUNT(*) AS c3 FROM t GROUP BY TRUE, t.b",
-        "SELECT 0 AS c0, t.d AS c1, MAX(t.s) AS c2 FROM t GROUP BY 0, t.d",
-    ]]
-
-
 FAMILIES = [set_operations, subqueries, windows, grouping, distinct_on, values, recursive_ctes, numeric_edges,
             text_functions, date_time_functions, null_ordering, collations, text_ordering, joins,
-            column_names, whole_rows, catalog_names, generated_findings]
+            column_names, whole_rows, catalog_names]
 
 
 def all_statements() -> list[Statement]:
@@ -468,10 +442,11 @@ def all_statements() -> list[Statement]:
     from tests.conformance.edges import (constants_and_regressions, numeric_divisions, postgres_only,
                                          postgres_types)
     from tests.conformance.functions import function_statements
+    from tests.conformance.generated_findings import generated_findings
 
     seen, out = set(), []
-    for family in FAMILIES + [postgres_only, postgres_types, numeric_divisions, constants_and_regressions,
-                              function_statements]:
+    for family in FAMILIES + [generated_findings, postgres_only, postgres_types, numeric_divisions,
+                              constants_and_regressions, function_statements]:
         for statement in family():
             if statement.sql not in seen:
                 seen.add(statement.sql)

@@ -294,6 +294,8 @@ def to_duckdb(tree: exp.Expression) -> str:
             deviations.exact_deviations(client)
         if calls and client is not None:  # after the folding: of constants, a constant
             numeric_calls.numeric_calls(client)
+    if grouping_sets.has_set_positions(tree):  # first: DISTINCT compares the sets they name
+        tree = tree.transform(grouping_sets.named_set_positions)
     if grouping_sets.needs_rewrite(tree):  # before the refusals: DuckDB has no GROUP BY DISTINCT
         tree = tree.transform(grouping_sets.distinct_grouping_sets)
     if regexp_match.has_set_calls(tree):  # before the refusals: DuckDB's regexp_matches is a boolean

@@ -40,9 +40,14 @@ CASES = [
     ("SELECT 1 UNION SELECT 2::int8", ("int8",)),
     # a scalar subquery is of its one output's type (sum of an int4 is int8)
     ("SELECT sum((SELECT max(uid) FROM s.u)), (SELECT max(n) FROM s.t) FROM s.t", ("int8", "numeric(1000,2)")),
-    # NULLIF(a, b) is a, promoted where b's type is wider
+    # NULLIF(a, b) is of the `=`'s left operand (planner.nullif_type)
     ("SELECT n / NULLIF(n, 0), NULLIF(k, 1), NULLIF(1, 2.2), NULLIF(1, 'x'::text) FROM s.t",
      ("numeric", "int2", "numeric(1000,0)", None)),
+    ("SELECT NULLIF(f, 1), NULLIF(id, f), NULLIF(v, v), NULLIF('1', id), NULLIF(d, d::timestamp) FROM s.t",
+     ("float4", "float8", "text", "int4", "date")),
+    # an aggregate's DISTINCT argument is typed as the argument
+    ("SELECT sum(DISTINCT NULLIF(10, id::int8)), max(DISTINCT k), avg(DISTINCT id) FROM s.t",
+     ("int8", "int2", "numeric")),
     ("SELECT a FROM (SELECT k AS a FROM s.t) AS q", ("int2",)),
     # float4 with an integer is float8's operator (the engine computes it so: duckdb.float4)
     ("SELECT my_function(1), 1.5::float4 + 1, 2.5 * 1.5::float4", (None, "float8", "float8")),
@@ -91,7 +96,7 @@ NAME_CASES = [
     ("SELECT coalesce(relname, 'x'), nullif(relname, 'x'), CASE WHEN true THEN relname ELSE 'x' END "
      "FROM pg_catalog.pg_class", ("name", "name", "name")),
     ("SELECT coalesce(relname, relname::text), nullif(relname, relname::text) FROM pg_catalog.pg_class",
-     (None, None)),
+     (None, "name")),
     ("SELECT array_agg(relname ORDER BY relname), array_agg(DISTINCT relname), "
      "array_agg(relname) FILTER (WHERE relpages > 0), array_agg(relpages) FROM pg_catalog.pg_class",
      ("_name", "_name", "_name", None)),
