@@ -33,8 +33,8 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import pg_type_by_name
 from planner.enum_values import enum_casts_as_text
-from planner.source_values import (ENUM_EXTREME, ENUM_VALUE, EnumText, JsonbValue, as_value,
-                                   check_enum_value, is_ordered, jsonb_value, position)
+from planner.source_enums import ENUM_EXTREME, ENUM_VALUE, EnumText, check_enum_value, enum_outputs, position
+from planner.source_values import JsonbValue, as_value, is_ordered, jsonb_value
 
 _TEXT_CASTS = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
 # Text to the engine as well: their order and equality are the text's.
@@ -91,10 +91,16 @@ def _unpad_outputs(select: exp.Select, marks: list[str | None]) -> None:
             _without_blanks(expression.this if isinstance(expression, exp.Alias) else expression)
 
 
-def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]]) -> dict[int, str]:
+def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]]
+               ) -> tuple[dict[int, str], tuple[tuple[int, str, int, str], ...]]:
     """{output position: PostgreSQL type} of the residual's outputs that pass a source's
-    text through; raise 0A000 where the residual computes on such a text.
+    text through, with the enums apart (planner.source_enums.enum_outputs); raise 0A000
+    where the residual computes on such a text.
     `texts`: fragment name -> column -> PostgreSQL type (planner.fragment_types)."""
+    return enum_outputs(_kept_outputs(residual, texts))
+
+
+def _kept_outputs(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]]) -> dict[int, str]:
     enum_values = enum_casts_as_text(residual)
     if not any(texts.values()) and not enum_values:
         return {}
@@ -107,7 +113,7 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
             continue
         # a lateral unnest()'s argument is among its select's columns twice, an outer
         # reference among its subquery's too: one rewritten already is no longer in the
-        # residual (nor is the other enum of a comparison of two, planner.source_values)
+        # residual (nor is the other enum of a comparison of two, planner.source_enums)
         if enum_values:
             _check_enum_values(select, partial(_kept, scope=scope, texts=texts, outputs=outputs))
         for column in {id(c): c for c in scope.columns}.values():
@@ -144,7 +150,7 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
         outputs[id(select)] = marks
     if root is None or not isinstance(root.expression, exp.Select):
         return {}
-    # An enum is described as the gateway's catalog numbers it (planner.source_values
+    # An enum is described as the gateway's catalog numbers it (planner.source_enums
     # enum_outputs); another type the gateway does not know is presented as text.
     return {i: t for i, t in enumerate(outputs.get(id(root.expression), ()))
             if t is not None and not isinstance(t, JsonbValue)
@@ -181,7 +187,7 @@ def _output_names(scope: Scope) -> list[str]:
 
 def _check_enum_values(select: exp.Select, kept_of: Callable[[exp.Column], str | None]) -> None:
     """0A000 for a cast to an enum of `select` (planner.enum_values) used where the engine
-    would answer it as text (planner.source_values.check_enum_value)."""
+    would answer it as text (planner.source_enums.check_enum_value)."""
     # (a cast of a value checked as the row is computed is the CASE that checks it)
     values = [v for v in select.find_all(exp.Cast, exp.Case)
               if isinstance(v.meta.get(ENUM_VALUE), EnumText) and v.find_ancestor(exp.Select) is select]
@@ -251,7 +257,7 @@ def _check_order(select: exp.Select, marks: list[str | None]) -> None:
 
 def _order_enum_outputs(select: exp.Select, marks: list[str | None]) -> None:
     """An enum output the select is ordered by (its position, its name) is ordered by its
-    labels' declared order; made distinct, it is its labels' (planner.source_values).
+    labels' declared order; made distinct, it is its labels' (planner.source_enums).
     Set-combined or compared by an outer query, it is refused."""
     first = next(m for m in marks if isinstance(m, EnumText))
     holder = select.parent

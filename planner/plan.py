@@ -54,7 +54,7 @@ from planner.pg_annotate import annotate_postgres
 from planner.enum_values import param_type_names, typed_parameters
 from planner.params import parameters
 from planner.kept_texts import kept_texts
-from planner.source_values import enum_outputs, refuse_outside_duckdb
+from planner.source_values import refuse_outside_duckdb
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.pass_through import pass_through
 from planner.parse import parse_query
@@ -404,7 +404,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     if residual is None:
         return QueryPlan((pieces[0],), None, None, pg_types, names,
                          details=details, joins=joins, result_types=types)
-    kept, enums = enum_outputs(kept_texts(residual, texts))  # a source's text of their type
+    kept, enums = kept_texts(residual, texts)  # a source's text of their type
     if kept:
         types = tuple(kept.get(i, t) for i, t in enumerate(types)) if types is not None \
             else tuple(kept.get(i) for i in range(len(residual.selects)))

@@ -2,7 +2,7 @@
 
 `events` (two enum columns of two enum types, NULLs among them) lives in a PostgreSQL
 source, `customer` in a Parquet file, so each statement's residual runs in the engine
-(planner.source_values); the truth is PostgreSQL over the same rows in one database.
+(planner.source_enums); the truth is PostgreSQL over the same rows in one database.
 The labels are declared out of alphabetical order, and one is added later BEFORE
 another (pg_enum.enumsortorder 2.5): the order is the declared one, never the text's.
 A result column of an enum is described as the enum (asyncpg names it by looking its
