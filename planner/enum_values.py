@@ -156,6 +156,19 @@ def resolve_enum_casts(tree: exp.Expression, catalog: object, search_path: Seque
         cast.set("to", enum_type(kept))
 
 
+def other_sources_enums(tree: exp.Expression, catalog: object, search_path: Sequence[str], single: object) -> bool:
+    """Whether `tree` casts to an enum of a source other than `single`, the source it would
+    be shipped to whole (a Parquet table's: `SELECT c.name, 'paid'::status FROM customer c`):
+    then the engine answers it (the cast is a value of the enum in the residual) rather
+    than the source, which has no such type (42704). The casts are resolved here."""
+    if not any(c.to.this == exp.DataType.Type.USERDEFINED for c in tree.find_all(exp.Cast)):
+        return False
+    resolve_enum_casts(tree, catalog, search_path)
+    name = getattr(single, "name", None)
+    return any(kept.source != name for kept in (enum_of_type(c.to) for c in tree.find_all(exp.Cast))
+               if kept is not None)
+
+
 def _catalog_enums(catalog: object) -> dict[tuple[str, str], EnumText]:
     """(source, typname) -> the enum, of every enum a catalog table's column holds."""
     found = {}

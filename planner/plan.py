@@ -51,7 +51,7 @@ from planner.variadic_arrays import variadic_arrays
 from planner.function_check import check_functions
 from planner.signature_check import signature_check
 from planner.pg_annotate import annotate_postgres
-from planner.enum_values import param_type_names, typed_parameters
+from planner.enum_values import other_sources_enums, param_type_names, typed_parameters
 from planner.params import parameters
 from planner.kept_texts import kept_texts
 from planner.source_values import refuse_outside_duckdb
@@ -324,8 +324,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         session_zone.needs_check(tree, (info for _, info in tables))
     if annotated:
         tree = _annotate(tree, catalog, True)
-    shippable = single is not None and \
-        single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
+    shippable = single is not None and not other_sources_enums(tree, catalog, settings.search_path, single) \
+        and single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
     if inlined and not shippable:  # decided on the same tree before: cannot happen
         raise PgError(FEATURE_NOT_SUPPORTED, "the statement no longer runs whole on its PostgreSQL source")
     if not shippable:  # e.g. a volatile call keeps a PostgreSQL source's statement here

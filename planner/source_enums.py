@@ -62,6 +62,16 @@ class EnumArray(str):
         return self
 
 
+def casts_to_other_enum(expression: exp.Expression, source: str) -> bool:
+    """Whether `expression` casts to an enum (or its array) of a source other than `source`,
+    which has no such type: the engine computes it (planner.pushdown)."""
+    for datatype in expression.find_all(exp.DataType):
+        kept = datatype.meta.get(ENUM_VALUE)
+        if isinstance(kept, EnumText) and kept.source != source:
+            return True
+    return False
+
+
 def enum_outputs(kept: dict[int, str]) -> tuple[dict[int, str], tuple[tuple[int, str, int, str], ...]]:
     """planner.kept_texts' outputs apart: those of another type, and the enums as
     (position, source, the source's OID of the enum, its typname) (QueryPlan.enum_outputs)."""

@@ -92,6 +92,11 @@ ANSWERED = {
     "coalesced_grouped": f"SELECT coalesce(e.st, 'new'), count(*) {LEFT} GROUP BY 1 ORDER BY 1",
     "coalesced_compared": f"SELECT e.id, coalesce(e.st, 'new') < 'paid', coalesce(e.st, 'new') = 'new' "
                           f"{LEFT} ORDER BY e.id",
+    # a cast to the source's enum in a statement of the Parquet table only: the engine's
+    "cast_over_parquet": "SELECT c.name, 'paid'::status, CAST('new' AS status) < 'paid' FROM customer c ORDER BY 1",
+    "cast_over_parquet_ordered": "SELECT c.name, 'paid'::status AS s FROM customer c ORDER BY s, 1",
+    "cast_over_parquet_filtered": "SELECT c.name FROM customer c WHERE 'paid'::status > 'new' ORDER BY 1",
+    "cast_over_parquet_grouped": "SELECT count(*), 'paid'::status FROM customer c GROUP BY 2",
 }
 
 
@@ -111,6 +116,8 @@ async def test_the_engine_answers_as_postgres(world, name: str) -> None:
     f"SELECT e.id, c.name::status {JOIN}",  # checked as the row is computed
     f"SELECT e.id {JOIN} WHERE e.st = c.name::status",
     f"SELECT e.id, coalesce(e.st, 'lost') {LEFT}",
+    "SELECT c.name, c.name::status FROM customer c ORDER BY 1",  # over Parquet only
+    "SELECT 'lost'::status FROM customer c",
     # two enum types: no operator compares them
     f"SELECT e.id {JOIN} WHERE e.st = e.pr",
     f"SELECT e.id {JOIN} WHERE e.pr < e.st OR c.name = 'Dee'",
@@ -119,6 +126,14 @@ async def test_errors_are_postgres(world, sql: str) -> None:
     truth, gateway = world
     want, got = await error_of(truth, sql), await error_of(gateway, sql)
     assert (got.sqlstate, str(got)) == (want.sqlstate, str(want))
+
+
+async def test_the_source_spelling_of_its_enum(world) -> None:
+    """`pg.status` (the source as the schema) over Parquet only: PostgreSQL's answer to
+    `public.status`."""
+    truth, gateway = world
+    sql = "SELECT c.name, 'paid'::{}, CAST(c.name AS text) < 'B' FROM customer c ORDER BY 1"
+    await assert_described_alike(truth, gateway, sql.format("public.status"), gateway_sql=sql.format("pg.status"))
 
 
 def _raw(dsn: str, sql: str, binary: bool) -> tuple[list[int], list[tuple]]:
