@@ -25,7 +25,7 @@ statement shipped whole) is PostgreSQL's answer and never reaches this check.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import partial
+from functools import cache, partial
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -91,16 +91,20 @@ def _unpad_outputs(select: exp.Select, marks: list[str | None]) -> None:
             _without_blanks(expression.this if isinstance(expression, exp.Alias) else expression)
 
 
-def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]]
+def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]],
+               column_types: Callable[[], Mapping[str, Mapping[str, str]]] = dict,
                ) -> tuple[dict[int, str], tuple[tuple[int, str, int, str], ...]]:
     """{output position: PostgreSQL type} of the residual's outputs that pass a source's
     text through, with the enums apart (planner.source_enums.enum_outputs); raise 0A000
     where the residual computes on such a text.
-    `texts`: fragment name -> column -> PostgreSQL type (planner.fragment_types)."""
-    return enum_outputs(_kept_outputs(residual, texts))
+    `texts`: fragment name -> column -> PostgreSQL type (planner.fragment_types);
+    `column_types`: the fragments' column types (planner.physical.render), read where an
+    enum meets another column (PostgreSQL's 42883 for `st = c.name`)."""
+    return enum_outputs(_kept_outputs(residual, texts, cache(column_types)))
 
 
-def _kept_outputs(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]]) -> dict[int, str]:
+def _kept_outputs(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]],
+                  column_types: Callable[[], Mapping[str, Mapping[str, str]]]) -> dict[int, str]:
     enum_values = enum_casts_as_text(residual)
     if not any(texts.values()) and not enum_values:
         return {}
@@ -134,7 +138,8 @@ def _kept_outputs(residual: exp.Expression, texts: Mapping[str, Mapping[str, str
                 # (planner.type_names): the dialect's rewrites must not take it for one
                 column.type = exp.DataType.build("TEXT")
                 if not _passed(column, select) and not as_value(
-                        column, kept, residual, partial(_kept, scope=scope, texts=texts, outputs=outputs)):
+                        column, kept, residual, partial(_kept, scope=scope, texts=texts, outputs=outputs),
+                        partial(_fragment_type, scope=scope, types=column_types)):
                     _refuse(column, kept)
         marks = [_output_mark(e, scope, texts, outputs) for e in select.expressions]
         if any(map(_blank_padded, marks)) and _compared(select):
@@ -173,6 +178,17 @@ def _kept(column: exp.Column, scope: Scope, texts: Mapping[str, Mapping[str, str
         names = _output_names(source)
         return marks[names.index(column.name)] if column.name in names else None
     return None
+
+
+def _fragment_type(column: exp.Column, scope: Scope,
+                   types: Callable[[], Mapping[str, Mapping[str, str]]]) -> exp.DataType | None:
+    """The type of a fragment's column as the catalog has it, if `column` reads one."""
+    walk: Scope | None = scope
+    while walk is not None and column.table not in walk.sources:
+        walk = walk.parent
+    source = walk.sources[column.table] if walk is not None and column.table else None
+    name = types().get(source.name, {}).get(column.name) if isinstance(source, exp.Table) else None
+    return exp.DataType.build(name, dialect="duckdb") if name else None
 
 
 def _output_names(scope: Scope) -> list[str]:

@@ -404,7 +404,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     if residual is None:
         return QueryPlan((pieces[0],), None, None, pg_types, names,
                          details=details, joins=joins, result_types=types)
-    kept, enums = kept_texts(residual, texts)  # a source's text of their type
+    kept, enums = kept_texts(residual, texts, frag_types)  # a source's text of their type
     if kept:
         types = tuple(kept.get(i, t) for i, t in enumerate(types)) if types is not None \
             else tuple(kept.get(i) for i in range(len(residual.selects)))

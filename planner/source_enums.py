@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
-from pgwire.errors import INVALID_TEXT_REPRESENTATION, UNDEFINED_FUNCTION, PgError
+from pgwire.errors import DATATYPE_MISMATCH, INVALID_TEXT_REPRESENTATION, UNDEFINED_FUNCTION, PgError
 
 class EnumText(str):
     """The PostgreSQL type name of an enum a source hands over as text, with its labels
@@ -100,7 +100,16 @@ def below(node: exp.Expression, ancestor: exp.Expression) -> exp.Expression:
     return node
 
 
-def enum_as_value(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], str | None]) -> bool:
+# The type of a column of a fragment, by the catalog (planner.kept_texts), if known
+TypeOf = Callable[[exp.Column], exp.DataType | None]
+
+
+def _no_type(column: exp.Column) -> None:
+    return None
+
+
+def enum_as_value(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Column], str | None],
+                  type_of: TypeOf = _no_type) -> bool:
     parent = above_parens(column)
     if isinstance(parent, exp.Group):
         return True
@@ -110,12 +119,15 @@ def enum_as_value(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Col
     if isinstance(parent, exp.Window) and any(
             key is below(column, parent) for key in parent.args.get("partition_by") or ()):
         return True
-    if isinstance(parent, exp.DPipe) and _string(parent.expression if below(column, parent)
-                                                 is parent.this else parent.this):
-        return True  # `st || 'x'` is the label's text and the string's (textanycat)
+    if isinstance(parent, exp.DPipe):
+        other = parent.expression if below(column, parent) is parent.this else parent.this
+        if _string(other) or isinstance(other, exp.Null) or _typed(other, kept_of, type_of) == "text":
+            return True  # `st || 'x'`, `st || c.name`: the label's text and the string's (textanycat)
+        _refuse_operands(parent, "||", other, kept, kept_of, type_of)
     if isinstance(parent, exp.In) and parent.this is column and not parent.args.get("query"):
         for value in parent.expressions:
             refuse_string_parameter("=", value, kept, False)
+            _refuse_operands(parent, "=", value, kept, kept_of, type_of)
         return all(_value_of(e, kept) or _label(e, kept) is not None for e in parent.expressions)
     if isinstance(parent, exp.Case) and parent.this is below(column, parent):
         # `CASE st WHEN 'paid' THEN ...`: its equality with each label
@@ -131,6 +143,7 @@ def enum_as_value(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Col
             return True
         _refuse_other_enum(parent, other, kept, kept_of)
         refuse_string_parameter(OPERATORS.get(type(parent), "="), other, kept, parent.this is other)
+        _refuse_operands(parent, OPERATORS.get(type(parent), "="), other, kept, kept_of, type_of)
         # `e.st < f.st`: both by their labels' positions; `=` by their texts. The other
         # column, replaced, is no longer the residual's (planner.kept_texts skips it); a
         # parameter by its label's position too
@@ -144,7 +157,7 @@ def enum_as_value(column: exp.Column, kept: EnumText, kept_of: Callable[[exp.Col
         column.replace(position(column.copy(), kept))
         return True
     if isinstance(parent, exp.Coalesce):
-        return _coalesced(parent, kept, kept_of)
+        return _coalesced(parent, kept, kept_of, type_of)
     if isinstance(parent, (exp.Min, exp.Max)) and parent.this is column:
         which = exp.ArgMin if isinstance(parent, exp.Min) else exp.ArgMax
         extreme = which(this=column.copy(), expression=position(column.copy(), kept))
@@ -197,11 +210,13 @@ def _value_of(node: exp.Expression, kept: EnumText) -> bool:
     return isinstance(found, EnumText) and found == kept and found.labels == kept.labels
 
 
-def _coalesced(coalesce: exp.Coalesce, kept: EnumText, kept_of: Callable[[exp.Column], str | None]) -> bool:
+def _coalesced(coalesce: exp.Coalesce, kept: EnumText, kept_of: Callable[[exp.Column], str | None],
+               type_of: TypeOf) -> bool:
     """coalesce() of the enum's columns, values and labels (`coalesce(st, 'new')`): a value
     of the enum (ENUM_VALUE), if the engine answers its use (check_enum_value)."""
     if coalesce.meta.get(ENUM_VALUE) is not None:
         return True  # its other column: checked with the first
+    _refuse_coalesced(coalesce, kept_of, type_of)
     for argument in coalesce.iter_expressions():
         if not (_same_enum(argument, kept, kept_of) or _value_of(argument, kept) or isinstance(argument, exp.Null)
                 or _label(argument, kept) is not None):
@@ -224,6 +239,12 @@ def check_enum_value(node: exp.Expression, kept: EnumText, kept_of: Callable[[ex
         return True
     if isinstance(parent, exp.Ordered):
         node.replace(position(node.copy(), kept))
+        return True
+    if isinstance(parent, (exp.Min, exp.Max)) and parent.this is below(node, parent):
+        which = exp.ArgMin if isinstance(parent, exp.Min) else exp.ArgMax  # as of a column
+        extreme = which(this=node.copy(), expression=position(node.copy(), kept))
+        extreme.meta[ENUM_EXTREME] = kept
+        parent.replace(extreme)
         return True
     if isinstance(parent, exp.If) and parent.this is below(node, parent) and isinstance(parent.parent, exp.Case):
         return _same_enum(parent.parent.this, kept, kept_of)  # `CASE st WHEN $1`: equal as texts
@@ -261,6 +282,58 @@ def _same_enum(node: exp.Expression, kept: EnumText, kept_of: Callable[[exp.Colu
     other = kept_of(node)
     return isinstance(other, EnumText) and other == kept and other.labels == kept.labels \
         and (other.source, other.oid) == (kept.source, kept.oid)
+
+
+# PostgreSQL's names of the engine's types an operand beside an enum may have
+_PG_NAMES = {exp.DataType.Type.TEXT: "text", exp.DataType.Type.VARCHAR: "text", exp.DataType.Type.INT: "integer",
+             exp.DataType.Type.BIGINT: "bigint", exp.DataType.Type.SMALLINT: "smallint",
+             exp.DataType.Type.BOOLEAN: "boolean", exp.DataType.Type.DOUBLE: "double precision",
+             exp.DataType.Type.DATE: "date"}
+
+
+def _typed(node: exp.Expression, kept_of: Callable[[exp.Column], str | None], type_of: TypeOf) -> str | None:
+    """PostgreSQL's name of the type of `node`, an operand beside an enum, where known: an
+    enum's, or (a column of another source, an expression) its annotated type's; None for
+    a source's text of another type, a literal, a parameter or a type not known."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    found = kept_of(node) if isinstance(node, exp.Column) else node.meta.get(ENUM_VALUE)
+    if isinstance(found, EnumText):
+        return found.typname
+    if found is not None or isinstance(node, (exp.Null, exp.Parameter)) or ENUM_VALUE in node.meta \
+            or isinstance(node, exp.Literal) and node.is_string:
+        return None
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Parameter):
+        return None  # a parameter (refuse_string_parameter says what a declared one is)
+    if isinstance(node, exp.Literal):  # a number: PostgreSQL's integer where it fits
+        return "integer" if node.this.isdigit() and int(node.this) < 2**31 else None
+    known = node.type if node.type is not None and node.type.this != exp.DataType.Type.UNKNOWN else \
+        type_of(node) if isinstance(node, exp.Column) else None
+    return _PG_NAMES.get(known.this) if known is not None else None
+
+
+def _refuse_operands(operation: exp.Expression, operator: str, other: exp.Expression, kept: EnumText,
+                     kept_of: Callable[[exp.Column], str | None], type_of: TypeOf) -> None:
+    """An enum beside a value of a known other type (`st = c.name`, `st || 1`): PostgreSQL
+    has no such operator (42883); a column of the same enum is compared, not concatenated."""
+    other_type = _typed(other, kept_of, type_of)
+    if other_type is None or other_type == kept.typname and operator != "||":
+        return
+    on_the_left = operation.this is not None and below(other, operation) is operation.this \
+        if other is not operation else False
+    left, right = (other_type, kept.typname) if on_the_left else (kept.typname, other_type)
+    raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left} {operator} {right}",
+                  hint="No operator matches the given name and argument types. You might need "
+                  "to add explicit type casts.")
+
+
+def _refuse_coalesced(coalesce: exp.Coalesce, kept_of: Callable[[exp.Column], str | None], type_of: TypeOf) -> None:
+    """coalesce() of an enum and a value of a known other type: PostgreSQL's 42804."""
+    names = [_typed(argument, kept_of, type_of) for argument in coalesce.iter_expressions()]
+    known = [n for n in names if n is not None]
+    other = next((n for n in known if n != known[0]), None)
+    if other is not None:
+        raise PgError(DATATYPE_MISMATCH, f"COALESCE types {known[0]} and {other} cannot be matched")
 
 
 OPERATORS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}

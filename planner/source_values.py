@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from sqlglot import exp
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
-from planner.source_enums import EnumText, above_parens, below, enum_as_value
+from planner.source_enums import EnumText, TypeOf, above_parens, below, enum_as_value
 
 
 class JsonbValue(str):
@@ -79,12 +79,13 @@ def refuse_outside_duckdb(residual: exp.Expression, engine: str) -> None:
 
 
 def as_value(column: exp.Column, kept: str, residual: exp.Expression,
-             kept_of: Callable[[exp.Column], str | None]) -> bool:
+             kept_of: Callable[[exp.Column], str | None], type_of: TypeOf | None = None) -> bool:
     """Rewrite `column`, which reads a source's text of PostgreSQL type `kept`, into the
     value its use needs, if that use is answered exactly; whether it is. `kept_of`: the
-    PostgreSQL type whose text another column of the residual reads, if it reads one."""
+    PostgreSQL type whose text another column of the residual reads, if it reads one;
+    `type_of`: another column's type, as the catalog has it."""
     if isinstance(kept, EnumText):
-        return enum_as_value(column, kept, kept_of)
+        return enum_as_value(column, kept, kept_of, *([type_of] if type_of else []))
     parent = above_parens(column)
     if kept == "jsonb" and (isinstance(parent, _JSON_USES) and parent.this is below(column, parent)
                             or _called(parent, _JSON_FUNCTIONS)):

@@ -92,6 +92,12 @@ ANSWERED = {
     "coalesced_grouped": f"SELECT coalesce(e.st, 'new'), count(*) {LEFT} GROUP BY 1 ORDER BY 1",
     "coalesced_compared": f"SELECT e.id, coalesce(e.st, 'new') < 'paid', coalesce(e.st, 'new') = 'new' "
                           f"{LEFT} ORDER BY e.id",
+    # `||` with a text column of the other source (textanycat), max() of a coalesce()
+    "concatenated_with_a_column": f"SELECT e.id, e.st || c.name, c.name || e.st, e.st || NULL, "
+                                  f"upper(e.st || 'x' || c.name) {LEFT} ORDER BY 2 NULLS FIRST, 1",
+    "max_of_coalesced": f"SELECT max(coalesce(e.st, 'paid')), min(coalesce(e.st, 'paid')) {LEFT}",
+    "max_of_coalesced_grouped": f"SELECT c.name, max(coalesce(e.st, 'paid')) AS m {LEFT} GROUP BY 1 "
+                                "ORDER BY m DESC, 1",
     # a cast to the source's enum in a statement of the Parquet table only: the engine's
     "cast_over_parquet": "SELECT c.name, 'paid'::status, CAST('new' AS status) < 'paid' FROM customer c ORDER BY 1",
     "cast_over_parquet_ordered": "SELECT c.name, 'paid'::status AS s FROM customer c ORDER BY s, 1",
@@ -118,6 +124,20 @@ async def test_the_engine_answers_as_postgres(world, name: str) -> None:
     f"SELECT e.id, coalesce(e.st, 'lost') {LEFT}",
     "SELECT c.name, c.name::status FROM customer c ORDER BY 1",  # over Parquet only
     "SELECT 'lost'::status FROM customer c",
+    f"SELECT max(coalesce(e.st, 'x')) {LEFT}",
+    # a text or integer column of the other source: no operator compares or concatenates them
+    f"SELECT e.id {JOIN} WHERE e.st = c.name",
+    f"SELECT e.id {JOIN} WHERE e.st < c.name",
+    f"SELECT e.id {JOIN} WHERE c.name <> e.st",
+    f"SELECT e.id {JOIN} WHERE e.st IS DISTINCT FROM c.name",
+    f"SELECT e.id {JOIN} WHERE e.st IN (c.name, 'paid')",
+    f"SELECT e.id {JOIN} WHERE e.st = c.custkey",
+    f"SELECT e.id, e.st || c.custkey {LEFT}",
+    f"SELECT e.id, e.st || 1 {LEFT}",
+    f"SELECT e.id, e.st || e.pr {LEFT}",
+    f"SELECT e.id, e.st || e.st {LEFT}",
+    f"SELECT e.id, coalesce(e.st, c.name) {LEFT}",
+    f"SELECT e.id, coalesce(c.name, e.st) {LEFT}",
     # two enum types: no operator compares them
     f"SELECT e.id {JOIN} WHERE e.st = e.pr",
     f"SELECT e.id {JOIN} WHERE e.pr < e.st OR c.name = 'Dee'",
