@@ -9,7 +9,7 @@ enum's PostgreSQL name where a PostgreSQL source runs the comparison, and its va
 checked against the labels when it is bound (QueryPlan.param_types holds the EnumText:
 gateway.session.enum_params). A cast names the enum as PostgreSQL resolves a type name.
 In the residual the engine holds an enum as its label's text, so there such a cast is to
-text, marked as a value of the enum, which planner.source_values orders by its label's
+text, marked as a value of the enum, which planner.source_enums orders by its label's
 position as it does a column, and planner.kept_texts describes as the enum.
 
     WHERE e.st = $1     ->  frag_0 on PostgreSQL: WHERE e.st = CAST($1 AS status)
@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
-from pgwire.errors import INVALID_TEXT_REPRESENTATION, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, PgError
 from planner.params import cast_parameters, infer_param_types, parameters
-from planner.source_values import ENUM_VALUE, OPERATORS, EnumText, refuse_string_parameter
+from planner.source_enums import ENUM_ARRAY, ENUM_VALUE, OPERATORS, EnumArray, EnumText, refuse_string_parameter
 from planner.type_names import pg_type_name
 
 LABELS_META = b"enum_labels"
@@ -41,7 +41,7 @@ def field_enum(metadata: Mapping[bytes, bytes] | None, source: str) -> EnumText 
     kept = meta.get(b"pg_type", meta.get(b"source_type", b"")).decode()
     oid = meta.get(b"source_type_oid")
     return EnumText(kept, json.loads(meta[LABELS_META]), source, int(oid) if oid is not None else None,
-                    meta.get(b"source_typname", b"").decode())
+                    meta.get(b"source_typname", b"").decode(), int(meta.get(b"source_array_oid", b"0")))
 
 
 def enum_columns(tree: exp.Expression, tables: Callable[[str, str], object | None]
@@ -75,6 +75,13 @@ def enum_of_type(datatype: exp.DataType | None) -> EnumText | None:
     return found if isinstance(found, EnumText) else None
 
 
+def enum_of_array_type(datatype: exp.DataType | None) -> EnumText | None:
+    """The enum whose array `datatype` is (planner.params: `st = ANY($1)`), if it is one."""
+    if datatype is None or datatype.this != exp.DataType.Type.ARRAY or len(datatype.expressions) != 1:
+        return None
+    return enum_of_type(datatype.expressions[0])
+
+
 def enum_casts_as_text(residual: exp.Expression) -> bool:
     """In the residual, a cast to an enum is its label's text, marked as a value of the
     enum; whether there is one. A parameter's value was checked when bound, a literal's
@@ -83,6 +90,7 @@ def enum_casts_as_text(residual: exp.Expression) -> bool:
     for cast in list(residual.find_all(exp.Cast)):
         kept = enum_of_type(cast.to)
         if kept is None:
+            found = _enum_array_as_text(cast) or found
             continue
         found = True
         text: exp.Expression = exp.Cast(this=cast.this.copy(), to=exp.DataType.build("TEXT"))
@@ -91,6 +99,23 @@ def enum_casts_as_text(residual: exp.Expression) -> bool:
         text.meta[ENUM_VALUE] = kept
         cast.replace(text)
     return found
+
+
+def _enum_array_as_text(cast: exp.Cast) -> bool:
+    """A parameter's cast to an array of an enum, in the residual: to text[], marked as of
+    the enum (planner.source_enums compares it with a column of the enum); its labels
+    were checked when it was bound. Another value's is refused: nothing checks them."""
+    kept = enum_of_array_type(cast.to)
+    if kept is None:
+        return False
+    if not isinstance(cast.this, exp.Parameter):
+        raise PgError(FEATURE_NOT_SUPPORTED, f"a cast to {kept}[] computed in the engine is not supported "
+                      "by fedgate outside PostgreSQL sources (a bind parameter of it is)")
+    text = exp.Cast(this=cast.this.copy(), to=exp.DataType.build("TEXT[]", dialect="postgres"))
+    text.type = text.to.copy()  # the dialect's ANY rewrite reads it as a list
+    text.meta[ENUM_ARRAY] = kept
+    cast.replace(text)
+    return True
 
 
 def _checked_label(text: exp.Expression, kept: EnumText) -> exp.Expression:
@@ -129,6 +154,19 @@ def resolve_enum_casts(tree: exp.Expression, catalog: object, search_path: Seque
         if isinstance(value, exp.Literal) and value.is_string and value.name not in kept.labels:
             raise PgError(INVALID_TEXT_REPRESENTATION, f'invalid input value for enum {kept}: "{value.name}"')
         cast.set("to", enum_type(kept))
+
+
+def other_sources_enums(tree: exp.Expression, catalog: object, search_path: Sequence[str], single: object) -> bool:
+    """Whether `tree` casts to an enum of a source other than `single`, the source it would
+    be shipped to whole (a Parquet table's: `SELECT c.name, 'paid'::status FROM customer c`):
+    then the engine answers it (the cast is a value of the enum in the residual) rather
+    than the source, which has no such type (42704). The casts are resolved here."""
+    if not any(c.to.this == exp.DataType.Type.USERDEFINED for c in tree.find_all(exp.Cast)):
+        return False
+    resolve_enum_casts(tree, catalog, search_path)
+    name = getattr(single, "name", None)
+    return any(kept.source != name for kept in (enum_of_type(c.to) for c in tree.find_all(exp.Cast))
+               if kept is not None)
 
 
 def _catalog_enums(catalog: object) -> dict[tuple[str, str], EnumText]:
@@ -187,7 +225,9 @@ def _refuse_string_parameters(tree: exp.Expression,
         parent = cast.parent if isinstance(cast, exp.Cast) else None
         while isinstance(parent, exp.Paren):
             parent = parent.parent
-        if isinstance(parent, exp.In) and any(value is cast for value in parent.expressions):
+        if isinstance(parent, exp.Any) or isinstance(parent, exp.Anonymous) and parent.name.upper() == "ALL":
+            _refuse_string_array(cast, parent, enum_of)
+        elif isinstance(parent, exp.In) and any(value is cast for value in parent.expressions):
             kept = enum_of_type(enum_of(parent.this))
             if kept is not None:
                 refuse_string_parameter("=", cast, kept, False)
@@ -198,7 +238,28 @@ def _refuse_string_parameters(tree: exp.Expression,
                 refuse_string_parameter(OPERATORS[type(parent)], cast, kept, on_the_left)
 
 
+def _refuse_string_array(cast: exp.Expression, quantified: exp.Expression,
+                         enum_of: Callable[[exp.Expression], exp.DataType | None]) -> None:
+    """`st = ANY($1)` with $1 declared text[] or varchar[]: PostgreSQL's 42883 (`status =
+    text`), as the source says where it compares them."""
+    compared = quantified.parent
+    while isinstance(compared, exp.Paren):
+        compared = compared.parent
+    if type(compared) not in OPERATORS or not isinstance(cast, exp.Cast) or ENUM_VALUE in cast.meta:
+        return
+    kept = enum_of_type(enum_of(compared.this))
+    if kept is None or cast.to.this != exp.DataType.Type.ARRAY or len(cast.to.expressions) != 1:
+        return
+    element = exp.Cast(this=cast.this.copy(), to=cast.to.expressions[0].copy())
+    refuse_string_parameter(OPERATORS[type(compared)], element, kept, False)
+
+
 def param_type_names(types: Sequence[exp.DataType]) -> tuple[str, ...]:
     """The PostgreSQL names of `types` (QueryPlan.param_types); an enum's is its EnumText,
     by which the session finds its OID and labels (gateway.session.enum_params)."""
-    return tuple(enum_of_type(t) or pg_type_name(t) or "text" for t in types)
+    return tuple(enum_of_type(t) or _enum_array(t) or pg_type_name(t) or "text" for t in types)
+
+
+def _enum_array(datatype: exp.DataType) -> EnumArray | None:
+    kept = enum_of_array_type(datatype)
+    return EnumArray(kept) if kept is not None else None

@@ -112,7 +112,7 @@ def source_text(node: Node, column: Column, postgres: bool = False) -> str | Non
         kept = meta.get(b"pg_type", meta.get(b"source_type", b"")).decode()
         if not kept or not pa.types.is_string(field.type):
             return None
-        # an enum: ordered by its labels (planner.source_values)
+        # an enum: ordered by its labels (planner.source_enums)
         return field_enum(meta, node.table.ref.source) or kept
     if isinstance(node, (Filter, Sort, Limit, Distinct)):
         return source_text(node.input, column, postgres)

@@ -25,7 +25,7 @@ statement shipped whole) is PostgreSQL's answer and never reaches this check.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import partial
+from functools import cache, partial
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -33,8 +33,8 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import pg_type_by_name
 from planner.enum_values import enum_casts_as_text
-from planner.source_values import (ENUM_EXTREME, ENUM_VALUE, EnumText, JsonbValue, as_value,
-                                   check_enum_value, is_ordered, jsonb_value, position)
+from planner.source_enums import ENUM_EXTREME, ENUM_VALUE, EnumText, check_enum_value, enum_outputs, position
+from planner.source_values import JsonbValue, as_value, is_ordered, jsonb_value
 
 _TEXT_CASTS = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
 # Text to the engine as well: their order and equality are the text's.
@@ -91,10 +91,20 @@ def _unpad_outputs(select: exp.Select, marks: list[str | None]) -> None:
             _without_blanks(expression.this if isinstance(expression, exp.Alias) else expression)
 
 
-def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]]) -> dict[int, str]:
+def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]],
+               column_types: Callable[[], Mapping[str, Mapping[str, str]]] = dict,
+               ) -> tuple[dict[int, str], tuple[tuple[int, str, int, str], ...]]:
     """{output position: PostgreSQL type} of the residual's outputs that pass a source's
-    text through; raise 0A000 where the residual computes on such a text.
-    `texts`: fragment name -> column -> PostgreSQL type (planner.fragment_types)."""
+    text through, with the enums apart (planner.source_enums.enum_outputs); raise 0A000
+    where the residual computes on such a text.
+    `texts`: fragment name -> column -> PostgreSQL type (planner.fragment_types);
+    `column_types`: the fragments' column types (planner.physical.render), read where an
+    enum meets another column (PostgreSQL's 42883 for `st = c.name`)."""
+    return enum_outputs(_kept_outputs(residual, texts, cache(column_types)))
+
+
+def _kept_outputs(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]],
+                  column_types: Callable[[], Mapping[str, Mapping[str, str]]]) -> dict[int, str]:
     enum_values = enum_casts_as_text(residual)
     if not any(texts.values()) and not enum_values:
         return {}
@@ -107,7 +117,7 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
             continue
         # a lateral unnest()'s argument is among its select's columns twice, an outer
         # reference among its subquery's too: one rewritten already is no longer in the
-        # residual (nor is the other enum of a comparison of two, planner.source_values)
+        # residual (nor is the other enum of a comparison of two, planner.source_enums)
         if enum_values:
             _check_enum_values(select, partial(_kept, scope=scope, texts=texts, outputs=outputs))
         for column in {id(c): c for c in scope.columns}.values():
@@ -128,7 +138,8 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
                 # (planner.type_names): the dialect's rewrites must not take it for one
                 column.type = exp.DataType.build("TEXT")
                 if not _passed(column, select) and not as_value(
-                        column, kept, residual, partial(_kept, scope=scope, texts=texts, outputs=outputs)):
+                        column, kept, residual, partial(_kept, scope=scope, texts=texts, outputs=outputs),
+                        partial(_fragment_type, scope=scope, types=column_types)):
                     _refuse(column, kept)
         marks = [_output_mark(e, scope, texts, outputs) for e in select.expressions]
         if any(map(_blank_padded, marks)) and _compared(select):
@@ -144,7 +155,7 @@ def kept_texts(residual: exp.Expression, texts: Mapping[str, Mapping[str, str]])
         outputs[id(select)] = marks
     if root is None or not isinstance(root.expression, exp.Select):
         return {}
-    # An enum is described as the gateway's catalog numbers it (planner.source_values
+    # An enum is described as the gateway's catalog numbers it (planner.source_enums
     # enum_outputs); another type the gateway does not know is presented as text.
     return {i: t for i, t in enumerate(outputs.get(id(root.expression), ()))
             if t is not None and not isinstance(t, JsonbValue)
@@ -169,6 +180,17 @@ def _kept(column: exp.Column, scope: Scope, texts: Mapping[str, Mapping[str, str
     return None
 
 
+def _fragment_type(column: exp.Column, scope: Scope,
+                   types: Callable[[], Mapping[str, Mapping[str, str]]]) -> exp.DataType | None:
+    """The type of a fragment's column as the catalog has it, if `column` reads one."""
+    walk: Scope | None = scope
+    while walk is not None and column.table not in walk.sources:
+        walk = walk.parent
+    source = walk.sources[column.table] if walk is not None and column.table else None
+    name = types().get(source.name, {}).get(column.name) if isinstance(source, exp.Table) else None
+    return exp.DataType.build(name, dialect="duckdb") if name else None
+
+
 def _output_names(scope: Scope) -> list[str]:
     """A derived table's or CTE's output names: its alias's column list, else its own."""
     holder = scope.expression.parent
@@ -181,7 +203,7 @@ def _output_names(scope: Scope) -> list[str]:
 
 def _check_enum_values(select: exp.Select, kept_of: Callable[[exp.Column], str | None]) -> None:
     """0A000 for a cast to an enum of `select` (planner.enum_values) used where the engine
-    would answer it as text (planner.source_values.check_enum_value)."""
+    would answer it as text (planner.source_enums.check_enum_value)."""
     # (a cast of a value checked as the row is computed is the CASE that checks it)
     values = [v for v in select.find_all(exp.Cast, exp.Case)
               if isinstance(v.meta.get(ENUM_VALUE), EnumText) and v.find_ancestor(exp.Select) is select]
@@ -251,7 +273,7 @@ def _check_order(select: exp.Select, marks: list[str | None]) -> None:
 
 def _order_enum_outputs(select: exp.Select, marks: list[str | None]) -> None:
     """An enum output the select is ordered by (its position, its name) is ordered by its
-    labels' declared order; made distinct, it is its labels' (planner.source_values).
+    labels' declared order; made distinct, it is its labels' (planner.source_enums).
     Set-combined or compared by an outer query, it is refused."""
     first = next(m for m in marks if isinstance(m, EnumText))
     holder = select.parent

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, UNDEFINED_PARAMETER, PgError
+from pgwire.errors import UNDEFINED_PARAMETER, PgError
 from planner.type_names import is_known
 
 TEXT = exp.DataType.build("TEXT")
@@ -50,11 +50,9 @@ def _array_of_compared(param: exp.Parameter, enum_of: EnumOf) -> exp.DataType | 
     quantified = isinstance(node, exp.Any) or (
         isinstance(node, exp.Anonymous) and node.name.upper() == "ALL" and len(node.expressions) == 1)
     compared = node.parent if quantified else None
-    if isinstance(compared, exp.Binary) and compared.expression is node and enum_of(compared.this) is not None:
-        raise PgError(FEATURE_NOT_SUPPORTED, "a parameter of an array of a PostgreSQL source's enum "
-                      f"(`{compared.sql('postgres')}`) is not supported by fedgate, whose catalog has no "
-                      "array type of the enum", hint="Compare the enum's text: "
-                      f"{compared.this.sql('postgres')}::text = ANY({param.sql('postgres')}).")
+    enum = enum_of(compared.this) if isinstance(compared, exp.Binary) and compared.expression is node else None
+    if enum is not None:  # the enum's array (planner.enum_values)
+        return exp.DataType(this=exp.DataType.Type.ARRAY, nested=True, expressions=[enum])
     if isinstance(compared, exp.Binary) and not isinstance(compared, exp.Connector) \
             and compared.expression is node and is_known(compared.this.type):
         return exp.DataType(this=exp.DataType.Type.ARRAY, nested=True,

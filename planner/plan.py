@@ -52,10 +52,10 @@ from planner.variadic_arrays import variadic_arrays
 from planner.function_check import check_functions
 from planner.signature_check import signature_check
 from planner.pg_annotate import annotate_postgres
-from planner.enum_values import param_type_names, typed_parameters
+from planner.enum_values import other_sources_enums, param_type_names, typed_parameters
 from planner.params import parameters
 from planner.kept_texts import kept_texts
-from planner.source_values import enum_outputs, refuse_outside_duckdb
+from planner.source_values import refuse_outside_duckdb
 from planner.pg_aggregates import pg_typed_query, pg_typed_select
 from planner.pass_through import pass_through
 from planner.parse import parse_query
@@ -324,8 +324,8 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
         session_zone.needs_check(tree, (info for _, info in tables))
     if annotated:
         tree = _annotate(tree, catalog, True)
-    shippable = single is not None and \
-        single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
+    shippable = single is not None and not other_sources_enums(tree, catalog, settings.search_path, single) \
+        and single.dialect.classify(tree, None).pushdown is Pushdown.EXACT
     if inlined and not shippable:  # decided on the same tree before: cannot happen
         raise PgError(FEATURE_NOT_SUPPORTED, "the statement no longer runs whole on its PostgreSQL source")
     if not shippable:  # e.g. a volatile call keeps a PostgreSQL source's statement here
@@ -404,7 +404,7 @@ def _federated(tree: exp.Expression, catalog: CatalogSnapshot, pg_types: tuple[s
     if residual is None:
         return QueryPlan((pieces[0],), None, None, pg_types, names,
                          details=details, joins=joins, result_types=types)
-    kept, enums = enum_outputs(kept_texts(residual, texts))  # a source's text of their type
+    kept, enums = kept_texts(residual, texts, frag_types)  # a source's text of their type
     if kept:
         types = tuple(kept.get(i, t) for i, t in enumerate(types)) if types is not None \
             else tuple(kept.get(i) for i in range(len(residual.selects)))

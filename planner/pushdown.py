@@ -22,6 +22,7 @@ from connectors.base import Pushdown
 from planner import ship_join
 from planner.dynamic_filters import all_scans
 from planner.catalog import CatalogSnapshot
+from planner.source_enums import casts_to_other_enum
 from planner.logical import (Aggregate, Distinct, Filter, Join, Limit, Node, OneRow, Opaque,
                              Project, Scan, SetOp, Sort, Values)
 
@@ -101,7 +102,8 @@ class Homes:
         scans = all_scans(node)
         table = scans[0].table if len(scans) == 1 else None
         for expression in _expressions(node):
-            if dialect.classify(expression, table).pushdown is not Pushdown.EXACT:
+            if dialect.classify(expression, table).pushdown is not Pushdown.EXACT \
+                    or casts_to_other_enum(expression, home):
                 return None
         if self._plan is not None and isinstance(node, Join) and ANY not in child_homes:
             if self._bounds is None:

@@ -45,7 +45,10 @@ def pg_type_name(datatype: exp.DataType | None) -> str | None:
 
 
 def datatype_from_pg(name: str) -> exp.DataType | None:
+    """A declared parameter type (pg_type.typname), an array of one too (`_text`)."""
     sql = _FROM_PG.get(name)
+    if sql is None and name.startswith("_") and name[1:] in _FROM_PG and name != "_unknown":
+        sql = f"{_FROM_PG[name[1:]]}[]"
     return exp.DataType.build(sql, dialect="postgres") if sql else None
 
 

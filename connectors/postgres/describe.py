@@ -46,7 +46,8 @@ SELECT a.attrelid, a.attname,
        CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END AS typmod,
        format_type(a.atttypid, a.atttypmod) AS formatted, a.attnotnull, a.atttypid::int8 AS atttypid,
        CASE WHEN t.typtype = 'e' THEN (SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder)
-                                       FROM pg_enum e WHERE e.enumtypid = t.oid) END AS labels
+                                       FROM pg_enum e WHERE e.enumtypid = t.oid) END AS labels,
+       CASE WHEN t.typtype = 'e' THEN t.typarray::int8 END AS enum_array
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_type b ON b.oid = t.typbasetype
 WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
@@ -95,7 +96,7 @@ async def discover_tables(conn: asyncpg.Connection, source: str, schema: str) ->
     alike = set(oids)  # relations whose columns the gateway describes with their own types
     for c in columns:
         ctype = column_type(c["attname"], c["typname"], c["typmod"], c["formatted"], c["labels"],
-                            c["atttypid"] if c["atttypid"] >= FIRST_NORMAL_OID else None)
+                            c["atttypid"] if c["atttypid"] >= FIRST_NORMAL_OID else None, c["enum_array"])
         fields[c["attrelid"]].append(ctype.field.with_nullable(not c["attnotnull"]))
         if c["atttypid"] >= FIRST_NORMAL_OID or pg_type_for_field(ctype.field).oid != c["atttypid"]:
             alike.discard(c["attrelid"])

@@ -46,16 +46,20 @@ def _meta(name: str, t: pa.DataType, pg_type: str) -> pa.Field:
 
 
 def column_type(name: str, typname: str, typmod: int, formatted: str | None = None,
-                labels: Sequence[str] | None = None, type_oid: int | None = None) -> ColumnType:
+                labels: Sequence[str] | None = None, type_oid: int | None = None,
+                array_oid: int | None = None) -> ColumnType:
     """Map a column of PostgreSQL type `typname` (pg_type.typname) and typmod to Arrow.
 
     `formatted` is `format_type(oid, typmod)` where known (catalog discovery), used for
     the pg_type metadata of types kept as text. `labels`: an enum's labels in their
     declared order (pg_enum.enumsortorder), which the engine orders it by
-    (planner.source_values): kept in the `enum_labels` metadata, as JSON. `type_oid`: the
+    (planner.source_enums): kept in the `enum_labels` metadata, as JSON. `type_oid`: the
     source's OID of a type of its own (pg_type.oid, an enum's), kept in the
     `source_type_oid` metadata: the gateway's catalog numbers the source's enums itself,
     and a result column of one is described with that number (gateway.executor.enum_types).
+    `array_oid`: the source's OID of an enum's array type (pg_type.typarray), kept in the
+    `source_array_oid` metadata, so that `st = ANY($1)` relayed is described by the
+    catalog's array of the enum.
     """
     if typname in ("record", "_record", "record[]"):  # record[] is asyncpg's name of _record
         what = "record (a row constructor)" if typname == "record" else "record[] (an array of rows)"
@@ -101,7 +105,8 @@ def column_type(name: str, typname: str, typmod: int, formatted: str | None = No
         pa.field(name, pa.string(), metadata={"source_type": shown, **(
             {"enum_labels": json.dumps(list(labels))} if labels is not None else {}), **(
             {"source_type_oid": str(type_oid), "source_typname": typname}
-            if type_oid is not None else {})})
+            if type_oid is not None else {}), **(
+            {"source_array_oid": str(array_oid)} if array_oid else {})})
     return ColumnType(field, pa.string())
 
 

@@ -5,7 +5,7 @@ source's OID of the type (`source_type_oid`). The gateway's catalog holds each s
 enums under OIDs of its own (gateway.pg_catalog.enums), which a relayed description is
 renamed to (gateway.relay.links); a result the gateway encodes itself says the same: a
 statement shipped whole to the source (the field says which enum), or the engine's output
-of an enum (QueryPlan.enum_outputs, planner.source_values). The field then carries
+of an enum (QueryPlan.enum_outputs, planner.source_enums). The field then carries
 `pg_type_oid` and `pg_type_name` (pgwire.types.from_arrow), so a client sees the enum as
 PostgreSQL names it and finds it in pg_type. An enum the catalog has not read (created
 after its last read) stays text, as an unknown type's values are presented.

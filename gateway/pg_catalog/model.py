@@ -110,10 +110,10 @@ class CatalogModel:
         by_source: dict[str, dict[int, EnumType]] = {}
         for source in sorted(user_sources):
             found = source_enums(user_sources[source])
-            for source_oid, (name, labels) in sorted(found.items(), key=lambda kv: kv[1][0]):
+            for source_oid, (name, labels, source_array) in sorted(found.items(), key=lambda kv: kv[1][0]):
                 made = EnumType(next_oid, name, self.namespaces[source], source, labels, source_oid,
-                                next_oid + 1)
-                next_oid += 1 + len(labels)
+                                next_oid + 1, next_oid + 1 + len(labels), source_array)
+                next_oid += 2 + len(labels)
                 self.enums.append(made)
                 by_source.setdefault(source, {})[source_oid] = made
         fields = {(source, info.ref.name): info.schema for source in user_sources
@@ -141,11 +141,13 @@ class CatalogModel:
 
     def row_type_oids(self) -> dict[str, dict[int, int]]:
         """Per source, its own OIDs of its tables' row types (and their arrays) and of its
-        enums -> this catalog's: what a description relayed from the source names
+        enums (and their arrays) -> this catalog's: what a description relayed from the source names
         (gateway.relay.links), and what the engine's enum outputs are described as."""
         found: dict[str, dict[int, int]] = {}
         for made in self.enums:
             found.setdefault(made.namespace, {})[made.source_oid] = made.oid
+            if made.source_array_oid:
+                found[made.namespace][made.source_array_oid] = made.array_oid
         for rel in self.relations:
             if rel.source_row_type is not None and rel.row_type_oid:
                 row, array = rel.source_row_type

@@ -97,11 +97,18 @@ def _info_schema_type(t: TypeDef, is_array: bool) -> str:
 
 
 def enum_type_rows(enums: Iterable[EnumType], proc_oid: dict[str, int]) -> list[tuple]:
-    """pg_type: typtype 'e', category 'E', four bytes by value, as PostgreSQL makes them."""
+    """pg_type: typtype 'e', category 'E', four bytes by value, as PostgreSQL makes them;
+    and each one's array `_name` (typelem the enum)."""
     io = [proc_oid[f"enum_{d}"] for d in ("in", "out", "recv", "send")]
-    return [(e.oid, e.name, e.namespace_oid, OWNER_OID, 4, True, "e", "E", False, True, ",",
-             0, 0, 0, 0, *io, 0, 0, 0, "i", "p", False, 0, -1, 0, 0, None, None, None)
-            for e in enums]
+    array_io = [proc_oid[f"{ARRAY_IO}{d}"] for d in ("in", "out", "recv", "send")]
+    rows = []
+    for e in enums:
+        rows.append((e.oid, e.name, e.namespace_oid, OWNER_OID, 4, True, "e", "E", False, True, ",",
+                     0, 0, 0, e.array_oid, *io, 0, 0, 0, "i", "p", False, 0, -1, 0, 0, None, None, None))
+        rows.append((e.array_oid, "_" + e.name, e.namespace_oid, OWNER_OID, -1, False, "b", "A",
+                     False, True, ",", 0, proc_oid["array_subscript_handler"], e.oid, 0, *array_io,
+                     0, 0, 0, "i", "x", False, 0, -1, 0, 0, None, None, None))
+    return rows
 
 
 def enum_label_rows(enums: Iterable[EnumType]) -> list[tuple]:
@@ -111,5 +118,7 @@ def enum_label_rows(enums: Iterable[EnumType]) -> list[tuple]:
 
 
 def enum_display_rows(enums: Iterable[EnumType]) -> list[tuple]:
-    """format_type() of an enum: its name (information_schema: USER-DEFINED)."""
-    return [(e.oid, e.name, "", "", False, "USER-DEFINED") for e in enums]
+    """format_type() of an enum: its name (information_schema: USER-DEFINED); of its
+    array: name[] (ARRAY)."""
+    return [row for e in enums for row in ((e.oid, e.name, "", "", False, "USER-DEFINED"),
+                                           (e.array_oid, e.name, "", "", True, "ARRAY"))]

@@ -23,7 +23,7 @@ from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
 from gateway.relay.block_executor import executor_for
 from gateway.relay.links import SessionLinks
 from gateway.relay.literals import lift
-from gateway.session.enum_params import TEXT_OID, enum_oid
+from gateway.session.enum_params import TEXT_ARRAY_OID, TEXT_OID, enum_oid
 from gateway.state import logs
 from gateway.state.activity import activity_of
 from gateway.state.activity import note_stream
@@ -39,7 +39,7 @@ from pgwire.types.params import decode_param
 from pgwire.types.rows import encode_rows, resolve_formats, row_description
 from pgwire.types.table import pg_type_by_name, pg_type_by_oid
 from planner import PlanSettings, QueryPlan
-from planner.source_values import EnumText
+from planner.source_enums import EnumArray, EnumText
 
 # Result batches above this many rows are encoded on a worker thread (pyarrow releases
 # the GIL), so one large result does not stall every other session on the event loop.
@@ -166,10 +166,10 @@ class SessionCore(SessionState):
         for i, name in enumerate(plan.param_types):
             if i < len(declared_oids) and declared_oids[i]:
                 found.append(declared_oids[i])
-            elif isinstance(name, EnumText):
+            elif isinstance(name, (EnumText, EnumArray)):
                 catalog = self.ctx.sources.get("pg_catalog")  # (None: no catalog, no enums)
-                found.append(TEXT_OID if catalog is None else await enum_oid(
-                    name, lambda source: catalog.row_type_oids(source, self.hidden)))  # type: ignore[attr-defined]
+                found.append((TEXT_OID if isinstance(name, EnumText) else TEXT_ARRAY_OID) if catalog is None
+                             else await enum_oid(name, lambda source: catalog.row_type_oids(source, self.hidden)))  # type: ignore[attr-defined]
             else:
                 found.append(self.type_oid(name))
         return tuple(found)

@@ -15,6 +15,7 @@ from connectors.base import Pushdown
 from planner.conjuncts import conjunction, split_conjuncts
 from planner.logical import Filter, Node, Scan, replace
 from planner.optimizer import RuleContext
+from planner.source_enums import casts_to_other_enum
 from planner.rules import transform_up
 
 
@@ -29,6 +30,8 @@ def push_filter_into_scan(plan: Node, context: RuleContext) -> Node:
             if any(conjunct == f for f in scan.filters):
                 continue
             answer = dialect.classify(conjunct, scan.table).pushdown
+            if casts_to_other_enum(conjunct, scan.table.ref.source):  # a type the source lacks
+                answer = Pushdown.UNSUPPORTED
             if answer is not Pushdown.UNSUPPORTED:
                 pushed.append(conjunct)
             if answer is not Pushdown.EXACT:

@@ -159,15 +159,94 @@ async def _answer_on(conn: asyncpg.Connection, sql: str, args: list) -> tuple[li
     return [t.name for t in statement.get_parameters()], [tuple(r) for r in await statement.fetch(*args)]
 
 
-async def test_an_array_of_the_enum_is_refused_where_planned(world) -> None:
-    """`st = ANY($1)` is of the enum's array type in PostgreSQL, which the gateway's catalog
-    does not have: refused (0A000) where planned, rather than compared as text."""
-    _, gateway = world
+# `st = ANY($1)`: PostgreSQL types $1 as the enum's array (status[]), which the gateway's
+# catalog has (gateway.pg_catalog.enums); asyncpg looks it up to send the list
+ARRAYS = {
+    "relayed": "SELECT id FROM events WHERE st = ANY($1) ORDER BY id",
+    "at_the_source": f"SELECT e.id {JOIN} WHERE e.st = ANY($1) ORDER BY e.id",
+    "in_the_engine": f"SELECT e.id {LEFT} WHERE e.st = ANY($1) OR c.name = 'Dee' ORDER BY e.id",
+    "ordered_in_the_engine": f"SELECT e.id {LEFT} WHERE e.st < ANY($1) OR c.name = 'Dee' ORDER BY e.id",
+    "all_in_the_engine": f"SELECT e.id {LEFT} WHERE e.st <> ALL($1) OR c.name = 'Dee' ORDER BY e.id",
+    "computed_in_the_engine": f"SELECT e.id, e.st >= ALL($1) {LEFT} ORDER BY e.id",
+}
+
+
+@pytest.mark.parametrize("values", [["paid", "new"], ["packed", None], [], ["paid", "lost"]],
+                         ids=["labels", "a_null", "empty", "no_label"])
+@pytest.mark.parametrize("name", sorted(ARRAYS))
+async def test_an_array_of_the_enum(world, name: str, values: list) -> None:
+    """The parameter described as status[] (by the gateway's OID of it), PostgreSQL's rows,
+    or its 22P02 for an element that is no label."""
+    truth, gateway = world
+    answers = []
+    for dsn in (truth, gateway):
+        try:
+            answers.append(await _answer(dsn, ARRAYS[name], [values]))
+        except asyncpg.PostgresError as exc:
+            answers.append((exc.sqlstate, str(exc)))
+    if isinstance(answers[0], tuple) and isinstance(answers[0][0], str):
+        assert answers[1] == answers[0] == ("22P02", 'invalid input value for enum status: "lost"')
+        return
+    (want_params, want_rows), (got_params, got_rows) = answers
+    assert got_rows == want_rows
+    assert [n for n, _ in got_params] == [n for n, _ in want_params] == ["status[]"]
+    oids = await _array_oids(gateway)
+    assert [o for _, o in got_params] == [oids["_status"]]
+
+
+async def _array_oids(gateway: str) -> dict[str, int]:
     conn = await asyncpg.connect(gateway)
     try:
-        with pytest.raises(asyncpg.FeatureNotSupportedError, match="an array of a PostgreSQL source's enum"):
-            await conn.prepare(f"SELECT e.id {JOIN} WHERE e.st = ANY($1)")
-        rows = await conn.fetch(f"SELECT e.id {JOIN} WHERE e.st::text = ANY($1) ORDER BY 1", ["paid", "new"])
-        assert [r[0] for r in rows] == [1, 2, 4]
+        return {r["typname"]: r["oid"] for r in await conn.fetch(
+            "SELECT a.typname, a.oid FROM pg_type t JOIN pg_type a ON a.oid = t.typarray AND a.typelem = t.oid "
+            "WHERE t.typtype = 'e'")}
     finally:
         await conn.close()
+
+
+@pytest.mark.parametrize("sql", [ARRAYS["relayed"], ARRAYS["at_the_source"], ARRAYS["in_the_engine"]])
+@pytest.mark.parametrize("binary", [False, True])
+def test_psycopg_sends_a_list(world, sql: str, binary: bool) -> None:
+    """psycopg's list of str, prepared on the server, in text or in binary."""
+    truth, gateway = world
+    sql = sql.replace("$1", "%s")
+    answers = []
+    for dsn in (truth, gateway):
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            cursor = conn.cursor(binary=binary)
+            for _ in range(2):
+                cursor.execute(sql, (["paid", "new"],), prepare=True)
+                rows = cursor.fetchall()
+            answers.append(rows)
+    assert answers[1] == answers[0]
+
+
+@pytest.mark.parametrize("sql", [
+    "PREPARE q(text[]) AS SELECT id FROM events WHERE st = ANY($1)",
+    f"PREPARE q(text[]) AS SELECT e.id {JOIN} WHERE e.st = ANY($1)",
+    f"PREPARE q(varchar[]) AS SELECT e.id {LEFT} WHERE e.st = ANY($1) OR c.name = 'Dee'",
+])
+async def test_an_array_declared_text_is_postgres_error(world, sql: str) -> None:
+    """Declared text[] or varchar[], no operator compares its elements with the enum."""
+    truth, gateway = world
+    want, got = await error_of(truth, sql), await error_of(gateway, sql)
+    assert (got.sqlstate, str(got)) == (want.sqlstate, str(want))
+    assert want.sqlstate == "42883"
+
+
+async def test_the_catalog_has_the_enums_arrays(world) -> None:
+    """pg_type: each enum's array `_name`, typelem the enum and the enum's typarray it,
+    named name[] by format_type(), as in PostgreSQL."""
+    truth, gateway = world
+    sql = ("SELECT a.typname, a.typcategory::text, a.typlen, a.typdelim::text, format_type(a.oid, NULL), t.typname "
+           "FROM pg_type t JOIN pg_type a ON a.oid = t.typarray AND a.typelem = t.oid "
+           "WHERE t.typtype = 'e' ORDER BY 1")
+    answers = []
+    for dsn in (truth, gateway):
+        conn = await asyncpg.connect(dsn)
+        try:
+            answers.append([tuple(r) for r in await conn.fetch(sql)])
+        finally:
+            await conn.close()
+    assert answers[1] == answers[0] == [("_prio", "A", -1, ",", "prio[]", "prio"),
+                                        ("_status", "A", -1, ",", "status[]", "status")]

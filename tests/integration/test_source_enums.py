@@ -2,7 +2,7 @@
 
 `events` (two enum columns of two enum types, NULLs among them) lives in a PostgreSQL
 source, `customer` in a Parquet file, so each statement's residual runs in the engine
-(planner.source_values); the truth is PostgreSQL over the same rows in one database.
+(planner.source_enums); the truth is PostgreSQL over the same rows in one database.
 The labels are declared out of alphabetical order, and one is added later BEFORE
 another (pg_enum.enumsortorder 2.5): the order is the declared one, never the text's.
 A result column of an enum is described as the enum (asyncpg names it by looking its
@@ -92,6 +92,17 @@ ANSWERED = {
     "coalesced_grouped": f"SELECT coalesce(e.st, 'new'), count(*) {LEFT} GROUP BY 1 ORDER BY 1",
     "coalesced_compared": f"SELECT e.id, coalesce(e.st, 'new') < 'paid', coalesce(e.st, 'new') = 'new' "
                           f"{LEFT} ORDER BY e.id",
+    # `||` with a text column of the other source (textanycat), max() of a coalesce()
+    "concatenated_with_a_column": f"SELECT e.id, e.st || c.name, c.name || e.st, e.st || NULL, "
+                                  f"upper(e.st || 'x' || c.name) {LEFT} ORDER BY 2 NULLS FIRST, 1",
+    "max_of_coalesced": f"SELECT max(coalesce(e.st, 'paid')), min(coalesce(e.st, 'paid')) {LEFT}",
+    "max_of_coalesced_grouped": f"SELECT c.name, max(coalesce(e.st, 'paid')) AS m {LEFT} GROUP BY 1 "
+                                "ORDER BY m DESC, 1",
+    # a cast to the source's enum in a statement of the Parquet table only: the engine's
+    "cast_over_parquet": "SELECT c.name, 'paid'::status, CAST('new' AS status) < 'paid' FROM customer c ORDER BY 1",
+    "cast_over_parquet_ordered": "SELECT c.name, 'paid'::status AS s FROM customer c ORDER BY s, 1",
+    "cast_over_parquet_filtered": "SELECT c.name FROM customer c WHERE 'paid'::status > 'new' ORDER BY 1",
+    "cast_over_parquet_grouped": "SELECT count(*), 'paid'::status FROM customer c GROUP BY 2",
 }
 
 
@@ -111,6 +122,22 @@ async def test_the_engine_answers_as_postgres(world, name: str) -> None:
     f"SELECT e.id, c.name::status {JOIN}",  # checked as the row is computed
     f"SELECT e.id {JOIN} WHERE e.st = c.name::status",
     f"SELECT e.id, coalesce(e.st, 'lost') {LEFT}",
+    "SELECT c.name, c.name::status FROM customer c ORDER BY 1",  # over Parquet only
+    "SELECT 'lost'::status FROM customer c",
+    f"SELECT max(coalesce(e.st, 'x')) {LEFT}",
+    # a text or integer column of the other source: no operator compares or concatenates them
+    f"SELECT e.id {JOIN} WHERE e.st = c.name",
+    f"SELECT e.id {JOIN} WHERE e.st < c.name",
+    f"SELECT e.id {JOIN} WHERE c.name <> e.st",
+    f"SELECT e.id {JOIN} WHERE e.st IS DISTINCT FROM c.name",
+    f"SELECT e.id {JOIN} WHERE e.st IN (c.name, 'paid')",
+    f"SELECT e.id {JOIN} WHERE e.st = c.custkey",
+    f"SELECT e.id, e.st || c.custkey {LEFT}",
+    f"SELECT e.id, e.st || 1 {LEFT}",
+    f"SELECT e.id, e.st || e.pr {LEFT}",
+    f"SELECT e.id, e.st || e.st {LEFT}",
+    f"SELECT e.id, coalesce(e.st, c.name) {LEFT}",
+    f"SELECT e.id, coalesce(c.name, e.st) {LEFT}",
     # two enum types: no operator compares them
     f"SELECT e.id {JOIN} WHERE e.st = e.pr",
     f"SELECT e.id {JOIN} WHERE e.pr < e.st OR c.name = 'Dee'",
@@ -119,6 +146,14 @@ async def test_errors_are_postgres(world, sql: str) -> None:
     truth, gateway = world
     want, got = await error_of(truth, sql), await error_of(gateway, sql)
     assert (got.sqlstate, str(got)) == (want.sqlstate, str(want))
+
+
+async def test_the_source_spelling_of_its_enum(world) -> None:
+    """`pg.status` (the source as the schema) over Parquet only: PostgreSQL's answer to
+    `public.status`."""
+    truth, gateway = world
+    sql = "SELECT c.name, 'paid'::{}, CAST(c.name AS text) < 'B' FROM customer c ORDER BY 1"
+    await assert_described_alike(truth, gateway, sql.format("public.status"), gateway_sql=sql.format("pg.status"))
 
 
 def _raw(dsn: str, sql: str, binary: bool) -> tuple[list[int], list[tuple]]:
