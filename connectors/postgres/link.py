@@ -220,15 +220,17 @@ class PgLink:
         source's transaction when it is in one."""
         return self.settings.commands(settings, forwarded, self.status != "I")
 
-    def repeat_statement(self, key: tuple, read_for: object, epoch: int, mirrored: object) -> str | None:
-        """The name of the source's statement `key` for a repeat of the express lane, when
-        it may be bound now: the row types and statements are those of `read_for` and
-        `epoch`, and the source has the client's settings `mirrored`; else None."""
-        if self.row_types_for != read_for or self.statements_epoch != epoch \
+    def repeat_parts(self, key: tuple, read_for: object, epoch: int, mirrored: object
+                     ) -> tuple[LinkPort, w.BackendReader, dict[bytes, bytes], str, str] | None:
+        """`express_parts` and the name of the source's statement `key`, for a repeat of the
+        express lane that may bind it now: the link idle, its row types and statements
+        those of `read_for` and `epoch`, the client's settings `mirrored` there; else None."""
+        if not self.idle or self.row_types_for != read_for or self.statements_epoch != epoch \
                 or self.settings.key != mirrored:
             return None
         remote = self.statements.get(key)
-        return None if remote is None else remote.name
+        return None if remote is None else (self.port, self.wire, self.described, self.status,
+                                            remote.name)
 
     def use_row_types(self, row_types: Mapping[int, int], read_for: object) -> None:
         """Describe the source's row types (`SELECT t FROM t` relayed) with the gateway

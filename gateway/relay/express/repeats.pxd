@@ -50,7 +50,7 @@ cdef class Repeats(Flight):
     @cython.locals(catalog=object)
     cdef object _catalog(self)
 
-    @cython.locals(link=object, name=object, parts=object)
+    @cython.locals(link=object, parts=object)
     cdef object _idle_link(self, object source, bint writes, object kept_in_transaction,
                            tuple key, object version, object epoch)
 

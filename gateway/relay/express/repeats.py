@@ -128,7 +128,8 @@ class KeptQuery:
         statement `name` (kept: the link's statement is the same one statement after
         statement)."""
         if name != self.bound_name:
-            self.head = b"\0" + name.encode() + b"\0" + _NO_FORMATS + bytes((count >> 8 & 0xFF, count & 0xFF))
+            self.head = (b"\0" + name.encode() + b"\0" + _NO_FORMATS
+                         + bytes((count >> 8 & 0xFF, count & 0xFF)))
             self.bound_name = name
         return self.head
 
@@ -200,25 +201,23 @@ class Repeats(Flight):
     def _idle_link(self, source: object, writes: bool, kept_in_transaction: object,
                    key: tuple, version: object, epoch: int) -> object:
         """The session's idle link to `source` for this statement, or None: as
-        Lane._link, with what arming covers left out. The source's statement for `key`
-        is then in `found_name`, and the link's `express_parts` in `found_parts`."""
+        Lane._link, with what arming covers left out. The link's `repeat_parts` (its
+        `express_parts`, then the name of the source's statement for `key`) are then in
+        `found_parts`."""
         if writes and self.writes_refused:
             return None
         link = self.links.repeat_link(source, self.in_block, writes, kept_in_transaction)
         if link is None:
             return None
-        # the row types this catalog gives (SessionLinks.link sets them on the task), the
-        # statements of this schema epoch (the Python road forgets older ones), and the
-        # client's settings mirrored there (no SET to send first)
-        name = link.repeat_statement(key, (version, self.hidden), epoch, self.mirrored)
-        if name is None:
-            return None
-        parts = link.express_parts()  # None: not idle (broken, someone reading, unread bytes)
+        # idle (not broken, nobody reading, nothing unread), the row types this catalog
+        # gives (SessionLinks.link sets them on the task), the statements of this schema
+        # epoch (the Python road forgets older ones), and the client's settings mirrored
+        # there (no SET to send first)
+        parts = link.repeat_parts(key, (version, self.hidden), epoch, self.mirrored)
         if parts is None:
             return None
-        if type(parts) is not tuple or len(parts) != 4:
-            raise TypeError("Repeats: a link's express parts must be a tuple of four")
-        self.found_name = name
+        if type(parts) is not tuple or len(parts) != 5:
+            raise TypeError("Repeats: a link's repeat parts must be a tuple of five")
         self.found_parts = parts
         return link
 
@@ -269,7 +268,7 @@ class Repeats(Flight):
             if self.begin_query is None:
                 return False
             quiet = 1
-        head = entry.bind_head(self.found_name, count)
+        head = entry.bind_head(parts[4], count)
         request = self.bind(head, numbers, self.bound_tail)
         if quiet:
             request = self.begin_query + request
@@ -340,7 +339,7 @@ class Repeats(Flight):
             if self.begin_query is None:
                 return False
             quiet = 1
-        head = entry.bind_head(self.found_name)
+        head = entry.bind_head(parts[4])
         answered = entry.answered
         if type(head) is not bytes or type(answered) is not bytes:
             raise TypeError("Repeats: a run's bytes must be bytes")

@@ -36,7 +36,7 @@ cdef class Flight:
     cdef list out
     cdef Py_ssize_t out_bytes
     cdef double started
-    cdef object found_name, found_parts  # what Repeats._idle_link found
+    cdef object found_parts  # what Repeats._idle_link found
 
 
     cdef void _disarm(self) noexcept

@@ -111,9 +111,7 @@ class Flight:
         self.out = None
         self.out_bytes = 0
         self.started = 0.0
-        # what Repeats._idle_link found: the source's statement's name, the link's parts
-        self.found_name = None
-        self.found_parts = None
+        self.found_parts = None  # the link's parts Repeats._idle_link found
 
     # --- arming ---------------------------------------------------------------------------
 
@@ -200,9 +198,10 @@ class Flight:
                writes: bool, text: str, data: bytes, request: bytes, quiet: int, first: object,
                flags: int) -> None:
         """The request is written: the statement is in flight, its answer comes to `pump`.
-        `parts`: the link's `express_parts`; `route` and `writes` the statement's. On an
-        error nothing of the flight is left behind (the link's port, the lane's exchange),
-        so the Python road that takes the chunk over finds the link as it was."""
+        `parts`: the link's `express_parts` (or `repeat_parts`); `route` and `writes` the
+        statement's. On an error nothing of the flight is left behind (the link's port, the
+        lane's exchange), so the Python road that takes the chunk over finds the link as it
+        was."""
         self._began(text)
         self._sync()
         self.out = []
