@@ -199,6 +199,14 @@ class PgLink:
         return (not self.broken and self.port.consumer is None and not self.port.eof
                 and self.wire.pos == len(self.wire.buffer))
 
+    def express_parts(self) -> tuple[LinkPort, w.BackendReader, dict[bytes, bytes], str] | None:
+        """What the express lane's repeats work with while their statement runs here: the
+        port, the reader, the descriptions (`client_description`) and the transaction
+        status; None when the link is not `idle`."""
+        if not self.idle:
+            return None
+        return self.port, self.wire, self.described, self.status
+
     # --- settings and statements ---------------------------------------------------------
 
     @property
@@ -211,6 +219,18 @@ class PgLink:
         formatting ones) and `forwarded` ones (`SourceSettings.commands`), inside the
         source's transaction when it is in one."""
         return self.settings.commands(settings, forwarded, self.status != "I")
+
+    def repeat_parts(self, key: tuple, read_for: object, epoch: int, mirrored: object
+                     ) -> tuple[LinkPort, w.BackendReader, dict[bytes, bytes], str, str] | None:
+        """`express_parts` and the name of the source's statement `key`, for a repeat of the
+        express lane that may bind it now: the link idle, its row types and statements
+        those of `read_for` and `epoch`, the client's settings `mirrored` there; else None."""
+        if not self.idle or self.row_types_for != read_for or self.statements_epoch != epoch \
+                or self.settings.key != mirrored:
+            return None
+        remote = self.statements.get(key)
+        return None if remote is None else (self.port, self.wire, self.described, self.status,
+                                            remote.name)
 
     def use_row_types(self, row_types: Mapping[int, int], read_for: object) -> None:
         """Describe the source's row types (`SELECT t FROM t` relayed) with the gateway

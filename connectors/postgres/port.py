@@ -64,6 +64,21 @@ class LinkPort(asyncio.Protocol):
         self.consumer = None
         self.taker = None
 
+    def release(self) -> None:
+        """The express lane's repeat is over (`detach`), and reading goes on if a client
+        that read slower than the source sent had paused it."""
+        self.detach()
+        if self.paused_by:
+            self.resume("client")
+
+    def write(self, data: bytes) -> None:
+        """`data` to the source (the express lane's requests)."""
+        self.transport.write(data)
+
+    def at_eof(self) -> bool:
+        """The source hung up: nothing more comes."""
+        return self.eof
+
     # --- callbacks -----------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:

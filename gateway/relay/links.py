@@ -381,6 +381,22 @@ class SessionLinks:
         """The block's COMMIT or ROLLBACK is done: it writes nowhere now."""
         self.writer = None
 
+    def repeat_link(self, source: str, in_block: bool, writes: bool,
+                    kept_in_transaction: bool | None) -> PgLink | None:
+        """The link to `source` a repeat of the express lane may go to: None when a block's
+        write would reach a second source (0A000, the task's to report), or the block has
+        (not) reached a source (`active`) where the repeat was kept with(out) one."""
+        if in_block and writes and self.writer not in (None, source):
+            return None
+        if kept_in_transaction is not None and (in_block and self.active) != kept_in_transaction:
+            return None
+        return self.links.get(source)
+
+    def ending_links(self) -> list[PgLink] | None:
+        """The links a block's COMMIT or ROLLBACK goes to, when it ends nothing else (no
+        other kind of source's writer, no DDL to read the catalog again after)."""
+        return None if self.writers or self.ddl else self.in_transaction()
+
     def in_transaction(self) -> list[PgLink]:
         touched = [link for link in self.links.values() if link.status != "I" and not link.broken]
         # The source that was written to commits last: a failure before it leaves no write.

@@ -75,6 +75,12 @@ class ClientPort(asyncio.Protocol):
         self.transport = transport
         self.tls = True
 
+    def send(self, data: bytes) -> None:
+        """`data` to the client, unless its socket is closing (the express lane's answers)."""
+        transport = self.transport
+        if not transport.is_closing():
+            transport.write(data)
+
     @property
     def idle(self) -> bool:
         """The session waits for the client with nothing left to decode."""

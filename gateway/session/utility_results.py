@@ -219,7 +219,8 @@ def run_discard(session: SessionCore, utility: Utility) -> UtilityResult:
 def run_deallocate(session: SessionCore, utility: Utility) -> UtilityResult:
     name = utility.name or ""
     if name == "all":
-        session.statements = {k: v for k, v in session.statements.items() if k == ""}
+        for each in [k for k in session.statements if k != ""]:  # in place: see SessionState
+            del session.statements[each]
     elif session.statements.pop(name, None) is None:
         raise PgError(INVALID_SQL_STATEMENT_NAME, f'prepared statement "{name}" does not exist')
     return UtilityResult("DEALLOCATE ALL" if name == "all" else "DEALLOCATE")

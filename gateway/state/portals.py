@@ -65,6 +65,10 @@ class Portal:
     param_formats: tuple[int, ...] = ()
     holdable: bool = False  # a cursor declared WITH HOLD: outlives its transaction
 
+    def streaming(self) -> bool:
+        """A planner's rows stream from it (closing it is the session task's)."""
+        return self.stream is not None
+
     def ran_to_end(self) -> None:
         """Its statement ran to the end: nothing more to fetch."""
         self.done = True

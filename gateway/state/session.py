@@ -86,6 +86,7 @@ class SessionState:
             self.settings.values["statement_timeout"] = shown_timeout(
                 ctx.config.server.statement_timeout_ms)
         self.initial = dict(self.settings.values)
+        # statements, portals and relayed stay the same dicts (the lane's repeats hold them)
         self.statements: dict[str, Prepared] = {}
         self.portals: dict[str, Portal] = {}
         self.in_block = False

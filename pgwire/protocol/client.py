@@ -149,6 +149,11 @@ class BackendReader:
         """What is before `pos` was read (by a walk over `buffer` of the reader's own)."""
         self.pos = pos
 
+    def unread(self) -> tuple[bytearray, int]:
+        """The buffer and the position its unread bytes start at, for a walk of the
+        reader's own (the express lane's repeats; `consumed_to` says where it stopped)."""
+        return self.buffer, self.pos
+
     def next(self) -> tuple[int, int, int] | None:
         buffer, pos = self.buffer, self.pos
         if len(buffer) - pos < 5:

@@ -32,7 +32,8 @@ The lane's modules, from the top (each imports only modules listed below it):
   route may use now, finishing a statement as the session's task does;
 - `place_in_line`: the lane's place in a pool's line for a link (transaction pooling);
 - `exchange`: one exchange with a link, driven by the link's socket callback;
-- `kept`: what the memory keeps of a statement (`KeptQuery`, `KeptRun`);
+- `kept`: makes what the memory keeps of a statement (`KeptQuery`, `KeptRun`: the
+  repeats' classes, typed fields when compiled);
 - `text_split`: the split of a simple Query's text into statement, shape and numbers;
 - `repeats`, `repeats_flight`: the repeats, a remembered statement in and out in one
   call each way (compiled when built);

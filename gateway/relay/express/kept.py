@@ -4,9 +4,10 @@
 (`KeptQuery`, by the shape) and an extended-protocol run (`KeptRun`, by `run_key_of`: the
 run's bytes without the Bind's length and values), with what its route was decided on
 and the head of the Bind it sends the source; the repeats (gateway.relay.express.repeats)
-read the same objects. The Bind of a repeat's values is built here (`bound_request`) or,
-from its bytes, by `gateway.relay.express.statement_bytes` (`quick_bind`), which also
-gives a run's key (`run_key_of`).
+read the same objects, which are theirs: typed fields where compiled. This module makes
+them (`kept_query`, `kept_run`) from what the session has. The Bind of a repeat's values
+is built here (`bound_request`) or, from its bytes, by `gateway.relay.express.statement_bytes`
+(`quick_bind`), which also gives a run's key (`run_key_of`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import struct
 from pgwire.protocol import client as w
 from connectors.postgres.link import RemoteStatement
 from gateway.relay.literals import INT4, type_of
+from gateway.relay.express.repeats import KeptQuery, KeptRun
 from gateway.state.portals import Prepared
 from gateway.state.route import Route
 
@@ -25,34 +27,29 @@ _NO_FORMATS = _I16.pack(0)
 BOUND_TAIL = w.describe("P", "") + w.execute("", 0) + w.SYNC
 _UNLIMITED = w.execute("", 0) + w.SYNC
 
+__all__ = ["BOUND_TAIL", "KeptQuery", "KeptRun", "bound_request", "kept_query", "kept_run",
+           "parameter_types"]
 
-class KeptQuery:
-    """A lifted shape as the lane first relayed it, with what its route depended on; and
-    the head of the Bind for the source's statement it was last sent to (`bind_head`)."""
 
-    __slots__ = ("route", "lifted_sql", "search_path", "version", "in_transaction", "remote",
-                 "head", "int4_key")
+def kept_query(route: Route, lifted_sql: str, search_path: str, version: object,
+               in_transaction: bool, count: int) -> KeptQuery:
+    """A lifted shape of `count` numbers, as the lane first relayed it on `route`."""
+    # the link's statement for `count` numbers that are all int4 (pgbench's)
+    return KeptQuery(route, bool(route.writes), route.source, lifted_sql, search_path, version,
+                     in_transaction, (lifted_sql, (INT4,) * count))
 
-    def __init__(self, route: Route, lifted_sql: str, search_path: str, version: int,
-                 in_transaction: bool, count: int) -> None:
-        self.route = route
-        self.lifted_sql = lifted_sql
-        self.search_path = search_path
-        self.version = version
-        self.in_transaction = in_transaction
-        self.remote: RemoteStatement | None = None
-        self.head = b""
-        # The link's statement for `count` numbers that are all int4 (pgbench's), as
-        # the repeats look it up.
-        self.int4_key = (lifted_sql, (INT4,) * count)
 
-    def bind_head(self, remote: RemoteStatement, count: int) -> bytes:
-        """The Bind's bytes between its length and its values, for `remote` (kept: the
-        link's statement is the same one statement after statement)."""
-        if remote is not self.remote:
-            self.remote = remote
-            self.head = b"\0" + remote.name.encode() + b"\0" + _NO_FORMATS + _I16.pack(count)
-        return self.head
+def kept_run(prepared: Prepared, statement: str, parsed: tuple[str, tuple[int, ...]] | None,
+             formats: tuple[int, ...], answered: bytes, tail: bytes) -> KeptRun:
+    """A run of `prepared` (a relayed statement: its route is set) as the lane relayed it:
+    the Bind named `statement`, its unnamed Parse (query, parameter types) was `parsed`,
+    with result `formats`; `answered` what the session answered before the source did,
+    `tail` its Execute and Sync for the source."""
+    route = prepared.route
+    assert route is not None  # the lane keeps relayed runs only
+    return KeptRun(prepared, route, bool(route.writes), route.source, prepared.sql, statement,
+                   parsed, formats, answered, tail, tail != _UNLIMITED,
+                   (route.sql or prepared.sql, prepared.declared_oids))
 
 
 def parameter_types(numbers: list[str]) -> tuple[int, ...]:
@@ -73,36 +70,3 @@ def bound_request(statement: RemoteStatement, numbers: list[str]) -> bytes:
     parts.append(_NO_FORMATS)
     body = b"".join(parts)
     return b"B" + _I32.pack(len(body) + 4) + body + BOUND_TAIL
-
-
-# --- extended-protocol runs --------------------------------------------------------------
-
-class KeptRun:
-    """A `[Parse] Bind [Describe] Execute Sync` run the lane relayed, kept by its bytes
-    without the Bind's values (`run_key_of`): what the session answers before the source
-    does, and how to find again the statement it ran."""
-
-    __slots__ = ("prepared", "statement", "parsed", "formats", "answered", "tail", "limited",
-                 "remote", "head", "remote_key")
-
-    def __init__(self, prepared: Prepared, statement: str, parsed: tuple[str, tuple[int, ...]] | None,
-                 formats: tuple[int, ...], answered: bytes, tail: bytes) -> None:
-        self.prepared = prepared
-        self.statement = statement  # the name the Bind gives
-        self.parsed = parsed  # (query, parameter types) of the run's unnamed Parse, if any
-        self.formats = formats  # the Bind's result formats
-        self.answered = answered  # ParseComplete, BindComplete and the description, as sent
-        self.tail = tail  # Execute (with its row limit) and Sync, for the source
-        self.limited = tail != _UNLIMITED
-        self.remote: RemoteStatement | None = None
-        self.head = b""
-        # The link's statement (`Lane._run_target`'s key).
-        self.remote_key = (prepared.route.sql or prepared.sql, prepared.declared_oids)
-
-    def bind_head(self, remote: RemoteStatement) -> bytes:
-        """The Bind's bytes before the client's parameters, naming `remote` (as
-        `client.rebind`; kept: the link's statement is the same one run after run)."""
-        if remote is not self.remote:
-            self.remote = remote
-            self.head = w.rebind(remote.name, b"")[5:]
-        return self.head

@@ -48,6 +48,9 @@ class ClientSide(Protocol):
 
     transport: asyncio.Transport
     writing_paused: bool
+    draining: bool
+
+    def send(self, data: bytes) -> None: ...
 
     @property
     def idle(self) -> bool: ...

@@ -63,7 +63,8 @@ from gateway.relay.express.exchange import FLUSH_BYTES, Exchange
 from gateway.relay.literals import INT4, Lifted, type_of, lift
 from gateway.relay.express import repeats as repeats_build
 from gateway.relay.express.text_split import quick_split
-from gateway.relay.express.kept import BOUND_TAIL, KeptQuery, KeptRun, parameter_types
+from gateway.relay.express.kept import (BOUND_TAIL, KeptQuery, KeptRun, kept_query, kept_run,
+                                        parameter_types)
 from gateway.relay.express.repeats import Repeats
 from gateway.relay.express.statement_bytes import quick_bind, quick_split_bytes, run_key_of
 from gateway.state.activity import ended
@@ -98,13 +99,28 @@ class RememberingLane(Lane):
         self._runs: dict[bytes, KeptRun] = {}  # extended runs, by bytes without values
         # The client's port calls `offer`: the repeats first, which hand what they do not
         # take to this class's `offer`. They are handed everything they work with here.
+        ctx = state.ctx
         repeats = self.repeats = Repeats(
             self, state, links, port, self.activity, self._shapes, self._runs, self.held,
-            state.unsent(), self.offer,
+            state.unsent(), state.portals, state.statements, state.relayed, self.offer,
             self._adopt, self._continue, quick_split_bytes, quick_bind, run_key_of, answer_pass,
             ended, BOUND_TAIL, PASS_QUIET, PASS_DISCARD, PASS_SUSPENDED,
-            FLUSH_BYTES)
+            FLUSH_BYTES, ctx.config.server.log_min_duration_ms, ctx.metrics)
         self.offer = repeats  # type: ignore[method-assign]
+
+    def repeat_catalog(self) -> tuple[object, int] | None:
+        """For the repeats, before each statement, what may change while they are armed:
+        None when the session takes no statement now (closed, the server shutting down,
+        the catalog stale), else the catalog's version and the schema epoch."""
+        s = self.state
+        ctx = s.ctx
+        if s.closed or self.port.draining or ctx.catalog_stale:
+            return None
+        return ctx.catalog.version, ctx.schema_epoch
+
+    def refuses_writes(self) -> bool:
+        """For the repeats, after their BEGIN or a block's end: a write now is refused."""
+        return self.state.writes_refused
 
     def _arm(self) -> None:
         """The session is idle after a statement of the lane: what it runs under, for the
@@ -206,7 +222,7 @@ class RememberingLane(Lane):
         s.stop_skipping()
         self.activity.began(text)
         prefix, quiet = self.links.prefix(link)
-        request = quick_bind(hot.bind_head(remote, len(numbers)), numbers, BOUND_TAIL)
+        request = quick_bind(hot.bind_head(remote.name, len(numbers)), numbers, BOUND_TAIL)
         exchange = self.exchange = Exchange(
             self, link, 1 + quiet, quiet, partial(self._hot_done, route, text, data))
         port = link.port
@@ -224,9 +240,9 @@ class RememberingLane(Lane):
         s = self.state
         if len(self._shapes) >= LIMIT:
             self._shapes.clear()
-        self._shapes[quick[1].encode()] = KeptQuery(route, lifted.sql, s.settings.values["search_path"],
-                                       s.ctx.catalog.version, s.in_block and self.links.active,
-                                       len(quick[2]))
+        self._shapes[quick[1].encode()] = kept_query(
+            route, lifted.sql, s.settings.values["search_path"], s.ctx.catalog.version,
+            s.in_block and self.links.active, len(quick[2]))
 
     def _hot_done(self, route: Route, sql: str, raw: bytes, outcome: Outcome) -> None:
         """As `_query_done` without an error: `counted`, `_query_ready` and `_done`,
@@ -287,7 +303,7 @@ class RememberingLane(Lane):
         s.write(hot.answered)
         self.activity.began(prepared.sql)
         prefix, quiet = self.links.prefix(link)
-        bind = hot.bind_head(remote)
+        bind = hot.bind_head(remote.name)
         request = b"".join((prefix, b"B", _I32.pack(len(bind) + end - params_at + 4), bind,
                             data[params_at:end], hot.tail))
         exchange = self.exchange = Exchange(
@@ -350,7 +366,7 @@ class RememberingLane(Lane):
         parsed = (parse.query, parse.param_types) if parse is not None else None
         if len(self._runs) >= LIMIT:
             self._runs.clear()
-        self._runs[key] = KeptRun(
+        self._runs[key] = kept_run(
             prepared, parse.name if parse is not None else self._bind_name(data, bind, params_at),
             parsed, formats, answered, tail)
 

@@ -25,6 +25,13 @@ it, kept in this object's own fields, or as this code changed it (BEGIN, COMMIT)
 may change meanwhile (the catalog, the links, a shutdown) is read again here for every
 statement, as `gateway.relay.express.memory` does.
 
+What the lane keeps of a statement for them (`KeptQuery`, `KeptRun`; made by
+`gateway.relay.express.kept`) is this module's, so they read it as typed fields. They read
+no other object's attributes: they call its methods (the session's links, the link, its
+port and reader, the client's port, the activity), or are handed the values at
+construction, at `arm` and by the lane (`repeat_catalog`). tests/unit/gateway/
+test_lane_owners.py holds the lane's compiled modules to it.
+
 One source for both builds: Cython compiles this module when fedgate is installed (the C
 types of its fields and names are in repeats.pxd beside it: a `cdef class` whose state
 is typed fields, client bytes read through a pointer), and the same file runs as it is
@@ -93,6 +100,74 @@ def _message(tag: int, head: bytes, middle: bytes, start: int, end: int, tail: b
     return bytes(built)
 
 
+_NO_FORMATS = b"\0\0"  # a Bind's count of parameter formats: none, all text
+
+
+class KeptQuery:
+    """A lifted shape as the lane first relayed it (`route`, `writes` and `source` its
+    route's), with what its route depended on; and the head of the Bind for the source's
+    statement it was last sent to (`bind_head`)."""
+
+    def __init__(self, route: object, writes: bool, source: str, lifted_sql: str,
+                 search_path: str, version: object, in_transaction: bool, int4_key: tuple) -> None:
+        self.route = route
+        self.writes = writes
+        self.source = source
+        self.lifted_sql = lifted_sql
+        self.search_path = search_path
+        self.version = version
+        self.in_transaction = in_transaction
+        # The link's statement for numbers that are all int4 (pgbench's), as the
+        # repeats look it up.
+        self.int4_key = int4_key
+        self.bound_name = None
+        self.head = b""
+
+    def bind_head(self, name: str, count: int) -> bytes:
+        """The Bind's bytes between its length and its `count` values, for the source's
+        statement `name` (kept: the link's statement is the same one statement after
+        statement)."""
+        if name != self.bound_name:
+            self.head = (b"\0" + name.encode() + b"\0" + _NO_FORMATS
+                         + bytes((count >> 8 & 0xFF, count & 0xFF)))
+            self.bound_name = name
+        return self.head
+
+
+class KeptRun:
+    """A `[Parse] Bind [Describe] Execute Sync` run the lane relayed, kept by its bytes
+    without the Bind's values: what the session answers before the source does, and how
+    to find again the statement it ran (`prepared`; `route`, `writes`, `source` and `sql`
+    its)."""
+
+    def __init__(self, prepared: object, route: object, writes: bool, source: str, sql: str,
+                 statement: str, parsed: object, formats: tuple, answered: bytes, tail: bytes,
+                 limited: bool, remote_key: tuple) -> None:
+        self.prepared = prepared
+        self.route = route
+        self.writes = writes
+        self.source = source
+        self.sql = sql
+        self.statement = statement  # the name the Bind gives
+        self.parsed = parsed  # (query, parameter types) of the run's unnamed Parse, if any
+        self.formats = formats  # the Bind's result formats
+        self.answered = answered  # ParseComplete, BindComplete and the description, as sent
+        self.tail = tail  # Execute (with its row limit) and Sync, for the source
+        self.limited = limited  # the Execute has a row limit
+        self.remote_key = remote_key  # the link's statement (`Lane._run_target`'s key)
+        self.bound_name = None
+        self.head = b""
+
+    def bind_head(self, name: str) -> bytes:
+        """The Bind's bytes before the client's parameters, naming the source's statement
+        `name` (as `client.rebind`; kept: the link's statement is the same one run after
+        run)."""
+        if name != self.bound_name:
+            self.head = w.rebind(name, b"")[5:]
+            self.bound_name = name
+        return self.head
+
+
 class Repeats(Flight):
     """The express lane's repeats, in and out in one call each way (see the module)."""
 
@@ -113,56 +188,38 @@ class Repeats(Flight):
         self._disarm()  # Python acts for the session now: it arms again when it is done
         return self.offer(data)
 
-    def _session_ready(self) -> bool:
-        """The session may take a statement now, as far as arming does not say it."""
-        state = self.state
-        return not (self.closed or self.unsent or state.closed or self.port.draining
-                    or self.ctx.catalog_stale)
+    def _catalog(self) -> object:
+        """(the catalog's version, the schema epoch) a statement runs under now, or None
+        when the session may take none now, as far as arming does not say it."""
+        if self.closed or self.unsent:
+            return None
+        catalog = self.lane.repeat_catalog()
+        if catalog is not None and (type(catalog) is not tuple or len(catalog) != 2):
+            raise TypeError("Repeats: the lane's catalog must be None or a pair")
+        return catalog
 
-    def _idle_link(self, route: object, version: object) -> object:
-        """The session's idle link to `route`'s source for this statement, or None: as
-        Lane._link, with what arming covers left out."""
-        writes = bool(route.writes)
+    def _idle_link(self, source: object, writes: bool, kept_in_transaction: object,
+                   key: tuple, version: object, epoch: int) -> object:
+        """The session's idle link to `source` for this statement, or None: as
+        Lane._link, with what arming covers left out. The link's `repeat_parts` (its
+        `express_parts`, then the name of the source's statement for `key`) are then in
+        `found_parts`."""
         if writes and self.writes_refused:
             return None
-        source = route.source
-        links = self.links
-        if writes and self.in_block:
-            writer = links.writer
-            if writer is not None and writer is not source and writer != source:
-                return None
-        link = links.links.get(source)
-        if link is None or not link.idle:  # not broken, nobody reading, nothing unread
+        link = self.links.repeat_link(source, self.in_block, writes, kept_in_transaction)
+        if link is None:
             return None
-        # the row types this catalog gives (SessionLinks.link sets them on the task)
-        read_for = link.row_types_for
-        if type(read_for) is not tuple or len(read_for) != 2:
+        # idle (not broken, nobody reading, nothing unread), the row types this catalog
+        # gives (SessionLinks.link sets them on the task), the statements of this schema
+        # epoch (the Python road forgets older ones), and the client's settings mirrored
+        # there (no SET to send first)
+        parts = link.repeat_parts(key, (version, self.hidden), epoch, self.mirrored)
+        if parts is None:
             return None
-        if not (read_for[0] == version and read_for[1] == self.hidden):
-            return None
-        # statements prepared before a schema change are forgotten on the Python road
-        if link.statements_epoch != self.ctx.schema_epoch:
-            return None
-        # the link's mirrored settings are the client's (no SET to send first)
-        if link.mirrored != self.mirrored:
-            return None
+        if type(parts) is not tuple or len(parts) != 5:
+            raise TypeError("Repeats: a link's repeat parts must be a tuple of five")
+        self.found_parts = parts
         return link
-
-    def _links_in_block(self, enough: int) -> int:
-        """How many links the block reached (status not 'I'), leaving out the broken ones
-        (SessionLinks.in_transaction), the last of them in `found`; the walk stops at
-        `enough`."""
-        count = 0
-        self.found = None
-        for link in self.links.links.values():
-            if count >= enough:
-                break
-            if link.status != "I":
-                if link.broken:
-                    continue
-                count += 1
-                self.found = link
-        return count
 
     def _take_query(self, data: bytes, n: int) -> bool:
         """A simple Query of a remembered shape: started, or not taken. As
@@ -186,40 +243,38 @@ class Repeats(Flight):
             for c in number:
                 if c < 0x30 or c > 0x39:
                     return False
-        if not self._session_ready():
+        catalog = self._catalog()
+        if catalog is None:
             return False
         if entry.search_path != self.search_path:
             return False
-        version = self.ctx.catalog.version
+        version = catalog[0]
         if entry.version != version:
             return False
-        in_tx = self.in_block and self.links.active
-        if entry.in_transaction != in_tx:
-            return False
-        route = entry.route
-        if not route.writes and self.relay != "on":
-            return False
-        link = self._idle_link(route, version)
-        if link is None:
+        if not entry.writes and self.relay != "on":
             return False
         key = entry.int4_key
         if type(key) is not tuple or len(key) != 2 or type(key[1]) is not tuple \
                 or len(key[1]) != count:
             return False
-        remote = link.statements.get(key)
-        if remote is None:
+        link = self._idle_link(entry.source, entry.writes, entry.in_transaction, key, version,
+                               catalog[1])
+        if link is None:
             return False
+        parts = self.found_parts
+        self.found_parts = None
         quiet = 0
-        if self.in_block and link.status == "I":  # BEGIN goes first to a source the block has not reached
+        if self.in_block and parts[3] == "I":  # BEGIN goes first to a source the block has not reached
             if self.begin_query is None:
                 return False
             quiet = 1
-        head = entry.head if entry.remote is remote else entry.bind_head(remote, count)
+        head = entry.bind_head(parts[4], count)
         request = self.bind(head, numbers, self.bound_tail)
         if quiet:
             request = self.begin_query + request
         text = sql.decode("ascii")
-        self._start(KIND_QUERY, link, entry, text, data, request, quiet, None, 0)
+        self._start(KIND_QUERY, link, parts, entry, entry.route, entry.writes, text, data,
+                    request, quiet, None, 0)
         self.taken += 1
         return True
 
@@ -251,22 +306,19 @@ class Repeats(Flight):
         limited = bool(entry.limited)
         if limited and in_block:  # its portal may stay suspended on the source: the general road
             return False
-        if not self._session_ready():
+        catalog = self._catalog()
+        if catalog is None:
             return False
-        version = self.ctx.catalog.version
         prepared = entry.prepared
         parsed = entry.parsed
-        state = self.state
         # the Parse must find the statement the run found, or the Bind must name it
         if parsed is not None:
-            found = state.relayed.get((parsed[0], parsed[1], version, self.search_path,
-                                       self.relay, in_block and self.links.active,
-                                       self.hidden))
+            found = self.relayed.get(self.links.relay_key(parsed[0], parsed[1]))
         else:
-            found = state.statements.get(entry.statement)
+            found = self.statements.get(entry.statement)
         if found is not prepared:
             return False
-        portals = state.portals
+        portals = self.portals
         if portals:
             # Outside a block Sync closed the last run's portal (a planner portal left
             # takes the task); in a block the last run's unnamed portal is replaced, as
@@ -274,35 +326,35 @@ class Repeats(Flight):
             if not in_block:
                 return False
             old = portals.get("")
-            if old is not None and old.stream is not None:
+            if old is not None and old.streaming():
                 return False
-        link = self._idle_link(prepared.route, version)
+        link = self._idle_link(entry.source, entry.writes, None, entry.remote_key, catalog[0],
+                               catalog[1])
         if link is None:
             return False
-        remote = link.statements.get(entry.remote_key)
-        if remote is None:
-            return False
+        parts = self.found_parts
+        self.found_parts = None
         quiet = 0
-        if in_block and link.status == "I":  # BEGIN goes first to a source the block has not reached
+        if in_block and parts[3] == "I":  # BEGIN goes first to a source the block has not reached
             if self.begin_query is None:
                 return False
             quiet = 1
-        head = entry.head if entry.remote is remote else entry.bind_head(remote)
+        head = entry.bind_head(parts[4])
         answered = entry.answered
         if type(head) is not bytes or type(answered) is not bytes:
             raise TypeError("Repeats: a run's bytes must be bytes")
         request = _message(0x42, head, data, params_at, end, entry.tail)
         if quiet:
             request = self.begin_query + request
-        text = prepared.sql
+        text = entry.sql
         portal = None
         if in_block:  # the block's unnamed portal, done at the run's end (`_finish`)
             portal = Portal(prepared, [], entry.formats)
         if parsed is not None or portal is not None:  # the unnamed Parse names the statement
-            state.run_bound(prepared, "" if parsed is not None else None, portal)
+            self.state.run_bound(prepared, "" if parsed is not None else None, portal)
         self.portal = portal
-        self._start(KIND_RUN, link, entry, text, data, request, quiet, answered,
-                    self.suspended_flag if limited else 0)
+        self._start(KIND_RUN, link, parts, entry, entry.route, entry.writes, text, data, request,
+                    quiet, answered, self.suspended_flag if limited else 0)
         self.taken += 1
         return True
 
@@ -331,23 +383,28 @@ class Repeats(Flight):
         kind, at, stop = self._control_word(data, 5, n - 1)
         if kind == CONTROL_NONE or (kind == CONTROL_BEGIN) == self.in_block:
             return False  # BEGIN in a block (a warning) or an end outside one: Python's
-        if not self._session_ready():
+        if self._catalog() is None:
             return False
         state = self.state
         links = self.links
         activity = self.activity
         count = 0
         link = None
+        parts = None
         if kind != CONTROL_BEGIN:
-            if links.writers or links.ddl:
+            ending = links.ending_links()  # None: it ends more than links (a writer, DDL)
+            if ending is None:
                 return False
-            count = self._links_in_block(2)
-            link = self.found
-            self.found = None
+            count = len(ending)
             if count > 1:
                 return False
-            if count == 1 and not link.idle:
-                return False
+            if count == 1:
+                link = ending[0]
+                parts = link.express_parts()
+                if parts is None:  # not idle
+                    return False
+                if type(parts) is not tuple or len(parts) != 4:
+                    raise TypeError("Repeats: a link's express parts must be a tuple of four")
         said = data[at:stop]
         sql = said.decode("ascii")
         if kind == CONTROL_BEGIN:
@@ -372,8 +429,8 @@ class Repeats(Flight):
             self._send((DONE_ROLLBACK if self.rollback else DONE_COMMIT) + Z_IDLE)
             self.taken += 1
             return True
-        self._start(KIND_END, link, "rollback" if self.rollback else "commit", sql, data,
-                    _ASK_ROLLBACK if self.rollback else _ASK_COMMIT, 0, None, 0)
+        self._start(KIND_END, link, parts, "rollback" if self.rollback else "commit", None, False,
+                    sql, data, _ASK_ROLLBACK if self.rollback else _ASK_COMMIT, 0, None, 0)
         self.taken += 1
         return True
 

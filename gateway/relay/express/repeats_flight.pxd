@@ -7,8 +7,9 @@ cdef int _QUERY, _RUN, _END
 
 cdef class Flight:
     # what the lane hands over at construction
-    cdef object lane, state, links, port, activity, ctx
+    cdef object lane, state, links, port, activity
     cdef dict shapes, runs
+    cdef dict portals, statements, relayed  # the session's
     cdef list held, unsent
     cdef bint closed
     cdef object offer, adopt, resume, split, bind, run_key, answer_pass, ended
@@ -29,11 +30,13 @@ cdef class Flight:
     cdef long flags
     cdef bint rollback
     cdef readonly object link
+    cdef object link_port, wire, described, route
+    cdef bint writes
     cdef object entry, portal, text, data
     cdef list out
     cdef Py_ssize_t out_bytes
     cdef double started
-    cdef object found  # the link Repeats._links_in_block found last
+    cdef object found_parts  # what Repeats._idle_link found
 
 
     cdef void _disarm(self) noexcept
@@ -44,15 +47,14 @@ cdef class Flight:
 
     cdef void _began(self, str text) except *
 
-    @cython.locals(state=object)
     cdef void _sync(self) except *
 
-    @cython.locals(transport=object)
     cdef void _send(self, bytes data) except *
 
     @cython.locals(port=object, written=bint)
-    cdef void _start(self, int kind, object link, object entry, str text, bytes data,
-                    bytes request, int quiet, object first, long flags) except *
+    cdef void _start(self, int kind, object link, tuple parts, object entry, object route,
+                     bint writes, str text, bytes data, bytes request, int quiet, object first,
+                     long flags) except *
 
     @cython.locals(passed=bytes, kind=int, link=object, ready_count=int, quiet=int, seen=int,
                    entry=object, text=object, data=object)
@@ -64,13 +66,14 @@ cdef class Flight:
     @cython.locals(out=list, joined=bytes)
     cdef void _write_out(self) except *
 
-    @cython.locals(seconds=double, port=object, state=object, links=object, activity=object,
+    @cython.locals(seconds=double, state=object, links=object, activity=object,
                    kind=int, route=object, writes=bint, logged=bint, ready=object, joined=bytes)
     cdef void _finish(self) except *
 
-    @cython.locals(link=object, wire=object, raw=object, buffer=bytearray, described=object,
-                   pos=Py_ssize_t, flags=long, walked=tuple, passed=object, size=Py_ssize_t)
+    @cython.locals(link=object, wire=object, unread=tuple, raw=object, buffer=bytearray,
+                   described=object, pos=Py_ssize_t, flags=long, walked=tuple, passed=object,
+                   size=Py_ssize_t)
     cdef void _pump(self) except *
 
-    @cython.locals(link=object, wire=object, raw=object, pos=Py_ssize_t)
+    @cython.locals(wire=object)
     cpdef take(self, object data)

@@ -8,6 +8,11 @@ exchange (`adopt`).
 `Flight` holds the repeats' state in its own fields, handed over at construction or set by
 `arm`; `gateway.relay.express.repeats.Repeats` builds on it. One source for both builds, as
 that module: the C types of the fields are in repeats_flight.pxd beside it.
+
+The repeats read no other object's attributes: they call its methods (the session's
+links, the link, its port and reader, the client's port, the activity) or are handed the
+values at construction, at `arm` and in the lane's answers (`Lane.repeat_catalog`);
+tests/unit/gateway/test_lane_owners.py holds them to it.
 """
 
 from __future__ import annotations
@@ -34,24 +39,30 @@ class Flight:
 
     def __init__(self, lane: object, state: object, links: object, port: object,
                  activity: object, shapes: dict, runs: dict, held: list, unsent: list,
-                 offer: object, adopt: object,
+                 portals: dict, statements: dict, relayed: dict, offer: object, adopt: object,
                  resume: object, split: object, bind: object, run_key: object,
-                 answer_pass: object, ended: object, bound_tail: bytes, quiet_flag: int, discard_flag: int, suspended_flag: int,
-                 flush_bytes: int) -> None:
+                 answer_pass: object, ended: object, bound_tail: bytes, quiet_flag: int,
+                 discard_flag: int, suspended_flag: int, flush_bytes: int, log_min_ms: int,
+                 metrics: object) -> None:
         if type(shapes) is not dict or type(runs) is not dict:
             raise TypeError("Repeats: the lane's shapes and runs must be dicts")
         if type(held) is not list or type(unsent) is not list:
             raise TypeError("Repeats: what the lane holds and the session has not sent must be lists")
+        if type(portals) is not dict or type(statements) is not dict or type(relayed) is not dict:
+            raise TypeError("Repeats: the session's portals and statements must be dicts")
         self.lane = lane
         self.state = state
         self.links = links
         self.port = port
         self.activity = activity
-        self.ctx = state.ctx
         self.shapes = shapes
         self.runs = runs
         self.held = held  # what the client sent while a statement ran (the lane's)
         self.unsent = unsent  # what the session wrote and did not send yet
+        # the session's (SessionState keeps them the same dicts for the session's life)
+        self.portals = portals
+        self.statements = statements
+        self.relayed = relayed
         self.closed = False  # the client is gone (`client_lost`)
         self.offer = offer
         self.adopt = adopt
@@ -66,9 +77,8 @@ class Flight:
         self.discard_flag = discard_flag
         self.suspended_flag = suspended_flag
         self.flush_bytes = flush_bytes
-        # read once: the configuration is not reloaded while the gateway runs
-        self.log_min_ms = self.ctx.config.server.log_min_duration_ms
-        self.metrics = self.ctx.metrics
+        self.log_min_ms = log_min_ms  # the configuration's: not reloaded while the gateway runs
+        self.metrics = metrics
         self.pump_m = self.pump
         self.take_m = self.take
         self.taken = 0
@@ -89,6 +99,11 @@ class Flight:
         self.ready_count = 0
         self.rollback = False
         self.link = None
+        self.link_port = None  # the link's, and its reader and descriptions (`express_parts`)
+        self.wire = None
+        self.described = None
+        self.route = None  # the statement's (None: a block's end)
+        self.writes = False
         self.entry = None
         self.portal = None  # a block's unnamed portal, of the run in flight
         self.text = None
@@ -96,7 +111,7 @@ class Flight:
         self.out = None
         self.out_bytes = 0
         self.started = 0.0
-        self.found = None  # the link `_links_in_block` found last
+        self.found_parts = None  # the link's parts Repeats._idle_link found
 
     # --- arming ---------------------------------------------------------------------------
 
@@ -141,7 +156,7 @@ class Flight:
     def _rearm(self, in_block: bool, begin_query: object) -> None:
         """The transaction state changed here (BEGIN, or a block's end): what arming took
         from the session follows it, as the lane's arming would have it."""
-        self.writes_refused = bool(self.state.writes_refused)
+        self.writes_refused = bool(self.lane.refuses_writes())
         self.in_block = in_block
         self.begin_query = begin_query
         self.ready = Z_BLOCK if in_block else Z_IDLE
@@ -149,6 +164,10 @@ class Flight:
     def _clear_flight(self) -> None:
         self.flight = False
         self.link = None
+        self.link_port = None
+        self.wire = None
+        self.described = None
+        self.route = None
         self.entry = None
         self.portal = None
         self.text = None
@@ -165,26 +184,24 @@ class Flight:
     def _sync(self) -> None:
         """A Query or Sync came (what the repeats start is both): the session skips no
         more (only its task starts skipping, and it disarms the repeats first)."""
-        state = self.state
-        if state.skipping:
-            state.stop_skipping()
+        self.state.stop_skipping()
 
     def _send(self, data: bytes) -> None:
         """`data` to the client's socket, unless the client is gone or its socket closing."""
         if self.closed:
             return
-        transport = self.port.transport
-        if transport.is_closing():
-            return
-        transport.write(data)
+        self.port.send(data)
 
     # --- starting -------------------------------------------------------------------------
 
-    def _start(self, kind: int, link: object, entry: object, text: str, data: bytes,
-               request: bytes, quiet: int, first: object, flags: int) -> None:
+    def _start(self, kind: int, link: object, parts: tuple, entry: object, route: object,
+               writes: bool, text: str, data: bytes, request: bytes, quiet: int, first: object,
+               flags: int) -> None:
         """The request is written: the statement is in flight, its answer comes to `pump`.
-        On an error nothing of the flight is left behind (the link's port, the lane's
-        exchange), so the Python road that takes the chunk over finds the link as it was."""
+        `parts`: the link's `express_parts` (or `repeat_parts`); `route` and `writes` the
+        statement's. On an error nothing of the flight is left behind (the link's port, the
+        lane's exchange), so the Python road that takes the chunk over finds the link as it
+        was."""
         self._began(text)
         self._sync()
         self.out = []
@@ -196,18 +213,22 @@ class Flight:
         self.flags = flags
         self.ready_count = 1 + quiet
         self.link = link
+        port = self.link_port = parts[0]
+        self.wire = parts[1]
+        self.described = parts[2]
+        self.route = route
+        self.writes = writes
         self.entry = entry
         self.text = text
         self.data = data
         if first is not None:
             self.out.append(first)
             self.out_bytes = len(first)
-        port = link.port
         written = False
         try:
             self.lane.in_flight(self)
             port.attach(self.pump_m, self.take_m)
-            port.transport.write(request)
+            port.write(request)
             written = True
         finally:
             if not written:  # the first error is the one raised
@@ -253,10 +274,7 @@ class Flight:
         """The last ReadyForQuery came: as RememberingLane._hot_done / _hot_run_done and
         _finished."""
         seconds = time() - self.started
-        port = self.link.port
-        port.detach()
-        if port.paused_by:
-            port.resume("client")
+        self.link_port.release()
         state = self.state
         links = self.links
         activity = self.activity
@@ -267,8 +285,8 @@ class Flight:
             self._rearm(False, None)
             self.out.append(DONE_ROLLBACK if self.rollback else DONE_COMMIT)
         else:
-            route = self.entry.route if kind == _QUERY else self.entry.prepared.route
-            writes = bool(route.writes)
+            route = self.route
+            writes = self.writes
             self.metrics.statement_done("write" if writes else "select", None, "express", seconds)
             if writes and self.in_block:  # (`wrote` asks too: one call less for a read)
                 links.wrote(route)
@@ -276,7 +294,7 @@ class Flight:
                 if self.portal is not None:  # the block's unnamed portal ran to its end
                     self.portal.ran_to_end()
                 self._sync()  # Sync, as Session.on_sync
-            if not self.in_block and state.portals:
+            if not self.in_block and self.portals:
                 state.close_portals(False)
         # the statement log (gateway.state.activity.ended), when it logs anything
         logged = self.log_min_ms >= 0
@@ -315,14 +333,19 @@ class Flight:
 
     def _pump(self) -> None:
         link = self.link
-        wire = link.wire
-        raw = wire.buffer
+        wire = self.wire
+        unread = wire.unread()
+        if len(unread) != 2:
+            raise TypeError("Repeats: the link's reader must give its buffer and position")
+        raw = unread[0]
         if type(raw) is not bytearray:
             self._handoff_and_pump()
             return
         buffer = raw
-        described = link.described
-        pos = wire.pos
+        pos = unread[1]
+        if pos < 0 or pos > len(buffer):
+            raise RuntimeError("Repeats: the link's read position is outside its buffer")
+        described = self.described
         while True:
             flags = ((self.discard_flag if self.kind == _END else 0)
                      | (self.quiet_flag if self.seen < self.quiet else 0) | self.flags)
@@ -348,7 +371,7 @@ class Flight:
                 self._finish()
                 return
         wire.consumed_to(pos)
-        if link.port.eof:
+        if self.link_port.at_eof():
             self._handoff_and_pump()  # the source is gone: the Python exchange says so
             return
         if self.out_bytes >= self.flush_bytes:
@@ -356,16 +379,10 @@ class Flight:
 
     def take(self, data: bytes) -> None:
         """The link's chunk while a statement of ours is in flight (LinkPort.taker): the
-        link's reader gets it (as BackendReader.feed), then `pump`."""
-        link = self.link
-        if link is None:
+        link's reader gets it (as BackendReader.feed), then `pump`, which checks what the
+        reader holds before walking it."""
+        wire = self.wire
+        if wire is None:
             raise RuntimeError("Repeats: no statement in flight")
-        wire = link.wire
-        raw = wire.buffer
-        if type(raw) is not bytearray:
-            raise TypeError("Repeats: the link's buffer must be a bytearray")
-        pos = wire.pos
-        if pos < 0 or pos > len(raw):
-            raise RuntimeError("Repeats: the link's read position is outside its buffer")
         wire.feed(data)
         self.pump()

@@ -181,7 +181,7 @@ def run_key_of(data: bytes, start: int, end: int, stop: int) -> tuple[bytes, int
     is the run's bytes up to `stop` without the Bind's length and its parameter values:
     runs with equal keys differ only in their parameter values."""
     if type(data) is not bytes and type(data) is not bytearray:
-        raise TypeError(f"expected bytes or a bytearray, not {type(data).__name__}")
+        raise TypeError("run_key_of(data, ...) takes bytes or a bytearray")
     n = len(data)
     if start < 0 or end > n or stop > n or end > stop:
         raise ValueError("run_key_of: the Bind must lie inside the run")

@@ -71,11 +71,11 @@ def test_the_split_of_bytes_is_the_split_of_text(text: str) -> None:
     assert quick_split_bytes(text.encode()) == (sql.encode(), shape.encode(),
                                                 [n.encode() for n in numbers])
     statement = RemoteStatement("fg_7", parameter_types(numbers), None)
-    hot = KeptQuery(None, "", "", 0, False, len(numbers))  # type: ignore[arg-type]
-    head = hot.bind_head(statement, len(numbers))
+    hot = KeptQuery(None, False, "", "", "", 0, False, ("", ()))
+    head = hot.bind_head(statement.name, len(numbers))
     assert quick_bind(head, [n.encode() for n in numbers], BOUND_TAIL) == bound_request(
         statement, numbers)
-    assert hot.bind_head(RemoteStatement("fg_8", (), None), len(numbers)) != head
+    assert hot.bind_head("fg_8", len(numbers)) != head
 
 
 @pytest.mark.parametrize("text", UNREAD)
