@@ -26,12 +26,14 @@ from connectors.postgres.link_bulk_write import LinkBulkWriter
 from gateway.executor.moves import BULK_PATHS, FILE_KINDS, open_target, pour, written_columns
 from gateway.relay.routing import move_target
 from gateway.session.core import SessionCore
+from gateway.session.enum_params import decode_params
 from gateway.state.portals import Portal
 from gateway.state.route import Route
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.protocol import encoder
 from pgwire.types.from_arrow import pg_type_for_field
 from pgwire.types.pg_type import FIRST_NORMAL_OID
+from pgwire.types.rows import resolve_formats
 
 log = logging.getLogger("fedgate.moves")
 
@@ -96,8 +98,29 @@ def staged_insert(tree: exp.Expression, table: str, schema: str
     return final
 
 
+def parameters(tree: exp.Expression) -> int:
+    return sum(1 for _ in tree.find_all(exp.Placeholder, exp.Parameter))
+
+
 class MoveMixin(SessionCore):
-    async def run_move(self, route: Route, sql: str) -> None:
+    async def move_param_oids(self, route: Route, declared_oids: tuple[int, ...]) -> tuple[int, ...]:
+        """The parameters of a move prepared by a driver: its query's, typed as the query
+        is planned (declared types first). Elsewhere in the statement (ON CONFLICT's SET)
+        they would have to reach the target's own INSERT: not yet."""
+        tree = route.tree
+        assert tree is not None
+        found = parameters(tree)
+        if not found:
+            return declared_oids
+        query = move_query(tree)
+        if parameters(query) != found:
+            raise PgError(FEATURE_NOT_SUPPORTED, f"{route.verb.upper()} ... reading other sources "
+                          "than its target takes parameters in an INSERT's query only")
+        return (await self.prepare(query.sql(dialect="postgres"), declared_oids)).param_oids
+
+    async def run_move(self, route: Route, sql: str, bound: Portal | None = None) -> None:
+        """Run a move; `bound`: the client's portal of a prepared one, whose parameters
+        its query takes."""
         tree = route.tree
         assert tree is not None
         target = move_target(tree)
@@ -108,7 +131,14 @@ class MoveMixin(SessionCore):
         named = ([folded(c) for c in tree.this.expressions]
                  if isinstance(tree.this, exp.Schema) else None)
         query = move_query(tree)
-        prepared = await self.prepare(query.sql(dialect="postgres"), ())
+        param_oids = bound.statement.param_oids if bound is not None else ()
+        prepared = await self.prepare(query.sql(dialect="postgres"), param_oids)
+        params: list = []
+        if bound is not None and bound.raw_params:
+            assert prepared.plan is not None
+            params = decode_params(prepared.plan.param_types, prepared.param_oids,
+                                   resolve_formats(bound.param_formats, len(bound.raw_params)),
+                                   bound.raw_params, self.settings.timezone)
         source = self.ctx.sources[route.source]
         # RETURNING and ON CONFLICT: through a staging table on the session's link.
         final = staged_insert(tree, table, getattr(source, "schema", "public")) \
@@ -125,7 +155,7 @@ class MoveMixin(SessionCore):
             link, prefix = await self.links.block_link(route)
         else:
             held = await self.links.block_writer(route)  # (checks the write first)
-        portal = Portal(prepared, [], ())
+        portal = Portal(prepared, params, ())
         writer = None
         try:
             await self.start(portal)

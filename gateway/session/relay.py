@@ -46,16 +46,16 @@ class RelayMixin(SessionCore):
         if route.copy_in:
             raise PgError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN is supported in simple queries only")
         if route.move:
-            # Run whole at Execute (`relay`), described as NoData; its query is planned then.
-            if route.tree is not None and route.tree.find(exp.Placeholder, exp.Parameter):
-                raise PgError(FEATURE_NOT_SUPPORTED, f"{route.verb.upper()} ... reading other sources "
-                              "than its target takes no parameters")
-            if route.tree is not None and route.tree.args.get("returning") is not None:
+            # Run whole at Execute (`relay`), described as NoData; its query is planned
+            # now for its parameters' types, and again at Execute with their values.
+            assert route.tree is not None
+            if route.tree.args.get("returning") is not None:
                 # Its rows come as the target's own answer, which a described portal
                 # would have to take in the client's formats: not yet.
                 raise PgError(FEATURE_NOT_SUPPORTED, "RETURNING in an INSERT reading other "
                               "sources than its target is supported in simple queries only")
-            return Prepared(sql, None, None, (), route=route, declared_oids=tuple(declared))
+            return Prepared(sql, None, None, await self.move_param_oids(route, tuple(declared)),
+                            route=route, declared_oids=tuple(declared))
         self.check_not_failed(Prepared(sql, None, None, ()))
         if route.kind != "postgres":
             assert route.tree is not None
@@ -80,7 +80,7 @@ class RelayMixin(SessionCore):
             self.write(encoder.command_complete("SELECT 0"))
             return
         if prepared.route is not None and prepared.route.move:
-            await self.run_move(prepared.route, prepared.sql)
+            await self.run_move(prepared.route, prepared.sql, portal)
             portal.ran_to_end()
             return
         if prepared.route is not None and prepared.route.kind != "postgres":

@@ -540,9 +540,54 @@ async def test_a_conflict_not_handled_fails_as_postgresql_and_keeps_nothing(
     assert await sqlstate_of(gwc, "INSERT INTO my.move_conflict_my SELECT id FROM pq.trap "
                              "RETURNING id") == "0A000"
     await gwc.execute("DROP TABLE my.move_conflict_my")
-    with pytest.raises(asyncpg.FeatureNotSupportedError):
-        await gwc.fetch("INSERT INTO pg.move_conflict_fail SELECT id, s FROM pq.trap WHERE id = $1", 1)
     await gwc.execute("DROP TABLE pg.move_conflict_fail")
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_a_drivers_parameters_reach_the_moves_query(gwc: asyncpg.Connection, targets: Targets,
+                                                          writer: str) -> None:
+    """asyncpg's execute(sql, *args): Parse with the parameters' types asked of the
+    gateway, Bind with their values in binary, Execute; the query is planned with them."""
+    table = f"{WRITERS[writer]}.move_params_{writer}"
+    await fresh(gwc, table, "(id int PRIMARY KEY, s text)")
+    move = f"INSERT INTO {table} SELECT id, s FROM pq.trap WHERE id > $1 AND s <> $2"
+    assert await gwc.execute(move, 3, "") == "INSERT 0 3"  # id 7's s is NULL
+    assert await targets.rows(writer, f"move_params_{writer}") == \
+        [r for r in TRAP_IDS_TEXTS if r[0] > 3 and r[1] is not None]
+    # The same statement again with other values (asyncpg keeps it prepared): ids 1-3
+    # are new, 4 is not, and the move keeps nothing of a failed statement.
+    with pytest.raises(asyncpg.UniqueViolationError):
+        await gwc.execute(move, 0, "")
+    assert len(await targets.rows(writer, f"move_params_{writer}")) == 3
+    assert await gwc.execute(f"DELETE FROM {table}") == "DELETE 3"
+    # Typed as the query types them: text where the column is text, int where it is int.
+    assert await gwc.execute(f"INSERT INTO {table} SELECT id + $1, s || $2 FROM pq.trap "
+                             "WHERE id = $3", 10, "!", 1) == "INSERT 0 1"
+    with pytest.raises(asyncpg.DataError):
+        await gwc.execute(move, "seven", "")  # asyncpg encodes by the described int4
+    assert [r[0] for r in await targets.rows(writer, f"move_params_{writer}")] == [11]
+    await gwc.execute(f"DROP TABLE {table}")
+
+
+async def test_parameters_outside_a_moves_query_are_refused_before_anything_is_written(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_params_where", "(id int PRIMARY KEY, s text)")
+    with pytest.raises(asyncpg.FeatureNotSupportedError):
+        await gwc.execute("INSERT INTO pg.move_params_where SELECT id, s FROM pq.trap "
+                          "ON CONFLICT (id) DO UPDATE SET s = $1", "x")
+    assert await pgc.fetchval("SELECT count(*) FROM move_params_where") == 0
+    # CREATE TABLE AS takes them in its query, as PostgreSQL does.
+    assert await gwc.execute("CREATE TABLE pg.move_params_ctas AS SELECT id FROM pq.trap "
+                             "WHERE id > $1", 3) == "SELECT 4"
+    assert await pgc.fetchval("SELECT sum(id) FROM move_params_ctas") == 4 + 5 + 6 + 7
+    await gwc.execute("DROP TABLE pg.move_params_ctas")
+    # PREPARE ... EXECUTE reaches the move's query too, its arguments typed by the query.
+    await gwc.execute("PREPARE fill(int) AS INSERT INTO pg.move_params_where "
+                      "SELECT id, s FROM pq.trap WHERE id <= $1")
+    assert await gwc.execute("EXECUTE fill(2)") == "INSERT 0 2"
+    assert await pgc.fetchval("SELECT count(*) FROM move_params_where") == 2
+    await gwc.execute("DEALLOCATE fill")
+    await gwc.execute("DROP TABLE pg.move_params_where")
 
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
