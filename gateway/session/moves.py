@@ -16,6 +16,7 @@ it, answers as PostgreSQL does.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -118,15 +119,22 @@ class MoveMixin(SessionCore):
                           "than its target takes parameters in an INSERT's query only")
         return (await self.prepare(query.sql(dialect="postgres"), declared_oids)).param_oids
 
-    async def run_move(self, route: Route, sql: str, bound: Portal | None = None) -> None:
-        """Run a move; `bound`: the client's portal of a prepared one, whose parameters
-        its query takes."""
+    async def run_move(self, route: Route, sql: str, bound: Portal | None = None,
+                       answer: bool = True) -> int:
+        """Run a move and give its rows' count; `bound`: the client's portal of a prepared
+        one, whose parameters its query takes. `answer`: tell the client its tag (EXPLAIN
+        ANALYZE answers with its plan instead)."""
         tree = route.tree
         assert tree is not None
         target = move_target(tree)
         assert target is not None
         creates = isinstance(tree, exp.Create)
         self._refuse_unsupported(route, tree, creates)
+        if not answer and (tree.args.get("returning") is not None
+                           or tree.args.get("conflict") is not None):
+            # Their answer is the target's own INSERT's, relayed to the client as it comes.
+            raise PgError(FEATURE_NOT_SUPPORTED, "EXPLAIN ANALYZE of a move with RETURNING or "
+                          "ON CONFLICT is not supported; EXPLAIN it without ANALYZE")
         table = folded(target.this)
         named = ([folded(c) for c in tree.this.expressions]
                  if isinstance(tree.this, exp.Schema) else None)
@@ -196,16 +204,24 @@ class MoveMixin(SessionCore):
                 self.links.ddl = False
                 await self.ctx.catalog_changed()
         if final is not None:
-            return  # PostgreSQL's own answer to the staged INSERT went to the client
-        # PostgreSQL's tags: CREATE TABLE AS counts its rows as a SELECT does.
-        self.write(encoder.command_complete(f"SELECT {count}" if creates else f"INSERT 0 {count}"))
+            return count  # PostgreSQL's own answer to the staged INSERT went to the client
+        if answer:  # PostgreSQL's tags: CREATE TABLE AS counts its rows as a SELECT does.
+            self.write(encoder.command_complete(f"SELECT {count}" if creates else f"INSERT 0 {count}"))
+        return count
 
     async def explain_move(self, route: Route, analyze: bool) -> list[str]:
         """EXPLAIN of a move: where the rows go and how, the DDL a CREATE TABLE AS sends,
-        then the query's own plan."""
-        if analyze:
-            raise PgError(FEATURE_NOT_SUPPORTED, "EXPLAIN ANALYZE of a move between sources is "
-                          "not supported (it would move the rows); EXPLAIN it without ANALYZE")
+        then the query's own plan. ANALYZE runs the move, as PostgreSQL's does an INSERT,
+        and adds the rows it moved and its time."""
+        lines = await self._move_plan(route)
+        if not analyze:
+            return lines
+        began = time.perf_counter()
+        count = await self.run_move(route, route.sql or "", answer=False)
+        return [*lines, f"Rows moved: {count}",
+                f"Execution Time: {(time.perf_counter() - began) * 1000:.3f} ms"]
+
+    async def _move_plan(self, route: Route) -> list[str]:
         tree = route.tree
         assert tree is not None
         target = move_target(tree)

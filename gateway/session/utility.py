@@ -169,8 +169,7 @@ class UtilityMixin(CursorMixin):
             if describe:
                 self.write(row_description(result.rows.schema, portal.formats))
             formats = resolve_formats(portal.formats, result.rows.num_columns)
+            # (SHOW and EXPLAIN are tagged as themselves, without a count, as PostgreSQL does)
             self.write(encode_rows(result.rows, formats, timezone=self.settings.timezone))
-            if result.tag in ("SHOW", "EXPLAIN"):
-                result.tag = f"SELECT {result.rows.num_rows}" if result.tag == "EXPLAIN" else result.tag
         self.write(encoder.command_complete(result.tag))
         portal.ran_to_end()

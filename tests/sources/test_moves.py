@@ -682,8 +682,30 @@ async def test_explain_shows_the_move_and_the_ddl_it_sends(gwc: asyncpg.Connecti
     assert "SQLite" in plan[0] and "batched INSERTs" in plan[0]
     assert plan[2] == "  DDL sent first: CREATE TABLE `move_never` (`id` INTEGER, `s` TEXT)"
     assert await sqlstate_of(gwc, "SELECT * FROM lite.move_never") == "42P01"  # nothing was made
+    # ANALYZE runs the move, as PostgreSQL's does an INSERT, and counts what it moved.
+    plan = [r[0] for r in await gwc.fetch("EXPLAIN ANALYZE INSERT INTO pg.move_explained "
+                                          "SELECT id, s FROM pq.trap")]
+    assert plan[0].startswith('Move: the query\'s rows go into table "move_explained"')
+    assert plan[-2] == f"Rows moved: {len(TRAP_ROWS)}"
+    assert plan[-1].startswith("Execution Time: ") and plan[-1].endswith(" ms")
+    assert sorted(tuple(r) for r in await gwc.fetch("SELECT id, s FROM pg.move_explained")) \
+        == TRAP_IDS_TEXTS
+    # A failing one leaves nothing, and RETURNING's rows would not be the plan's: refused.
     assert await sqlstate_of(gwc, "EXPLAIN ANALYZE INSERT INTO pg.move_explained "
-                             "SELECT id, s FROM pq.trap") == "0A000"
+                             "SELECT id / 0, s FROM pq.trap") == "22012"
+    assert await sqlstate_of(gwc, "EXPLAIN ANALYZE INSERT INTO pg.move_explained "
+                             "SELECT id, s FROM pq.trap RETURNING id") == "0A000"
+    assert await gwc.fetchval("SELECT count(*) FROM pg.move_explained") == len(TRAP_ROWS)
+    tag = await gwc.execute("EXPLAIN ANALYZE CREATE TABLE lite.move_analyzed AS SELECT id, s FROM pq.trap")
+    assert tag == "EXPLAIN"
+    assert await gwc.fetchval("SELECT count(*) FROM lite.move_analyzed") == len(TRAP_ROWS)
+    await gwc.execute("DROP TABLE lite.move_analyzed")
+    await gwc.execute("SET default_transaction_read_only = on")
+    try:
+        assert await sqlstate_of(gwc, "EXPLAIN ANALYZE INSERT INTO pg.move_explained "
+                                 "SELECT id, s FROM pq.trap") == "25006"
+    finally:
+        await gwc.execute("RESET default_transaction_read_only")
 
 
 async def test_create_table_as_in_a_parquet_folder_writes_a_whole_file(
