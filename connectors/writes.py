@@ -16,7 +16,7 @@ import datetime as dt
 import decimal
 import sqlite3
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,19 @@ def render(tree: exp.Expression, source: str, dialect: str, params: Sequence[Any
     for table in tree.find_all(exp.Table):
         if table.args.get("db") is not None and table.text("db") == source:
             table.set("db", None)
+    conflict = tree.args.get("conflict")
+    if conflict is not None:
+        if dialect == "mysql":
+            # ON DUPLICATE KEY UPDATE fires on any unique key, not the one named, and
+            # counts an updated row twice and an unchanged one not at all.
+            raise PgError(FEATURE_NOT_SUPPORTED, f'ON CONFLICT is not supported in a write to the '
+                          f'MySQL source "{source}" (MySQL has no ON CONFLICT, and its ON DUPLICATE '
+                          "KEY UPDATE matches any unique key and counts rows otherwise)")
+        # sqlglot reads the conflict target's columns as ORDER BY items and writes
+        # PostgreSQL's null order out for them (`id NULLS LAST`), which SQLite refuses.
+        for key in conflict.args.get("conflict_keys") or []:
+            if isinstance(key, exp.Ordered) and not key.args.get("desc"):
+                key.replace(key.this)
     for node in list(tree.find_all(exp.Placeholder, exp.Parameter)):
         number = param_number(node)
         if number is None or not 1 <= number <= len(params):
@@ -85,6 +98,30 @@ def render(tree: exp.Expression, source: str, dialect: str, params: Sequence[Any
         from connectors.dialects.sqlite import to_sqlite
         return to_sqlite(tree)  # backquoted: a double-quoted unknown name would be text there
     return tree.sql(dialect=dialect)
+
+
+def with_column_list(tree: exp.Expression, tables: Mapping[str, Any]) -> exp.Expression:
+    """An INSERT without a column list whose rows are narrower than its table, with the
+    table's first columns named, as PostgreSQL reads it (the rest take their defaults;
+    SQLite and MySQL refuse the short rows). `tables`: the catalog's of the source."""
+    target = tree.this if isinstance(tree, exp.Insert) else None
+    if not isinstance(target, exp.Table):
+        return tree
+    identifier = target.this
+    info = tables.get(identifier.this if identifier.quoted else identifier.this.lower())
+    query = tree.expression
+    if isinstance(query, exp.Values) and query.expressions:
+        width = len(query.expressions[0].expressions)
+    elif isinstance(query, exp.Select) and not query.is_star:
+        width = len(query.selects)
+    else:
+        return tree
+    if info is None or width >= len(info.schema.names):
+        return tree
+    tree = tree.copy()
+    names = [exp.to_identifier(n, quoted=True) for n in info.schema.names[:width]]
+    tree.set("this", exp.Schema(this=tree.this, expressions=names))
+    return tree
 
 
 def param_number(node: exp.Expression) -> int | None:
@@ -246,10 +283,12 @@ def sqlite_error(exc: sqlite3.Error) -> PgError:
     return PgError("XX000", f"sqlite: {text}")
 
 
-async def write(source: Any, route: Any, params: Sequence[Any], writer: Writer | None = None) -> WriteResult:
+async def write(source: Any, route: Any, params: Sequence[Any], writer: Writer | None = None,
+                tables: Mapping[str, Any] | None = None) -> WriteResult:
     """Run a routed write (`gateway.relay.routing.Route` of a non-PostgreSQL kind) on `source`:
-    on `writer` when a transaction block holds one, else committed by itself."""
-    sql = render(route.tree, route.source, source.dialect.sqlglot, params)
+    on `writer` when a transaction block holds one, else committed by itself. `tables`:
+    the catalog's tables of the source (`with_column_list`)."""
+    sql = render(with_column_list(route.tree, tables or {}), route.source, source.dialect.sqlglot, params)
     if writer is not None:
         return await writer.run(sql, route.tree)
     own = await open_writer(source, route.kind, route.source)

@@ -73,7 +73,8 @@ class LinkBulkWriter:
     writer runs its own transaction there."""
 
     def __init__(self, link: PgLink, prefix: tuple[bytes, int], table: str, schema: str,
-                 final: Callable[[exp.Table, list[str]], str] | None = None, client: object = None,
+                 final: Callable[[exp.Table, list[str]], exp.Expression] | None = None,
+                 client: object = None,
                  own: bool = False) -> None:
         self.link, self.prefix = link, prefix  # prefix: the block's BEGIN, when not sent yet
         self.table, self.schema = table, schema
@@ -224,7 +225,8 @@ class LinkBulkWriter:
             if self._columns is None:  # no rows: the stage is still made, for the INSERT to read
                 self._columns = list(self.written)
                 await self._stage()
-            outcome = await self.link.relay(w.query(self.final(exp.table_(STAGE, quoted=True), self.written)),
+            outcome = await self.link.relay(w.query(self.final(exp.table_(STAGE, quoted=True), self.written)
+                                                     .sql(dialect="postgres")),
                                             self.client)  # type: ignore[arg-type]
             if outcome.error is not None:
                 raise outcome.error

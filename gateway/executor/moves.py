@@ -10,10 +10,11 @@ a cancel, statement_timeout, the client leaving).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
+from sqlglot import exp
 
 from connectors import writes
 from connectors.bulk import BulkWriter, TargetColumn
@@ -28,9 +29,13 @@ FILE_KINDS = frozenset({"parquet", "csv"})
 
 
 async def open_target(source: Any, kind: str, name: str, table: str,
-                      held: writes.Writer | None = None, creates: bool = False) -> BulkWriter:
+                      held: writes.Writer | None = None, creates: bool = False,
+                      final: Callable[[exp.Table, list[str]], exp.Expression] | None = None
+                      ) -> BulkWriter:
     """The bulk writer of `table` in `source` (of `kind`, named `name`); `held`: the
-    connection an explicit block holds there, which the move joins."""
+    connection an explicit block holds there, which the move joins. `final`: the client's
+    INSERT with RETURNING or ON CONFLICT into SQLite or MySQL, given the stage its rows go
+    through (`connectors.staged_write`)."""
     if kind in FILE_KINDS:
         from connectors.files.bulk_write import ParquetBulkWriter, check_target
         return ParquetBulkWriter(check_target(source, table, creates))
@@ -39,6 +44,9 @@ async def open_target(source: Any, kind: str, name: str, table: str,
         return await PostgresBulkWriter.open(source, table)
     writes.check_writable(kind, name)
     writer = held if held is not None else await writes.open_writer(source, kind, name)
+    if final is not None:
+        from connectors.staged_write import StagedBulkWriter
+        return StagedBulkWriter(writer, name, table, final, own=held is None)
     if kind == "mysql":
         from connectors.mysql.bulk_write import MySQLBulkWriter
         return MySQLBulkWriter(writer, table, own=held is None)  # type: ignore[arg-type]

@@ -344,7 +344,9 @@ class SessionLinks:
         """A write to a SQLite or MySQL source; inside a block, on a connection the block
         holds until COMMIT/ROLLBACK (created with the block's savepoints)."""
         writer = await self.block_writer(route)
-        return await writes.write(self.state.ctx.sources[route.source], route, params, writer)
+        entry = self.state.ctx.catalog.sources.get(route.source)
+        return await writes.write(self.state.ctx.sources[route.source], route, params, writer,
+                                  entry.tables if entry is not None else None)
 
     async def block_writer(self, route: Route) -> writes.Writer | None:
         """After the checks of a write (`_check`), the SQLite/MySQL connection the block

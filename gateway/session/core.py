@@ -16,6 +16,7 @@ import functools
 
 import pyarrow as pa
 
+from connectors import writes
 from connectors.postgres.roles import SOURCE_ROLES, SOURCE_SETTINGS
 from connectors.time_zone import TIMEZONE
 from gateway import pg_catalog
@@ -300,6 +301,17 @@ class SessionCore(SessionState):
         sent, exhausted = await self.write_rows(portal, max_rows, formats)
         self.write(encoder.command_complete(f"SELECT {sent}") if exhausted
                    else encoder.portal_suspended())
+
+    def answer_write(self, result: writes.WriteResult, describe: bool) -> None:
+        """The answer of a SQLite or MySQL write: its RETURNING rows (described first in
+        the simple protocol) in text, then its tag."""
+        if result.rows is not None:
+            if describe:
+                self.write(row_description(result.rows.schema, ()))
+            for batch in result.rows.combine_chunks().to_batches():
+                self.write(encode_rows(batch, resolve_formats((), batch.num_columns),
+                                       timezone=self.settings.timezone))
+        self.write(encoder.command_complete(result.tag))
 
     async def write_rows(self, portal: Portal, max_rows: int, formats: list[int],
                           discard: bool = False) -> tuple[int, bool]:

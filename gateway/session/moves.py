@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from connectors.ddl_types import create_table
 from connectors.postgres.link_bulk_write import LinkBulkWriter
+from connectors.staged_write import StagedBulkWriter
 from gateway.executor.moves import BULK_PATHS, FILE_KINDS, open_target, pour, written_columns
 from gateway.relay.routing import move_target
 from gateway.session.core import SessionCore
@@ -76,11 +77,12 @@ def folded(identifier: exp.Expression | None) -> str:
     return identifier.this if identifier.quoted else identifier.this.lower()
 
 
-def staged_insert(tree: exp.Expression, table: str, schema: str
-                  ) -> Callable[[exp.Table, list[str]], str] | None:
-    """For an INSERT with RETURNING or ON CONFLICT into PostgreSQL: the INSERT that moves
-    the staged rows into the target with the client's clauses, given the stage; None
-    for a plain INSERT, which copies straight into the target."""
+def staged_insert(tree: exp.Expression, table: str, schema: str | None
+                  ) -> Callable[[exp.Table, list[str]], exp.Expression] | None:
+    """For an INSERT with RETURNING or ON CONFLICT: the INSERT that moves the staged rows
+    into the target (`table` in `schema`, if the target has schemas) with the client's
+    clauses, given the stage and the written columns; None for a plain INSERT, which
+    writes straight into the target."""
     if tree.args.get("returning") is None and tree.args.get("conflict") is None:
         return None
     target = move_target(tree)
@@ -89,13 +91,15 @@ def staged_insert(tree: exp.Expression, table: str, schema: str
     if target.alias:
         into.set("alias", target.args["alias"].copy())
 
-    def final(stage: exp.Table, written: list[str]) -> str:
+    def final(stage: exp.Table, written: list[str]) -> exp.Expression:
         insert = tree.copy()
         insert.set("with_", None)
         names = [exp.to_identifier(n, quoted=True) for n in written]
         insert.set("this", exp.Schema(this=into.copy(), expressions=names))
-        insert.set("expression", exp.select(*(exp.column(n.copy()) for n in names)).from_(stage))
-        return insert.sql(dialect="postgres")
+        # (WHERE TRUE: SQLite reads an ON CONFLICT right after FROM as a join's ON)
+        insert.set("expression", exp.select(*(exp.column(n.copy()) for n in names))
+                   .from_(stage).where(exp.true()))
+        return insert
     return final
 
 
@@ -148,9 +152,10 @@ class MoveMixin(SessionCore):
                                    resolve_formats(bound.param_formats, len(bound.raw_params)),
                                    bound.raw_params, self.settings.timezone)
         source = self.ctx.sources[route.source]
-        # RETURNING and ON CONFLICT: through a staging table on the session's link.
-        final = staged_insert(tree, table, getattr(source, "schema", "public")) \
-            if route.kind == "postgres" and not creates else None
+        # RETURNING and ON CONFLICT: through a staging table, on the session's link into
+        # PostgreSQL, on the target's connection into SQLite and MySQL.
+        final = None if creates else staged_insert(
+            tree, table, getattr(source, "schema", "public") if route.kind == "postgres" else None)
         on_link = route.kind == "postgres" and (self.in_block or final is not None)
         if on_link and self.in_block:
             assert prepared.plan is not None
@@ -172,7 +177,8 @@ class MoveMixin(SessionCore):
                 writer = LinkBulkWriter(link, prefix, table, getattr(source, "schema", "public"),
                                         final, self.links.state, own=not self.in_block)
             else:
-                writer = await open_target(source, route.kind, route.source, table, held, creates)
+                writer = await open_target(source, route.kind, route.source, table, held, creates,
+                                           final)
             if creates:
                 await writer.create(self.create_ddl(route, table, portal.stream.schema),
                                     portal.stream.schema)
@@ -180,6 +186,8 @@ class MoveMixin(SessionCore):
                                       len(portal.stream.schema))
             if isinstance(writer, LinkBulkWriter):
                 writer.written = [c.name for c in columns]
+            elif isinstance(writer, StagedBulkWriter):
+                await writer.open_stage([c.name for c in columns])
             count = 0
             if not self._no_data(tree):
                 count = await pour(portal.stream, writer, table, columns,
@@ -203,6 +211,10 @@ class MoveMixin(SessionCore):
             if not self.in_block:
                 self.links.ddl = False
                 await self.ctx.catalog_changed()
+        if isinstance(writer, StagedBulkWriter):
+            assert writer.result is not None
+            self.answer_write(writer.result, describe=bound is None)
+            return count
         if final is not None:
             return count  # PostgreSQL's own answer to the staged INSERT went to the client
         if answer:  # PostgreSQL's tags: CREATE TABLE AS counts its rows as a SELECT does.
@@ -267,11 +279,12 @@ class MoveMixin(SessionCore):
 
     def _refuse_unsupported(self, route: Route, tree: exp.Expression, creates: bool) -> None:
         verb = "CREATE TABLE AS" if creates else "INSERT ... SELECT"
-        for clause, spelled in (("returning", "RETURNING"), ("conflict", "ON CONFLICT")):
-            if tree.args.get(clause) is not None and route.kind != "postgres":
+        for clause, spelled, into in (("returning", "RETURNING", ("postgres", "sqlite", "mysql")),
+                                      ("conflict", "ON CONFLICT", ("postgres", "sqlite"))):
+            if tree.args.get(clause) is not None and route.kind not in into:
                 raise PgError(FEATURE_NOT_SUPPORTED, f"{spelled} is not supported in an INSERT "
                               f'into a {route.kind} source ("{route.source}") whose query reads '
-                              "other sources (only into PostgreSQL)")
+                              f"other sources (only into {', '.join(into)})")
         if route.kind not in ("postgres", "mysql", "sqlite", *FILE_KINDS):
             from connectors.writes import check_writable
             check_writable(route.kind, route.source)

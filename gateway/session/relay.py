@@ -20,7 +20,7 @@ from pgwire.types.table import pg_type_by_oid
 from gateway.relay.relayed import spelled_out
 from gateway.state.portals import Portal, Prepared
 from pgwire.protocol import encoder
-from pgwire.types.rows import encode_rows, resolve_formats, row_description
+from pgwire.types.rows import resolve_formats
 from gateway.session.core import SessionCore
 from gateway.session.enum_params import decode_params
 from gateway.state.route import Route
@@ -112,14 +112,7 @@ class RelayMixin(SessionCore):
 
     async def write_elsewhere(self, route: Route, params: list[Any], *, describe: bool) -> None:
         """A write to a SQLite or MySQL source, rendered in its dialect (gateway.relay.links)."""
-        result = await self.links.write_elsewhere(route, params)
-        if result.rows is not None:
-            batch = result.rows.combine_chunks().to_batches()
-            if describe:
-                self.write(row_description(result.rows.schema, ()))
-            for b in batch:
-                self.write(encode_rows(b, resolve_formats((), b.num_columns), timezone=self.settings.timezone))
-        self.write(encoder.command_complete(result.tag))
+        self.answer_write(await self.links.write_elsewhere(route, params), describe)
         if route.ddl:
             await self.ctx.catalog_changed()
 
