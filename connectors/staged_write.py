@@ -18,7 +18,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from connectors.bulk import BulkWriter, TargetColumn
-from connectors.writes import MySQLWriter, SqliteWriter, WriteResult, Writer, render
+from connectors.writes import MySQLWriter, WriteResult, Writer, render, typed_rows
 
 log = logging.getLogger("fedgate.moves")
 
@@ -41,6 +41,7 @@ class StagedBulkWriter:
         self.writer, self.source, self.table, self.final, self.own = writer, source, table, final, own
         self.stage = exp.table_(f"fedgate_move_stage_{uuid.uuid4().hex[:12]}", quoted=True)
         self.written: list[str] | None = None
+        self.typed: pa.Schema | None = None
         self.result: WriteResult | None = None
 
     async def create(self, ddl: str | None, schema: pa.Schema) -> None:
@@ -49,10 +50,11 @@ class StagedBulkWriter:
     async def columns(self) -> list[TargetColumn]:
         return await _bulk(self.writer, self.table).columns()
 
-    async def open_stage(self, written: list[str]) -> None:
+    async def open_stage(self, written: list[str], typed: pa.Schema | None) -> None:
         """Make the stage: the target's `written` columns, no rows, no constraints (a
-        conflict is the final INSERT's to meet)."""
-        self.written = written
+        conflict is the final INSERT's to meet). `typed`: RETURNING's columns as the
+        client is told them, which its rows take before the move commits."""
+        self.written, self.typed = written, typed
         names = [exp.to_identifier(n, quoted=True) for n in written]
         empty = (exp.select(*(exp.column(n.copy()) for n in names))
                  .from_(exp.table_(self.table, quoted=True)).where(exp.false()))
@@ -68,8 +70,8 @@ class StagedBulkWriter:
             if commit:
                 assert self.written is not None
                 insert = self.final(self.stage.copy(), self.written)
-                self.result = await self.writer.run(render(insert, self.source, self.writer.dialect, []),
-                                                    insert)
+                self.result = typed_rows(await self.writer.run(
+                    render(insert, self.source, self.writer.dialect, []), insert), self.typed)
             await self._drop_stage()
         except BaseException:
             if self.own:

@@ -283,17 +283,36 @@ def sqlite_error(exc: sqlite3.Error) -> PgError:
     return PgError("XX000", f"sqlite: {text}")
 
 
+def typed_rows(result: WriteResult, typed: pa.Schema | None) -> WriteResult:
+    """`result` with its RETURNING rows in the types described to the client (`typed`),
+    not the ones the source's values suggest (an int4 column's values as bigint)."""
+    if result.rows is None or typed is None:
+        return result
+    if result.rows.num_columns != len(typed):
+        raise PgError("XX000", f"RETURNING gave {result.rows.num_columns} columns where "
+                      f"{len(typed)} were described")
+    arrays = []
+    for column, field in zip(result.rows.columns, typed):
+        try:
+            arrays.append(column.cast(field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise PgError("22000", f'a value of RETURNING column "{field.name}" cannot be '
+                          f"read as its type: {exc}") from exc
+    return WriteResult(result.tag, pa.Table.from_arrays(arrays, schema=typed))
+
+
 async def write(source: Any, route: Any, params: Sequence[Any], writer: Writer | None = None,
-                tables: Mapping[str, Any] | None = None) -> WriteResult:
+                tables: Mapping[str, Any] | None = None, typed: pa.Schema | None = None) -> WriteResult:
     """Run a routed write (`gateway.relay.routing.Route` of a non-PostgreSQL kind) on `source`:
     on `writer` when a transaction block holds one, else committed by itself. `tables`:
-    the catalog's tables of the source (`with_column_list`)."""
+    the catalog's tables of the source (`with_column_list`); `typed`: its RETURNING's
+    columns as described, which its rows take before it commits (`typed_rows`)."""
     sql = render(with_column_list(route.tree, tables or {}), route.source, source.dialect.sqlglot, params)
     if writer is not None:
-        return await writer.run(sql, route.tree)
+        return typed_rows(await writer.run(sql, route.tree), typed)
     own = await open_writer(source, route.kind, route.source)
     try:
-        result = await own.run(sql, route.tree)
+        result = typed_rows(await own.run(sql, route.tree), typed)
     except BaseException:
         await own.finish(commit=False)
         raise

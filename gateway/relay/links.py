@@ -340,13 +340,12 @@ class SessionLinks:
         outcome = await link.relay(payload, self.state, ready=1 + quiet, quiet=quiet)
         await self._finish(route, outcome)
 
-    async def write_elsewhere(self, route: Route, params: list[Any]) -> writes.WriteResult:
-        """A write to a SQLite or MySQL source; inside a block, on a connection the block
-        holds until COMMIT/ROLLBACK (created with the block's savepoints)."""
-        writer = await self.block_writer(route)
-        entry = self.state.ctx.catalog.sources.get(route.source)
+    async def write_elsewhere(self, route: Route, params: list[Any], typed: Any = None) -> writes.WriteResult:
+        """A write to a SQLite or MySQL source (`typed`: its RETURNING's schema); inside a
+        block, on a connection the block holds until COMMIT/ROLLBACK (with its savepoints)."""
+        entry, writer = self.state.ctx.catalog.sources.get(route.source), await self.block_writer(route)
         return await writes.write(self.state.ctx.sources[route.source], route, params, writer,
-                                  entry.tables if entry is not None else None)
+                                  entry.tables if entry is not None else None, typed)
 
     async def block_writer(self, route: Route) -> writes.Writer | None:
         """After the checks of a write (`_check`), the SQLite/MySQL connection the block

@@ -14,6 +14,7 @@ from gateway.state.portals import Prepared
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.protocol import client as w
 from pgwire.protocol import encoder
+from pgwire.types.rows import row_description
 
 
 def lifted_execute(statement: str, lifted: Lifted) -> bytes:
@@ -36,7 +37,10 @@ def result_type(statement: RemoteStatement) -> list[tuple[bytes, int, int]] | No
 
 
 def relayed_description(prepared: Prepared, formats: tuple[int, ...]) -> bytes:
-    """The RowDescription (or NoData) of a relayed statement, as its source described it."""
+    """The RowDescription (or NoData) of a relayed statement, as its source described it
+    (a SQLite or MySQL write's RETURNING: as the gateway typed it, `Prepared.row_schema`)."""
+    if prepared.remote is None and prepared.row_schema is not None:
+        return row_description(prepared.row_schema, formats)
     found = prepared.remote.description(tuple(formats)) if prepared.remote is not None else None
     return encoder.no_data() if found is None else found
 

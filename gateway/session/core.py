@@ -79,6 +79,9 @@ class SessionCore(SessionState):
     async def move_param_oids(self, route: Route, declared_oids: tuple[int, ...]) -> tuple[int, ...]:
         raise NotImplementedError  # gateway.session.moves.MoveMixin
 
+    async def returning_schema(self, route: Route) -> pa.Schema | None:
+        raise NotImplementedError  # gateway.session.relay.RelayMixin
+
     async def explain_move(self, route: Route, analyze: bool) -> list[str]:
         raise NotImplementedError  # gateway.session.moves.MoveMixin
 
@@ -302,14 +305,15 @@ class SessionCore(SessionState):
         self.write(encoder.command_complete(f"SELECT {sent}") if exhausted
                    else encoder.portal_suspended())
 
-    def answer_write(self, result: writes.WriteResult, describe: bool) -> None:
+    def answer_write(self, result: writes.WriteResult, describe: bool,
+                     formats: tuple[int, ...] = ()) -> None:
         """The answer of a SQLite or MySQL write: its RETURNING rows (described first in
-        the simple protocol) in text, then its tag."""
+        the simple protocol) in the client's `formats`, then its tag."""
         if result.rows is not None:
             if describe:
-                self.write(row_description(result.rows.schema, ()))
+                self.write(row_description(result.rows.schema, formats))
             for batch in result.rows.combine_chunks().to_batches():
-                self.write(encode_rows(batch, resolve_formats((), batch.num_columns),
+                self.write(encode_rows(batch, resolve_formats(formats, batch.num_columns),
                                        timezone=self.settings.timezone))
         self.write(encoder.command_complete(result.tag))
 

@@ -187,7 +187,7 @@ class MoveMixin(SessionCore):
             if isinstance(writer, LinkBulkWriter):
                 writer.written = [c.name for c in columns]
             elif isinstance(writer, StagedBulkWriter):
-                await writer.open_stage([c.name for c in columns])
+                await writer.open_stage([c.name for c in columns], await self.returning_schema(route))
             count = 0
             if not self._no_data(tree):
                 count = await pour(portal.stream, writer, table, columns,

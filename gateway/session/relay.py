@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pyarrow as pa
 from sqlglot import exp
 
 from connectors import writes
@@ -59,13 +60,11 @@ class RelayMixin(SessionCore):
         self.check_not_failed(Prepared(sql, None, None, ()))
         if route.kind != "postgres":
             assert route.tree is not None
-            if route.tree.find(exp.Returning):
-                raise PgError(FEATURE_NOT_SUPPORTED, f"RETURNING from {route.kind} sources is "
-                              "supported in simple queries only")
             count = max((n for n in map(writes.param_number, route.tree.find_all(exp.Placeholder, exp.Parameter))
                          if n is not None), default=0)
             oids = tuple(declared[i] if i < len(declared) and declared[i] else 25 for i in range(count))
-            return Prepared(sql, None, None, oids, route=route, declared_oids=tuple(declared))
+            return Prepared(sql, None, None, oids, row_schema=await self.returning_schema(route),
+                            route=route, declared_oids=tuple(declared))
         route = spelled_out(self.ctx.router, route, sql)  # a prepared text is sent whole
         remote = await self.links.prepare(route, sql, tuple(declared))
         if not route.writes and remote.fields and any(pg_type_by_oid(f.type_oid) is None
@@ -84,7 +83,8 @@ class RelayMixin(SessionCore):
             portal.ran_to_end()
             return
         if prepared.route is not None and prepared.route.kind != "postgres":
-            await self.write_elsewhere(prepared.route, self.decoded(portal), describe=False)
+            await self.write_elsewhere(prepared.route, self.decoded(portal), describe=False,
+                                       formats=portal.formats, typed=prepared.row_schema)
             portal.ran_to_end()
             return
         if max_rows and prepared.remote_fields and not (prepared.route and prepared.route.writes):
@@ -110,11 +110,30 @@ class RelayMixin(SessionCore):
         return decode_params(plan.param_types if plan is not None else (), oids, formats,
                              portal.raw_params, self.settings.timezone)
 
-    async def write_elsewhere(self, route: Route, params: list[Any], *, describe: bool) -> None:
-        """A write to a SQLite or MySQL source, rendered in its dialect (gateway.relay.links)."""
-        self.answer_write(await self.links.write_elsewhere(route, params), describe)
+    async def write_elsewhere(self, route: Route, params: list[Any], *, describe: bool,
+                              formats: tuple[int, ...] = (), typed: pa.Schema | None = None) -> None:
+        """A write to a SQLite or MySQL source, rendered in its dialect (gateway.relay.links);
+        `typed`: its RETURNING's columns as described (in the simple protocol, found now)."""
+        if typed is None:
+            typed = await self.returning_schema(route)
+        self.answer_write(await self.links.write_elsewhere(route, params, typed), describe, formats)
         if route.ddl:
             await self.ctx.catalog_changed()
+
+    async def returning_schema(self, route: Route) -> pa.Schema | None:
+        """The columns of a SQLite or MySQL write's RETURNING, typed as PostgreSQL would
+        type them: the planner's description of the same list read from the target."""
+        returning = route.tree.args.get("returning") if route.tree is not None else None
+        if returning is None:
+            return None
+        if returning.find(exp.Placeholder, exp.Parameter):
+            raise PgError(FEATURE_NOT_SUPPORTED, f"a parameter in RETURNING of a write to a "
+                          f"{route.kind} source is not supported")
+        target = route.tree.this.this if isinstance(route.tree.this, exp.Schema) else route.tree.this
+        target = target.copy()
+        target.set("db", exp.to_identifier(route.source))  # the catalog's name of it
+        read = exp.select(*(e.copy() for e in returning.expressions)).from_(target)
+        return await self.describe(await self.prepare(read.sql(dialect="postgres"), ()))
 
 
 _CONTROL = re.compile(r"\s*(BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE\s+TRANSACTION|"

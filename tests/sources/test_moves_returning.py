@@ -7,6 +7,7 @@ what PostgreSQL would. MySQL has no ON CONFLICT: refused (0A000) before anything
 from __future__ import annotations
 
 import asyncpg
+import psycopg
 import pytest
 
 from tests.sources.conftest import Federation
@@ -128,3 +129,33 @@ async def test_rows_narrower_than_the_table_fill_its_first_columns(
                              "ON CONFLICT DO NOTHING") == "INSERT 0 0"
     assert len(await targets.rows("sqlite", "move_conflict_ext")) == 7
     await gwc.execute("DROP TABLE lite.move_conflict_ext")
+
+
+@pytest.mark.parametrize("writer", ["mysql", "sqlite"])
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_a_drivers_returning_from_sqlite_and_mysql_is_typed_as_its_columns(
+        federation: Federation, writer: str, binary: bool) -> None:
+    """psycopg (SQLAlchemy's ORM inserts) prepares the INSERT ... RETURNING: described
+    before it runs as the same list read from the table is, in text or binary."""
+    table = f"{WRITERS[writer]}.ret_typed_{writer}"
+    returning = "RETURNING id, s, n, id * 2 AS d, upper(s) AS big, n > 40 AS big_n"
+    with psycopg.connect(federation.gateway.dsn, autocommit=True) as conn, \
+            psycopg.connect(federation.pg.dsn, autocommit=True) as truth:
+        for c, t in ((conn, table), (truth, f"ret_typed_{writer}")):
+            c.execute(f"DROP TABLE IF EXISTS {t}")
+            c.execute(f"CREATE TABLE {t} {DDL}")
+        answers = []
+        for c, t in ((conn, table), (truth, f"ret_typed_{writer}")):
+            cur = c.cursor(binary=binary)
+            cur.execute(f"INSERT INTO {t} (id, s) VALUES (%s, %s), (%s, %s) {returning}",
+                        (1, "a", 2, None))
+            answers.append((cur.fetchall(), cur.statusmessage, [d.name for d in cur.description]))
+        assert answers[0] == answers[1]
+        # Typed as the gateway types the same list read from the table (a SQLite INTEGER
+        # is bigint in its catalog, a MySQL INT integer).
+        read = conn.execute(f"SELECT id, s, n, id * 2 AS d, upper(s) AS big, n > 40 AS big_n FROM {table}")
+        described = [d.type_code for d in conn.cursor(binary=binary).execute(
+            f"INSERT INTO {table} (id, s) VALUES (%s, %s) {returning}", (3, "c")).description]
+        assert described == [d.type_code for d in read.description]
+        conn.execute(f"DROP TABLE {table}")
+        truth.execute(f"DROP TABLE ret_typed_{writer}")
