@@ -268,14 +268,28 @@ def _table(description: Sequence[Sequence[Any]], rows: list[Sequence[Any]]) -> p
     return pa.Table.from_arrays(columns, names=names)
 
 
+def _unquoted(name: str) -> str:
+    return name.strip().strip("`\"[]")
+
+
 def sqlite_error(exc: sqlite3.Error) -> PgError:
+    """SQLite's error in PostgreSQL's SQLSTATE, worded as PostgreSQL words it where
+    SQLite's text names what PostgreSQL's names."""
     text = str(exc)
     if "UNIQUE constraint failed" in text or "PRIMARY KEY" in text:
         return PgError("23505", f"duplicate key value violates unique constraint: {text}")
+    if text.startswith("NOT NULL constraint failed: ") and "." in text:
+        table, column = text.split(": ", 1)[1].rsplit(".", 1)
+        return PgError("23502", f'null value in column "{column}" of relation "{table}" '
+                       "violates not-null constraint")
     if "NOT NULL constraint failed" in text:
         return PgError("23502", text)
+    if text.startswith("no such table: "):
+        return PgError("42P01", f'relation "{_unquoted(text.split(": ", 1)[1])}" does not exist')
     if "no such table" in text:
         return PgError("42P01", text)
+    if text.startswith("table ") and text.endswith(" already exists"):
+        return PgError("42P07", f'relation "{_unquoted(text[6:-15])}" already exists')
     if "already exists" in text:
         return PgError("42P07", text)
     if "syntax error" in text:

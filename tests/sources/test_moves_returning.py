@@ -159,3 +159,22 @@ def test_a_drivers_returning_from_sqlite_and_mysql_is_typed_as_its_columns(
         assert described == [d.type_code for d in read.description]
         conn.execute(f"DROP TABLE {table}")
         truth.execute(f"DROP TABLE ret_typed_{writer}")
+
+
+def test_sqlites_write_errors_are_worded_as_postgresqls(federation: Federation) -> None:
+    statements = ["CREATE TABLE {t} (id int)", "INSERT INTO {t} (id) VALUES (1)"]
+    with psycopg.connect(federation.gateway.dsn, autocommit=True) as conn, \
+            psycopg.connect(federation.pg.dsn, autocommit=True) as truth:
+        for c, t in ((conn, "lite.worded"), (truth, "worded")):
+            c.execute(f"DROP TABLE IF EXISTS {t}")
+            c.execute(f"CREATE TABLE {t} (id int, s text NOT NULL)")
+        errors = []
+        for c, t in ((conn, "lite.worded"), (truth, "worded")):
+            seen = []
+            for statement in statements:
+                with pytest.raises(psycopg.Error) as failed:
+                    c.execute(statement.format(t=t))
+                seen.append((failed.value.sqlstate, failed.value.diag.message_primary))
+            errors.append(seen)
+            c.execute(f"DROP TABLE {t}")
+        assert errors[0] == errors[1]
