@@ -10,7 +10,6 @@ end; the move's transaction (its own, or the block's) holds both steps.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Callable
 
@@ -19,8 +18,6 @@ from sqlglot import exp
 
 from connectors.bulk import BulkWriter, TargetColumn
 from connectors.writes import MySQLWriter, WriteResult, Writer, render, typed_rows
-
-log = logging.getLogger("fedgate.moves")
 
 
 def _bulk(writer: Writer, table: str) -> BulkWriter:

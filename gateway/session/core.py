@@ -73,7 +73,8 @@ class SessionCore(SessionState):
     async def explained_execute(self, sql: str) -> tuple[str, list, tuple[str | None, ...]]:
         raise NotImplementedError  # gateway.session.prepared_sql.PreparedSqlMixin (EXPLAIN EXECUTE)
 
-    async def run_move(self, route: Route, sql: str, bound: Portal | None = None) -> None:
+    async def run_move(self, route: Route, sql: str, bound: Portal | None = None,
+                       answer: bool = True) -> int:
         raise NotImplementedError  # gateway.session.moves.MoveMixin
 
     async def move_param_oids(self, route: Route, declared_oids: tuple[int, ...]) -> tuple[int, ...]:

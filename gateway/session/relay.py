@@ -132,6 +132,8 @@ class RelayMixin(SessionCore):
         target = route.tree.this.this if isinstance(route.tree.this, exp.Schema) else route.tree.this
         target = target.copy()
         target.set("db", exp.to_identifier(route.source))  # the catalog's name of it
+        # (SQLite's RETURNING reads the modified table only, not an UPDATE's FROM tables;
+        # MySQL's takes no UPDATE, nor a DELETE of several tables)
         read = exp.select(*(e.copy() for e in returning.expressions)).from_(target)
         return await self.describe(await self.prepare(read.sql(dialect="postgres"), ()))
 

@@ -140,7 +140,35 @@ def write_report(results: list[Result]) -> None:
         for r in sorted(by_kind[kind], key=lambda r: (r.statement.category, r.statement.sql, r.route)):
             lines.append(f"- [{r.route}] `{r.statement.sql}` — {r.verdict.detail.replace('|', '¦')}")
         lines.append("")
+    lines += _refusals(results)
     REPORT.write_text("\n".join(lines) + _generated_section())
+
+
+def _refusals(results: list[Result]) -> list[str]:
+    """Each refusal's reason (its 0A000 message, which names the construct and why) and
+    how many statements of which categories it refuses, per route: the refused column of
+    the table above, written down."""
+    by_reason: dict[tuple[str, str], list[Result]] = defaultdict(list)
+    for r in results:
+        if r.verdict.kind == "refused":
+            by_reason[(r.route, " ".join(r.verdict.detail.split()) or "(no message)")].append(r)
+    if not by_reason:
+        return []
+    lines = ["", "## Refused, and why", "",
+             "Each reason is the refusal's own message (0A000); the count is of statements, with the",
+             "categories they come from.", ""]
+    for route in ROUTES:
+        mine = sorted(((reason, rs) for (rt, reason), rs in by_reason.items() if rt == route),
+                      key=lambda item: (-len(item[1]), item[0]))
+        if not mine:
+            continue
+        lines += [f"### {route} ({sum(len(rs) for _, rs in mine)})", "",
+                  "| statements | reason | categories |", "|---|---|---|"]
+        for reason, rs in mine:
+            categories = ", ".join(sorted({r.statement.category for r in rs}))
+            lines.append(f"| {len(rs)} | {reason.replace('|', '¦')} | {categories} |")
+        lines.append("")
+    return lines
 
 
 # The section the query generator's long runs write (tests/conformance/generate): kept

@@ -178,3 +178,23 @@ def test_sqlites_write_errors_are_worded_as_postgresqls(federation: Federation) 
             errors.append(seen)
             c.execute(f"DROP TABLE {t}")
         assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("writer", ["mysql", "sqlite"])
+def test_returning_of_update_from_and_delete(federation: Federation, writer: str) -> None:
+    src = WRITERS[writer]
+    with psycopg.connect(federation.gateway.dsn, autocommit=True) as conn:
+        for t in ("ret_a", "ret_b"):
+            conn.execute(f"DROP TABLE IF EXISTS {src}.{t}")
+            conn.execute(f"CREATE TABLE {src}.{t} (id int PRIMARY KEY, s varchar(10))")
+            conn.execute(f"INSERT INTO {src}.{t} VALUES (1, '{t}'), (2, '{t}')")
+        if writer == "sqlite":  # (MySQL has no UPDATE ... FROM, nor RETURNING of an UPDATE)
+            # RETURNING reads the updated table (SQLite's reads no other): `id` is its own.
+            cur = conn.execute(f"UPDATE {src}.ret_a SET s = ret_b.s FROM {src}.ret_b "
+                               "WHERE ret_a.id = ret_b.id AND ret_b.id = %s RETURNING id, s", (1,))
+            assert (cur.fetchall(), cur.statusmessage) == ([(1, "ret_b")], "UPDATE 1")
+        cur = conn.execute(f"DELETE FROM {src}.ret_a RETURNING id, s")
+        assert (sorted(cur.fetchall()), cur.statusmessage) == \
+            ([(1, "ret_b" if writer == "sqlite" else "ret_a"), (2, "ret_a")], "DELETE 2")
+        for t in ("ret_a", "ret_b"):
+            conn.execute(f"DROP TABLE {src}.{t}")
