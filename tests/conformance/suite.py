@@ -151,23 +151,23 @@ def _refusals(results: list[Result]) -> list[str]:
     by_reason: dict[tuple[str, str], list[Result]] = defaultdict(list)
     for r in results:
         if r.verdict.kind == "refused":
-            by_reason[(r.route, " ".join(r.verdict.detail.split()) or "(no message)")].append(r)
+            reason = " ".join(r.verdict.detail.split()) or "(no message)"
+            by_reason[(r.route, reason if len(reason) <= 240 else reason[:240] + " …")].append(r)
     if not by_reason:
         return []
     lines = ["", "## Refused, and why", "",
              "Each reason is the refusal's own message (0A000); the count is of statements, with the",
-             "categories they come from.", ""]
+             "categories they come from."]
     for route in ROUTES:
         mine = sorted(((reason, rs) for (rt, reason), rs in by_reason.items() if rt == route),
                       key=lambda item: (-len(item[1]), item[0]))
         if not mine:
             continue
-        lines += [f"### {route} ({sum(len(rs) for _, rs in mine)})", "",
+        lines += ["", f"### {route} ({sum(len(rs) for _, rs in mine)})", "",
                   "| statements | reason | categories |", "|---|---|---|"]
         for reason, rs in mine:
             categories = ", ".join(sorted({r.statement.category for r in rs}))
             lines.append(f"| {len(rs)} | {reason.replace('|', '¦')} | {categories} |")
-        lines.append("")
     return lines
 
 
