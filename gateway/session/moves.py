@@ -213,7 +213,8 @@ class MoveMixin(SessionCore):
                 await self.ctx.catalog_changed()
         if isinstance(writer, StagedBulkWriter):
             assert writer.result is not None
-            self.answer_write(writer.result, describe=bound is None)
+            self.answer_write(writer.result, describe=bound is None,
+                              formats=bound.formats if bound is not None else ())
             return count
         if final is not None:
             return count  # PostgreSQL's own answer to the staged INSERT went to the client

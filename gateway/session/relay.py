@@ -50,12 +50,13 @@ class RelayMixin(SessionCore):
             # Run whole at Execute (`relay`), described as NoData; its query is planned
             # now for its parameters' types, and again at Execute with their values.
             assert route.tree is not None
-            if route.tree.args.get("returning") is not None:
-                # Its rows come as the target's own answer, which a described portal
-                # would have to take in the client's formats: not yet.
-                raise PgError(FEATURE_NOT_SUPPORTED, "RETURNING in an INSERT reading other "
-                              "sources than its target is supported in simple queries only")
+            if route.tree.args.get("returning") is not None and route.kind == "postgres":
+                # Its rows come as PostgreSQL's own answer to a simple Query, in text,
+                # which a described portal would have to take in the client's formats.
+                raise PgError(FEATURE_NOT_SUPPORTED, "RETURNING in an INSERT into PostgreSQL "
+                              "reading other sources is supported in simple queries only")
             return Prepared(sql, None, None, await self.move_param_oids(route, tuple(declared)),
+                            row_schema=await self.returning_schema(route),
                             route=route, declared_oids=tuple(declared))
         self.check_not_failed(Prepared(sql, None, None, ()))
         if route.kind != "postgres":

@@ -198,3 +198,26 @@ def test_returning_of_update_from_and_delete(federation: Federation, writer: str
             ([(1, "ret_b" if writer == "sqlite" else "ret_a"), (2, "ret_a")], "DELETE 2")
         for t in ("ret_a", "ret_b"):
             conn.execute(f"DROP TABLE {src}.{t}")
+
+
+@pytest.mark.parametrize("writer", ["mysql", "sqlite"])
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_a_drivers_move_with_returning_into_sqlite_and_mysql(
+        federation: Federation, writer: str, binary: bool) -> None:
+    """A prepared move with RETURNING (and a parameter in its query): described before it
+    runs, answered in the client's formats with PostgreSQL's values."""
+    table = f"move_ret_ext_{writer}"
+    move = ("INSERT INTO {t} (id, s) SELECT id * %s, s FROM {src} WHERE id < 4 "
+            "RETURNING id, upper(s) AS big, n")
+    with psycopg.connect(federation.gateway.dsn, autocommit=True) as conn, \
+            psycopg.connect(federation.pg.dsn, autocommit=True) as truth:
+        answers = []
+        for c, t, src in ((conn, f"{WRITERS[writer]}.{table}", "pq.trap"), (truth, table, "trap")):
+            c.execute(f"DROP TABLE IF EXISTS {t}")
+            c.execute(f"CREATE TABLE {t} {DDL}")
+            cur = c.cursor(binary=binary)
+            cur.execute(move.format(t=t, src=src), (2,))
+            answers.append((cur.fetchall(), cur.statusmessage, [d.name for d in cur.description]))
+            c.execute(f"DROP TABLE {t}")
+        assert answers[0] == answers[1]
+        assert answers[0][1] == "INSERT 0 3"
