@@ -58,8 +58,10 @@ def _named(spelled: str) -> exp.DataType:
     return exp.DataType(this=exp.DataType.Type.USERDEFINED, kind=spelled)
 
 
-def create_table(kind: str, table: exp.Table, columns: list[tuple[str, str, int]]) -> str:
-    """CREATE TABLE `table` (columns: name, PostgreSQL type name, typmod) in `kind`'s dialect."""
+def create_table(kind: str, table: exp.Table, columns: list[tuple[str, str, int]],
+                 unlogged: bool = False) -> str:
+    """CREATE TABLE `table` (columns: name, PostgreSQL type name, typmod) in `kind`'s
+    dialect; `unlogged` (PostgreSQL): a scratch table, which skips the WAL."""
     definitions = []
     for name, pg_type, typmod in columns:
         definition = exp.ColumnDef(this=exp.to_identifier(name, quoted=True),
@@ -70,6 +72,8 @@ def create_table(kind: str, table: exp.Table, columns: list[tuple[str, str, int]
                 kind=exp.NotNullColumnConstraint(allow_null=True))])
         definitions.append(definition)
     create = exp.Create(this=exp.Schema(this=table, expressions=definitions), kind="TABLE")
+    if unlogged:
+        create.set("properties", exp.Properties(expressions=[exp.UnloggedProperty()]))
     if kind == "sqlite":
         from connectors.dialects.sqlite import to_sqlite
         return to_sqlite(create)

@@ -41,12 +41,13 @@ from connectors.base import BatchStream, Source, TableStream
 from connectors.dialects.spark import DIALECT
 from connectors.query_scope import STATEMENT_LABEL
 from connectors.engines.spark_errors import lost_cluster, lost_during, scrub, spark_error
-from connectors.engines.spark_handover import PLAN_SHARE_OF_DRIVER, Handover, jvm_memory_bytes
+from connectors.engines.spark_handover import PLAN_SHARE_OF_DRIVER, Handover, jvm_memory_bytes, sparkable
 from connectors.engines.spark_jdbc import (DRIVERS, JARS, DirectRead, ReadSettings, SourceCatalog,
                                            cancel_postgres_reads, plan_read)
 from connectors.engines.spark_session import (SessionKeeper, bound_retries, in_thread, reach_warnings,
                                               unavailable)
 from connectors.engines.spark_watch import ClusterLost, ClusterWatch
+from connectors.engines.spark_writes import StageInto, stage_refusal, write_stage
 from pgwire.errors import QUERY_CANCELED, PgError
 
 log = logging.getLogger("fedgate.spark")
@@ -74,24 +75,6 @@ CLUSTER_CONF = {
 }
 
 
-def _sparkable(table: pa.Table) -> pa.Table:
-    """Arrow types Spark cannot take (uuid/json extensions, views) as plain ones."""
-    columns, fields = [], []
-    for field, column in zip(table.schema, table.columns):
-        t = field.type
-        if isinstance(t, pa.BaseExtensionType):
-            column = column.cast(t.storage_type) if t.extension_name != "arrow.uuid" else \
-                pa.chunked_array([pa.array([None if v is None else str(v) for v in column.to_pylist()],
-                                           pa.string())])
-            if t.extension_name == "arrow.bool8":
-                column = column.cast(pa.bool_())
-        elif pa.types.is_string_view(t) or pa.types.is_large_string(t):
-            column = column.cast(pa.string())
-        columns.append(column)
-        fields.append(pa.field(field.name, column.type))
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
-
-
 class _Job:
     """One statement's Spark work: its tag, and the session that tagged it (the only
     session whose interruptTag reaches its jobs)."""
@@ -102,6 +85,7 @@ class _Job:
         self.description = f"fedgate {tag}" + (f" ({label})" if label else "")
         self.session: Any = None
         self.cancelled = False
+        self.writes_to: str | None = None  # the DSN its executors write a stage into
 
 
 class SparkEngine:
@@ -227,12 +211,12 @@ class SparkEngine:
             frame = next((f for seen, f in made if _same_input(seen, table)), None)
             if frame is None:
                 frame = table.dataframe(session, label) if isinstance(table, DirectRead) else \
-                    handover.dataframe(session, _sparkable(table), name)
+                    handover.dataframe(session, sparkable(table), name)
                 made.append((table, frame))
             frame.createOrReplaceTempView(name)
 
     def _run(self, root: Any, job: _Job, sql: str, tables: Mapping[str, pa.Table | DirectRead],
-             params: Sequence[Any]) -> pa.Table:
+             params: Sequence[Any], into: StageInto | None = None) -> pa.Table:
         session = job.session = self._child(root)
         if self.remote:
             session.addTag(job.tag)  # the server matches it within this session, from any thread
@@ -257,6 +241,9 @@ class SparkEngine:
             frame = session.sql(sql, args=args) if args else session.sql(sql)
             if job.cancelled:  # cancelled while the inputs became views: start no job
                 raise PgError(QUERY_CANCELED, "canceling statement due to user request")
+            if into is not None:  # the executors write the rows; none come back
+                write_stage(frame, into, self._dsns[into.source], self._parallelism(root), job.tag)
+                return self._arrow_schema(session, frame).empty_table()
             result = frame.toArrow()
             log.debug("%s: inputs as DataFrames in %.3f s, query in %.3f s, %d rows", job.tag,
                       planned - started, time.perf_counter() - planned, result.num_rows)
@@ -276,24 +263,41 @@ class SparkEngine:
     def _schema(self, root: Any, sql: str, inputs: Mapping[str, pa.Schema],
                 params: Sequence[Any]) -> pa.Schema:
         """The result schema from Spark's analysis alone: nothing is planned or run."""
-        from pyspark.sql.pandas.types import to_arrow_schema  # a heavy import
-
         session = self._child(root)
         try:
             self._views(session, {name: schema.empty_table() for name, schema in inputs.items()},
                         Handover(local=False))
             args = {f"p{i}": value for i, value in enumerate(params, 1)}
             frame = session.sql(sql, args=args) if args else session.sql(sql)
-            # The schema DataFrame.toArrow() gives its result (it casts to this very schema).
-            large = session.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
-            return to_arrow_schema(frame.schema, error_on_duplicated_field_names_in_struct=True,
-                                   timezone="UTC", prefers_large_types=large)
+            return self._arrow_schema(session, frame)
         finally:
             self._release(session)
 
+    @staticmethod
+    def _arrow_schema(session: Any, frame: Any) -> pa.Schema:
+        """The schema DataFrame.toArrow() gives `frame`'s rows (it casts to this very one)."""
+        from pyspark.sql.pandas.types import to_arrow_schema  # a heavy import
+
+        large = session.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
+        return to_arrow_schema(frame.schema, error_on_duplicated_field_names_in_struct=True,
+                               timezone="UTC", prefers_large_types=large)
+
+    @property
+    def cluster(self) -> bool:
+        """Spark is a cluster (standalone, or Spark Connect), not `local[...]`."""
+        return self.reads.cluster
+
+    def writes_stage(self, source: str) -> str | None:
+        """None when the executors can write a move's rows into a stage in PostgreSQL
+        source `source` (connectors.engines.spark_writes); otherwise why not."""
+        return stage_refusal(self._dsns.get(source))
+
     async def execute(self, sql: str, inputs: Mapping[str, pa.Table | pa.RecordBatchReader | DirectRead],
-                      params: Sequence[Any] = ()) -> BatchStream:
+                      params: Sequence[Any] = (), into: StageInto | None = None) -> BatchStream:
+        """The statement's rows; with `into`, written by the executors into that stage
+        instead, and an empty stream of their schema comes back."""
         job = _Job(f"fedgate-{_PROCESS}-{next(_tags)}", STATEMENT_LABEL.get())
+        job.writes_to = None if into is None else self._dsns[into.source]
         # Handed-over fragments are read whole before Spark starts: Spark plans over
         # complete inputs. All at once: each fragment's feed is bounded, so reading them
         # one after another would stall every other fragment's source meanwhile. A
@@ -312,7 +316,7 @@ class SparkEngine:
             root = await self._sessions.get(self.job_timeout_s)
         self._sessions.begin()
         self._jobs[job.tag] = job
-        running = in_thread(self._run, root, job, sql, tables, params)
+        running = in_thread(self._run, root, job, sql, tables, params, into)
         running.add_done_callback(_consume)
         try:
             result = await self._watch.outcome(root, running, self.job_timeout_s or None)
@@ -350,6 +354,7 @@ class SparkEngine:
         postgres = {self._dsns[t.source] for t in tables.values()
                     if isinstance(t, DirectRead) and t.kind == "jdbc" and t.source in self._dsns
                     and t.options.get("driver") == DRIVERS["postgres"]}
+        postgres |= {job.writes_to} if job.writes_to is not None else set()
 
         def interrupt() -> None:
             if job.session is not None:

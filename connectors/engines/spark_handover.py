@@ -146,3 +146,21 @@ class Handover:
             except OSError as exc:  # the answer is already complete; the disk is not
                 log.warning("could not remove Spark scratch directory %s: %s", self._dir, exc)
             self._dir = None
+
+
+def sparkable(table: pa.Table) -> pa.Table:
+    """Arrow types Spark cannot take (uuid/json extensions, views) as plain ones."""
+    columns, fields = [], []
+    for field, column in zip(table.schema, table.columns):
+        t = field.type
+        if isinstance(t, pa.BaseExtensionType):
+            column = column.cast(t.storage_type) if t.extension_name != "arrow.uuid" else \
+                pa.chunked_array([pa.array([None if v is None else str(v) for v in column.to_pylist()],
+                                           pa.string())])
+            if t.extension_name == "arrow.bool8":
+                column = column.cast(pa.bool_())
+        elif pa.types.is_string_view(t) or pa.types.is_large_string(t):
+            column = column.cast(pa.string())
+        columns.append(column)
+        fields.append(pa.field(field.name, column.type))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))

@@ -75,9 +75,10 @@ def reads_name(label: str) -> str:
 
 
 async def cancel_postgres_reads(dsn: str, label: str) -> int:
-    """Cancel the queries the JDBC reads of statement `label` run on PostgreSQL: a read
-    blocked in the driver's socket does not notice its Spark task being killed. Returns
-    how many backends were told to cancel."""
+    """Cancel the queries the JDBC reads (and a move's writes, connectors.engines.
+    spark_writes) of statement `label` run on PostgreSQL: a read blocked in the driver's
+    socket does not notice its Spark task being killed. Returns how many backends were
+    told to cancel."""
     import asyncpg  # the gateway's own PostgreSQL driver
 
     conn = await asyncpg.connect(dsn, timeout=5)

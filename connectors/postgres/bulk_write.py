@@ -10,6 +10,8 @@ connection left mid-COPY by a cancel is dropped, which PostgreSQL rolls back.
 from __future__ import annotations
 
 import asyncio
+import logging
+import uuid
 from typing import Any
 
 import asyncpg
@@ -17,6 +19,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from connectors.bulk import TargetColumn
+from connectors.ddl_types import create_table
 from connectors.postgres.roles import SOURCE_ROLES, set_role_sql
 from connectors.postgres.failures import pg_error
 from pgwire.errors import PgError
@@ -24,7 +27,10 @@ from pgwire.types.copy_binary import HEADER, TRAILER, copy_tuples
 from pgwire.types.from_arrow import pg_type_for_field
 from pgwire.types.pg_type import PgType
 
+log = logging.getLogger("fedgate.moves")
 ROLLBACK_WITHIN_S = 5.0
+STAGE_PREFIX = "fedgate_move_stage_"  # a stage a crash left behind is found by its name
+_DROPPING: set[asyncio.Future] = set()  # stages still being dropped (kept from the collector)
 COPY_BYTES = 16 << 20  # tuples gathered into one COPY: few round trips, bounded memory
 # Target types whose binary input takes another type's bytes: text's.
 BINARY_ALIKE = {"varchar": "text", "bpchar": "text", "name": "text"}
@@ -52,6 +58,7 @@ class PostgresBulkWriter:
         self._pending: list[memoryview | bytes] = []  # binary tuples not yet sent
         self._pending_bytes = 0
         self._copying: asyncio.Future | None = None  # the COPY under way
+        self._stage: exp.Table | None = None  # where Spark's executors write the rows
 
     @classmethod
     async def open(cls, source: Any, table: str) -> PostgresBulkWriter:
@@ -92,6 +99,76 @@ class PostgresBulkWriter:
         self._targets = {c.name: c.pg_type for c in columns}
         return columns
 
+    async def open_stage(self, columns: list[tuple[str, str, int]]) -> str:
+        """Make the stage Spark's executors write a move's rows into
+        (connectors.engines.spark_writes): an unlogged table of `columns` (name, type,
+        typmod) beside the target, committed at once on a connection of its own so
+        theirs see it, and readable by the session's role there. Returns its name as
+        PostgreSQL spells it."""
+        stage = exp.table_(f"{STAGE_PREFIX}{uuid.uuid4().hex[:12]}", db=self.schema, quoted=True)
+        conn = await self.source.acquire()
+        try:
+            await conn.execute(create_table("postgres", stage, columns, unlogged=True))
+            self._stage = stage
+            role = SOURCE_ROLES.get().get(self.source.name)
+            if role is not None:
+                grant = exp.Grant(privileges=[exp.GrantPrivilege(this=exp.var("SELECT"))],
+                                  kind="TABLE", securable=stage.copy(),
+                                  principals=[exp.GrantPrincipal(this=exp.to_identifier(role, quoted=True))])
+                await conn.execute(grant.sql(dialect="postgres"))
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise pg_error(exc) from exc
+        finally:
+            await (await self.source.pool()).release(conn)
+        return stage.sql(dialect="postgres")
+
+    async def move_stage(self, written: list[TargetColumn], unknown: frozenset[int]) -> int:
+        """Insert the stage's rows into the target's `written` columns, in the writer's
+        transaction: PostgreSQL's own assignment casts convert them, and raise its
+        errors. Positions in `unknown` (string literals, NULL) are read by the column
+        type's input function, as PostgreSQL reads such a literal. Returns the count."""
+        assert self._stage is not None
+        names = [exp.to_identifier(c.name, quoted=True) for c in written]
+        outputs: list[exp.Expression] = []
+        for i, column in enumerate(written):
+            value: exp.Expression = exp.column(f"c{i + 1}", quoted=True)
+            if i in unknown:  # to the type without its typmod: the assignment checks that
+                value = exp.cast(value, exp.DataType.build(column.pg_type, dialect="postgres", udt=True))
+            outputs.append(value)
+        insert = exp.insert(exp.select(*outputs).from_(self._stage.copy()),
+                            exp.Schema(this=exp.table_(self.table, db=self.schema, quoted=True),
+                                       expressions=names))
+        try:
+            status = await self.conn.execute(insert.sql(dialect="postgres"))
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise pg_error(exc) from exc
+        return int(status.split()[-1])
+
+    async def _drop_stage(self) -> None:
+        """Drop the stage, on a connection of its own (the executors' committed rows
+        are its owner's, outside the move's transaction). After a failure their last
+        INSERTs may still hold it (a cancel reaches them too): the drop then goes on
+        in the background once the move has answered."""
+        stage, self._stage = self._stage, None
+        if stage is None:
+            return
+        dropping = asyncio.ensure_future(self._drop(stage))
+        _DROPPING.add(dropping)
+        dropping.add_done_callback(_DROPPING.discard)
+        try:
+            await asyncio.wait_for(asyncio.shield(dropping), ROLLBACK_WITHIN_S)
+        except TimeoutError:
+            log.info("the move's stage %s is dropped once its writers let go", stage.sql(dialect="postgres"))
+
+    async def _drop(self, stage: exp.Table) -> None:
+        try:
+            conn = await self.source.acquire()
+            try:
+                await conn.execute(exp.Drop(tables=[stage], kind="TABLE", exists=True).sql(dialect="postgres"))
+            finally:
+                await (await self.source.pool()).release(conn)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            log.warning("dropping the move's stage %s failed: %s", stage.sql(dialect="postgres"), exc)
 
     async def write(self, batch: pa.RecordBatch) -> int:
         if batch.num_rows == 0:
@@ -183,6 +260,7 @@ class PostgresBulkWriter:
                 conn.terminate()
                 await self._abandon_copy()
             await pool.release(conn)
+            await self._drop_stage()
 
     async def _abandon_copy(self) -> None:
         """Stop the COPY under way (asyncpg ends it with CopyFail); its outcome is not

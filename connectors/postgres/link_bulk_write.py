@@ -69,16 +69,20 @@ class LinkBulkWriter:
     """`final`: a move with RETURNING or ON CONFLICT. Its rows are copied into a temporary
     staging table of the target's columns, then `final(stage)` (the client's INSERT,
     reading the stage) runs on the link with its answer relayed to `client`: PostgreSQL's
-    own RowDescription, rows and `INSERT 0 n`. `own`: no block holds the link, so the
+    own RowDescription (not for a driver's portal, which `formats` the rows), rows and
+    `INSERT 0 n`. `own`: no block holds the link, so the
     writer runs its own transaction there."""
 
     def __init__(self, link: PgLink, prefix: tuple[bytes, int], table: str, schema: str,
                  final: Callable[[exp.Table, list[str]], exp.Expression] | None = None,
                  client: object = None,
-                 own: bool = False) -> None:
+                 own: bool = False, formats: tuple[int, ...] | None = None) -> None:
         self.link, self.prefix = link, prefix  # prefix: the block's BEGIN, when not sent yet
         self.table, self.schema = table, schema
         self.final, self.client, self.own = final, client, own
+        # A driver's portal: the final INSERT's rows in its result formats, undescribed
+        # (it described the portal itself); None: a simple Query's answer, described.
+        self.formats = formats
         if own:
             self.prefix = (prefix[0] + w.query("BEGIN"), prefix[1] + 1)
         self.staged = False
@@ -225,9 +229,10 @@ class LinkBulkWriter:
             if self._columns is None:  # no rows: the stage is still made, for the INSERT to read
                 self._columns = list(self.written)
                 await self._stage()
-            outcome = await self.link.relay(w.query(self.final(exp.table_(STAGE, quoted=True), self.written)
-                                                     .sql(dialect="postgres")),
-                                            self.client)  # type: ignore[arg-type]
+            sql = self.final(exp.table_(STAGE, quoted=True), self.written).sql(dialect="postgres")
+            payload = w.query(sql) if self.formats is None else (
+                w.parse("", sql, ()) + w.bind("", "", (), [], self.formats) + w.execute("", 0) + w.SYNC)
+            outcome = await self.link.relay(payload, self.client)  # type: ignore[arg-type]
             if outcome.error is not None:
                 raise outcome.error
         await self._end(True)

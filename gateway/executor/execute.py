@@ -59,9 +59,12 @@ class Executor:
         return self.engines[self.default]
 
     async def run(self, plan: QueryPlan, params: Sequence[Any], engine: str | None = None,
-                  dynamic_filtering: bool = True, memory: StatementMemory | None = None) -> BatchStream:
+                  dynamic_filtering: bool = True, memory: StatementMemory | None = None,
+                  into: Any = None) -> BatchStream:
         """The plan's rows. `memory`: the statement's share (`fedgate.statement_memory`)
-        and what it holds, counted while the stream is open (gateway.state.memory)."""
+        and what it holds, counted while the stream is open (gateway.state.memory).
+        `into`: where an engine that can (Spark: connectors.engines.spark_writes) writes
+        the rows itself; the stream is then empty."""
         if plan.is_passthrough:
             fragment = plan.fragments[0]
             bound = _bound(fragment, params)
@@ -84,7 +87,7 @@ class Executor:
                 with query_scope(Counter(f.source for f in plan.fragments)):
                     stream = Metered(await self._through_engine(
                         plan, params, self.engines[engine or self.default], dynamic_filtering,
-                        statement), self.metrics, None)
+                        statement, into), self.metrics, None)
             except BaseException:
                 if statement is not None and self.memory is not None:
                     self.memory.forget(statement)
@@ -167,8 +170,8 @@ class Executor:
         return self.memory.track(memory)
 
     async def _through_engine(self, plan: QueryPlan, params: Sequence[Any], engine: Engine,
-                              dynamic: bool = True, memory: StatementMemory | None = None
-                              ) -> EngineStream:
+                              dynamic: bool = True, memory: StatementMemory | None = None,
+                              into: Any = None) -> EngineStream:
         # Per probe fragment, every filter narrowing it (a star's fact: one per dimension).
         filters: dict[str, list[DynamicFilter]] = {}
         for found in plan.dynamic_filters if dynamic else ():
@@ -215,8 +218,10 @@ class Executor:
         assert residual is not None
         try:
             inputs = {feed.stats.name: feed.reader() for feed in feeds} | direct
+            residual_params = _pick(plan.residual_params, params)
             stream = await start_engine(
-                engine.execute(residual, inputs, _pick(plan.residual_params, params)), feeds)
+                engine.execute(residual, inputs, residual_params) if into is None else
+                engine.execute(residual, inputs, residual_params, into=into), feeds)  # type: ignore[call-arg]
         except BaseException as exc:
             for feed in feeds:
                 await feed.close()

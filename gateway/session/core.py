@@ -74,7 +74,7 @@ class SessionCore(SessionState):
         raise NotImplementedError  # gateway.session.prepared_sql.PreparedSqlMixin (EXPLAIN EXECUTE)
 
     async def run_move(self, route: Route, sql: str, bound: Portal | None = None,
-                       answer: bool = True) -> int:
+                       answer: bool = True, notes: list[str] | None = None) -> int:
         raise NotImplementedError  # gateway.session.moves.MoveMixin
 
     async def move_param_oids(self, route: Route, declared_oids: tuple[int, ...]) -> tuple[int, ...]:

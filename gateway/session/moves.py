@@ -23,19 +23,22 @@ import pyarrow as pa
 from sqlglot import exp
 
 from connectors.ddl_types import create_table
+from connectors.engines.spark_writes import StageInto
+from connectors.postgres.bulk_write import PostgresBulkWriter
 from connectors.postgres.link_bulk_write import LinkBulkWriter
 from connectors.staged_write import StagedBulkWriter
 from gateway.executor.moves import BULK_PATHS, FILE_KINDS, open_target, pour, written_columns
 from gateway.relay.routing import move_target
 from gateway.session.core import SessionCore
 from gateway.session.enum_params import decode_params
-from gateway.state.portals import Portal
+from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.protocol import encoder
 from pgwire.types.from_arrow import pg_type_for_field
 from pgwire.types.pg_type import FIRST_NORMAL_OID
 from pgwire.types.rows import resolve_formats
+from planner import QueryPlan
 
 log = logging.getLogger("fedgate.moves")
 
@@ -103,6 +106,30 @@ def staged_insert(tree: exp.Expression, table: str, schema: str | None
     return final
 
 
+def result_columns(schema: pa.Schema) -> list[tuple[str, str, int]]:
+    """Each of a query's result columns as a table's: its name, type name and typmod."""
+    columns = []
+    for field in schema:
+        pg = pg_type_for_field(field)
+        # a source's enum (a type of the gateway's catalog, gateway.pg_catalog.enums)
+        # exists in its own source only: a new table holds its labels as text
+        name = "text" if pg.oid >= FIRST_NORMAL_OID and pa.types.is_string(field.type) else pg.name
+        columns.append((field.name, name, pg.typmod))
+    return columns
+
+
+def returning_probe(tree: exp.Expression, schema: str) -> str:
+    """The INSERT by which PostgreSQL describes a move's RETURNING (its target a table in
+    `schema`): the same RETURNING on an INSERT of the target's defaults, only parsed."""
+    target = move_target(tree)
+    assert target is not None
+    into = exp.table_(folded(target.this), db=schema, quoted=True)
+    if target.alias:
+        into.set("alias", target.args["alias"].copy())
+    return exp.Insert(this=into, default=True,
+                      returning=tree.args["returning"].copy()).sql(dialect="postgres")
+
+
 def parameters(tree: exp.Expression) -> int:
     return sum(1 for _ in tree.find_all(exp.Placeholder, exp.Parameter))
 
@@ -124,10 +151,10 @@ class MoveMixin(SessionCore):
         return (await self.prepare(query.sql(dialect="postgres"), declared_oids)).param_oids
 
     async def run_move(self, route: Route, sql: str, bound: Portal | None = None,
-                       answer: bool = True) -> int:
+                       answer: bool = True, notes: list[str] | None = None) -> int:
         """Run a move and give its rows' count; `bound`: the client's portal of a prepared
         one, whose parameters its query takes. `answer`: tell the client its tag (EXPLAIN
-        ANALYZE answers with its plan instead)."""
+        ANALYZE answers with its plan instead, and gets `notes` of where the time went)."""
         tree = route.tree
         assert tree is not None
         target = move_target(tree)
@@ -156,6 +183,9 @@ class MoveMixin(SessionCore):
         # PostgreSQL, on the target's connection into SQLite and MySQL.
         final = None if creates else staged_insert(
             tree, table, getattr(source, "schema", "public") if route.kind == "postgres" else None)
+        if self.executors_refusal(route, prepared.plan, final) is None:
+            return await self._move_by_executors(route, prepared, params, table, named, answer,
+                                                 notes if notes is not None else [])
         on_link = route.kind == "postgres" and (self.in_block or final is not None)
         if on_link and self.in_block:
             assert prepared.plan is not None
@@ -175,7 +205,8 @@ class MoveMixin(SessionCore):
             assert portal.stream is not None
             if on_link:
                 writer = LinkBulkWriter(link, prefix, table, getattr(source, "schema", "public"),
-                                        final, self.links.state, own=not self.in_block)
+                                        final, self.links.state, own=not self.in_block,
+                                        formats=bound.formats if bound is not None else None)
             else:
                 writer = await open_target(source, route.kind, route.source, table, held, creates,
                                            final)
@@ -222,6 +253,79 @@ class MoveMixin(SessionCore):
             self.write(encoder.command_complete(f"SELECT {count}" if creates else f"INSERT 0 {count}"))
         return count
 
+    def executors_refusal(self, route: Route, plan: QueryPlan | None, final: object) -> str | None:
+        """None when the move's rows go from Spark's executors into the PostgreSQL
+        target themselves (connectors.engines.spark_writes); otherwise why not, or ""
+        when the move does not run on Spark at all."""
+        if route.kind != "postgres" or plan is None or plan.is_passthrough:
+            return ""
+        if self.engine_for(plan)[0] != "spark":
+            return ""
+        engine = self.ctx.executor.engines["spark"]
+        chosen = self.settings.values["fedgate.spark_writes"]
+        if chosen == "off":
+            return "fedgate.spark_writes = off"
+        if chosen == "auto" and not engine.cluster:  # type: ignore[attr-defined]
+            return "a local Spark (fedgate.spark_writes = auto: on a cluster only)"
+        if final is not None:
+            return "RETURNING and ON CONFLICT are the target's own INSERT's"
+        if self.in_block:
+            return "inside a transaction block the move joins the block's link"
+        tree = route.tree
+        if tree is not None and self._no_data(tree):
+            return "WITH NO DATA writes no rows"
+        return engine.writes_stage(route.source)  # type: ignore[attr-defined]
+
+    async def _move_by_executors(self, route: Route, prepared: Prepared, params: list,
+                                 table: str, named: list[str] | None, answer: bool,
+                                 notes: list[str]) -> int:
+        """Spark's executors write the query's rows into a stage by JDBC, in parallel, one
+        transaction per partition; the stage then goes into the target in one
+        transaction, which PostgreSQL's own assignment casts and constraints check."""
+        tree = route.tree
+        assert tree is not None and prepared.plan is not None
+        creates = isinstance(tree, exp.Create)
+        await self.links.block_writer(route)  # a write's checks (outside a block: no writer)
+        schema = await self.describe(prepared)
+        assert schema is not None
+        writer = await open_target(self.ctx.sources[route.source], route.kind, route.source, table)
+        assert isinstance(writer, PostgresBulkWriter)
+        try:
+            if creates:
+                await writer.create(self.create_ddl(route, table, schema), schema)
+            columns = written_columns(table, await writer.columns(), named, len(schema))
+            stage = StageInto(route.source, await writer.open_stage(
+                [(f"c{i}", name, typmod) for i, (_, name, typmod) in enumerate(result_columns(schema), 1)]),
+                tuple(f"c{i}" for i in range(1, len(schema) + 1)))
+            executor = self.ctx.executor  # (outside a block: no link of the session's reads)
+            await self.announce_engine_start(executor, prepared.plan, "spark")
+            began = time.perf_counter()
+            stream = await executor.run(prepared.plan, params, "spark", self.dynamic_filtering,
+                                        self.statement_memory(), into=stage)
+            try:
+                async for _ in stream:  # none: the rows went into the stage
+                    pass
+            finally:
+                await stream.aclose()
+            written = time.perf_counter()
+            count = await writer.move_stage(columns, unknown_outputs(move_query(tree)))
+            notes.append(f"Spark's executors wrote {count} rows into stage {stage.table} in "
+                         f"{(written - began) * 1000:.3f} ms; the stage went into the table in "
+                         f"{(time.perf_counter() - written) * 1000:.3f} ms")
+            log.info("move into %s.%s: %s", route.source, table, notes[-1])
+        except BaseException:
+            try:
+                await writer.finish(commit=False)
+            except Exception as err:  # noqa: BLE001 - the move's own error is the client's
+                log.warning("rolling back a move into %s failed: %s", route.source, err)
+            raise
+        await writer.finish(commit=True)
+        if creates:
+            await self.ctx.catalog_changed()
+        if answer:
+            self.write(encoder.command_complete(f"SELECT {count}" if creates else f"INSERT 0 {count}"))
+        return count
+
     async def explain_move(self, route: Route, analyze: bool) -> list[str]:
         """EXPLAIN of a move: where the rows go and how, the DDL a CREATE TABLE AS sends,
         then the query's own plan. ANALYZE runs the move, as PostgreSQL's does an INSERT,
@@ -230,8 +334,9 @@ class MoveMixin(SessionCore):
         if not analyze:
             return lines
         began = time.perf_counter()
-        count = await self.run_move(route, route.sql or "", answer=False)
-        return [*lines, f"Rows moved: {count}",
+        notes: list[str] = []
+        count = await self.run_move(route, route.sql or "", answer=False, notes=notes)
+        return [*lines, *notes, f"Rows moved: {count}",
                 f"Execution Time: {(time.perf_counter() - began) * 1000:.3f} ms"]
 
     async def _move_plan(self, route: Route) -> list[str]:
@@ -243,9 +348,20 @@ class MoveMixin(SessionCore):
         prepared = await self.prepare(move_query(tree).sql(dialect="postgres"), ())
         assert prepared.plan is not None
         kind = {"postgres": "PostgreSQL", "mysql": "MySQL", "sqlite": "SQLite"}.get(route.kind, route.kind)
-        lines = [f'Move: the query\'s rows go into table "{table}" of source "{route.source}" '
-                 f"({kind}) by {BULK_PATHS.get(route.kind, 'its writes')}, in one transaction there",
-                 "  Values converted to the target columns' types by PostgreSQL's assignment casts"]
+        clauses = tree.args.get("returning") or tree.args.get("conflict")
+        refusal = self.executors_refusal(route, prepared.plan, clauses)
+        if refusal is None:
+            lines = [f'Move: Spark\'s executors write the query\'s rows by JDBC into a stage beside '
+                     f'table "{table}" of source "{route.source}" ({kind}), one transaction per '
+                     "partition; the stage goes into the table in one transaction there",
+                     "  Values converted to the target columns' types by PostgreSQL's own "
+                     "assignment casts"]
+        else:
+            lines = [f'Move: the query\'s rows go into table "{table}" of source "{route.source}" '
+                     f"({kind}) by {BULK_PATHS.get(route.kind, 'its writes')}, in one transaction there",
+                     "  Values converted to the target columns' types by PostgreSQL's assignment casts"]
+            if refusal:
+                lines.append(f"  Not written by Spark's executors: {refusal}")
         if isinstance(tree, exp.Create):
             ddl = self.create_ddl(route, table, await self.describe(prepared))
             if ddl is not None:
@@ -260,13 +376,7 @@ class MoveMixin(SessionCore):
         for a file source: its file is made of the result's Arrow types)."""
         if route.kind in FILE_KINDS:
             return None
-        columns = []
-        for field in schema:  # type: ignore[attr-defined]
-            pg = pg_type_for_field(field)
-            # a source's enum (a type of the gateway's catalog, gateway.pg_catalog.enums)
-            # exists in its own source only: the new table holds its labels as text
-            name = "text" if pg.oid >= FIRST_NORMAL_OID and pa.types.is_string(field.type) else pg.name
-            columns.append((field.name, name, pg.typmod))
+        columns = result_columns(schema)  # type: ignore[arg-type]
         remote_schema = getattr(self.ctx.sources[route.source], "schema", None) \
             if route.kind == "postgres" else None
         return create_table(route.kind, exp.table_(table, db=remote_schema, quoted=True), columns)

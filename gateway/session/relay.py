@@ -10,6 +10,7 @@ back to the planner. `RelayMixin` builds on `gateway.session.core.SessionCore`;
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from pgwire.protocol import encoder
 from pgwire.types.rows import resolve_formats
 from gateway.session.core import SessionCore
 from gateway.session.enum_params import decode_params
+from gateway.session.moves import returning_probe
 from gateway.state.route import Route
 
 
@@ -51,10 +53,13 @@ class RelayMixin(SessionCore):
             # now for its parameters' types, and again at Execute with their values.
             assert route.tree is not None
             if route.tree.args.get("returning") is not None and route.kind == "postgres":
-                # Its rows come as PostgreSQL's own answer to a simple Query, in text,
-                # which a described portal would have to take in the client's formats.
-                raise PgError(FEATURE_NOT_SUPPORTED, "RETURNING in an INSERT into PostgreSQL "
-                              "reading other sources is supported in simple queries only")
+                # Described by PostgreSQL itself, its rows answered there in the portal's
+                # formats (connectors.postgres.link_bulk_write).
+                probe = returning_probe(route.tree, getattr(self.ctx.sources[route.source], "schema", "public"))
+                remote = await self.links.prepare(replace(route, sql=None), probe, ())
+                return Prepared(sql, None, None, await self.move_param_oids(route, tuple(declared)),
+                                route=route, remote_fields=remote.fields, remote=remote,
+                                declared_oids=tuple(declared))
             return Prepared(sql, None, None, await self.move_param_oids(route, tuple(declared)),
                             row_schema=await self.returning_schema(route),
                             route=route, declared_oids=tuple(declared))

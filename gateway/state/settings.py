@@ -71,6 +71,10 @@ DEFAULTS: dict[str, str] = {
     # (planner.rules.push_aggregate_below_join): fewer rows travel, the source works more.
     # Pays across a network; on one machine it was slower (TPC-H Q13), hence off.
     "fedgate.pre_aggregate": "off",
+    # Moves into PostgreSQL on Spark written by its executors into a stage
+    # (connectors.engines.spark_writes): "auto" on a cluster only; "off" brings their rows
+    # back through the gateway's COPY, which was faster on one machine (BENCHMARKS.md).
+    "fedgate.spark_writes": "auto",
     # Each statement's share of the engine's memory (gateway.state.memory): a size or a
     # share of [engine] memory_limit; the session starts with [engine] statement_memory.
     "fedgate.statement_memory": "25%",
@@ -155,6 +159,10 @@ def validate(name: str, value: str, at_startup: bool = False, written: str | Non
     if name == "fedgate.engine":
         if value.lower() not in ("duckdb", "spark", "source"):
             raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.engine must be "duckdb", "spark" or "source"')
+        return value.lower()
+    if name == "fedgate.spark_writes":
+        if value.lower() not in ("auto", "on", "off"):
+            raise PgError(INVALID_PARAMETER_VALUE, 'fedgate.spark_writes must be "auto", "on" or "off"')
         return value.lower()
     if name == "fedgate.statement_memory":
         if not is_size_or_share(value):

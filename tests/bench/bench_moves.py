@@ -13,7 +13,9 @@ csv)"` of the same rows as CSV, straight into PostgreSQL.
 PostgreSQL table `grps` (a federated join: the plain INSERT above is one fragment, which
 no engine touches), once through the gateway on DuckDB and once through a second gateway
 whose engine is Spark on a standalone cluster started for the run (a master and a worker
-on loopback, tests/support/spark_cluster.py). Every load's row count is checked after it.
+on loopback, tests/support/spark_cluster.py), there twice: written by Spark's executors into
+a stage (the default on a cluster) and with `fedgate.spark_writes = off`, its rows back
+through the gateway's COPY. Every load's row count is checked after it.
 
 The table shows the median wall time of each, rows per second and the ratio to psql; the
 section between this script's markers in BENCHMARKS.md is replaced (appended when
@@ -55,7 +57,9 @@ SPARK = "SET fedgate.engine = 'spark'"
 LABELS = {"gateway": "`INSERT INTO pg.dst SELECT * FROM files.src` (gateway)",
           "psql": "`psql \\copy dst FROM src.csv (FORMAT csv)` (direct)",
           "joined": "the rows joined with `pg.grps` (1,000 rows), DuckDB (gateway)",
-          "spark": "the same join, Spark on a standalone cluster (gateway)"}
+          "spark": "the same join, Spark on a standalone cluster, written by its executors (gateway)",
+          "spark_back": "the same join, Spark on a standalone cluster, rows back through the gateway's COPY"}
+BACK = "SET fedgate.spark_writes = off"
 GOAL = 0.8  # the gateway's throughput at least 0.8x psql \copy's (issue 42)
 
 
@@ -120,7 +124,8 @@ def main() -> None:
                         cluster.gateway_engine_config("standalone") + config, workdir / "gateway-spark")
                     loads["joined"] = through(gateway, JOINED)
                     loads["spark"] = through(on_spark, SPARK, JOINED)
-                    for proc, settings in ((gateway, ()), (on_spark, (SPARK,))):  # the path each takes
+                    loads["spark_back"] = through(on_spark, SPARK, BACK, JOINED)
+                    for proc, settings in ((gateway, ()), (on_spark, (SPARK,)), (on_spark, (SPARK, BACK))):
                         print(subprocess.run(through(proc, *settings, f"EXPLAIN {JOINED}"), check=True,
                                              capture_output=True, text=True).stdout)
                     # The first Spark statement starts the session and its executors (not
@@ -134,6 +139,9 @@ def main() -> None:
                         runs.setdefault(name, []).append(timed(loads[name]))
                         psql(server, f"DO $$ BEGIN IF (SELECT count(*) FROM dst) <> {args.rows} "
                                      "THEN RAISE 'rows missing'; END IF; END $$")
+                if on_spark is not None:  # where the Spark move's time went
+                    print(*[line for line in on_spark.log().splitlines() if "executors wrote" in line],
+                          sep="\n")
             finally:
                 for proc in (gateway, on_spark, cluster):
                     if proc is not None:

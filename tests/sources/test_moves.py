@@ -423,7 +423,7 @@ async def test_inside_a_block_a_move_reading_its_own_target_source_is_refused(
 
 async def psql(dsn: str, sql: str) -> str:
     """What psql prints for `sql`, sent as a simple Query: the rows, their header and the
-    tag (RETURNING's rows come in the simple protocol only)."""
+    tag."""
     run = await asyncio.create_subprocess_exec(
         "psql", "-X", "-A", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", sql,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
@@ -458,9 +458,17 @@ async def test_returning_answers_as_postgresql(federation: Federation, gwc: asyn
         "RETURNING id, upper(s) AS big, n")
     assert ours == theirs
     assert ours[0].splitlines()[0] == "id|big|n" and "INSERT 0 4" in ours[0]
-    # A driver's prepared RETURNING is refused, before anything is written.
-    with pytest.raises(asyncpg.FeatureNotSupportedError):
-        await gwc.fetch("INSERT INTO pg.trap SELECT * FROM pq.trap RETURNING id")
+    # A driver's prepared one (asyncpg: binary formats) gets PostgreSQL's rows too, and an
+    # ON CONFLICT's answer.
+    await fresh(gwc, "pg.move_returning_ext", "(id int PRIMARY KEY, s varchar(10), n int DEFAULT 42)")
+    move = ("INSERT INTO pg.move_returning_ext (id, s) SELECT id * $1, s FROM pq.trap WHERE id < 5 "
+            "RETURNING id, upper(s) AS big, n, now() > '2000-01-01' AS recent")
+    rows = await gwc.fetch(move, 2)
+    assert [tuple(r) for r in rows] == [(r[0] * 2, r[1].upper(), 42, True) for r in TRAP_ROWS if r[0] < 5]
+    again = await gwc.fetch(move.replace("RETURNING", "ON CONFLICT (id) DO UPDATE SET n = 0 RETURNING"), 2)
+    assert [(r["id"], r["n"]) for r in again] == [(r[0] * 2, 0) for r in TRAP_ROWS if r[0] < 5]
+    assert await gwc.fetch(move.replace("RETURNING", "ON CONFLICT DO NOTHING RETURNING"), 2) == []
+    await gwc.execute("DROP TABLE pg.move_returning_ext")
 
 
 async def test_returning_tag_and_empty_move(gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:

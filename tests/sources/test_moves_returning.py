@@ -200,12 +200,13 @@ def test_returning_of_update_from_and_delete(federation: Federation, writer: str
             conn.execute(f"DROP TABLE {src}.{t}")
 
 
-@pytest.mark.parametrize("writer", ["mysql", "sqlite"])
+@pytest.mark.parametrize("writer", ["mysql", "postgres", "sqlite"])
 @pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
-def test_a_drivers_move_with_returning_into_sqlite_and_mysql(
+def test_a_drivers_move_with_returning(
         federation: Federation, writer: str, binary: bool) -> None:
     """A prepared move with RETURNING (and a parameter in its query): described before it
-    runs, answered in the client's formats with PostgreSQL's values."""
+    runs (into PostgreSQL: by PostgreSQL), answered in the client's formats with
+    PostgreSQL's values."""
     table = f"move_ret_ext_{writer}"
     move = ("INSERT INTO {t} (id, s) SELECT id * %s, s FROM {src} WHERE id < 4 "
             "RETURNING id, upper(s) AS big, n")
