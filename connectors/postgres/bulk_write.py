@@ -117,7 +117,11 @@ class PostgresBulkWriter:
                                   principals=[exp.GrantPrincipal(this=exp.to_identifier(role, quoted=True))])
                 await conn.execute(grant.sql(dialect="postgres"))
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-            raise pg_error(exc) from exc
+            error = pg_error(exc)
+            if error.sqlstate == "42501" and error.hint is None:
+                error.hint = ("The stage is made by the source's dsn user, beside the target; "
+                              "SET fedgate.spark_writes = off brings the rows through the gateway.")
+            raise error from exc
         finally:
             await (await self.source.pool()).release(conn)
         return stage.sql(dialect="postgres")
