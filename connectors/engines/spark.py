@@ -40,7 +40,7 @@ import pyarrow as pa
 from connectors.base import BatchStream, Source, TableStream
 from connectors.dialects.spark import DIALECT
 from connectors.query_scope import STATEMENT_LABEL
-from connectors.engines.spark_errors import lost_cluster, lost_during, scrub, spark_error
+from connectors.engines.spark_errors import lost_cluster, lost_during, scrub, source_error, spark_error
 from connectors.engines.spark_handover import PLAN_SHARE_OF_DRIVER, Handover, jvm_memory_bytes, sparkable
 from connectors.engines.spark_jdbc import (DRIVERS, JARS, DirectRead, ReadSettings, SourceCatalog,
                                            cancel_postgres_reads, plan_read)
@@ -248,6 +248,11 @@ class SparkEngine:
             log.debug("%s: inputs as DataFrames in %.3f s, query in %.3f s, %d rows", job.tag,
                       planned - started, time.perf_counter() - planned, result.num_rows)
             return result
+        except Exception as exc:  # a source's own error, read while Java can still be asked
+            found = source_error(exc)
+            if found is None:
+                raise
+            raise found from exc
         finally:
             handover.close()  # the query's scratch files go with it: nothing can go stale
             try:

@@ -32,6 +32,29 @@ def scrub(text: str, secrets: Collection[str]) -> str:
     return text
 
 
+def source_error(exc: BaseException) -> PgError | None:
+    """The SQL error a JDBC source raised under a Spark failure (a PostgreSQL read denied
+    by the session's role: 42501), with the source's SQLSTATE and words; None when there
+    is none. It asks the Java exception's causes, so it runs on the call's own thread."""
+    throwable = getattr(exc, "java_exception", None)  # Py4JJavaError (not Spark Connect)
+    for _ in range(16):
+        if throwable is None:
+            return None
+        if throwable.getClass().getName() in SQL_EXCEPTIONS:
+            state, message = throwable.getSQLState(), throwable.getMessage() or ""
+            if isinstance(state, str) and len(state) == 5:
+                return PgError(state, message.removeprefix("ERROR: ").split("\n")[0])
+        throwable = throwable.getCause()
+    return None
+
+
+# The JDBC drivers' errors that carry a source's SQLSTATE.
+SQL_EXCEPTIONS = frozenset({"org.postgresql.util.PSQLException", "java.sql.SQLException",
+                            "java.sql.BatchUpdateException", "java.sql.SQLSyntaxErrorException",
+                            "java.sql.SQLIntegrityConstraintViolationException",
+                            "java.sql.SQLDataException"})
+
+
 def spark_error(exc: Exception, secrets: Collection[str] = ()) -> PgError:
     """Spark's error classes to SQLSTATEs (Spark reports the SQLSTATE of ANSI errors).
     A source's password never reaches the client, whatever a JDBC driver put in its text."""

@@ -30,6 +30,10 @@ over several connections (connectors.postgres.parallel), shared between identica
 (gateway.executor.shared_reads), and hands Spark a Parquet file it scans as often as it likes
 (connectors.engines.spark_handover).
 
+A PostgreSQL read starts (`sessionInitStatement`) as the gateway's own reads run: read-only,
+in UTC, then under the session's `source_roles` role and with the settings it forwards
+(`connectors.postgres.roles.session_as_now`).
+
 Credentials travel only in the JDBC options, never in the URL, the description EXPLAIN
 ANALYZE prints, or errors.
 """
@@ -51,6 +55,7 @@ from sqlglot.errors import SqlglotError
 
 from connectors.base import Source, TableInfo
 from connectors.engines.spark_literals import Unbindable, bind
+from connectors.postgres.roles import session_as_now
 from connectors.postgres.tls import ssl_parameters
 from connectors.table_stats import SourceCatalog
 
@@ -260,8 +265,12 @@ async def plan_read(name: str, source: Source, sql: str, params: Sequence[Any], 
         url, credentials = jdbc_target(kind, dsn)
     except ValueError as exc:
         return str(exc)
+    # On PostgreSQL the reads run as the gateway's own do: under the session's role
+    # there (`source_roles`) and with the settings it forwards (an `app.tenant` its
+    # row-level policies read), set after the read-only characteristics.
     options = {"url": url, "driver": DRIVERS[kind], "fetchsize": str(FETCH_ROWS),
-               "sessionInitStatement": PG_SESSION if kind == "postgres" else
+               "sessionInitStatement": "; ".join([PG_SESSION, *session_as_now(source.name)])
+               if kind == "postgres" else
                MYSQL_SESSION.format(collation=await catalog.mysql_collation(source))}
     summary = f"JDBC {url.split('?')[0]}"  # the URL carries no credentials
     partitions = min(parallelism, math.ceil((estimate or 0) / max(1, settings.partition_rows)))
