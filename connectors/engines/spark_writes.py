@@ -34,11 +34,6 @@ class StageInto:
     table: str  # the stage, schema-qualified and quoted, in PostgreSQL's spelling
     columns: tuple[str, ...]  # the stage's columns, in the query's output order
 
-    @property
-    def summary(self) -> str:
-        return (f"Spark's executors write the rows into {self.table} of source "
-                f'"{self.source}" by JDBC, one transaction per partition')
-
 
 def write_stage(frame: Any, into: StageInto, dsn: str, partitions: int,
                 label: str | None = None) -> None:

@@ -30,7 +30,7 @@ def set_role_sql(role: str, *, local: bool) -> str:
     return f"SET {'LOCAL ' if local else ''}ROLE {quoted}"
 
 
-def set_local_sql(settings: Forwarded, *, local: bool = True) -> str | None:
+def settings_sql(settings: Forwarded, *, local: bool) -> str | None:
     """`SET LOCAL` (`local`; else a session's `SET`) of each (name, value), quoted by
     sqlglot, in one text; None for none."""
     if not settings:
@@ -44,6 +44,6 @@ def session_as_now(source: str) -> list[str]:
     """For a connection of the source's that is not the gateway's own (Spark's JDBC
     reads): the session's role there and its forwarded settings, as session-wide SETs."""
     role = SOURCE_ROLES.get().get(source)
-    settings = set_local_sql(SOURCE_SETTINGS.get(), local=False)
+    settings = settings_sql(SOURCE_SETTINGS.get(), local=False)
     return [*([set_role_sql(role, local=False)] if role is not None else []),
             *([settings] if settings is not None else [])]

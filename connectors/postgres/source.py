@@ -21,7 +21,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from connectors.postgres import snapshot as pg_snapshot
-from connectors.postgres.roles import SOURCE_ROLES, SOURCE_SETTINGS, set_local_sql
+from connectors.postgres.roles import SOURCE_ROLES, SOURCE_SETTINGS, settings_sql
 from connectors.base import BatchStream, Pushdown, ScanRequest, Storage, TableInfo, TableRef
 from connectors.dialects import postgres as pg_dialect
 from connectors.postgres.describe import describe_columns, discover_tables, relation_storage
@@ -178,7 +178,7 @@ class PostgresSource:
             raise
         stream = PostgresStream(pool, conn, columns, template)
         await stream.start(sql, list(params), pg_snapshot.share_for(self.name),
-                           SOURCE_ROLES.get().get(self.name), set_local_sql(SOURCE_SETTINGS.get()))
+                           SOURCE_ROLES.get().get(self.name), settings_sql(SOURCE_SETTINGS.get(), local=True))
         return stream
 
     async def scan(self, req: ScanRequest) -> BatchStream:

@@ -465,8 +465,9 @@ async def test_returning_answers_as_postgresql(federation: Federation, gwc: asyn
             "RETURNING id, upper(s) AS big, n, now() > '2000-01-01' AS recent")
     rows = await gwc.fetch(move, 2)
     assert [tuple(r) for r in rows] == [(r[0] * 2, r[1].upper(), 42, True) for r in TRAP_ROWS if r[0] < 5]
-    again = await gwc.fetch(move.replace("RETURNING", "ON CONFLICT (id) DO UPDATE SET n = 0 RETURNING"), 2)
-    assert [(r["id"], r["n"]) for r in again] == [(r[0] * 2, 0) for r in TRAP_ROWS if r[0] < 5]
+    for _ in range(3):  # the driver's cached statement, bound again each time
+        again = await gwc.fetch(move.replace("RETURNING", "ON CONFLICT (id) DO UPDATE SET n = 0 RETURNING"), 2)
+        assert [(r["id"], r["n"]) for r in again] == [(r[0] * 2, 0) for r in TRAP_ROWS if r[0] < 5]
     assert await gwc.fetch(move.replace("RETURNING", "ON CONFLICT DO NOTHING RETURNING"), 2) == []
     await gwc.execute("DROP TABLE pg.move_returning_ext")
 
