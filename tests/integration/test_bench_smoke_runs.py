@@ -78,4 +78,8 @@ def test_bench_moves_smoke() -> None:  # about 15 s: a PostgreSQL cluster and a 
 def test_bench_moves_spark_smoke() -> None:
     done = smoke("tests/bench/bench_moves.py", "--spark")
     assert "Engine spark (SET fedgate.engine)" in done.stdout, done.stdout
-    assert "| the same join, Spark on a standalone cluster (gateway) |" in done.stdout, done.stdout
+    assert "| the same join, Spark on a standalone cluster, written by its executors (gateway) |" \
+        in done.stdout, done.stdout
+    assert "| the same join, Spark on a standalone cluster, rows back through the gateway's COPY |" \
+        in done.stdout, done.stdout
+    assert "Move: Spark's executors write the query's rows by JDBC" in done.stdout, done.stdout
