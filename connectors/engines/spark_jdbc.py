@@ -79,6 +79,12 @@ def reads_name(label: str) -> str:
     return f"{APPLICATION}-{label}"
 
 
+def labelled_url(url: str, label: str) -> str:
+    """A PostgreSQL JDBC URL whose connections carry statement `label` in their
+    application_name (`reads_name`), so a cancel can find them."""
+    return url.replace(f"ApplicationName={APPLICATION}", f"ApplicationName={reads_name(label)}")
+
+
 async def cancel_postgres_reads(dsn: str, label: str) -> int:
     """Cancel the queries the JDBC reads (and a move's writes, connectors.engines.
     spark_writes) of statement `label` run on PostgreSQL: a read blocked in the driver's
@@ -128,8 +134,7 @@ class DirectRead:
         if self.kind == "jdbc":
             options = dict(self.options)
             if label is not None and options.get("driver") == DRIVERS["postgres"]:
-                options["url"] = options["url"].replace(f"ApplicationName={APPLICATION}",
-                                                        f"ApplicationName={reads_name(label)}")
+                options["url"] = labelled_url(options["url"], label)
             frame = session.read.format("jdbc").options(**options, **self.credentials).load()
             return frame.drop(*self.drop) if self.drop else frame
         for view, path, fmt, ddl in self.views:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.engines.spark_jdbc import APPLICATION, DRIVERS, jdbc_target, reads_name
+from connectors.engines.spark_jdbc import DRIVERS, jdbc_target, labelled_url
 
 ROWS_PER_BATCH = 10_000  # rows per executeBatch: few round trips, bounded executor memory
 # The stage's columns are typed as the query's results (PostgreSQL's types): text sent for
@@ -41,7 +41,7 @@ def write_stage(frame: Any, into: StageInto, dsn: str, partitions: int,
     Its connections carry `label` in their application_name, as the reads' do."""
     url, credentials = jdbc_target("postgres", dsn)
     if label is not None:
-        url = url.replace(f"ApplicationName={APPLICATION}", f"ApplicationName={reads_name(label)}")
+        url = labelled_url(url, label)
     frame.toDF(*into.columns).write.format("jdbc").options(
         url=f"{url}&{WRITE_PARAMETERS}", dbtable=into.table, driver=DRIVERS["postgres"],
         batchsize=str(ROWS_PER_BATCH), numPartitions=str(max(1, partitions)),

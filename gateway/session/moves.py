@@ -22,6 +22,7 @@ from collections.abc import Callable
 import pyarrow as pa
 from sqlglot import exp
 
+from connectors.bulk import BulkWriter
 from connectors.ddl_types import create_table
 from connectors.engines.spark_writes import StageInto
 from connectors.postgres.bulk_write import PostgresBulkWriter
@@ -130,6 +131,23 @@ def returning_probe(tree: exp.Expression, schema: str) -> str:
                       returning=tree.args["returning"].copy()).sql(dialect="postgres")
 
 
+def move_tag(creates: bool, count: int) -> str:
+    """PostgreSQL's tags: CREATE TABLE AS counts its rows as a SELECT does."""
+    return f"SELECT {count}" if creates else f"INSERT 0 {count}"
+
+
+async def _rolled_back(writer: BulkWriter | LinkBulkWriter | StagedBulkWriter, source: str) -> None:
+    """Roll a failed move's writer back. Its own failure is only logged: the move's error
+    is the one the client hears. (A CopyFail queued behind megabytes of rows already sent
+    may not be answered within FAIL_WITHIN_S: the writer has closed its link then, and the
+    client still hears 57014.)"""
+    try:
+        await writer.finish(commit=False)
+    except Exception as err:  # noqa: BLE001 - see above
+        log.warning("rolling back a move into %s failed: %s", source,
+                    err.message if isinstance(err, PgError) else f"{type(err).__name__}: {err}")
+
+
 def parameters(tree: exp.Expression) -> int:
     return sum(1 for _ in tree.find_all(exp.Placeholder, exp.Parameter))
 
@@ -226,14 +244,7 @@ class MoveMixin(SessionCore):
         except BaseException:
             await portal.close()
             if writer is not None:
-                try:
-                    await writer.finish(commit=False)
-                except Exception as err:  # noqa: BLE001 - the move's own error is the one
-                    # the client hears. A CopyFail queued behind megabytes of rows already
-                    # sent may not be answered within FAIL_WITHIN_S (TimeoutError): the
-                    # writer has closed its link then, and the client still hears 57014.
-                    log.warning("rolling back a move into %s failed: %s", route.source,
-                                err.message if isinstance(err, PgError) else f"{type(err).__name__}: {err}")
+                await _rolled_back(writer, route.source)
             raise
         await portal.close()
         await writer.finish(commit=True)
@@ -249,8 +260,8 @@ class MoveMixin(SessionCore):
             return count
         if final is not None:
             return count  # PostgreSQL's own answer to the staged INSERT went to the client
-        if answer:  # PostgreSQL's tags: CREATE TABLE AS counts its rows as a SELECT does.
-            self.write(encoder.command_complete(f"SELECT {count}" if creates else f"INSERT 0 {count}"))
+        if answer:
+            self.write(encoder.command_complete(move_tag(creates, count)))
         return count
 
     def executors_refusal(self, route: Route, plan: QueryPlan | None, final: object) -> str | None:
@@ -288,8 +299,7 @@ class MoveMixin(SessionCore):
         await self.links.block_writer(route)  # a write's checks (outside a block: no writer)
         schema = await self.describe(prepared)
         assert schema is not None
-        writer = await open_target(self.ctx.sources[route.source], route.kind, route.source, table)
-        assert isinstance(writer, PostgresBulkWriter)
+        writer = await PostgresBulkWriter.open(self.ctx.sources[route.source], table)
         try:
             if creates:
                 await writer.create(self.create_ddl(route, table, schema), schema)
@@ -314,16 +324,13 @@ class MoveMixin(SessionCore):
                          f"{(time.perf_counter() - written) * 1000:.3f} ms")
             log.info("move into %s.%s: %s", route.source, table, notes[-1])
         except BaseException:
-            try:
-                await writer.finish(commit=False)
-            except Exception as err:  # noqa: BLE001 - the move's own error is the client's
-                log.warning("rolling back a move into %s failed: %s", route.source, err)
+            await _rolled_back(writer, route.source)
             raise
         await writer.finish(commit=True)
         if creates:
             await self.ctx.catalog_changed()
         if answer:
-            self.write(encoder.command_complete(f"SELECT {count}" if creates else f"INSERT 0 {count}"))
+            self.write(encoder.command_complete(move_tag(creates, count)))
         return count
 
     async def explain_move(self, route: Route, analyze: bool) -> list[str]:
