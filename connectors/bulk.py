@@ -3,9 +3,10 @@
 `INSERT INTO src.t <query>` and `CREATE TABLE src.t AS <query>` whose query reads other
 sources run the query on the engine and hand its batches to the target's bulk writer
 (`connectors/<kind>/bulk_write.py`): PostgreSQL's binary COPY, MySQL's multi-row INSERT,
-SQLite's batched inserts, a Parquet file renamed into place. A writer holds one transaction from `open` to `finish`, so a
-move is all or nothing. The target's columns are described in PostgreSQL's terms, which
-is what the gateway converts the rows to (`gateway.executor.assignment`).
+SQLite's batched inserts, a Parquet or CSV file linked into place. A writer holds one
+transaction from `open` to `finish`, so a move is all or nothing. The target's columns are
+described in PostgreSQL's terms, which is what the gateway converts the rows to
+(`gateway.executor.assignment`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,9 @@ from pgwire.errors import PgError
 # How each kind of target takes rows, for EXPLAIN.
 BULK_PATHS = {"postgres": "COPY ... FROM STDIN (FORMAT binary)",
               "mysql": "multi-row INSERT statements", "sqlite": "batched INSERTs",
-              "parquet": "a Parquet file written under a temporary name, then linked into place"}
+              "parquet": "a Parquet file written under a temporary name, then linked into place",
+              "csv": "a CSV file (as COPY ... (FORMAT csv, HEADER) writes it) written under a "
+                     "temporary name, then linked into place"}
 FILE_KINDS = frozenset({"parquet", "csv"})
 
 
@@ -37,8 +39,8 @@ async def open_target(source: Any, kind: str, name: str, table: str,
     INSERT with RETURNING or ON CONFLICT into SQLite or MySQL, given the stage its rows go
     through (`connectors.staged_write`)."""
     if kind in FILE_KINDS:
-        from connectors.files.bulk_write import ParquetBulkWriter, check_target
-        return ParquetBulkWriter(check_target(source, table, creates))
+        from connectors.files.bulk_write import file_writer
+        return file_writer(source, table, creates)
     if kind == "postgres":
         from connectors.postgres.bulk_write import PostgresBulkWriter
         return await PostgresBulkWriter.open(source, table)

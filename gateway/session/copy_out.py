@@ -2,9 +2,9 @@
 
 psql's `\\copy (select ...) to 'file'` sends `COPY (select ...) TO STDOUT`, and drivers'
 bulk-export calls do the same. The query is planned and run like any SELECT; its rows are
-formatted a column at a time with the same text encoders as DataRow values
-(`pgwire.types.rows.encode_column`), then escaped for the chosen format and sent one row
-per CopyData message, as PostgreSQL does (psycopg's row reader expects exactly that).
+formatted a column at a time and escaped for the chosen format (`pgwire.types.copy_text`),
+then sent one row per CopyData message, as PostgreSQL does (psycopg's row reader expects
+exactly that).
 COPY FROM is a separate feature and is refused here with 0A000.
 """
 
@@ -14,14 +14,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
 from pgwire.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, PgError
-from pgwire.types.table import pg_type_for_field
 from pgwire.protocol import encoder
-from pgwire.types.rows import TEXT_FORMAT, encode_column, join_pieces
+from pgwire.types.copy_text import TextLayout, copy_lines, header_line
 
 if TYPE_CHECKING:
     from gateway.session.core import SessionCore
@@ -32,11 +30,8 @@ FLUSH_BYTES = 256 * 1024
 @dataclass(frozen=True)
 class CopyOut:
     query: str
-    csv: bool = False
+    layout: TextLayout
     header: bool = False
-    delimiter: str = "\t"
-    null: str = "\\N"
-    quote: str = '"'
 
 
 def _tokens(sql: str):
@@ -143,47 +138,17 @@ def _options(rest: str, query: str) -> CopyOut:
         raise PgError("22023", f'COPY format "{fmt}" not recognized')
     csv = fmt == "csv"
     header = found.pop("header", "false")
-    copy = CopyOut(query, csv=csv,
-                   header=header is None or header.lower() in ("true", "on", "1", "header"),
-                   delimiter=found.pop("delimiter", None) or ("," if csv else "\t"),
-                   null=found.pop("null", None) if "null" in found else ("" if csv else "\\N"),
-                   quote=found.pop("quote", None) or '"')
+    layout = TextLayout(csv=csv, delimiter=found.pop("delimiter", None) or ("," if csv else "\t"),
+                        null=found.pop("null", None) if "null" in found else ("" if csv else "\\N"),
+                        quote=found.pop("quote", None) or '"')
+    copy = CopyOut(query, layout,
+                   header=header is None or header.lower() in ("true", "on", "1", "header"))
     found.pop("encoding", None)  # the gateway speaks UTF8 only
     if found:
         raise PgError(FEATURE_NOT_SUPPORTED, f'COPY option "{next(iter(found))}" is not supported')
-    if len(copy.delimiter) != 1:
+    if len(layout.delimiter) != 1:
         raise PgError(FEATURE_NOT_SUPPORTED, "COPY delimiter must be a single one-byte character")
     return copy
-
-
-_TEXT_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-                               "\b": "\\b", "\f": "\\f", "\v": "\\v"})
-
-
-def _format_value(value: str | None, copy: CopyOut) -> str:
-    if value is None:
-        return copy.null
-    if not copy.csv:
-        text = value.translate(_TEXT_ESCAPES)
-        return text.replace(copy.delimiter, "\\" + copy.delimiter) if copy.delimiter != "\t" else text
-    needs_quotes = value == copy.null or any(c in value for c in (copy.delimiter, copy.quote, "\n", "\r"))
-    if needs_quotes:
-        return copy.quote + value.replace(copy.quote, copy.quote * 2) + copy.quote
-    return value
-
-
-def format_rows(batch: pa.RecordBatch, copy: CopyOut, timezone: str) -> list[bytes]:
-    """Each row of `batch` as one COPY line (with its newline)."""
-    columns = []
-    for column, field in zip(batch.columns, batch.schema):
-        encoded = encode_column(column, pg_type_for_field(field), TEXT_FORMAT, timezone)
-        values = join_pieces(encoded, batch.num_rows).to_pylist()
-        columns.append([None if v is None else v.decode("utf-8") for v in values])
-    lines = []
-    for row in zip(*columns) if columns else [() for _ in range(batch.num_rows)]:
-        line = copy.delimiter.join(_format_value(v, copy) for v in row) + "\n"
-        lines.append(line.encode("utf-8"))
-    return lines
 
 
 async def run(session: SessionCore, sql: str) -> None:
@@ -198,11 +163,10 @@ async def run(session: SessionCore, sql: str) -> None:
     try:
         session.write(encoder.copy_out_response(0, [0] * len(stream.schema)))
         if copy.header:
-            names = [_format_value(f.name, copy) for f in stream.schema]
-            session.write(encoder.copy_data((copy.delimiter.join(names) + "\n").encode("utf-8")))
+            session.write(encoder.copy_data(header_line(stream.schema.names, copy.layout)))
         sent = 0
         async for batch in stream:
-            for line in format_rows(batch, copy, session.settings.timezone):
+            for line in copy_lines(batch, copy.layout, session.settings.timezone):
                 session.write(encoder.copy_data(line))
             sent += batch.num_rows
             if session.buffered >= FLUSH_BYTES:  # bounded memory for big exports

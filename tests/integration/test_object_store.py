@@ -294,3 +294,10 @@ def test_psql_describes_an_s3_table(lake: Lake) -> None:
     for column, type_name in (("id", "bigint"), ("year", "integer"), ("month", "integer")):
         assert any(line.split("|")[0].strip() == column and line.split("|")[1].strip() == type_name
                    for line in done.stdout.splitlines() if "|" in line), done.stdout
+
+
+def test_a_move_into_the_bucket_is_refused_before_anything_is_written(lake: Lake) -> None:
+    with pytest.raises(psycopg.errors.FeatureNotSupported) as caught:
+        _query(lake, "create table lake.copied as select id, name from pg.customers")
+    assert 'source "lake" takes no moves' in str(caught.value), caught.value
+    assert "Traceback" not in lake.gateway.log()

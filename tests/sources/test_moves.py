@@ -622,7 +622,6 @@ async def test_a_read_only_source_or_session_takes_no_move(gwc: asyncpg.Connecti
     assert await sqlstate_of(gwc, "CREATE TABLE lite.move_ro AS SELECT id, s FROM pq.trap") == "25006"
     await gwc.execute("RESET default_transaction_read_only")
     assert await pgc.fetchval("SELECT count(*) FROM move_ro") == 0
-    assert await sqlstate_of(gwc, "CREATE TABLE csv.move_csv AS SELECT * FROM pg.trap") == "0A000"
 
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
@@ -740,15 +739,59 @@ async def _file_moves(gwc: asyncpg.Connection, folder: Path) -> None:
     assert await gwc.fetchval("SELECT sum(twice) FROM pq.move_file2") == 56
 
 
+@pytest.mark.parametrize("source", ["pq", "csv"])
 async def test_a_failing_file_move_leaves_no_file(gwc: asyncpg.Connection,
-                                                 file_sources: dict[str, Path]) -> None:
-    folder = file_sources["parquet"]
-    failing = ("CREATE TABLE pq.move_file_fail AS SELECT g.i, 1 / (200000 - g.i) AS q "
+                                                 file_sources: dict[str, Path], source: str) -> None:
+    folder = file_sources["parquet" if source == "pq" else "csv"]
+    failing = (f"CREATE TABLE {source}.move_file_fail AS SELECT g.i, 1 / (200000 - g.i) AS q "
                "FROM generate_series(1, 200000) AS g(i) CROSS JOIN pg.trap t WHERE t.id = 1")
     assert await sqlstate_of(gwc, failing) == "22012"
-    assert not (folder / "move_file_fail.parquet").exists()
+    assert [p.name for p in folder.iterdir() if p.stem == "move_file_fail"] == []
     assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
-    assert await sqlstate_of(gwc, "SELECT * FROM pq.move_file_fail") == "42P01"
+    assert await sqlstate_of(gwc, f"SELECT * FROM {source}.move_file_fail") == "42P01"
+
+
+# A CSV target gets what PostgreSQL's COPY (FORMAT csv, HEADER) writes, booleans spelled
+# true/false: quoting, NULL and the empty string, floats, numerics, intervals, bytea.
+CSV_COLUMNS = ("t.id, t.s, t.f, t.n, t.ts, {even} AS even, t.id * 1.25 AS num, "
+               "CASE t.id WHEN 1 THEN 'x,\"y\"' WHEN 2 THEN '' WHEN 3 THEN 'two\nlines' END AS tricky, "
+               "t.id * interval '1 day 2 hours' AS span, '\\x00ff'::bytea AS bin, "
+               "timestamptz '2024-01-01 12:00:00+05:30' AS at")
+
+
+async def test_create_table_as_in_a_csv_folder_writes_the_file_as_copy_csv_does(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection, file_sources: dict[str, Path]) -> None:
+    folder = file_sources["csv"]
+    await gwc.execute("SET TimeZone = 'America/New_York'")  # the file is written in UTC
+    try:
+        tag = await gwc.execute("CREATE TABLE csv.move_csv AS SELECT "
+                                + CSV_COLUMNS.format(even="t.id % 2 = 0") + " FROM pg.trap t ORDER BY t.id")
+        assert tag == "SELECT 7"
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+        await pgc.execute("SET TimeZone = 'UTC'")
+        expected = await psql_copy(pgc, "SELECT " + CSV_COLUMNS.format(even="(t.id % 2 = 0)::text")
+                                   + " FROM trap t ORDER BY t.id")
+        assert (folder / "move_csv.csv").read_bytes() == expected
+        # The catalog sees it at once, and reads the types back.
+        rows = await gwc.fetch("SELECT id, s, even, tricky FROM csv.move_csv ORDER BY id")
+        assert [(r["id"], r["s"]) for r in rows] == TRAP_IDS_TEXTS
+        assert [r["even"] for r in rows] == [i % 2 == 0 for i in range(1, 8)]
+        assert [r["tricky"] for r in rows[:4]] == ['x,"y"', "", "two\nlines", None]
+        assert await sqlstate_of(gwc, "CREATE TABLE csv.move_csv AS SELECT 1 AS id") == "42P07"
+        assert await sqlstate_of(gwc, "INSERT INTO csv.move_csv (id) SELECT id FROM pg.trap") == "0A000"
+    finally:
+        await gwc.execute("RESET TimeZone")
+        (folder / "move_csv.csv").unlink(missing_ok=True)
+
+
+async def psql_copy(pgc: asyncpg.Connection, query: str) -> bytes:
+    """What PostgreSQL's own COPY (query) TO STDOUT (FORMAT csv, HEADER) writes."""
+    chunks: list[bytes] = []
+
+    async def take(data: bytes) -> None:
+        chunks.append(data)
+    await pgc.copy_from_query(query, output=take, format="csv", header=True)
+    return b"".join(chunks)
 
 
 async def wait_for_backend(pgc: asyncpg.Connection, like: str, present: bool = True) -> None:
