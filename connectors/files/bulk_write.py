@@ -5,7 +5,9 @@ The rows are written to a hidden temporary file in the folder (a leading dot and
 table suffix: the source's listing never takes it for a table), flushed to disk, then
 linked under the table's name, which is atomic and fails when the name is taken: a reader
 sees the whole file or none, and two moves of one name cannot both win. A failure removes
-the temporary file. Appending to a file (INSERT) is not supported.
+the temporary file. An INSERT into a table that is a folder of files adds one file to the
+folder the same way (`part-<hex>.parquet`), in the folder's schema; a table of one file
+is written whole and takes no INSERT.
 
 A Parquet file keeps the engine's Arrow types (it holds what Arrow holds). A CSV file is
 written as PostgreSQL's `COPY ... TO (FORMAT csv, HEADER)` writes it (a header line of
@@ -37,21 +39,58 @@ from pgwire.types.copy_text import CSV_LAYOUT, copy_lines, header_line
 AS_GIVEN = "(as given)"
 
 
-def check_target(source: Any, table: str, creates: bool) -> Path:
-    """The file `table` becomes in `source`'s folder; refused for what cannot be written."""
+def _folder(source: Any) -> Path:
     folder = source.path
     if not isinstance(folder, Path) or not folder.is_dir():
         raise PgError(FEATURE_NOT_SUPPORTED, f'source "{source.name}" takes no moves: only a '
                       "local folder of Parquet or CSV files is written to")
-    if not creates:
-        raise PgError(FEATURE_NOT_SUPPORTED, f'INSERT into a table of file source "{source.name}" '
-                      "is not supported: a file is written whole, by CREATE TABLE ... AS")
+    return folder
+
+
+def new_file(source: Any, table: str) -> Path:
+    """The file a CREATE TABLE AS of `table` makes in `source`'s folder."""
+    folder = _folder(source)
     if not table or "/" in table or table.startswith((".", "_")):
         raise PgError("42602", f'invalid name for a file table: "{table}"')
     final = folder / f"{table}.{source.file_format}"
     if final.exists() or (folder / table).exists():
         raise PgError("42P07", f'relation "{table}" already exists')
     return final
+
+
+def new_part(source: Any, table: str) -> tuple[Path, pa.Schema]:
+    """The file an INSERT into folder table `table` adds, and the schema it must have."""
+    folder = _folder(source)
+    if (folder / f"{table}.{source.file_format}").is_file():
+        raise PgError(FEATURE_NOT_SUPPORTED, f'INSERT into table "{table}" of file source '
+                      f'"{source.name}" is not supported: it is one file, written whole by '
+                      "CREATE TABLE ... AS (a table that is a folder of files takes INSERTs)")
+    schema = source.folder_schema(table) if "/" not in table else None
+    if schema is None:
+        raise PgError("42P01", f'relation "{table}" does not exist')
+    if any(p.is_dir() and not p.name.startswith((".", "_")) for p in (folder / table).iterdir()):
+        raise PgError(FEATURE_NOT_SUPPORTED, f'INSERT into table "{table}" of file source '
+                      f'"{source.name}" is not supported: its files are in partition folders')
+    return folder / table / f"part-{uuid.uuid4().hex}.{source.file_format}", schema
+
+
+# A file column's Arrow type as the PostgreSQL type a move converts values to.
+_PG_NAMES = {pa.int16(): "int2", pa.int32(): "int4", pa.int64(): "int8", pa.float32(): "float4",
+             pa.float64(): "float8", pa.string(): "text", pa.large_string(): "text",
+             pa.bool_(): "bool", pa.date32(): "date", pa.binary(): "bytea",
+             pa.large_binary(): "bytea"}
+
+
+def target_column(field: pa.Field) -> TargetColumn:
+    t = field.type
+    if pa.types.is_decimal(t):
+        return TargetColumn(field.name, "numeric", precision=t.precision, scale=t.scale,
+                            not_null=not field.nullable)
+    if pa.types.is_timestamp(t):
+        kind = "timestamptz" if t.tz is not None else "timestamp"
+    else:
+        kind = _PG_NAMES.get(t, AS_GIVEN)
+    return TargetColumn(field.name, kind, not_null=not field.nullable)
 
 
 def file_schema(schema: pa.Schema) -> pa.Schema:
@@ -63,12 +102,16 @@ def file_schema(schema: pa.Schema) -> pa.Schema:
 
 
 class FileBulkWriter(ABC):
-    """The temporary file and its linking into place; each format writes the rows."""
+    """The temporary file and its linking into place; each format writes the rows.
+    `appends`: the schema of the folder table a new file is added to (None: the file of a
+    CREATE TABLE AS, made of the result's types)."""
 
-    def __init__(self, final: Path) -> None:
+    def __init__(self, final: Path, appends: pa.Schema | None = None) -> None:
         self.final = final
         self.temporary = final.with_name(f".{final.stem}.{uuid.uuid4().hex}.tmp")
-        self.schema: pa.Schema | None = None
+        self.appends = appends
+        self.schema: pa.Schema | None = appends
+        self.written = 0
 
     async def create(self, ddl: str | None, schema: pa.Schema) -> None:
         self.schema = file_schema(schema)
@@ -76,12 +119,32 @@ class FileBulkWriter(ABC):
 
     async def columns(self) -> list[TargetColumn]:
         assert self.schema is not None
+        if self.appends is not None:
+            return [target_column(f) for f in self.appends]
         return [TargetColumn(name, AS_GIVEN) for name in self.schema.names]
 
     async def write(self, batch: pa.RecordBatch) -> int:
         assert self.schema is not None
-        await asyncio.to_thread(self._write, pa.Table.from_batches([batch]).cast(self.schema))
+        if self.appends is not None and not self.written:
+            await asyncio.to_thread(self._open)
+        await asyncio.to_thread(self._write, self._fitted(batch))
+        self.written += batch.num_rows
         return batch.num_rows
+
+    def _fitted(self, batch: pa.RecordBatch) -> pa.Table:
+        """`batch` in the file's schema: a column the INSERT did not name is NULL."""
+        assert self.schema is not None
+        columns = []
+        for field in self.schema:
+            given = batch.column(field.name) if field.name in batch.schema.names else \
+                pa.nulls(batch.num_rows, field.type)
+            try:
+                columns.append(given.cast(field.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise PgError("42804", f'column "{field.name}" is of type {field.type} in the '
+                              f"files of \"{self.final.parent.name}\" but a value of type "
+                              f"{given.type} cannot be written as one: {exc}") from exc
+        return pa.Table.from_arrays(columns, schema=self.schema)
 
     async def finish(self, commit: bool) -> None:
         await asyncio.to_thread(self._finish, commit)
@@ -101,7 +164,7 @@ class FileBulkWriter(ABC):
     def _finish(self, commit: bool) -> None:
         try:
             self._close()
-            if commit:
+            if commit and (self.written or self.appends is None):  # an empty INSERT adds no file
                 with open(self.temporary, "rb") as written:
                     os.fsync(written.fileno())
                 try:
@@ -148,6 +211,9 @@ class CsvBulkWriter(FileBulkWriter):
             self.out.close()
 
 
-def file_writer(source: Any, table: str, creates: bool) -> FileBulkWriter:
-    final = check_target(source, table, creates)
-    return CsvBulkWriter(final) if source.file_format == "csv" else ParquetBulkWriter(final)
+async def file_writer(source: Any, table: str, creates: bool) -> FileBulkWriter:
+    """The writer of a CREATE TABLE AS (`creates`) or an INSERT into `table` of `source`."""
+    final, appends = (new_file(source, table), None) if creates else \
+        await asyncio.to_thread(new_part, source, table)
+    kind = CsvBulkWriter if source.file_format == "csv" else ParquetBulkWriter
+    return kind(final, appends)

@@ -137,6 +137,14 @@ class FilesSource:
         return ds.dataset(str(path), format=CSV_FORMAT, partitioning="hive", schema=schema,
                           filesystem=where)
 
+    def folder_schema(self, name: str) -> pa.Schema | None:
+        """The schema of table `name` if it is a folder of files, as they are now (for a
+        move that appends a file to it; run on a worker thread); None otherwise."""
+        path = self.path / name
+        if name.startswith((".", "_")) or not path.is_dir():
+            return None
+        return self._dataset(path).schema
+
     async def tables(self) -> list[TableInfo]:
         """The folder's tables as it holds them now: every catalog read (periodic, after a
         statement named a table the catalog lacks) notices files added and removed.

@@ -40,7 +40,7 @@ async def open_target(source: Any, kind: str, name: str, table: str,
     through (`connectors.staged_write`)."""
     if kind in FILE_KINDS:
         from connectors.files.bulk_write import file_writer
-        return file_writer(source, table, creates)
+        return await file_writer(source, table, creates)
     if kind == "postgres":
         from connectors.postgres.bulk_write import PostgresBulkWriter
         return await PostgresBulkWriter.open(source, table)

@@ -190,7 +190,7 @@ class Router:
                           f'cannot execute {verb.upper()}: source "{source}" is read-only')
         kind = self.kinds.get(source)
         if writes and kind in ("parquet", "csv") and tree is not None:
-            target = move_target(tree)  # a file written from the engine's rows
+            target = move_target(tree, values=True)  # a file written from the engine's rows
             if target is not None:
                 return self._move_route(target, verb, tree, search_path), False
         if kind != "postgres":
@@ -313,17 +313,18 @@ def _parse(sql: str) -> exp.Expression | None:
         return None
 
 
-def move_target(tree: exp.Expression) -> exp.Table | None:
+def move_target(tree: exp.Expression, values: bool = False) -> exp.Table | None:
     """The table an `INSERT INTO t [(cols)] <query>` or `CREATE TABLE t AS <query>` writes
     (a move, when its query reads other sources), or None for any other statement. A
-    VALUES list is not a move: it names no table, so the statement has one source."""
+    VALUES list is no move (it names no table, so the statement has one source) unless
+    `values`: a file target takes every row from the engine."""
     if isinstance(tree, exp.Insert):
         query = tree.expression
     elif isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "TABLE":
         query = tree.expression
     else:
         return None
-    if not isinstance(query, exp.Query):
+    if not isinstance(query, exp.Query) and not (values and isinstance(query, exp.Values)):
         return None
     target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
     return target if isinstance(target, exp.Table) else None

@@ -175,7 +175,7 @@ class MoveMixin(SessionCore):
         ANALYZE answers with its plan instead, and gets `notes` of where the time went)."""
         tree = route.tree
         assert tree is not None
-        target = move_target(tree)
+        target = move_target(tree, values=True)
         assert target is not None
         creates = isinstance(tree, exp.Create)
         self._refuse_unsupported(route, tree, creates)
@@ -253,6 +253,8 @@ class MoveMixin(SessionCore):
             if not self.in_block:
                 self.links.ddl = False
                 await self.ctx.catalog_changed()
+        elif route.kind in FILE_KINDS and count:
+            await self.ctx.catalog_changed()  # the folder has one more file
         if isinstance(writer, StagedBulkWriter):
             assert writer.result is not None
             self.answer_write(writer.result, describe=bound is None,
@@ -349,7 +351,7 @@ class MoveMixin(SessionCore):
     async def _move_plan(self, route: Route) -> list[str]:
         tree = route.tree
         assert tree is not None
-        target = move_target(tree)
+        target = move_target(tree, values=True)
         assert target is not None
         table = folded(target.this)
         prepared = await self.prepare(move_query(tree).sql(dialect="postgres"), ())
@@ -406,6 +408,11 @@ class MoveMixin(SessionCore):
         if route.kind not in ("postgres", "mysql", "sqlite", *FILE_KINDS):
             from connectors.writes import check_writable
             check_writable(route.kind, route.source)
+        if self.in_block and route.kind in FILE_KINDS:
+            raise PgError(FEATURE_NOT_SUPPORTED,
+                          f'{verb} into file source "{route.source}" cannot run inside a '
+                          "transaction block: a file has no transaction to join",
+                          hint="Run it outside the block; the file appears whole or not at all.")
         if self.in_block and creates and route.kind == "mysql":
             why = "MySQL commits a block's transaction at CREATE TABLE"
             raise PgError(FEATURE_NOT_SUPPORTED,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import shutil
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from pathlib import Path
 import asyncmy
 import asyncpg
 import psycopg
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.sources.conftest import TRAP_ROWS, Federation
@@ -782,6 +785,68 @@ async def test_create_table_as_in_a_csv_folder_writes_the_file_as_copy_csv_does(
     finally:
         await gwc.execute("RESET TimeZone")
         (folder / "move_csv.csv").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("source", ["pq", "csv"])
+async def test_insert_into_a_folder_table_adds_one_whole_file(
+        gwc: asyncpg.Connection, file_sources: dict[str, Path], source: str) -> None:
+    folder = file_sources["parquet" if source == "pq" else "csv"] / "move_parts"
+    folder.mkdir()
+    try:
+        if source == "pq":
+            pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "s": ["one"], "flag": [True]}),
+                           folder / "part-0.parquet")
+        else:
+            (folder / "part-0.csv").write_text("id,s,flag\n1,one,true\n")
+        assert await gwc.fetchval(f"SELECT count(*) FROM {source}.move_parts") == 1
+        tag = await gwc.execute(f"INSERT INTO {source}.move_parts (id, s) "
+                                "SELECT id, s FROM pg.trap WHERE id > 5")
+        assert tag == "INSERT 0 2"
+        files = sorted(p.name for p in folder.iterdir())
+        assert len(files) == 2 and not any(f.startswith(".") for f in files), files
+        rows = await gwc.fetch(f"SELECT id, s, flag FROM {source}.move_parts ORDER BY id")
+        assert [tuple(r) for r in rows] == [(1, "one", True), (6, "axb", None), (7, None, None)]
+        # PostgreSQL's assignment casts to the files' types, and their errors.
+        assert await gwc.execute(f"INSERT INTO {source}.move_parts SELECT 8, 'eight', 't' "
+                                 "FROM pg.trap WHERE id = 1") == "INSERT 0 1"
+        assert await gwc.fetchval(f"SELECT flag FROM {source}.move_parts WHERE id = 8") is True
+        # From the table itself, and from VALUES.
+        assert await gwc.execute(f"INSERT INTO {source}.move_parts SELECT id + 100, s, flag "
+                                 f"FROM {source}.move_parts WHERE id = 1") == "INSERT 0 1"
+        assert await gwc.execute(f"INSERT INTO {source}.move_parts VALUES (9, 'nine', false)") \
+            == "INSERT 0 1"
+        assert [tuple(r) for r in await gwc.fetch(
+            f"SELECT id, s, flag FROM {source}.move_parts WHERE id IN (9, 101) ORDER BY id")] \
+            == [(9, "nine", False), (101, "one", True)]
+        assert await sqlstate_of(gwc, f"INSERT INTO {source}.move_parts SELECT s, s, NULL "
+                                 "FROM pg.trap") == "42804"
+        assert await sqlstate_of(gwc, f"INSERT INTO {source}.move_parts (id) SELECT 'x' "
+                                 "FROM pg.trap") == "22P02"
+        files = sorted(p.name for p in folder.iterdir())
+        # A failure mid-move and an empty INSERT add no file.
+        failing = (f"INSERT INTO {source}.move_parts (id) SELECT 1 / (200000 - g.i) "
+                   "FROM generate_series(1, 200000) AS g(i) CROSS JOIN pg.trap t WHERE t.id = 1")
+        assert await sqlstate_of(gwc, failing) == "22012"
+        assert await gwc.execute(f"INSERT INTO {source}.move_parts (id) SELECT id FROM pg.trap "
+                                 "WHERE id < 0") == "INSERT 0 0"
+        assert sorted(p.name for p in folder.iterdir()) == files
+        assert await gwc.fetchval(f"SELECT count(*) FROM {source}.move_parts") == 6
+        plan = "\n".join(r[0] for r in await gwc.fetch(
+            f"EXPLAIN INSERT INTO {source}.move_parts (id) SELECT id FROM pg.trap"))
+        kind = "Parquet" if source == "pq" else "CSV"
+        assert f'into table "move_parts" of source "{source}"' in plan and f"a {kind} file" in plan, plan
+        # A table of one file is written whole; a file has no transaction to join.
+        assert await sqlstate_of(gwc, f"INSERT INTO {source}.trap SELECT * FROM pg.trap") == "0A000"
+        assert await sqlstate_of(gwc, f"INSERT INTO {source}.nowhere SELECT * FROM pg.trap") == "42P01"
+        await gwc.execute("BEGIN")
+        try:
+            assert await sqlstate_of(gwc, f"INSERT INTO {source}.move_parts (id) "
+                                     "SELECT id FROM pg.trap") == "0A000"
+        finally:
+            await gwc.execute("ROLLBACK")
+        assert sorted(p.name for p in folder.iterdir()) == files
+    finally:
+        shutil.rmtree(folder)
 
 
 async def psql_copy(pgc: asyncpg.Connection, query: str) -> bytes:
