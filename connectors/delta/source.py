@@ -41,7 +41,7 @@ from connectors.files.object_store import S3Location, store_error, store_unreada
 from connectors.files.pruning import file_lines
 from connectors.files.source import FilesSource
 from connectors.statement_log import StatementLog
-from pgwire.errors import DATATYPE_MISMATCH, PgError
+from pgwire.errors import DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, PgError
 
 T = TypeVar("T")
 log = logging.getLogger("fedgate.delta")
@@ -214,6 +214,37 @@ class DeltaSource(FilesSource):
             size = sum(pa.table(adds).column("size_bytes").to_pylist()) if len(adds) else 0
             found[name] = Storage(size, 0, 0, 0, size, 0, size)
         return found
+
+    # -- writing (a move's target, connectors.delta.bulk_write) --------------------------
+    def write_target(self, name: str, creates: bool) -> tuple[str, pa.Schema | None]:
+        """Where a move writes table `name` (the uri deltalake opens) and, for an append,
+        the schema of its newest version (run on a worker thread)."""
+        if self.location is not None:
+            raise PgError(FEATURE_NOT_SUPPORTED, f'delta source "{self.name}" takes no moves: '
+                          "a Delta table in object storage needs a commit lock the gateway "
+                          "does not hold")
+        if VERSIONED.match(name):
+            raise PgError(FEATURE_NOT_SUPPORTED, f'delta table "{name}" is an old version: '
+                          "it takes no writes")
+        if not name or "/" in name or name.startswith((".", "_")):
+            raise PgError("42602", f'invalid name for a delta table: "{name}"')
+        if (Path(self.root) / LOG_FOLDER).is_dir():  # the path is one table
+            if creates or name != PurePosixPath(self.root).name:
+                raise PgError(FEATURE_NOT_SUPPORTED, f'delta source "{self.name}" is one '
+                              "table: it takes appends to that table only")
+            root = self.root
+        else:
+            root = str(Path(self.root) / name)
+        exists = (Path(root) / LOG_FOLDER).is_dir()
+        if creates:
+            if exists or Path(root).is_file():
+                raise PgError("42P07", f'relation "{name}" already exists')
+            return root, None
+        if not exists:
+            raise PgError("42P01", f'relation "{name}" does not exist')
+        with self._updating:
+            entry = self._newest(name, root)
+        return root, entry.dataset.schema
 
     # -- reading ------------------------------------------------------------------------
     def _locked(self, work: Callable[..., T], *args: Any) -> T:

@@ -101,6 +101,23 @@ def file_schema(schema: pa.Schema) -> pa.Schema:
                       for f in schema])
 
 
+def fitted(batch: pa.RecordBatch, schema: pa.Schema, table: str) -> pa.Table:
+    """`batch` in `schema`, the schema of the files of `table`: a column the INSERT did
+    not name is NULL."""
+    columns = []
+    same = batch.schema.names == schema.names  # (by position: a result may repeat a name)
+    for i, field in enumerate(schema):
+        given = batch.column(i) if same else batch.column(field.name) \
+            if field.name in batch.schema.names else pa.nulls(batch.num_rows, field.type)
+        try:
+            columns.append(given.cast(field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise PgError("42804", f'column "{field.name}" is of type {field.type} in the '
+                          f'files of "{table}" but a value of type {given.type} cannot be '
+                          f"written as one: {exc}") from exc
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 class FileBulkWriter(ABC):
     """The temporary file and its linking into place; each format writes the rows.
     `appends`: the schema of the folder table a new file is added to (None: the file of a
@@ -110,6 +127,7 @@ class FileBulkWriter(ABC):
         self.final = final
         self.temporary = final.with_name(f".{final.stem}.{uuid.uuid4().hex}.tmp")
         self.appends = appends
+        self.table = final.parent.name if appends is not None else final.stem
         self.schema: pa.Schema | None = appends
         self.written = 0
 
@@ -126,25 +144,12 @@ class FileBulkWriter(ABC):
     async def write(self, batch: pa.RecordBatch) -> int:
         assert self.schema is not None
         if self.appends is not None and not self.written:
+            if not batch.num_rows:
+                return 0  # an append's file is made with its first row
             await asyncio.to_thread(self._open)
-        await asyncio.to_thread(self._write, self._fitted(batch))
+        await asyncio.to_thread(self._write, fitted(batch, self.schema, self.table))
         self.written += batch.num_rows
         return batch.num_rows
-
-    def _fitted(self, batch: pa.RecordBatch) -> pa.Table:
-        """`batch` in the file's schema: a column the INSERT did not name is NULL."""
-        assert self.schema is not None
-        columns = []
-        for field in self.schema:
-            given = batch.column(field.name) if field.name in batch.schema.names else \
-                pa.nulls(batch.num_rows, field.type)
-            try:
-                columns.append(given.cast(field.type))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise PgError("42804", f'column "{field.name}" is of type {field.type} in the '
-                              f"files of \"{self.final.parent.name}\" but a value of type "
-                              f"{given.type} cannot be written as one: {exc}") from exc
-        return pa.Table.from_arrays(columns, schema=self.schema)
 
     async def finish(self, commit: bool) -> None:
         await asyncio.to_thread(self._finish, commit)

@@ -119,7 +119,8 @@ class EngineConfig:
     # Memory (gateway/config/memory.py): the DuckDB engine's memory_limit and the pool the
     # statements' shares come from (a size, or a share of the memory the process may use;
     # None: the default formula), per worker process; where DuckDB spills beyond it (a
-    # folder of the process's own is made inside; None: the system's temporary folder)
+    # folder of the process's own is made inside, and a move into Delta spills its rows
+    # there; None: the system's temporary folder)
     # and how much it may write there (None: DuckDB's own limit, 90 % of the free disk);
     # each statement's default share (SET fedgate.statement_memory); how long a
     # statement waits for a share before 53200.

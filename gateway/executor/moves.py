@@ -26,18 +26,24 @@ BULK_PATHS = {"postgres": "COPY ... FROM STDIN (FORMAT binary)",
               "mysql": "multi-row INSERT statements", "sqlite": "batched INSERTs",
               "parquet": "a Parquet file written under a temporary name, then linked into place",
               "csv": "a CSV file (as COPY ... (FORMAT csv, HEADER) writes it) written under a "
-                     "temporary name, then linked into place"}
-FILE_KINDS = frozenset({"parquet", "csv"})
+                     "temporary name, then linked into place",
+              "delta": "one Delta commit (a new version) of the rows, spilled to a local "
+                       "Parquet file first"}
+FILE_KINDS = frozenset({"parquet", "csv", "delta"})
 
 
 async def open_target(source: Any, kind: str, name: str, table: str,
                       held: writes.Writer | None = None, creates: bool = False,
-                      final: Callable[[exp.Table, list[str]], exp.Expression] | None = None
-                      ) -> BulkWriter:
+                      final: Callable[[exp.Table, list[str]], exp.Expression] | None = None,
+                      spill_dir: str | None = None) -> BulkWriter:
     """The bulk writer of `table` in `source` (of `kind`, named `name`); `held`: the
     connection an explicit block holds there, which the move joins. `final`: the client's
     INSERT with RETURNING or ON CONFLICT into SQLite or MySQL, given the stage its rows go
-    through (`connectors.staged_write`)."""
+    through (`connectors.staged_write`). `spill_dir`: where a Delta target's rows wait for
+    their commit (`[engine] temp_directory`; None: the system's temporary folder)."""
+    if kind == "delta":
+        from connectors.delta.bulk_write import DeltaBulkWriter
+        return await DeltaBulkWriter.open(source, table, creates, spill_dir)
     if kind in FILE_KINDS:
         from connectors.files.bulk_write import file_writer
         return await file_writer(source, table, creates)

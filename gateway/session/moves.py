@@ -227,7 +227,7 @@ class MoveMixin(SessionCore):
                                         formats=bound.formats if bound is not None else None)
             else:
                 writer = await open_target(source, route.kind, route.source, table, held, creates,
-                                           final)
+                                           final, self.ctx.config.engine.temp_directory)
             if creates:
                 await writer.create(self.create_ddl(route, table, portal.stream.schema),
                                     portal.stream.schema)

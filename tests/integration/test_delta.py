@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import shutil
+
 import psycopg
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.s3_server import S3Server, start_s3_server
@@ -133,3 +135,55 @@ def test_a_store_that_refuses_names_the_source(deltas: Deltas, source: str, reas
     assert f'source "{source}" is unavailable' in message and reason in message, message
     assert "Traceback" not in deltas.gateway.log()
     assert _query(deltas, "select count(*) from ds3.orders") == [(3,)]
+
+
+def _sqlstate(conn: psycopg.Connection, sql: str) -> str | None:
+    try:
+        conn.execute(sql)
+    except psycopg.Error as exc:
+        return exc.sqlstate
+    return None
+
+
+def test_a_move_appends_one_version_or_makes_a_table(deltas: Deltas) -> None:
+    sales = deltas.local / "sales"
+    with psycopg.connect(deltas.gateway.dsn, autocommit=True) as conn:
+        before = conn.execute("select count(*) from sales").fetchone()[0]
+        version = DeltaTable(str(sales)).version()
+        cur = conn.execute("INSERT INTO dl.sales (id, region, amount) "
+                           "SELECT g.i + 5000, 'eu', g.i * 1.5 FROM generate_series(1, 3) AS g(i)")
+        assert cur.statusmessage == "INSERT 0 3"
+        assert DeltaTable(str(sales)).version() == version + 1  # one commit
+        assert conn.execute("select count(*) from sales").fetchone()[0] == before + 3
+        assert conn.execute("select id, region, amount, day from sales where id > 5000 "
+                            "order by id").fetchall() == [
+            (5001, "eu", 1.5, None), (5002, "eu", 3.0, None), (5003, "eu", 4.5, None)]
+        added = DeltaTable(str(sales)).file_uris()
+        assert all("region=" in uri for uri in added)  # the table's partitioning kept
+        # Conversions and failures commit nothing.
+        assert _sqlstate(conn, "INSERT INTO dl.sales (id, region) SELECT 'x', 'eu'") == "22P02"
+        assert _sqlstate(conn, "INSERT INTO dl.sales (id, region) SELECT region, region "
+                               "FROM dl.sales") == "42804"
+        assert _sqlstate(conn, "INSERT INTO dl.sales (id, region) SELECT 1 / (20000 - g.i), 'eu' "
+                               "FROM generate_series(1, 20000) AS g(i)") == "22012"
+        assert conn.execute("INSERT INTO dl.sales (id) SELECT k FROM dl.tiny WHERE k < 0"
+                            ).statusmessage == "INSERT 0 0"
+        assert DeltaTable(str(sales)).version() == version + 1
+        # What takes no writes.
+        assert _sqlstate(conn, 'INSERT INTO dl."sales@v0" (id) SELECT 1') == "0A000"
+        assert _sqlstate(conn, "INSERT INTO ds3.orders SELECT 40, 'open'") == "0A000"
+        assert _sqlstate(conn, "INSERT INTO dl.nothing SELECT 1") == "42P01"
+        conn.execute("BEGIN")
+        assert _sqlstate(conn, "INSERT INTO dl.sales (id) SELECT 1") == "0A000"
+        conn.execute("ROLLBACK")
+        # CREATE TABLE AS makes a table of one version.
+        try:
+            cur = conn.execute("CREATE TABLE dl.made AS SELECT k, k * 2 AS twice FROM dl.tiny")
+            assert cur.statusmessage == "SELECT 3"
+            assert DeltaTable(str(deltas.local / "made")).version() == 0
+            assert conn.execute("select sum(twice) from dl.made").fetchone()[0] == 12
+            assert _sqlstate(conn, "CREATE TABLE dl.made AS SELECT 1 AS k") == "42P07"
+            assert conn.execute("INSERT INTO dl.made VALUES (4, 8)").statusmessage == "INSERT 0 1"
+            assert conn.execute("select sum(twice) from dl.made").fetchone()[0] == 20
+        finally:
+            shutil.rmtree(deltas.local / "made", ignore_errors=True)
