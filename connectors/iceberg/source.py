@@ -43,7 +43,8 @@ from connectors.files.pruning import single_table_selects
 from connectors.files.source import FilesSource
 from connectors.iceberg.expressions import to_iceberg
 from connectors.statement_log import StatementLog
-from pgwire.errors import DATATYPE_MISMATCH, SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, PgError
+from pgwire.errors import (DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED,
+                           SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, PgError)
 
 T = TypeVar("T")
 log = logging.getLogger("fedgate.iceberg")
@@ -155,6 +156,35 @@ class IcebergSource(FilesSource):
                 found[name] = Storage(size, 0, 0, 0, size, 0, size)
             return found
         return await asyncio.to_thread(sizes)
+
+    # -- writing (a move's target, connectors.iceberg.bulk_write) ------------------------
+    def write_target(self, name: str, creates: bool) -> tuple[SqlCatalog, tuple[str, str],
+                                                              Table | None]:
+        """The catalog and identifier a move writes, and for an append the table as its
+        catalog has it now (run on a worker thread)."""
+        if AT_SNAPSHOT.match(name):
+            raise PgError(FEATURE_NOT_SUPPORTED, f'iceberg table "{name}" is an old snapshot: '
+                          "it takes no writes")
+        if self._catalog is None:
+            self._catalog = SqlCatalog(self._catalog_name, **self._properties)
+        identifier = (self.namespace, name)
+        try:
+            with self._updating:
+                exists = self._catalog.table_exists(identifier)
+                if creates:
+                    if exists:
+                        raise PgError("42P07", f'relation "{name}" already exists')
+                    if "warehouse" not in self._properties:
+                        raise PgError(FEATURE_NOT_SUPPORTED,
+                                      f'CREATE TABLE AS into iceberg source "{self.name}" needs '
+                                      "a place for the new table's files",
+                                      hint=f"Set warehouse in [sources.{self.name}].")
+                    return self._catalog, identifier, None
+                if not exists:
+                    raise PgError("42P01", f'relation "{name}" does not exist')
+                return self._catalog, identifier, self._catalog.load_table(identifier)
+        except SQLAlchemyError as exc:
+            raise _unreadable(f"its catalog cannot be read: {_first_line(exc)}") from exc
 
     # -- reading ------------------------------------------------------------------------
     async def run_remote(self, sql: str, params: Any = ()) -> BatchStream:

@@ -28,8 +28,11 @@ BULK_PATHS = {"postgres": "COPY ... FROM STDIN (FORMAT binary)",
               "csv": "a CSV file (as COPY ... (FORMAT csv, HEADER) writes it) written under a "
                      "temporary name, then linked into place",
               "delta": "one Delta commit (a new version) of the rows, spilled to a local "
-                       "Parquet file first"}
-FILE_KINDS = frozenset({"parquet", "csv", "delta"})
+                       "Parquet file first",
+              "iceberg": "one Iceberg commit of the rows, spilled to a local Parquet file "
+                         "first"}
+# The kinds whose tables are files (folders of them, or table formats over them).
+FILE_KINDS = frozenset({"parquet", "csv", "delta", "iceberg"})
 
 
 async def open_target(source: Any, kind: str, name: str, table: str,
@@ -44,6 +47,9 @@ async def open_target(source: Any, kind: str, name: str, table: str,
     if kind == "delta":
         from connectors.delta.bulk_write import DeltaBulkWriter
         return await DeltaBulkWriter.open(source, table, creates, spill_dir)
+    if kind == "iceberg":
+        from connectors.iceberg.bulk_write import IcebergBulkWriter
+        return await IcebergBulkWriter.open(source, table, creates, spill_dir)
     if kind in FILE_KINDS:
         from connectors.files.bulk_write import file_writer
         return await file_writer(source, table, creates)

@@ -189,7 +189,7 @@ class Router:
             raise PgError(READ_ONLY_SQL_TRANSACTION,
                           f'cannot execute {verb.upper()}: source "{source}" is read-only')
         kind = self.kinds.get(source)
-        if writes and kind in ("parquet", "csv", "delta") and tree is not None:
+        if writes and kind in ("parquet", "csv", "delta", "iceberg") and tree is not None:
             target = move_target(tree, values=True)  # a file written from the engine's rows
             if target is not None:
                 return self._move_route(target, verb, tree, search_path), False

@@ -410,9 +410,10 @@ class MoveMixin(SessionCore):
             check_writable(route.kind, route.source)
         if self.in_block and route.kind in FILE_KINDS:
             raise PgError(FEATURE_NOT_SUPPORTED,
-                          f'{verb} into file source "{route.source}" cannot run inside a '
-                          "transaction block: a file has no transaction to join",
-                          hint="Run it outside the block; the file appears whole or not at all.")
+                          f'{verb} into source "{route.source}" ({route.kind}) cannot run '
+                          "inside a transaction block: its files have no transaction to join",
+                          hint="Run it outside the block: what it writes appears whole or not "
+                               "at all.")
         if self.in_block and creates and route.kind == "mysql":
             why = "MySQL commits a block's transaction at CREATE TABLE"
             raise PgError(FEATURE_NOT_SUPPORTED,

@@ -50,6 +50,8 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Warehouse]:
     catalog.create_table("sales.empty", schema=schema)
     config = (f'[catalog]\nsearch_path = ["ice"]\nrefresh_seconds = 0\n'
               f'[sources.ice]\nkind = "iceberg"\ncatalog_uri = "sqlite:///catalog.db"\n'
+              f'catalog_name = "shop"\nnamespace = "sales"\nwarehouse = "file://{root}/warehouse"\n'
+              f'[sources.bare]\nkind = "iceberg"\ncatalog_uri = "sqlite:///catalog.db"\n'
               f'catalog_name = "shop"\nnamespace = "sales"\n'
               f'[sources.nons]\nkind = "iceberg"\ncatalog_uri = "sqlite:///catalog.db"\n'
               f'catalog_name = "shop"\nnamespace = "nowhere"\n')
@@ -131,3 +133,65 @@ def test_a_catalog_database_that_cannot_be_read_mounts_the_source_down(tmp_path:
         gateway.stop()
     with sqlite3.connect(empty) as con:
         assert con.execute("select count(*) from sqlite_master").fetchone() == (0,)
+
+
+def _sqlstate(conn: psycopg.Connection, sql: str) -> str | None:
+    try:
+        conn.execute(sql)
+    except psycopg.Error as exc:
+        return exc.sqlstate
+    return None
+
+
+@pytest.mark.parametrize("table", ["orders", "empty"])  # partitioned, and not
+def test_a_move_appends_in_one_commit(warehouse: Warehouse, table: str) -> None:
+    def snapshots() -> int:
+        return len(warehouse.catalog.load_table(f"sales.{table}").history())
+    with psycopg.connect(warehouse.gateway.dsn, autocommit=True) as conn:
+        before = conn.execute(f"select count(*) from {table}").fetchone()[0]
+        commits = snapshots()
+        cur = conn.execute(f"INSERT INTO ice.{table} (id, region) "
+                           "SELECT g.i + 5000, 'ap' FROM generate_series(1, 3) AS g(i)")
+        assert cur.statusmessage == "INSERT 0 3"
+        assert snapshots() == commits + 1
+        assert conn.execute(f"select count(*) from {table}").fetchone()[0] == before + 3
+        assert conn.execute(f"select id, region from {table} where id > 5000 order by id"
+                            ).fetchall() == [(5001, "ap"), (5002, "ap"), (5003, "ap")]
+        assert conn.execute(f"INSERT INTO ice.{table} (id) VALUES (6000)").statusmessage == "INSERT 0 1"
+        assert conn.execute(f"select region from {table} where id = 6000").fetchone() == (None,)
+        commits = snapshots()
+        # Conversions and failures commit nothing; neither does an empty INSERT.
+        assert _sqlstate(conn, f"INSERT INTO ice.{table} (id) SELECT 'x'") == "22P02"
+        assert _sqlstate(conn, f"INSERT INTO ice.{table} (id) SELECT region FROM ice.orders") == "42804"
+        assert _sqlstate(conn, f"INSERT INTO ice.{table} (id) SELECT 1 / (20000 - g.i) "
+                               "FROM generate_series(1, 20000) AS g(i)") == "22012"
+        assert conn.execute(f"INSERT INTO ice.{table} (id) SELECT id FROM ice.orders WHERE id < 0"
+                            ).statusmessage == "INSERT 0 0"
+        assert snapshots() == commits
+        assert _sqlstate(conn, f'INSERT INTO ice."{table}@s{warehouse.snapshots[0]}" (id) SELECT 1') \
+            == "0A000"
+        conn.execute("BEGIN")
+        assert _sqlstate(conn, f"INSERT INTO ice.{table} (id) SELECT 1") == "0A000"
+        conn.execute("ROLLBACK")
+        assert snapshots() == commits
+
+
+def test_create_table_as_makes_an_iceberg_table_with_its_rows(warehouse: Warehouse) -> None:
+    with psycopg.connect(warehouse.gateway.dsn, autocommit=True) as conn:
+        try:
+            cur = conn.execute("CREATE TABLE ice.made AS SELECT id, region, id * 2 AS twice "
+                               "FROM ice.orders WHERE id < 5")
+            assert cur.statusmessage == "SELECT 5"
+            made = warehouse.catalog.load_table("sales.made")
+            assert len(made.history()) == 1  # the table and its rows: one commit
+            assert conn.execute("select sum(twice) from ice.made").fetchone()[0] == 20
+            assert _sqlstate(conn, "CREATE TABLE ice.made AS SELECT 1 AS id") == "42P07"
+            assert _sqlstate(conn, "INSERT INTO ice.nothing SELECT 1") == "42P01"
+            assert _sqlstate(conn, "CREATE TABLE bare.made2 AS SELECT 1 AS id") == "0A000"
+            failing = ("CREATE TABLE ice.unmade AS SELECT 1 / (20000 - g.i) AS q "
+                       "FROM generate_series(1, 20000) AS g(i)")
+            assert _sqlstate(conn, failing) == "22012"
+            assert not warehouse.catalog.table_exists("sales.unmade")
+        finally:
+            if warehouse.catalog.table_exists("sales.made"):
+                warehouse.catalog.drop_table("sales.made")
