@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from connectors.bulk import TargetColumn
-from connectors.files.bulk_write import AS_GIVEN, file_schema, fitted, target_column
+from connectors.files.bulk_write import file_schema, fitted, written_columns
 
 
 class SpilledBulkWriter(ABC):
@@ -43,9 +43,7 @@ class SpilledBulkWriter(ABC):
 
     async def columns(self) -> list[TargetColumn]:
         assert self.schema is not None
-        if self.appends is not None:
-            return [target_column(f) for f in self.appends]
-        return [TargetColumn(name, AS_GIVEN) for name in self.schema.names]
+        return written_columns(self.schema, appends=self.appends is not None)
 
     async def write(self, batch: pa.RecordBatch) -> int:
         assert self.schema is not None

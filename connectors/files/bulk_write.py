@@ -101,6 +101,14 @@ def file_schema(schema: pa.Schema) -> pa.Schema:
                       for f in schema])
 
 
+def written_columns(schema: pa.Schema, appends: bool) -> list[TargetColumn]:
+    """The columns of a target of files in `schema`: an appended table's, typed for the
+    assignment casts, or (a CREATE TABLE AS) the result's own, taken as given."""
+    if appends:
+        return [target_column(f) for f in schema]
+    return [TargetColumn(name, AS_GIVEN) for name in schema.names]
+
+
 def fitted(batch: pa.RecordBatch, schema: pa.Schema, table: str) -> pa.Table:
     """`batch` in `schema`, the schema of the files of `table`: a column the INSERT did
     not name is NULL."""
@@ -137,9 +145,7 @@ class FileBulkWriter(ABC):
 
     async def columns(self) -> list[TargetColumn]:
         assert self.schema is not None
-        if self.appends is not None:
-            return [target_column(f) for f in self.appends]
-        return [TargetColumn(name, AS_GIVEN) for name in self.schema.names]
+        return written_columns(self.schema, appends=self.appends is not None)
 
     async def write(self, batch: pa.RecordBatch) -> int:
         assert self.schema is not None

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from tests.support.answers import sqlstate_of
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 from tests.support.s3_server import S3Server, start_s3_server
 
@@ -137,14 +138,6 @@ def test_a_store_that_refuses_names_the_source(deltas: Deltas, source: str, reas
     assert _query(deltas, "select count(*) from ds3.orders") == [(3,)]
 
 
-def _sqlstate(conn: psycopg.Connection, sql: str) -> str | None:
-    try:
-        conn.execute(sql)
-    except psycopg.Error as exc:
-        return exc.sqlstate
-    return None
-
-
 def test_a_move_appends_one_version_or_makes_a_table(deltas: Deltas) -> None:
     sales = deltas.local / "sales"
     with psycopg.connect(deltas.gateway.dsn, autocommit=True) as conn:
@@ -161,20 +154,20 @@ def test_a_move_appends_one_version_or_makes_a_table(deltas: Deltas) -> None:
         added = DeltaTable(str(sales)).file_uris()
         assert all("region=" in uri for uri in added)  # the table's partitioning kept
         # Conversions and failures commit nothing.
-        assert _sqlstate(conn, "INSERT INTO dl.sales (id, region) SELECT 'x', 'eu'") == "22P02"
-        assert _sqlstate(conn, "INSERT INTO dl.sales (id, region) SELECT region, region "
+        assert sqlstate_of(conn, "INSERT INTO dl.sales (id, region) SELECT 'x', 'eu'") == "22P02"
+        assert sqlstate_of(conn, "INSERT INTO dl.sales (id, region) SELECT region, region "
                                "FROM dl.sales") == "42804"
-        assert _sqlstate(conn, "INSERT INTO dl.sales (id, region) SELECT 1 / (20000 - g.i), 'eu' "
+        assert sqlstate_of(conn, "INSERT INTO dl.sales (id, region) SELECT 1 / (20000 - g.i), 'eu' "
                                "FROM generate_series(1, 20000) AS g(i)") == "22012"
         assert conn.execute("INSERT INTO dl.sales (id) SELECT k FROM dl.tiny WHERE k < 0"
                             ).statusmessage == "INSERT 0 0"
         assert DeltaTable(str(sales)).version() == version + 1
         # What takes no writes.
-        assert _sqlstate(conn, 'INSERT INTO dl."sales@v0" (id) SELECT 1') == "0A000"
-        assert _sqlstate(conn, "INSERT INTO ds3.orders SELECT 40, 'open'") == "0A000"
-        assert _sqlstate(conn, "INSERT INTO dl.nothing SELECT 1") == "42P01"
+        assert sqlstate_of(conn, 'INSERT INTO dl."sales@v0" (id) SELECT 1') == "0A000"
+        assert sqlstate_of(conn, "INSERT INTO ds3.orders SELECT 40, 'open'") == "0A000"
+        assert sqlstate_of(conn, "INSERT INTO dl.nothing SELECT 1") == "42P01"
         conn.execute("BEGIN")
-        assert _sqlstate(conn, "INSERT INTO dl.sales (id) SELECT 1") == "0A000"
+        assert sqlstate_of(conn, "INSERT INTO dl.sales (id) SELECT 1") == "0A000"
         conn.execute("ROLLBACK")
         # CREATE TABLE AS makes a table of one version.
         try:
@@ -182,7 +175,7 @@ def test_a_move_appends_one_version_or_makes_a_table(deltas: Deltas) -> None:
             assert cur.statusmessage == "SELECT 3"
             assert DeltaTable(str(deltas.local / "made")).version() == 0
             assert conn.execute("select sum(twice) from dl.made").fetchone()[0] == 12
-            assert _sqlstate(conn, "CREATE TABLE dl.made AS SELECT 1 AS k") == "42P07"
+            assert sqlstate_of(conn, "CREATE TABLE dl.made AS SELECT 1 AS k") == "42P07"
             assert conn.execute("INSERT INTO dl.made VALUES (4, 8)").statusmessage == "INSERT 0 1"
             assert conn.execute("select sum(twice) from dl.made").fetchone()[0] == 20
         finally:

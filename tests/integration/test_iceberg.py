@@ -17,6 +17,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
+from tests.support.answers import sqlstate_of
 from tests.support.gateway_proc import GatewayProcess, start_gateway
 
 
@@ -135,14 +136,6 @@ def test_a_catalog_database_that_cannot_be_read_mounts_the_source_down(tmp_path:
         assert con.execute("select count(*) from sqlite_master").fetchone() == (0,)
 
 
-def _sqlstate(conn: psycopg.Connection, sql: str) -> str | None:
-    try:
-        conn.execute(sql)
-    except psycopg.Error as exc:
-        return exc.sqlstate
-    return None
-
-
 @pytest.mark.parametrize("table", ["orders", "empty"])  # partitioned, and not
 def test_a_move_appends_in_one_commit(warehouse: Warehouse, table: str) -> None:
     def snapshots() -> int:
@@ -161,17 +154,17 @@ def test_a_move_appends_in_one_commit(warehouse: Warehouse, table: str) -> None:
         assert conn.execute(f"select region from {table} where id = 6000").fetchone() == (None,)
         commits = snapshots()
         # Conversions and failures commit nothing; neither does an empty INSERT.
-        assert _sqlstate(conn, f"INSERT INTO ice.{table} (id) SELECT 'x'") == "22P02"
-        assert _sqlstate(conn, f"INSERT INTO ice.{table} (id) SELECT region FROM ice.orders") == "42804"
-        assert _sqlstate(conn, f"INSERT INTO ice.{table} (id) SELECT 1 / (20000 - g.i) "
+        assert sqlstate_of(conn, f"INSERT INTO ice.{table} (id) SELECT 'x'") == "22P02"
+        assert sqlstate_of(conn, f"INSERT INTO ice.{table} (id) SELECT region FROM ice.orders") == "42804"
+        assert sqlstate_of(conn, f"INSERT INTO ice.{table} (id) SELECT 1 / (20000 - g.i) "
                                "FROM generate_series(1, 20000) AS g(i)") == "22012"
         assert conn.execute(f"INSERT INTO ice.{table} (id) SELECT id FROM ice.orders WHERE id < 0"
                             ).statusmessage == "INSERT 0 0"
         assert snapshots() == commits
-        assert _sqlstate(conn, f'INSERT INTO ice."{table}@s{warehouse.snapshots[0]}" (id) SELECT 1') \
+        assert sqlstate_of(conn, f'INSERT INTO ice."{table}@s{warehouse.snapshots[0]}" (id) SELECT 1') \
             == "0A000"
         conn.execute("BEGIN")
-        assert _sqlstate(conn, f"INSERT INTO ice.{table} (id) SELECT 1") == "0A000"
+        assert sqlstate_of(conn, f"INSERT INTO ice.{table} (id) SELECT 1") == "0A000"
         conn.execute("ROLLBACK")
         assert snapshots() == commits
 
@@ -185,12 +178,12 @@ def test_create_table_as_makes_an_iceberg_table_with_its_rows(warehouse: Warehou
             made = warehouse.catalog.load_table("sales.made")
             assert len(made.history()) == 1  # the table and its rows: one commit
             assert conn.execute("select sum(twice) from ice.made").fetchone()[0] == 20
-            assert _sqlstate(conn, "CREATE TABLE ice.made AS SELECT 1 AS id") == "42P07"
-            assert _sqlstate(conn, "INSERT INTO ice.nothing SELECT 1") == "42P01"
-            assert _sqlstate(conn, "CREATE TABLE bare.made2 AS SELECT 1 AS id") == "0A000"
+            assert sqlstate_of(conn, "CREATE TABLE ice.made AS SELECT 1 AS id") == "42P07"
+            assert sqlstate_of(conn, "INSERT INTO ice.nothing SELECT 1") == "42P01"
+            assert sqlstate_of(conn, "CREATE TABLE bare.made2 AS SELECT 1 AS id") == "0A000"
             failing = ("CREATE TABLE ice.unmade AS SELECT 1 / (20000 - g.i) AS q "
                        "FROM generate_series(1, 20000) AS g(i)")
-            assert _sqlstate(conn, failing) == "22012"
+            assert sqlstate_of(conn, failing) == "22012"
             assert not warehouse.catalog.table_exists("sales.unmade")
         finally:
             if warehouse.catalog.table_exists("sales.made"):

@@ -4,7 +4,8 @@ An `Answer` is the result's column types (by name, as the client library names t
 and its rows. `described` asks through the extended protocol (asyncpg: Parse/Describe,
 then binary rows decoded by the described types), `simple` through a simple Query
 (psycopg: text rows parsed by the RowDescription's OIDs), so both encodings are checked.
-`collect` reads a connector's batch stream into one table.
+`collect` reads a connector's batch stream into one table; `sqlstate_of` runs a statement
+that should fail and gives its SQLSTATE.
 """
 
 from __future__ import annotations
@@ -99,3 +100,12 @@ async def collect(stream) -> pa.Table:
     finally:
         await stream.aclose()
     return pa.Table.from_batches(batches, schema=stream.schema)
+
+
+def sqlstate_of(conn: psycopg.Connection, sql: str) -> str | None:
+    """The SQLSTATE `sql` fails with on `conn` (None: it did not fail)."""
+    try:
+        conn.execute(sql)
+    except psycopg.Error as exc:
+        return exc.sqlstate
+    return None
