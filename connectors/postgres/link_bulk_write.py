@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pyarrow as pa
 import sqlglot
@@ -65,6 +66,16 @@ def _data_row(data: bytes, at: int) -> list[str | None]:
 STAGE = "fedgate_move_stage"
 
 
+@dataclass(frozen=True)
+class FinalParams:
+    """The final INSERT's own parameters (`$1`... beyond the move's query), as the client
+    bound them: PostgreSQL reads them in their formats, as the client's own Bind would."""
+
+    oids: tuple[int, ...]
+    formats: tuple[int, ...]
+    values: list[bytes | None]
+
+
 class LinkBulkWriter:
     """`final`: a move with RETURNING or ON CONFLICT. Its rows are copied into a temporary
     staging table of the target's columns, then `final(stage)` (the client's INSERT,
@@ -76,13 +87,15 @@ class LinkBulkWriter:
     def __init__(self, link: PgLink, prefix: tuple[bytes, int], table: str, schema: str,
                  final: Callable[[exp.Table, list[str]], exp.Expression] | None = None,
                  client: object = None,
-                 own: bool = False, formats: tuple[int, ...] | None = None) -> None:
+                 own: bool = False, formats: tuple[int, ...] | None = None,
+                 final_params: FinalParams | None = None) -> None:
         self.link, self.prefix = link, prefix  # prefix: the block's BEGIN, when not sent yet
         self.table, self.schema = table, schema
         self.final, self.client, self.own = final, client, own
         # A driver's portal: the final INSERT's rows in its result formats, undescribed
         # (it described the portal itself); None: a simple Query's answer, described.
         self.formats = formats
+        self.final_params = final_params
         if own:
             self.prefix = (prefix[0] + w.query("BEGIN"), prefix[1] + 1)
         self.staged = False
@@ -230,8 +243,10 @@ class LinkBulkWriter:
                 self._columns = list(self.written)
                 await self._stage()
             sql = self.final(exp.table_(STAGE, quoted=True), self.written).sql(dialect="postgres")
+            bound = self.final_params or FinalParams((), (), [])
             payload = w.query(sql) if self.formats is None else (
-                w.parse("", sql, ()) + w.bind("", "", (), [], self.formats) + w.execute("", 0) + w.SYNC)
+                w.parse("", sql, bound.oids) + w.bind("", "", bound.formats, bound.values, self.formats)
+                + w.execute("", 0) + w.SYNC)
             outcome = await self.link.relay(payload, self.client)  # type: ignore[arg-type]
             if outcome.error is not None:
                 raise outcome.error

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pyarrow as pa
 from sqlglot import exp
@@ -26,8 +27,9 @@ from connectors.bulk import BulkWriter
 from connectors.ddl_types import create_table
 from connectors.engines.spark_writes import StageInto
 from connectors.postgres.bulk_write import PostgresBulkWriter
-from connectors.postgres.link_bulk_write import LinkBulkWriter
+from connectors.postgres.link_bulk_write import FinalParams, LinkBulkWriter
 from connectors.staged_write import StagedBulkWriter
+from connectors.writes import param_number
 from gateway.executor.moves import BULK_PATHS, FILE_KINDS, open_target, pour, written_columns
 from gateway.relay.routing import move_target
 from gateway.session.core import SessionCore
@@ -37,7 +39,7 @@ from gateway.state.route import Route
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.protocol import encoder
 from pgwire.types.from_arrow import pg_type_for_field
-from pgwire.types.pg_type import FIRST_NORMAL_OID
+from pgwire.types.pg_type import FIRST_NORMAL_OID, TEXT
 from pgwire.types.rows import resolve_formats
 from planner import QueryPlan
 
@@ -103,8 +105,29 @@ def staged_insert(tree: exp.Expression, table: str, schema: str | None
         # (WHERE TRUE: SQLite reads an ON CONFLICT right after FROM as a join's ON)
         insert.set("expression", exp.select(*(exp.column(n.copy()) for n in names))
                    .from_(stage).where(exp.true()))
-        return insert
+        return renumbered(insert, outside)
+    outside = outside_params(tree)
     return final
+
+
+def outside_params(tree: exp.Expression) -> list[int]:
+    """The numbers of the `$n` a move holds beyond its query (ON CONFLICT's SET and WHERE,
+    RETURNING), in order: they are the final INSERT's own parameters, `$1`... there."""
+    inside = {id(node) for part in (tree.expression, tree.args.get("with_")) if part is not None
+              for node in part.find_all(exp.Placeholder, exp.Parameter)}
+    return sorted({n for node in tree.find_all(exp.Placeholder, exp.Parameter)
+                   if id(node) not in inside and (n := param_number(node)) is not None})
+
+
+def renumbered(tree: exp.Expression, outside: list[int]) -> exp.Expression:
+    """`tree` with each `$n` of `outside` as its place there, from `$1`."""
+    place = {n: i for i, n in enumerate(outside, 1)}
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Placeholder, exp.Parameter)) and param_number(node) in place:
+            return exp.Parameter(this=exp.Literal.number(place[param_number(node)]))
+        return node
+    return tree.transform(swap) if place else tree
 
 
 def result_columns(schema: pa.Schema) -> list[tuple[str, str, int]]:
@@ -119,16 +142,19 @@ def result_columns(schema: pa.Schema) -> list[tuple[str, str, int]]:
     return columns
 
 
-def returning_probe(tree: exp.Expression, schema: str) -> str:
-    """The INSERT by which PostgreSQL describes a move's RETURNING (its target a table in
-    `schema`): the same RETURNING on an INSERT of the target's defaults, only parsed."""
+def final_probe(tree: exp.Expression, schema: str) -> str:
+    """The INSERT by which PostgreSQL describes a move's RETURNING and types the
+    parameters beyond its query (its target a table in `schema`): the same ON CONFLICT
+    and RETURNING on an INSERT of no rows (a SELECT of no columns: the target's defaults),
+    only parsed."""
     target = move_target(tree)
     assert target is not None
     into = exp.table_(folded(target.this), db=schema, quoted=True)
     if target.alias:
         into.set("alias", target.args["alias"].copy())
-    return exp.Insert(this=into, default=True,
-                      returning=tree.args["returning"].copy()).sql(dialect="postgres")
+    clauses = {k: tree.args[k].copy() for k in ("conflict", "returning") if tree.args.get(k)}
+    probe = exp.Insert(this=into, expression=exp.Select().where(exp.false()), **clauses)
+    return renumbered(probe, outside_params(tree)).sql(dialect="postgres")
 
 
 def move_tag(creates: bool, count: int) -> str:
@@ -152,21 +178,46 @@ def parameters(tree: exp.Expression) -> int:
     return sum(1 for _ in tree.find_all(exp.Placeholder, exp.Parameter))
 
 
+def final_params(tree: exp.Expression, bound: Portal | None) -> FinalParams | None:
+    """The client's values of the parameters beyond a move's query, as its final INSERT
+    binds them: their types, formats and bytes, as the client sent them."""
+    outside = outside_params(tree)
+    if not outside:
+        return None
+    assert bound is not None and bound.raw_params is not None
+    formats = resolve_formats(bound.param_formats, len(bound.raw_params))
+    return FinalParams(tuple(bound.statement.param_oids[n - 1] for n in outside),
+                       tuple(formats[n - 1] for n in outside),
+                       [bound.raw_params[n - 1] for n in outside])
+
+
 class MoveMixin(SessionCore):
     async def move_param_oids(self, route: Route, declared_oids: tuple[int, ...]) -> tuple[int, ...]:
         """The parameters of a move prepared by a driver: its query's, typed as the query
-        is planned (declared types first). Elsewhere in the statement (ON CONFLICT's SET)
-        they would have to reach the target's own INSERT: not yet."""
+        is planned (declared types first). Those beyond the query (ON CONFLICT's SET,
+        RETURNING) are the final INSERT's on a PostgreSQL target, typed there by
+        PostgreSQL (`final_probe`)."""
         tree = route.tree
         assert tree is not None
-        found = parameters(tree)
-        if not found:
+        if not parameters(tree):
             return declared_oids
         query = move_query(tree)
-        if parameters(query) != found:
+        outside = outside_params(tree)
+        if outside and route.kind != "postgres":
             raise PgError(FEATURE_NOT_SUPPORTED, f"{route.verb.upper()} ... reading other sources "
-                          "than its target takes parameters in an INSERT's query only")
-        return (await self.prepare(query.sql(dialect="postgres"), declared_oids)).param_oids
+                          f"than its target takes parameters in its query only into {route.kind} "
+                          "(into PostgreSQL, in ON CONFLICT and RETURNING too)")
+        oids = list((await self.prepare(query.sql(dialect="postgres"), declared_oids)).param_oids
+                    if parameters(query) else declared_oids)
+        if not outside:
+            return tuple(oids)
+        oids += [0] * (max(outside) - len(oids))
+        schema = getattr(self.ctx.sources[route.source], "schema", "public")
+        remote = await self.links.prepare(replace(route, sql=None), final_probe(tree, schema),
+                                          tuple(oids[n - 1] for n in outside))
+        for n, oid in zip(outside, remote.param_oids):
+            oids[n - 1] = oids[n - 1] or oid
+        return tuple(oid or TEXT.oid for oid in oids)
 
     async def run_move(self, route: Route, sql: str, bound: Portal | None = None,
                        answer: bool = True, notes: list[str] | None = None) -> int:
@@ -196,6 +247,9 @@ class MoveMixin(SessionCore):
             params = decode_params(prepared.plan.param_types, prepared.param_oids,
                                    resolve_formats(bound.param_formats, len(bound.raw_params)),
                                    bound.raw_params, self.settings.timezone)
+            # The query takes its own; those beyond it are the final INSERT's (`final_params`).
+            params = params[:max((param_number(n) or 0 for n in query.find_all(
+                exp.Placeholder, exp.Parameter)), default=0)]
         source = self.ctx.sources[route.source]
         # RETURNING and ON CONFLICT: through a staging table, on the session's link into
         # PostgreSQL, on the target's connection into SQLite and MySQL.
@@ -224,7 +278,8 @@ class MoveMixin(SessionCore):
             if on_link:
                 writer = LinkBulkWriter(link, prefix, table, getattr(source, "schema", "public"),
                                         final, self.links.state, own=not self.in_block,
-                                        formats=bound.formats if bound is not None else None)
+                                        formats=bound.formats if bound is not None else None,
+                                        final_params=final_params(tree, bound))
             else:
                 writer = await open_target(source, route.kind, route.source, table, held, creates,
                                            final, self.ctx.config.engine.temp_directory)

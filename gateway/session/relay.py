@@ -25,7 +25,7 @@ from pgwire.protocol import encoder
 from pgwire.types.rows import resolve_formats
 from gateway.session.core import SessionCore
 from gateway.session.enum_params import decode_params
-from gateway.session.moves import returning_probe
+from gateway.session.moves import final_probe
 from gateway.state.route import Route
 
 
@@ -55,7 +55,7 @@ class RelayMixin(SessionCore):
             if route.tree.args.get("returning") is not None and route.kind == "postgres":
                 # Described by PostgreSQL itself, its rows answered there in the portal's
                 # formats (connectors.postgres.link_bulk_write).
-                probe = returning_probe(route.tree, getattr(self.ctx.sources[route.source], "schema", "public"))
+                probe = final_probe(route.tree, getattr(self.ctx.sources[route.source], "schema", "public"))
                 remote = await self.links.prepare(replace(route, sql=None), probe, ())
                 return Prepared(sql, None, None, await self.move_param_oids(route, tuple(declared)),
                                 route=route, remote_fields=remote.fields, remote=remote,

@@ -577,13 +577,40 @@ async def test_a_drivers_parameters_reach_the_moves_query(gwc: asyncpg.Connectio
     await gwc.execute(f"DROP TABLE {table}")
 
 
-async def test_parameters_outside_a_moves_query_are_refused_before_anything_is_written(
-        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
-    await fresh(gwc, "pg.move_params_where", "(id int PRIMARY KEY, s text)")
+# An upsert as drivers and ORMs bind it: parameters in the query, in ON CONFLICT's SET and
+# WHERE, and in RETURNING.
+UPSERT = ("INSERT INTO {table} AS t SELECT id, s, $1::int FROM {trap} WHERE id <= $2 "
+          "ON CONFLICT (id) DO UPDATE SET s = t.s || $3, n = $4 + excluded.n WHERE t.id <> $5 "
+          "RETURNING id, s, n, $3 AS tag")
+UPSERTED = [(1, "abc!", 101, "!"), (3, "a !", 101, "!"), (4, "a", 1, "!"), (5, "a_b", 1, "!")]
+
+
+async def test_parameters_beyond_a_moves_query_reach_its_final_insert(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection, federation: Federation) -> None:
+    await fresh(gwc, "pg.move_upsert", "(id int PRIMARY KEY, s text, n int)")
+    await pgc.execute("CREATE TEMP TABLE trap_copy AS SELECT id, s FROM trap")
+    await pgc.execute("CREATE TEMP TABLE move_upsert (id int PRIMARY KEY, s text, n int)")
+    for conn, table, trap in ((gwc, "pg.move_upsert", "pq.trap"), (pgc, "move_upsert", "trap_copy")):
+        await conn.execute(f"INSERT INTO {table} SELECT id, s, 0 FROM {trap} WHERE id <= 3")
+        rows = await conn.fetch(UPSERT.format(table=table, trap=trap), 1, 5, "!", 100, 2)
+        assert sorted(tuple(r) for r in rows) == UPSERTED  # binary parameters (asyncpg)
+    assert sorted(tuple(r) for r in await pgc.fetch("SELECT * FROM public.move_upsert")) == \
+        sorted(tuple(r) for r in await pgc.fetch("SELECT * FROM pg_temp.move_upsert"))
+    # Text parameters (psycopg), no RETURNING.
+    async with await psycopg.AsyncConnection.connect(federation.gateway.dsn, autocommit=True) as conn:
+        cur = await conn.execute("INSERT INTO pg.move_upsert SELECT id, s, 0 FROM pq.trap "
+                                 "WHERE id = %s ON CONFLICT (id) DO UPDATE SET s = %s", (5, "five"))
+        assert cur.statusmessage == "INSERT 0 1"
+    assert await pgc.fetchval("SELECT s FROM public.move_upsert WHERE id = 5") == "five"
+    # Into SQLite or MySQL they are refused before anything is written.
+    await fresh(gwc, "lite.move_params_where", "(id int PRIMARY KEY, s text)")
     with pytest.raises(asyncpg.FeatureNotSupportedError):
-        await gwc.execute("INSERT INTO pg.move_params_where SELECT id, s FROM pq.trap "
+        await gwc.execute("INSERT INTO lite.move_params_where SELECT id, s FROM pq.trap "
                           "ON CONFLICT (id) DO UPDATE SET s = $1", "x")
-    assert await pgc.fetchval("SELECT count(*) FROM move_params_where") == 0
+    assert await gwc.fetchval("SELECT count(*) FROM lite.move_params_where") == 0
+    await gwc.execute("DROP TABLE lite.move_params_where")
+    await gwc.execute("DROP TABLE pg.move_upsert")
+    await fresh(gwc, "pg.move_params_where", "(id int PRIMARY KEY, s text)")
     # CREATE TABLE AS takes them in its query, as PostgreSQL does.
     assert await gwc.execute("CREATE TABLE pg.move_params_ctas AS SELECT id FROM pq.trap "
                              "WHERE id > $1", 3) == "SELECT 4"
