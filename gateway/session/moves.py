@@ -10,151 +10,42 @@ move joins the block's connection there, and a PostgreSQL target's move runs on 
 block's relayed link, by binary COPY through the relay (`connectors.postgres.link_bulk_write`).
 RETURNING and ON CONFLICT into PostgreSQL take that link too (its own transaction
 outside a block): the rows go into a staging table, and the client's INSERT, aimed at
-it, answers as PostgreSQL does.
+it, answers as PostgreSQL does. The statements built for that, and the probes that type
+a move's parameters, are `gateway.session.move_statements`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import replace
 
-import pyarrow as pa
 from sqlglot import exp
 
 from connectors.bulk import BulkWriter
 from connectors.ddl_types import create_table
 from connectors.engines.spark_writes import StageInto
 from connectors.postgres.bulk_write import PostgresBulkWriter
-from connectors.postgres.link_bulk_write import FinalParams, LinkBulkWriter
+from connectors.postgres.link_bulk_write import LinkBulkWriter
 from connectors.staged_write import StagedBulkWriter
 from connectors.writes import param_number
 from gateway.executor.moves import BULK_PATHS, FILE_KINDS, open_target, pour, written_columns
 from gateway.relay.routing import move_target
 from gateway.session.core import SessionCore
 from gateway.session.enum_params import decode_params
+from gateway.session.move_statements import (bare_outputs, final_params, final_probe, folded,
+                                              move_query, outside_params, parameters,
+                                              result_columns, staged_insert, target_probe,
+                                              unknown_outputs)
 from gateway.state.portals import Portal, Prepared
 from gateway.state.route import Route
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.protocol import encoder
-from pgwire.types.from_arrow import pg_type_for_field
-from pgwire.types.pg_type import FIRST_NORMAL_OID, TEXT
+from pgwire.types.pg_type import TEXT
 from pgwire.types.rows import resolve_formats
 from planner import QueryPlan
 
 log = logging.getLogger("fedgate.moves")
-
-
-def unknown_outputs(query: exp.Expression) -> frozenset[int]:
-    """The select list's positions that are string literals or NULL: PostgreSQL's
-    `unknown`, which the target column's type reads (gateway.executor.assignment)."""
-    if not isinstance(query, exp.Select) or any(isinstance(e, exp.Star) or
-                                                isinstance(getattr(e, "this", None), exp.Star)
-                                                for e in query.expressions):
-        return frozenset()
-    found = set()
-    for i, expression in enumerate(query.expressions):
-        value = expression.this if isinstance(expression, exp.Alias) else expression
-        if isinstance(value, exp.Null) or (isinstance(value, exp.Literal) and value.is_string):
-            found.add(i)
-    return frozenset(found)
-
-
-def move_query(tree: exp.Expression) -> exp.Expression:
-    """The query whose rows a move writes, with the statement's own WITH (`WITH x AS
-    (...) INSERT INTO t SELECT ... FROM x`) put on it."""
-    query = tree.expression
-    outer = tree.args.get("with_")
-    if outer is None:
-        return query
-    query = query.copy()
-    inner = query.args.get("with_")
-    if inner is not None:
-        outer = outer.copy()
-        outer.set("expressions", [*outer.expressions, *inner.expressions])
-    query.set("with_", outer.copy())
-    return query
-
-
-def folded(identifier: exp.Expression | None) -> str:
-    if not isinstance(identifier, exp.Identifier):
-        return ""
-    return identifier.this if identifier.quoted else identifier.this.lower()
-
-
-def staged_insert(tree: exp.Expression, table: str, schema: str | None
-                  ) -> Callable[[exp.Table, list[str]], exp.Expression] | None:
-    """For an INSERT with RETURNING or ON CONFLICT: the INSERT that moves the staged rows
-    into the target (`table` in `schema`, if the target has schemas) with the client's
-    clauses, given the stage and the written columns; None for a plain INSERT, which
-    writes straight into the target."""
-    if tree.args.get("returning") is None and tree.args.get("conflict") is None:
-        return None
-    target = move_target(tree)
-    assert target is not None
-    into = exp.table_(table, db=schema, quoted=True)
-    if target.alias:
-        into.set("alias", target.args["alias"].copy())
-
-    def final(stage: exp.Table, written: list[str]) -> exp.Expression:
-        insert = tree.copy()
-        insert.set("with_", None)
-        names = [exp.to_identifier(n, quoted=True) for n in written]
-        insert.set("this", exp.Schema(this=into.copy(), expressions=names))
-        # (WHERE TRUE: SQLite reads an ON CONFLICT right after FROM as a join's ON)
-        insert.set("expression", exp.select(*(exp.column(n.copy()) for n in names))
-                   .from_(stage).where(exp.true()))
-        return renumbered(insert, outside)
-    outside = outside_params(tree)
-    return final
-
-
-def outside_params(tree: exp.Expression) -> list[int]:
-    """The numbers of the `$n` a move holds beyond its query (ON CONFLICT's SET and WHERE,
-    RETURNING), in order: they are the final INSERT's own parameters, `$1`... there."""
-    inside = {id(node) for part in (tree.expression, tree.args.get("with_")) if part is not None
-              for node in part.find_all(exp.Placeholder, exp.Parameter)}
-    return sorted({n for node in tree.find_all(exp.Placeholder, exp.Parameter)
-                   if id(node) not in inside and (n := param_number(node)) is not None})
-
-
-def renumbered(tree: exp.Expression, outside: list[int]) -> exp.Expression:
-    """`tree` with each `$n` of `outside` as its place there, from `$1`."""
-    place = {n: i for i, n in enumerate(outside, 1)}
-
-    def swap(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, (exp.Placeholder, exp.Parameter)) and param_number(node) in place:
-            return exp.Parameter(this=exp.Literal.number(place[param_number(node)]))
-        return node
-    return tree.transform(swap) if place else tree
-
-
-def result_columns(schema: pa.Schema) -> list[tuple[str, str, int]]:
-    """Each of a query's result columns as a table's: its name, type name and typmod."""
-    columns = []
-    for field in schema:
-        pg = pg_type_for_field(field)
-        # a source's enum (a type of the gateway's catalog, gateway.pg_catalog.enums)
-        # exists in its own source only: a new table holds its labels as text
-        name = "text" if pg.oid >= FIRST_NORMAL_OID and pa.types.is_string(field.type) else pg.name
-        columns.append((field.name, name, pg.typmod))
-    return columns
-
-
-def final_probe(tree: exp.Expression, schema: str) -> str:
-    """The INSERT by which PostgreSQL describes a move's RETURNING and types the
-    parameters beyond its query (its target a table in `schema`): the same ON CONFLICT
-    and RETURNING on an INSERT of no rows (a SELECT of no columns: the target's defaults),
-    only parsed."""
-    target = move_target(tree)
-    assert target is not None
-    into = exp.table_(folded(target.this), db=schema, quoted=True)
-    if target.alias:
-        into.set("alias", target.args["alias"].copy())
-    clauses = {k: tree.args[k].copy() for k in ("conflict", "returning") if tree.args.get(k)}
-    probe = exp.Insert(this=into, expression=exp.Select().where(exp.false()), **clauses)
-    return renumbered(probe, outside_params(tree)).sql(dialect="postgres")
 
 
 def move_tag(creates: bool, count: int) -> str:
@@ -174,28 +65,12 @@ async def _rolled_back(writer: BulkWriter | LinkBulkWriter | StagedBulkWriter, s
                     err.message if isinstance(err, PgError) else f"{type(err).__name__}: {err}")
 
 
-def parameters(tree: exp.Expression) -> int:
-    return sum(1 for _ in tree.find_all(exp.Placeholder, exp.Parameter))
-
-
-def final_params(tree: exp.Expression, bound: Portal | None) -> FinalParams | None:
-    """The client's values of the parameters beyond a move's query, as its final INSERT
-    binds them: their types, formats and bytes, as the client sent them."""
-    outside = outside_params(tree)
-    if not outside:
-        return None
-    assert bound is not None and bound.raw_params is not None
-    formats = resolve_formats(bound.param_formats, len(bound.raw_params))
-    return FinalParams(tuple(bound.statement.param_oids[n - 1] for n in outside),
-                       tuple(formats[n - 1] for n in outside),
-                       [bound.raw_params[n - 1] for n in outside])
-
-
 class MoveMixin(SessionCore):
     async def move_param_oids(self, route: Route, declared_oids: tuple[int, ...]) -> tuple[int, ...]:
         """The parameters of a move prepared by a driver: its query's, typed as the query
-        is planned (declared types first). Those beyond the query (ON CONFLICT's SET,
-        RETURNING) are the final INSERT's on a PostgreSQL target, typed there by
+        is planned (declared types first; into PostgreSQL, an output that is a parameter
+        alone as its target column, `target_probe`). Those beyond the query (ON CONFLICT's
+        SET, RETURNING) are the final INSERT's on a PostgreSQL target, typed there by
         PostgreSQL (`final_probe`)."""
         tree = route.tree
         assert tree is not None
@@ -207,12 +82,22 @@ class MoveMixin(SessionCore):
             raise PgError(FEATURE_NOT_SUPPORTED, f"{route.verb.upper()} ... reading other sources "
                           f"than its target takes parameters in its query only into {route.kind} "
                           "(into PostgreSQL, in ON CONFLICT and RETURNING too)")
-        oids = list((await self.prepare(query.sql(dialect="postgres"), declared_oids)).param_oids
-                    if parameters(query) else declared_oids)
+        schema = getattr(self.ctx.sources[route.source], "schema", "public")
+        declared = list(declared_oids)
+        bare = [(i, n) for i, n in bare_outputs(query) if n > len(declared) or not declared[n - 1]]
+        if bare and route.kind == "postgres" and isinstance(tree, exp.Insert):
+            # As PostgreSQL types them: by the target's columns, not by the query alone.
+            numbers = sorted({n for _, n in bare})
+            declared += [0] * (max(numbers) - len(declared))
+            remote = await self.links.prepare(replace(route, sql=None),
+                                              target_probe(tree, schema, bare), ())
+            for n, oid in zip(numbers, remote.param_oids):
+                declared[n - 1] = oid
+        oids = list((await self.prepare(query.sql(dialect="postgres"), tuple(declared))).param_oids
+                    if parameters(query) else declared)
         if not outside:
             return tuple(oids)
         oids += [0] * (max(outside) - len(oids))
-        schema = getattr(self.ctx.sources[route.source], "schema", "public")
         remote = await self.links.prepare(replace(route, sql=None), final_probe(tree, schema),
                                           tuple(oids[n - 1] for n in outside))
         for n, oid in zip(outside, remote.param_oids):

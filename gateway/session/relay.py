@@ -25,7 +25,7 @@ from pgwire.protocol import encoder
 from pgwire.types.rows import resolve_formats
 from gateway.session.core import SessionCore
 from gateway.session.enum_params import decode_params
-from gateway.session.moves import final_probe
+from gateway.session.move_statements import final_probe
 from gateway.state.route import Route
 
 

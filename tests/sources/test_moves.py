@@ -579,7 +579,7 @@ async def test_a_drivers_parameters_reach_the_moves_query(gwc: asyncpg.Connectio
 
 # An upsert as drivers and ORMs bind it: parameters in the query, in ON CONFLICT's SET and
 # WHERE, and in RETURNING.
-UPSERT = ("INSERT INTO {table} AS t SELECT id, s, $1::int FROM {trap} WHERE id <= $2 "
+UPSERT = ("INSERT INTO {table} AS t SELECT id, s, $1 FROM {trap} WHERE id <= $2 "
           "ON CONFLICT (id) DO UPDATE SET s = t.s || $3, n = $4 + excluded.n WHERE t.id <> $5 "
           "RETURNING id, s, n, $3 AS tag")
 UPSERTED = [(1, "abc!", 101, "!"), (3, "a !", 101, "!"), (4, "a", 1, "!"), (5, "a_b", 1, "!")]
