@@ -577,6 +577,17 @@ async def test_a_drivers_parameters_reach_the_moves_query(gwc: asyncpg.Connectio
     await gwc.execute(f"DROP TABLE {table}")
 
 
+async def test_a_parameter_alone_is_typed_as_its_target_column_as_postgresql_does(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    await fresh(gwc, "pg.move_bare", "(id int, n bigint, d date, s text)")
+    sql = "INSERT INTO pg.move_bare (n, id, d) SELECT $1, id, $2 FROM pq.trap WHERE id <= $3"
+    assert [t.name for t in (await gwc.prepare(sql)).get_parameters()] == ["int8", "date", "int4"]
+    assert await gwc.execute(sql, 7, dt.date(2024, 1, 2), 2) == "INSERT 0 2"
+    assert [tuple(r) for r in await pgc.fetch("SELECT id, n, d FROM move_bare ORDER BY id")] == \
+        [(1, 7, dt.date(2024, 1, 2)), (2, 7, dt.date(2024, 1, 2))]
+    await gwc.execute("DROP TABLE pg.move_bare")
+
+
 # An upsert as drivers and ORMs bind it: parameters in the query, in ON CONFLICT's SET and
 # WHERE, and in RETURNING.
 UPSERT = ("INSERT INTO {table} AS t SELECT id, s, $1 FROM {trap} WHERE id <= $2 "
