@@ -16,6 +16,10 @@ from typing import Protocol
 
 import pyarrow as pa
 
+# The kinds whose tables are files (folders of them, or table formats over them): any
+# INSERT or CREATE TABLE AS into one is a move, its rows written from the engine.
+FILE_KINDS = frozenset({"parquet", "csv", "delta", "iceberg"})
+
 
 @dataclass(frozen=True)
 class TargetColumn:

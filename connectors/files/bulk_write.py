@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from connectors.bulk import TargetColumn
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.copy_text import CSV_LAYOUT, copy_lines, header_line
+from pgwire.types.from_arrow import pg_type_for_arrow
 
 # TargetColumn.pg_type of a file's column: the value is written as the engine gives it.
 AS_GIVEN = "(as given)"
@@ -74,23 +75,17 @@ def new_part(source: Any, table: str) -> tuple[Path, pa.Schema]:
     return folder / table / f"part-{uuid.uuid4().hex}.{source.file_format}", schema
 
 
-# A file column's Arrow type as the PostgreSQL type a move converts values to.
-_PG_NAMES = {pa.int16(): "int2", pa.int32(): "int4", pa.int64(): "int8", pa.float32(): "float4",
-             pa.float64(): "float8", pa.string(): "text", pa.large_string(): "text",
-             pa.bool_(): "bool", pa.date32(): "date", pa.binary(): "bytea",
-             pa.large_binary(): "bytea"}
-
-
 def target_column(field: pa.Field) -> TargetColumn:
+    """A file column as the PostgreSQL type a move converts its values to: its Arrow
+    type's, as results present it; a type with none is taken as given."""
+    try:
+        pg = pg_type_for_arrow(field.type)
+    except PgError:
+        return TargetColumn(field.name, AS_GIVEN, not_null=not field.nullable)
     t = field.type
-    if pa.types.is_decimal(t):
-        return TargetColumn(field.name, "numeric", precision=t.precision, scale=t.scale,
-                            not_null=not field.nullable)
-    if pa.types.is_timestamp(t):
-        kind = "timestamptz" if t.tz is not None else "timestamp"
-    else:
-        kind = _PG_NAMES.get(t, AS_GIVEN)
-    return TargetColumn(field.name, kind, not_null=not field.nullable)
+    decimal = pa.types.is_decimal(t)
+    return TargetColumn(field.name, pg.name, precision=t.precision if decimal else None,
+                        scale=t.scale if decimal else None, not_null=not field.nullable)
 
 
 def file_schema(schema: pa.Schema) -> pa.Schema:

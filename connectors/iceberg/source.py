@@ -98,6 +98,12 @@ class IcebergSource(FilesSource):
         with self._updating:
             return work(*args)
 
+    def _connected(self) -> SqlCatalog:
+        """The catalog, connected at its first use (see __init__)."""
+        if self._catalog is None:
+            self._catalog = SqlCatalog(self._catalog_name, **self._properties)
+        return self._catalog
+
     # -- discovery --------------------------------------------------------------------
     def _entry(self, table: Table, snapshot_id: int | None, pinned: bool) -> IcebergEntry:
         schema = table.schema() if snapshot_id is None or table.snapshot_by_id(snapshot_id) is None \
@@ -105,12 +111,11 @@ class IcebergSource(FilesSource):
         return IcebergEntry(table, snapshot_id, schema.as_arrow(), pinned)
 
     def _read(self) -> dict[str, IcebergEntry]:
-        if self._catalog is None:
-            self._catalog = SqlCatalog(self._catalog_name, **self._properties)
+        catalog = self._connected()
         entries = {}
-        for identifier in self._catalog.list_tables(self.namespace):
+        for identifier in catalog.list_tables(self.namespace):
             name = identifier[-1]
-            table = self._catalog.load_table(identifier)
+            table = catalog.load_table(identifier)
             snapshot = table.current_snapshot()
             entries[name] = self._entry(table, snapshot.snapshot_id if snapshot else None, False)
         for name, snapshot_id in self._wanted.items():
@@ -165,12 +170,11 @@ class IcebergSource(FilesSource):
         if AT_SNAPSHOT.match(name):
             raise PgError(FEATURE_NOT_SUPPORTED, f'iceberg table "{name}" is an old snapshot: '
                           "it takes no writes")
-        if self._catalog is None:
-            self._catalog = SqlCatalog(self._catalog_name, **self._properties)
         identifier = (self.namespace, name)
         try:
             with self._updating:
-                exists = self._catalog.table_exists(identifier)
+                catalog = self._connected()
+                exists = catalog.table_exists(identifier)
                 if creates:
                     if exists:
                         raise PgError("42P07", f'relation "{name}" already exists')
@@ -179,10 +183,10 @@ class IcebergSource(FilesSource):
                                       f'CREATE TABLE AS into iceberg source "{self.name}" needs '
                                       "a place for the new table's files",
                                       hint=f"Set warehouse in [sources.{self.name}].")
-                    return self._catalog, identifier, None
+                    return catalog, identifier, None
                 if not exists:
                     raise PgError("42P01", f'relation "{name}" does not exist')
-                return self._catalog, identifier, self._catalog.load_table(identifier)
+                return catalog, identifier, catalog.load_table(identifier)
         except SQLAlchemyError as exc:
             raise _unreadable(f"its catalog cannot be read: {_first_line(exc)}") from exc
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from connectors import writes
-from connectors.bulk import BulkWriter, TargetColumn
+from connectors.bulk import FILE_KINDS, BulkWriter, TargetColumn
 from gateway.executor.assignment import convert
 from pgwire.errors import PgError
 
@@ -31,8 +31,6 @@ BULK_PATHS = {"postgres": "COPY ... FROM STDIN (FORMAT binary)",
                        "Parquet file first",
               "iceberg": "one Iceberg commit of the rows, spilled to a local Parquet file "
                          "first"}
-# The kinds whose tables are files (folders of them, or table formats over them).
-FILE_KINDS = frozenset({"parquet", "csv", "delta", "iceberg"})
 
 
 async def open_target(source: Any, kind: str, name: str, table: str,

@@ -30,6 +30,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from connectors.bulk import FILE_KINDS
 from pgwire.errors import (FEATURE_NOT_SUPPORTED, READ_ONLY_SQL_TRANSACTION, PgError)
 from gateway.pg_catalog.callable import CALLABLE_FUNCTIONS
 from gateway.relay.respell import Respelled, respelled
@@ -189,7 +190,7 @@ class Router:
             raise PgError(READ_ONLY_SQL_TRANSACTION,
                           f'cannot execute {verb.upper()}: source "{source}" is read-only')
         kind = self.kinds.get(source)
-        if writes and kind in ("parquet", "csv", "delta", "iceberg") and tree is not None:
+        if writes and kind in FILE_KINDS and tree is not None:
             target = move_target(tree, values=True)  # a file written from the engine's rows
             if target is not None:
                 return self._move_route(target, verb, tree, search_path), False

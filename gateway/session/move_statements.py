@@ -168,6 +168,12 @@ def _probed(tree: exp.Expression, schema: str, named: bool) -> exp.Expression:
     return into
 
 
+def last_param(tree: exp.Expression) -> int:
+    """The highest `$n` in `tree` (0: none): how many parameters it takes."""
+    return max((n for n in map(param_number, tree.find_all(exp.Placeholder, exp.Parameter))
+                if n is not None), default=0)
+
+
 def parameters(tree: exp.Expression) -> int:
     return sum(1 for _ in tree.find_all(exp.Placeholder, exp.Parameter))
 

@@ -22,19 +22,18 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from connectors.bulk import BulkWriter
+from connectors.bulk import FILE_KINDS, BulkWriter
 from connectors.ddl_types import create_table
 from connectors.engines.spark_writes import StageInto
 from connectors.postgres.bulk_write import PostgresBulkWriter
 from connectors.postgres.link_bulk_write import LinkBulkWriter
 from connectors.staged_write import StagedBulkWriter
-from connectors.writes import param_number
-from gateway.executor.moves import BULK_PATHS, FILE_KINDS, open_target, pour, written_columns
+from gateway.executor.moves import BULK_PATHS, open_target, pour, written_columns
 from gateway.relay.routing import move_target
 from gateway.session.core import SessionCore
 from gateway.session.enum_params import decode_params
 from gateway.session.move_statements import (bare_outputs, final_params, final_probe, folded,
-                                              move_query, outside_params, parameters,
+                                              last_param, move_query, outside_params, parameters,
                                               result_columns, staged_insert, target_probe,
                                               unknown_outputs)
 from gateway.state.portals import Portal, Prepared
@@ -133,8 +132,7 @@ class MoveMixin(SessionCore):
                                    resolve_formats(bound.param_formats, len(bound.raw_params)),
                                    bound.raw_params, self.settings.timezone)
             # The query takes its own; those beyond it are the final INSERT's (`final_params`).
-            params = params[:max((param_number(n) or 0 for n in query.find_all(
-                exp.Placeholder, exp.Parameter)), default=0)]
+            params = params[:last_param(query)]
         source = self.ctx.sources[route.source]
         # RETURNING and ON CONFLICT: through a staging table, on the session's link into
         # PostgreSQL, on the target's connection into SQLite and MySQL.

@@ -16,7 +16,6 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
-from connectors import writes
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from pgwire.types.table import pg_type_by_oid
 from gateway.relay.relayed import spelled_out
@@ -25,7 +24,7 @@ from pgwire.protocol import encoder
 from pgwire.types.rows import resolve_formats
 from gateway.session.core import SessionCore
 from gateway.session.enum_params import decode_params
-from gateway.session.move_statements import final_probe
+from gateway.session.move_statements import final_probe, last_param
 from gateway.state.route import Route
 
 
@@ -66,9 +65,8 @@ class RelayMixin(SessionCore):
         self.check_not_failed(Prepared(sql, None, None, ()))
         if route.kind != "postgres":
             assert route.tree is not None
-            count = max((n for n in map(writes.param_number, route.tree.find_all(exp.Placeholder, exp.Parameter))
-                         if n is not None), default=0)
-            oids = tuple(declared[i] if i < len(declared) and declared[i] else 25 for i in range(count))
+            oids = tuple(declared[i] if i < len(declared) and declared[i] else 25
+                         for i in range(last_param(route.tree)))
             return Prepared(sql, None, None, oids, row_schema=await self.returning_schema(route),
                             route=route, declared_oids=tuple(declared))
         route = spelled_out(self.ctx.router, route, sql)  # a prepared text is sent whole
