@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from connectors.bulk import TargetColumn
 from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
-from pgwire.types.copy_text import CSV_LAYOUT, copy_lines, header_line
+from pgwire.types.copy_text import CSV_LAYOUT, copy_text, header_line
 from pgwire.types.from_arrow import pg_type_for_arrow
 
 # TargetColumn.pg_type of a file's column: the value is written as the engine gives it.
@@ -210,7 +210,7 @@ class CsvBulkWriter(FileBulkWriter):
             spelled = pa.RecordBatch.from_arrays(
                 [pc.cast(c, pa.string()) if pa.types.is_boolean(c.type) else c for c in batch.columns],
                 names=batch.schema.names)
-            self.out.writelines(copy_lines(spelled, CSV_LAYOUT, "UTC"))
+            self.out.write(copy_text(spelled, CSV_LAYOUT, "UTC"))
 
     def _close(self) -> None:
         if self.out is not None:

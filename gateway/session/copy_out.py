@@ -14,12 +14,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import sqlglot
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
-from pgwire.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, PgError
+from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR, PgError
 from pgwire.protocol import encoder
-from pgwire.types.copy_text import TextLayout, copy_lines, header_line
+from pgwire.types.copy_text import TextLayout, copy_data, header_line
 
 if TYPE_CHECKING:
     from gateway.session.core import SessionCore
@@ -86,11 +87,12 @@ def _matching(tokens, open_index: int) -> int:
     raise PgError(SYNTAX_ERROR, "syntax error in COPY: unbalanced parentheses")
 
 
-_WORD = re.compile(r"""\s*(?:,\s*)?('(?:[^']|'')*'|[A-Za-z0-9_]+)""")
+_WORD = re.compile(r"""\s*([Ee]'(?:[^'\\]|\\.|'')*'|'(?:[^']|'')*'|[A-Za-z0-9_*]+|[(),])""")
 _VALUED_OLD = {"delimiter", "null", "quote", "escape", "encoding"}
 
 
 def _words(text: str) -> list[str]:
+    """Names, quoted values (a comma inside one is a value's), commas and parentheses."""
     words, pos = [], 0
     while text[pos:].strip():
         m = _WORD.match(text, pos)
@@ -101,7 +103,23 @@ def _words(text: str) -> list[str]:
     return words
 
 
+def _items(words: list[str]) -> list[list[str]]:
+    """The option list `(name value, name, ...)`'s items, split at its top-level commas."""
+    items: list[list[str]] = [[]]
+    depth = 0
+    for word in words:
+        depth += {"(": 1, ")": -1}.get(word, 0)
+        if word == "," and depth == 0:
+            items.append([])
+        else:
+            items[-1].append(word)
+    return [item for item in items if item]
+
+
 def _value(word: str) -> str:
+    if word[:2] in ("E'", "e'"):  # an escape string: PostgreSQL's lexer rules, as parsed
+        literal = sqlglot.parse_one(f"SELECT {word}", read="postgres").expressions[0]
+        return literal.this
     return word[1:-1].replace("''", "'") if word.startswith("'") else word
 
 
@@ -112,12 +130,10 @@ def _options(rest: str, query: str) -> CopyOut:
         rest = rest[4:].strip()
     found: dict[str, str | None] = {}
     if rest.startswith("(") and rest.endswith(")"):
-        for item in rest[1:-1].split(","):
-            words = _words(item)
-            if words:
-                found[words[0].lower()] = _value(words[1]) if len(words) > 1 else None
+        for words in _items(_words(rest[1:-1])):
+            found[words[0].lower()] = _value(words[1]) if len(words) > 1 else None
     else:
-        words = _words(rest)
+        words = [word for word in _words(rest) if word != ","]
         i = 0
         while i < len(words):
             name = words[i].lower()
@@ -135,9 +151,11 @@ def _options(rest: str, query: str) -> CopyOut:
     if fmt == "binary":
         raise PgError(FEATURE_NOT_SUPPORTED, "COPY BINARY is not supported by fedgate yet")
     if fmt not in ("text", "csv"):
-        raise PgError("22023", f'COPY format "{fmt}" not recognized')
+        raise PgError(INVALID_PARAMETER_VALUE, f'COPY format "{fmt}" not recognized')
     csv = fmt == "csv"
     header = found.pop("header", "false")
+    if "quote" in found and not csv:
+        raise PgError(FEATURE_NOT_SUPPORTED, "COPY quote available only in CSV mode")
     layout = TextLayout(csv=csv, delimiter=found.pop("delimiter", None) or ("," if csv else "\t"),
                         null=found.pop("null", None) if "null" in found else ("" if csv else "\\N"),
                         quote=found.pop("quote", None) or '"')
@@ -146,9 +164,30 @@ def _options(rest: str, query: str) -> CopyOut:
     found.pop("encoding", None)  # the gateway speaks UTF8 only
     if found:
         raise PgError(FEATURE_NOT_SUPPORTED, f'COPY option "{next(iter(found))}" is not supported')
-    if len(layout.delimiter) != 1:
-        raise PgError(FEATURE_NOT_SUPPORTED, "COPY delimiter must be a single one-byte character")
+    _check_layout(layout)
     return copy
+
+
+def _check_layout(layout: TextLayout) -> None:
+    """PostgreSQL's checks of the options together (ProcessCopyOptions): each names a
+    layout whose lines could not be read back."""
+    if len(layout.delimiter.encode()) != 1:
+        raise PgError(FEATURE_NOT_SUPPORTED, "COPY delimiter must be a single one-byte character")
+    if layout.delimiter in "\r\n":
+        raise PgError(INVALID_PARAMETER_VALUE, "COPY delimiter cannot be newline or carriage return")
+    if "\r" in layout.null or "\n" in layout.null:
+        raise PgError(INVALID_PARAMETER_VALUE,
+                      "COPY null representation cannot use newline or carriage return")
+    if not layout.csv and layout.delimiter in "\\.abcdefghijklmnopqrstuvwxyz0123456789":
+        raise PgError(INVALID_PARAMETER_VALUE, f'COPY delimiter cannot be "{layout.delimiter}"')
+    if layout.csv and len(layout.quote.encode()) != 1:
+        raise PgError(FEATURE_NOT_SUPPORTED, "COPY quote must be a single one-byte character")
+    if layout.csv and layout.delimiter == layout.quote:
+        raise PgError(INVALID_PARAMETER_VALUE, "COPY delimiter and quote must be different")
+    if layout.delimiter in layout.null:
+        raise PgError(FEATURE_NOT_SUPPORTED, "COPY delimiter must not appear in the NULL specification")
+    if layout.csv and layout.quote in layout.null:
+        raise PgError(FEATURE_NOT_SUPPORTED, "CSV quote character must not appear in the NULL specification")
 
 
 async def run(session: SessionCore, sql: str) -> None:
@@ -166,8 +205,7 @@ async def run(session: SessionCore, sql: str) -> None:
             session.write(encoder.copy_data(header_line(stream.schema.names, copy.layout)))
         sent = 0
         async for batch in stream:
-            for line in copy_lines(batch, copy.layout, session.settings.timezone):
-                session.write(encoder.copy_data(line))
+            session.write(copy_data(batch, copy.layout, session.settings.timezone))
             sent += batch.num_rows
             if session.buffered >= FLUSH_BYTES:  # bounded memory for big exports
                 await session.flush()

@@ -4,8 +4,12 @@ Each column is formatted by the same text encoders as DataRow values
 (`pgwire.types.rows.encode_column`), then escaped for the format: in text, backslash
 escapes and `\\N` for NULL; in CSV, a value is quoted when it holds the delimiter, the
 quote, a line break or is spelled as NULL is (so an empty string is `""` and NULL is
-empty). `COPY ... TO STDOUT` (gateway.session.copy_out) and CSV files written by a move
-(connectors.files.bulk_write) both write rows this way.
+empty), and a lone `\\.` in a one-column row is quoted, as PostgreSQL does, so that it
+does not read as the end-of-data marker. All of it runs a column at a time in Arrow
+compute (never a Python call per value): an export of millions of rows is bound by
+the encoders, as DataRows are. `COPY ... TO STDOUT` (gateway.session.copy_out) sends
+the lines as CopyData messages, one row each; CSV files written by a move
+(connectors.files.bulk_write) take the lines as they are.
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from pgwire.types.rows import TEXT_FORMAT, encode_column, join_pieces
 from pgwire.types.from_arrow import pg_type_for_field
+from pgwire.types.columns import binary_from_fixed
+from pgwire.types.rows import CHUNK_ROWS, TEXT_FORMAT, encode_column, join_pieces
 
 
 @dataclass(frozen=True)
@@ -31,15 +38,21 @@ class TextLayout:
 
 CSV_LAYOUT = TextLayout(csv=True, delimiter=",", null="")
 
-_TEXT_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-                               "\b": "\\b", "\f": "\\f", "\v": "\\v"})
+# Text format's escapes, backslash first so the backslashes added later stay single.
+_TEXT_ESCAPES = (("\\", "\\\\"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"),
+                 ("\b", "\\b"), ("\f", "\\f"), ("\v", "\\v"))
+_TEXT_ESCAPE_TABLE = str.maketrans(dict(_TEXT_ESCAPES))
+
+_COPY_DATA_HEADER = np.dtype([("tag", "u1"), ("length", ">i4")])
 
 
 def format_value(value: str | None, layout: TextLayout) -> str:
+    """One value written as `layout` writes it (a header's names; the rows go through
+    the vectorized twin, `_escaped`)."""
     if value is None:
         return layout.null
     if not layout.csv:
-        text = value.translate(_TEXT_ESCAPES)
+        text = value.translate(_TEXT_ESCAPE_TABLE)
         return text.replace(layout.delimiter, "\\" + layout.delimiter) if layout.delimiter != "\t" else text
     needs_quotes = value == layout.null or any(c in value for c in (layout.delimiter, layout.quote, "\n", "\r"))
     if needs_quotes:
@@ -51,16 +64,83 @@ def header_line(names: Sequence[str], layout: TextLayout) -> bytes:
     return (layout.delimiter.join(format_value(n, layout) for n in names) + "\n").encode("utf-8")
 
 
-def copy_lines(batch: pa.RecordBatch, layout: TextLayout, timezone: str) -> list[bytes]:
-    """Each row of `batch` as one line (with its newline), each column written as the
-    PostgreSQL type of its Arrow type."""
-    columns = []
+def _any_of(chars: Sequence[str]) -> str:
+    """A regular expression matching any one of `chars` (one pass over a column)."""
+    return "[" + "".join("\\x%02x" % ord(c) for c in chars) + "]"
+
+
+def _escaped(values: pa.Array, layout: TextLayout, lone_column: bool) -> pa.Array:
+    """`values` (utf-8 bytes, NULL for NULL) as the format writes them, NULL spelled."""
+    null = pa.scalar(layout.null.encode(), pa.binary())
+    if not layout.csv:
+        escapes = list(_TEXT_ESCAPES)
+        if layout.delimiter != "\t":
+            escapes.append((layout.delimiter, "\\" + layout.delimiter))
+        if pc.any(pc.match_substring_regex(values, _any_of([old for old, _ in escapes]))).as_py():
+            for old, new in escapes:
+                values = pc.replace_substring(values, old.encode(), new.encode())
+        return pc.fill_null(values, null)
+    quote = layout.quote.encode()
+    needs_quotes = pc.or_(pc.equal(values, null),
+                          pc.match_substring_regex(values, _any_of([layout.delimiter, layout.quote, "\n", "\r"])))
+    if lone_column:
+        needs_quotes = pc.or_(needs_quotes, pc.equal(values, pa.scalar(b"\\.", pa.binary())))
+    if pc.any(needs_quotes).as_py():
+        quoted = pc.binary_join_element_wise(
+            quote, pc.replace_substring(values, quote, quote * 2), quote, b"")
+        values = pc.if_else(needs_quotes, quoted, values)
+    return pc.fill_null(values, null)
+
+
+def _line_parts(batch: pa.RecordBatch, layout: TextLayout, timezone: str) -> list[pa.Array | bytes]:
+    """The parts of each row's line, joined row-wise with no separator: the escaped
+    values, the delimiters between them and the newline."""
+    n = batch.num_rows
+    delimiter = layout.delimiter.encode()
+    parts: list[pa.Array | bytes] = []
     for column, field in zip(batch.columns, batch.schema):
         encoded = encode_column(column, pg_type_for_field(field), TEXT_FORMAT, timezone)
-        values = join_pieces(encoded, batch.num_rows).to_pylist()
-        columns.append([None if v is None else v.decode("utf-8") for v in values])
-    lines = []
-    for row in zip(*columns) if columns else [() for _ in range(batch.num_rows)]:
-        line = layout.delimiter.join(format_value(v, layout) for v in row) + "\n"
-        lines.append(line.encode("utf-8"))
-    return lines
+        if parts:
+            parts.append(delimiter)
+        parts.append(_escaped(join_pieces(encoded, n), layout, batch.num_columns == 1))
+    parts.append(b"\n")
+    return parts
+
+
+def _joined(parts: list[pa.Array | bytes], n: int) -> memoryview:
+    if len(parts) == 1:  # no columns: an empty line per row
+        return memoryview(b"\n" * n)
+    lines = pc.binary_join_element_wise(*parts, b"")
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
+    start, end = int(offsets[lines.offset]), int(offsets[lines.offset + n])
+    return memoryview(lines.buffers()[2])[start:end]
+
+
+def _chunks(batch: pa.RecordBatch):
+    for start in range(0, batch.num_rows, CHUNK_ROWS):
+        yield batch.slice(start, CHUNK_ROWS)
+
+
+def copy_text(batch: pa.RecordBatch, layout: TextLayout, timezone: str) -> bytes:
+    """Every row of `batch` as a line of `layout`, each column written as the PostgreSQL
+    type of its Arrow type: the lines of a file."""
+    return b"".join(_joined(_line_parts(chunk, layout, timezone), chunk.num_rows)
+                    for chunk in _chunks(batch))
+
+
+def copy_data(batch: pa.RecordBatch, layout: TextLayout, timezone: str) -> bytes:
+    """Every row of `batch` as a CopyData ('d') message holding its line, as
+    PostgreSQL's COPY TO STDOUT sends them (one row per message)."""
+    out: list[memoryview] = []
+    for chunk in _chunks(batch):
+        n = chunk.num_rows
+        parts = _line_parts(chunk, layout, timezone)
+        length = np.full(n, 4, dtype=np.int64)
+        for part in parts:
+            length += len(part) if isinstance(part, bytes) else \
+                pc.binary_length(part).to_numpy(zero_copy_only=False)
+        header = np.empty(n, dtype=_COPY_DATA_HEADER)
+        header["tag"] = ord("d")
+        header["length"] = length
+        out.append(_joined([binary_from_fixed(header.view(np.uint8).reshape(n, 5)), *parts], n))
+    return b"".join(out)
