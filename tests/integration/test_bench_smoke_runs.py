@@ -83,3 +83,8 @@ def test_bench_moves_spark_smoke() -> None:
     assert "| the same join, Spark on a standalone cluster, rows back through the gateway's COPY |" \
         in done.stdout, done.stdout
     assert "Move: Spark's executors write the query's rows by JDBC" in done.stdout, done.stdout
+
+
+def test_bench_copy_out_smoke() -> None:  # about 10 s
+    done = smoke("tests/bench/bench_copy_out.py")
+    assert "| gateway, CREATE TABLE out.copied AS SELECT * FROM files.src |" in done.stdout, done.stdout
