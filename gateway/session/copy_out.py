@@ -10,20 +10,19 @@ COPY FROM is a separate feature and is refused here with 0A000.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
+from gateway.session.core import OFFLOAD_ROWS, SessionCore
 from pgwire.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR, PgError
 from pgwire.protocol import encoder
 from pgwire.types.copy_text import TextLayout, copy_data, header_line
-
-if TYPE_CHECKING:
-    from gateway.session.core import SessionCore
 
 FLUSH_BYTES = 256 * 1024
 
@@ -162,6 +161,10 @@ def _options(rest: str, query: str) -> CopyOut:
     copy = CopyOut(query, layout,
                    header=header is None or header.lower() in ("true", "on", "1", "header"))
     found.pop("encoding", None)  # the gateway speaks UTF8 only
+    if "escape" in found and not csv:
+        raise PgError(FEATURE_NOT_SUPPORTED, "COPY escape available only in CSV mode")
+    if found.get("escape", layout.quote) == layout.quote:  # the default: the quote doubled
+        found.pop("escape", None)
     if found:
         raise PgError(FEATURE_NOT_SUPPORTED, f'COPY option "{next(iter(found))}" is not supported')
     _check_layout(layout)
@@ -204,8 +207,12 @@ async def run(session: SessionCore, sql: str) -> None:
         if copy.header:
             session.write(encoder.copy_data(header_line(stream.schema.names, copy.layout)))
         sent = 0
+        loop = asyncio.get_running_loop()
         async for batch in stream:
-            session.write(copy_data(batch, copy.layout, session.settings.timezone))
+            lines = functools.partial(copy_data, batch, copy.layout, session.settings.timezone)
+            # Off the event loop when big, as result rows are (Arrow compute frees the GIL).
+            session.write(await loop.run_in_executor(None, lines) if batch.num_rows > OFFLOAD_ROWS
+                          else lines())
             sent += batch.num_rows
             if session.buffered >= FLUSH_BYTES:  # bounded memory for big exports
                 await session.flush()

@@ -27,6 +27,7 @@ OPTIONS = {
     "csv, header": {"format": "csv", "header": True},
     "csv, | NULL 'NULL' quote '": {"format": "csv", "delimiter": "|", "null": "NULL", "quote": "'"},
     "csv, tab, NULL '\\N'": {"format": "csv", "delimiter": "\t", "null": "\\N"},
+    "csv, escape the quote": {"format": "csv", "quote": "'", "escape": "'"},
 }
 
 
@@ -86,6 +87,7 @@ REFUSED = [
     "(DELIMITER 'ab')",
     "(DELIMITER 'é')",
     "(FORMAT xml)",
+    "(ESCAPE '\"')",
 ]
 
 
@@ -100,4 +102,15 @@ async def test_option_sets_postgresql_refuses_are_refused_alike(
         gwc: asyncpg.Connection, pgc: asyncpg.Connection, options: str) -> None:
     got = await sqlstate_of(gwc, f"COPY (SELECT id FROM pq.trap) TO STDOUT {options}")
     want = await sqlstate_of(pgc, f"COPY (SELECT id FROM trap) TO STDOUT {options}")
+    assert got == want
+
+
+async def test_a_large_export_matches_postgresql_row_for_row(
+        gwc: asyncpg.Connection, pgc: asyncpg.Connection) -> None:
+    # Batches above the gateway's offload size are written on a worker thread.
+    query = ("SELECT t.id * 100000 + g AS k, t.s || g AS s, t.f * g AS f FROM {table} t "
+             "CROSS JOIN generate_series(1, 5000) g ORDER BY 1")
+    got = await copied(gwc, query.format(table="pq.trap"), {"format": "csv"})
+    want = await copied(pgc, query.format(table="trap"), {"format": "csv"})
+    assert got.count(b"\n") == 35000
     assert got == want
