@@ -36,6 +36,7 @@ from pgwire.sqlstate import (
     UNDEFINED_OBJECT,
     AMBIGUOUS_COLUMN,
     DATATYPE_MISMATCH,
+    GROUPING_ERROR,
     QUERY_CANCELED,
     DISK_FULL,
     OUT_OF_MEMORY,
@@ -88,6 +89,8 @@ _DUCKDB_RULES: tuple[tuple[str, str, str], ...] = (
     ("BinderException", r"^Referenced table .* not found", UNDEFINED_TABLE),
     ("BinderException", r"Ambiguous reference", AMBIGUOUS_COLUMN),
     ("BinderException", r"No function matches", UNDEFINED_FUNCTION),
+    ("BinderException", r"must appear in the GROUP BY clause or must be part of an aggregate",
+     GROUPING_ERROR),
     ("BinderException", r"", DATATYPE_MISMATCH),
     ("ParserException", r"", SYNTAX_ERROR),
     ("InvalidInputException", r"[Dd]ivision by zero", DIVISION_BY_ZERO),
@@ -189,6 +192,10 @@ _REWORDINGS: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
                             # (connectors.dialects.duckdb.numeric_calls)
                             (re.compile(r"^Python exception occurred while executing the UDF: \w+: (.+)$"),
                              "{0}")),
+    # PostgreSQL qualifies the column with its table ("t.id"); DuckDB's words do not say it.
+    GROUPING_ERROR: ((re.compile(r'^column "([^"]+)" must appear in the GROUP BY clause'),
+                      'column "{0}" must appear in the GROUP BY clause or be used in an aggregate '
+                      'function'),),
     CARDINALITY_VIOLATION: ((re.compile(r"^More than one row returned by a subquery used as an expression"),
                             "more than one row returned by a subquery used as an expression"),),
 }
@@ -425,8 +432,8 @@ def translate(exc: BaseException) -> PgError:
                 return PgError(code, f"out of memory: {first_line}" if code == OUT_OF_MEMORY else
                                f"could not write to the engine's spill folder: {first_line}",
                                hint=_MEMORY_HINT[code])
-            if code in (DIVISION_BY_ZERO, CARDINALITY_VIOLATION) or rest.startswith("LINE "):
-                # DuckDB's advice (TRY, a setting) does not apply through the gateway, and
+            if code in (DIVISION_BY_ZERO, CARDINALITY_VIOLATION, GROUPING_ERROR) or rest.startswith("LINE "):
+                # DuckDB's advice (TRY, a setting, ANY_VALUE) does not apply through the gateway, and
                 # its LINE pointer points into the SQL we generated, not the client's.
                 rest = ""
             postgres = _postgres_words(code, first_line)

@@ -105,6 +105,55 @@ def _text_only(tree: exp.Expression) -> None:
                 raise undefined_function(call.name.lower(), [kind], start + 1 if start is not None else None)
 
 
+# Comparisons PostgreSQL has no operator for across these categories: `text = 1`,
+# `flag = 1` (a string or a boolean against a number). DuckDB casts and answers rows, or
+# fails at the first value that does not cast (22P02).
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+_STRINGS = frozenset({"text", "character varying", "character", "name"})
+
+
+def _category(kind: str) -> str | None:
+    return "string" if kind in _STRINGS else "number" if kind in KNOWN else \
+        "boolean" if kind == "boolean" else None
+
+
+def _a_number_or_boolean_literal(node: exp.Expression) -> bool:
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    return isinstance(node, exp.Boolean) or (isinstance(node, exp.Literal) and not node.is_string)
+
+
+def _suspect_comparisons(tree: exp.Expression) -> list[exp.Binary]:
+    """Comparisons of a number or boolean literal: the only ones typed (every statement
+    compares columns; typing them all would cost each plan)."""
+    return [node for node in tree.find_all(*_COMPARISONS)
+            if _a_number_or_boolean_literal(node.left) or _a_number_or_boolean_literal(node.right)]
+
+
+def _operator_position(node: exp.Binary, sql: str) -> int | None:
+    """Where PostgreSQL points for an operator: the operator itself, after its left side."""
+    ends = [n.meta["end"] for n in node.left.walk() if "end" in n.meta]
+    if not ends:
+        return None
+    spellings = ("<>", "!=") if isinstance(node, exp.NEQ) else (_OPERATOR_TEXT[type(node)],)
+    found = [at for at in (sql.find(spelling, max(ends) + 1) for spelling in spellings) if at >= 0]
+    return min(found) + 1 if found else None
+
+
+def _comparisons_across_categories(typed: exp.Expression, sql: str, columns_certain: bool) -> None:
+    for node in _suspect_comparisons(typed):
+        left, right = (_certain_type(side, columns_certain) for side in (node.left, node.right))
+        categories = {_category(left), _category(right)}
+        if None in categories or len(categories) == 1:
+            continue
+        raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left} "
+                      f"{_OPERATOR_TEXT[type(node)]} {right}", hint=NO_OPERATOR_HINT,
+                      position=_operator_position(node, sql))
+
+
+_OPERATOR_TEXT = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+
+
 def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | None = None,
                     search_path: Sequence[str] = ()) -> None:
     """Raise PostgreSQL's 42883 for the first call or operator in `tree` (parsed from
@@ -112,7 +161,7 @@ def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | N
     changed (column types are read on a copy)."""
     _unknown_polymorphic(tree)
     _text_only(tree)
-    if tree.find(*_CANDIDATES) is None:
+    if tree.find(*_CANDIDATES) is None and not _suspect_comparisons(tree):
         return
     typed = tree.copy()
     # A column is certain when it can only be a catalog table's (no derived table, CTE or
@@ -120,6 +169,7 @@ def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | N
     columns_certain = catalog is not None and typed.find(exp.Subquery, exp.CTE, exp.Values) is None
     if columns_certain and typed.find(exp.Column) is not None:
         type_in_place(typed, catalog, search_path)
+    _comparisons_across_categories(typed, sql, columns_certain)
     for node in typed.find_all(*_CANDIDATES):
         if isinstance(node, (exp.Min, exp.Max)) and node.expressions:
             continue  # not PostgreSQL's aggregate (it has one argument)
