@@ -155,6 +155,11 @@ def _arguments(node: exp.Func) -> list[exp.Expression]:
     return found
 
 
+def display_type_name(name: str) -> str:
+    """A type's name as PostgreSQL's messages print it (int4: integer)."""
+    return _DISPLAY_NAMES.get(name, name)
+
+
 def argument_type(arg: exp.Expression) -> str:
     """The type PostgreSQL gives an argument before it looks the function up, as far as
     the expression alone tells (a string literal is `unknown`, as in PostgreSQL)."""

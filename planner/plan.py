@@ -272,7 +272,7 @@ def plan(sql: str, catalog: CatalogSnapshot, settings: PlanSettings) -> QueryPla
             raise
         unknown_function = exc
         parsed = parse_query(text)  # the check typed the tree in place, for its message
-    signature_check(parsed, text, catalog, settings.search_path)
+    signature_check(parsed, text, catalog, settings.search_path, settings.declared_param_types)
     constant_keys(parsed)  # before a rewrite reads a position (GROUP BY 0)
     window_aggregates(parsed)
     tree = pgcompat.rewrite(parsed, catalog.catalog_functions)

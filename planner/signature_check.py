@@ -24,7 +24,7 @@ from sqlglot import exp
 from pgwire.errors import DATATYPE_MISMATCH, UNDEFINED_FUNCTION, PgError
 from pgwire.function_names import undefined_function
 from planner.catalog import CatalogSnapshot
-from planner.function_check import argument_type, called_name, type_in_place
+from planner.function_check import argument_type, called_name, display_type_name, type_in_place
 
 FLOATS = frozenset({"double precision", "real"})
 KNOWN = FLOATS | {"smallint", "integer", "bigint", "numeric"}
@@ -123,11 +123,23 @@ def _a_number_or_boolean_literal(node: exp.Expression) -> bool:
     return isinstance(node, exp.Boolean) or (isinstance(node, exp.Literal) and not node.is_string)
 
 
-def _suspect_comparisons(tree: exp.Expression) -> list[exp.Binary]:
-    """Comparisons of a number or boolean literal: the only ones typed (every statement
-    compares columns; typing them all would cost each plan)."""
+def _declared_type(node: exp.Expression, param_types: Sequence[str | None]) -> str | None:
+    """A parameter's type when the client (or the lifting of a literal) declared it."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Parameter) and isinstance(node.this, exp.Literal) and node.this.is_int:
+        index = int(node.this.this) - 1
+        if 0 <= index < len(param_types) and param_types[index]:
+            return display_type_name(param_types[index])
+    return None
+
+
+def _suspect_comparisons(tree: exp.Expression, param_types: Sequence[str | None]) -> list[exp.Binary]:
+    """Comparisons of a number or boolean literal, or of a declared parameter: the only
+    ones typed (every statement compares columns; typing them all would cost each plan)."""
     return [node for node in tree.find_all(*_COMPARISONS)
-            if _a_number_or_boolean_literal(node.left) or _a_number_or_boolean_literal(node.right)]
+            if any(_a_number_or_boolean_literal(side) or _declared_type(side, param_types)
+                   for side in (node.left, node.right))]
 
 
 def _operator_position(node: exp.Binary, sql: str) -> int | None:
@@ -140,9 +152,13 @@ def _operator_position(node: exp.Binary, sql: str) -> int | None:
     return min(found) + 1 if found else None
 
 
-def _comparisons_across_categories(typed: exp.Expression, sql: str, columns_certain: bool) -> None:
-    for node in _suspect_comparisons(typed):
-        left, right = (_certain_type(side, columns_certain) for side in (node.left, node.right))
+def _comparisons_across_categories(typed: exp.Expression, sql: str, columns_certain: bool,
+                                   param_types: Sequence[str | None]) -> None:
+    for node in _suspect_comparisons(typed, param_types):
+        if isinstance(node.left, (exp.Any, exp.All)) or isinstance(node.right, (exp.Any, exp.All)):
+            continue  # x = ANY (array): compares x with the elements
+        left, right = (_declared_type(side, param_types) or _certain_type(side, columns_certain)
+                       for side in (node.left, node.right))
         categories = {_category(left), _category(right)}
         if None in categories or len(categories) == 1:
             continue
@@ -155,13 +171,13 @@ _OPERATOR_TEXT = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT
 
 
 def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | None = None,
-                    search_path: Sequence[str] = ()) -> None:
+                    search_path: Sequence[str] = (), param_types: Sequence[str | None] = ()) -> None:
     """Raise PostgreSQL's 42883 for the first call or operator in `tree` (parsed from
     `sql`) that PostgreSQL has no overload of for its argument types. The tree is not
     changed (column types are read on a copy)."""
     _unknown_polymorphic(tree)
     _text_only(tree)
-    if tree.find(*_CANDIDATES) is None and not _suspect_comparisons(tree):
+    if tree.find(*_CANDIDATES) is None and not _suspect_comparisons(tree, param_types):
         return
     typed = tree.copy()
     # A column is certain when it can only be a catalog table's (no derived table, CTE or
@@ -169,7 +185,7 @@ def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | N
     columns_certain = catalog is not None and typed.find(exp.Subquery, exp.CTE, exp.Values) is None
     if columns_certain and typed.find(exp.Column) is not None:
         type_in_place(typed, catalog, search_path)
-    _comparisons_across_categories(typed, sql, columns_certain)
+    _comparisons_across_categories(typed, sql, columns_certain, param_types)
     for node in typed.find_all(*_CANDIDATES):
         if isinstance(node, (exp.Min, exp.Max)) and node.expressions:
             continue  # not PostgreSQL's aggregate (it has one argument)

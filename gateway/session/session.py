@@ -23,6 +23,7 @@ from gateway import pg_catalog
 from gateway.session import observe
 from gateway.session import utility_results as util
 from gateway.session.copy_in import CopyInMixin
+from gateway.session.error_positions import positioned
 from gateway.session.extended import ExtendedMixin
 from gateway.session.moves import MoveMixin
 from gateway.session.relay import implicit_transaction
@@ -90,10 +91,25 @@ class Session(ExtendedMixin, CopyInMixin, MoveMixin, UtilityMixin):
     async def _fail_extended(self, err: PgError, message: m.FrontendMessage) -> None:
         """Report an error and skip to Sync; like PostgreSQL, send it now, not at Sync
         (a client that sent Flush instead of Sync is waiting for it)."""
-        self.report(err)
+        sql = self._statement_text(message)
+        self.report(positioned(err, sql, 0) if sql else err)
         if not isinstance(message, m.Query):
             self.skipping = True
             await self.flush()
+
+    def _statement_text(self, message: m.FrontendMessage) -> str | None:
+        """The text of the statement an extended-protocol message is about, if known."""
+        if isinstance(message, m.Parse):
+            return message.query
+        if isinstance(message, m.Bind):
+            prepared = self.statements.get(message.statement)
+        elif isinstance(message, m.Describe) and message.kind == "S":
+            prepared = self.statements.get(message.name)
+        else:
+            portal = self.portals.get(message.portal if isinstance(message, m.Execute) else
+                                      getattr(message, "name", ""))
+            prepared = portal.statement if portal is not None else None
+        return prepared.sql if prepared is not None else None
 
     async def on_function_call(self, message: m.FunctionCall) -> None:
         raise util.unsupported("the function call protocol message")
@@ -120,17 +136,17 @@ class Session(ExtendedMixin, CopyInMixin, MoveMixin, UtilityMixin):
         if not statements:
             self.write(encoder.empty_query_response())
         if implicit_transaction(statements) and not self.in_block:
-            await self._run_implicit(statements)
-        elif await self.run_statements(statements):
+            await self._run_implicit(statements, message.sql)
+        elif await self.run_statements(statements, message.sql):
             self.query_done()
             await self.flush()
 
-    async def _run_implicit(self, statements: list[str]) -> None:
+    async def _run_implicit(self, statements: list[str], text: str) -> None:
         """Several statements in one Query run as one transaction, as in PostgreSQL: a
         failure undoes the earlier ones. The client sees no transaction block."""
         self.begin_block()
         try:
-            await self.run_statements(statements)
+            await self.run_statements(statements, text)
             try:
                 await self.links.end(commit=True)
             except PgError as err:
@@ -140,10 +156,14 @@ class Session(ExtendedMixin, CopyInMixin, MoveMixin, UtilityMixin):
         self.query_done()
         await self.flush()
 
-    async def run_statements(self, statements: list[str]) -> bool:
-        """Run a simple Query's statements; False when a COPY FROM STDIN now waits for the
-        client's data (the rest runs when it ends)."""
+    async def run_statements(self, statements: list[str], text: str = "") -> bool:
+        """Run a simple Query's statements (parts of `text`, the Query's whole text, when
+        known: positions in errors count from its start); False when a COPY FROM STDIN now waits for the client's data (the rest runs when
+        it ends)."""
+        searched = 0
         for i, sql in enumerate(statements):
+            at = text.find(sql, searched)  # where PostgreSQL's positions count from
+            searched = at + len(sql) if at >= 0 else searched
             self.statement_started(sql)
             road, failed = observe.Road(sql), None
             try:
@@ -175,7 +195,7 @@ class Session(ExtendedMixin, CopyInMixin, MoveMixin, UtilityMixin):
                 failed = PgError(CONNECTION_FAILURE, "connection to client lost")  # as PostgreSQL logs it
                 raise
             except Exception as exc:  # PgError, or a bug of ours: either way the client hears
-                err = failed = from_exception(exc)
+                err = failed = positioned(from_exception(exc), sql, max(at, 0))
                 if err.sqlstate == "XX000":
                     log.exception("internal error in %r", sql[:200])
                 if err.is_fatal:

@@ -289,6 +289,9 @@ ERRORS = {
     "text_compared_with_a_number": "SELECT ten FROM t WHERE name = 1",
     "number_compared_with_text": "SELECT ten FROM t WHERE 1.5 <> name",
     "boolean_compared_with_a_number": "SELECT ten FROM t WHERE (ten > 3) = 1",
+    "missing_column": "SELECT ten, nope FROM t",
+    "missing_qualified_column": "SELECT 1 AS nope, t.nope FROM t",
+    "missing_relation": "SELECT ten FROM t, nothere",
     # PostgreSQL has no overload for these argument types; the engines have.
     "float_modulo": "SELECT col % 2.5::float8 FROM t",
     "mod_of_float": "SELECT mod(col::float4, 3) FROM t",
@@ -486,7 +489,8 @@ async def test_errors_in_postgres_words(world: World, name: str, route: str) -> 
 
 # The errors above whose position PostgreSQL reports (the client's caret under the text).
 POSITIONED = ("text_compared_with_a_number", "number_compared_with_text",
-              "boolean_compared_with_a_number")
+              "boolean_compared_with_a_number", "missing_column", "missing_qualified_column",
+              "missing_relation")
 
 
 @pytest.mark.parametrize("route", ["pg", "files"])
@@ -496,6 +500,26 @@ async def test_errors_point_where_postgres_points(world: World, name: str, route
     got = await _error(world.gateway.dsn, ERRORS[name], *ROUTES[route])
     assert want.position is not None
     assert got.position == want.position
+
+
+async def _simple_error(dsn: str, text: str, *setup: str) -> asyncpg.PostgresError:
+    conn = await asyncpg.connect(dsn)
+    try:
+        for statement in setup:
+            await conn.execute(statement)
+        with pytest.raises(asyncpg.PostgresError) as caught:
+            await conn.execute(text)  # no arguments: one simple Query
+        return caught.value
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("route", ["pg", "files"])
+async def test_a_position_counts_from_the_start_of_the_whole_query(world: World, route: str) -> None:
+    text = "SELECT 1;\n  SELECT ten FROM t WHERE name = 1;"
+    want = await _simple_error(world.truth, text)
+    got = await _simple_error(world.gateway.dsn, text, *ROUTES[route])
+    assert (got.sqlstate, got.position) == (want.sqlstate, want.position) == ("42883", "42")
 
 
 @pytest.mark.parametrize("route", ["pg", "files"])
