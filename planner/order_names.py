@@ -9,6 +9,11 @@ BY is checked here: a bare name must be an output name or a column of a table it
 a name inside an expression a column of a table (PostgreSQL resolves those against the
 inputs only). Checked only where every relation of the FROM list is a catalog table
 whose columns are known, and not in subqueries, whose names may be the outer query's.
+
+The same holds for an output name used in the select list, WHERE or HAVING: PostgreSQL
+resolves those against the inputs only, so `SELECT id AS k, k + 1 FROM t` and `SELECT id
+AS k FROM t WHERE k = 1` are 42703, where DuckDB's lateral aliases answer rows. (GROUP BY
+may name an output, in both.)
 """
 
 from __future__ import annotations
@@ -66,18 +71,38 @@ def _unqualified(order: exp.Order) -> list[tuple[exp.Column, bool]]:
     return found
 
 
+def _aliases(select: exp.Select) -> set[str]:
+    return {_folded(p.args["alias"]) for p in select.expressions if isinstance(p, exp.Alias)}
+
+
+def _alias_uses(select: exp.Select, aliases: set[str]) -> list[exp.Column]:
+    """The unqualified columns of the select list, WHERE and HAVING (outside subqueries)
+    spelled as one of the select's output aliases."""
+    clauses = [*select.expressions, select.args.get("where"), select.args.get("having")]
+    return [column for clause in clauses if clause is not None for column in clause.find_all(exp.Column)
+            if not column.table and isinstance(column.this, exp.Identifier)
+            and _folded(column.this) in aliases and column.find_ancestor(exp.Query) is select]
+
+
 def order_names(tree: exp.Expression, schema: Schema) -> None:
-    """Raise PostgreSQL's 42703 for an ORDER BY name of `tree` neither resolves."""
-    order = tree.args.get("order") if isinstance(tree, exp.Select) else None
-    if order is None:
+    """Raise PostgreSQL's 42703 for an ORDER BY name of `tree` neither resolves, or an
+    output name used where only input columns are seen."""
+    if not isinstance(tree, exp.Select):
         return
-    columns = _unqualified(order)
-    if not columns:
+    order = tree.args.get("order")
+    columns = _unqualified(order) if order is not None else []
+    aliases = _aliases(tree)
+    lateral = _alias_uses(tree, aliases) if aliases else []
+    if not columns and not lateral:
         return  # a star's outputs are input columns (or renamed by the alias list): no matter
     scope = build_scope(tree)
     inputs = _input_names(scope, schema) if scope is not None else None
     if inputs is None:
         return
+    for column in lateral:
+        name = _folded(column.this)
+        if name not in inputs:
+            raise PgError(UNDEFINED_COLUMN, f'column "{name}" does not exist')
     outputs = _output_names(tree)
     for column, bare in columns:
         name = _folded(column.this)

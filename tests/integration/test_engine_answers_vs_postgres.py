@@ -292,6 +292,9 @@ ERRORS = {
     "missing_column": "SELECT ten, nope FROM t",
     "missing_qualified_column": "SELECT 1 AS nope, t.nope FROM t",
     "missing_relation": "SELECT ten FROM t, nothere",
+    # PostgreSQL has no lateral aliases: an output name is no input column.
+    "output_name_in_the_select_list": "SELECT ten AS k, k + 1 FROM t",
+    "output_name_in_where": "SELECT ten AS k FROM t WHERE k = 1",
     # PostgreSQL has no overload for these argument types; the engines have.
     "float_modulo": "SELECT col % 2.5::float8 FROM t",
     "mod_of_float": "SELECT mod(col::float4, 3) FROM t",
@@ -490,7 +493,7 @@ async def test_errors_in_postgres_words(world: World, name: str, route: str) -> 
 # The errors above whose position PostgreSQL reports (the client's caret under the text).
 POSITIONED = ("text_compared_with_a_number", "number_compared_with_text",
               "boolean_compared_with_a_number", "missing_column", "missing_qualified_column",
-              "missing_relation")
+              "missing_relation", "output_name_in_the_select_list", "output_name_in_where")
 
 
 @pytest.mark.parametrize("route", ["pg", "files"])
