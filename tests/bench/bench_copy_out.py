@@ -41,6 +41,7 @@ if str(REPO) not in sys.path:  # run as a plain script from anywhere
 import duckdb  # noqa: E402
 
 import tests.support.gateway_proc as gateway_proc  # noqa: E402
+from tests.bench.bench_moves import psql_command as direct, through  # noqa: E402
 from tests.bench.bench_pgbench import load_average  # noqa: E402
 from tests.bench.sections import write_section  # noqa: E402
 from tests.support.postgres import start_postgres  # noqa: E402
@@ -57,25 +58,6 @@ def admin(server, database: str, sql: str) -> None:
     subprocess.run(["psql", "-X", "-q", "-h", server.host, "-p", str(server.port), "-U", server.user,
                     "-d", database, "-v", "ON_ERROR_STOP=1", "-c", sql], check=True,
                    env={**os.environ, "PGCONNECT_TIMEOUT": "10"})
-
-
-def direct(server, sql: str) -> list[str]:
-    return ["psql", "-X", "-q", "-h", server.host, "-p", str(server.port), "-U", server.user,
-            "-d", "bench", "-v", "ON_ERROR_STOP=1", "-c", sql]
-
-
-def through(proc, sql: str) -> list[str]:
-    return ["psql", "-X", "-q", "-h", proc.host, "-p", str(proc.port), "-U", "postgres",
-            "-d", proc.database, "-v", "ON_ERROR_STOP=1", "-c", sql]
-
-
-def gateway_from(checkout: Path, config: str, workdir: Path) -> gateway_proc.GatewayProcess:
-    saved = gateway_proc.REPO
-    gateway_proc.REPO = checkout  # the process runs `python -m gateway` from there
-    try:
-        return gateway_proc.start_gateway(config, workdir)
-    finally:
-        gateway_proc.REPO = saved
 
 
 def first_difference(want: bytes, got: bytes) -> str:
@@ -132,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                     direct(server, f"\\copy src TO '{workdir / f'direct.{fmt}'}' {options}"),
                     workdir / f"direct.{fmt}", fmt)
             for label, checkout in checkouts.items():
-                proc = gateway_from(checkout, config, workdir / label)
+                proc = gateway_proc.start_gateway_from(checkout, config, workdir / label)
                 gateways.append(proc)
                 for fmt, options in FORMATS.items():
                     target = workdir / f"{label}.{fmt}"

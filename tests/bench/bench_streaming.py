@@ -83,15 +83,9 @@ def psql(host: str, port: int, user: str, database: str, sql: str) -> None:
                    check=True, timeout=600)
 
 
-def start_gateway_from(checkout: Path, dsn: str, workdir: Path) -> gateway_proc.GatewayProcess:
-    config = (f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
-              f'dsn = {json.dumps(dsn)}\nschema = "public"\n')
-    saved = gateway_proc.REPO
-    gateway_proc.REPO = checkout  # the process runs `python -m gateway` from there
-    try:
-        return gateway_proc.start_gateway(config, workdir)
-    finally:
-        gateway_proc.REPO = saved
+def gateway_config(dsn: str) -> str:
+    return (f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
+            f'dsn = {json.dumps(dsn)}\nschema = "public"\n')
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,12 +114,13 @@ def main(argv: list[str] | None = None) -> int:
             dsn = server.dsn.rsplit("/", 1)[0] + "/" + DATABASE
             targets: dict[str, tuple[str, int, str, str, int | None]] = {
                 "direct": (server.host, server.port, server.user, DATABASE, None)}
-            gateway = start_gateway_from(REPO, dsn, workdir / "gateway")
+            gateway = gateway_proc.start_gateway(gateway_config(dsn), workdir / "gateway")
             stops.append(gateway.stop)
             targets["gateway"] = (gateway.host, gateway.port, "fedgate", gateway.database,
                                   gateway.proc.pid)
             if args.baseline is not None:
-                baseline = start_gateway_from(args.baseline.resolve(), dsn, workdir / "baseline")
+                baseline = gateway_proc.start_gateway_from(args.baseline.resolve(), gateway_config(dsn),
+                                                         workdir / "baseline")
                 stops.append(baseline.stop)
                 targets["gateway, baseline"] = (baseline.host, baseline.port, "fedgate",
                                                 baseline.database, baseline.proc.pid)

@@ -469,13 +469,14 @@ def test_simple_query_answers_as_postgres(world: World, name: str) -> None:
     assert got == (names, want.rows)
 
 
-async def _error(dsn: str, sql: str, *setup: str) -> asyncpg.PostgresError:
+async def _error(dsn: str, sql: str, *setup: str, simple: bool = False) -> asyncpg.PostgresError:
+    """The error of `sql` (sent as one simple Query when `simple`, else extended)."""
     conn = await asyncpg.connect(dsn)
     try:
         for statement in setup:
             await conn.execute(statement)
         with pytest.raises(asyncpg.PostgresError) as caught:
-            await conn.fetch(sql)
+            await (conn.execute(sql) if simple else conn.fetch(sql))
         return caught.value
     finally:
         await conn.close()
@@ -505,23 +506,11 @@ async def test_errors_point_where_postgres_points(world: World, name: str, route
     assert got.position == want.position
 
 
-async def _simple_error(dsn: str, text: str, *setup: str) -> asyncpg.PostgresError:
-    conn = await asyncpg.connect(dsn)
-    try:
-        for statement in setup:
-            await conn.execute(statement)
-        with pytest.raises(asyncpg.PostgresError) as caught:
-            await conn.execute(text)  # no arguments: one simple Query
-        return caught.value
-    finally:
-        await conn.close()
-
-
 @pytest.mark.parametrize("route", ["pg", "files"])
 async def test_a_position_counts_from_the_start_of_the_whole_query(world: World, route: str) -> None:
     text = "SELECT 1;\n  SELECT ten FROM t WHERE name = 1;"
-    want = await _simple_error(world.truth, text)
-    got = await _simple_error(world.gateway.dsn, text, *ROUTES[route])
+    want = await _error(world.truth, text, simple=True)
+    got = await _error(world.gateway.dsn, text, *ROUTES[route], simple=True)
     assert (got.sqlstate, got.position) == (want.sqlstate, want.position) == ("42883", "42")
 
 

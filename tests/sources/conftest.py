@@ -338,3 +338,19 @@ async def pgref(pg_source: PgSource) -> AsyncIterator[asyncpg.Connection]:
     conn = await asyncpg.connect(pg_source.dsn, server_settings={"TimeZone": "UTC"})
     yield conn
     await conn.close()
+
+
+@pytest.fixture
+async def gwc(federation: Federation) -> AsyncIterator[asyncpg.Connection]:
+    """A session of its own on the federation gateway, for one test."""
+    conn = await asyncpg.connect(federation.gateway.dsn)
+    yield conn
+    await conn.close()
+
+
+@pytest.fixture
+async def pgc(federation: Federation) -> AsyncIterator[asyncpg.Connection]:
+    """PostgreSQL itself, behind the `pg` source: the ground truth of PostgreSQL targets."""
+    conn = await asyncpg.connect(federation.pg.dsn, server_settings={"TimeZone": "UTC"})
+    yield conn
+    await conn.close()

@@ -6,12 +6,9 @@ character the formats escape."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import asyncpg
 import pytest
 
-from tests.sources.conftest import Federation
 
 # Hostile values next to the trap's own: every escaped character, the NULL spellings, the
 # marker, quotes of both kinds.
@@ -29,20 +26,6 @@ OPTIONS = {
     "csv, tab, NULL '\\N'": {"format": "csv", "delimiter": "\t", "null": "\\N"},
     "csv, escape the quote": {"format": "csv", "quote": "'", "escape": "'"},
 }
-
-
-@pytest.fixture
-async def gwc(federation: Federation) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(federation.gateway.dsn, server_settings={"TimeZone": "UTC"})
-    yield conn
-    await conn.close()
-
-
-@pytest.fixture
-async def pgc(federation: Federation) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(federation.pg.dsn, server_settings={"TimeZone": "UTC"})
-    yield conn
-    await conn.close()
 
 
 async def copied(conn: asyncpg.Connection, query: str, options: dict) -> bytes:

@@ -10,7 +10,7 @@ import asyncio
 import datetime as dt
 import shutil
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -29,22 +29,6 @@ from tests.support.spark_cluster import SparkCluster
 
 TIMEOUT = 120
 TRAP_IDS_TEXTS = sorted((r[0], r[1]) for r in TRAP_ROWS)  # what every source's trap holds
-
-
-@pytest.fixture
-async def gwc(federation: Federation) -> AsyncIterator[asyncpg.Connection]:
-    """A session of its own on the federation gateway, for one test."""
-    conn = await asyncpg.connect(federation.gateway.dsn)
-    yield conn
-    await conn.close()
-
-
-@pytest.fixture
-async def pgc(federation: Federation) -> AsyncIterator[asyncpg.Connection]:
-    """PostgreSQL itself, behind the `pg` source: the ground truth of PostgreSQL targets."""
-    conn = await asyncpg.connect(federation.pg.dsn, server_settings={"TimeZone": "UTC"})
-    yield conn
-    await conn.close()
 
 
 async def fresh(gwc: asyncpg.Connection, table: str, ddl: str) -> None:

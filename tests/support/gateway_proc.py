@@ -101,6 +101,17 @@ def new_database(server_dsn: str, ddl: str = "") -> str:
     return truth
 
 
+def start_gateway_from(checkout: Path, config_text: str, workdir: Path) -> GatewayProcess:
+    """`start_gateway` of another checkout of this repository (an older commit, for
+    before/after figures in one sitting): its `python -m gateway` runs from there."""
+    global REPO
+    saved, REPO = REPO, checkout
+    try:
+        return start_gateway(config_text, workdir)
+    finally:
+        REPO = saved
+
+
 def pg_source_config(truth: str) -> str:
     """A gateway's configuration with one source `pg` (on search_path): the database `truth`."""
     return (f'[catalog]\nsearch_path = ["pg"]\n[sources.pg]\nkind = "postgres"\n'
