@@ -39,6 +39,7 @@ from pgwire.errors import (FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, S
                            UNDEFINED_FUNCTION, PgError)
 from planner.colnames import ARRAY_LITERAL, CAST_NAME, figure_colname, strong_name
 from planner.recursive_order import recursive_order
+from planner.substr_arguments import substr_arguments
 
 ONE_ROW = "_fedgate_one_row"
 # The call `normalize` wraps a VARIADIC argument in (sqlglot cannot parse the keyword).
@@ -274,6 +275,8 @@ def _plain(node: exp.Expression) -> exp.Expression:
         return _unqualified_type(node)
     if isinstance(node, exp.Cast):
         return _cast(node)
+    if isinstance(node, exp.Substring):
+        return substr_arguments(node)
     return node
 
 

@@ -123,6 +123,11 @@ CONSTANTS = {
 
 # Statements over the tables, run on every route.
 TABLE_STATEMENTS = {
+    # substr's unknown literals are its integers (planner.substr_arguments); substring's
+    # text argument is a pattern. substr(name, '1') answered NULL.
+    "substr_of_unknown_literals": "SELECT substr(name, '2'), substr(name, '1', '2'), SUBSTR(name, '2'), "
+                                  "substring(name, '1'), substring(name, 'n(.)'), substring(name from '1$') "
+                                  "FROM t ORDER BY col",
     # numeric at numeric.c's scale (connectors.dialects.duckdb.numeric_calls), NULL and
     # zero rows included; log(b, x) is numeric only, of an integer column too
     "numeric_functions_of_columns": "SELECT col, log(2, col), sqrt(col::numeric(6, 1)), exp((ten * 1.5)::numeric(4, 1)), "
@@ -295,6 +300,7 @@ ERRORS = {
     # PostgreSQL has no lateral aliases: an output name is no input column.
     "output_name_in_the_select_list": "SELECT ten AS k, k + 1 FROM t",
     "output_name_in_where": "SELECT ten AS k FROM t WHERE k = 1",
+    "substr_of_a_word": "SELECT substr(name, 'x') FROM t",
     # PostgreSQL has no overload for these argument types; the engines have.
     "float_modulo": "SELECT col % 2.5::float8 FROM t",
     "mod_of_float": "SELECT mod(col::float4, 3) FROM t",
