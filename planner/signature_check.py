@@ -106,7 +106,8 @@ def _text_only(tree: exp.Expression) -> None:
 
 
 # Comparisons PostgreSQL has no operator for across these categories: `text = 1`,
-# `flag = 1` (a string or a boolean against a number). DuckDB casts and answers rows, or
+# `flag = 1`, `name IN ('a', 1)`, `name BETWEEN 1 AND 2` (a string or a boolean against a
+# number). DuckDB casts and answers rows, or
 # fails at the first value that does not cast (22P02).
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 _STRINGS = frozenset({"text", "character varying", "character", "name"})
@@ -134,12 +135,29 @@ def _declared_type(node: exp.Expression, param_types: Sequence[str | None]) -> s
     return None
 
 
-def _suspect_comparisons(tree: exp.Expression, param_types: Sequence[str | None]) -> list[exp.Binary]:
-    """Comparisons of a number or boolean literal, or of a declared parameter: the only
-    ones typed (every statement compares columns; typing them all would cost each plan)."""
-    return [node for node in tree.find_all(*_COMPARISONS)
-            if any(_a_number_or_boolean_literal(side) or _declared_type(side, param_types)
-                   for side in (node.left, node.right))]
+def _compared_pairs(tree: exp.Expression):
+    """(node, left, operator, right) for each comparison, each IN list item (=) and each
+    BETWEEN bound (>=, <=: PostgreSQL's own expansion)."""
+    for node in tree.find_all(*_COMPARISONS, exp.In, exp.Between):
+        if isinstance(node, exp.In):
+            if node.args.get("query") is None and not node.args.get("unnest"):
+                yield from ((node, node.this, "=", item) for item in node.expressions)
+        elif isinstance(node, exp.Between):
+            yield node, node.this, ">=", node.args["low"]
+            yield node, node.this, "<=", node.args["high"]
+        else:
+            yield node, node.left, _OPERATOR_TEXT[type(node)], node.right
+
+
+def _suspect_comparisons(tree: exp.Expression, param_types: Sequence[str | None]):
+    """The compared pairs of a number or boolean literal, or of a declared parameter: the
+    only ones typed (every statement compares columns; typing them all would cost each
+    plan)."""
+    pairs = list(_compared_pairs(tree))
+    suspects = {id(node) for node, left, _, right in pairs
+                if any(_a_number_or_boolean_literal(side) or _declared_type(side, param_types)
+                       for side in (left, right))}
+    return [pair for pair in pairs if id(pair[0]) in suspects]  # all pairs of a BETWEEN
 
 
 def _operator_position(node: exp.Binary, sql: str) -> int | None:
@@ -154,17 +172,17 @@ def _operator_position(node: exp.Binary, sql: str) -> int | None:
 
 def _comparisons_across_categories(typed: exp.Expression, sql: str, columns_certain: bool,
                                    param_types: Sequence[str | None]) -> None:
-    for node in _suspect_comparisons(typed, param_types):
-        if isinstance(node.left, (exp.Any, exp.All)) or isinstance(node.right, (exp.Any, exp.All)):
+    for node, left_side, operator, right_side in _suspect_comparisons(typed, param_types):
+        if isinstance(left_side, (exp.Any, exp.All)) or isinstance(right_side, (exp.Any, exp.All)):
             continue  # x = ANY (array): compares x with the elements
         left, right = (_declared_type(side, param_types) or _certain_type(side, columns_certain)
-                       for side in (node.left, node.right))
+                       for side in (left_side, right_side))
         categories = {_category(left), _category(right)}
         if None in categories or len(categories) == 1:
             continue
-        raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left} "
-                      f"{_OPERATOR_TEXT[type(node)]} {right}", hint=NO_OPERATOR_HINT,
-                      position=_operator_position(node, sql))
+        raise PgError(UNDEFINED_FUNCTION, f"operator does not exist: {left} {operator} {right}",
+                      hint=NO_OPERATOR_HINT,
+                      position=_operator_position(node, sql) if isinstance(node, _COMPARISONS) else None)
 
 
 _OPERATOR_TEXT = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
