@@ -21,8 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pgwire.types.from_arrow import pg_type_for_field
+from pgwire.errors import PROGRAM_LIMIT_EXCEEDED, PgError
 from pgwire.types.columns import binary_from_fixed
+from pgwire.types.from_arrow import pg_type_for_field
 from pgwire.types.rows import CHUNK_ROWS, TEXT_FORMAT, encode_column, join_pieces
 
 
@@ -44,6 +45,8 @@ _TEXT_ESCAPES = (("\\", "\\\\"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"),
 _TEXT_ESCAPE_TABLE = str.maketrans(dict(_TEXT_ESCAPES))
 
 _COPY_DATA_HEADER = np.dtype([("tag", "u1"), ("length", ">i4")])
+# A run of lines joined into one Arrow array stays below this (its offsets are 32-bit).
+_MAX_CHUNK_BYTES = 1 << 30
 
 
 def format_value(value: str | None, layout: TextLayout) -> str:
@@ -116,31 +119,49 @@ def _joined(parts: list[pa.Array | bytes], n: int) -> memoryview:
     return memoryview(lines.buffers()[2])[start:end]
 
 
-def _chunks(batch: pa.RecordBatch):
+def _line_lengths(parts: list[pa.Array | bytes], n: int) -> np.ndarray:
+    length = np.zeros(n, dtype=np.int64)
+    for part in parts:
+        length += len(part) if isinstance(part, bytes) else \
+            pc.binary_length(part).to_numpy(zero_copy_only=False)
+    return length
+
+
+def _bounded(parts: list[pa.Array | bytes], lengths: np.ndarray):
+    """`parts` cut into runs of rows whose lines stay far below Arrow's 2 GiB binary
+    limit (wide documents: a chunk of them may not fit one array), with their lengths."""
+    n = len(lengths)
+    if n > 1 and int(lengths.sum()) > _MAX_CHUNK_BYTES:
+        half = n // 2
+        for rows in (slice(0, half), slice(half, n)):
+            yield from _bounded([p if isinstance(p, bytes) else p[rows] for p in parts], lengths[rows])
+        return
+    if int(lengths.sum()) > _MAX_CHUNK_BYTES:
+        raise PgError(PROGRAM_LIMIT_EXCEEDED, "a row's COPY line is larger than 1 GB")
+    yield parts, lengths
+
+
+def _line_runs(batch: pa.RecordBatch, layout: TextLayout, timezone: str):
     for start in range(0, batch.num_rows, CHUNK_ROWS):
-        yield batch.slice(start, CHUNK_ROWS)
+        chunk = batch.slice(start, CHUNK_ROWS)
+        parts = _line_parts(chunk, layout, timezone)
+        yield from _bounded(parts, _line_lengths(parts, chunk.num_rows))
 
 
 def copy_text(batch: pa.RecordBatch, layout: TextLayout, timezone: str) -> bytes:
     """Every row of `batch` as a line of `layout`, each column written as the PostgreSQL
     type of its Arrow type: the lines of a file."""
-    return b"".join(_joined(_line_parts(chunk, layout, timezone), chunk.num_rows)
-                    for chunk in _chunks(batch))
+    return b"".join(_joined(parts, len(lengths)) for parts, lengths in _line_runs(batch, layout, timezone))
 
 
 def copy_data(batch: pa.RecordBatch, layout: TextLayout, timezone: str) -> bytes:
     """Every row of `batch` as a CopyData ('d') message holding its line, as
     PostgreSQL's COPY TO STDOUT sends them (one row per message)."""
     out: list[memoryview] = []
-    for chunk in _chunks(batch):
-        n = chunk.num_rows
-        parts = _line_parts(chunk, layout, timezone)
-        length = np.full(n, 4, dtype=np.int64)
-        for part in parts:
-            length += len(part) if isinstance(part, bytes) else \
-                pc.binary_length(part).to_numpy(zero_copy_only=False)
+    for parts, lengths in _line_runs(batch, layout, timezone):
+        n = len(lengths)
         header = np.empty(n, dtype=_COPY_DATA_HEADER)
         header["tag"] = ord("d")
-        header["length"] = length
+        header["length"] = lengths + 4
         out.append(_joined([binary_from_fixed(header.view(np.uint8).reshape(n, 5)), *parts], n))
     return b"".join(out)
