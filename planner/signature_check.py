@@ -107,8 +107,8 @@ def _text_only(tree: exp.Expression) -> None:
 
 # Comparisons PostgreSQL has no operator for across these categories: `text = 1`,
 # `flag = 1`, `name IN ('a', 1)`, `name BETWEEN 1 AND 2` (a string or a boolean against a
-# number). DuckDB casts and answers rows, or
-# fails at the first value that does not cast (22P02).
+# number). DuckDB casts and answers rows, or fails at the first value that does not cast
+# (22P02).
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 _STRINGS = frozenset({"text", "character varying", "character", "name"})
 

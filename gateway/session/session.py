@@ -158,8 +158,8 @@ class Session(ExtendedMixin, CopyInMixin, MoveMixin, UtilityMixin):
 
     async def run_statements(self, statements: list[str], text: str = "") -> bool:
         """Run a simple Query's statements (parts of `text`, the Query's whole text, when
-        known: positions in errors count from its start); False when a COPY FROM STDIN now waits for the client's data (the rest runs when
-        it ends)."""
+        known: positions in errors count from its start); False when a COPY FROM STDIN
+        now waits for the client's data (the rest runs when it ends)."""
         searched = 0
         for i, sql in enumerate(statements):
             at = text.find(sql, searched)  # where PostgreSQL's positions count from
