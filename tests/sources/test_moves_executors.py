@@ -13,7 +13,7 @@ import asyncpg
 import pytest
 
 from tests.sources.conftest import Federation
-from tests.sources.test_moves import (TIMEOUT, cluster_gateway, fresh, pgc, sqlstate_of,  # noqa: F401
+from tests.sources.test_moves import (TIMEOUT, cluster_gateway, fresh, sqlstate_of,  # noqa: F401
                                       wait_for_backend)
 from tests.support.gateway_proc import GatewayProcess
 

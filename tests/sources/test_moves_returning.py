@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from tests.sources.conftest import Federation
-from tests.sources.test_moves import (WRITERS, Targets, fresh, gwc, pgc, psql,  # noqa: F401
+from tests.sources.test_moves import (WRITERS, Targets, fresh, psql,  # noqa: F401
                                       sqlstate_of, targets)
 
 DDL = "(id int PRIMARY KEY, s varchar(10), n int DEFAULT 42)"
