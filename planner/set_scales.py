@@ -16,10 +16,6 @@ known when planned and is computed exactly (`exact_number`), and the statement's
 BY does not sort by the column: each branch writes its value's text at its own scale,
 `CAST(CAST(sum(n) AS DECIMAL(38, 2)) AS TEXT)`, which the gateway reads back as the
 numeric the planner types the column (gateway.executor.presented).
-
-A column joining text with a number (`SELECT name FROM t UNION SELECT 1`) is PostgreSQL's
-42804 (`UNION types text and integer cannot be matched`), checked on the same types; the
-engine cast one side and answered rows.
 """
 
 from __future__ import annotations
@@ -28,8 +24,7 @@ from sqlglot import exp
 from sqlglot.schema import Schema
 
 from connectors.numeric_shapes import compared_output, exact_number
-from pgwire.errors import DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, PgError
-from planner.function_check import display_type_name
+from pgwire.errors import FEATURE_NOT_SUPPORTED, PgError
 from planner.result_types import result_types
 
 _INTEGERS = ("int2", "int4", "int8")
@@ -93,28 +88,6 @@ def _shown_as_text(tree: exp.Expression, schema: Schema) -> None:
                 f"DECIMAL(38, {scale})")), to=exp.DataType.build("TEXT")))
 
 
-def _category(name: str | None) -> str | None:
-    base = (name or "").split("(")[0]
-    return "string" if base in ("text", "varchar", "bpchar", "name") else \
-        "number" if base in (*_INTEGERS, "numeric", "float4", "float8") else None
-
-
-def _null_at(side: exp.Expression, position: int) -> bool:
-    """Whether a SELECT's output at `position` is a bare NULL (PostgreSQL's unknown: it
-    takes the other side's type; result_types says text)."""
-    return isinstance(side, exp.Select) and len(side.expressions) >= position and \
-        isinstance(side.expressions[position - 1].unalias(), exp.Null)
-
-
-def _matched(operation: exp.SetOperation, a: str | None, b: str | None) -> None:
-    """PostgreSQL's 42804 for a column joining text with a number (`SELECT name ... UNION
-    SELECT 1`); the engine cast one to the other and answered rows."""
-    if {_category(a), _category(b)} == {"string", "number"}:
-        assert a is not None and b is not None
-        raise PgError(DATATYPE_MISMATCH, f"{operation.key.upper()} types {display_type_name(a.split('(')[0])} "
-                      f"and {display_type_name(b.split('(')[0])} cannot be matched")
-
-
 def set_scales(tree: exp.Expression, schema: Schema) -> None:
     """Raise 0A000 for a set operation column joining numerics of different scales; a
     top-level UNION ALL's is rewritten to its values' texts where it can (`_shown_as_text`)."""
@@ -124,8 +97,6 @@ def set_scales(tree: exp.Expression, schema: Schema) -> None:
         if left is None or right is None or len(left) != len(right):
             continue
         for position, (a, b) in enumerate(zip(left, right), 1):
-            if not any(_null_at(side, position) for side in (operation.this, operation.expression)):
-                _matched(operation, a, b)
             scales = {display_scale(a), display_scale(b)}
             if None in scales or a in _INTEGERS and b in _INTEGERS:
                 continue
