@@ -170,11 +170,34 @@ def _operator_position(node: exp.Binary, sql: str) -> int | None:
     return min(found) + 1 if found else None
 
 
+# Field metadata of a column the engine holds as text for a type of another category (a
+# PostgreSQL source's unconstrained numeric, an enum, a MySQL decimal beyond 38 digits).
+_HELD_AS_TEXT = (b"pg_type", b"source_type", b"pg_type_oid")
+
+
+def _held_as_text(typed: exp.Expression, catalog: CatalogSnapshot | None) -> set[tuple[str, str]]:
+    """(table alias, column) of the typed tree's columns whose text is another type's."""
+    held: set[tuple[str, str]] = set()
+    for table in typed.find_all(exp.Table) if catalog is not None else ():
+        entry = catalog.sources.get(table.db) if table.db else None
+        info = entry.tables.get(table.name) if entry is not None else None
+        for field in info.schema if info is not None else ():
+            if field.metadata and any(key in field.metadata for key in _HELD_AS_TEXT):
+                held.add((table.alias_or_name, field.name))
+    return held
+
+
 def _comparisons_across_categories(typed: exp.Expression, sql: str, columns_certain: bool,
-                                   param_types: Sequence[str | None]) -> None:
+                                   param_types: Sequence[str | None],
+                                   catalog: CatalogSnapshot | None) -> None:
+    held: set[tuple[str, str]] | None = None
     for node, left_side, operator, right_side in _suspect_comparisons(typed, param_types):
         if isinstance(left_side, (exp.Any, exp.All)) or isinstance(right_side, (exp.Any, exp.All)):
             continue  # x = ANY (array): compares x with the elements
+        held = _held_as_text(typed, catalog) if held is None else held
+        if any(isinstance(side, exp.Column) and (side.table, side.name) in held
+               for side in (left_side, right_side)):
+            continue  # its type is not text: planner.kept_texts has the rules for it
         left, right = (_declared_type(side, param_types) or _certain_type(side, columns_certain)
                        for side in (left_side, right_side))
         categories = {_category(left), _category(right)}
@@ -203,7 +226,7 @@ def signature_check(tree: exp.Expression, sql: str, catalog: CatalogSnapshot | N
     columns_certain = catalog is not None and typed.find(exp.Subquery, exp.CTE, exp.Values) is None
     if columns_certain and typed.find(exp.Column) is not None:
         type_in_place(typed, catalog, search_path)
-    _comparisons_across_categories(typed, sql, columns_certain, param_types)
+    _comparisons_across_categories(typed, sql, columns_certain, param_types, catalog)
     for node in typed.find_all(*_CANDIDATES):
         if isinstance(node, (exp.Min, exp.Max)) and node.expressions:
             continue  # not PostgreSQL's aggregate (it has one argument)
