@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from pgwire.errors import PROGRAM_LIMIT_EXCEEDED, PgError
 from pgwire.types.columns import binary_from_fixed
 from pgwire.types.from_arrow import pg_type_for_field
-from pgwire.types.rows import CHUNK_ROWS, TEXT_FORMAT, encode_column, join_pieces
+from pgwire.types.rows import CHUNK_ROWS, MAX_CHUNK_BYTES, TEXT_FORMAT, encode_column, join_pieces
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,6 @@ _TEXT_ESCAPES = (("\\", "\\\\"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"),
 _TEXT_ESCAPE_TABLE = str.maketrans(dict(_TEXT_ESCAPES))
 
 _COPY_DATA_HEADER = np.dtype([("tag", "u1"), ("length", ">i4")])
-# A run of lines joined into one Arrow array stays below this (its offsets are 32-bit).
-_MAX_CHUNK_BYTES = 1 << 30
 
 
 def format_value(value: str | None, layout: TextLayout) -> str:
@@ -131,12 +129,12 @@ def _bounded(parts: list[pa.Array | bytes], lengths: np.ndarray):
     """`parts` cut into runs of rows whose lines stay far below Arrow's 2 GiB binary
     limit (wide documents: a chunk of them may not fit one array), with their lengths."""
     n = len(lengths)
-    if n > 1 and int(lengths.sum()) > _MAX_CHUNK_BYTES:
+    if n > 1 and int(lengths.sum()) > MAX_CHUNK_BYTES:
         half = n // 2
         for rows in (slice(0, half), slice(half, n)):
             yield from _bounded([p if isinstance(p, bytes) else p[rows] for p in parts], lengths[rows])
         return
-    if int(lengths.sum()) > _MAX_CHUNK_BYTES:
+    if int(lengths.sum()) > MAX_CHUNK_BYTES:
         raise PgError(PROGRAM_LIMIT_EXCEEDED, "a row's COPY line is larger than 1 GB")
     yield parts, lengths
 

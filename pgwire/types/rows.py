@@ -46,7 +46,7 @@ TEXT_FORMAT, BINARY_FORMAT = 0, 1
 # Rows per internal chunk: keeps temporaries cache-sized and every joined chunk far
 # below Arrow's 2 GiB binary-array limit; chunks shrink further for very wide rows.
 CHUNK_ROWS = 1 << 16
-_MAX_CHUNK_BYTES = 1 << 30
+MAX_CHUNK_BYTES = 1 << 30
 
 _ROW_HEADER = np.dtype([("tag", "u1"), ("length", ">i4"), ("ncols", ">i2")])
 
@@ -114,7 +114,7 @@ def _encode_chunk(
     row_len = np.full(n, 4 + 2, dtype=np.int64)  # length word + column count
     for enc in encoded:
         row_len += 4 + np.maximum(enc.lengths, 0)
-    if n > 1 and int(row_len.sum()) > _MAX_CHUNK_BYTES:
+    if n > 1 and int(row_len.sum()) > MAX_CHUNK_BYTES:
         half = n // 2
         return _encode_chunk(
             batch.slice(0, half), types, fmts, timezone

@@ -54,14 +54,14 @@ def test_wide_rows_are_joined_in_runs_below_the_limit(monkeypatch: pytest.Monkey
     batch = pa.record_batch([pa.array([f"row {i} " + "x" * 50 for i in range(300)]),
                              pa.array(range(300), pa.int64())], names=["s", "n"])
     whole = copy_data(batch, CSV_LAYOUT, "UTC")
-    monkeypatch.setattr(copy_text, "_MAX_CHUNK_BYTES", 200)  # a few rows per run
+    monkeypatch.setattr(copy_text, "MAX_CHUNK_BYTES", 200)  # a few rows per run
     assert copy_data(batch, CSV_LAYOUT, "UTC") == whole
     assert copy_text.copy_text(batch, CSV_LAYOUT, "UTC") == b"".join(
         line[5:] for line in _messages(whole))
 
 
 def test_a_line_beyond_the_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(copy_text, "_MAX_CHUNK_BYTES", 10)
+    monkeypatch.setattr(copy_text, "MAX_CHUNK_BYTES", 10)
     with pytest.raises(PgError) as refused:
         copy_data(pa.record_batch([pa.array(["x" * 20])], names=["s"]), CSV_LAYOUT, "UTC")
     assert refused.value.sqlstate == "54000"

@@ -155,7 +155,7 @@ def test_chunking_gives_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     whole = encode_rows(batch, [0])
     monkeypatch.setattr(results, "CHUNK_ROWS", 64)
     assert encode_rows(batch, [0]) == whole
-    monkeypatch.setattr(results, "_MAX_CHUNK_BYTES", 100)  # forces the halving path
+    monkeypatch.setattr(results, "MAX_CHUNK_BYTES", 100)  # forces the halving path
     assert encode_rows(batch, [0]) == whole
 
 
